@@ -1,0 +1,55 @@
+# Two commands: `make run` serves the console on the embedded default; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+HOST ?= 127.0.0.1
+PYTEST_ARGS ?=
+export PORT HOST
+
+.PHONY: run test install messages lint format migrations-check bench vendor clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+messages: install
+	@if command -v msgfmt >/dev/null 2>&1; then $(BIN)/python manage.py compilemessages --ignore=.venv -v 0; \
+	else echo "msgfmt not found: using the compiled translations in locale/ as committed"; fi
+
+run: install messages
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py seed_demo
+	@echo ""
+	@echo "  Console:  http://$(HOST):$(PORT)/"
+	@echo "  Health:   http://$(HOST):$(PORT)/healthz"
+	@echo "  API docs: http://$(HOST):$(PORT)/api/docs/"
+	@echo "  Ctrl-C stops the web server, the Celery worker and beat together."
+	@echo ""
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho -f Procfile start
+
+test: install messages
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+migrations-check: install
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+vendor:
+	scripts/vendor-static.sh
+
+clean:
+	rm -rf $(VENV) var

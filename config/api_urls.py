@@ -1,0 +1,10 @@
+"""Every app's API routes under /api/v1/."""
+
+from django.urls import include, path
+
+from console.api import views as console_api
+
+urlpatterns = [
+    path("", include("console.api.urls")),
+    path("<path:unknown>", console_api.not_found),
+]

@@ -1,0 +1,25 @@
+"""Top-level URLs: the console pages, accounts, the API and its docs, health and the admin."""
+
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from console import views as console_views
+
+urlpatterns = [
+    path("", include("console.urls")),
+    path("accounts/", include("allauth.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("healthz", console_views.healthz, name="healthz"),
+    path("api/v1/", include("config.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path(settings.ADMIN_URL, admin.site.urls),
+]
+
+handler400 = "console.views.error_400"
+handler403 = "console.views.error_403"
+handler404 = "console.views.error_404"
+handler500 = "console.views.error_500"

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class ConsoleConfig(AppConfig):
+    name = "console"
+    verbose_name = _("Console")
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (connects allauth's e-mail confirmation to our service)

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from . import views
+
+app_name = "console"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("console/", views.dashboard, name="dashboard"),
+    path("console/tokens/", views.tokens, name="tokens"),
+    path("console/tokens/<uuid:public_id>/revoke/", views.revoke_token, name="revoke-token"),
+]

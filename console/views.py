@@ -1,0 +1,94 @@
+"""Console pages: the public home, the dashboard, API tokens, health and error pages."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from . import services
+from .errors import ServiceError
+from .forms import ApiTokenForm
+from .htmx import wants_partial
+from .middleware import API_PREFIXES
+from .models import ApiToken
+
+
+def home(request):
+    return render(request, "console/home.html")
+
+
+@login_required
+def dashboard(request):
+    context = {
+        "active_tokens": ApiToken.objects.for_user(request.user).active().count(),
+    }
+    return render(request, "console/dashboard.html", context)
+
+
+def _token_page(request, form, issued=None, status=200):
+    tokens = ApiToken.objects.for_user(request.user).order_by("revoked_at", "-created_at")
+    context = {"form": form, "tokens": tokens, "issued": issued}
+    template = "console/tokens.html#token-panel" if wants_partial(request) else "console/tokens.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request):
+    if request.method == "GET":
+        return _token_page(request, ApiTokenForm())
+    form = ApiTokenForm(request.POST)
+    if not form.is_valid():
+        return _token_page(request, form, status=400)
+    try:
+        issued = services.create_api_token(request.user, **form.cleaned_data)
+    except ServiceError as exc:
+        form.add_error(None, exc.message)
+        return _token_page(request, form, status=400)
+    return _token_page(request, ApiTokenForm(), issued=issued)
+
+
+@login_required
+@require_POST
+def revoke_token(request, public_id):
+    try:
+        token = services.revoke_api_token(request.user, public_id)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("console:tokens") if not wants_partial(request) else _token_page(request, ApiTokenForm())
+    messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
+    if wants_partial(request):
+        return _token_page(request, ApiTokenForm())
+    return redirect("console:tokens")
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    report = services.health_report()
+    return JsonResponse(report, status=200 if report["status"] == "ok" else 503)
+
+
+def _error(request, status, code, message):
+    if request.path.startswith(API_PREFIXES):
+        return JsonResponse({"code": code, "message": str(message)}, status=status)
+    return render(request, "error.html", {"status": status, "message": message}, status=status)
+
+
+def error_400(request, exception=None):
+    return _error(request, 400, "bad_request", _("The request could not be understood."))
+
+
+def error_403(request, exception=None):
+    return _error(request, 403, "permission_denied", _("You do not have permission to do that."))
+
+
+def error_404(request, exception=None):
+    return _error(request, 404, "not_found", _("Not found."))
+
+
+def error_500(request):
+    return _error(request, 500, "server_error", _("Something went wrong on our side; we have been notified."))

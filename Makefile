@@ -35,7 +35,7 @@ run: install messages
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho -f Procfile start
 
 test: install messages
-	$(BIN)/pytest $(PYTEST_ARGS)
+	DATA_DIR=$(CURDIR)/var/test $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

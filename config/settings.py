@@ -18,6 +18,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from config.broker import filesystem_transport_options
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.FileAwareEnv()
@@ -104,6 +106,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.navigation",
             ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]
@@ -147,7 +150,7 @@ PASSWORD_HASHERS = [
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "console.validators.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -209,17 +212,7 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     if PRODUCTION:
         raise ImproperlyConfigured("Production needs CELERY_BROKER_URL=redis://…, not the embedded broker.")
-    _broker_dir = DATA_DIR / "broker"
-    for _sub in ("queue", "processed"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "store_processed": False,
-        # Poll the folder five times a second: tasks start quickly and the cost is a directory listing.
-        "polling_interval": 0.2,
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_transport_options(DATA_DIR / "broker")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

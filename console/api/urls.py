@@ -1,9 +1,9 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
 
 from . import views
+from .routers import Router
 
-router = SimpleRouter(trailing_slash="/?")
+router = Router()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [

@@ -1,0 +1,31 @@
+"""Chinese by default, English by the switch; every catalogued string has a Chinese translation."""
+
+from pathlib import Path
+
+import polib
+import pytest
+from django.conf import settings
+
+pytestmark = pytest.mark.django_db
+
+
+def test_pages_are_in_chinese_by_default_even_for_an_english_browser(client):
+    html = client.get("/", HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9").content.decode()
+    assert '<html lang="zh-hans">' in html and "信创算力云" in html
+
+
+def test_the_language_switch_turns_the_console_english(owner_client):
+    response = owner_client.post("/i18n/setlang/", {"language": "en", "next": "/console/"}, follow=True)
+    html = response.content.decode()
+    assert '<html lang="en">' in html and "Dashboard" in html and "控制台" not in html
+
+
+def test_an_unknown_language_cookie_falls_back_to_chinese(client):
+    client.cookies["django_language"] = "xx"
+    assert '<html lang="zh-hans">' in client.get("/").content.decode()
+
+
+def test_every_message_has_a_chinese_translation():
+    po = polib.pofile(str(Path(settings.BASE_DIR) / "locale/zh_Hans/LC_MESSAGES/django.po"))
+    untranslated = [e.msgid for e in po if e.obsolete is False and (not e.translated() or e.fuzzy)]
+    assert untranslated == []

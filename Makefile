@@ -25,6 +25,7 @@ messages: install
 
 run: install messages
 	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py load_catalog
 	$(BIN)/python manage.py seed_demo
 	@echo ""
 	@echo "  Console:  http://$(HOST):$(PORT)/"
@@ -53,3 +54,7 @@ vendor:
 
 clean:
 	rm -rf $(VENV) var
+
+
+bench: install messages
+	$(BIN)/python scripts/bench.py $(BENCH_ARGS)

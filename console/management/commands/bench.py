@@ -1,0 +1,50 @@
+"""Run the registered benchmarks against the current database and print/write a Markdown table."""
+
+import importlib
+import json
+import platform
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from console.bench import REGISTRY, Report
+
+
+class Command(BaseCommand):
+    help = "Run every app's benchmarks.py (use a throw-away database: `make bench` sets one up)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--only", help="run benchmarks whose title contains this text")
+        parser.add_argument("--quick", action="store_true", help="skip the long benchmarks")
+        parser.add_argument("--json", dest="json_path", help="append the results to this JSON file")
+
+    def handle(self, *args, only=None, quick=False, json_path=None, **options):
+        for app in apps.get_app_configs():
+            if Path(app.path, "benchmarks.py").exists():
+                importlib.import_module(f"{app.name}.benchmarks")
+        database = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"
+        broker = settings.CELERY_BROKER_URL.split("://", 1)[0]
+        rows = []
+        for bench in REGISTRY:
+            if (only and only.lower() not in bench.title.lower()) or (quick and not bench.quick):
+                continue
+            self.stderr.write(f"· {bench.title} ({database}) …")
+            report = Report(bench.title)
+            bench.func(report)
+            for row in report.rows:
+                rows.append(row.__dict__ | {"database": database, "broker": broker})
+                self.stdout.write(f"  {row.metric}: {row.value:.1f} {row.unit} {row.note}")
+        if json_path:
+            path = Path(json_path)
+            existing = json.loads(path.read_text()) if path.exists() else {"machine": machine(), "rows": []}
+            existing["rows"].extend(rows)
+            path.write_text(json.dumps(existing, indent=1, ensure_ascii=False))
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"

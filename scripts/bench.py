@@ -1,0 +1,112 @@
+"""`make bench`: run every benchmark on SQLite and, when reachable, on PostgreSQL + Redis; write the tables.
+
+Each database is created fresh (SQLite under var/bench/, PostgreSQL database gpucloud_bench), migrated and
+loaded with the catalog. Results go to docs/benchmarks.md and into README.md between the bench markers.
+Options: --quick (skip the long benchmarks), --only TEXT, --no-postgres.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "var" / "bench"
+PG_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpucloud_bench")
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def manage(env, *args):
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+def prepare(env):
+    manage(env, "migrate", "--noinput", "-v", "0")
+    if (ROOT / "instances" / "management" / "commands" / "load_catalog.py").exists():
+        manage(env, "load_catalog")
+
+
+def postgres_available() -> bool:
+    try:
+        import psycopg
+
+        base = PG_URL.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(base, autocommit=True, connect_timeout=3) as conn:
+            name = PG_URL.rsplit("/", 1)[1]
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return True
+    except Exception as exc:  # any failure means: no PostgreSQL for this run
+        print(f"PostgreSQL not used: {exc}", file=sys.stderr)
+        return False
+
+
+def redis_available() -> bool:
+    try:
+        import redis
+
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).flushdb()
+        return True
+    except Exception:
+        return False
+
+
+def table(results: dict) -> str:
+    lines = [
+        f"Measured on {results['machine']}, {date.today():%Y-%m-%d}, with `make bench`.",
+        "",
+        "| benchmark | metric | SQLite (embedded) | PostgreSQL + Redis |",
+        "|---|---|---:|---:|",
+    ]
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for row in results["rows"]:
+        text = f"{row['value']:,.1f} {row['unit']}" + (f" ({row['note']})" if row["note"] else "")
+        cells.setdefault((row["benchmark"], row["metric"]), {})[row["database"]] = text
+    for (bench, metric), by_db in cells.items():
+        lines.append(f"| {bench} | {metric} | {by_db.get('SQLite', '—')} | {by_db.get('PostgreSQL', '—')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only")
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    extra = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else [])
+
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    results_path = OUT / "results.json"
+    base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}}
+
+    sqlite_env = base_env | {"DATA_DIR": str(OUT / "sqlite")}
+    prepare(sqlite_env)
+    manage(sqlite_env, "bench", "--json", str(results_path), *extra)
+
+    if not args.no_postgres and postgres_available():
+        pg_env = base_env | {"DATA_DIR": str(OUT / "pg"), "DATABASE_URL": PG_URL}
+        if redis_available():
+            pg_env |= {"CELERY_BROKER_URL": REDIS_URL}
+        prepare(pg_env)
+        manage(pg_env, "bench", "--json", str(results_path), *extra)
+
+    results = json.loads(results_path.read_text()) if results_path.exists() else {"machine": "?", "rows": []}
+    markdown = table(results)
+    (ROOT / "docs").mkdir(exist_ok=True)
+    (ROOT / "docs" / "benchmarks.md").write_text("# Benchmarks\n\n" + markdown)
+    readme = (ROOT / "README.md").read_text()
+    if START in readme and END in readme:
+        head, rest = readme.split(START, 1)
+        readme = head + START + "\n" + markdown + END + rest.split(END, 1)[1]
+        (ROOT / "README.md").write_text(readme)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    main()

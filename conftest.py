@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.personas", "tests.fixtures.services"]
+pytest_plugins = ["tests.fixtures.personas", "tests.fixtures.services", "tests.fixtures.catalog"]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 SERVICE_MARKERS = ("postgres", "redis", "browser", "slurm")

@@ -6,5 +6,7 @@ from console.api import views as console_api
 
 urlpatterns = [
     path("", include("console.api.urls")),
+    path("", include("instances.api.urls")),
+    path("", include("billing.api.urls")),
     path("<path:unknown>", console_api.not_found),
 ]

@@ -9,6 +9,8 @@ from console import views as console_views
 
 urlpatterns = [
     path("", include("console.urls")),
+    path("", include("instances.urls")),
+    path("", include("billing.urls")),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", console_views.healthz, name="healthz"),

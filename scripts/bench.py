@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ def redis_available() -> bool:
 
 def table(results: dict) -> str:
     lines = [
-        f"Measured on {results['machine']}, {date.today():%Y-%m-%d}, with `make bench`.",
+        f"Measured on {results['machine']}, {datetime.now(UTC):%Y-%m-%d}, with `make bench`.",
         "",
         "| benchmark | metric | SQLite (embedded) | PostgreSQL + Redis |",
         "|---|---|---:|---:|",

@@ -1,0 +1,77 @@
+from decimal import Decimal
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+
+from ..money import MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES
+from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
+
+
+class QuoteRequestSerializer(serializers.Serializer):
+    """What to price: a spec, or a chip and cards (no chip and 0 cards: the no-card mode)."""
+
+    spec = serializers.SlugField(required=False, help_text="An instance spec slug from /api/v1/specs.")
+    chip = serializers.SlugField(required=False, allow_null=True, help_text="A chip slug; omit for no-card.")
+    cards = serializers.IntegerField(required=False, min_value=0, max_value=MAX_CARDS)
+    zone = serializers.SlugField(required=False, allow_null=True, help_text="Default: where the chip is offered.")
+    plan = serializers.SlugField(default=PAY_AS_YOU_GO, help_text="payg, daily or monthly.")
+    spot = serializers.BooleanField(default=False)
+    minutes = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TERM_MINUTES)
+    hours = serializers.DecimalField(
+        required=False,
+        max_digits=12,
+        decimal_places=4,
+        min_value=Decimal("0.0001"),
+        max_value=Decimal(MAX_TERM_MINUTES // 60),
+    )
+
+    def validate(self, attrs):
+        if "minutes" in attrs and "hours" in attrs:
+            raise serializers.ValidationError({"hours": _("Give the term in minutes or in hours, not both.")})
+        if attrs.get("spec") and (attrs.get("chip") or "cards" in attrs):
+            raise serializers.ValidationError({"spec": _("Give a spec or a chip and cards, not both.")})
+        return attrs
+
+
+def _rate(**kwargs):
+    return serializers.DecimalField(max_digits=24, decimal_places=RATE_DECIMAL_PLACES, **kwargs)
+
+
+def _money(**kwargs):
+    return serializers.DecimalField(max_digits=20, decimal_places=MONEY_DECIMAL_PLACES, **kwargs)
+
+
+class ProgrammeSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField(source="label")
+    rate = serializers.DecimalField(max_digits=5, decimal_places=4)
+
+
+class QuoteSerializer(serializers.Serializer):
+    """A price breakdown. Amounts are decimal strings in CNY; discounts are positive amounts taken off."""
+
+    currency = serializers.CharField()
+    chip = serializers.CharField(source="chip_slug", allow_null=True)
+    cards = serializers.IntegerField()
+    zone = serializers.CharField(source="zone_slug", allow_null=True)
+    plan = serializers.CharField(source="plan_slug")
+    spot = serializers.BooleanField()
+    minutes = serializers.IntegerField()
+    billed_minutes = serializers.IntegerField()
+    price_effective_from = serializers.DateTimeField()
+    list_per_card_hour = _rate()
+    list_per_hour = _rate()
+    plan_discount_per_hour = _rate()
+    spot_discount_per_hour = _rate()
+    subsidy_per_hour = _rate()
+    payable_per_hour = _rate()
+    payable_per_card_hour = _rate()
+    payable_per_minute = _rate()
+    list_total = _money()
+    plan_discount_total = _money()
+    spot_discount_total = _money()
+    subsidy_total = _money()
+    payable_total = _money()
+    subsidy_programme = ProgrammeSerializer(source="programme", allow_null=True)
+    subsidy_rate = serializers.DecimalField(max_digits=5, decimal_places=4)
+    subsidy_limited = serializers.BooleanField()

@@ -1,0 +1,324 @@
+"""The one quote function: every price the product shows or charges comes from ``quote()``.
+
+payable = list × plan factor × spot factor × (1 − subsidy rate), where the subsidy is also limited by what the
+programme has left and by the user's remaining monthly cap. Per-hour figures keep six decimal places; totals for
+a term are rounded once, to the fen. Each discount line is the difference of two rounded running totals, so the
+lines of a breakdown always add up to the payable amount.
+
+Pages that show many prices load a :class:`PriceBook` once (a fixed number of queries) and pass it to every
+``quote()`` call; a quote with a book reads nothing more from the database.
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from console.errors import ServiceError
+from instances.models import Chip, InstanceSpec, Zone, check_zone_accepts
+
+from .models import Plan, Price, SubsidyProgramme, SubsidyUsage
+from .money import CURRENCY, MINUTES_PER_HOUR, ONE, ZERO, to_cents, to_rate
+from .subsidies import ProgrammeTerms, usage_month
+
+PAY_AS_YOU_GO = "payg"
+MAX_CARDS = 100_000
+# Ten years: longer terms are input mistakes, not quotes.
+MAX_TERM_MINUTES = 10 * 365 * 24 * 60
+
+
+@dataclass(frozen=True)
+class PriceEntry:
+    per_hour: Decimal
+    effective_from: datetime
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """Everything a quote reads, loaded at one moment: prices in force, plans, running programmes, where each
+    chip is offered, and the user's subsidy usage this month."""
+
+    at: datetime
+    prices: Mapping[int | None, PriceEntry]
+    plans: Mapping[str, Plan]
+    programmes: tuple[ProgrammeTerms, ...]
+    offers: Mapping[int, tuple[Zone, ...]]
+    user: object = None
+    usage: Mapping[int, Decimal] = field(default_factory=dict)
+
+    def price_for(self, chip_id: int | None) -> PriceEntry | None:
+        return self.prices.get(chip_id)
+
+    def default_zone(self, chip_id: int | None) -> Zone | None:
+        zones = self.offers.get(chip_id, ()) if chip_id is not None else ()
+        return zones[0] if zones else None
+
+
+def _load_prices(at) -> dict[int | None, PriceEntry]:
+    prices: dict[int | None, PriceEntry] = {}
+    for row in Price.objects.effective_at(at).values("chip_id", "per_hour", "effective_from"):
+        prices.setdefault(row["chip_id"], PriceEntry(row["per_hour"], row["effective_from"]))
+    return prices
+
+
+def _load_usage(user, at, programmes) -> dict[int, Decimal]:
+    if not getattr(user, "is_authenticated", False) or not programmes:
+        return {}
+    rows = SubsidyUsage.objects.for_user(user).filter(
+        month=usage_month(at), programme_id__in=[p.id for p in programmes]
+    )
+    return {row.programme_id: row.amount for row in rows}
+
+
+def load_price_book(*, at: datetime | None = None, user=None) -> PriceBook:
+    """Load a price book at ``at`` (default: now) for ``user`` (optional) in a fixed number of queries."""
+    from instances.services import zone_offers
+
+    at = at or timezone.now()
+    programmes = tuple(
+        ProgrammeTerms.from_programme(p)
+        for p in SubsidyProgramme.objects.running_at(at).prefetch_related("chips", "zones")
+    )
+    offers = {chip_id: tuple(o.zone for o in chip_offers) for chip_id, chip_offers in zone_offers().items()}
+    return PriceBook(
+        at=at,
+        prices=_load_prices(at),
+        plans={plan.slug: plan for plan in Plan.objects.active()},
+        programmes=programmes,
+        offers=offers,
+        user=user,
+        usage=_load_usage(user, at, programmes),
+    )
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A price breakdown in CNY. ``*_per_hour`` for the whole instance (all its cards); ``*_total`` for the
+    billed term. Discounts and the subsidy are positive amounts taken off the list price."""
+
+    chip_slug: str | None
+    chip_name: str
+    cards: int
+    zone_slug: str | None
+    zone_name: str
+    plan_slug: str
+    plan_name: str
+    spot: bool
+    minutes: int
+    billed_minutes: int
+    price_effective_from: datetime
+    list_per_card_hour: Decimal
+    list_per_hour: Decimal
+    plan_discount_per_hour: Decimal
+    spot_discount_per_hour: Decimal
+    subsidy_per_hour: Decimal
+    payable_per_hour: Decimal
+    payable_per_card_hour: Decimal
+    payable_per_minute: Decimal
+    list_total: Decimal
+    plan_discount_total: Decimal
+    spot_discount_total: Decimal
+    subsidy_total: Decimal
+    payable_total: Decimal
+    programme: ProgrammeTerms | None
+    subsidy_rate: Decimal
+    subsidy_limited: bool
+    currency: str = CURRENCY
+
+    @property
+    def billed_hours(self) -> Decimal:
+        return Decimal(self.billed_minutes) / MINUTES_PER_HOUR
+
+    @property
+    def discount_total(self) -> Decimal:
+        return self.plan_discount_total + self.spot_discount_total + self.subsidy_total
+
+
+def _term_minutes(minutes, hours) -> int:
+    if (minutes is None) == (hours is None):
+        if minutes is None:
+            return MINUTES_PER_HOUR
+        raise ServiceError(_("Give the term in minutes or in hours, not both."), code="invalid_term")
+    try:
+        value = Decimal(minutes if minutes is not None else hours)
+    except (ArithmeticError, TypeError, ValueError) as exc:
+        raise ServiceError(_("The term must be a number."), code="invalid_term") from exc
+    if not value.is_finite() or value <= 0:
+        raise ServiceError(_("The term must be greater than zero."), code="invalid_term")
+    if value > MAX_TERM_MINUTES:  # checked before converting so that absurd numbers never reach ceil()
+        raise ServiceError(_("The term can be at most ten years."), code="invalid_term")
+    total = value if minutes is not None else value * MINUTES_PER_HOUR
+    result = math.ceil(total)
+    if result > MAX_TERM_MINUTES:
+        raise ServiceError(_("The term can be at most ten years."), code="invalid_term")
+    return result
+
+
+def _check_cards(chip: Chip | None, cards: int | None) -> int:
+    if chip is None:
+        if cards not in (None, 0):
+            raise ServiceError(_("The no-card mode has no cards."), code="invalid_cards")
+        return 0
+    if not chip.rentable:
+        raise ServiceError(_("%(chip)s is not for rent.") % {"chip": chip.name}, code="not_rentable")
+    cards = 1 if cards is None else cards
+    if isinstance(cards, bool) or not isinstance(cards, int) or not 1 <= cards <= MAX_CARDS:
+        raise ServiceError(
+            _("The number of cards must be a whole number from 1 to %(max)s.") % {"max": MAX_CARDS},
+            code="invalid_cards",
+        )
+    return cards
+
+
+def _resolve_zone(book: PriceBook, chip: Chip | None, zone: Zone | None) -> Zone | None:
+    if chip is None:
+        return zone
+    if zone is None:
+        return book.default_zone(chip.pk)
+    try:
+        check_zone_accepts(zone, chip)
+    except ValidationError as exc:
+        raise ServiceError(exc.messages[0], code="xinchuang_zone_domestic_only") from exc
+    offered = book.offers.get(chip.pk, ())
+    if offered and zone.pk not in {z.pk for z in offered}:
+        names = ", ".join(z.label for z in offered)
+        raise ServiceError(
+            _("%(chip)s is not offered in %(zone)s; it is offered in: %(zones)s.")
+            % {"chip": chip.name, "zone": zone.label, "zones": names},
+            code="not_offered_in_zone",
+        )
+    return zone
+
+
+def _resolve_plan(book: PriceBook, plan: Plan | str, spot: bool) -> Plan:
+    slug = plan.slug if isinstance(plan, Plan) else plan
+    resolved = book.plans.get(slug)
+    if resolved is None:
+        raise ServiceError(_("Unknown plan “%(plan)s”.") % {"plan": slug}, code="unknown_plan")
+    if spot and not resolved.allows_spot:
+        raise ServiceError(
+            _("Spot instances are offered with pay-as-you-go only, not with the %(plan)s plan.")
+            % {"plan": resolved.label},
+            code="spot_not_offered",
+        )
+    return resolved
+
+
+def _best_programme(book: PriceBook, chip_id, zone_id) -> ProgrammeTerms | None:
+    """The applicable programme with the highest rate: programmes do not stack."""
+    candidates = [p for p in book.programmes if p.covers(chip_id, zone_id) and p.admits(book.user)]
+    return max(candidates, key=lambda p: (p.rate, -p.id), default=None)
+
+
+def _book_for(book, at, user) -> PriceBook:
+    if book is None:
+        return load_price_book(at=at, user=user)
+    if at is not None and at != book.at:
+        raise ValueError("quote(): `at` differs from the price book's moment")
+    if user is not None and user is not book.user:
+        programmes = book.programmes
+        return replace(book, user=user, usage=_load_usage(user, book.at, programmes))
+    return book
+
+
+def quote(
+    *,
+    chip: Chip | None = None,
+    cards: int | None = None,
+    spec: InstanceSpec | None = None,
+    zone: Zone | None = None,
+    plan: Plan | str = PAY_AS_YOU_GO,
+    spot: bool = False,
+    user=None,
+    minutes: int | None = None,
+    hours: Decimal | int | None = None,
+    at: datetime | None = None,
+    book: PriceBook | None = None,
+) -> Quote:
+    """Price ``cards`` cards of ``chip`` (or a ``spec``; no chip means the CPU-only no-card mode) in ``zone``
+    (default: where the chip is offered, Xinchuang zone first) on ``plan``, optionally as spot, for ``user``
+    (optional) over a term in ``minutes`` or ``hours`` (default one hour) at moment ``at`` (default now).
+
+    Prepaid plans bill whole periods: a 5-hour term on the daily plan is one day. Raises ServiceError for
+    anything the product would refuse.
+    """
+    if spec is not None:
+        if chip is not None or cards is not None:
+            raise ServiceError(_("Give a spec or a chip and cards, not both."), code="invalid_spec")
+        chip, cards = spec.chip, spec.cards
+    cards = _check_cards(chip, cards)
+    term = _term_minutes(minutes, hours)
+    book = _book_for(book, at, user)
+    zone = _resolve_zone(book, chip, zone)
+    plan = _resolve_plan(book, plan, spot)
+    price = book.price_for(chip.pk if chip else None)
+    if price is None:
+        what = chip.name if chip else _("the no-card mode")
+        raise ServiceError(_("No price is published for %(what)s yet.") % {"what": what}, code="no_price")
+    programme = _best_programme(book, chip.pk if chip else None, zone.pk if zone else None)
+    billed = math.ceil(term / plan.period_minutes) * plan.period_minutes
+    return _breakdown(
+        chip=chip, cards=cards, zone=zone, plan=plan, spot=spot, minutes=term, billed=billed,
+        price=price, programme=programme, usage=book.usage,
+    )  # fmt: skip
+
+
+def _cascade(list_amount, after_plan, after_spot, payable, rounder):
+    """Round the running totals, then take each line as the difference of neighbours: lines add up exactly."""
+    steps = [rounder(x) for x in (list_amount, after_plan, after_spot, payable)]
+    return steps[0], steps[0] - steps[1], steps[1] - steps[2], steps[2] - steps[3], steps[3]
+
+
+def _breakdown(*, chip, cards, zone, plan, spot, minutes, billed, price, programme, usage) -> Quote:
+    units = max(cards, 1)
+    list_per_hour = price.per_hour * units
+    after_plan = list_per_hour * plan.factor
+    after_spot = after_plan * (plan.spot_factor if spot else ONE)
+    rate = programme.rate if programme else ZERO
+    available = programme.available(usage.get(programme.id, ZERO)) if programme else None
+
+    def subsidy(amount):
+        full = amount * rate
+        return full if available is None else min(full, available)
+
+    hours = Decimal(billed) / MINUTES_PER_HOUR
+    sub_hour, sub_term = subsidy(after_spot), subsidy(after_spot * hours)
+    hourly = _cascade(list_per_hour, after_plan, after_spot, after_spot - sub_hour, to_rate)
+    total = _cascade(
+        list_per_hour * hours, after_plan * hours, after_spot * hours, after_spot * hours - sub_term, to_cents
+    )
+    payable_hour = after_spot - sub_hour
+    return Quote(
+        chip_slug=chip.slug if chip else None,
+        chip_name=chip.label if chip else _("No-card mode (CPU only)"),
+        cards=cards,
+        zone_slug=zone.slug if zone else None,
+        zone_name=zone.label if zone else "",
+        plan_slug=plan.slug,
+        plan_name=plan.label,
+        spot=spot,
+        minutes=minutes,
+        billed_minutes=billed,
+        price_effective_from=price.effective_from,
+        list_per_card_hour=to_rate(price.per_hour),
+        list_per_hour=hourly[0],
+        plan_discount_per_hour=hourly[1],
+        spot_discount_per_hour=hourly[2],
+        subsidy_per_hour=hourly[3],
+        payable_per_hour=hourly[4],
+        payable_per_card_hour=to_rate(payable_hour / units),
+        payable_per_minute=to_rate(payable_hour / MINUTES_PER_HOUR),
+        list_total=total[0],
+        plan_discount_total=total[1],
+        spot_discount_total=total[2],
+        subsidy_total=total[3],
+        payable_total=total[4],
+        programme=programme if rate > 0 else None,
+        subsidy_rate=rate,
+        subsidy_limited=available is not None and after_spot * hours * rate > available,
+    )

@@ -1,0 +1,91 @@
+"""Which subsidy programme applies to a run, for whom, and how much of it is left.
+
+The ledger (issue 4) books what is granted: it adds to ``SubsidyProgramme.spent`` and to the user's
+``SubsidyUsage`` row for the month. This module only reads those caches.
+"""
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+
+from django.utils import timezone
+
+from .choices import Eligibility
+from .models import SubsidyProgramme
+from .money import ZERO
+
+
+def is_verified_enterprise(user) -> bool:
+    """Whether ``user`` is a verified enterprise.
+
+    Enterprise verification (SPEC §3) is a later feature. Until it lands nobody is verified unless the user
+    object explicitly says so, so "verified enterprise" programmes are not granted by accident. This is the
+    one place to change when verification arrives.
+    """
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return getattr(user, "is_verified_enterprise", False) is True
+
+
+def usage_month(at: datetime) -> date:
+    """The month a subsidy at ``at`` counts against: the first day of the operator's local month."""
+    return timezone.localdate(at).replace(day=1)
+
+
+@dataclass(frozen=True)
+class ProgrammeTerms:
+    """A programme's terms as the quote needs them, read once per price book."""
+
+    id: int
+    slug: str
+    name: str
+    name_zh: str
+    rate: Decimal
+    chip_ids: frozenset[int]
+    zone_ids: frozenset[int]
+    eligibility: str
+    remaining: Decimal | None
+    monthly_cap: Decimal | None
+
+    @classmethod
+    def from_programme(cls, programme: SubsidyProgramme) -> "ProgrammeTerms":
+        """Build from a programme whose chips and zones were prefetched."""
+        return cls(
+            id=programme.pk,
+            slug=programme.slug,
+            name=programme.name,
+            name_zh=programme.name_zh,
+            rate=programme.rate,
+            chip_ids=frozenset(c.pk for c in programme.chips.all()),
+            zone_ids=frozenset(z.pk for z in programme.zones.all()),
+            eligibility=programme.eligibility,
+            remaining=programme.remaining,
+            monthly_cap=programme.monthly_cap_per_user,
+        )
+
+    @property
+    def label(self) -> str:
+        return SubsidyProgramme(name=self.name, name_zh=self.name_zh).label
+
+    def covers(self, chip_id: int | None, zone_id: int | None) -> bool:
+        """Whether a run of ``chip_id`` in ``zone_id`` is inside the programme (empty sets mean "any")."""
+        if chip_id is None:
+            return False  # subsidies are for cards, not the CPU-only mode
+        if self.chip_ids and chip_id not in self.chip_ids:
+            return False
+        return not self.zone_ids or zone_id in self.zone_ids
+
+    def admits(self, user) -> bool:
+        if self.eligibility == Eligibility.VERIFIED_ENTERPRISE:
+            return is_verified_enterprise(user)
+        return True
+
+    def available(self, used_this_month: Decimal) -> Decimal | None:
+        """How much more subsidy one user may get now: the lower of the budget left and the cap left.
+
+        None means unlimited. Never negative.
+        """
+        limits = [self.remaining] if self.remaining is not None else []
+        if self.monthly_cap is not None:
+            limits.append(max(self.monthly_cap - used_this_month, ZERO))
+        return min(limits) if limits else None

@@ -1,0 +1,55 @@
+"""The public pricing page with its live calculator (htmx) and the billing table per state."""
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from console.htmx import wants_partial
+from instances.choices import STOPPED_RELEASE_DAYS
+from instances.models import Chip, InstanceSpec
+
+from . import services
+from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
+from .quote import load_price_book
+
+TEMPLATE = "billing/pricing.html"
+
+
+def _calculate(form, book, chips):
+    """Parse the calculator and quote it: (quote, error message)."""
+    if not form.is_valid():
+        return None, " ".join(str(e) for errors in form.errors.values() for e in errors)
+    data = form.cleaned_data
+    chip = None if data["chip"] == NO_CARD else chips[data["chip"]]
+    zones = {z.slug: z for offered in book.offers.values() for z in offered}
+    return services.quote_or_error(
+        chip=chip,
+        cards=data["cards"] if chip else 0,
+        zone=zones.get(data["zone"]) if data["zone"] else None,
+        plan=data["plan"],
+        spot=data["spot"],
+        minutes=form.term_minutes(),
+        book=book,
+    )
+
+
+@require_GET
+def pricing(request):
+    book = load_price_book(user=request.user)
+    chips = {chip.slug: chip for chip in Chip.objects.rentable()}
+    zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
+    form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}
+    submitted = "chip" in request.GET
+    form = QuoteForm(request.GET if submitted else DEFAULT_QUERY, **form_kwargs)
+    calculated, error = _calculate(form, book, chips)
+    context = {"form": form, "quote": calculated, "error": error}
+    if wants_partial(request):
+        return render(request, f"{TEMPLATE}#quote-breakdown", context)
+    chip_names = {chip.pk: chip.label for chip in chips.values()}
+    context |= {
+        "rows": services.price_table(book, chips.values()),
+        "specs": services.spec_prices(book, InstanceSpec.objects.active().with_chip()),
+        "programmes": [(p, [chip_names.get(i, "") for i in sorted(p.chip_ids)]) for p in book.programmes],
+        "plans": book.plans.values(),
+        "release_days": STOPPED_RELEASE_DAYS,
+    }
+    return render(request, TEMPLATE, context, status=400 if error and submitted else 200)

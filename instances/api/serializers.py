@@ -1,0 +1,147 @@
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from billing.quote import MAX_CARDS
+from console.errors import ServiceError
+
+from ..estimator import LIMITS, check_positive
+from ..models import Chip, InstanceSpec, Zone
+
+
+class ScalingFigureSerializer(serializers.Serializer):
+    cards = serializers.IntegerField()
+    efficiency = serializers.DecimalField(max_digits=5, decimal_places=4)
+
+
+class ResNet50Serializer(serializers.Serializer):
+    precision = serializers.CharField(source="resnet50_precision")
+    images_per_s = serializers.IntegerField(source="resnet50_images_per_s")
+    latency_ms = serializers.DecimalField(source="resnet50_latency_ms", max_digits=7, decimal_places=2)
+    demo_price_per_hour = serializers.DecimalField(
+        source="resnet50_demo_price_per_hour", max_digits=8, decimal_places=2, allow_null=True
+    )
+
+
+class ChipSerializer(serializers.ModelSerializer):
+    """A chip and its published figures; null means the operator has not published the figure."""
+
+    scaling_efficiency = ScalingFigureSerializer(source="scaling_figures", many=True, read_only=True)
+    resnet50 = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Chip
+        fields = [
+            "slug", "name", "name_zh", "vendor", "backend", "xinchuang", "rentable",
+            "memory_gb", "memory_type", "memory_bandwidth_tbs",
+            "tflops_bf16", "tflops_fp16", "measured_tflops_bf16", "measured_tflops_fp16", "mfu",
+            "interconnect", "interconnect_gbs", "scaling_efficiency", "glm70b_tokens_per_s", "resnet50",
+            "software", "note",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(ResNet50Serializer(allow_null=True))
+    def get_resnet50(self, chip):
+        return ResNet50Serializer(chip).data if chip.resnet50_images_per_s else None
+
+
+class ZoneOfferSerializer(serializers.Serializer):
+    chip = serializers.SerializerMethodField()
+    nodes = serializers.IntegerField()
+    cards = serializers.IntegerField()
+
+    def get_chip(self, offer) -> str:
+        return self.context["chip_slugs"][offer.chip_id]
+
+
+class ZoneSerializer(serializers.ModelSerializer):
+    region = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    region_name = serializers.CharField(source="region.label", read_only=True)
+    offers = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Zone
+        fields = ["slug", "name", "name_zh", "region", "region_name", "xinchuang", "offers"]
+        read_only_fields = fields
+
+    @extend_schema_field(ZoneOfferSerializer(many=True))
+    def get_offers(self, zone):
+        offers = self.context["offers_by_zone"].get(zone.pk, [])
+        return ZoneOfferSerializer(offers, many=True, context=self.context).data
+
+
+class InstanceSpecSerializer(serializers.ModelSerializer):
+    chip = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    no_card = serializers.BooleanField(source="is_no_card", read_only=True)
+
+    class Meta:
+        model = InstanceSpec
+        fields = ["slug", "chip", "cards", "no_card", "vcpus", "memory_gb", "system_disk_gb"]
+        read_only_fields = fields
+
+
+def _positive(name):
+    def validate(self, value):
+        if value is None:
+            return value
+        try:
+            check_positive(name, value, LIMITS[name])
+        except ServiceError as exc:
+            raise serializers.ValidationError(str(exc.message)) from exc
+        return value
+
+    return validate
+
+
+def _number(required=True, help_text=""):
+    return serializers.DecimalField(
+        max_digits=None, decimal_places=None, required=required, allow_null=not required, help_text=help_text
+    )
+
+
+class TrainingEstimateQuerySerializer(serializers.Serializer):
+    params_b = _number(help_text="Model parameters, in billions.")
+    tokens_b = _number(help_text="Training tokens, in billions.")
+    chip = serializers.SlugField(help_text="A chip slug from /api/v1/chips.")
+    cards = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_CARDS, help_text="Optional: otherwise the estimator picks."
+    )
+    deadline_days = _number(required=False, help_text="Optional deadline in days.")
+    budget_cny = _number(required=False, help_text="Optional budget in CNY.")
+
+    validate_params_b = _positive("params_b")
+    validate_tokens_b = _positive("tokens_b")
+    validate_deadline_days = _positive("deadline_days")
+    validate_budget_cny = _positive("budget_cny")
+
+
+def _money(**kwargs):
+    return serializers.DecimalField(max_digits=20, decimal_places=2, coerce_to_string=True, **kwargs)
+
+
+class TrainingEstimateSerializer(serializers.Serializer):
+    chip = serializers.CharField(source="chip.slug")
+    params_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.params_b")
+    tokens_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.tokens_b")
+    cards = serializers.IntegerField()
+    min_cards_for_memory = serializers.IntegerField()
+    cards_for_deadline = serializers.IntegerField(allow_null=True)
+    fits_memory = serializers.BooleanField()
+    mfu = serializers.DecimalField(max_digits=5, decimal_places=4)
+    peak_tflops = serializers.DecimalField(max_digits=8, decimal_places=3)
+    scaling_efficiency = serializers.DecimalField(max_digits=5, decimal_places=4)
+    days = serializers.DecimalField(max_digits=20, decimal_places=2)
+    gpu_hours = serializers.DecimalField(max_digits=24, decimal_places=2, source="card_hours")
+    cost_cny = _money(source="cost", allow_null=True)
+    plan = serializers.CharField(source="quote.plan_slug", allow_null=True, default=None)
+    fits_deadline = serializers.BooleanField(allow_null=True)
+    fits_budget = serializers.BooleanField(allow_null=True)
+    problem = serializers.CharField()
+    assumptions = serializers.DictField()
+
+
+def not_published_message(chip, missing) -> str:
+    return _("%(chip)s cannot be estimated: the operator has not published its %(figures)s.") % {
+        "chip": chip.name,
+        "figures": ", ".join(missing),
+    }

@@ -1,0 +1,16 @@
+from django.urls import re_path
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+# DRF's constructor takes only True/False; the attribute accepts a pattern, so both /chips and /chips/ work.
+router.trailing_slash = "/?"
+router.register("chips", views.ChipViewSet, basename="api-chip")
+router.register("zones", views.ZoneViewSet, basename="api-zone")
+router.register("specs", views.InstanceSpecViewSet, basename="api-spec")
+
+urlpatterns = [
+    re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),
+    *router.urls,
+]

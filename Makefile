@@ -26,6 +26,7 @@ messages: install
 run: install messages
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py load_catalog
+	$(BIN)/python manage.py load_hub
 	$(BIN)/python manage.py seed_demo
 	@echo ""
 	@echo "  Console:  http://$(HOST):$(PORT)/"

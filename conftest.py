@@ -9,7 +9,13 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.personas", "tests.fixtures.services", "tests.fixtures.catalog"]
+pytest_plugins = [
+    "tests.fixtures.personas",
+    "tests.fixtures.services",
+    "tests.fixtures.catalog",
+    "storage.tests.fixtures",
+    "instances.tests.fixtures",
+]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 SERVICE_MARKERS = ("postgres", "redis", "browser", "slurm")

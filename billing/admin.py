@@ -1,7 +1,20 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from .models import Plan, Price, SubsidyProgramme, SubsidyUsage
+from .models import (
+    Account,
+    LedgerEntry,
+    LedgerTransaction,
+    Notification,
+    Plan,
+    Price,
+    SubsidyProgramme,
+    SubsidyUsage,
+    TopUp,
+    TrialGrant,
+    UsageSession,
+    Wallet,
+)
 
 
 @admin.register(Price)
@@ -57,3 +70,97 @@ class SubsidyUsageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # booked by the ledger
+
+
+# --- The ledger (read-only: money moves only through billing.ledger) -------------------------------------------------
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written by the billing services only; the back office reads them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Account)
+class AccountAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "kind", "user", "programme", "balance", "expires_at"]
+    list_filter = ["kind"]
+    search_fields = ["user__email"]
+    list_select_related = ["user", "programme"]
+
+
+class LedgerEntryInline(admin.TabularInline):
+    model = LedgerEntry
+    extra = 0
+    can_delete = False
+    fields = ["account", "amount"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(LedgerTransaction)
+class LedgerTransactionAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "kind", "user", "user_amount", "subsidy_amount", "reference", "idempotency_key"]
+    list_filter = ["kind"]
+    search_fields = ["user__email", "idempotency_key", "provider_reference", "reference"]
+    list_select_related = ["user"]
+    date_hierarchy = "created_at"
+    inlines = [LedgerEntryInline]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "transaction", "account", "amount", "created_at"]
+    list_select_related = ["transaction", "account", "account__user"]
+    search_fields = ["account__user__email", "transaction__idempotency_key"]
+
+
+@admin.register(UsageSession)
+class UsageSessionAdmin(ReadOnlyAdmin):
+    list_display = ["label", "kind", "user", "started_at", "ended_at", "payable_per_hour", "charged_minutes", "charged"]
+    list_filter = ["kind", "prepaid"]
+    search_fields = ["user__email", "label", "resource_id"]
+    list_select_related = ["user"]
+
+
+@admin.register(TopUp)
+class TopUpAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "user", "amount", "provider", "status", "paid_at", "payment_reference"]
+    list_filter = ["provider", "status"]
+    search_fields = ["user__email", "checkout_id", "payment_reference"]
+    list_select_related = ["user"]
+
+
+@admin.register(TrialGrant)
+class TrialGrantAdmin(ReadOnlyAdmin):
+    list_display = ["email", "user", "amount", "granted_at", "expires_at", "expired_at"]
+    search_fields = ["email"]
+
+
+@admin.register(Wallet)
+class WalletAdmin(admin.ModelAdmin):
+    list_display = ["user", "spending_cap", "low_balance_alerted_at", "arrears_period"]
+    search_fields = ["user__email"]
+    readonly_fields = ["user", "low_balance_alerted_at", "arrears_alerted_at", "arrears_period"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "user", "kind", "read_at", "emailed_at"]
+    list_filter = ["kind"]
+    search_fields = ["user__email"]

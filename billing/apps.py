@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class BillingConfig(AppConfig):
     name = "billing"
     verbose_name = _("Billing")
+
+    def ready(self):
+        from . import checks  # noqa: F401  (registers the system checks)

@@ -21,3 +21,85 @@ class TermUnit(models.TextChoices):
 
 
 TERM_UNIT_MINUTES = {TermUnit.MINUTES: 1, TermUnit.HOURS: 60, TermUnit.DAYS: 1440, TermUnit.MONTHS: 43200}
+
+
+class AccountKind(models.TextChoices):
+    """Ledger accounts. Each user has a cash and a trial bucket; the rest are the operator's."""
+
+    USER_CASH = "user_cash", _("Cash balance")
+    USER_TRIAL = "user_trial", _("Trial credit")
+    REVENUE = "revenue", _("Revenue")
+    SUBSIDY = "subsidy", _("Subsidy programme")
+    PAYMENT_CLEARING = "payment_clearing", _("Payment clearing")
+    ADJUSTMENTS = "adjustments", _("Adjustments")
+    AUTHOR_PAYOUTS = "author_payouts", _("Image-author payouts")
+    TRIAL_FUNDING = "trial_funding", _("Trial credit funding")
+
+
+USER_ACCOUNT_KINDS = (AccountKind.USER_CASH, AccountKind.USER_TRIAL)
+
+
+class TransactionKind(models.TextChoices):
+    """Why money moved."""
+
+    TOPUP = "topup", _("Top-up")
+    USAGE = "usage", _("Usage")
+    UPFRONT = "upfront", _("Prepaid plan")
+    STORAGE = "storage", _("Storage")
+    TRIAL_GRANT = "trial_grant", _("Trial credit granted")
+    TRIAL_EXPIRY = "trial_expiry", _("Trial credit expired")
+    REFUND = "refund", _("Refund")
+    DISPUTE = "dispute", _("Payment dispute")
+    DISPUTE_WON = "dispute_won", _("Dispute resolved in your favour")
+    WITHDRAWAL = "withdrawal", _("Withdrawal")
+    ADJUSTMENT = "adjustment", _("Adjustment")
+    AUTHOR_PAYOUT = "author_payout", _("Image-author revenue share")
+
+
+# What may spend the trial credit: compute only (and its expiry takes what is left). Nothing else may touch it.
+TRIAL_DEBIT_KINDS = frozenset({TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.TRIAL_EXPIRY})
+TRIAL_CREDIT_KINDS = frozenset({TransactionKind.TRIAL_GRANT})
+# Metering charges what has been used even when it takes the cash below zero (the arrears stop follows within
+# one metering period); refunds and disputes claw back what was paid. Nothing else may overdraw a wallet.
+OVERDRAFT_KINDS = frozenset(
+    {
+        TransactionKind.USAGE,
+        TransactionKind.STORAGE,
+        TransactionKind.REFUND,
+        TransactionKind.DISPUTE,
+        TransactionKind.ADJUSTMENT,
+    }
+)
+SPEND_KINDS = (TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.STORAGE)
+
+
+class UsageKind(models.TextChoices):
+    """What a usage session meters."""
+
+    INSTANCE = "instance", _("Instance")
+    ENDPOINT = "endpoint", _("Inference endpoint")
+    DISK = "disk", _("Cloud disk")
+    STORAGE = "storage", _("Cloud storage")
+
+
+# The trial credit pays for compute only.
+COMPUTE_KINDS = frozenset({UsageKind.INSTANCE, UsageKind.ENDPOINT})
+
+
+class TopUpStatus(models.TextChoices):
+    PENDING = "pending", _("Waiting for payment")
+    PAID = "paid", _("Paid")
+    CANCELLED = "cancelled", _("Cancelled")
+    EXPIRED = "expired", _("Expired")
+
+
+class PaymentProvider(models.TextChoices):
+    STRIPE = "stripe", _("Stripe")
+    SANDBOX = "sandbox", _("Sandbox (simulated, no real money)")
+
+
+class NotificationKind(models.TextChoices):
+    LOW_BALANCE = "low_balance", _("Low balance")
+    ARREARS = "arrears", _("Out of balance")
+    SPENDING_CAP = "spending_cap", _("Spending cap reached")
+    TRIAL_EXPIRED = "trial_expired", _("Trial credit expired")

@@ -62,3 +62,68 @@ class QuoteForm(forms.Form):
 
     def term_minutes(self) -> Decimal:
         return self.cleaned_data["term"] * TERM_UNIT_MINUTES[self.cleaned_data["term_unit"]]
+
+
+class TopUpForm(forms.Form):
+    """How much to top up, in yuan."""
+
+    amount = forms.DecimalField(
+        label=_("Amount (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        error_messages={
+            "invalid": _("The amount must be a number of yuan, e.g. 50 or 49.90."),
+            "required": _("Enter an amount."),
+            "max_decimal_places": _("The amount can have at most two decimal places (fen)."),
+            "max_digits": _("The amount is too large."),
+            "max_whole_digits": _("The amount is too large."),
+        },
+    )
+
+
+class SpendingCapForm(forms.Form):
+    """The monthly spending cap; empty removes it."""
+
+    spending_cap = forms.DecimalField(
+        label=_("Monthly spending cap (CNY)"),
+        required=False,
+        max_digits=12,
+        decimal_places=2,
+        min_value=0,
+        error_messages={
+            "invalid": _("The cap must be a number of yuan, e.g. 500."),
+            "min_value": _("The cap cannot be negative."),
+            "max_decimal_places": _("The cap can have at most two decimal places (fen)."),
+            "max_digits": _("The cap is too large."),
+            "max_whole_digits": _("The cap is too large."),
+        },
+    )
+
+
+class TransactionFilterForm(forms.Form):
+    """Filters of the transactions list."""
+
+    kind = forms.ChoiceField(label=_("Kind"), required=False)
+    since = forms.DateField(label=_("From"), required=False, error_messages={"invalid": _("Enter a valid date.")})
+    until = forms.DateField(label=_("To"), required=False, error_messages={"invalid": _("Enter a valid date.")})
+
+    def __init__(self, *args, **kwargs):
+        from .choices import TransactionKind
+
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [("", _("All kinds"))] + list(TransactionKind.choices)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", _("The end date must be on or after the start date."))
+        return data
+
+
+class StatementMonthForm(forms.Form):
+    month = forms.RegexField(
+        label=_("Month"),
+        regex=r"^\d{4}-(0[1-9]|1[0-2])$",
+        required=False,
+        error_messages={"invalid": _("Give the month as YYYY-MM, e.g. 2026-03.")},
+    )

@@ -4,17 +4,28 @@ Prices are history: a change is a new row with a later ``effective_from``, so a 
 price that was in force then and nothing already shown or charged is rewritten.
 """
 
+import uuid
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext as gettext_now
 from django.utils.translation import gettext_lazy as _
 
 from instances.models import BilingualName, Chip, Zone
 
-from .choices import Eligibility
+from .choices import (
+    AccountKind,
+    Eligibility,
+    NotificationKind,
+    PaymentProvider,
+    TopUpStatus,
+    TransactionKind,
+    UsageKind,
+)
 from .money import (
     FACTOR_DECIMAL_PLACES,
     FACTOR_MAX_DIGITS,
@@ -24,7 +35,17 @@ from .money import (
     RATE_MAX_DIGITS,
     ZERO,
 )
-from .querysets import PlanQuerySet, PriceQuerySet, SubsidyProgrammeQuerySet, SubsidyUsageQuerySet
+from .querysets import (
+    AppendOnlyQuerySet,
+    LedgerTransactionQuerySet,
+    NotificationQuerySet,
+    PlanQuerySet,
+    PriceQuerySet,
+    SubsidyProgrammeQuerySet,
+    SubsidyUsageQuerySet,
+    TopUpQuerySet,
+    UsageSessionQuerySet,
+)
 
 
 def _money(verbose_name, **kwargs):
@@ -190,3 +211,337 @@ class SubsidyUsage(models.Model):
 
     def __str__(self):
         return f"{self.programme.slug} · {self.user} · {self.month:%Y-%m}: ¥{self.amount}"
+
+
+# --- The ledger (issue 4) ------------------------------------------------------------------------------------------
+#
+# Sign convention: an entry's amount is what it adds to its account. A user's cash and trial balances are
+# positive when the operator holds the user's money; revenue grows positive; payment clearing and subsidy
+# programmes go negative (money received from the payment provider, subsidy the programme owes). The entries
+# of one transaction sum to zero, so the balances of all accounts always sum to zero.
+
+
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or delete a ledger row: corrections are new transactions."""
+
+
+class AppendOnlyModel(models.Model):
+    """A row that can be inserted, never updated or deleted (the admin is read-only too)."""
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AppendOnlyError(f"{type(self).__name__} rows are append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError(f"{type(self).__name__} rows are append-only.")
+
+
+class Account(models.Model):
+    """A ledger account: a user's cash or trial bucket, or one of the operator's accounts.
+
+    ``balance`` is a cache of the sum of the account's entries, changed only by ``billing.ledger`` in the same
+    database transaction as the entries, under a row lock; ``manage.py check_ledger`` proves it.
+    """
+
+    kind = models.CharField(_("kind"), max_length=24, choices=AccountKind.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_accounts"
+    )
+    programme = models.ForeignKey(
+        SubsidyProgramme, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_accounts"
+    )
+    balance = _money(_("balance (CNY)"), default=ZERO)
+    expires_at = models.DateTimeField(
+        _("expires"), null=True, blank=True, help_text=_("Trial buckets: when what is left of the credit expires.")
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("ledger account")
+        verbose_name_plural = _("ledger accounts")
+        ordering = ["kind", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "kind"], condition=Q(user__isnull=False), name="one_bucket_per_user"
+            ),
+            models.UniqueConstraint(
+                fields=["kind"], condition=Q(user__isnull=True, programme__isnull=True), name="one_system_account"
+            ),
+            models.UniqueConstraint(
+                fields=["programme"], condition=Q(programme__isnull=False), name="one_account_per_programme"
+            ),
+        ]
+
+    def __str__(self):
+        owner = self.user or self.programme or ""
+        return f"{self.get_kind_display()} {owner}".strip()
+
+
+class UsageSession(models.Model):
+    """One metered run of a resource, at the per-minute price quoted when it started (frozen for the run).
+
+    ``charged`` always equals ``to_cents(payable_per_hour × charged_minutes / 60)``; ``subsidy_booked`` plus
+    ``subsidy_unfunded`` likewise for the subsidy (unfunded: the programme's budget or cap ran out mid-run and the
+    operator bore it, so the user's rate never changed).
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="usage_sessions")
+    kind = models.CharField(_("kind"), max_length=16, choices=UsageKind.choices)
+    resource_id = models.UUIDField(_("resource"))
+    label = models.CharField(_("label"), max_length=200, blank=True)
+    started_at = models.DateTimeField(_("started"))
+    ended_at = models.DateTimeField(_("ended"), null=True, blank=True)
+    plan_slug = models.CharField(_("plan"), max_length=50)
+    prepaid = models.BooleanField(_("prepaid"), default=False, help_text=_("Paid up front: metered at zero."))
+    chip_slug = models.CharField(_("chip"), max_length=50, blank=True)
+    cards = models.PositiveIntegerField(_("cards"), default=0)
+    zone_slug = models.CharField(_("zone"), max_length=50, blank=True)
+    spot = models.BooleanField(_("spot"), default=False)
+    list_per_hour = models.DecimalField(
+        _("list price per hour"), max_digits=RATE_MAX_DIGITS, decimal_places=RATE_DECIMAL_PLACES
+    )
+    payable_per_hour = models.DecimalField(
+        _("payable per hour"), max_digits=RATE_MAX_DIGITS, decimal_places=RATE_DECIMAL_PLACES
+    )
+    subsidy_per_hour = models.DecimalField(
+        _("subsidy per hour"), max_digits=RATE_MAX_DIGITS, decimal_places=RATE_DECIMAL_PLACES, default=ZERO
+    )
+    programme = models.ForeignKey(
+        SubsidyProgramme, on_delete=models.PROTECT, null=True, blank=True, related_name="usage_sessions"
+    )
+    charged_minutes = models.PositiveIntegerField(_("billed minutes"), default=0)
+    charged = _money(_("charged (CNY)"), default=ZERO)
+    subsidy_booked = _money(_("subsidy booked (CNY)"), default=ZERO)
+    subsidy_unfunded = _money(_("subsidy borne by the operator (CNY)"), default=ZERO)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = UsageSessionQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("usage session")
+        verbose_name_plural = _("usage sessions")
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["resource_id", "started_at"], name="one_session_per_resource_start"),
+            models.UniqueConstraint(
+                fields=["resource_id"], condition=Q(ended_at__isnull=True), name="one_open_session_per_resource"
+            ),
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=models.F("started_at")),
+                name="usage_ends_after_start",
+            ),
+        ]
+        indexes = [models.Index(fields=["user", "started_at"]), models.Index(fields=["ended_at", "id"])]
+
+    def __str__(self):
+        return f"{self.kind} {self.label or self.resource_id} from {self.started_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class TopUp(models.Model):
+    """A top-up the user started: a Stripe Checkout Session (or the development sandbox) for an amount in CNY.
+
+    Cash is credited only by ``billing.payments.credit_topup`` — from the signed webhook or the sandbox page —
+    exactly once, under the idempotency key of the checkout session.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="topups")
+    amount = _money(_("amount (CNY)"))
+    provider = models.CharField(_("provider"), max_length=16, choices=PaymentProvider.choices)
+    status = models.CharField(_("status"), max_length=16, choices=TopUpStatus.choices, default=TopUpStatus.PENDING)
+    checkout_id = models.CharField(_("checkout session"), max_length=255, unique=True)
+    checkout_url = models.CharField(_("checkout URL"), max_length=2000, blank=True)
+    payment_reference = models.CharField(_("payment reference"), max_length=255, blank=True, db_index=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    paid_at = models.DateTimeField(_("paid"), null=True, blank=True)
+
+    objects = TopUpQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("top-up")
+        verbose_name_plural = _("top-ups")
+        ordering = ["-created_at"]
+        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="topup_amount_positive")]
+
+    def __str__(self):
+        return f"¥{self.amount} {self.provider} {self.status} ({self.user})"
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.provider == PaymentProvider.SANDBOX
+
+
+class LedgerTransaction(AppendOnlyModel):
+    """One movement of money: entries that sum to zero, posted once under a unique idempotency key.
+
+    ``user_amount`` is what it changed in the user's wallet (cash + trial; negative for a charge), ``subsidy_amount``
+    what a subsidy programme paid — both fixed at posting, so lists and statements need no sums.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    kind = models.CharField(_("kind"), max_length=24, choices=TransactionKind.choices)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_transactions"
+    )
+    user_amount = _money(_("change to the wallet (CNY)"), default=ZERO)
+    subsidy_amount = _money(_("subsidy (CNY)"), default=ZERO)
+    minutes = models.PositiveIntegerField(_("billed minutes"), default=0)
+    usage_session = models.ForeignKey(
+        UsageSession, on_delete=models.PROTECT, null=True, blank=True, related_name="transactions"
+    )
+    topup = models.ForeignKey(TopUp, on_delete=models.PROTECT, null=True, blank=True, related_name="transactions")
+    resource_id = models.UUIDField(_("resource"), null=True, blank=True, help_text=_("What was paid for."))
+    reason = models.CharField(_("reason"), max_length=255, blank=True)
+    reference = models.CharField(_("reference"), max_length=255, blank=True)
+    provider_reference = models.CharField(_("payment provider reference"), max_length=255, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("at"), default=timezone.now, editable=False)
+
+    objects = LedgerTransactionQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("ledger transaction")
+        verbose_name_plural = _("ledger transactions")
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["user", "-created_at"]),
+            models.Index(fields=["user", "kind", "created_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.idempotency_key}"
+
+    @property
+    def description(self) -> str:
+        parts = [str(self.get_kind_display())]
+        if self.reference:
+            parts.append(self.reference)
+        return " · ".join(parts)
+
+
+class LedgerEntry(AppendOnlyModel):
+    """One leg of a transaction: an amount added to one account (negative takes away)."""
+
+    transaction = models.ForeignKey(LedgerTransaction, on_delete=models.PROTECT, related_name="entries")
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="entries")
+    amount = _money(_("amount (CNY)"))
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("ledger entry")
+        verbose_name_plural = _("ledger entries")
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["account", "created_at"])]
+
+    def __str__(self):
+        return f"{self.account}: {self.amount}"
+
+
+class TrialGrant(models.Model):
+    """The ¥10 trial credit granted once per verified e-mail address, ever (the address is kept normalised even if
+    the account goes), and once per user."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="trial_grant"
+    )
+    email = models.CharField(_("normalised e-mail address"), max_length=254, unique=True)
+    amount = _money(_("amount (CNY)"))
+    granted_at = models.DateTimeField(_("granted"))
+    expires_at = models.DateTimeField(_("expires"))
+    expired_at = models.DateTimeField(_("expiry booked"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("trial credit grant")
+        verbose_name_plural = _("trial credit grants")
+        ordering = ["-granted_at"]
+
+    def __str__(self):
+        return f"{self.email}: ¥{self.amount} until {self.expires_at:%Y-%m-%d}"
+
+
+class Wallet(models.Model):
+    """A user's wallet settings and alert state: the monthly spending cap and which alerts were already sent."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="wallet")
+    spending_cap = _money(_("monthly spending cap (CNY)"), null=True, blank=True, help_text=_("Empty: no cap."))
+    low_balance_alerted_at = models.DateTimeField(null=True, blank=True)
+    arrears_alerted_at = models.DateTimeField(null=True, blank=True)
+    arrears_period = models.DateTimeField(
+        null=True, blank=True, help_text=_("The metering period in which the arrears stop was last asked.")
+    )
+
+    class Meta:
+        verbose_name = _("wallet")
+        verbose_name_plural = _("wallets")
+        constraints = [
+            models.CheckConstraint(condition=Q(spending_cap__isnull=True) | Q(spending_cap__gte=0), name="cap_positive")
+        ]
+
+    def __str__(self):
+        return f"wallet of {self.user}"
+
+
+class Notification(models.Model):
+    """A billing alert shown on the dashboard and e-mailed: low balance, out of balance, cap reached."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="billing_notifications")
+    kind = models.CharField(_("kind"), max_length=24, choices=NotificationKind.choices)
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    read_at = models.DateTimeField(null=True, blank=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = NotificationQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("billing notification")
+        verbose_name_plural = _("billing notifications")
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.kind} for {self.user}"
+
+    @property
+    def message(self) -> str:
+        """The alert in the active language (stored as a kind and figures, so each reader gets their language)."""
+        p = self.params
+        if self.kind == NotificationKind.LOW_BALANCE:
+            return (
+                gettext_now(
+                    "Your balance of ¥%(balance)s covers less than one hour of your running resources (¥%(hourly)s "
+                    "an hour). Top up to keep them running."
+                )
+                % p
+            )
+        if self.kind == NotificationKind.ARREARS:
+            return (
+                gettext_now(
+                    "Your balance has run out. Pay-as-you-go instances are being stopped (with the checkpoint signal); "
+                    "disks and storage are kept for %(days)s days. Top up to continue."
+                )
+                % p
+            )
+        if self.kind == NotificationKind.SPENDING_CAP:
+            return (
+                gettext_now(
+                    "You reached your monthly spending cap of ¥%(cap)s. Pay-as-you-go instances are being stopped; "
+                    "raise the cap on the wallet page to continue."
+                )
+                % p
+            )
+        return gettext_now("Your trial credit of ¥%(amount)s expired.") % p

@@ -42,3 +42,9 @@ def trim_rate(amount: Decimal) -> Decimal:
     """A rate with at least two decimal places and no trailing zeros beyond them: 1.026000 → 1.026, 4.8 → 4.80."""
     amount = to_rate(amount).normalize()
     return amount.quantize(CENT) if -amount.as_tuple().exponent < 2 else amount
+
+
+def summed(value) -> Decimal:
+    """A database SUM of fen amounts, exact: SQLite adds decimals in floating point (84.0999999999998), and
+    rounding back to the fen recovers the exact total for any realistic number of rows. None (no rows) is zero."""
+    return ZERO if value is None else to_cents(Decimal(value))

@@ -32,3 +32,55 @@ class SubsidyUsageQuerySet(models.QuerySet):
         if not getattr(user, "is_authenticated", False):
             return self.none()
         return self.filter(user=user)
+
+
+class OwnedQuerySet(models.QuerySet):
+    """Rows that belong to one user: the owner may view; nobody changes them through a view."""
+
+    def for_user(self, user, action: str = "view"):
+        if not getattr(user, "is_authenticated", False) or action != "view":
+            return self.none()
+        return self.filter(user=user)
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """Ledger rows are inserted, never updated or deleted in bulk either."""
+
+    def update(self, **kwargs):
+        from .models import AppendOnlyError
+
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only.")
+
+    def delete(self):
+        from .models import AppendOnlyError
+
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only.")
+
+
+class LedgerTransactionQuerySet(AppendOnlyQuerySet, OwnedQuerySet):
+    def in_range(self, since=None, until=None):
+        qs = self
+        if since is not None:
+            qs = qs.filter(created_at__gte=since)
+        if until is not None:
+            qs = qs.filter(created_at__lt=until)
+        return qs
+
+
+class UsageSessionQuerySet(OwnedQuerySet):
+    def open(self):
+        return self.filter(ended_at__isnull=True)
+
+
+class TopUpQuerySet(OwnedQuerySet):
+    pass
+
+
+class NotificationQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(user=user)
+
+    def unread(self):
+        return self.filter(read_at__isnull=True)

@@ -8,5 +8,7 @@ urlpatterns = [
     path("", include("console.api.urls")),
     path("", include("instances.api.urls")),
     path("", include("billing.api.urls")),
+    path("", include("storage.api.urls")),
+    path("", include("marketplace.api.urls")),
     path("<path:unknown>", console_api.not_found),
 ]

@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from config.broker import filesystem_transport_options
+from instances.schedule import BEAT_SCHEDULE as INSTANCES_BEAT_SCHEDULE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -228,6 +229,52 @@ CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "console.tasks.heartbeat", "schedule": WORKER_HEARTBEAT_SECONDS},
 }
 
+# Cloud storage (云存储): each user's files. Local disk under MEDIA_ROOT/cloudstorage by default; STORAGE=s3 puts
+# the bytes in an S3-compatible bucket through django-storages. Uploads in progress are staged on local disk.
+STORAGE = env.str("STORAGE", default="local")
+if STORAGE == "s3":
+    STORAGES["cloudstorage"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env.str("S3_BUCKET"),
+            "endpoint_url": env.str("S3_ENDPOINT_URL", default=None),
+            "region_name": env.str("S3_REGION", default=None),
+            "access_key": env.str("AWS_ACCESS_KEY_ID", default=None),
+            "secret_key": env.str("AWS_SECRET_ACCESS_KEY", default=None),
+            "location": env.str("S3_PREFIX", default="cloudstorage"),
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+elif STORAGE == "local":
+    STORAGES["cloudstorage"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT / "cloudstorage"), "base_url": None},
+    }
+else:
+    raise ImproperlyConfigured(f"STORAGE must be 'local' or 's3', not {STORAGE!r}.")
+STORAGE_STAGING_DIR = Path(env.str("STORAGE_STAGING_DIR", default=str(DATA_DIR / "uploads")))
+STORAGE_FREE_GB = env.float("STORAGE_FREE_GB", default=50)
+STORAGE_MAX_GB = env.float("STORAGE_MAX_GB", default=500)
+STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
+CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
+
+# Billing (issue 4): the trial credit, arrears, Stripe top-ups. With no Stripe keys in development a sandbox
+# checkout (no real money) stands in; production refuses the sandbox and `check` fails without the keys.
+TRIAL_CREDIT_CNY = env.str("TRIAL_CREDIT_CNY", default="10")
+TRIAL_CREDIT_DAYS = env.int("TRIAL_CREDIT_DAYS", default=30)
+ARREARS_RETENTION_DAYS = env.int("ARREARS_RETENTION_DAYS", default=15)
+BILLING_ARREARS_HANDLER = env.str("BILLING_ARREARS_HANDLER", default="instances.services.stop_for_arrears")
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_PAYMENT_METHODS = env.list("STRIPE_PAYMENT_METHODS", default=["card", "alipay"])
+TOPUP_MIN_CNY = env.str("TOPUP_MIN_CNY", default="10")
+TOPUP_MAX_CNY = env.str("TOPUP_MAX_CNY", default="50000")
+CELERY_BEAT_SCHEDULE["billing-meter"] = {"task": "billing.tasks.meter", "schedule": 60}
+CELERY_BEAT_SCHEDULE["billing-expire-trial-credits"] = {"task": "billing.tasks.expire_trial_credits", "schedule": 3600}
+CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "console.api.authentication.ApiTokenAuthentication",
@@ -285,3 +332,32 @@ DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="xinchuang-demo-2026")
 
 PRODUCT_NAME = _("Xinchuang GPU Cloud")
 ADMIN_URL = env.str("ADMIN_URL", default="admin/")
+
+# The Slurm compute backend (issue 8). Cluster-wide values; SLURM_ZONES overrides them per zone. A zone runs on
+# Slurm when its nodes say backend_name="slurm" (`manage.py use_slurm`, run by `make run BACKEND=slurm`).
+# Jobs run as SLURM_USER; the console talks to slurmrestd with SLURM_JWT (or SLURM_JWT_FILE), or signs its own
+# token with the cluster's HS256 key (SLURM_JWT_KEY_FILE, readable by the console's user only).
+SLURM = {
+    "rest_url": env.str("SLURM_REST_URL", default="http://127.0.0.1:6820"),
+    "api_version": "v0.0.38",
+    "user": env.str("SLURM_USER", default="gpucloud"),
+    "token": env.str("SLURM_JWT", default=""),
+    "jwt_key_file": env.str("SLURM_JWT_KEY_FILE", default="/var/lib/slurm/slurmctld/jwt_hs256.key"),
+    "partition": "xinchuang",
+    "spot_partition": "spot",
+    # Always a typed GRES: an untyped gpu:N request mixes chips on a shared node.
+    "gres_types": {"ascend-910b": "ascend910b", "mlu370-x8": "mlu370", "dcu-z100": "z100", "a800-80g": "a800"},
+    # The first GRES index of each type on a node (the local cluster numbers all 32 fake cards in one row).
+    "gres_offsets": {"a800": 0, "ascend910b": 8, "mlu370": 16, "z100": 24},
+    # Shared by every node of the zone: instances/<id> (system disks), disks/<id>, shared/<user>, hub/<repo>.
+    "root": env.str("SLURM_ROOT", default="/var/lib/gpucloud"),
+    "agent_python": env.str("SLURM_AGENT_PYTHON", default="/usr/bin/python3"),
+    "agent_path": env.str("SLURM_AGENT_PATH", default=str(BASE_DIR / "instances" / "agent.py")),
+    "console_url": env.str("SLURM_CONSOLE_URL", default=SITE_URL),
+    "heartbeat_seconds": env.float("SLURM_HEARTBEAT_SECONDS", default=15),
+    "job_prefix": env.str("SLURM_JOB_PREFIX", default="inst-"),
+}
+SLURM_ZONES = {
+    "cn-east-xc": {"partition": "xinchuang"},
+    "cn-east-a": {"partition": "nvidia"},
+}

@@ -11,6 +11,8 @@ urlpatterns = [
     path("", include("console.urls")),
     path("", include("instances.urls")),
     path("", include("billing.urls")),
+    path("", include("marketplace.urls")),
+    path("", include("storage.urls")),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", console_views.healthz, name="healthz"),

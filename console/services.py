@@ -92,8 +92,11 @@ def authenticate_token(plaintext: str) -> ApiToken | None:
 
 
 def on_email_verified(user, email: str) -> None:
-    """Called once an address is confirmed. The billing issue grants the trial credit from here."""
+    """Called once an address is confirmed: grants the trial credit (once per address and per user)."""
+    from billing.wallet import grant_trial_credit
+
     log.info("e-mail verified", extra={"user": user.pk, "email": email})
+    grant_trial_credit(user, email)
 
 
 def record_heartbeat(hostname: str) -> None:

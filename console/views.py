@@ -22,9 +22,11 @@ def home(request):
 
 @login_required
 def dashboard(request):
+    from billing.wallet_views import wallet_context
+
     context = {
         "active_tokens": ApiToken.objects.for_user(request.user).active().count(),
-    }
+    } | wallet_context(request.user)
     return render(request, "console/dashboard.html", context)
 
 

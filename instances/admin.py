@@ -1,6 +1,21 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils.translation import gettext_lazy as _
 
-from .models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
+from console.errors import ServiceError
+
+from . import services
+from .models import (
+    Chip,
+    Instance,
+    InstanceEvent,
+    InstanceSpec,
+    Node,
+    Region,
+    ScalingFigure,
+    SimulatedFault,
+    SimulatedJob,
+    Zone,
+)
 
 
 @admin.register(Region)
@@ -32,7 +47,8 @@ class ChipAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "zone", "chip", "cards", "backend_name", "drained"]
+    list_display = ["name", "zone", "chip", "cards", "cards_reserved", "backend_name", "drained"]
+    readonly_fields = ["cards_reserved"]
     list_filter = ["zone", "chip", "backend_name", "drained"]
     search_fields = ["name"]
     list_select_related = ["zone", "chip"]
@@ -45,3 +61,72 @@ class InstanceSpecAdmin(admin.ModelAdmin):
     list_filter = ["chip", "cards", "active"]
     search_fields = ["slug"]
     list_select_related = ["chip"]
+
+
+class InstanceEventInline(admin.TabularInline):
+    model = InstanceEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ["at", "old", "new", "reason", "detail", "data"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Instance)
+class InstanceAdmin(admin.ModelAdmin):
+    """Instances are changed only through the state machine: the admin reads, and force-stops or releases."""
+
+    list_display = ["name", "public_id", "owner", "status", "wanted", "chip", "cards", "zone", "node", "plan", "spot"]
+    list_filter = ["status", "zone", "chip", "spot", "plan"]
+    search_fields = ["name", "public_id", "owner__email", "backend_job_id"]
+    list_select_related = ["owner", "chip", "zone", "node", "plan"]
+    inlines = [InstanceEventInline]
+    actions = ["force_stop", "force_release"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def _each(self, request, queryset, operation):
+        for instance in queryset.select_related("owner", "chip", "zone", "node", "plan", "spec"):
+            try:
+                operation(instance)
+            except ServiceError as exc:
+                self.message_user(request, f"{instance.name}: {exc.message}", messages.WARNING)
+
+    @admin.action(description=_("Force-stop (checkpoint signal, then stop)"))
+    def force_stop(self, request, queryset):
+        self._each(request, queryset, services.stop)
+
+    @admin.action(description=_("Release (deletes the system disk)"))
+    def force_release(self, request, queryset):
+        self._each(request, queryset, services.release)
+
+
+@admin.register(InstanceEvent)
+class InstanceEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "instance", "old", "new", "reason", "detail"]
+    list_filter = ["reason", "new"]
+    search_fields = ["instance__name", "instance__public_id"]
+    list_select_related = ["instance"]
+
+    def has_change_permission(self, request, obj=None):
+        return False  # append-only
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SimulatedJob)
+class SimulatedJobAdmin(admin.ModelAdmin):
+    list_display = ["job_id", "instance_id", "node", "cards", "submitted_at", "ready_at", "stop_at", "crashed_at"]
+    list_select_related = ["node"]
+    search_fields = ["job_id", "instance_id"]
+
+
+@admin.register(SimulatedFault)
+class SimulatedFaultAdmin(admin.ModelAdmin):
+    list_display = ["kind", "remaining", "created_at"]

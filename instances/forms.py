@@ -1,11 +1,14 @@
-"""The training estimator's form. Limits come from the estimator so page and API refuse the same inputs."""
+"""The training estimator's form (limits from the estimator, so page and API refuse the same inputs) and the
+launch wizard."""
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from console.errors import ServiceError
 
+from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
+from .images import compatible_images
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}
@@ -45,4 +48,72 @@ class EstimatorForm(forms.Form):
             tokens_b=data["tokens_b"],
             deadline_days=data.get("deadline_days"),
             budget_cny=data.get("budget_cny"),
+        )
+
+
+# The launch wizard ---------------------------------------------------------------------------------------------
+
+
+def _select(**attrs):
+    return forms.Select(attrs={"class": "form-select", **attrs})
+
+
+class LaunchForm(forms.Form):
+    """zone → chip or backend family → cards → image → plan/spot → name. Choices narrow as the user picks; the
+    service decides everything else (and says why it refuses)."""
+
+    zone = forms.ChoiceField(label=_("Zone"), required=False, widget=_select())
+    backend = forms.ChoiceField(label=_("Backend family"), required=False, widget=_select())
+    chip = forms.ChoiceField(label=_("Chip"), required=False, widget=_select())
+    no_card = forms.BooleanField(label=_("No-card mode (CPU only)"), required=False)
+    cards = forms.TypedChoiceField(
+        label=_("Cards"), coerce=int, choices=[(c, c) for c in SPEC_CARD_COUNTS], initial=1, widget=_select()
+    )
+    image = forms.ChoiceField(label=_("Image"), widget=_select())
+    plan = forms.ChoiceField(label=_("Plan"), widget=_select())
+    spot = forms.BooleanField(label=_("Spot (preemptible, 40% off)"), required=False)
+    term_end_action = forms.ChoiceField(
+        label=_("When a prepaid term ends"),
+        choices=TermEnd.choices,
+        initial=TermEnd.CONTINUE,
+        required=False,
+        widget=_select(),
+    )
+    name = forms.CharField(
+        label=_("Name"), max_length=64, widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"})
+    )
+
+    def __init__(self, *args, zones, chips, plans, **kwargs):
+        super().__init__(*args, **kwargs)
+        data = self.data
+        self.fields["zone"].choices = [("", _("Any zone (Xinchuang zone first)"))] + [(z.slug, z.label) for z in zones]
+        self.fields["backend"].choices = [("", _("Any family"))] + list(Backend.choices)
+        family = data.get("backend") or ""
+        offered = [c for c in chips if not family or c.backend == family]
+        chip_label = _("Cheapest with free cards") if family else _("Choose a chip")
+        self.fields["chip"].choices = [("", chip_label)] + [(c.slug, c.label) for c in offered]
+        chosen = next((c for c in chips if c.slug == data.get("chip")), None)
+        image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)
+        if image_family is None and not data.get("no_card") and offered:
+            image_family = offered[0].backend
+        self.fields["image"].choices = [
+            (i.slug, f"{i.name} · {i.os}") for i in compatible_images(image_family)
+        ]  # issue 6: marketplace image variants
+        self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
+
+    def launch_request(self):
+        from .services import LaunchRequest
+
+        data = self.cleaned_data
+        return LaunchRequest(
+            name=data["name"],
+            image=data["image"],
+            chip="" if data["no_card"] else data["chip"],
+            backend="" if data["no_card"] or data["chip"] else data["backend"],
+            no_card=data["no_card"],
+            cards=0 if data["no_card"] else data["cards"],
+            zone=data["zone"],
+            plan=data["plan"],
+            spot=data["spot"],
+            term_end_action=data["term_end_action"] or TermEnd.CONTINUE,
         )

@@ -1,18 +1,22 @@
-"""The catalog: regions, zones, chips with their published figures, nodes and instance specs.
+"""The catalog (regions, zones, chips with their published figures, nodes, instance specs) and instances.
 
 Figures on a chip are the operator's published ones (instances/catalog/catalog.toml, from its articles). A
 figure that was never published stays NULL and pages say "not published": nothing here is estimated.
 """
 
+import uuid
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from .choices import DOMESTIC_BACKENDS, Backend
-from .querysets import ChipQuerySet, InstanceSpecQuerySet, NodeQuerySet, ZoneQuerySet
+from .choices import BADGE_COLOURS, DOMESTIC_BACKENDS, LIVE, Backend, Reason, Status, TermEnd, Wanted
+from .querysets import ChipQuerySet, InstanceQuerySet, InstanceSpecQuerySet, NodeQuerySet, ZoneQuerySet
 
 
 class BilingualName(models.Model):
@@ -181,6 +185,9 @@ class Node(models.Model):
         _("compute backend"), max_length=32, default="simulated", help_text=_("simulated, slurm, …")
     )
     drained = models.BooleanField(_("drained"), default=False, help_text=_("Takes no new instances."))
+    cards_reserved = models.PositiveSmallIntegerField(
+        _("cards reserved"), default=0, help_text=_("Held by instances; changed only by compare-and-set.")
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = NodeQuerySet.as_manager()
@@ -192,10 +199,16 @@ class Node(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["zone", "name"], name="node_name_unique_in_zone"),
             models.CheckConstraint(condition=Q(cards__gte=1), name="node_has_cards"),
+            # The database itself refuses an oversold node, whatever code path tries.
+            models.CheckConstraint(condition=Q(cards_reserved__lte=models.F("cards")), name="node_never_oversold"),
         ]
 
     def __str__(self):
         return f"{self.name} ({self.zone.slug}, {self.cards}× {self.chip.slug})"
+
+    @property
+    def cards_free(self) -> int:
+        return self.cards - self.cards_reserved
 
     def clean(self):
         if self.zone_id and self.chip_id:
@@ -246,3 +259,159 @@ class InstanceSpec(models.Model):
             raise ValidationError({"cards": _("The no-card mode has 0 cards.")})
         if self.chip_id is not None and self.cards not in (1, 2, 4, 8):
             raise ValidationError({"cards": _("A spec has 1, 2, 4 or 8 cards.")})
+
+
+class Instance(models.Model):
+    """A rented machine: ``cards`` cards of ``chip`` (no chip: the CPU-only no-card mode) in ``zone``.
+
+    ``status`` is what the instance is; ``wanted`` what its owner asked for, which the tasks and the reconcile beat
+    drive it towards. Only ``instances.services.transition`` changes ``status``. ``node`` is the instance's home
+    (its system disk lives there) and stays set while it is stopped; ``reserved_cards`` are the cards it holds on
+    that node right now (0 when stopped), changed together with ``Node.cards_reserved`` by compare-and-set.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances")
+    name = models.CharField(_("name"), max_length=64)
+    zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="instances")
+    chip = models.ForeignKey(
+        Chip, on_delete=models.PROTECT, related_name="instances", null=True, blank=True, help_text=_("Empty: no-card")
+    )
+    spec = models.ForeignKey(InstanceSpec, on_delete=models.PROTECT, related_name="instances")
+    cards = models.PositiveSmallIntegerField(_("cards"), default=0)
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="instances", null=True, blank=True)
+    reserved_cards = models.PositiveSmallIntegerField(_("cards held"), default=0)
+    plan = models.ForeignKey("billing.Plan", on_delete=models.PROTECT, related_name="instances")
+    spot = models.BooleanField(_("spot"), default=False)
+    term_end_action = models.CharField(
+        _("at the end of a prepaid term"), max_length=16, choices=TermEnd.choices, default=TermEnd.CONTINUE
+    )
+    term_ends_at = models.DateTimeField(_("prepaid term ends"), null=True, blank=True)
+    image = models.CharField(_("image"), max_length=64, help_text=_("A base image slug (marketplace variants later)."))
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.CREATING)
+    status_reason = models.CharField(_("status reason"), max_length=32, choices=Reason.choices, blank=True)
+    status_detail = models.CharField(_("status detail"), max_length=255, blank=True)
+    wanted = models.CharField(_("wanted state"), max_length=16, choices=Wanted.choices, default=Wanted.RUNNING)
+    backend_name = models.CharField(_("compute backend"), max_length=32, default="simulated")
+    backend_job_id = models.CharField(_("backend job id"), max_length=64, blank=True)
+    access = models.JSONField(_("access details"), default=dict, blank=True)
+    price_per_hour = models.DecimalField(
+        _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True,
+        help_text=_("The rate frozen when the instance last started running."),
+    )  # fmt: skip
+    auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
+    idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)
+    idle_threshold_percent = models.PositiveSmallIntegerField(
+        _("idle below card utilisation (%)"), default=5, validators=[MaxValueValidator(100)]
+    )
+    running_since = models.DateTimeField(_("running since"), null=True, blank=True)
+    stop_requested_at = models.DateTimeField(_("stop requested"), null=True, blank=True)
+    stopped_at = models.DateTimeField(_("stopped"), null=True, blank=True)
+    release_at = models.DateTimeField(_("released automatically at"), null=True, blank=True)
+    release_reminders_sent = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = InstanceQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("instance")
+        verbose_name_plural = _("instances")
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="instance_owner_recent"),
+            models.Index(fields=["status"], name="instance_status"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(reserved_cards__lte=models.F("cards")), name="instance_holds_its_cards"),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.public_id})"
+
+    def get_absolute_url(self):
+        return reverse("instances:detail", args=[self.public_id])
+
+    @property
+    def badge(self) -> str:
+        return BADGE_COLOURS.get(self.status, "secondary")
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE
+
+    @property
+    def family(self) -> str | None:
+        return self.chip.backend if self.chip_id else None
+
+
+class InstanceEvent(models.Model):
+    """An append-only row per transition (old → new) or notice (old = new): the timeline, metering and
+    notifications read these, they never guess."""
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="events")
+    old = models.CharField(_("from"), max_length=16, choices=Status.choices, blank=True)
+    new = models.CharField(_("to"), max_length=16, choices=Status.choices)
+    reason = models.CharField(_("reason"), max_length=32, choices=Reason.choices)
+    detail = models.CharField(_("detail"), max_length=255, blank=True)
+    data = models.JSONField(default=dict, blank=True, help_text=_("E.g. the rate frozen when it started running."))
+    at = models.DateTimeField(_("at"), db_index=True)
+
+    class Meta:
+        verbose_name = _("instance event")
+        verbose_name_plural = _("instance events")
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.instance_id}: {self.old or '·'} → {self.new} ({self.reason})"
+
+    @property
+    def is_transition(self) -> bool:
+        return self.old != self.new
+
+
+class SimulatedJob(models.Model):
+    """The simulated data centre's record of one instance's machine, kept in the database so the web, worker and
+    beat processes see the same data centre. Phases follow from the timestamps (see backends/simulated.py)."""
+
+    job_id = models.CharField(max_length=64, unique=True)
+    instance_id = models.UUIDField(unique=True, help_text=_("The instance's public id."))
+    node = models.ForeignKey(Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="simulated_jobs")
+    cards = models.PositiveSmallIntegerField(default=0)
+    image = models.CharField(max_length=64)
+    submitted_at = models.DateTimeField()
+    ready_at = models.DateTimeField(null=True, blank=True, help_text=_("Empty: hangs while booting."))
+    signalled_at = models.DateTimeField(null=True, blank=True, help_text=_("Checkpoint signal (SIGUSR1) sent."))
+    stop_at = models.DateTimeField(null=True, blank=True)
+    preempted_at = models.DateTimeField(null=True, blank=True)
+    crashed_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    idle = models.BooleanField(default=False, help_text=_("Simulate a workload that leaves the cards idle."))
+    disks = models.JSONField(default=list, blank=True)
+    mounts = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        verbose_name = _("simulated job")
+        verbose_name_plural = _("simulated jobs")
+
+    def __str__(self):
+        return self.job_id
+
+
+class SimulatedFault(models.Model):
+    """A fault the simulated backend injects into its next submissions (tests and demos)."""
+
+    class Kind(models.TextChoices):
+        FAIL_SUBMIT = "fail_submit", _("Refuse the submission")
+        HANG = "hang", _("Hang while booting")
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    remaining = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("simulated fault")
+        verbose_name_plural = _("simulated faults")
+
+    def __str__(self):
+        return f"{self.kind} × {self.remaining}"

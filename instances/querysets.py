@@ -35,3 +35,18 @@ class InstanceSpecQuerySet(CatalogQuerySet):
 
     def with_chip(self):
         return self.select_related("chip")
+
+
+class InstanceQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The instances ``user`` may see or act on: their own. Teams (later) widen this, in this one place."""
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self.filter(owner=user)
+
+    def with_related(self):
+        return self.select_related("zone", "chip", "spec", "plan", "node")
+
+    def visible(self):
+        """Released instances drop off the list (their events stay)."""
+        return self.exclude(status="released")

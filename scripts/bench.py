@@ -72,6 +72,18 @@ def table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge_with_previous(results: dict) -> dict:
+    """Keep the rows of benchmarks this run did not execute (e.g. with --only), replace the ones it did."""
+    store = ROOT / "docs" / "benchmarks.json"
+    store.parent.mkdir(exist_ok=True)
+    previous = json.loads(store.read_text()) if store.exists() else {"rows": []}
+    ran = {(row["benchmark"], row["database"]) for row in results["rows"]}
+    kept = [row for row in previous["rows"] if (row["benchmark"], row["database"]) not in ran]
+    merged = {"machine": results["machine"], "rows": kept + results["rows"]}
+    store.write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    return merged
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -97,8 +109,8 @@ def main():
         manage(pg_env, "bench", "--json", str(results_path), *extra)
 
     results = json.loads(results_path.read_text()) if results_path.exists() else {"machine": "?", "rows": []}
+    results = merge_with_previous(results)
     markdown = table(results)
-    (ROOT / "docs").mkdir(exist_ok=True)
     (ROOT / "docs" / "benchmarks.md").write_text("# Benchmarks\n\n" + markdown)
     readme = (ROOT / "README.md").read_text()
     if START in readme and END in readme:

@@ -75,3 +75,107 @@ class QuoteSerializer(serializers.Serializer):
     subsidy_programme = ProgrammeSerializer(source="programme", allow_null=True)
     subsidy_rate = serializers.DecimalField(max_digits=5, decimal_places=4)
     subsidy_limited = serializers.BooleanField()
+
+
+class WalletSerializer(serializers.Serializer):
+    """The caller's wallet. Amounts are decimal strings in CNY."""
+
+    currency = serializers.SerializerMethodField()
+    cash = _money()
+    trial = _money()
+    trial_expires_at = serializers.DateTimeField(allow_null=True)
+    compute_balance = _money()
+    spending_cap = _money(allow_null=True)
+    month_spent = _money()
+    hourly_spend = _rate()
+
+    def get_currency(self, obj) -> str:
+        return "CNY"
+
+
+class SpendingCapSerializer(serializers.Serializer):
+    spending_cap = serializers.DecimalField(
+        max_digits=12, decimal_places=2, min_value=Decimal("0"), allow_null=True, help_text="Empty/null: no cap."
+    )
+
+
+class TransactionSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    kind = serializers.CharField()
+    kind_display = serializers.CharField(source="get_kind_display")
+    amount = _money(source="user_amount", help_text="Change to the wallet: negative for a charge.")
+    subsidy = _money(source="subsidy_amount")
+    minutes = serializers.IntegerField()
+    reference = serializers.CharField()
+    provider_reference = serializers.CharField()
+    resource_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class TransactionFilterSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=[], required=False)
+    since = serializers.DateField(required=False)
+    until = serializers.DateField(required=False)
+
+    def __init__(self, *args, **kwargs):
+        from ..choices import TransactionKind
+
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = TransactionKind.values
+
+    def validate(self, attrs):
+        if attrs.get("since") and attrs.get("until") and attrs["since"] > attrs["until"]:
+            raise serializers.ValidationError({"until": _("The end date must be on or after the start date.")})
+        return attrs
+
+
+class StatementLineSerializer(serializers.Serializer):
+    resource_id = serializers.UUIDField(allow_null=True)
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    chip = serializers.CharField()
+    cards = serializers.IntegerField()
+    minutes = serializers.IntegerField()
+    charged = _money()
+    subsidy = _money()
+
+
+class StatementSerializer(serializers.Serializer):
+    month = serializers.SerializerMethodField()
+    currency = serializers.SerializerMethodField()
+    lines = StatementLineSerializer(many=True)
+    minutes = serializers.IntegerField()
+    charged = _money()
+    subsidy = _money()
+
+    def get_month(self, obj) -> str:
+        return f"{obj.month:%Y-%m}"
+
+    def get_currency(self, obj) -> str:
+        return "CNY"
+
+
+class StatementRequestSerializer(serializers.Serializer):
+    month = serializers.RegexField(
+        r"^\d{4}-(0[1-9]|1[0-2])$",
+        required=False,
+        error_messages={"invalid": _("Give the month as YYYY-MM, e.g. 2026-03.")},
+    )
+
+
+class TopUpRequestSerializer(serializers.Serializer):
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2, help_text='CNY, e.g. "50.00".')
+
+
+class TopUpSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    amount = _money()
+    currency = serializers.SerializerMethodField()
+    provider = serializers.CharField()
+    status = serializers.CharField()
+    checkout_url = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    paid_at = serializers.DateTimeField(allow_null=True)
+
+    def get_currency(self, obj) -> str:
+        return "CNY"

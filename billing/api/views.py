@@ -1,7 +1,8 @@
-"""The public quote endpoint: the same quote function as the pricing page."""
+"""Billing endpoints: the public quote (the pricing page's function), the wallet, transactions, statements, top-ups."""
 
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,8 +11,21 @@ from console.errors import ServiceError
 from instances import services as catalog
 from instances.models import InstanceSpec
 
+from .. import payments, statements, wallet
+from ..models import TopUp
 from ..quote import quote
-from .serializers import QuoteRequestSerializer, QuoteSerializer
+from .serializers import (
+    QuoteRequestSerializer,
+    QuoteSerializer,
+    SpendingCapSerializer,
+    StatementRequestSerializer,
+    StatementSerializer,
+    TopUpRequestSerializer,
+    TopUpSerializer,
+    TransactionFilterSerializer,
+    TransactionSerializer,
+    WalletSerializer,
+)
 
 
 def _spec(slug):
@@ -50,3 +64,63 @@ class QuoteView(APIView):
             hours=data.get("hours"),
         )
         return Response(QuoteSerializer(result).data)
+
+
+class WalletView(APIView):
+    """The caller's balances; PATCH sets the monthly spending cap."""
+
+    @extend_schema(tags=["billing"], responses={200: WalletSerializer}, summary="Wallet balances")
+    def get(self, request):
+        return Response(WalletSerializer(wallet.summary(request.user)).data)
+
+    @extend_schema(tags=["billing"], request=SpendingCapSerializer, responses={200: WalletSerializer})
+    def patch(self, request):
+        serializer = SpendingCapSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        wallet.set_spending_cap(request.user, serializer.validated_data["spending_cap"])
+        return Response(WalletSerializer(wallet.summary(request.user)).data)
+
+
+class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The caller's ledger transactions, newest first; filter with ?kind=&since=&until= (dates)."""
+
+    serializer_class = TransactionSerializer
+
+    def get_queryset(self):
+        params = TransactionFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return statements.filtered_transactions(self.request.user, **params.validated_data)
+
+    @extend_schema(tags=["billing"], parameters=[TransactionFilterSerializer])
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+
+class StatementView(APIView):
+    """The caller's monthly statement per resource (?month=YYYY-MM, default this month)."""
+
+    @extend_schema(tags=["billing"], parameters=[StatementRequestSerializer], responses={200: StatementSerializer})
+    def get(self, request):
+        params = StatementRequestSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        month = statements.parse_month(params.validated_data.get("month"))
+        return Response(StatementSerializer(statements.month_statement(request.user, month)).data)
+
+
+class TopUpViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Top-ups: POST creates a checkout and returns its URL; the wallet is credited once the payment completes."""
+
+    serializer_class = TopUpSerializer
+    lookup_field = "public_id"
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self):
+        return TopUp.objects.for_user(self.request.user).order_by("-created_at")
+
+    @extend_schema(tags=["billing"], request=TopUpRequestSerializer, responses={201: TopUpSerializer})
+    def create(self, request):
+        serializer = TopUpRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        base_url = request.build_absolute_uri("/")
+        topup = payments.start_topup(request.user, serializer.validated_data["amount"], base_url=base_url)
+        return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)

@@ -14,6 +14,8 @@ PRODUCTION_ENV = {
     "DATABASE_URL": "postgres://gpucloud@db.internal:5432/gpucloud",
     "CELERY_BROKER_URL": "redis://redis.internal:6379/0",
     "CACHE_URL": "rediscache://redis.internal:6379/1",
+    "STRIPE_SECRET_KEY": "sk_live_for_the_deploy_check",
+    "STRIPE_WEBHOOK_SECRET": "whsec_for_the_deploy_check",
 }
 
 
@@ -47,6 +49,7 @@ def test_production_settings_pass_check_deploy():
         ({"CACHE_URL": "locmemcache://"}, "CACHE_URL"),
         ({"DEBUG": "true"}, "DEBUG"),
         ({"DJANGO_ENV": "staging"}, "DJANGO_ENV"),
+        ({"STRIPE_SECRET_KEY": ""}, "STRIPE_SECRET_KEY"),
     ],
 )
 def test_production_refuses_to_start_without_safe_settings(change, complaint):

@@ -5,8 +5,11 @@ from rest_framework import serializers
 from billing.quote import MAX_CARDS
 from console.errors import ServiceError
 
+from ..choices import Backend, TermEnd
 from ..estimator import LIMITS, check_positive
-from ..models import Chip, InstanceSpec, Zone
+from ..images import image_name
+from ..models import Chip, Instance, InstanceEvent, InstanceSpec, Zone
+from ..services import cost_so_far
 
 
 class ScalingFigureSerializer(serializers.Serializer):
@@ -145,3 +148,105 @@ def not_published_message(chip, missing) -> str:
         "chip": chip.name,
         "figures": ", ".join(missing),
     }
+
+
+# Instances ----------------------------------------------------------------------------------------------------
+
+
+class InstanceEventSerializer(serializers.ModelSerializer):
+    old = serializers.CharField(read_only=True, help_text="The status before (empty for the first event).")
+    new = serializers.CharField(read_only=True, help_text="The status after (the same as old for a notice).")
+    reason = serializers.CharField(read_only=True)
+    reason_display = serializers.CharField(source="get_reason_display", read_only=True)
+
+    class Meta:
+        model = InstanceEvent
+        fields = ["at", "old", "new", "reason", "reason_display", "detail"]
+        read_only_fields = fields
+
+
+class InstanceSerializer(serializers.ModelSerializer):
+    """An instance. ``access`` details of the simulated backend carry ``"simulated": true``."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    zone = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    chip = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    backend = serializers.CharField(source="family", read_only=True, allow_null=True)
+    spec = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    node = serializers.CharField(source="node.name", read_only=True, allow_null=True, default=None)
+    status_display = serializers.CharField(source="get_status_display", read_only=True)
+    image_name = serializers.SerializerMethodField()
+    price_per_hour = serializers.DecimalField(max_digits=16, decimal_places=6, read_only=True, allow_null=True)
+
+    class Meta:
+        model = Instance
+        fields = [
+            "id", "name", "status", "status_display", "status_reason", "status_detail", "wanted",
+            "zone", "chip", "backend", "cards", "spec", "node", "image", "image_name", "plan", "spot",
+            "term_end_action", "term_ends_at", "price_per_hour", "access", "backend_name",
+            "auto_shutdown_at", "idle_shutdown_minutes", "idle_threshold_percent",
+            "running_since", "stopped_at", "release_at", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_image_name(self, instance) -> str:
+        return image_name(instance.image)
+
+
+class InstanceDetailSerializer(InstanceSerializer):
+    events = InstanceEventSerializer(many=True, read_only=True)
+    cost_so_far = serializers.SerializerMethodField()
+
+    class Meta(InstanceSerializer.Meta):
+        fields = [*InstanceSerializer.Meta.fields, "cost_so_far", "events"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=2))
+    def get_cost_so_far(self, instance) -> str:
+        return str(cost_so_far(instance, instance.events.all()))
+
+
+class InstanceCreateSerializer(serializers.Serializer):
+    """Launch: give ``chip`` (a slug) or ``backend`` (npu, mlu, dcu, cuda: the cheapest chip of that family with
+    free cards is picked) or ``no_card``."""
+
+    name = serializers.CharField(max_length=64)
+    image = serializers.CharField(max_length=64, help_text="A base image slug compatible with the chip's family.")
+    chip = serializers.CharField(required=False, allow_blank=True, default="")
+    backend = serializers.ChoiceField(choices=Backend.choices, required=False, allow_blank=True, default="")
+    no_card = serializers.BooleanField(required=False, default=False)
+    cards = serializers.IntegerField(required=False, default=1, min_value=0, max_value=8)
+    zone = serializers.CharField(required=False, allow_blank=True, default="")
+    plan = serializers.CharField(required=False, default="payg")
+    spot = serializers.BooleanField(required=False, default=False)
+    term_end_action = serializers.ChoiceField(choices=TermEnd.choices, required=False, default=TermEnd.CONTINUE)
+    auto_shutdown_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    idle_shutdown_minutes = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=5, max_value=7 * 24 * 60
+    )
+
+
+class InstanceStartSerializer(serializers.Serializer):
+    no_card = serializers.BooleanField(
+        required=False, default=False, help_text="Start CPU-only when the zone has no free cards."
+    )
+
+
+class CapacityAlternativeSerializer(serializers.Serializer):
+    zone = serializers.CharField()
+    chip = serializers.CharField()
+    free_cards = serializers.IntegerField()
+    max_cards = serializers.IntegerField()
+
+
+class CapacityErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    alternatives = CapacityAlternativeSerializer(many=True)
+    no_card_offered = serializers.BooleanField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()

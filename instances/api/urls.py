@@ -2,6 +2,7 @@ from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
+from .instances import InstanceViewSet
 
 router = SimpleRouter()
 # DRF's constructor takes only True/False; the attribute accepts a pattern, so both /chips and /chips/ work.
@@ -9,6 +10,7 @@ router.trailing_slash = "/?"
 router.register("chips", views.ChipViewSet, basename="api-chip")
 router.register("zones", views.ZoneViewSet, basename="api-zone")
 router.register("specs", views.InstanceSpecViewSet, basename="api-spec")
+router.register("instances", InstanceViewSet, basename="api-instance")
 
 urlpatterns = [
     re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),

@@ -1,0 +1,142 @@
+"""Arrears: the low-balance alert, and the stop at zero balance or at the monthly spending cap.
+
+The published policy (SPEC §5): an alert when one hour of spend is left; when the balance reaches zero — or the
+user's monthly spending cap — pay-as-you-go resources are stopped (with the checkpoint signal) within one
+metering period, and disks and storage are kept for ``ARREARS_RETENTION_DAYS`` with notices before release.
+
+Billing decides *who*; the instances app does the stopping: the function named by ``BILLING_ARREARS_HANDLER``
+is called as ``handler(user_id, reason)`` after the charge commits, at most once per user per metering period.
+"""
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils.module_loading import import_string
+
+from .choices import SPEND_KINDS, AccountKind, NotificationKind
+from .models import LedgerTransaction, Notification, UsageSession, Wallet
+from .money import ZERO, summed, to_rate
+
+log = logging.getLogger(__name__)
+
+REASON_ARREARS = "arrears"
+REASON_SPENDING_CAP = "spending_cap"
+
+
+@dataclass
+class Alerts:
+    """What one charge found: users to warn (user, balance, hourly spend) and users to stop (user, reason, figure)."""
+
+    low: list[tuple[int, Decimal, Decimal]] = field(default_factory=list)
+    stop: list[tuple[int, str, Decimal]] = field(default_factory=list)
+
+    def __bool__(self):
+        return bool(self.low or self.stop)
+
+
+def retention_days() -> int:
+    return settings.ARREARS_RETENTION_DAYS
+
+
+def assess(buckets: dict[int, dict], now: datetime) -> Alerts:
+    """Given the users' accounts just charged (balances after the charge), who is low, who must be stopped."""
+    from .metering import _trial_usable  # the one definition of "usable trial credit"
+    from .wallet import month_start
+
+    balances = {}
+    for uid, accounts in buckets.items():
+        trial = accounts.get(AccountKind.USER_TRIAL)
+        cash = accounts.get(AccountKind.USER_CASH)
+        usable_trial = trial.balance if trial and _trial_usable(trial, now) else ZERO
+        balances[uid] = (cash.balance if cash else ZERO) + usable_trial
+    alerts = Alerts()
+    alerts.stop = [(uid, REASON_ARREARS, balance) for uid, balance in balances.items() if balance <= 0]
+    solvent = [uid for uid, balance in balances.items() if balance > 0]
+    if not solvent:
+        return alerts
+    hourly = {
+        uid: to_rate(Decimal(total))
+        for uid, total in UsageSession.objects.open()
+        .filter(user_id__in=solvent)
+        .values_list("user_id")
+        .annotate(total=Sum("payable_per_hour"))
+        .values_list("user_id", "total")
+    }
+    alerts.low = [(u, balances[u], hourly[u]) for u in solvent if hourly.get(u) and balances[u] < hourly[u]]
+    caps = dict(
+        Wallet.objects.filter(user_id__in=solvent, spending_cap__isnull=False).values_list("user_id", "spending_cap")
+    )
+    if caps:
+        spent = dict(
+            LedgerTransaction.objects.filter(
+                user_id__in=caps, kind__in=SPEND_KINDS, created_at__gte=month_start(now), created_at__lte=now
+            )
+            .values_list("user_id")
+            .annotate(total=Sum("user_amount"))
+            .values_list("user_id", "total")
+        )
+        alerts.stop += [(u, REASON_SPENDING_CAP, cap) for u, cap in caps.items() if -summed(spent.get(u)) >= cap]
+    return alerts
+
+
+def follow_up(alerts: Alerts, now: datetime) -> None:
+    """Send the alerts and ask for the stops (each at most once: compare-and-set on the user's wallet row)."""
+    if not alerts:
+        return
+    users = {uid for uid, *_rest in alerts.low} | {uid for uid, *_rest in alerts.stop}
+    Wallet.objects.bulk_create([Wallet(user_id=uid) for uid in users], ignore_conflicts=True)
+    for uid, balance, hourly in alerts.low:
+        if Wallet.objects.filter(user_id=uid, low_balance_alerted_at__isnull=True).update(low_balance_alerted_at=now):
+            notify(uid, NotificationKind.LOW_BALANCE, balance=str(balance), hourly=str(hourly))
+    period = now.replace(second=0, microsecond=0)
+    stops = defaultdict(list)
+    for uid, reason, figure in alerts.stop:
+        stops[uid].append((reason, figure))
+    for uid, reasons in stops.items():
+        reason, figure = reasons[0]
+        claimed = (
+            Wallet.objects.filter(user_id=uid)
+            .filter(Q(arrears_period__isnull=True) | Q(arrears_period__lt=period))
+            .update(arrears_period=period)
+        )
+        if not claimed:
+            continue
+        if Wallet.objects.filter(user_id=uid, arrears_alerted_at__isnull=True).update(arrears_alerted_at=now):
+            if reason == REASON_SPENDING_CAP:
+                notify(uid, NotificationKind.SPENDING_CAP, cap=str(figure))
+            else:
+                notify(uid, NotificationKind.ARREARS, days=retention_days())
+        transaction.on_commit(lambda uid=uid, reason=reason: call_handler(uid, reason))
+
+
+def call_handler(user_id: int, reason: str) -> None:
+    """Call the arrears handler named by the settings; a failure is logged, never breaks metering."""
+    try:
+        handler = import_string(settings.BILLING_ARREARS_HANDLER)
+    except ImportError:
+        log.error("arrears handler %s cannot be imported", settings.BILLING_ARREARS_HANDLER)
+        return
+    try:
+        handler(user_id, reason)
+    except Exception:  # the handler belongs to another app; metering must go on whatever it does
+        log.exception("arrears handler failed for user %s", user_id)
+
+
+def notify(user_id: int, kind: str, **params) -> Notification:
+    """Record a billing notification (shown on the dashboard) and e-mail it after commit."""
+    from .tasks import email_notification
+
+    notification = Notification.objects.create(user_id=user_id, kind=kind, params=params)
+    transaction.on_commit(lambda: email_notification.delay(notification.pk))
+    return notification
+
+
+def reset_alerts(user_id: int) -> None:
+    """After a top-up: the next low balance or arrears is news again."""
+    Wallet.objects.filter(user_id=user_id).update(low_balance_alerted_at=None, arrears_alerted_at=None)

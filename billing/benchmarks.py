@@ -1,0 +1,79 @@
+"""Billing benchmarks: the metering tick over 10,000 running instances (SPEC §12: < 5 s on 2 cores)."""
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+from django.contrib.auth.hashers import make_password
+from django.db import transaction
+from django.utils import timezone
+
+from billing import ledger
+from billing.choices import AccountKind, TransactionKind
+from billing.metering import meter
+from billing.models import UsageSession
+from billing.quote import quote
+from console.bench import benchmark
+from console.models import User
+from instances.models import Chip
+
+SESSIONS = 10_000
+PER_USER = 4
+
+
+def _setup(started_at):
+    """2,500 funded users with four running instances each, opened at ``started_at``."""
+    password = make_password(None)
+    User.objects.bulk_create(
+        [User(email=f"bench-meter-{i}@example.com", password=password) for i in range(SESSIONS // PER_USER)],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    users = list(User.objects.filter(email__startswith="bench-meter-").values_list("pk", flat=True))
+    accounts = ledger.user_accounts(users)
+    adjustments = ledger.system_account(AccountKind.ADJUSTMENTS)
+    with transaction.atomic():
+        ledger.post_batch(
+            [
+                ledger.Posting(
+                    kind=TransactionKind.ADJUSTMENT,
+                    idempotency_key=f"bench-fund:{uid}:{uuid.uuid4()}",
+                    entries=(
+                        (adjustments.pk, Decimal("-1000")),
+                        (accounts[uid][AccountKind.USER_CASH].pk, Decimal("1000")),
+                    ),
+                    user_id=uid,
+                )
+                for uid in users
+            ]
+        )
+    chips = [Chip.objects.get(slug=slug) for slug in ("mlu370-x8", "a100-80g")]  # subsidised and not
+    quotes = [quote(chip=chip, cards=cards) for chip in chips for cards in (1, 8)]
+    UsageSession.objects.bulk_create(
+        [
+            UsageSession(
+                user_id=users[i // PER_USER], kind="instance", resource_id=uuid.uuid4(), label=f"bench-{i}",
+                started_at=started_at, plan_slug="payg", chip_slug=q.chip_slug, cards=q.cards, zone_slug=q.zone_slug,
+                list_per_hour=q.list_per_hour, payable_per_hour=q.payable_per_hour,
+                subsidy_per_hour=q.subsidy_per_hour, programme_id=q.programme.id if q.programme else None,
+            )
+            for i in range(SESSIONS)
+            for q in [quotes[i % len(quotes)]]
+        ],
+        batch_size=1000,
+    )  # fmt: skip
+
+
+@benchmark("Metering tick (meter), 10,000 running instances")
+def metering_tick(report):
+    started = timezone.now() - timedelta(hours=1)
+    _setup(started)
+    for label, minutes in [("first tick (every session charged)", 61), ("next tick (one minute more)", 62)]:
+        with report.timer() as t:
+            result = meter(started + timedelta(minutes=minutes, seconds=5))
+        report.add(label, t.seconds, unit="s", note=f"{result.charged:,} sessions charged")
+    with report.timer() as t:
+        result = meter(started + timedelta(minutes=62, seconds=30))
+    report.add("tick with nothing new due", t.seconds, unit="s", note=f"{result.sessions:,} sessions read")
+    problems = ledger.check()
+    report.add("check_ledger problems after the ticks", len(problems), unit="")

@@ -1,0 +1,284 @@
+"""Per-minute metering: usage sessions opened and closed by the instances app, charged by a tick every minute.
+
+The contract with ``instances`` (and endpoints, disks, storage):
+
+* :func:`open_usage` starts metering a running resource at the quote's per-minute price, frozen for the run.
+* :func:`close_usage` stops it and charges what is still due up to ``ended_at``.
+* ``billing.tasks.meter`` runs :func:`meter` every 60 s: it charges every open session.
+
+Billed minutes = ceil((min(now, ended_at) − started_at) / 60 s): every started minute is billed, at its start.
+No drift: a session's ``charged`` always equals ``to_cents(payable_per_hour × billed_minutes / 60)``; each posting
+charges the difference between that rounded running total and what was already charged. The subsidised part
+is booked against its programme the same way.
+
+Overlapping ticks and dead workers: sessions are claimed in chunks with ``SELECT … FOR UPDATE SKIP LOCKED``
+(PostgreSQL; SQLite serialises writers), re-read under the lock, and each chunk is one database transaction —
+a worker that dies mid-tick loses only its uncommitted chunk, which the next tick charges. Each posting's
+idempotency key names the session and the billed-minute boundary, so the same minute can never be booked twice.
+"""
+
+import math
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from console.errors import Conflict, ServiceError
+
+from . import arrears
+from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
+from .ledger import (
+    Posting,
+    SubsidyBooking,
+    bulk_set,
+    lock_programmes,
+    lock_user_accounts,
+    post_batch,
+    programme_accounts,
+    subsidy_used,
+    system_account,
+    user_accounts,
+)
+from .models import Plan, UsageSession
+from .money import MINUTES_PER_HOUR, ZERO, to_cents
+from .quote import Quote
+from .subsidies import usage_month
+
+CHUNK_SIZE = 1000
+
+
+def billed_minutes(started_at: datetime, until: datetime) -> int:
+    """Every started minute counts: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2."""
+    seconds = (until - started_at).total_seconds()
+    return max(0, math.ceil(seconds / 60))
+
+
+def due_amount(per_hour: Decimal, minutes: int) -> Decimal:
+    """The exact price of ``minutes`` at ``per_hour``, rounded once to the fen."""
+    return to_cents(per_hour * minutes / MINUTES_PER_HOUR)
+
+
+# --- Opening and closing ----------------------------------------------------------------------------------------------
+
+
+def open_usage(*, user, kind: str, resource_id: uuid.UUID, quote: Quote, started_at: datetime, label: str = ""):
+    """Start metering ``resource_id`` from ``started_at`` at ``quote``'s price. Idempotent per (resource, start).
+
+    A prepaid (daily/monthly) quote opens a session metered at zero: the plan was charged up front.
+    Raises Conflict if another session of the resource is still open.
+    """
+    if kind not in UsageKind.values:
+        raise ServiceError(_("Unknown usage kind “%(kind)s”.") % {"kind": kind}, code="invalid_usage_kind")
+    existing = UsageSession.objects.filter(resource_id=resource_id, started_at=started_at).first()
+    if existing is not None:
+        return existing
+    period = Plan.objects.filter(slug=quote.plan_slug).values_list("period_minutes", flat=True).first()
+    prepaid = bool(period and period > 1)
+    user_accounts([user.pk])  # the tick then never has to create a wallet
+    session = UsageSession(
+        user=user,
+        kind=kind,
+        resource_id=resource_id,
+        label=label[:200],
+        started_at=started_at,
+        plan_slug=quote.plan_slug,
+        prepaid=prepaid,
+        chip_slug=quote.chip_slug or "",
+        cards=quote.cards,
+        zone_slug=quote.zone_slug or "",
+        spot=quote.spot,
+        list_per_hour=quote.list_per_hour,
+        payable_per_hour=ZERO if prepaid else quote.payable_per_hour,
+        subsidy_per_hour=ZERO if prepaid else quote.subsidy_per_hour,
+        programme_id=quote.programme.id if quote.programme and not prepaid else None,
+    )
+    try:
+        with transaction.atomic():
+            session.save()
+    except IntegrityError:
+        existing = UsageSession.objects.filter(resource_id=resource_id, started_at=started_at).first()
+        if existing is not None:
+            return existing
+        raise Conflict(
+            _("This resource is already being metered; close its open session first."), code="usage_already_open"
+        ) from None
+    return session
+
+
+def close_usage(*, resource_id: uuid.UUID, ended_at: datetime) -> UsageSession | None:
+    """Stop metering the open session of ``resource_id`` and charge what is due up to ``ended_at``.
+
+    Idempotent: None when no session is open. Minutes a tick already billed stay billed (the instances app
+    closes a session when the stop is asked, which is never before the last tick).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        session = _lock(UsageSession.objects.open().filter(resource_id=resource_id)).first()
+        if session is None:
+            return None
+        session.ended_at = max(ended_at, session.started_at)
+        UsageSession.objects.filter(pk=session.pk).update(ended_at=session.ended_at)
+        outcome = charge_sessions([session], now)
+    arrears.follow_up(outcome.alerts, now)
+    return session
+
+
+# --- The tick ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TickReport:
+    sessions: int = 0
+    charged: int = 0
+    amount: Decimal = ZERO
+    chunks: int = 0
+
+
+@dataclass
+class ChargeOutcome:
+    charged: int = 0
+    amount: Decimal = ZERO
+    alerts: "arrears.Alerts" = field(default_factory=lambda: arrears.Alerts())
+
+
+def _lock(queryset):
+    if connection.features.has_select_for_update_skip_locked:
+        return queryset.select_for_update(skip_locked=True)
+    return queryset.select_for_update()
+
+
+def meter(now: datetime | None = None, *, chunk_size: int = CHUNK_SIZE) -> TickReport:
+    """Charge every open session up to ``now``: one database transaction per chunk of sessions."""
+    now = now or timezone.now()
+    report = TickReport()
+    last_pk = 0
+    while True:
+        with transaction.atomic():
+            chunk = list(
+                _lock(UsageSession.objects.open().filter(pk__gt=last_pk, started_at__lt=now)).order_by("pk")[
+                    :chunk_size
+                ]
+            )
+            if not chunk:
+                break
+            last_pk = chunk[-1].pk
+            outcome = charge_sessions(chunk, now)
+        report.chunks += 1
+        report.sessions += len(chunk)
+        report.charged += outcome.charged
+        report.amount += outcome.amount
+        arrears.follow_up(outcome.alerts, now)
+    return report
+
+
+@dataclass
+class _Due:
+    session: UsageSession
+    minutes: int
+    payable: Decimal
+    subsidy: Decimal
+
+
+def _dues(sessions, now) -> list[_Due]:
+    dues = []
+    for s in sessions:
+        minutes = billed_minutes(s.started_at, min(now, s.ended_at) if s.ended_at else now)
+        if minutes <= s.charged_minutes:
+            continue
+        payable = due_amount(s.payable_per_hour, minutes) - s.charged
+        subsidy = due_amount(s.subsidy_per_hour, minutes) - s.subsidy_booked - s.subsidy_unfunded
+        if payable > 0 or subsidy > 0:  # nothing new (less than a fen): wait for a later tick
+            dues.append(_Due(s, minutes, payable, max(subsidy, ZERO)))
+    return dues
+
+
+def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcome:
+    """Charge what is due on ``sessions`` (locked by the caller, in its transaction) in one batch posting."""
+    outcome = ChargeOutcome()
+    dues = _dues(sessions, now)
+    if not dues:
+        return outcome
+    revenue = system_account(AccountKind.REVENUE)
+    funded_by = programme_accounts({d.session.programme_id for d in dues if d.subsidy > 0 and d.session.programme_id})
+    user_ids = {d.session.user_id for d in dues}
+    locked = lock_user_accounts(user_ids, [revenue.pk, *(a.pk for a in funded_by.values())])
+    buckets: dict[int, dict[str, object]] = defaultdict(dict)
+    for account in locked.values():
+        if account.user_id:
+            buckets[account.user_id][account.kind] = account
+    programmes = lock_programmes(funded_by)
+    month = usage_month(now)
+    used = subsidy_used({(pid, d.session.user_id) for d in dues if (pid := d.session.programme_id) in funded_by}, month)
+    trial_left = {
+        uid: (b[AccountKind.USER_TRIAL].balance if _trial_usable(b[AccountKind.USER_TRIAL], now) else ZERO)
+        for uid, b in buckets.items()
+    }
+    budget_left = {pid: None if p.budget is None else max(p.budget - p.spent, ZERO) for pid, p in programmes.items()}
+    context = (buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now)
+    postings = []
+    for due in dues:
+        postings.append(_posting(due, *context))
+        outcome.charged += 1
+        outcome.amount += due.payable
+    post_batch(postings, locked=locked, programmes=programmes)
+    bulk_set(
+        UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]
+    )
+    outcome.alerts = arrears.assess(buckets, now)
+    return outcome
+
+
+def _trial_usable(account, now) -> bool:
+    return account.expires_at is not None and account.expires_at > now and account.balance > 0
+
+
+def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now) -> Posting:
+    s = due.session
+    cash = buckets[s.user_id][AccountKind.USER_CASH]
+    trial = buckets[s.user_id][AccountKind.USER_TRIAL]
+    from_trial = min(trial_left[s.user_id], due.payable) if s.kind in COMPUTE_KINDS else ZERO
+    trial_left[s.user_id] -= from_trial
+    from_cash = due.payable - from_trial
+    booked = _fund_subsidy(due, programmes, used, budget_left) if s.programme_id in funded_by else ZERO
+    entries = [(trial.pk, -from_trial), (cash.pk, -from_cash)]
+    if booked:
+        entries.append((funded_by[s.programme_id].pk, -booked))
+    entries.append((revenue.pk, due.payable + booked))
+    minutes = due.minutes - s.charged_minutes
+    s.charged += due.payable
+    s.charged_minutes = due.minutes
+    s.subsidy_booked += booked
+    s.subsidy_unfunded += due.subsidy - booked
+    return Posting(
+        kind=TransactionKind.USAGE,
+        idempotency_key=f"usage:{s.public_id}:{due.minutes}",
+        entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
+        user_id=s.user_id,
+        reference=s.label or str(s.resource_id),
+        usage_session_id=s.pk,
+        resource_id=s.resource_id,
+        minutes=minutes,
+        subsidy=SubsidyBooking(s.programme_id, s.user_id, month, booked) if booked else None,
+        at=now,
+    )
+
+
+def _fund_subsidy(due, programmes, used, budget_left) -> Decimal:
+    """What the programme pays of this charge: all of it, unless its budget or the user's cap runs out."""
+    s = due.session
+    programme = programmes[s.programme_id]
+    key = (s.programme_id, s.user_id)
+    limits = [budget_left[s.programme_id]]
+    if programme.monthly_cap_per_user is not None:
+        limits.append(max(programme.monthly_cap_per_user - used.get(key, ZERO), ZERO))
+    limits = [x for x in limits if x is not None]
+    booked = min([due.subsidy, *limits])
+    if budget_left[s.programme_id] is not None:
+        budget_left[s.programme_id] -= booked
+    used[key] = used.get(key, ZERO) + booked
+    return booked

@@ -1,0 +1,128 @@
+"""Monthly statements per resource and the transaction list with its CSV export."""
+
+import csv
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django.db.models import Sum
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from .choices import SPEND_KINDS
+from .models import LedgerTransaction, UsageSession
+from .money import ZERO, summed
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    resource_id: object
+    kind: str
+    label: str
+    chip: str
+    cards: int
+    minutes: int
+    charged: Decimal
+    subsidy: Decimal
+
+
+@dataclass(frozen=True)
+class Statement:
+    month: date
+    lines: list[StatementLine]
+
+    @property
+    def charged(self) -> Decimal:
+        return sum((line.charged for line in self.lines), ZERO)
+
+    @property
+    def subsidy(self) -> Decimal:
+        return sum((line.subsidy for line in self.lines), ZERO)
+
+    @property
+    def minutes(self) -> int:
+        return sum(line.minutes for line in self.lines)
+
+
+def parse_month(text: str | None) -> date:
+    """'2026-03' → 2026-03-01; empty → this month."""
+    if not text:
+        return timezone.localdate().replace(day=1)
+    year, month = (int(part) for part in text.split("-"))
+    return date(year, month, 1)
+
+
+def month_bounds(month: date) -> tuple[datetime, datetime]:
+    start = timezone.make_aware(datetime.combine(month, datetime.min.time()))
+    following = (month + timedelta(days=32)).replace(day=1)
+    return start, timezone.make_aware(datetime.combine(following, datetime.min.time()))
+
+
+def month_statement(user, month: date) -> Statement:
+    """What each resource cost in ``month``, with the subsidy it received (two queries whatever the rows)."""
+    start, end = month_bounds(month)
+    rows = list(
+        LedgerTransaction.objects.for_user(user)
+        .filter(kind__in=SPEND_KINDS, created_at__gte=start, created_at__lt=end)
+        .values("resource_id", "kind")
+        .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
+        .order_by("resource_id")
+    )
+    ids = {row["resource_id"] for row in rows if row["resource_id"]}
+    sessions = {}
+    for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
+        sessions[s.resource_id] = s  # the latest session names the resource
+    lines = []
+    for row in rows:
+        s = sessions.get(row["resource_id"])
+        kind = s.get_kind_display() if s else LedgerTransaction(kind=row["kind"]).get_kind_display()
+        lines.append(
+            StatementLine(
+                resource_id=row["resource_id"],
+                kind=str(kind),
+                label=(s.label if s else "") or str(row["resource_id"] or ""),
+                chip=s.chip_slug if s else "",
+                cards=s.cards if s else 0,
+                minutes=row["minutes"] or 0,
+                charged=-summed(row["charged"]),
+                subsidy=summed(row["subsidy"]),
+            )
+        )
+    lines.sort(key=lambda line: -line.charged)
+    return Statement(month=month, lines=lines)
+
+
+def statement_csv(statement: Statement, out) -> None:
+    writer = csv.writer(out)
+    writer.writerow(
+        [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
+         _("Subsidy (CNY)")]
+    )  # fmt: skip
+    for line in statement.lines:
+        writer.writerow(
+            [line.resource_id or "", line.kind, line.label, line.chip, line.cards, line.minutes, line.charged,
+             line.subsidy]
+        )  # fmt: skip
+    writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
+
+
+def filtered_transactions(user, *, kind: str = "", since: date | None = None, until: date | None = None):
+    qs = LedgerTransaction.objects.for_user(user)
+    if kind:
+        qs = qs.filter(kind=kind)
+    if since:
+        qs = qs.filter(created_at__gte=timezone.make_aware(datetime.combine(since, datetime.min.time())))
+    if until:
+        end = timezone.make_aware(datetime.combine(until + timedelta(days=1), datetime.min.time()))
+        qs = qs.filter(created_at__lt=end)
+    return qs.order_by("-created_at", "-pk")
+
+
+def transactions_csv(transactions, out) -> None:
+    writer = csv.writer(out)
+    writer.writerow([_("Time"), _("Kind"), _("Description"), _("Amount (CNY)"), _("Subsidy (CNY)"), _("ID")])
+    for tx in transactions.iterator(chunk_size=2000):
+        writer.writerow(
+            [timezone.localtime(tx.created_at).isoformat(), tx.get_kind_display(), tx.description, tx.user_amount,
+             tx.subsidy_amount, tx.public_id]
+        )  # fmt: skip

@@ -1,0 +1,155 @@
+"""The wallet pages and API: balances, top-up, transactions (filters, pages, CSV), statements, the cap."""
+
+import uuid
+from datetime import datetime, timedelta
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import pytest
+import time_machine
+
+from billing import wallet
+from billing.metering import close_usage, open_usage
+from billing.quote import quote
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+
+
+def _usage(user, catalog, *, minutes=60, chip="mlu370-x8", cards=1, label="train"):
+    resource = uuid.uuid4()
+    q = quote(chip=catalog[chip], cards=cards, at=START)
+    open_usage(user=user, kind="instance", resource_id=resource, quote=q, started_at=START, label=label)
+    with time_machine.travel(START + timedelta(minutes=minutes), tick=False):
+        close_usage(resource_id=resource, ended_at=START + timedelta(minutes=minutes))
+    return resource
+
+
+def test_the_wallet_page_shows_cash_trial_with_its_expiry_and_the_arrears_policy(owner_client, owner, fund):
+    wallet.grant_trial_credit(owner, owner.email)
+    fund(owner, "20")
+
+    html = owner_client.get("/billing/").content.decode()
+
+    assert "¥20.00" in html and "¥10.00" in html and "¥30.00" in html
+    assert 'id="wallet-trial-expiry"' in html
+    assert 'id="arrears-policy"' in html and 'id="spend-chart"' in html
+
+
+def test_the_dashboard_shows_the_trial_credit_and_the_spend_chart(owner_client, owner):
+    wallet.grant_trial_credit(owner, owner.email)
+    html = owner_client.get("/console/").content.decode()
+    assert 'id="wallet-trial"' in html and "¥10.00" in html and 'id="spend-data"' in html
+
+
+def test_the_pricing_page_publishes_the_arrears_policy(client, catalog):
+    assert 'id="arrears-policy"' in client.get("/pricing/").content.decode()
+
+
+def test_wallet_pages_need_a_login(client):
+    for url in ["/billing/", "/billing/transactions/", "/billing/statements/"]:
+        assert client.get(url).status_code == 302
+
+
+@pytest.mark.parametrize("amount, message", [("abc", "number of yuan"), ("5", "between"), ("1.234", "two decimal")])
+def test_a_bad_top_up_amount_is_shown_on_the_page(owner_client, amount, message):
+    response = owner_client.post("/billing/topup/", {"amount": amount})
+    assert response.status_code == 400 and message in response.content.decode()
+
+
+def test_the_spending_cap_is_set_on_the_wallet_page_and_bad_input_is_explained(owner_client, owner):
+    assert owner_client.post("/billing/spending-cap/", {"spending_cap": "-1"}).status_code == 400
+    assert owner_client.post("/billing/spending-cap/", {"spending_cap": "500"}).status_code == 302
+    assert wallet.summary(owner).spending_cap == Decimal("500")
+    owner_client.post("/billing/spending-cap/", {"spending_cap": ""})
+    assert wallet.summary(owner).spending_cap is None
+
+
+def test_the_transaction_list_does_not_grow_in_queries_with_rows(
+    owner_client, owner, fund, django_assert_max_num_queries
+):
+    fund(owner, "1")
+    with django_assert_max_num_queries(8):
+        owner_client.get("/billing/transactions/")
+    for _ in range(60):
+        fund(owner, "1")
+    with django_assert_max_num_queries(8):
+        response = owner_client.get("/billing/transactions/")
+    assert "Page 1 of 2" in response.content.decode()
+
+
+def test_transactions_filter_by_kind_and_date_and_export_csv(owner_client, owner, fund):
+    fund(owner, "5")
+    wallet.grant_trial_credit(owner, owner.email)
+
+    adjustments = owner_client.get("/billing/transactions/?kind=adjustment").content.decode()
+    assert "¥5.00" in adjustments and "¥10.00" not in adjustments
+    future = owner_client.get("/billing/transactions/?since=2099-01-01").content.decode()
+    assert "No transactions yet." in future
+    bad = owner_client.get("/billing/transactions/?since=2026-05-01&until=2026-04-01")
+    assert bad.status_code == 400 and "end date" in bad.content.decode()
+    csv = owner_client.get("/billing/transactions/?format=csv")
+    assert csv["Content-Type"].startswith("text/csv") and csv.content.decode().count("\n") == 3
+
+
+def test_a_statement_groups_the_month_by_resource_with_subsidy_totals(owner_client, owner, catalog, fund):
+    fund(owner, "100")
+    with time_machine.travel(START, tick=False):
+        _usage(owner, catalog, minutes=60, label="llama-finetune")  # 1.7 list, 1.53 payable, 0.17 subsidy
+        _usage(owner, catalog, minutes=120, label="eval")
+
+    html = owner_client.get("/billing/statements/?month=2026-03").content.decode()
+    assert "llama-finetune" in html and "eval" in html
+    assert 'id="statement-total">¥4.59<' in html and 'id="statement-subsidy">¥0.51<' in html
+    csv = owner_client.get("/billing/statements/?month=2026-03&format=csv").content.decode()
+    assert "llama-finetune" in csv and "4.59" in csv
+    assert owner_client.get("/billing/statements/?month=2026-13").status_code == 400
+
+
+def test_another_users_charges_never_appear_on_my_pages(client, owner, stranger, catalog, fund):
+    fund(owner, "100")
+    with time_machine.travel(START, tick=False):
+        _usage(owner, catalog, label="owners-secret-run")
+    client.force_login(stranger)
+    for url in ["/billing/", "/billing/transactions/", "/billing/statements/?month=2026-03"]:
+        assert "owners-secret-run" not in client.get(url).content.decode()
+
+
+# --- API ------------------------------------------------------------------------------------------------------------
+
+
+def test_the_wallet_api_shows_balances_as_decimal_strings(owner_api, owner, fund):
+    wallet.grant_trial_credit(owner, owner.email)
+    fund(owner, "12.5")
+    data = owner_api.get("/api/v1/wallet").json()
+    assert data["cash"] == "12.50" and data["trial"] == "10.00" and data["compute_balance"] == "22.50"
+    assert data["trial_expires_at"]
+
+
+def test_the_spending_cap_can_be_set_through_the_api(owner_api, teammate_api):
+    assert owner_api.patch("/api/v1/wallet", {"spending_cap": "300"}, format="json").json()["spending_cap"] == "300.00"
+    bad = owner_api.patch("/api/v1/wallet", {"spending_cap": "-3"}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid"
+    assert teammate_api.patch("/api/v1/wallet", {"spending_cap": "1"}, format="json").status_code == 403
+
+
+def test_transactions_and_statements_through_the_api_are_the_callers_only(owner_api, stranger_api, owner, fund):
+    fund(owner, "7")
+    assert owner_api.get("/api/v1/transactions").json()["results"][0]["amount"] == "7.00"
+    assert stranger_api.get("/api/v1/transactions").json()["results"] == []
+    assert owner_api.get("/api/v1/transactions?kind=nonsense").status_code == 400
+    assert owner_api.get("/api/v1/statements?month=2026-03").json()["month"] == "2026-03"
+    assert owner_api.get("/api/v1/statements?month=March").status_code == 400
+
+
+def test_a_top_up_through_the_api_returns_the_checkout_url(owner_api, stranger_api, teammate_api, anon_api):
+    response = owner_api.post("/api/v1/topups", {"amount": "50"}, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["amount"] == "50.00" and "/billing/topup/sandbox/" in body["checkout_url"]
+    assert stranger_api.get(f"/api/v1/topups/{body['id']}").status_code == 404
+    assert teammate_api.post("/api/v1/topups", {"amount": "50"}, format="json").status_code == 403
+    assert anon_api.get("/api/v1/wallet").status_code == 401
+    bad = owner_api.post("/api/v1/topups", {"amount": "1"}, format="json")
+    assert bad.status_code == 400 and "between" in bad.json()["message"]

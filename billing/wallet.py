@@ -1,0 +1,392 @@
+"""Wallets: balances, the trial credit, launch checks, up-front charges, the spending cap, adjustments.
+
+A user's wallet is two ledger buckets: cash (top-ups) and the trial credit (¥10 on e-mail verification, for compute
+only, spent before cash, expiring). ``compute_balance`` is what compute may spend: cash plus unexpired trial.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from console.errors import PaymentRequired, ServiceError
+
+from . import arrears
+from .choices import SPEND_KINDS, AccountKind, NotificationKind, TransactionKind
+from .ledger import (
+    InsufficientFunds,
+    Posting,
+    SubsidyBooking,
+    available_subsidy,
+    lock_accounts,
+    lock_programmes,
+    post,
+    programme_accounts,
+    subsidy_used,
+    system_account,
+    user_accounts,
+)
+from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
+from .money import CENT, ZERO, summed, to_cents, to_rate
+from .quote import Quote
+from .subsidies import usage_month
+
+MAX_SPENDING_CAP = Decimal("10000000")
+
+
+def normalise_email(email: str) -> str:
+    """The address a trial credit is keyed on: lower case, without a "+tag" (one grant per mailbox)."""
+    local, _at, domain = (email or "").strip().lower().rpartition("@")
+    return f"{local.split('+', 1)[0]}@{domain}" if local else domain
+
+
+def trial_amount() -> Decimal:
+    return Decimal(str(settings.TRIAL_CREDIT_CNY)).quantize(CENT)
+
+
+# --- Reading ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WalletSummary:
+    """What the wallet page, the dashboard and the API show."""
+
+    cash: Decimal
+    trial: Decimal
+    trial_expires_at: datetime | None
+    spending_cap: Decimal | None
+    month_spent: Decimal
+    hourly_spend: Decimal
+
+    @property
+    def compute_balance(self) -> Decimal:
+        return self.cash + self.trial
+
+    @property
+    def hours_left(self) -> Decimal | None:
+        if self.hourly_spend <= 0:
+            return None
+        return max(self.compute_balance, ZERO) / self.hourly_spend
+
+    @property
+    def low(self) -> bool:
+        return self.hourly_spend > 0 and self.compute_balance < self.hourly_spend
+
+    @property
+    def cap_left(self) -> Decimal | None:
+        return None if self.spending_cap is None else max(self.spending_cap - self.month_spent, ZERO)
+
+
+def _buckets(user, now) -> tuple[Decimal, Decimal, datetime | None]:
+    cash, trial, expires = ZERO, ZERO, None
+    for account in Account.objects.filter(user=user, kind__in=(AccountKind.USER_CASH, AccountKind.USER_TRIAL)):
+        if account.kind == AccountKind.USER_CASH:
+            cash = account.balance
+        elif account.expires_at and account.expires_at > now and account.balance > 0:
+            trial, expires = account.balance, account.expires_at
+    return cash, trial, expires
+
+
+def compute_balance(user) -> Decimal:
+    """Cash plus unexpired trial credit: what compute may spend."""
+    cash, trial, _expires = _buckets(user, timezone.now())
+    return cash + trial
+
+
+def month_start(now: datetime) -> datetime:
+    local = timezone.localtime(now)
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def month_spent(user, now: datetime | None = None) -> Decimal:
+    """What the user spent this calendar month (usage, prepaid plans, storage)."""
+    now = now or timezone.now()
+    total = LedgerTransaction.objects.filter(
+        user=user, kind__in=SPEND_KINDS, created_at__gte=month_start(now), created_at__lte=now
+    ).aggregate(total=Sum("user_amount"))["total"]
+    return -summed(total)
+
+
+def hourly_spend(user) -> Decimal:
+    """What the user's open sessions cost per hour together."""
+    total = UsageSession.objects.open().filter(user=user).aggregate(total=Sum("payable_per_hour"))["total"]
+    return ZERO if total is None else to_rate(Decimal(total))
+
+
+def summary(user) -> WalletSummary:
+    now = timezone.now()
+    cash, trial, expires = _buckets(user, now)
+    wallet = Wallet.objects.filter(user=user).first()
+    return WalletSummary(
+        cash=cash,
+        trial=trial,
+        trial_expires_at=expires,
+        spending_cap=wallet.spending_cap if wallet else None,
+        month_spent=month_spent(user, now),
+        hourly_spend=hourly_spend(user),
+    )
+
+
+def daily_spend(user, days: int = 30) -> list[tuple[datetime, Decimal]]:
+    """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query)."""
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    rows = (
+        LedgerTransaction.objects.filter(user=user, kind__in=SPEND_KINDS, created_at__gte=since)
+        .annotate(day=TruncDate("created_at", tzinfo=timezone.get_current_timezone()))
+        .values("day")
+        .annotate(total=Sum("user_amount"))
+    )
+    spent = {row["day"]: -summed(row["total"]) for row in rows}
+    return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
+
+
+def _needed_to_launch(quote: Quote) -> Decimal:
+    period = Plan.objects.filter(slug=quote.plan_slug).values_list("period_minutes", flat=True).first()
+    if period and period > 1:
+        return quote.payable_total
+    return to_cents(quote.payable_per_hour)
+
+
+def check_launch_funds(user, quote: Quote) -> None:
+    """Refuse a launch the wallet cannot carry: one hour pay-as-you-go, or the whole prepaid plan."""
+    needed = _needed_to_launch(quote)
+    now = timezone.now()
+    cash, trial, _expires = _buckets(user, now)
+    balance = cash + trial
+    if balance < needed or balance <= 0:
+        raise PaymentRequired(
+            _("Launching needs ¥%(needed)s and your balance is ¥%(balance)s. Top up to continue.")
+            % {"needed": needed, "balance": balance},
+            code="insufficient_balance",
+        )
+    wallet = Wallet.objects.filter(user=user).first()
+    if wallet and wallet.spending_cap is not None:
+        spent = month_spent(user, now)
+        prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
+        if spent >= wallet.spending_cap or (prepaid and spent + needed > wallet.spending_cap):
+            raise PaymentRequired(
+                _("This would pass your monthly spending cap of ¥%(cap)s (¥%(spent)s spent this month).")
+                % {"cap": wallet.spending_cap, "spent": spent},
+                code="spending_cap_reached",
+            )
+
+
+# --- Charging ---------------------------------------------------------------------------------------------------------
+
+
+def charge_upfront(*, user, quote: Quote, resource_id, idempotency_key: str) -> LedgerTransaction:
+    """Charge a daily or monthly plan in full before it starts: trial credit first, then cash.
+
+    The subsidised part is booked against its programme, limited by what the programme and the user's monthly cap
+    have left at this moment (the operator bears any shortfall: the quoted price is the price paid).
+    """
+    amount, subsidy = quote.payable_total, quote.subsidy_total
+    programme_id = quote.programme.id if quote.programme and subsidy > 0 else None
+    with transaction.atomic():
+        accounts = user_accounts([user.pk])[user.pk]
+        revenue = system_account(AccountKind.REVENUE)
+        funded_by = programme_accounts([programme_id] if programme_id else [])
+        cash, trial = accounts[AccountKind.USER_CASH], accounts[AccountKind.USER_TRIAL]
+        ids = [cash.pk, trial.pk, revenue.pk, *(a.pk for a in funded_by.values())]
+        locked = lock_accounts(ids)
+        done = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
+        if done is not None:
+            return done
+        cash, trial = locked[cash.pk], locked[trial.pk]
+        now = timezone.now()
+        usable_trial = trial.balance if trial.expires_at and trial.expires_at > now else ZERO
+        from_trial = min(usable_trial, amount)
+        from_cash = amount - from_trial
+        if from_cash > max(cash.balance, ZERO):
+            raise InsufficientFunds(
+                _("The plan costs ¥%(amount)s up front and your balance is ¥%(balance)s. Top up to continue.")
+                % {"amount": amount, "balance": cash.balance + usable_trial},
+            )
+        programmes = lock_programmes([programme_id] if programme_id else [])
+        booking = None
+        if programme_id:
+            month = usage_month(now)
+            used = subsidy_used([(programme_id, user.pk)], month).get((programme_id, user.pk), ZERO)
+            limit = available_subsidy(programmes[programme_id], used)
+            booked = subsidy if limit is None else min(subsidy, limit)
+            booking = SubsidyBooking(programme_id, user.pk, month, booked) if booked > 0 else None
+        entries = [(trial.pk, -from_trial), (cash.pk, -from_cash)]
+        if booking:
+            entries.append((funded_by[programme_id].pk, -booking.amount))
+        entries.append((revenue.pk, amount + (booking.amount if booking else ZERO)))
+        return post(
+            Posting(
+                kind=TransactionKind.UPFRONT,
+                idempotency_key=idempotency_key,
+                entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
+                user_id=user.pk,
+                reference=f"{quote.plan_name} · {quote.chip_name}"[:255],
+                resource_id=resource_id,
+                subsidy=booking,
+                at=now,
+            ),
+            locked=locked,
+            programmes=programmes,
+        )
+
+
+# --- Trial credit -----------------------------------------------------------------------------------------------------
+
+
+def grant_trial_credit(user, email: str) -> LedgerTransaction | None:
+    """Grant the trial credit for a newly verified address: once per address ever, and once per user.
+
+    Returns the grant's transaction, or None when this address or this user already had one.
+    """
+    amount = trial_amount()
+    address = normalise_email(email)
+    if amount <= 0 or not address:
+        return None
+    now = timezone.now()
+    expires = now + timedelta(days=settings.TRIAL_CREDIT_DAYS)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                TrialGrant.objects.create(user=user, email=address, amount=amount, granted_at=now, expires_at=expires)
+        except IntegrityError:
+            return None
+        trial = user_accounts([user.pk])[user.pk][AccountKind.USER_TRIAL]
+        funding = system_account(AccountKind.TRIAL_FUNDING)
+        locked = lock_accounts([trial.pk, funding.pk])
+        Account.objects.filter(pk=trial.pk).update(expires_at=expires)
+        locked[trial.pk].expires_at = expires
+        return post(
+            Posting(
+                kind=TransactionKind.TRIAL_GRANT,
+                idempotency_key=f"trial-grant:{address}",
+                entries=((funding.pk, -amount), (trial.pk, amount)),
+                user_id=user.pk,
+                reason=_("Trial credit for verifying %(email)s") % {"email": address},
+                at=now,
+            ),
+            locked=locked,
+        )
+
+
+def expire_trial_credits(now: datetime | None = None, limit: int = 1000) -> int:
+    """Book the expiry of every trial credit past its date (a ledger transaction, not a delete). Idempotent."""
+    now = now or timezone.now()
+    due = list(
+        TrialGrant.objects.filter(expired_at__isnull=True, expires_at__lte=now, user__isnull=False).order_by("pk")[
+            :limit
+        ]
+    )
+    for grant in due:
+        _expire(grant, now)
+    return len(due)
+
+
+def _expire(grant: TrialGrant, now: datetime) -> None:
+    with transaction.atomic():
+        trial = user_accounts([grant.user_id])[grant.user_id][AccountKind.USER_TRIAL]
+        funding = system_account(AccountKind.TRIAL_FUNDING)
+        locked = lock_accounts([trial.pk, funding.pk])
+        claimed = TrialGrant.objects.filter(pk=grant.pk, expired_at__isnull=True).update(expired_at=now)
+        remaining = locked[trial.pk].balance
+        if not claimed or remaining <= 0:
+            return
+        post(
+            Posting(
+                kind=TransactionKind.TRIAL_EXPIRY,
+                idempotency_key=f"trial-expiry:{grant.pk}",
+                entries=((trial.pk, -remaining), (funding.pk, remaining)),
+                user_id=grant.user_id,
+                reason=_("Trial credit expired"),
+                at=now,
+            ),
+            locked=locked,
+        )
+        arrears.notify(grant.user_id, NotificationKind.TRIAL_EXPIRED, amount=str(remaining))
+
+
+# --- Cash: withdrawals and adjustments --------------------------------------------------------------------------------
+
+
+def parse_amount(value, *, field: str = "amount") -> Decimal:
+    """A positive amount in yuan with at most two decimals, or a ServiceError saying what is wrong."""
+    try:
+        amount = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError, TypeError) as exc:
+        raise ServiceError(_("The amount must be a number of yuan, e.g. 50 or 49.90."), code="invalid_amount") from exc
+    if not amount.is_finite():
+        raise ServiceError(_("The amount must be a number of yuan, e.g. 50 or 49.90."), code="invalid_amount")
+    if amount.quantize(CENT) != amount:
+        raise ServiceError(_("The amount can have at most two decimal places (fen)."), code="invalid_amount")
+    return amount.quantize(CENT)
+
+
+def withdraw_cash(*, user, amount, idempotency_key: str, reason: str = "", staff=None) -> LedgerTransaction:
+    """Pay cash back out to the user (staff action). Only cash can be withdrawn — never the trial credit."""
+    amount = parse_amount(amount)
+    if amount <= 0:
+        raise ServiceError(_("The amount must be greater than zero."), code="invalid_amount")
+    with transaction.atomic():
+        cash = user_accounts([user.pk])[user.pk][AccountKind.USER_CASH]
+        clearing = system_account(AccountKind.PAYMENT_CLEARING)
+        return post(
+            Posting(
+                kind=TransactionKind.WITHDRAWAL,
+                idempotency_key=idempotency_key,
+                entries=((cash.pk, -amount), (clearing.pk, amount)),
+                user_id=user.pk,
+                reason=reason,
+                created_by_id=staff.pk if staff else None,
+            )
+        )
+
+
+def adjust_balance(*, user, amount, reason: str, staff, idempotency_key: str) -> LedgerTransaction:
+    """A staff correction of a user's cash (positive credits, negative debits), with a reason, audited."""
+    amount = parse_amount(amount)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ServiceError(_("Give a reason for the adjustment."), code="reason_required")
+    if amount == 0:
+        raise ServiceError(_("The amount must not be zero."), code="invalid_amount")
+    with transaction.atomic():
+        cash = user_accounts([user.pk])[user.pk][AccountKind.USER_CASH]
+        adjustments = system_account(AccountKind.ADJUSTMENTS)
+        return post(
+            Posting(
+                kind=TransactionKind.ADJUSTMENT,
+                idempotency_key=idempotency_key,
+                entries=((adjustments.pk, -amount), (cash.pk, amount)),
+                user_id=user.pk,
+                reason=reason,
+                created_by_id=staff.pk if staff else None,
+            )
+        )
+
+
+# --- The spending cap -------------------------------------------------------------------------------------------------
+
+
+def set_spending_cap(user, cap) -> Wallet:
+    """Set (or clear, with None or "") the user's monthly spending cap."""
+    if cap in (None, ""):
+        value = None
+    else:
+        value = parse_amount(cap, field="spending_cap")
+        if value < 0 or value > MAX_SPENDING_CAP:
+            raise ServiceError(
+                _("The spending cap must be between ¥0 and ¥%(max)s.") % {"max": MAX_SPENDING_CAP},
+                code="invalid_spending_cap",
+            )
+    wallet, _created = Wallet.objects.get_or_create(user=user)
+    wallet.spending_cap = value
+    wallet.arrears_alerted_at = None
+    wallet.save(update_fields=["spending_cap", "arrears_alerted_at"])
+    return wallet

@@ -1,0 +1,195 @@
+"""Wallet pages: balance and top-up, transactions, statements, the sandbox checkout and the Stripe webhook."""
+
+import io
+import logging
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+
+from . import payments, statements, wallet
+from .arrears import retention_days
+from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm
+from .models import LedgerTransaction, Notification
+
+log = logging.getLogger(__name__)
+PAGE_SIZE = 50
+
+
+def chart_data(user) -> dict:
+    """The daily spend series for Chart.js: dates and amounts as strings (never floats)."""
+    days = wallet.daily_spend(user)
+    return {
+        "labels": [d.isoformat() for d, _a in days],
+        "values": [str(a) for _d, a in days],
+        "label": _("Spend (CNY)"),
+    }
+
+
+def wallet_context(user) -> dict:
+    return {
+        "wallet": wallet.summary(user),
+        "notifications": list(Notification.objects.for_user(user).unread()[:5]),
+        "spend_chart": chart_data(user),
+        "retention_days": retention_days(),
+    }
+
+
+def _wallet_page(request, *, topup_form=None, cap_form=None, status=200):
+    user = request.user
+    context = wallet_context(user) | {
+        "recent": LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk")[:10],
+        "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
+        "topup_limits": payments.limits(),
+        "sandbox": payments.sandbox_enabled(),
+    }
+    summary = context["wallet"]
+    context["cap_form"] = cap_form or SpendingCapForm(initial={"spending_cap": summary.spending_cap})
+    return render(request, "billing/wallet.html", context, status=status)
+
+
+@login_required
+@require_GET
+def wallet_page(request):
+    return _wallet_page(request)
+
+
+@login_required
+@require_POST
+def topup(request):
+    form = TopUpForm(request.POST)
+    if not form.is_valid():
+        return _wallet_page(request, topup_form=form, status=400)
+    try:
+        started = payments.start_topup(
+            request.user, form.cleaned_data["amount"], base_url=request.build_absolute_uri("/")
+        )
+    except ServiceError as exc:
+        form.add_error("amount", exc.message)
+        return _wallet_page(request, topup_form=form, status=exc.status if exc.status < 500 else 400)
+    return redirect(started.checkout_url)
+
+
+@login_required
+@require_POST
+def spending_cap(request):
+    form = SpendingCapForm(request.POST)
+    if not form.is_valid():
+        return _wallet_page(request, cap_form=form, status=400)
+    try:
+        wallet.set_spending_cap(request.user, form.cleaned_data["spending_cap"])
+    except ServiceError as exc:
+        form.add_error("spending_cap", exc.message)
+        return _wallet_page(request, cap_form=form, status=400)
+    messages.success(request, _("Spending cap saved."))
+    return redirect("billing:wallet")
+
+
+@login_required
+@require_GET
+def transactions(request):
+    form = TransactionFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    qs = statements.filtered_transactions(request.user, **{k: v for k, v in filters.items() if v})
+    if request.GET.get("format") == "csv" and not form.errors:
+        out = io.StringIO()
+        statements.transactions_csv(qs, out)
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
+        return response
+    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    template = "billing/transactions.html#transaction-table" if wants_partial(request) else "billing/transactions.html"
+    return render(request, template, context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def statement(request):
+    form = StatementMonthForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        month = statements.parse_month(None)
+        status = 400
+    else:
+        month = statements.parse_month(form.cleaned_data.get("month") if form.is_bound else None)
+        status = 200
+    result = statements.month_statement(request.user, month)
+    if request.GET.get("format") == "csv" and status == 200:
+        out = io.StringIO()
+        statements.statement_csv(result, out)
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="statement-{month:%Y-%m}.csv"'
+        return response
+    context = {"form": form, "statement": result, "month_value": f"{month:%Y-%m}"}
+    return render(request, "billing/statements.html", context, status=status)
+
+
+def _topup_or_404(request):
+    try:
+        public_id = uuid.UUID(request.GET.get("topup") or "")
+        return payments.get_topup(request.user, public_id)
+    except (NotFound, ValueError) as exc:  # a malformed id is a missing top-up too
+        raise Http404 from exc
+
+
+@login_required
+@require_GET
+def topup_success(request):
+    topup = _topup_or_404(request)
+    return render(request, "billing/topup_result.html", {"topup": topup, "outcome": "success"})
+
+
+@login_required
+@require_GET
+def topup_cancel(request):
+    topup = _topup_or_404(request)
+    topup = payments.cancel_topup(request.user, topup.public_id)
+    return render(request, "billing/topup_result.html", {"topup": topup, "outcome": "cancel"})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def sandbox_checkout(request, public_id):
+    if not payments.sandbox_enabled():
+        raise Http404
+    try:
+        topup = payments.get_topup(request.user, public_id)
+    except NotFound as exc:
+        raise Http404 from exc
+    if not topup.is_sandbox:
+        raise Http404
+    if request.method == "POST":
+        if request.POST.get("action") == "cancel":
+            payments.cancel_topup(request.user, public_id)
+            return redirect(f"{reverse('billing:topup-cancel')}?topup={public_id}")
+        try:
+            payments.pay_sandbox(request.user, public_id)
+        except ServiceError as exc:
+            return render(request, "billing/sandbox_checkout.html", {"topup": topup, "error": exc.message}, status=400)
+        return redirect(f"{reverse('billing:topup-success')}?topup={public_id}")
+    return render(request, "billing/sandbox_checkout.html", {"topup": topup})
+
+
+@csrf_exempt
+@require_POST
+def stripe_webhook(request):
+    """Stripe's deliveries: 400 for a bad signature (nothing credited), 503 to make Stripe retry later."""
+    try:
+        outcome = payments.handle_webhook(request.body, request.headers.get("Stripe-Signature", ""))
+    except ServiceError as exc:
+        status = exc.status if exc.status >= 500 else 400
+        return JsonResponse({"code": exc.code, "message": str(exc.message)}, status=status)
+    log.info("stripe webhook: %s", outcome)
+    return JsonResponse({"received": True, "outcome": outcome})

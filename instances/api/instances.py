@@ -1,0 +1,102 @@
+"""Instance endpoints: launch, list, detail, and the start/stop/release actions. Owners only (404 otherwise)."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from .. import services
+from ..capacity import CapacityError
+from ..models import Instance
+from .serializers import (
+    CapacityErrorSerializer,
+    ErrorSerializer,
+    InstanceCreateSerializer,
+    InstanceDetailSerializer,
+    InstanceSerializer,
+    InstanceStartSerializer,
+)
+
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Bad input, with a message saying what to change."),
+    402: OpenApiResponse(ErrorSerializer, description="Not enough balance for one hour (or the prepaid term)."),
+    404: OpenApiResponse(ErrorSerializer, description="No such instance (or not yours)."),
+    409: OpenApiResponse(ErrorSerializer, description="The instance's state does not allow this action."),
+    503: OpenApiResponse(CapacityErrorSerializer, description="Out of capacity; where cards are free now."),
+}
+
+
+def _capacity_response(exc: CapacityError) -> Response:
+    body = {
+        "code": exc.code,
+        "message": str(exc.message),
+        "alternatives": [a.as_dict() for a in exc.alternatives],
+        "no_card_offered": exc.no_card_offered,
+    }
+    return Response(body, status=exc.status)
+
+
+@extend_schema(tags=["instances"])
+@extend_schema_view(list=extend_schema(summary="Your instances (released ones with ?all=1)"))
+class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = InstanceSerializer
+    lookup_field = "public_id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        instances = Instance.objects.for_user(self.request.user).with_related()
+        if self.action == "list" and self.request.query_params.get("all") not in {"1", "true"}:
+            instances = instances.visible()
+        return instances
+
+    def get_object(self):
+        # One lookup for every action: a malformed id, a missing instance and someone else's are the same 404.
+        return services.get_instance(self.request.user, self.kwargs["id"])
+
+    @extend_schema(summary="An instance with its events and cost so far",
+                   responses={200: InstanceDetailSerializer, 404: ERRORS[404]})  # fmt: skip
+    def retrieve(self, request, id=None):
+        instance = self.get_object()
+        return Response(InstanceDetailSerializer(instance).data)
+
+    @extend_schema(
+        summary="Launch an instance",
+        request=InstanceCreateSerializer,
+        responses={201: InstanceSerializer, **ERRORS},
+    )
+    def create(self, request):
+        serializer = InstanceCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            instance = services.launch(request.user, services.LaunchRequest(**serializer.validated_data))
+        except CapacityError as exc:
+            return _capacity_response(exc)
+        return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Start a stopped or preempted instance (relaunch)", request=InstanceStartSerializer,
+                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def start(self, request, id=None):
+        options = InstanceStartSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        instance = self.get_object()
+        try:
+            services.start(instance, no_card=options.validated_data["no_card"])
+        except CapacityError as exc:
+            return _capacity_response(exc)
+        return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(summary="Stop: checkpoint signal, grace period, stop; billing stops now", request=None,
+                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def stop(self, request, id=None):
+        instance = services.stop(self.get_object())
+        return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(summary="Release: deletes the system disk, never a data disk", request=None,
+                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def release(self, request, id=None):
+        instance = services.release(self.get_object())
+        return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,87 @@
+"""The interface every compute backend implements (simulated, Slurm, later Kubernetes).
+
+The platform reserves cards and chooses the node; a backend runs the machine there. Every call is idempotent:
+tasks may be retried and reconcile may repeat any of them.
+"""
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+class BackendError(Exception):
+    """A permanent refusal: the instance fails with this message."""
+
+
+class TransientBackendError(BackendError):
+    """Try again later (the task retries with backoff)."""
+
+
+class Phase(enum.StrEnum):
+    ABSENT = "absent"  # the backend knows no such job
+    BOOTING = "booting"  # pulling the image or booting
+    RUNNING = "running"
+    STOPPING = "stopping"  # checkpoint signal sent, within the grace period
+    STOPPED = "stopped"
+    PREEMPTED = "preempted"  # spot capacity reclaimed (the notice window may still run)
+    FAILED = "failed"  # the node died or the job crashed
+    RELEASED = "released"
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    phase: Phase
+    since: datetime | None = None  # when the phase began (e.g. the preemption moment)
+    ready_in: float | None = None  # seconds until a booting machine should be up, when known
+    message: str = ""
+    access: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    at: datetime
+    card_utilisation: float  # percent
+    memory_used: float  # percent
+
+
+class Backend(ABC):
+    name = ""
+    simulated = False
+
+    @abstractmethod
+    def submit(self, instance) -> str:
+        """Start ``instance`` on ``instance.node`` with its cards and image (also used to start a stopped one).
+        Returns the backend's job id; submitting an instance that already runs returns its job id."""
+
+    @abstractmethod
+    def stop(self, instance, *, grace_seconds: float) -> None:
+        """Send the checkpoint signal (SIGUSR1) now and stop the machine after ``grace_seconds``."""
+
+    @abstractmethod
+    def release(self, instance) -> None:
+        """Delete the machine and its system disk. Data disks are never deleted here."""
+
+    @abstractmethod
+    def status(self, instance) -> BackendStatus: ...
+
+    def status_many(self, instances) -> dict:
+        """public_id → status for many instances; backends override this with one round trip."""
+        return {instance.public_id: self.status(instance) for instance in instances}
+
+    @abstractmethod
+    def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
+        """Card utilisation and memory per minute over the last ``minutes`` while running."""
+
+    @abstractmethod
+    def attach_disk(self, instance, disk_id: str) -> None: ...
+
+    @abstractmethod
+    def detach_disk(self, instance, disk_id: str) -> None: ...
+
+    @abstractmethod
+    def mount(self, instance, source: str, target: str) -> None:
+        """Mount a hub item or the user's storage read-only at ``target`` (metadata, never a copy)."""
+
+    @abstractmethod
+    def unmount(self, instance, target: str) -> None: ...

@@ -1,0 +1,92 @@
+"""`gpucloud instances create|ls|show|stop|start|rm`, and the top-level aliases `gpucloud ls|stop|start|rm`."""
+
+from console.cli.client import Api, CliError, output
+
+COLUMNS = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("STATUS", "status"),
+    ("CHIP", "chip"),
+    ("CARDS", "cards"),
+    ("ZONE", "zone"),
+    ("PLAN", "plan"),
+    ("¥/H", "price_per_hour"),
+]
+
+
+def create(api: Api, args):
+    if not (args.chip or args.backend or args.no_card):
+        raise CliError("give --backend npu|mlu|dcu|cuda, --chip SLUG or --no-card")
+    body = {"name": args.name, "image": args.image, "cards": args.cards, "plan": args.plan, "spot": args.spot}
+    body |= {key: value for key in ("chip", "backend", "zone") if (value := getattr(args, key))}
+    if args.no_card:
+        body |= {"no_card": True, "cards": 0}
+    output(args, api.post("instances", body))
+
+
+def ls(api: Api, args):
+    output(args, api.list("instances", **({"all": "1"} if args.all else {})), COLUMNS)
+
+
+def show(api: Api, args):
+    data = api.get(f"instances/{args.id}")
+    if args.json:
+        output(args, data)
+        return
+    events = data.pop("events", [])
+    access = data.pop("access", {}) or {}
+    output(args, data)
+    for key, value in access.items():
+        print(f"access.{key}: {value}" + (" (simulated)" if access.get("simulated") and key != "simulated" else ""))
+    print("events:")
+    for event in events:
+        print(f"  {event['at']}  {event['old'] or '·'} → {event['new']}  {event['reason_display']}")
+
+
+def _action(verb):
+    def run(api: Api, args):
+        body = {"no_card": True} if getattr(args, "no_card", False) else {}
+        output(args, api.post(f"instances/{args.id}/{verb}", body), COLUMNS)
+
+    return run
+
+
+def _add_commands(commands, *, aliases_only=False):
+    existing = set(commands.choices)
+    if not aliases_only:
+        p = commands.add_parser("create", help="launch an instance")
+        p.add_argument("--name", required=True)
+        p.add_argument("--image", required=True, help="a base image slug for the chip's family")
+        p.add_argument("--backend", choices=["npu", "mlu", "dcu", "cuda"], help="the cheapest chip of this family")
+        p.add_argument("--chip", help="a chip slug (see /api/v1/chips)")
+        p.add_argument("--no-card", action="store_true", help="CPU-only no-card mode")
+        p.add_argument("--cards", type=int, default=1)
+        p.add_argument("--zone")
+        p.add_argument("--plan", default="payg", help="payg, daily or monthly")
+        p.add_argument("--spot", action="store_true", help="preemptible, 40%% off")
+        p.set_defaults(handler=create)
+        p = commands.add_parser("show", help="an instance with its access details and events")
+        p.add_argument("id")
+        p.set_defaults(handler=show)
+    for name, handler, help_text in (
+        ("ls", ls, "list your instances"),
+        ("stop", _action("stop"), "stop an instance (checkpoint signal, then stop)"),
+        ("start", _action("start"), "start a stopped or preempted instance"),
+        ("rm", _action("release"), "release an instance (deletes its system disk)"),
+    ):
+        if name in existing:
+            continue  # another app already owns this top-level name
+        p = commands.add_parser(name, help=help_text)
+        if name == "ls":
+            p.add_argument("--all", action="store_true", help="include released instances")
+        else:
+            p.add_argument("id")
+        if name == "start":
+            p.add_argument("--no-card", action="store_true", help="start CPU-only when the zone is full")
+        p.set_defaults(handler=handler)
+
+
+def register(commands):
+    instances = commands.add_parser("instances", help="instances").add_subparsers(dest="instances_command")
+    _add_commands(instances)
+    _add_commands(commands, aliases_only=True)

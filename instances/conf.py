@@ -1,0 +1,44 @@
+"""Settings of the instance lifecycle, each overridable in Django settings or the environment.
+
+Web, worker and beat processes read the same values; tests set the simulated timings to 0 through settings (or
+the environment of a real worker process).
+"""
+
+import environ
+from django.conf import settings
+
+_env = environ.Env()
+
+
+def _seconds(name: str, default: float) -> float:
+    value = getattr(settings, name, None)
+    return float(value) if value is not None else _env.float(name, default=default)
+
+
+def sim_pull_seconds() -> float:
+    """How long the simulated backend takes to pull an image."""
+    return _seconds("INSTANCES_SIM_PULL_SECONDS", 6)
+
+
+def sim_boot_seconds() -> float:
+    """How long a simulated instance takes to boot after the pull."""
+    return _seconds("INSTANCES_SIM_BOOT_SECONDS", 4)
+
+
+def stop_grace_seconds() -> float:
+    """Between the checkpoint signal (SIGUSR1) and the stop."""
+    return _seconds("INSTANCES_STOP_GRACE_SECONDS", 10)
+
+
+def spot_notice_seconds() -> float:
+    """The notice window a preempted spot instance gets to checkpoint (SPEC §6: 60 s)."""
+    return _seconds("INSTANCES_SPOT_NOTICE_SECONDS", 60)
+
+
+def provision_timeout_seconds() -> float:
+    """A launch that is not healthy by then fails (and is never charged)."""
+    return _seconds("INSTANCES_PROVISION_TIMEOUT_SECONDS", 600)
+
+
+def reconcile_seconds() -> float:
+    return _seconds("INSTANCES_RECONCILE_SECONDS", 15)

@@ -1,0 +1,189 @@
+"""Instance pages: the list with live status, the launch wizard, the detail page and its actions."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from billing.models import Plan
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+
+from . import services
+from .backends import get_backend
+from .capacity import CapacityError
+from .forms import LaunchForm
+from .images import image_name
+from .models import Chip, Instance, InstanceEvent, Zone
+
+PAGE_SIZE = 50
+
+
+@login_required
+@require_GET
+def instance_list(request):
+    instances = Instance.objects.for_user(request.user).with_related().visible()
+    page = Paginator(instances, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page_obj": page, "instances": page.object_list, "any_live": any(i.is_live for i in page)}
+    template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
+    return render(request, template, context)
+
+
+def _wizard_form(request, data=None):
+    return LaunchForm(
+        data,
+        zones=Zone.objects.active().select_related("region"),
+        chips=list(Chip.objects.rentable().order_by("sort_order")),
+        plans=Plan.objects.active(),
+    )
+
+
+def _preview(request, form):
+    """The live price: a quote for what is chosen so far, or the reason there is none."""
+    if not form.is_valid():
+        return None, ""
+    try:
+        return services.preview(request.user, form.launch_request()), ""
+    except ServiceError as exc:
+        return None, str(exc.message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def launch(request):
+    """GET: the wizard (htmx re-renders it as choices change, with the live price); POST: launch."""
+    if request.method == "POST":
+        return _launch(request)
+    data = request.GET.copy() if request.GET else _first_choice()
+    form = _wizard_form(request, data)
+    images = [value for value, _label in form.fields["image"].choices]
+    if data.get("image") not in images and images:
+        data["image"] = images[0]  # the family changed: offer its first image
+    preview = data.copy()
+    preview["name"] = preview.get("name") or "preview"  # the price does not depend on the name
+    quote, problem = _preview(request, _wizard_form(request, preview))
+    context = {"form": _wizard_form(request, data), "quote": quote, "problem": problem, "show_errors": False}
+    template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
+    return render(request, template, context)
+
+
+def _first_choice() -> QueryDict:
+    chip = Chip.objects.rentable().order_by("sort_order").first()
+    data = QueryDict(mutable=True)
+    data.update({"chip": chip.slug if chip else "", "cards": "1", "plan": "payg", "term_end_action": "continue"})
+    return data
+
+
+def _launch(request):
+    form = _wizard_form(request, request.POST)
+    quote, problem = _preview(request, form)
+    if form.is_valid():
+        try:
+            instance = services.launch(request.user, form.launch_request())
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = instance.get_absolute_url()
+                return response
+            return redirect(instance)
+    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True}
+    template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
+    # htmx swaps 200s only: the partial carries the errors; a plain form post gets a real 400.
+    return render(request, template, context, status=200 if wants_partial(request) else 400)
+
+
+def _own(request, public_id) -> Instance:
+    """The caller's instance; a missing one and someone else's are the same 404 page."""
+    try:
+        return services.get_instance(request.user, public_id)
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+
+
+def _detail_context(instance, error=""):
+    events = list(instance.events.all())
+    return {
+        "instance": instance,
+        "events": events,
+        "cost": services.cost_so_far(instance, events),
+        "image_name": image_name(instance.image),
+        "simulated": get_backend(instance.backend_name).simulated,
+        "error": error,
+    }
+
+
+def _fetch(request, public_id):
+    instance = _own(request, public_id)
+    return (
+        Instance.objects.with_related()
+        .prefetch_related(Prefetch("events", InstanceEvent.objects.order_by("-at", "-id")))
+        .get(pk=instance.pk)
+    )
+
+
+@login_required
+@require_GET
+def detail(request, public_id):
+    instance = _fetch(request, public_id)
+    template = "instances/detail.html#status" if wants_partial(request) else "instances/detail.html"
+    return render(request, template, _detail_context(instance))
+
+
+def _act(request, public_id, operation):
+    """Run one service operation on the caller's instance; the page shows what happened or why not."""
+    instance = _own(request, public_id)
+    error = ""
+    try:
+        operation(instance)
+    except CapacityError as exc:
+        error = str(exc.message)
+    except ServiceError as exc:
+        error = str(exc.message)
+    if wants_partial(request):
+        return render(request, "instances/detail.html#status", _detail_context(_fetch(request, public_id), error))
+    if error:
+        messages.error(request, error)
+    return redirect(instance)
+
+
+@login_required
+@require_POST
+def start(request, public_id):
+    no_card = request.POST.get("no_card") == "1"
+    return _act(request, public_id, lambda instance: services.start(instance, no_card=no_card))
+
+
+@login_required
+@require_POST
+def stop(request, public_id):
+    return _act(request, public_id, services.stop)
+
+
+@login_required
+@require_POST
+def release(request, public_id):
+    return _act(request, public_id, services.release)
+
+
+@login_required
+@require_GET
+def metrics(request, public_id):
+    """Card utilisation and memory per minute (simulated on the simulated backend), for the chart."""
+    instance = _own(request, public_id)
+    backend = get_backend(instance.backend_name)
+    points = backend.metrics(instance, minutes=30) if instance.status == "running" else []
+    return JsonResponse(
+        {
+            "simulated": backend.simulated,
+            "labels": [p.at.strftime("%H:%M") for p in points],
+            "card_utilisation": [p.card_utilisation for p in points],
+            "memory_used": [p.memory_used for p in points],
+        }
+    )

@@ -1,0 +1,71 @@
+"""The billing ↔ instances contract against the real money side (no fake): metering opens when an instance is
+running, closes when the stop is asked, and the arrears handler stops pay-as-you-go instances."""
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from billing import metering, wallet
+from billing.models import UsageSession
+from console.errors import PaymentRequired
+from instances import services
+from instances.choices import Reason, Status
+from instances.models import Instance
+from instances.tests.fixtures import settle
+
+pytestmark = pytest.mark.django_db
+
+
+def _fund(user, amount):
+    wallet.adjust_balance(
+        user=user, amount=Decimal(amount), reason="test", staff=None, idempotency_key=str(uuid.uuid4())
+    )
+
+
+def _launch(user, **fields):
+    request = services.LaunchRequest(name="real", chip="mlu370-x8", image="pytorch-2.2-neuware", **fields)
+    return services.launch(user, request)
+
+
+def test_launch_without_one_hour_of_balance_is_refused(owner, catalog, instant):
+    with pytest.raises(PaymentRequired):
+        _launch(owner)
+    assert not Instance.objects.exists()
+
+
+def test_running_time_is_metered_from_running_to_the_stop_request(owner, catalog, instant):
+    _fund(owner, "10")
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = _launch(owner)
+        clock.shift(timedelta(minutes=2))
+        assert not UsageSession.objects.exists()  # creating and starting are free
+        settle()
+        clock.shift(timedelta(minutes=20, seconds=1))
+        services.stop(Instance.objects.with_related().get(pk=instance.pk))
+        asked = timezone.now()
+        clock.shift(timedelta(minutes=3))
+        settle()
+    session = UsageSession.objects.get(resource_id=instance.public_id)
+    assert session.ended_at == asked and session.charged_minutes == 21
+    assert services.cost_so_far(Instance.objects.get(pk=instance.pk)) == Decimal("0.54")  # 21 min × ¥1.53/h
+
+
+def test_arrears_stop_pay_as_you_go_instances_through_the_real_handler(
+    owner, catalog, instant, django_capture_on_commit_callbacks
+):
+    _fund(owner, "2")
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = _launch(owner)
+        settle()
+        clock.shift(timedelta(minutes=90))  # ¥2.30 due on a ¥2 balance
+        with django_capture_on_commit_callbacks(execute=True):
+            metering.meter()
+        settle()
+    instance = Instance.objects.get(pk=instance.pk)
+    assert instance.status == Status.STOPPED and instance.status_reason == Reason.STOPPED
+    assert instance.events.filter(reason=Reason.ARREARS).exists()
+    assert UsageSession.objects.get(resource_id=instance.public_id).ended_at is not None

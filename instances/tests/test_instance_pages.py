@@ -1,0 +1,121 @@
+"""The instance pages: list with live status, the wizard, detail and actions, and who may see them."""
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from instances import services
+from instances.models import Instance
+from instances.tests.fixtures import settle
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def english(owner_client):
+    owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    return owner_client
+
+
+def fresh(instance):
+    return Instance.objects.with_related().get(pk=instance.pk)
+
+
+def test_the_list_polls_while_an_instance_is_on_its_way_and_stops_when_settled(english, launch):
+    instance = launch(name="web-1")
+    html = english.get(reverse("instances:list")).content.decode()
+    assert "web-1" in html and 'hx-trigger="every 2s"' in html and 'data-status="creating"' in html
+
+    settle()
+    services.stop(fresh(instance))
+    settle()
+    partial = english.get(reverse("instances:list"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-status="stopped"' in partial and "hx-trigger" not in partial
+    assert "<html" not in partial
+
+
+def test_the_list_query_count_does_not_grow_with_instances(english, launch, django_assert_max_num_queries):
+    launch(name="one")
+    url = reverse("instances:list")
+    with CaptureQueriesContext(connection) as one:
+        english.get(url)
+    for i in range(15):
+        launch(name=f"more-{i}", chip="a800-80g", image="pytorch-2.2-cuda12")
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        response = english.get(url)
+    assert response.content.decode().count("data-instance=") == 16
+
+
+def test_the_wizard_shows_the_live_price_from_the_quote_function(english, lifecycle):
+    response = english.get(reverse("instances:launch"), {"chip": "ascend-910b", "cards": "2", "plan": "payg"},
+                           HTTP_HX_REQUEST="true")  # fmt: skip
+    html = response.content.decode()
+    assert response.status_code == 200 and 'id="price-payable"' in html
+    assert "¥3.42" in html  # 2 × ¥1.9 less the 10% Xinchuang subsidy
+    assert "pytorch-2.2-cann8" in html and "pytorch-2.2-cuda12" not in html  # only compatible images
+
+
+def test_the_wizard_explains_bad_input(english, lifecycle):
+    response = english.post(
+        reverse("instances:launch"),
+        {"chip": "ascend-910b", "cards": "2", "plan": "daily", "spot": "on", "image": "pytorch-2.2-cann8",
+         "name": "x", "term_end_action": "continue"},
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert "Spot instances are offered with pay-as-you-go only" in response.content.decode()
+    assert not Instance.objects.exists()
+
+
+def test_launching_from_the_wizard_redirects_to_the_instance(english, lifecycle):
+    response = english.post(
+        reverse("instances:launch"),
+        {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "from-page",
+         "term_end_action": "continue"},
+    )  # fmt: skip
+    instance = Instance.objects.get()
+    assert response.status_code == 302 and response["Location"] == instance.get_absolute_url()
+
+
+def test_the_detail_page_labels_simulated_access_and_metrics(english, launch):
+    instance = launch()
+    settle()
+    html = english.get(instance.get_absolute_url()).content.decode()
+    assert "simulated" in html and fresh(instance).access["ssh_command"] in html
+    assert "instances/metrics.js" in html and "vendor/chartjs/chart.umd.min.js" in html
+    data = english.get(reverse("instances:metrics", args=[instance.public_id])).json()
+    assert data["simulated"] is True and len(data["labels"]) >= 1
+
+
+def test_an_illegal_action_from_the_page_shows_a_message(english, launch):
+    instance = launch(name="busy")
+    settle()
+    response = english.post(reverse("instances:start", args=[instance.public_id]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "you cannot start it now" in response.content.decode()
+
+
+def test_stop_and_start_from_the_page(english, launch):
+    instance = launch()
+    settle()
+    english.post(reverse("instances:stop", args=[instance.public_id]))
+    settle()
+    assert fresh(instance).status == "stopped"
+    english.post(reverse("instances:start", args=[instance.public_id]))
+    settle()
+    assert fresh(instance).status == "running"
+
+
+@pytest.mark.parametrize("name", ["detail", "metrics", "start", "stop", "release"])
+def test_a_stranger_gets_404_pages_for_someone_elses_instance(client, stranger, launch, name):
+    instance = launch()
+    settle()
+    client.force_login(stranger)
+    url = reverse(f"instances:{name}", args=[instance.public_id])
+    response = client.get(url) if name in ("detail", "metrics") else client.post(url)
+    assert response.status_code == 404
+    assert fresh(instance).status == "running"
+
+
+def test_the_list_needs_a_login(client):
+    assert client.get(reverse("instances:list")).status_code == 302

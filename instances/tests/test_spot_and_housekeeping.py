@@ -1,0 +1,129 @@
+"""Spot preemption, auto-shutdown, prepaid terms and the release countdown."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from instances import services
+from instances.backends import simulated
+from instances.choices import Reason, Status
+from instances.models import Instance
+from instances.tests.fixtures import settle
+
+pytestmark = pytest.mark.django_db
+
+
+def fresh(instance):
+    return Instance.objects.with_related().get(pk=instance.pk)
+
+
+def test_a_spot_preemption_stops_billing_at_the_preemption_minute(launch, lifecycle, settings):
+    settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(spot=True)
+        settle()
+        clock.shift(timedelta(minutes=7, seconds=30))
+        simulated.preempt(instance)
+        preempted_at = timezone.now()
+        clock.shift(timedelta(minutes=2))  # reconcile notices two minutes later, after the notice window
+        settle()
+        instance = fresh(instance)
+        [session] = lifecycle.sessions_of(instance)
+        assert instance.status == Status.PREEMPTED and session.ended_at == preempted_at
+        # 7 min 30 s = 8 started minutes at the spot rate, not 10
+        assert lifecycle.charged(instance) == (session.per_hour * 8 / 60).quantize(Decimal("0.01"))
+        assert instance.reserved_cards == 0  # the notice window is over: the cards are back
+        assert instance.events.filter(reason=Reason.PREEMPTED).exists()  # the owner's notification
+
+    # One click relaunches it, as spot again
+    services.start(instance)
+    settle()
+    instance = fresh(instance)
+    assert instance.status == Status.RUNNING and instance.spot and len(lifecycle.sessions_of(instance)) == 2
+
+
+def test_the_notice_window_keeps_the_cards_until_it_ends(launch, lifecycle, settings):
+    settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(spot=True)
+        settle()
+        simulated.preempt(instance)
+        settle()
+        assert fresh(instance).status == Status.PREEMPTED and fresh(instance).reserved_cards == 1
+        clock.shift(timedelta(seconds=61))
+        settle()
+        assert fresh(instance).reserved_cards == 0
+
+
+def test_auto_shutdown_at_a_time_stops_the_instance(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(auto_shutdown_at=timezone.now() + timedelta(hours=1))
+        settle()
+        services.housekeeping()
+        assert fresh(instance).status == Status.RUNNING
+        clock.shift(timedelta(hours=1, minutes=1))
+        services.housekeeping()
+        settle()
+    instance = fresh(instance)
+    assert instance.status == Status.STOPPED and instance.events.filter(reason=Reason.AUTO_SHUTDOWN_TIME).exists()
+
+
+def test_auto_shutdown_after_idle_minutes_reads_the_metrics(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        busy = launch(name="busy", idle_shutdown_minutes=10)
+        idle = launch(name="idle", idle_shutdown_minutes=10)
+        settle()
+        simulated.set_idle(idle)
+        clock.shift(timedelta(minutes=12))
+        services.housekeeping()
+        settle()
+    assert fresh(idle).status == Status.STOPPED and fresh(busy).status == Status.RUNNING
+    assert fresh(idle).events.filter(reason=Reason.AUTO_SHUTDOWN_IDLE).exists()
+
+
+def test_a_daily_plan_is_paid_up_front_and_continues_pay_as_you_go_at_the_end(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(plan="daily")
+        settle()
+        assert len(lifecycle.upfront) == 1 and lifecycle.sessions == []
+        clock.shift(timedelta(days=1, minutes=1))
+        services.housekeeping()
+        services.housekeeping()  # an overlapping beat changes nothing
+    instance = fresh(instance)
+    assert instance.plan.slug == "payg" and instance.status == Status.RUNNING
+    [session] = lifecycle.sessions_of(instance)
+    assert session.started_at == instance.events.get(reason=Reason.TERM_CONTINUED).at
+
+
+def test_a_daily_plan_can_stop_at_the_end_of_the_term(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(plan="daily", term_end_action="stop")
+        settle()
+        clock.shift(timedelta(days=1, minutes=1))
+        services.housekeeping()
+        settle()
+    assert fresh(instance).status == Status.STOPPED and lifecycle.sessions == []
+
+
+def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch()
+        settle()
+        services.stop(fresh(instance))
+        settle()
+        clock.shift(timedelta(days=12, hours=1))
+        services.housekeeping()
+        services.housekeeping()
+        assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 1
+        clock.shift(timedelta(days=2))
+        services.housekeeping()
+        assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 2
+        clock.shift(timedelta(days=1))
+        services.housekeeping()
+        settle()
+    instance = fresh(instance)
+    assert instance.status == Status.RELEASED and instance.status_reason == Reason.RELEASED
+    assert instance.events.filter(reason=Reason.AUTO_RELEASE).exists()

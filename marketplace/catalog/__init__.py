@@ -1,0 +1,167 @@
+"""The hub's starter catalogue (hub.toml: facts; hub_cards.toml: what we say about them) and its vocabulary.
+
+``load()`` is idempotent: items are created when missing and otherwise left as staff edited them (``update=True``
+rewrites them from the files). Counters (mounts, likes) are never touched. Each entry becomes a model card —
+Markdown with YAML front matter, the same format users will publish — and a file list derived from its size.
+"""
+
+import tomllib
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from instances.choices import Backend
+
+from ..choices import HubKind
+
+HERE = Path(__file__).parent
+FACTS_FILE = HERE / "hub.toml"
+CARDS_FILE = HERE / "hub_cards.toml"
+GB = 10**9
+SHARD_BYTES = 5 * GB  # the usual safetensors shard size on Hugging Face
+DATA_SHARD_BYTES = 2 * GB
+
+
+def _read(path: Path) -> dict:
+    with path.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+@cache
+def vocabulary() -> dict:
+    """Task names in English and Chinese, the chip families of each framework and the values the filter menus
+    offer, from hub_cards.toml."""
+    data = _read(CARDS_FILE)
+    return {"tasks": data["tasks"], "framework_chips": data["framework_chips"], "filters": data["filters"]}
+
+
+def task_names(task: str) -> dict[str, str]:
+    return vocabulary()["tasks"].get(task, {})
+
+
+def chips_for(kind: str, frameworks: list[str]) -> list[str]:
+    """Chip families an item runs on: every family for data sets, the union over frameworks for models."""
+    if kind == HubKind.DATASET:
+        return [b.value for b in Backend]
+    families = {f for fw in frameworks for f in vocabulary()["framework_chips"].get(fw, [])}
+    return [b.value for b in Backend if b.value in families]
+
+
+def _shards(total: int, shard: int, pattern: str) -> list[tuple[str, int]]:
+    count = max(1, -(-total // shard))
+    sizes = [shard] * (count - 1) + [total - shard * (count - 1)]
+    return [(pattern.format(i=i, n=count), size) for i, size in enumerate(sizes, start=1)]
+
+
+def file_list(entry: dict, library: str) -> list[tuple[str, int]]:
+    """A plausible file list from the entry's size: weight or data shards plus the usual small files."""
+    total = int(Decimal(str(entry["size_gb"])) * GB)
+    if entry["kind"] == HubKind.DATASET:
+        return [("README.md", 6_000), *_shards(total, DATA_SHARD_BYTES, "data/train-{i:05d}-of-{n:05d}.parquet")]
+    if entry.get("frameworks") == ["paddle"]:
+        small = [("README.md", 4_000), ("model_config.json", 800), ("vocab.txt", 180_000)]
+        return [*small, ("model_state.pdparams", total)]
+    if library == "diffusers":
+        small = [("README.md", 8_000), ("model_index.json", 600)]
+        return small + _shards(total, SHARD_BYTES, "unet/diffusion_pytorch_model-{i:05d}-of-{n:05d}.safetensors")
+    small = [("README.md", 8_000), ("config.json", 1_000), ("generation_config.json", 200)]
+    small += [("tokenizer.json", 7_000_000)]
+    if total <= SHARD_BYTES:
+        return [*small, ("model.safetensors", total)]
+    shards = _shards(total, SHARD_BYTES, "model-{i:05d}-of-{n:05d}.safetensors")
+    return [*small, ("model.safetensors.index.json", 30_000), *shards]
+
+
+def _size_text(entry: dict) -> str:
+    return f"about {Decimal(str(entry['size_gb'])).normalize():f} GB"
+
+
+def card(entry: dict, extra: dict) -> str:
+    """A short, honest model card: front matter from the facts, the summaries, a facts table, how to use it."""
+    front = {"license": entry.get("license", ""), "pipeline_tag": entry.get("task", "")}
+    if extra.get("library_name"):
+        front["library_name"] = extra["library_name"]
+    front |= {"language": entry.get("languages", []), "tags": extra.get("tags", [])}
+    name = entry["repo"].split("/", 1)[1]
+    facts = []
+    if "params_b" in entry:
+        facts.append(("Parameters", f"{Decimal(str(entry['params_b'])).normalize():f} B"))
+    facts.append(("Weights" if entry["kind"] == HubKind.MODEL else "Data", _size_text(entry)))
+    if "rows" in entry:
+        facts.append(("Rows", f"{entry['rows']:,}"))
+    if entry.get("frameworks"):
+        facts.append(("Frameworks", ", ".join(entry["frameworks"])))
+    facts.append(("Licence", entry.get("license") or "not stated"))
+    root = "/root/public" if entry["kind"] == HubKind.MODEL else "/root/datasets"
+    lines = [
+        "---",
+        yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(),
+        "---",
+        f"# {name}",
+        "",
+        extra.get("summary", ""),
+        "",
+        extra.get("summary_zh", ""),
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {label} | {value} |" for label, value in facts),
+        "",
+    ]
+    if entry.get("note"):
+        lines += [f"Note: {entry['note']}.", ""]
+    lines += [
+        "## Use it on this platform",
+        "",
+        f"Mount it into an instance and it appears read-only at `{root}/{entry['repo']}`: a mount is metadata, "
+        "nothing is copied. File sizes in this listing are approximate.",
+        "",
+        f"Upstream repository: `{entry['repo']}`. Read its licence before using it commercially.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def entries() -> list[dict]:
+    """The starter entries with everything ``services.save_item`` needs."""
+    facts, cards = _read(FACTS_FILE), _read(CARDS_FILE)["cards"]
+    rows = [e | {"kind": HubKind.MODEL} for e in facts.get("model", [])]
+    rows += [e | {"kind": HubKind.DATASET} for e in facts.get("dataset", [])]
+    result = []
+    for entry in rows:
+        extra = cards.get(entry["repo"], {})
+        frameworks = entry.get("frameworks", [])
+        params = entry.get("params_b")
+        result.append(
+            {
+                "repo": entry["repo"],
+                "kind": entry["kind"],
+                "summary": extra.get("summary", ""),
+                "summary_zh": extra.get("summary_zh", ""),
+                "parameters_b": Decimal(str(params)) if params is not None else None,
+                "size_bytes": int(Decimal(str(entry["size_gb"])) * GB),
+                "rows": entry.get("rows"),
+                "frameworks": frameworks,
+                "chips": chips_for(entry["kind"], frameworks),
+                "card": card(entry, extra),
+                "files": file_list(entry, extra.get("library_name", "")),
+            }
+        )
+    return result
+
+
+def load(*, update: bool = False) -> dict[str, int]:
+    from ..hub import services
+    from ..models import HubItem
+
+    counts = {"created": 0, "updated": 0, "kept": 0}
+    existing = set(HubItem.objects.filter(owner__isnull=True).values_list("repo", flat=True))
+    for values in entries():
+        if values["repo"] in existing and not update:
+            counts["kept"] += 1
+            continue
+        services.save_catalog_item(**values)
+        counts["updated" if values["repo"] in existing else "created"] += 1
+    return counts

@@ -1,0 +1,45 @@
+"""Template filters for hub pages: names in the active language and sizes in decimal units."""
+
+from decimal import Decimal
+
+from django import template
+from django.utils.translation import get_language
+
+from instances.choices import Backend
+
+from ..hub import services
+
+register = template.Library()
+
+_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+@register.filter
+def summary(item) -> str:
+    """The item's summary in the active language (falling back to the other one)."""
+    return item.summary_for(get_language() or "") or item.summary_zh
+
+
+@register.filter
+def task_label(task: str) -> str:
+    return services.task_label(task, get_language() or "") if task else ""
+
+
+@register.filter
+def chip_family(value: str) -> str:
+    try:
+        return str(Backend(value).label)
+    except ValueError:
+        return value
+
+
+@register.filter
+def decimal_size(size_bytes) -> str:
+    """Bytes in decimal units as storage vendors and model hubs count them: 12,500,000,000 → 12.5 GB."""
+    if size_bytes in (None, ""):
+        return ""
+    amount, unit = Decimal(int(size_bytes)), 0
+    while amount >= 1000 and unit < len(_UNITS) - 1:
+        amount, unit = amount / 1000, unit + 1
+    places = Decimal(1) if unit == 0 or amount >= 100 else Decimal("0.1")
+    return f"{amount.quantize(places).normalize():f} {_UNITS[unit]}"

@@ -1,0 +1,107 @@
+"""The starter catalogue (load_hub), synthetic items (generate_hub_items) and the mount counter."""
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.management import CommandError, call_command
+
+from marketplace.hub import services
+from marketplace.hub.search import HubQuery
+from marketplace.models import HubFile, HubItem
+
+pytestmark = pytest.mark.django_db
+
+
+def test_load_hub_creates_the_starter_items_once_and_keeps_counters(owner):
+    call_command("load_hub", stdout=None)
+    total = HubItem.objects.count()
+    assert total == 31 and HubItem.objects.filter(kind="dataset").count() == 11
+    chatglm = HubItem.objects.get(repo="THUDM/chatglm3-6b")
+    services.like(owner, chatglm)
+    services.record_mount(chatglm)
+    call_command("load_hub", "--update")
+    call_command("load_hub")
+    chatglm.refresh_from_db()
+    assert HubItem.objects.count() == total and (chatglm.likes_count, chatglm.mount_count) == (1, 1)
+
+
+def test_starter_cards_drive_the_filters_and_describe_the_facts():
+    call_command("load_hub")
+    chatglm = HubItem.objects.get(repo="THUDM/chatglm3-6b")
+    # Task, licence, languages and tags come only from the generated card's front matter.
+    assert (chatglm.task, chatglm.licence) == ("text-generation", "ChatGLM3 model license")
+    assert chatglm.languages == ["zh", "en"]
+    assert "对话" in chatglm.tags and chatglm.parameters_b == Decimal("6.200")
+    assert chatglm.chips == ["npu", "mlu", "dcu", "cuda"]  # pytorch and mindspore builds
+    assert "6.2 B" in chatglm.card_html and "/root/public/THUDM/chatglm3-6b" in chatglm.card_html
+    ernie = HubItem.objects.get(repo="PaddlePaddle/ernie-3.0-base-zh")
+    assert ernie.chips == ["npu", "cuda"]
+    imagenet = HubItem.objects.get(repo="ILSVRC/imagenet-1k")
+    assert imagenet.chips == ["npu", "mlu", "dcu", "cuda"] and "/root/datasets/ILSVRC/imagenet-1k" in imagenet.card_html
+
+
+def test_starter_file_lists_add_up_to_the_published_size():
+    call_command("load_hub")
+    for repo, size_gb in (("Qwen/Qwen2.5-72B-Instruct", 145), ("Skywork/SkyPile-150B", 620)):
+        item = HubItem.objects.get(repo=repo)
+        shards = HubFile.objects.filter(item=item, path__regex=r"(safetensors|parquet)$")
+        assert sum(f.size_bytes for f in shards) == size_gb * 10**9 == item.size_bytes
+
+
+def test_the_starter_catalogue_is_searchable_in_chinese_and_english():
+    call_command("load_hub")
+
+    def found(**kw):
+        return {i.repo for i in services.search_items(AnonymousUser(), HubQuery(**kw))}
+
+    assert {"THUDM/chatglm3-6b", "thu-coai/lccc", "BelleGroup/train_0.5M_CN"} <= found(q="对话")
+    assert {"hfl/chinese-alpaca-2-13b", "thu-coai/lccc"} <= found(q="中文对话")
+    assert found(q="chatglm") == {"THUDM/chatglm3-6b"}
+    assert "Qwen/Qwen2.5-7B-Instruct" in found(q="qwen 7b")
+    assert found(q="文本生成", kind="dataset") >= {"shibing624/alpaca-zh"}  # the task's Chinese name
+    assert found(framework="mindspore", kind="model") >= {"THUDM/chatglm3-6b", "Qwen/Qwen2.5-7B-Instruct"}
+
+
+def test_generated_items_are_realistic_labelled_and_searchable():
+    call_command("generate_hub_items", "--count", "300", stdout=None)
+    items = HubItem.objects.all()
+    assert items.count() == 300 and all("synthetic" in i.tags for i in items)
+    assert all(i.summary.startswith("Synthetic entry") for i in items)
+    assert len({i.repo for i in items}) == 300
+    hits = services.search_items(AnonymousUser(), HubQuery(q="医疗"))
+    assert hits.exists() and all("医疗" in i.summary_zh or "医疗" in i.tags for i in hits)
+
+
+def test_generate_refuses_a_silly_count():
+    with pytest.raises(CommandError, match="--count"):
+        call_command("generate_hub_items", "--count", "0")
+
+
+def test_record_mount_counts_mounts_for_the_most_mounted_order(chat_models):
+    qwen = chat_models["qwen"]
+    services.record_mount(qwen)
+    services.record_mount(qwen)
+    assert services.refresh_counts(qwen).mount_count == 2
+    first = services.search_items(AnonymousUser(), HubQuery()).first()
+    assert first.repo == "Qwen/Qwen2.5-7B-Instruct"
+
+
+@pytest.mark.parametrize("repo", ["no-slash", "a/b/c", "../etc", "org/", "/name", "org/na me", "组织/模型"])
+def test_bad_repository_names_are_refused(make_item, repo):
+    with pytest.raises(services.ServiceError, match="org/name"):
+        make_item(repo)
+    assert not HubItem.objects.exists()
+
+
+def test_a_name_taken_by_someone_else_is_a_conflict(make_item, owner, stranger):
+    make_item("shared/name", owner=owner)
+    with pytest.raises(services.Conflict):
+        make_item("shared/name", owner=stranger)
+    with pytest.raises(services.Conflict):
+        make_item("shared/name")  # not even the platform catalogue takes a user's name
+
+
+def test_unknown_chip_families_are_refused(make_item):
+    with pytest.raises(services.ServiceError, match="npu, mlu, dcu or cuda"):
+        make_item("org/model", chips=["tpu"])

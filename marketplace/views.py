@@ -1,0 +1,114 @@
+"""Hub pages: the searchable list (htmx, filters in the URL) and an item's page with its card, files and prices."""
+
+from functools import cached_property
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils.translation import get_language
+from django.views.decorators.http import require_GET, require_POST
+
+from billing.quote import load_price_book
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+
+from .forms import HubSearchForm
+from .hub import services
+
+LIST_TEMPLATE = "marketplace/hub/list.html"
+DETAIL_TEMPLATE = "marketplace/hub/detail.html"
+PAGE_SIZE = 20
+
+
+class CappedPaginator(Paginator):
+    """A paginator told its count (``services.count_matches``) instead of counting every match itself."""
+
+    def __init__(self, object_list, per_page, count: int):
+        super().__init__(object_list, per_page)
+        self._count = count
+
+    @cached_property
+    def count(self):
+        return self._count
+
+
+def _menus(form) -> dict:
+    """The filter menus, each including the value in the URL even when the menu would not offer it."""
+    options = services.facet_options()
+    menus = {
+        "tasks": services.task_choices(get_language() or ""),
+        "licences": options["licence"],
+        "languages": options["language"],
+        "frameworks": options["framework"],
+    }
+    current = form.cleaned_data if form.is_valid() else {}
+    if (task := current.get("task")) and task not in dict(menus["tasks"]):
+        menus["tasks"] = [*menus["tasks"], (task, task)]
+    for menu, name in (("licences", "licence"), ("languages", "language"), ("frameworks", "framework")):
+        if (value := current.get(name)) and value not in menus[menu]:
+            menus[menu] = [*menus[menu], value]
+    return menus
+
+
+@require_GET
+def hub_list(request):
+    form = HubSearchForm(request.GET)
+    context = {"form": form, "page": None, "error": ""}
+    status = 200
+    if form.is_valid():
+        try:
+            items = services.search_items(request.user, form.hub_query(), form.sort_order())
+            total, exact = services.count_matches(items)
+            page = CappedPaginator(items, PAGE_SIZE, total).get_page(request.GET.get("page"))
+            context |= {"page": page, "total": total, "exact": exact}
+        except ServiceError as exc:
+            context["error"], status = str(exc.message), exc.status
+    else:
+        context["error"] = " ".join(f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items())
+        status = 400
+    if wants_partial(request):
+        return render(request, f"{LIST_TEMPLATE}#results", context, status=status)
+    return render(request, LIST_TEMPLATE, context | _menus(form), status=status)
+
+
+def _item_or_404(request, org: str, name: str):
+    try:
+        return services.get_item(request.user, f"{org}/{name}")
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+
+
+def _instances_url() -> str | None:
+    try:
+        return reverse("instances:list")
+    except NoReverseMatch:
+        return None
+
+
+@require_GET
+def hub_detail(request, org: str, name: str):
+    item = _item_or_404(request, org, name)
+    files = list(services.files_of(item))
+    context = {
+        "item": item,
+        "files": files,
+        "files_total": sum(f.size_bytes for f in files),
+        "chip_prices": services.chip_prices(item, load_price_book(user=request.user)),
+        "liked": services.liked_by(request.user, item),
+        "instances_url": _instances_url(),
+    }
+    return render(request, DETAIL_TEMPLATE, context)
+
+
+@login_required
+@require_POST
+def hub_like(request, org: str, name: str):
+    """Like or unlike (a toggle); htmx swaps the button, a plain form post comes back to the item's page."""
+    item = _item_or_404(request, org, name)
+    liked = services.toggle_like(request.user, item)
+    if wants_partial(request):
+        item = services.refresh_counts(item)
+        return render(request, f"{DETAIL_TEMPLATE}#like-button", {"item": item, "liked": liked})
+    return redirect("marketplace:hub-item", org=item.org, name=item.name)

@@ -1,0 +1,18 @@
+from django.urls import re_path
+
+from console.api.routers import Router
+
+from . import views
+
+router = Router()
+router.register("storage/entries", views.EntryViewSet, basename="api-storage-entry")
+
+UUID = r"(?P<public_id>[0-9a-fA-F-]{36})"
+
+urlpatterns = [
+    re_path(r"^storage/folders/?$", views.FolderView.as_view(), name="api-storage-folders"),
+    re_path(r"^storage/usage/?$", views.UsageView.as_view(), name="api-storage-usage"),
+    re_path(r"^storage/uploads/?$", views.UploadCollectionView.as_view(), name="api-storage-uploads"),
+    re_path(rf"^storage/uploads/{UUID}/?$", views.UploadView.as_view(), name="api-storage-upload"),
+    *router.urls,
+]

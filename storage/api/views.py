@@ -1,0 +1,289 @@
+"""Cloud storage API: folders and files under /api/v1/storage/entries, and resumable uploads (tus 1.0.0) under
+/api/v1/storage/uploads. Token auth for the CLI; session + X-CSRFToken for the browser's tus-js-client."""
+
+import base64
+import binascii
+from urllib.parse import quote
+
+from django.http import FileResponse
+from django.urls import reverse
+from django.utils.http import http_date
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.errors import ServiceError
+
+from .. import paths, quota, services
+from ..models import Upload
+from .serializers import EntryChangeSerializer, EntrySerializer, FolderCreateSerializer, UsageSerializer
+
+PATH_PARAM = OpenApiParameter("path", str, description="A folder or file path such as /datasets/raw; / is the root.")
+
+
+def download_response(entry, handle) -> FileResponse:
+    """A streamed download; Django's Content-Disposition uses RFC 5987 ``filename*`` for Chinese names."""
+    response = FileResponse(
+        handle, as_attachment=True, filename=entry.name, content_type=entry.content_type or "application/octet-stream"
+    )
+    response["Content-Length"] = str(entry.size)
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+class EntryViewSet(viewsets.GenericViewSet):
+    """The caller's folders and files. A missing entry and someone else's answer the same 404."""
+
+    serializer_class = EntrySerializer
+    lookup_field = "public_id"
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self):
+        return services.children(self.request.user, None)
+
+    @extend_schema(parameters=[PATH_PARAM], responses=EntrySerializer(many=True))
+    def list(self, request):
+        """The contents of a folder: folders first, then files, by name."""
+        folder = services.find_folder(request.user, request.query_params.get("path", "/"))
+        page = self.paginate_queryset(services.children(request.user, folder))
+        return self.get_paginated_response(EntrySerializer(page, many=True).data)
+
+    def retrieve(self, request, public_id=None):
+        return Response(EntrySerializer(services.get_entry(request.user, public_id)).data)
+
+    @extend_schema(request=EntryChangeSerializer, responses=EntrySerializer)
+    def partial_update(self, request, public_id=None):
+        """Rename (``name``), move (``folder``), or both at once."""
+        body = EntryChangeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if "folder" in data:
+            entry = services.move(request.user, public_id, data["folder"], data.get("name"))
+        elif "name" in data:
+            entry = services.rename(request.user, public_id, data["name"])
+        else:
+            raise ServiceError(_("Send a new name, a folder to move into, or both."), code="nothing_to_change")
+        return Response(EntrySerializer(entry).data)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, public_id=None):
+        """Delete a file, or a folder and everything in it."""
+        services.delete(request.user, public_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"])
+    def download(self, request, public_id=None):
+        """The file's bytes, streamed."""
+        return download_response(*services.open_file(request.user, public_id))
+
+    @extend_schema(parameters=[PATH_PARAM], responses=EntrySerializer)
+    @action(detail=False, methods=["get"])
+    def lookup(self, request):
+        """The entry at a path (the root answers as a folder without an id)."""
+        entry = services.find(request.user, request.query_params.get("path", "/"))
+        if entry is None:
+            return Response({"id": None, "kind": "folder", "name": "", "path": "/", "size": 0})
+        return Response(EntrySerializer(entry).data)
+
+
+class FolderView(APIView):
+    @extend_schema(request=FolderCreateSerializer, responses={201: EntrySerializer})
+    def post(self, request):
+        """Create a folder; missing parent folders are created too. An existing folder is a 409."""
+        body = FolderCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        path = paths.clean_path(body.validated_data["path"])
+        if path == paths.ROOT:
+            raise ServiceError(_("The root folder always exists."), code="exists")
+        parent_path, name = paths.split(path)
+        parent = services.make_folders(request.user, parent_path)
+        folder = services.create_folder(request.user, parent, name)
+        return Response(EntrySerializer(folder).data, status=status.HTTP_201_CREATED)
+
+
+class UsageView(APIView):
+    @extend_schema(responses=UsageSerializer)
+    def get(self, request):
+        """Bytes used and reserved, the free tier and the ceiling."""
+        usage = quota.usage(request.user)
+        data = {k: getattr(usage, k) for k in ("used", "reserved", "free", "maximum", "billable", "available")}
+        return Response(UsageSerializer(data).data)
+
+
+# tus 1.0.0 --------------------------------------------------------------------------------------------------------
+
+TUS_VERSION = "1.0.0"
+TUS_EXTENSIONS = "creation,termination"
+
+
+class TusPreconditionFailed(ServiceError):
+    status = 412
+    code = "tus_version"
+
+
+class TusView(APIView):
+    """Shared tus behaviour: every response carries ``Tus-Resumable``; OPTIONS needs no login (tus discovery)."""
+
+    def get_permissions(self):
+        if self.request.method == "OPTIONS":
+            return [AllowAny()]
+        return super().get_permissions()
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method != "OPTIONS" and request.headers.get("Tus-Resumable") != TUS_VERSION:
+            raise TusPreconditionFailed(_("This endpoint speaks the tus protocol: send “Tus-Resumable: 1.0.0”."))
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Tus-Resumable"] = TUS_VERSION
+        response["Cache-Control"] = "no-store"
+        if response.status_code == 412:
+            response["Tus-Version"] = TUS_VERSION
+        return response
+
+    @extend_schema(exclude=True)
+    def options(self, request, *args, **kwargs):
+        return Response(
+            status=status.HTTP_204_NO_CONTENT,
+            headers={
+                "Tus-Version": TUS_VERSION,
+                "Tus-Extension": TUS_EXTENSIONS,
+                "Tus-Max-Size": str(quota.max_bytes()),
+            },
+        )
+
+
+def _upload_headers(upload: Upload) -> dict:
+    headers = {
+        "Upload-Offset": str(upload.offset),
+        "Upload-Length": str(upload.length),
+        "Upload-Expires": http_date(services.upload_expires_at(upload).timestamp()),
+    }
+    if upload.entry is not None:
+        # Headers are Latin-1: the final path (it may be "name (1).ext", or Chinese) travels percent-encoded.
+        headers["Storage-Entry-Id"] = str(upload.entry.public_id)
+        headers["Storage-Entry-Path"] = quote(upload.entry.path)
+    return headers
+
+
+def _metadata(header: str) -> dict[str, str]:
+    """``Upload-Metadata: filename d29ybGQ=,folder Lw==`` → {"filename": "world", "folder": "/"}."""
+    metadata = {}
+    for pair in filter(None, (p.strip() for p in header.split(","))):
+        key, _sep, value = pair.partition(" ")
+        try:
+            metadata[key] = base64.b64decode(value, validate=True).decode() if value else ""
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise ServiceError(_("Upload-Metadata is not valid base64 UTF-8."), code="invalid_metadata") from exc
+    return metadata
+
+
+def _header_int(request, name: str) -> int:
+    raw = request.headers.get(name, "")
+    if not raw.isdigit():
+        raise ServiceError(_("%(header)s must be a whole number of bytes.") % {"header": name}, code="invalid_header")
+    return int(raw)
+
+
+upload_status = inline_serializer(
+    "UploadStatus",
+    {
+        "id": serializers.UUIDField(),
+        "filename": serializers.CharField(),
+        "offset": serializers.IntegerField(),
+        "length": serializers.IntegerField(),
+        "status": serializers.CharField(),
+        "entry": EntrySerializer(allow_null=True),
+    },
+)
+
+
+def _upload_data(upload: Upload) -> dict:
+    entry = EntrySerializer(upload.entry).data if upload.entry else None
+    return {
+        "id": str(upload.public_id),
+        "filename": upload.filename,
+        "offset": upload.offset,
+        "length": upload.length,
+        "status": upload.status,
+        "entry": entry,
+    }
+
+
+class UploadCollectionView(TusView):
+    @extend_schema(
+        summary="Create a resumable upload (tus creation)",
+        parameters=[
+            OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=[TUS_VERSION]),
+            OpenApiParameter("Upload-Length", int, OpenApiParameter.HEADER, required=True),
+            OpenApiParameter(
+                "Upload-Metadata",
+                str,
+                OpenApiParameter.HEADER,
+                description="base64 values: filename (required), folder (default /), filetype.",
+            ),
+        ],
+        request=None,
+        responses={201: upload_status, 413: OpenApiResponse(description="Over quota.")},
+    )
+    def post(self, request):
+        if "Upload-Defer-Length" in request.headers:
+            raise ServiceError(_("Declare the Upload-Length when creating the upload."), code="length_required")
+        length = _header_int(request, "Upload-Length")
+        metadata = _metadata(request.headers.get("Upload-Metadata", ""))
+        upload = services.create_upload(
+            request.user,
+            folder_path=metadata.get("folder", "/"),
+            filename=metadata.get("filename", metadata.get("name", "")),
+            length=length,
+            content_type=metadata.get("filetype", ""),
+        )
+        location = reverse("api-storage-upload", kwargs={"public_id": upload.public_id})
+        headers = _upload_headers(upload) | {"Location": location}
+        return Response(_upload_data(upload), status=status.HTTP_201_CREATED, headers=headers)
+
+
+class UploadView(TusView):
+    @extend_schema(summary="Progress of an upload (JSON)", responses=upload_status)
+    def get(self, request, public_id):
+        upload = services.get_upload(request.user, public_id)
+        return Response(_upload_data(upload), headers=_upload_headers(upload))
+
+    @extend_schema(summary="Offset of an upload (tus HEAD)", responses={200: None})
+    def head(self, request, public_id):
+        upload = services.get_upload(request.user, public_id)
+        return Response(status=status.HTTP_200_OK, headers=_upload_headers(upload))
+
+    @extend_schema(
+        summary="Append bytes (tus PATCH)",
+        parameters=[
+            OpenApiParameter("Upload-Offset", int, OpenApiParameter.HEADER, required=True),
+            OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=[TUS_VERSION]),
+        ],
+        request={"application/offset+octet-stream": OpenApiTypes.BINARY},
+        responses={204: None, 409: OpenApiResponse(description="Offset mismatch."), 413: None, 423: None},
+    )
+    def patch(self, request, public_id):
+        if request.content_type.split(";")[0].strip() != "application/offset+octet-stream":
+            return Response(
+                {"code": "unsupported_media_type", "message": _("Send chunks as application/offset+octet-stream.")},
+                status=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            )
+        offset = _header_int(request, "Upload-Offset")
+        content_length = int(request.META.get("CONTENT_LENGTH") or 0)
+        upload = services.write_chunk(
+            request.user, public_id, offset=offset, stream=request.stream, content_length=content_length
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT, headers=_upload_headers(upload))
+
+    @extend_schema(summary="Cancel an upload (tus termination)", responses={204: None})
+    def delete(self, request, public_id):
+        services.terminate_upload(request.user, public_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,109 @@
+"""How much a user stores, what is free, what is the ceiling — and the numbers billing reads for GB-day metering.
+
+SPEC §8: the first ``STORAGE_FREE_GB`` (50) are free; beyond that storage is billed per GB-day by the billing
+app's metering, which reads :func:`usage_snapshot` once per metering period. ``STORAGE_MAX_GB`` (500) is a hard
+ceiling per user: uploads that would pass it are refused before they start and stopped during the transfer.
+Bytes of uploads in progress count against the ceiling from the moment the upload is declared, so two
+parallel uploads cannot both squeeze under it.
+"""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Sum
+from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext as _
+
+from console.errors import ServiceError
+
+from .models import Entry, Upload
+
+GB = 1024**3
+
+
+class QuotaExceeded(ServiceError):
+    status = 413
+    code = "quota_exceeded"
+
+
+def free_bytes() -> int:
+    return int(settings.STORAGE_FREE_GB * GB)
+
+
+def max_bytes() -> int:
+    return int(settings.STORAGE_MAX_GB * GB)
+
+
+def usage_bytes(user) -> int:
+    """Bytes in the user's stored files (completed uploads only). Billing and the usage bar read this."""
+    return Entry.objects.for_user(user).files().aggregate(total=Sum("size"))["total"] or 0
+
+
+def reserved_bytes(user, *, exclude=None) -> int:
+    """Bytes declared by the user's uploads in progress, which the quota holds for them until they finish."""
+    uploads = Upload.objects.for_user(user).active()
+    if exclude is not None:
+        uploads = uploads.exclude(pk=exclude.pk)
+    return uploads.aggregate(total=Sum("length"))["total"] or 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    used: int
+    reserved: int
+    free: int
+    maximum: int
+
+    @property
+    def billable(self) -> int:
+        return max(0, self.used - self.free)
+
+    @property
+    def available(self) -> int:
+        return max(0, self.maximum - self.used - self.reserved)
+
+    @property
+    def used_percent(self) -> float:
+        return min(100.0, 100.0 * self.used / self.maximum) if self.maximum else 100.0
+
+    @property
+    def free_percent(self) -> float:
+        return min(100.0, 100.0 * self.free / self.maximum) if self.maximum else 0.0
+
+
+def usage(user) -> Usage:
+    return Usage(used=usage_bytes(user), reserved=reserved_bytes(user), free=free_bytes(), maximum=max_bytes())
+
+
+def check(user, length: int, *, upload=None) -> None:
+    """Refuse ``length`` more bytes (a new upload, or ``upload`` re-checked during transfer) past the ceiling."""
+    ceiling = max_bytes()
+    committed = usage_bytes(user) + reserved_bytes(user, exclude=upload)
+    if committed + length > ceiling:
+        available = max(0, ceiling - committed)
+        raise QuotaExceeded(
+            _(
+                "Not enough storage space: this file needs %(needed)s but only %(available)s of your "
+                "%(maximum)s are left. Delete some files and try again."
+            )
+            % {
+                "needed": filesizeformat(length),
+                "available": filesizeformat(available),
+                "maximum": filesizeformat(ceiling),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class UserUsage:
+    user_id: int
+    used_bytes: int
+    billable_bytes: int
+
+
+def usage_snapshot() -> list[UserUsage]:
+    """Every user's stored bytes and the part beyond the free tier, in one query: the metering input for
+    GB-day billing (billing multiplies ``billable_bytes`` by the period's length and the per-GB-day price)."""
+    free = free_bytes()
+    rows = Entry.objects.files().values("owner_id").annotate(total=Sum("size")).order_by("owner_id")
+    return [UserUsage(row["owner_id"], row["total"] or 0, max(0, (row["total"] or 0) - free)) for row in rows]

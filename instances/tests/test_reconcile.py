@@ -45,7 +45,7 @@ def test_killing_the_worker_mid_provision_then_reconcile_leaves_everything_consi
     monkeypatch.setenv("INSTANCES_SIM_PULL_SECONDS", "5")
     monkeypatch.setenv("INSTANCES_SIM_BOOT_SECONDS", "0")
     _purge_broker_queue()
-    worker = worker_process(broker_url="filesystem://", name="doomed", data_dir=Path(settings.DATA_DIR))
+    worker = worker_process(name="doomed")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
 
     # When five launches are provisioning and the worker is killed (SIGKILL: no goodbye, tasks lost)

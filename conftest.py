@@ -39,6 +39,17 @@ def _fast_password_hasher(settings):
 
 
 @pytest.fixture(autouse=True)
+def _english_outside_requests():
+    # Messages raised by services outside a request are checked in English; pages and the API still pick their
+    # language per request (Chinese by default), as users see them.
+    from django.utils import translation
+
+    translation.activate("en")
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _empty_cache():
     # Rate-limit counters live in the cache; each test starts with none.
     from django.core.cache import cache

@@ -30,7 +30,7 @@ def test_a_new_user_sees_the_trial_credit_and_tops_up_50_through_the_sandbox(pag
     page.fill("#id_amount", "50")
     page.locator("#topup-submit").click()
     page.wait_for_url("**/billing/topup/sandbox/**")
-    assert "Sandbox" in page.locator("#sandbox-banner").inner_text()
+    assert "沙箱" in page.locator("#sandbox-banner").inner_text()  # the console is in Chinese by default
     screenshot(page, "wallet-02-sandbox-checkout")
     page.locator("#sandbox-pay").click()
     page.wait_for_url("**/billing/topup/success/**")

@@ -141,6 +141,7 @@ def test_a_bad_top_up_amount_is_refused_with_a_clear_message(owner, amount):
 
 
 def test_the_sandbox_checkout_credits_through_the_same_service(owner_client, owner):
+    owner_client.cookies["django_language"] = "en"
     response = owner_client.post("/billing/topup/", {"amount": "50"})
     assert response.status_code == 302
     page = owner_client.get(response["Location"])

@@ -54,6 +54,7 @@ def test_wallet_pages_need_a_login(client):
 
 @pytest.mark.parametrize("amount, message", [("abc", "number of yuan"), ("5", "between"), ("1.234", "two decimal")])
 def test_a_bad_top_up_amount_is_shown_on_the_page(owner_client, amount, message):
+    owner_client.cookies["django_language"] = "en"
     response = owner_client.post("/billing/topup/", {"amount": amount})
     assert response.status_code == 400 and message in response.content.decode()
 
@@ -69,6 +70,7 @@ def test_the_spending_cap_is_set_on_the_wallet_page_and_bad_input_is_explained(o
 def test_the_transaction_list_does_not_grow_in_queries_with_rows(
     owner_client, owner, fund, django_assert_max_num_queries
 ):
+    owner_client.cookies["django_language"] = "en"
     fund(owner, "1")
     with django_assert_max_num_queries(8):
         owner_client.get("/billing/transactions/")
@@ -80,6 +82,7 @@ def test_the_transaction_list_does_not_grow_in_queries_with_rows(
 
 
 def test_transactions_filter_by_kind_and_date_and_export_csv(owner_client, owner, fund):
+    owner_client.cookies["django_language"] = "en"
     fund(owner, "5")
     wallet.grant_trial_credit(owner, owner.email)
 
@@ -144,6 +147,7 @@ def test_transactions_and_statements_through_the_api_are_the_callers_only(owner_
 
 
 def test_a_top_up_through_the_api_returns_the_checkout_url(owner_api, stranger_api, teammate_api, anon_api):
+    owner_api.defaults["HTTP_ACCEPT_LANGUAGE"] = "en"
     response = owner_api.post("/api/v1/topups", {"amount": "50"}, format="json")
     assert response.status_code == 201
     body = response.json()

@@ -78,6 +78,7 @@ def test_a_chunk_cut_off_mid_transfer_keeps_the_bytes_that_arrived(owner):
 
 def test_over_quota_is_refused_before_the_upload_starts(owner_api, owner, settings, cloud_storage):
     settings.STORAGE_MAX_GB = 1 / 1024  # 1 MB
+    owner_api.defaults["HTTP_ACCEPT_LANGUAGE"] = "en"
     response = tus_create(owner_api, 2 * MB, "too-big.bin")
 
     assert response.status_code == 413

@@ -115,3 +115,17 @@ def test_sign_ups_are_rate_limited_per_ip(client):
 def test_pages_need_a_login(client):
     response = client.get("/console/")
     assert response.status_code == 302 and response["Location"].startswith(LOGIN)
+
+
+def test_the_demo_account_is_verified_and_has_the_trial_credit(db):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from billing import wallet
+
+    call_command("seed_demo", stdout=StringIO())
+    call_command("seed_demo", stdout=StringIO())  # idempotent: still one grant
+    demo = User.objects.get(email="demo@gpucloud.local")
+    assert EmailAddress.objects.get(user=demo).verified
+    assert wallet.compute_balance(demo) == 10

@@ -4,6 +4,7 @@ from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from console import services
 from console.models import User
 
 
@@ -21,4 +22,6 @@ class Command(BaseCommand):
         if not address.verified or not address.primary:
             address.verified = address.primary = True
             address.save()
+        # The same hook a real verification runs: the demo user gets the trial credit (once).
+        services.on_email_verified(user, email)
         self.stdout.write(f"Demo login: {email} / {password} ({'created' if created else 'reset'})")

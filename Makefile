@@ -27,7 +27,10 @@ run: install messages
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py load_catalog
 	$(BIN)/python manage.py load_hub
+	$(BIN)/python manage.py load_images
 	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_staff
+	@if [ "$(BACKEND)" = slurm ]; then scripts/slurm-local.sh start && $(BIN)/python manage.py use_slurm; else $(BIN)/python manage.py use_slurm --off >/dev/null; fi
 	@echo ""
 	@echo "  Console:  http://$(HOST):$(PORT)/"
 	@echo "  Health:   http://$(HOST):$(PORT)/healthz"

@@ -15,6 +15,9 @@ pytest_plugins = [
     "tests.fixtures.catalog",
     "storage.tests.fixtures",
     "instances.tests.fixtures",
+    "instances.tests.slurm_fixtures",
+    "marketplace.tests.image_fixtures",
+    "console.ops.tests.fixtures",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

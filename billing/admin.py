@@ -8,6 +8,7 @@ from .models import (
     Notification,
     Plan,
     Price,
+    StoragePrice,
     SubsidyProgramme,
     SubsidyUsage,
     TopUp,
@@ -34,6 +35,24 @@ class PriceAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return obj is None or obj.effective_from > timezone.now()
 
+    def save_model(self, request, obj, form, change):
+        from console.ops.admin_audit import audited_save
+
+        audited_save(request, obj, change, lambda: super(PriceAdmin, self).save_model(request, obj, form, change))
+
+    def delete_model(self, request, obj):
+        from console.ops.admin_audit import audited_delete
+
+        audited_delete(request, obj, lambda: super(PriceAdmin, self).delete_model(request, obj))
+
+
+@admin.register(StoragePrice)
+class StoragePriceAdmin(admin.ModelAdmin):
+    """Per-GB-day prices of cloud disks and of cloud storage beyond the free tier; change one by adding a row."""
+
+    list_display = ["resource", "per_gb_day", "effective_from", "note", "created_at"]
+    list_filter = ["resource"]
+
 
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
@@ -58,6 +77,12 @@ class SubsidyProgrammeAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name", "name_zh"]
     filter_horizontal = ["chips", "zones"]
     readonly_fields = ["spent", "created_at"]
+
+    def save_model(self, request, obj, form, change):
+        from console.ops.admin_audit import audited_save
+
+        audited_save(request, obj, change, lambda: super(SubsidyProgrammeAdmin, self).save_model(request, obj, form,
+                                                                                                 change))  # fmt: skip
 
 
 @admin.register(SubsidyUsage)

@@ -82,6 +82,13 @@ class UsageKind(models.TextChoices):
     STORAGE = "storage", _("Cloud storage")
 
 
+class StorageResource(models.TextChoices):
+    """What a per-GB-day storage price applies to."""
+
+    DISK = "disk", _("Cloud disk")
+    STORAGE = "storage", _("Cloud storage beyond the free tier")
+
+
 # The trial credit pays for compute only.
 COMPUTE_KINDS = frozenset({UsageKind.INSTANCE, UsageKind.ENDPOINT})
 

@@ -49,6 +49,14 @@ from .money import MINUTES_PER_HOUR, ZERO, to_cents
 from .quote import Quote
 from .subsidies import usage_month
 
+
+def author_shares(sessions):
+    """The image authors' revenue share of these sessions' charges (issue 6: ``marketplace.images.revenue``)."""
+    from marketplace.images.revenue import author_shares as shares_of
+
+    return shares_of(sessions)
+
+
 CHUNK_SIZE = 1000
 
 
@@ -206,10 +214,14 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     revenue = system_account(AccountKind.REVENUE)
     funded_by = programme_accounts({d.session.programme_id for d in dues if d.subsidy > 0 and d.session.programme_id})
     user_ids = {d.session.user_id for d in dues}
-    locked = lock_user_accounts(user_ids, [revenue.pk, *(a.pk for a in funded_by.values())])
+    # Issue 6: authors of community images earn a share of what others spend on them, posted in this batch. Their
+    # wallets are locked with the payers' (one statement, primary-key order), so two batches cannot deadlock.
+    shares = author_shares([d.session for d in dues])
+    extra = [revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]
+    locked = lock_user_accounts(user_ids | shares.author_ids, extra)
     buckets: dict[int, dict[str, object]] = defaultdict(dict)
     for account in locked.values():
-        if account.user_id:
+        if account.user_id in user_ids:
             buckets[account.user_id][account.kind] = account
     programmes = lock_programmes(funded_by)
     month = usage_month(now)
@@ -225,6 +237,8 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
         postings.append(_posting(due, *context))
         outcome.charged += 1
         outcome.amount += due.payable
+    charges = [(d.session, d.payable, p.idempotency_key) for d, p in zip(dues, postings, strict=True)]
+    postings += shares.postings(charges, now)
     post_batch(postings, locked=locked, programmes=programmes)
     bulk_set(
         UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]

@@ -22,6 +22,7 @@ from .choices import (
     Eligibility,
     NotificationKind,
     PaymentProvider,
+    StorageResource,
     TopUpStatus,
     TransactionKind,
     UsageKind,
@@ -102,6 +103,35 @@ class Price(models.Model):
         return f"{what}: ¥{self.per_hour}/h from {self.effective_from:%Y-%m-%d %H:%M}"
 
 
+class StoragePrice(models.Model):
+    """A list price in CNY per GB-day from ``effective_from`` on: for cloud disks, or for cloud storage beyond
+    the free tier. Like chip prices, a change is a new row with a later ``effective_from``; a disk already
+    being metered keeps the price frozen into its usage session until it is grown or deleted."""
+
+    resource = models.CharField(_("applies to"), max_length=16, choices=StorageResource.choices)
+    per_gb_day = models.DecimalField(
+        _("price per GB-day (CNY)"),
+        max_digits=RATE_MAX_DIGITS,
+        decimal_places=RATE_DECIMAL_PLACES,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    effective_from = models.DateTimeField(_("effective from"))
+    note = models.CharField(_("note"), max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("storage price")
+        verbose_name_plural = _("storage prices")
+        ordering = ["resource", "-effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["resource", "effective_from"], name="one_storage_price_per_moment"),
+            models.CheckConstraint(condition=Q(per_gb_day__gte=0), name="storage_price_not_negative"),
+        ]
+
+    def __str__(self):
+        return f"{self.resource}: ¥{self.per_gb_day}/GB-day from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
 class Plan(BilingualName):
     """How a run is paid: pay-as-you-go per minute, or prepaid periods at a discount factor."""
 
@@ -116,6 +146,7 @@ class Plan(BilingualName):
         _("spot price factor"),
         null=True,
         blank=True,
+        # xgettext:no-python-format
         help_text=_("Empty: spot is not offered with this plan. 0.6 means spot is 40% cheaper."),
     )
     active = models.BooleanField(_("active"), default=True)
@@ -149,7 +180,11 @@ class SubsidyProgramme(BilingualName):
     """
 
     slug = models.SlugField(unique=True)
-    rate = _factor(_("rate"), help_text=_("0.10 takes 10% off the price after plan and spot discounts."))
+    rate = _factor(
+        _("rate"),
+        # xgettext:no-python-format
+        help_text=_("0.10 takes 10% off the price after plan and spot discounts."),
+    )
     chips = models.ManyToManyField(
         Chip, blank=True, related_name="subsidy_programmes", help_text=_("Empty: every chip.")
     )

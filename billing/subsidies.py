@@ -16,15 +16,23 @@ from .money import ZERO
 
 
 def is_verified_enterprise(user) -> bool:
-    """Whether ``user`` is a verified enterprise.
+    """Whether ``user`` is a verified enterprise: their latest enterprise verification (SPEC §3) was approved.
 
-    Enterprise verification (SPEC §3) is a later feature. Until it lands nobody is verified unless the user
-    object explicitly says so, so "verified enterprise" programmes are not granted by accident. This is the
-    one place to change when verification arrives.
+    A caller may state the answer on the user object (``user.is_verified_enterprise = True``); otherwise it is
+    read from ``console.verification`` once and memoised on the object, so a page quoting many prices asks once.
     """
     if user is None or not getattr(user, "is_authenticated", False):
         return False
-    return getattr(user, "is_verified_enterprise", False) is True
+    stated = getattr(user, "is_verified_enterprise", None)
+    if isinstance(stated, bool):
+        return stated
+    memo = getattr(user, "_verified_enterprise", None)
+    if memo is None:
+        from console.verification import is_verified
+
+        memo = is_verified(user)
+        user._verified_enterprise = memo
+    return memo
 
 
 def usage_month(at: datetime) -> date:

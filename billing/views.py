@@ -9,7 +9,7 @@ from instances.models import Chip, InstanceSpec
 
 from . import services
 from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
-from .quote import load_price_book
+from .quote import load_price_book, storage_prices
 
 TEMPLATE = "billing/pricing.html"
 
@@ -32,6 +32,18 @@ def _calculate(form, book, chips):
     )
 
 
+def _storage_prices() -> dict:
+    """The per-GB-day prices of disks and cloud storage in force now (None when not published)."""
+    from django.conf import settings
+
+    prices = storage_prices()
+    return {
+        "disk_price": prices.get("disk"),
+        "cloud_storage_price": prices.get("storage"),
+        "storage_free_gb": f"{settings.STORAGE_FREE_GB:g}",
+    }
+
+
 @require_GET
 def pricing(request):
     book = load_price_book(user=request.user)
@@ -51,5 +63,6 @@ def pricing(request):
         "programmes": [(p, [chip_names.get(i, "") for i in sorted(p.chip_ids)]) for p in book.programmes],
         "plans": book.plans.values(),
         "release_days": STOPPED_RELEASE_DAYS,
+        **_storage_prices(),
     }
     return render(request, TEMPLATE, context, status=400 if error and submitted else 200)

@@ -259,6 +259,7 @@ STORAGE_FREE_GB = env.float("STORAGE_FREE_GB", default=50)
 STORAGE_MAX_GB = env.float("STORAGE_MAX_GB", default=500)
 STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
 CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
+CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_storage_daily", "schedule": 3600}
 
 # Billing (issue 4): the trial credit, arrears, Stripe top-ups. With no Stripe keys in development a sandbox
 # checkout (no real money) stands in; production refuses the sandbox and `check` fails without the keys.
@@ -274,6 +275,7 @@ TOPUP_MAX_CNY = env.str("TOPUP_MAX_CNY", default="50000")
 CELERY_BEAT_SCHEDULE["billing-meter"] = {"task": "billing.tasks.meter", "schedule": 60}
 CELERY_BEAT_SCHEDULE["billing-expire-trial-credits"] = {"task": "billing.tasks.expire_trial_credits", "schedule": 3600}
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
+CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "console.ops.tasks.record_capacity_snapshot", "schedule": 300}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -361,3 +363,7 @@ SLURM_ZONES = {
     "cn-east-xc": {"partition": "xinchuang"},
     "cn-east-a": {"partition": "nvidia"},
 }
+
+# The share of the compute that other users spend on a community image that is paid to its author (SPEC §7).
+# A decimal string: money is never a float.
+IMAGE_AUTHOR_SHARE = env.str("IMAGE_AUTHOR_SHARE", default="0.03")

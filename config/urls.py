@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from console import views as console_views
+from console.ops.admin_site import staff_only
 
 urlpatterns = [
     path("", include("console.urls")),
@@ -20,7 +21,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
-    path(settings.ADMIN_URL, admin.site.urls),
+    path("ops/", include("console.ops.urls")),
+    path(settings.ADMIN_URL, staff_only(admin.site.urls)),
 ]
 
 handler400 = "console.views.error_400"

@@ -1,8 +1,9 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 
-from .models import ApiToken, User, WorkerHeartbeat
+from .errors import ServiceError
+from .models import ApiToken, AuditEntry, CapacitySnapshot, EnterpriseVerification, User, WorkerHeartbeat
 
 
 @admin.register(User)
@@ -41,3 +42,63 @@ class ApiTokenAdmin(admin.ModelAdmin):
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ["hostname", "beat_at", "beats"]
     readonly_fields = ["hostname", "beat_at", "beats"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written by services only; the back office reads them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(EnterpriseVerification)
+class EnterpriseVerificationAdmin(ReadOnlyAdmin):
+    """Reviewed in the back office's queue (/ops/reviews/), where a rejection gets its reason; approving here goes
+    through the same audited service."""
+
+    list_display = ["company_name", "licence_number", "user", "status", "submitted_at", "reviewed_by", "reviewed_at"]
+    list_filter = ["status"]
+    search_fields = ["company_name", "licence_number", "user__email", "contact_name", "contact_phone"]
+    list_select_related = ["user", "reviewed_by"]
+    date_hierarchy = "submitted_at"
+    actions = ["approve"]
+
+    @admin.action(description=_("Approve the selected applications (audited)"), permissions=["review"])
+    def approve(self, request, queryset):
+        from .ops import services as ops_services
+        from .ops.audit import Actor
+
+        for application in queryset.filter(status=EnterpriseVerification.Status.PENDING):
+            try:
+                ops_services.review_verification(Actor.from_request(request), public_id=application.public_id,
+                                                 approve=True)  # fmt: skip
+            except ServiceError as exc:
+                self.message_user(request, f"{application.company_name}: {exc.message}", messages.WARNING)
+
+    def has_review_permission(self, request):
+        return request.user.has_perm("console.review_enterprise")
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """The audit log: searchable, never added to, changed or deleted here (the model refuses it too)."""
+
+    list_display = ["at", "actor_email", "action", "target_type", "target_label", "reason", "ip"]
+    list_filter = ["action", "target_type"]
+    search_fields = ["actor_email", "target_id", "target_label", "reason"]
+    date_hierarchy = "at"
+    readonly_fields = [f.name for f in AuditEntry._meta.fields]
+
+
+@admin.register(CapacitySnapshot)
+class CapacitySnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["at", "zone", "chip", "cards_total", "cards_used", "cards_drained", "running_instances"]
+    list_filter = ["zone", "chip"]
+    list_select_related = ["zone", "chip"]
+    date_hierarchy = "at"

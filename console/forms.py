@@ -26,3 +26,21 @@ class ApiTokenForm(forms.Form):
         if not name:
             raise forms.ValidationError(_("Give the token a name."))
         return name
+
+
+class EnterpriseVerificationForm(forms.Form):
+    company_name = forms.CharField(
+        label=_("Company name"), max_length=200, error_messages={"required": _("Enter the company name.")}
+    )
+    licence_number = forms.CharField(
+        label=_("Unified social credit code"),
+        max_length=24,
+        help_text=_("The 18-character unified social credit code on the business licence."),
+        error_messages={"required": _("Enter the unified social credit code.")},
+    )
+    contact_name = forms.CharField(
+        label=_("Contact person"), max_length=100, error_messages={"required": _("Enter a contact person.")}
+    )
+    contact_phone = forms.CharField(
+        label=_("Contact phone"), max_length=32, error_messages={"required": _("Enter a contact phone number.")}
+    )

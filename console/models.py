@@ -1,12 +1,13 @@
-"""Accounts, API tokens and the worker heartbeat."""
+"""Accounts, API tokens, enterprise verification and the worker heartbeat."""
 
 import uuid
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .querysets import ApiTokenQuerySet
+from .querysets import ApiTokenQuerySet, EnterpriseVerificationQuerySet
 
 
 class UserManager(BaseUserManager):
@@ -102,3 +103,57 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self):
         return f"{self.hostname} @ {self.beat_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EnterpriseVerification(models.Model):
+    """An application for enterprise verification (企业认证): the company, its licence number and a contact.
+
+    Staff approve or reject it in the back office (``console.verification``); a rejection carries a reason the
+    user sees. A user may have one pending application at a time and may apply again after a rejection; the
+    latest application is their status. Some subsidy programmes are for verified enterprises only.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending review")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="enterprise_verifications")
+    company_name = models.CharField(_("company name"), max_length=200)
+    licence_number = models.CharField(
+        _("unified social credit code"), max_length=18, help_text=_("The 18-character code on the business licence.")
+    )
+    contact_name = models.CharField(_("contact person"), max_length=100)
+    contact_phone = models.CharField(_("contact phone"), max_length=32)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.CharField(_("reason"), max_length=500, blank=True, help_text=_("Shown to the applicant."))
+    submitted_at = models.DateTimeField(_("submitted"), default=timezone.now, editable=False)
+    reviewed_by = models.ForeignKey(
+        User, on_delete=models.PROTECT, null=True, blank=True, related_name="+", verbose_name=_("reviewed by")
+    )
+    reviewed_at = models.DateTimeField(_("reviewed"), null=True, blank=True)
+
+    objects = EnterpriseVerificationQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("enterprise verification")
+        verbose_name_plural = _("enterprise verifications")
+        ordering = ["-submitted_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=models.Q(status="pending"), name="one_pending_verification_per_user"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "submitted_at"], name="verification_queue")]
+
+    def __str__(self):
+        return f"{self.company_name} ({self.licence_number}) · {self.status}"
+
+    @property
+    def badge(self) -> str:
+        return {"pending": "warning", "approved": "success", "rejected": "danger"}[self.status]
+
+
+# The back office's models (audit log, capacity snapshots) live in console/ops but belong to this app.
+from .ops.models import AuditEntry, CapacitySnapshot  # noqa: E402, F401

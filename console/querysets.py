@@ -12,3 +12,14 @@ class ApiTokenQuerySet(models.QuerySet):
 
     def active(self):
         return self.filter(revoked_at__isnull=True)
+
+
+class EnterpriseVerificationQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """A user's own applications (staff review the queue through ``console.ops``, never through this)."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(user=user)
+
+    def pending(self):
+        return self.filter(status="pending")

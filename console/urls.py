@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import verification_views, views
 
 app_name = "console"
 
@@ -9,4 +9,5 @@ urlpatterns = [
     path("console/", views.dashboard, name="dashboard"),
     path("console/tokens/", views.tokens, name="tokens"),
     path("console/tokens/<uuid:public_id>/revoke/", views.revoke_token, name="revoke-token"),
+    path("console/enterprise/", verification_views.enterprise_verification, name="enterprise-verification"),
 ]

@@ -5,6 +5,7 @@ from console.errors import ServiceError
 
 from . import services
 from .models import (
+    AgentReport,
     Chip,
     Instance,
     InstanceEvent,
@@ -48,11 +49,31 @@ class ChipAdmin(admin.ModelAdmin):
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "zone", "chip", "cards", "cards_reserved", "backend_name", "drained"]
-    readonly_fields = ["cards_reserved"]
+    # Draining is a staff action with an audit row: the actions below (and /ops/capacity/) go through the service.
+    readonly_fields = ["cards_reserved", "drained"]
     list_filter = ["zone", "chip", "backend_name", "drained"]
     search_fields = ["name"]
     list_select_related = ["zone", "chip"]
-    list_editable = ["drained"]
+    actions = ["drain", "return_to_service"]
+
+    def _set_drained(self, request, queryset, drained):
+        from console.ops import services as ops_services
+        from console.ops.audit import Actor
+
+        for node in queryset.select_related("zone").filter(drained=not drained):
+            try:
+                ops_services.set_drained(Actor.from_request(request), zone_slug=node.zone.slug, name=node.name,
+                                         drained=drained, reason="admin")  # fmt: skip
+            except ServiceError as exc:
+                self.message_user(request, f"{node.name}: {exc.message}", messages.WARNING)
+
+    @admin.action(description=_("Drain (no new instances; audited)"))
+    def drain(self, request, queryset):
+        self._set_drained(request, queryset, True)
+
+    @admin.action(description=_("Return to service (audited)"))
+    def return_to_service(self, request, queryset):
+        self._set_drained(request, queryset, False)
 
 
 @admin.register(InstanceSpec)
@@ -97,9 +118,14 @@ class InstanceAdmin(admin.ModelAdmin):
             except ServiceError as exc:
                 self.message_user(request, f"{instance.name}: {exc.message}", messages.WARNING)
 
-    @admin.action(description=_("Force-stop (checkpoint signal, then stop)"))
+    @admin.action(description=_("Force-stop (checkpoint signal, then stop; audited)"))
     def force_stop(self, request, queryset):
-        self._each(request, queryset, services.stop)
+        from console.ops import services as ops_services
+        from console.ops.audit import Actor
+
+        actor = Actor.from_request(request)
+        self._each(request, queryset, lambda instance: ops_services.force_stop(
+            actor, instance_id=instance.public_id, reason=str(_("Force-stopped from the admin"))))  # fmt: skip
 
     @admin.action(description=_("Release (deletes the system disk)"))
     def force_release(self, request, queryset):
@@ -130,3 +156,14 @@ class SimulatedJobAdmin(admin.ModelAdmin):
 @admin.register(SimulatedFault)
 class SimulatedFaultAdmin(admin.ModelAdmin):
     list_display = ["kind", "remaining", "created_at"]
+
+
+@admin.register(AgentReport)
+class AgentReportAdmin(admin.ModelAdmin):
+    list_display = ["at", "instance", "job_id", "event", "source", "card_utilisation", "memory_used"]
+    list_filter = ["event", "source"]
+    search_fields = ["instance__name", "instance__public_id", "job_id"]
+    list_select_related = ["instance"]
+
+    def has_change_permission(self, request, obj=None):
+        return False  # what an agent said is not edited

@@ -86,3 +86,85 @@ def launches_through_worker(report):
     broker = settings.CELERY_BROKER_URL.split("://", 1)[0]
     note = f"{THROUGHPUT_LAUNCHES} launches, 1 worker × 2 processes, {broker} broker, simulated timings 0"
     report.add("launches per second", THROUGHPUT_LAUNCHES / seconds, unit="/s", note=note)
+
+
+# The Slurm backend (issue 8) ---------------------------------------------------------------------------------
+
+SLURM_RUNS = 5
+
+
+@benchmark("Instances on Slurm: launch → running through the console vs a bare sbatch")
+def slurm_launch_overhead(report):
+    """The platform's overhead on the same cluster: console = launch, the job, the agent's first report,
+    reconcile; bare = ``sbatch --gres=gpu:mlu370:1`` until squeue says RUNNING. Skipped without a cluster."""
+    import shutil
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from django.core.wsgi import get_wsgi_application
+
+    from instances.backends import BackendError, TransientBackendError
+    from instances.backends.slurm import SlurmClient
+    from instances.models import Node
+
+    try:
+        SlurmClient(settings.SLURM).jobs()
+    except BackendError as exc:
+        report.add("skipped", 0, unit="", note=f"no Slurm cluster ({exc}); run scripts/slurm-local.sh start")
+        return
+    if not shutil.which("sbatch"):
+        report.add("skipped", 0, unit="", note="sbatch is not installed here")
+        return
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.SLURM = {**settings.SLURM, "console_url": f"http://127.0.0.1:{server.server_port}",
+                      "job_prefix": f"bench-{uuid.uuid4().hex[:6]}-", "heartbeat_seconds": 5}  # fmt: skip
+    Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8").update(backend_name="slurm")
+    user = _user("bench-slurm@example.com")
+    request = services.LaunchRequest(name="bench-slurm", chip="mlu370-x8", image="pytorch-2.2-neuware")
+    console, bare = [], []
+    try:
+        for _ in range(SLURM_RUNS):
+            start = time.perf_counter()
+            instance = services.launch(user, request)
+            while Instance.objects.get(pk=instance.pk).status != "running":
+                services.advance(instance.pk, "running")
+                if time.perf_counter() - start > 60:
+                    raise RuntimeError("a console launch did not reach running within 60 s")
+                time.sleep(0.02)
+            console.append(time.perf_counter() - start)
+            services.release(Instance.objects.with_related().get(pk=instance.pk))
+            while Instance.objects.get(pk=instance.pk).status != "released":
+                try:
+                    services.advance(instance.pk, "released")
+                except TransientBackendError:
+                    time.sleep(0.05)  # the job is ending; its system disk goes after it
+            bare.append(_bare_sbatch())
+    finally:
+        server.shutdown()
+    report.add_latencies("console launch → running", console, note="REST submit + agent's first report")
+    report.add_latencies("bare sbatch → RUNNING", bare, note="sbatch --gres=gpu:mlu370:1, squeue polled")
+    ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
+    report.add("platform overhead (median ratio)", ratio, unit="×", note=f"n={SLURM_RUNS} each, same cluster")
+
+
+def _bare_sbatch() -> float:
+    start = time.perf_counter()
+    job = subprocess.run(
+        ["sbatch", "--parsable", "-p", "xinchuang", "--gres=gpu:mlu370:1", "-o", "/dev/null", "--wrap", "sleep 600"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip().split(";")[0]  # fmt: skip
+    try:
+        state = ["squeue", "-h", "-j", job, "-o", "%T"]
+        while subprocess.run(state, capture_output=True, text=True).stdout.strip() != "RUNNING":
+            if time.perf_counter() - start > 60:
+                raise RuntimeError("a bare sbatch did not reach RUNNING within 60 s")
+            time.sleep(0.02)
+        return time.perf_counter() - start
+    finally:
+        subprocess.run(["scancel", job], check=False)

@@ -21,6 +21,10 @@ def create(api: Api, args):
     body |= {key: value for key in ("chip", "backend", "zone") if (value := getattr(args, key))}
     if args.no_card:
         body |= {"no_card": True, "cards": 0}
+    if args.data_disk:
+        body["data_disk_gb"] = args.data_disk
+    if args.mount:
+        body["mounts"] = args.mount
     output(args, api.post("instances", body))
 
 
@@ -51,6 +55,33 @@ def _action(verb):
     return run
 
 
+def mount(api: Api, args):
+    output(args, api.post(f"instances/{args.id}/mounts", {"repo": args.repo}))
+
+
+def unmount(api: Api, args):
+    api.delete(f"instances/{args.id}/mounts/{args.repo}")
+    print(f"unmounted {args.repo}")
+
+
+def mounts(api: Api, args):
+    output(args, api.get(f"instances/{args.id}/mounts"), [("TARGET", "target"), ("REPO", "repo"), ("KIND", "kind")])
+
+
+def _add_mount_commands(commands):
+    p = commands.add_parser("mount", help="mount a hub model or dataset read-only (/root/public, /root/datasets)")
+    p.add_argument("id")
+    p.add_argument("repo", help="org/name")
+    p.set_defaults(handler=mount)
+    p = commands.add_parser("unmount", help="unmount a hub model or dataset")
+    p.add_argument("id")
+    p.add_argument("repo", help="org/name")
+    p.set_defaults(handler=unmount)
+    p = commands.add_parser("mounts", help="list an instance's mounts")
+    p.add_argument("id")
+    p.set_defaults(handler=mounts)
+
+
 def _add_commands(commands, *, aliases_only=False):
     existing = set(commands.choices)
     if not aliases_only:
@@ -64,6 +95,8 @@ def _add_commands(commands, *, aliases_only=False):
         p.add_argument("--zone")
         p.add_argument("--plan", default="payg", help="payg, daily or monthly")
         p.add_argument("--spot", action="store_true", help="preemptible, 40%% off")
+        p.add_argument("--data-disk", type=int, metavar="GB", help="a new cloud disk of GB, attached")
+        p.add_argument("--mount", action="append", metavar="ORG/NAME", help="a hub model or dataset (repeatable)")
         p.set_defaults(handler=create)
         p = commands.add_parser("show", help="an instance with its access details and events")
         p.add_argument("id")
@@ -89,4 +122,5 @@ def _add_commands(commands, *, aliases_only=False):
 def register(commands):
     instances = commands.add_parser("instances", help="instances").add_subparsers(dest="instances_command")
     _add_commands(instances)
+    _add_mount_commands(instances)
     _add_commands(commands, aliases_only=True)

@@ -69,8 +69,15 @@ class LaunchForm(forms.Form):
     cards = forms.TypedChoiceField(
         label=_("Cards"), coerce=int, choices=[(c, c) for c in SPEC_CARD_COUNTS], initial=1, widget=_select()
     )
-    image = forms.ChoiceField(label=_("Image"), widget=_select())
+    image = forms.ChoiceField(
+        label=_("Image"),
+        widget=_select(),
+        error_messages={
+            "invalid_choice": _("The image “%(value)s” does not run on the chosen chip; choose one of those listed.")
+        },
+    )
     plan = forms.ChoiceField(label=_("Plan"), widget=_select())
+    # xgettext:no-python-format
     spot = forms.BooleanField(label=_("Spot (preemptible, 40% off)"), required=False)
     term_end_action = forms.ChoiceField(
         label=_("When a prepaid term ends"),
@@ -82,8 +89,23 @@ class LaunchForm(forms.Form):
     name = forms.CharField(
         label=_("Name"), max_length=64, widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"})
     )
+    # Issue 7: a new data disk and hub mounts (the wizard's search box fills ``mounts``).
+    data_disk_gb = forms.IntegerField(
+        label=_("Data disk (GB, 0 for none)"),
+        required=False,
+        min_value=0,
+        max_value=32 * 1024,
+        error_messages={"invalid": _("Enter a whole number of GB.")},
+        widget=forms.NumberInput(attrs={"class": "form-control", "min": 0}),
+    )
+    mounts = forms.CharField(
+        label=_("Hub models and datasets to mount (org/name, comma-separated)"),
+        required=False,
+        max_length=4000,
+        widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"}),
+    )
 
-    def __init__(self, *args, zones, chips, plans, **kwargs):
+    def __init__(self, *args, zones, chips, plans, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         data = self.data
         self.fields["zone"].choices = [("", _("Any zone (Xinchuang zone first)"))] + [(z.slug, z.label) for z in zones]
@@ -96,9 +118,8 @@ class LaunchForm(forms.Form):
         image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)
         if image_family is None and not data.get("no_card") and offered:
             image_family = offered[0].backend
-        self.fields["image"].choices = [
-            (i.slug, f"{i.name} · {i.os}") for i in compatible_images(image_family)
-        ]  # issue 6: marketplace image variants
+        # The marketplace's variants for the chip's family (issue 6), the user's own images included.
+        self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
 
     def launch_request(self):
@@ -116,4 +137,6 @@ class LaunchForm(forms.Form):
             plan=data["plan"],
             spot=data["spot"],
             term_end_action=data["term_end_action"] or TermEnd.CONTINUE,
+            data_disk_gb=data.get("data_disk_gb") or 0,
+            mounts=data.get("mounts") or "",
         )

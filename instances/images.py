@@ -1,61 +1,56 @@
-"""The base images an instance can boot, per backend family, until the marketplace issue lands.
+"""The images an instance can boot: the marketplace's image variants (one per chip family of an image).
 
-Issue 6 replaces this small catalogue with the marketplace's image variants (one variant per backend of a
-multi-arch image); instances keep the image as a reference (a slug), so only this module changes then.
+The seam between instances and the marketplace (issue 6): instances record the variant they boot by its slug
+(``Instance.image``), and everything the instances app asks about images goes through these functions, which
+read ``marketplace.images.services``. A user may boot variants of listed images and of their own images.
 """
 
-from dataclasses import dataclass
+from django.core.cache import cache
+from django.utils.translation import get_language
 
-from django.utils.translation import gettext as _
-
-from console.errors import ServiceError
-
-from .choices import Backend
-
-
-@dataclass(frozen=True)
-class BaseImage:
-    slug: str
-    name: str
-    family: str  # a Backend value, or "" for a CPU-only image that runs in no-card mode only
-    os: str
+# Names are shown on every instance page and API row; they change rarely, so they are cached for a while
+# (one query per slug per few minutes, not one per row).
+NAME_CACHE_SECONDS = 300
 
 
-BASE_IMAGES = (
-    BaseImage("pytorch-2.2-cann8", "PyTorch 2.2 + CANN 8 (torch_npu)", Backend.NPU, "Ubuntu 22.04"),
-    BaseImage("mindspore-2.3-cann8", "MindSpore 2.3 + MindFormers + CANN 8", Backend.NPU, "openEuler 22.03"),
-    BaseImage("pytorch-2.2-neuware", "PyTorch 2.2 + Neuware (torch_mlu)", Backend.MLU, "Ubuntu 22.04"),
-    BaseImage("magicmind-1.10", "MagicMind 1.10 + Neuware", Backend.MLU, "Kylin V10"),
-    BaseImage("pytorch-2.2-dtk24", "PyTorch 2.2 + DTK 24.04 (HIP)", Backend.DCU, "UOS 20"),
-    BaseImage("pytorch-2.2-cuda12", "PyTorch 2.2 + CUDA 12", Backend.CUDA, "Ubuntu 22.04"),
-    BaseImage("vllm-0.6-cuda12", "vLLM 0.6 + CUDA 12", Backend.CUDA, "Ubuntu 22.04"),
-    BaseImage("ubuntu-22.04", "Ubuntu 22.04 (CPU only)", "", "Ubuntu 22.04"),
-)
-_BY_SLUG = {image.slug: image for image in BASE_IMAGES}
+def compatible_images(family: str | None, user=None) -> list:
+    """Variants that boot on ``family`` for ``user`` (None: the no-card mode, where every image boots on the
+    CPU), official images first."""
+    from marketplace.images.services import variants_for
+
+    return variants_for(family, user)
 
 
-def compatible_images(family: str | None) -> list[BaseImage]:
-    """Images that boot on ``family`` (None: the no-card mode, where every image boots on the CPU)."""
-    if family is None:
-        return list(BASE_IMAGES)
-    return [image for image in BASE_IMAGES if image.family == family]
+def get_image(slug: str, family: str | None, user=None):
+    """The variant ``slug`` if ``user`` may boot it on ``family``; bad input (400, ``unknown_image`` or
+    ``incompatible_image``) otherwise."""
+    from marketplace.images.services import resolve_variant
+
+    return resolve_variant(slug, family, user)
 
 
-def get_image(slug: str, family: str | None) -> BaseImage:
-    """The image ``slug`` if it boots on ``family``; bad input (400) otherwise."""
-    image = _BY_SLUG.get(slug or "")
-    if image is None:
-        raise ServiceError(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
-    if family is not None and image.family != family:
-        names = ", ".join(i.slug for i in compatible_images(family))
-        raise ServiceError(
-            _("The image “%(image)s” does not run on %(family)s cards; choose one of: %(names)s.")
-            % {"image": image.name, "family": Backend(family).label, "names": names},
-            code="incompatible_image",
-        )
-    return image
+def find_variant(slug: str):
+    """The variant an instance records, whoever may still see its image (None if it was deleted)."""
+    from marketplace.models import ImageVariant
+
+    return ImageVariant.objects.select_related("image").filter(slug=slug).first() if slug else None
+
+
+def record_launch(slug: str) -> None:
+    """Count a launch of the variant's image (the marketplace's "most used" order)."""
+    from marketplace.images.services import record_launch as count
+
+    count(slug)
 
 
 def image_name(slug: str) -> str:
-    image = _BY_SLUG.get(slug)
-    return image.name if image else slug
+    """The name of the image a variant belongs to, in the active language (the slug if it is unknown)."""
+    from marketplace.images.services import variant_names
+
+    key = f"instances:image-name:{slug}"
+    names = cache.get(key)
+    if names is None:
+        names = variant_names([slug]).get(slug, (slug, ""))
+        cache.set(key, names, NAME_CACHE_SECONDS)
+    english, chinese = names
+    return chinese if (get_language() or "").startswith("zh") and chinese else english

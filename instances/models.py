@@ -415,3 +415,38 @@ class SimulatedFault(models.Model):
 
     def __str__(self):
         return f"{self.kind} × {self.remaining}"
+
+
+class AgentReport(models.Model):
+    """A report from an instance's agent (the Slurm backend's jobs): a heartbeat with card utilisation and memory,
+    a checkpoint marker, or the workload's exit. An instance is running, and billed, once its current job's agent
+    has reported; the metrics chart reads these rows."""
+
+    class Event(models.TextChoices):
+        STARTED = "started", _("Agent started")
+        HEARTBEAT = "heartbeat", _("Heartbeat")
+        CHECKPOINT = "checkpoint", _("Checkpoint marker written")
+        EXITED = "exited", _("Workload exited")
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="agent_reports")
+    job_id = models.CharField(_("backend job id"), max_length=64)
+    event = models.CharField(_("event"), max_length=16, choices=Event.choices)
+    at = models.DateTimeField(_("at"))
+    source = models.CharField(
+        _("metrics source"), max_length=16, help_text=_("npu-smi, cnmon, hy-smi, nvidia-smi, or host (CPU/memory)")
+    )
+    card_utilisation = models.FloatField(_("card utilisation (%)"))
+    memory_used = models.FloatField(_("memory used (%)"))
+    data = models.JSONField(default=dict, blank=True, help_text=_("Per-card figures, the checkpoint marker."))
+
+    class Meta:
+        verbose_name = _("agent report")
+        verbose_name_plural = _("agent reports")
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["instance", "job_id"], name="agentreport_instance_job"),
+            models.Index(fields=["instance", "at"], name="agentreport_instance_at"),
+        ]
+
+    def __str__(self):
+        return f"{self.instance_id} job {self.job_id}: {self.event} at {self.at:%H:%M:%S}"

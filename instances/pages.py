@@ -39,6 +39,7 @@ def _wizard_form(request, data=None):
         zones=Zone.objects.active().select_related("region"),
         chips=list(Chip.objects.rentable().order_by("sort_order")),
         plans=Plan.objects.active(),
+        user=request.user,
     )
 
 
@@ -132,8 +133,12 @@ def _fetch(request, public_id):
 @require_GET
 def detail(request, public_id):
     instance = _fetch(request, public_id)
-    template = "instances/detail.html#status" if wants_partial(request) else "instances/detail.html"
-    return render(request, template, _detail_context(instance))
+    if wants_partial(request):
+        return render(request, "instances/detail.html#status", _detail_context(instance))
+    from storage.disk_views import panel_context  # the disks-and-mounts panel (issue 7)
+
+    context = _detail_context(instance) | panel_context(request.user, instance)
+    return render(request, "instances/detail.html", context)
 
 
 def _act(request, public_id, operation):

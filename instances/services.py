@@ -17,7 +17,7 @@ from billing.money import ZERO, to_cents
 from billing.quote import Quote, load_price_book, quote
 from console.errors import Conflict, NotFound, ServiceError
 
-from . import billing, conf
+from . import attachments, billing, conf
 from .backends import BackendError, Phase, TransientBackendError, get_backend
 from .capacity import free, hold, out_of_capacity, reserve
 from .choices import (
@@ -32,7 +32,7 @@ from .choices import (
     TermEnd,
     Wanted,
 )
-from .images import get_image
+from .images import get_image, record_launch
 from .models import Chip, Instance, InstanceEvent, InstanceSpec, Node, Zone
 from .statemachine import check_move, note, transition
 
@@ -117,6 +117,8 @@ class LaunchRequest:
     term_end_action: str = TermEnd.CONTINUE
     auto_shutdown_at: datetime | None = None
     idle_shutdown_minutes: int | None = None
+    data_disk_gb: int = 0  # a new cloud disk attached to the instance (storage.disks); 0: none
+    mounts: tuple[str, ...] | list[str] | str = ()  # hub repos to mount read-only (instances.attachments)
 
 
 @dataclass(frozen=True)
@@ -242,13 +244,15 @@ def launch(user, request: LaunchRequest) -> Instance:
     book = load_price_book(user=user)
     candidates = _candidates(request, user, book)
     family = candidates[0].chip.backend if candidates[0].chip else None
-    image = get_image(request.image, family)
+    image = get_image(request.image, family, user)
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
+    attachments.check_launch(user, request)
     # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period.
     for candidate in candidates:
         billing.check_launch_funds(user, candidate.quote)
         instance = _create(user, name, candidate, image.slug, request, book)
         if instance is not None:
+            record_launch(image.slug)
             return instance
     what = _("%(cards)s× %(chip)s") % {"cards": request.cards, "chip": candidates[0].chip.label}
     raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
@@ -274,6 +278,7 @@ def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest
             instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,
             detail=node.name if node else "", data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
         )  # fmt: skip
+        attachments.at_launch(instance, request)
         _enqueue("provision", instance, Wanted.RUNNING)
     return instance
 
@@ -433,6 +438,7 @@ def _submit(instance: Instance) -> bool:
     if job_id != instance.backend_job_id:
         Instance.objects.filter(pk=instance.pk).update(backend_job_id=job_id)
         instance.backend_job_id = job_id
+    attachments.apply(instance)  # /root/shared, data disks and hub mounts, on whichever node it landed
     return True
 
 
@@ -472,12 +478,21 @@ def _step_starting(instance: Instance, status) -> float | None:
         if status.phase == Phase.RUNNING:
             _become_running(instance, status)
             return None
+    _explain_wait(instance, status)
     started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
     if started and (timezone.now() - started).total_seconds() > conf.provision_timeout_seconds():
         minutes = int(conf.provision_timeout_seconds() // 60)
         _fail(instance, Reason.NEVER_HEALTHY, _("not healthy after %(minutes)s minutes") % {"minutes": minutes})
         return None
     return max(status.ready_in or 2.0, 0.2)
+
+
+def _explain_wait(instance: Instance, status) -> None:
+    """Show why a start waits (the Slurm backend: "waiting for 2 free MLU370 cards") on the instance's page."""
+    detail = (status.message or "")[:255]
+    if detail and detail != instance.status_detail:
+        Instance.objects.filter(pk=instance.pk, status=instance.status).update(status_detail=detail)
+        instance.status_detail = detail
 
 
 def _become_running(instance: Instance, status) -> None:
@@ -547,6 +562,7 @@ def _step_releasing(instance: Instance, status) -> float | None:
     with transaction.atomic():
         free(instance)
         transition(instance, Status.RELEASED, reason=Reason.RELEASED, access={})
+        attachments.on_released(instance)  # data disks are detached and kept, never deleted
     return None
 
 
@@ -573,7 +589,10 @@ def reconcile() -> int:
     for instance in live:
         by_backend.setdefault(instance.backend_name, []).append(instance)
     for name, instances in by_backend.items():
-        statuses = get_backend(name).status_many(instances)
+        try:
+            statuses = get_backend(name).status_many(instances)
+        except TransientBackendError:
+            continue  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
         for instance in instances:
             step = _STEPS[instance.status]
             try:
@@ -719,5 +738,5 @@ def _run_cost(start, end, rate) -> Decimal:
 def preview(user, request: LaunchRequest) -> Quote:
     """The price the wizard shows for ``request`` (the chip the launch would pick first), or ServiceError."""
     candidates = _candidates(request, user, load_price_book(user=user))
-    get_image(request.image, candidates[0].chip.backend if candidates[0].chip else None)
+    get_image(request.image, candidates[0].chip.backend if candidates[0].chip else None, user)
     return candidates[0].quote

@@ -7,8 +7,10 @@ from django.utils.translation import gettext_lazy as _
 
 from console.errors import ServiceError
 
+from .choices import ImageReview
 from .hub import services
-from .models import HubFile, HubItem, HubLike
+from .images import services as images
+from .models import HubFile, HubItem, HubLike, Image, ImageEvent, ImageRating, ImageVariant
 
 
 class HubFileInline(admin.TabularInline):
@@ -90,3 +92,98 @@ class HubLikeAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # likes are the users' own; the counter follows them through the service
+
+
+# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+
+
+class ImageVariantInline(admin.TabularInline):
+    model = ImageVariant
+    extra = 0
+    fields = ["family", "slug", "os", "stack", "size_bytes"]
+
+
+class ImageEventInline(admin.TabularInline):
+    model = ImageEvent
+    extra = 0
+    fields = ["at", "old", "new", "reason", "by"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False  # events are written by the services only
+
+
+@admin.register(Image)
+class ImageAdmin(admin.ModelAdmin):
+    """Images: staff edit descriptions and list or reject community images (rejecting needs a reason, so it is
+    done on the review page or in /ops/, which call the same ``review_image`` service)."""
+
+    list_display = ["slug", "name", "category", "owner", "review_state", "status", "usage_count", "rating_average"]
+    list_filter = ["category", "review_state", "status", ("owner", admin.EmptyFieldListFilter)]
+    search_fields = ["slug", "name", "name_zh", "owner__email"]
+    list_select_related = ["owner"]
+    raw_id_fields = ["owner", "cloned_from", "reviewed_by"]
+    readonly_fields = [
+        "public_id", "review_state", "review_reason", "reviewed_at", "reviewed_by", "published_at", "status",
+        "status_detail", "usage_count", "rating_count", "rating_average", "source_instance", "created_at",
+        "updated_at",
+    ]  # fmt: skip
+    inlines = [ImageVariantInline, ImageEventInline]
+    actions = ["approve_selected"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The owner and slug identify the image (and its variants' slugs); they are fixed once it exists.
+        return [*self.readonly_fields, "slug", "owner"] if obj else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        images.save_edits(obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        images.reindex(form.instance)
+
+    @admin.action(description=_("List the selected images (approve their review)"))
+    def approve_selected(self, request, queryset):
+        done = 0
+        for image in queryset.filter(review_state=ImageReview.PENDING):
+            try:
+                images.review_image(image, True, "", request.user)
+            except ServiceError as exc:
+                self.message_user(request, f"{image.slug}: {exc.message}", level=messages.ERROR)
+                continue
+            done += 1
+        self.message_user(request, _("%(count)d images listed.") % {"count": done})
+
+
+@admin.register(ImageRating)
+class ImageRatingAdmin(admin.ModelAdmin):
+    list_display = ["image", "user", "stars", "updated_at"]
+    search_fields = ["image__slug", "user__email"]
+    list_select_related = ["image", "user"]
+    raw_id_fields = ["image", "user"]
+
+    def has_add_permission(self, request):
+        return False  # ratings are the users' own; the image's average follows them through the service
+
+
+@admin.register(ImageEvent)
+class ImageEventAdmin(admin.ModelAdmin):
+    list_display = ["image", "old", "new", "reason", "by", "at"]
+    list_select_related = ["image", "by"]
+    search_fields = ["image__slug"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ImageVariant)
+class ImageVariantAdmin(admin.ModelAdmin):
+    list_display = ["slug", "image", "family", "os", "size_bytes"]
+    list_filter = ["family"]
+    search_fields = ["slug", "image__slug"]
+    list_select_related = ["image"]
+    raw_id_fields = ["image"]

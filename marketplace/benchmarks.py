@@ -73,3 +73,51 @@ def hub_search(report):
                 assert client.get("/api/v1/hub", params).status_code == 200
             durations.append(t.seconds)
     report.add_latencies("GET /api/v1/hub", durations, note="in-process test client, anonymous")
+
+
+# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+
+IMAGES = 500
+IMAGE_ROUNDS = 20
+IMAGE_PAGES = [
+    ("/marketplace/", {}),
+    ("/marketplace/", {"q": "昇腾 训练"}),
+    ("/marketplace/", {"q": "pytorch", "family": "mlu", "sort": "rating"}),
+    ("/marketplace/", {"category": "xinchuang", "os": "kylin"}),
+    ("/api/v1/images", {"q": "大模型", "limit": 24}),
+    ("/marketplace/images/mindspore-2.3/", {}),
+]
+
+
+def _ensure_images(report) -> None:
+    """The official catalogue plus listed community images up to ``IMAGES``, written through the services."""
+    from console.models import User
+
+    from .images import catalog, services
+    from .models import Image
+
+    catalog.load()
+    missing = IMAGES - Image.objects.listed().count()
+    if missing <= 0:
+        return
+    author, _created = User.objects.get_or_create(email="bench-author@example.com")
+    staff, _created = User.objects.get_or_create(email="bench-staff@example.com", defaults={"is_staff": True})
+    bases = list(Image.objects.filter(owner__isnull=True))
+    with report.timer() as t:
+        for i in range(missing):
+            image = services.clone_to_mine(author, bases[i % len(bases)], name=f"社区镜像 community image {i}")
+            services.review_image(services.publish(author, image), True, "", staff)
+    report.add(f"create {missing} community images", t.seconds, unit="s", note="clone, publish, review")
+
+
+@benchmark(f"Image marketplace pages, {IMAGES} images")
+def image_pages(report):
+    _ensure_images(report)
+    client = Client()
+    durations = []
+    for _round in range(IMAGE_ROUNDS):
+        for path, params in IMAGE_PAGES:
+            with report.timer() as t:
+                assert client.get(path, params).status_code == 200
+            durations.append(t.seconds)
+    report.add_latencies("list, search, filters, API, detail", durations, note="in-process test client, anonymous")

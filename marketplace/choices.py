@@ -35,3 +35,77 @@ HUB_ORDERING = {
 
 # Where hub items appear inside an instance (SPEC §8): models and datasets are mounted read-only.
 MOUNT_ROOTS = {HubKind.MODEL: "/root/public", HubKind.DATASET: "/root/datasets"}
+
+
+# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+
+
+class ImageCategory(models.TextChoices):
+    """Where an image sits in the marketplace. Community images are the users' own, listed after staff review."""
+
+    XINCHUANG = "xinchuang", _("Xinchuang official")
+    FRAMEWORK = "framework", _("Framework")
+    CASE_STUDY = "case_study", _("Case study")
+    COMMUNITY = "community", _("Community")
+
+
+class ImageReview(models.TextChoices):
+    """The review state of an image: private drafts, waiting for staff, listed for everyone, or rejected (with the
+    reason the author sees). Platform images are listed from the start."""
+
+    DRAFT = "draft", _("Private")
+    PENDING = "pending", _("Waiting for review")
+    LISTED = "listed", _("Listed")
+    REJECTED = "rejected", _("Rejected")
+
+
+# Every legal review move; anything else is a 409 with a message.
+IMAGE_REVIEW_MOVES = {
+    ImageReview.DRAFT: frozenset({ImageReview.PENDING}),
+    ImageReview.PENDING: frozenset({ImageReview.LISTED, ImageReview.REJECTED}),
+    ImageReview.REJECTED: frozenset({ImageReview.PENDING}),
+    ImageReview.LISTED: frozenset(),
+}
+
+IMAGE_REVIEW_BADGES = {
+    ImageReview.DRAFT: "secondary",
+    ImageReview.PENDING: "warning",
+    ImageReview.LISTED: "success",
+    ImageReview.REJECTED: "danger",
+}
+
+
+class ImageStatus(models.TextChoices):
+    """Whether an image can boot: a saved instance's image is ``saving`` while the system disk is snapshotted."""
+
+    SAVING = "saving", _("Saving")
+    READY = "ready", _("Ready")
+    FAILED = "failed", _("Failed")
+
+
+class ImageSort(models.TextChoices):
+    """How the marketplace orders images; every order is total (ties broken by the id)."""
+
+    POPULAR = "popular", _("Most used")
+    NEWEST = "newest", _("Newest")
+    RATING = "rating", _("Best rated")
+
+
+IMAGE_ORDERING = {
+    ImageSort.POPULAR: ("-usage_count", "sort_order", "-id"),
+    ImageSort.NEWEST: ("-created_at", "-id"),
+    ImageSort.RATING: ("-rating_average", "-rating_count", "-id"),
+}
+
+
+class OperatingSystem(models.TextChoices):
+    """The OS families images are built on (the Xinchuang zone also offers the domestic ones)."""
+
+    UBUNTU = "ubuntu", "Ubuntu"
+    OPENEULER = "openeuler", "openEuler"
+    KYLIN = "kylin", _("Kylin")
+    UOS = "uos", "UOS"
+
+
+# A variant without a chip family boots only in the no-card (CPU-only) mode.
+CPU_ONLY = ""

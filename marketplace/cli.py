@@ -1,4 +1,5 @@
-"""`gpucloud hub search QUERY` and `gpucloud hub show ORG/NAME`."""
+"""`gpucloud hub search QUERY`, `gpucloud hub show ORG/NAME`, and the image marketplace:
+`gpucloud images ls [QUERY]`, `gpucloud images show IMAGE` and `gpucloud images clone IMAGE [--mine]`."""
 
 from decimal import Decimal
 
@@ -50,7 +51,86 @@ def show(api: Api, args):
         print(f"  {entry['path']}  {_size(entry['size_bytes'])}")
 
 
+def images_ls(api: Api, args):
+    params = {"q": args.query, "category": args.category, "backend": args.backend, "chip": args.chip,
+              "framework": args.framework, "os": args.os, "sort": args.sort, "limit": args.limit,
+              "mine": "true" if args.mine else None}  # fmt: skip
+    body = api.get("images", **{k: v for k, v in params.items() if v})
+    if args.json:
+        output(args, body)
+        return
+    rows = [
+        r | {"families": ",".join(v["family"] or "cpu" for v in r["variants"]), "size": _size(r["size_bytes"]),
+             "rating": f"{r['rating_average']} ({r['rating_count']})" if r["rating_count"] else "-"}
+        for r in body["results"]
+    ]  # fmt: skip
+    columns = [("SLUG", "slug"), ("NAME", "name"), ("CATEGORY", "category"), ("CHIPS", "families")]
+    output(args, rows, columns + [("SIZE", "size"), ("LAUNCHES", "usage_count"), ("RATING", "rating")])
+    print(f"{len(rows)} of {body['count']} shown")
+
+
+def images_show(api: Api, args):
+    image = api.get(f"images/{args.image}")
+    if args.json:
+        output(args, image)
+        return
+    for key in ("slug", "name", "category", "publisher", "review_state", "status", "usage_count", "summary"):
+        print(f"{key}: {image[key]}")
+    print(f"size: {_size(image['size_bytes'])}; frameworks: {', '.join(image['frameworks'])}")
+    for variant in image["variants"]:
+        stack = ", ".join(variant["stack"])
+        print(f"variant {variant['family'] or 'cpu'}: {variant['slug']} on {variant['os']} ({stack})")
+    for offer in image["offers"]:
+        price = "not offered yet"
+        if offer["per_card_hour"]:
+            price = f"from ¥{Decimal(offer['per_card_hour']).normalize():f}/card-hour on {offer['chip_name']}"
+            price += f" ({offer['free_cards']} cards free)"
+        print(f"runs on {offer['family']}: {price}")
+    if image["review_reason"]:
+        print(f"review: {image['review_reason']}")
+
+
+def images_clone(api: Api, args):
+    body = {"target": "my_images" if args.mine else "instance"}
+    if args.name:
+        body["name"] = args.name
+    result = api.post(f"images/{args.image}/clone", body)
+    if args.json:
+        output(args, result)
+        return
+    if "image" in result:
+        print(f"cloned into your images: {result['image']['slug']} (private)")
+        return
+    instance = result["instance"]
+    print(f"launched {instance['name']} ({instance['id']}) on {instance['chip'] or 'no-card mode'} "
+          f"with {instance['image']}: {instance['status']}")  # fmt: skip
+
+
+def _register_images(commands):
+    images = commands.add_parser("images", help="the image marketplace").add_subparsers(dest="images_command")
+    p = images.add_parser("ls", help="browse and search images (Chinese or English)")
+    p.add_argument("query", nargs="?", default="", help="words, e.g. 昇腾 or pytorch")
+    p.add_argument("--category", choices=["xinchuang", "framework", "case_study", "community"])
+    p.add_argument("--backend", choices=["npu", "mlu", "dcu", "cuda", "cpu"], help="images with a variant for it")
+    p.add_argument("--chip", help="a chip slug, e.g. ascend-910b")
+    p.add_argument("--framework", help="e.g. MindSpore or PyTorch")
+    p.add_argument("--os", choices=["ubuntu", "openeuler", "kylin", "uos"])
+    p.add_argument("--sort", choices=["popular", "newest", "rating"])
+    p.add_argument("--mine", action="store_true", help="only your own images")
+    p.add_argument("--limit", type=int, default=24)
+    p.set_defaults(handler=images_ls)
+    p = images.add_parser("show", help="an image with its variants and live prices")
+    p.add_argument("image", metavar="IMAGE", help="a slug or id")
+    p.set_defaults(handler=images_show)
+    p = images.add_parser("clone", help="launch the image on the cheapest compatible chip with free cards")
+    p.add_argument("image", metavar="IMAGE", help="a slug or id")
+    p.add_argument("--mine", action="store_true", help="copy it into your images instead of launching it")
+    p.add_argument("--name", help="the instance's (or the copy's) name")
+    p.set_defaults(handler=images_clone)
+
+
 def register(commands):
+    _register_images(commands)
     hub = commands.add_parser("hub", help="the model & dataset hub").add_subparsers(dest="hub_command")
     p = hub.add_parser("search", help="search models and datasets (Chinese or English)")
     p.add_argument("query", nargs="?", default="", help="words, e.g. 对话 or 'qwen 7b'")

@@ -1,18 +1,40 @@
 """The model & dataset hub: items (models and data sets), their files and users' likes.
 
-The image marketplace (issue 6) will live beside these models; every hub name starts with ``Hub``.
-Items are written only through ``marketplace.hub.services`` so that the search columns, the rendered card and
-the counters stay in step with what the item says.
+The image marketplace (issue 6) lives beside these models (below); every hub name starts with ``Hub``, every
+image name with ``Image``. Items are written only through ``marketplace.hub.services`` and images only through
+``marketplace.images.services``, so that the search columns, the rendered Markdown and the counters stay in step
+with what the item or image says.
 """
 
 import uuid
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
+from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from .choices import MOUNT_ROOTS, HubKind, HubVisibility
-from .querysets import HubFileQuerySet, HubItemQuerySet, HubLikeQuerySet
+from instances.choices import Backend
+
+from .choices import (
+    CPU_ONLY,
+    IMAGE_REVIEW_BADGES,
+    MOUNT_ROOTS,
+    HubKind,
+    HubVisibility,
+    ImageCategory,
+    ImageReview,
+    ImageStatus,
+)
+from .querysets import (
+    HubFileQuerySet,
+    HubItemQuerySet,
+    HubLikeQuerySet,
+    ImageQuerySet,
+    ImageRatingQuerySet,
+    ImageVariantQuerySet,
+)
 
 
 class HubItem(models.Model):
@@ -136,3 +158,209 @@ class HubLike(models.Model):
 
     def __str__(self):
         return f"{self.user} ♥ {self.item}"
+
+
+# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+
+# Image and variant slugs carry versions ("pytorch-2.2-cann8"), so dots are allowed beside the usual slug characters.
+SLUG_VALIDATOR = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?$", _("Use lower-case letters, digits, “.”, “_” and “-”.")
+)
+
+
+class Image(models.Model):
+    """A boot image in the marketplace (SPEC §7): one software stack with a variant per chip family it runs on.
+
+    Platform images (``owner`` empty) are the official catalogue; users' images start private (saved from a
+    stopped instance or cloned from another image) and are listed for everyone only after staff review. The
+    description is Markdown, rendered sanitised into ``description_html`` by the hub's card renderer.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.CharField(_("slug"), max_length=48, unique=True, validators=[SLUG_VALIDATOR])
+    name = models.CharField(_("name (English)"), max_length=120)
+    name_zh = models.CharField(_("name (Chinese)"), max_length=120, blank=True)
+    summary = models.CharField(_("summary"), max_length=300, blank=True)
+    summary_zh = models.CharField(_("summary (Chinese)"), max_length=300, blank=True)
+    description = models.TextField(_("description (Markdown)"), blank=True)
+    description_html = models.TextField(_("rendered description"), blank=True, editable=False)
+    publisher = models.CharField(_("publisher"), max_length=100)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="images",
+        verbose_name=_("owner"),
+        help_text=_("Empty for the platform's official images."),
+    )
+    category = models.CharField(
+        _("category"), max_length=16, choices=ImageCategory.choices, default=ImageCategory.COMMUNITY
+    )
+    tags = models.JSONField(_("tags"), default=list, blank=True)
+    frameworks = models.JSONField(
+        _("framework versions"), default=list, blank=True, help_text=_("E.g. “MindSpore 2.3”, “CANN 8.0”.")
+    )
+    size_bytes = models.BigIntegerField(_("size (bytes)"), default=0)
+    usage_count = models.PositiveIntegerField(_("launches"), default=0)
+    rating_count = models.PositiveIntegerField(_("ratings"), default=0)
+    rating_sum = models.PositiveIntegerField(default=0, editable=False)
+    rating_average = models.DecimalField(_("average rating"), max_digits=3, decimal_places=2, default=0)
+    review_state = models.CharField(_("review"), max_length=16, choices=ImageReview.choices, default=ImageReview.DRAFT)
+    review_reason = models.CharField(_("review note"), max_length=500, blank=True)
+    reviewed_at = models.DateTimeField(_("reviewed"), null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    published_at = models.DateTimeField(_("submitted for review"), null=True, blank=True)
+    status = models.CharField(_("status"), max_length=16, choices=ImageStatus.choices, default=ImageStatus.READY)
+    status_detail = models.CharField(_("status detail"), max_length=255, blank=True)
+    source_instance = models.UUIDField(
+        _("saved from instance"), null=True, blank=True, help_text=_("The public id of the instance it was saved from.")
+    )
+    cloned_from = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="clones", verbose_name=_("cloned from")
+    )
+    sort_order = models.PositiveSmallIntegerField(default=100)
+    search_text = models.TextField(editable=False, blank=True)
+    facet_text = models.TextField(editable=False, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = ImageQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("image")
+        verbose_name_plural = _("images")
+        ordering = ["-usage_count", "sort_order", "-id"]
+        indexes = [
+            models.Index(fields=["review_state", "-usage_count"], name="image_listed_popular"),
+            models.Index(fields=["owner", "-created_at"], name="image_owner_recent"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(owner__isnull=False) | models.Q(review_state=ImageReview.LISTED),
+                name="platform_images_are_listed",
+            ),
+        ]
+
+    def __str__(self):
+        return self.slug
+
+    def get_absolute_url(self):
+        return reverse("marketplace:image", args=[self.slug])
+
+    @property
+    def label(self) -> str:
+        """The name in the active language."""
+        return self.name_zh if (get_language() or "").startswith("zh") and self.name_zh else self.name
+
+    @property
+    def summary_label(self) -> str:
+        return self.summary_zh if (get_language() or "").startswith("zh") and self.summary_zh else self.summary
+
+    @property
+    def is_listed(self) -> bool:
+        return self.review_state == ImageReview.LISTED
+
+    @property
+    def is_ready(self) -> bool:
+        return self.status == ImageStatus.READY
+
+    @property
+    def review_badge(self) -> str:
+        return IMAGE_REVIEW_BADGES.get(self.review_state, "secondary")
+
+
+class ImageVariant(models.Model):
+    """One chip family's build of an image (``family`` empty: CPU only, for the no-card mode) with its software
+    stack. Instances record the variant they boot by its ``slug``; ``instances.images`` resolves it."""
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="variants", verbose_name=_("image"))
+    family = models.CharField(_("chip family"), max_length=8, choices=Backend.choices, blank=True)
+    slug = models.CharField(_("slug"), max_length=64, unique=True, validators=[SLUG_VALIDATOR])
+    os = models.CharField(_("operating system"), max_length=64)
+    stack = models.JSONField(_("software stack"), default=list, blank=True)
+    size_bytes = models.BigIntegerField(_("size (bytes)"), default=0)
+
+    objects = ImageVariantQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("image variant")
+        verbose_name_plural = _("image variants")
+        ordering = ["image", "family"]
+        constraints = [models.UniqueConstraint(fields=["image", "family"], name="one_variant_per_family")]
+
+    def __str__(self):
+        return self.slug
+
+    @property
+    def is_cpu_only(self) -> bool:
+        return self.family == CPU_ONLY
+
+    @property
+    def name(self) -> str:
+        """What the wizard and the instance page call this variant: the image's name and the family's stack."""
+        return self.image.label
+
+    @property
+    def choice_label(self) -> str:
+        """How the launch wizard lists the variant: the image, its main software and its OS."""
+        stack = " + ".join(self.stack[:2])
+        return " · ".join(part for part in (self.image.label, stack, self.os) if part)
+
+    @property
+    def family_label(self) -> str:
+        return str(Backend(self.family).label) if self.family else str(_("CPU only (no-card mode)"))
+
+
+class ImageRating(models.Model):
+    """A user's 1–5 star rating of an image they ran, with a comment; one per user and image (a new rating
+    replaces the old). ``Image.rating_*`` cache the count and average."""
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="ratings", verbose_name=_("image"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="image_ratings", verbose_name=_("user")
+    )
+    stars = models.PositiveSmallIntegerField(_("stars"))
+    comment = models.TextField(_("comment"), max_length=1000, blank=True)
+    created_at = models.DateTimeField(_("rated"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = ImageRatingQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("image rating")
+        verbose_name_plural = _("image ratings")
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["image", "user"], name="one_rating_per_user"),
+            models.CheckConstraint(condition=models.Q(stars__gte=1, stars__lte=5), name="rating_one_to_five_stars"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} → {self.image}: {self.stars}★"
+
+    @property
+    def stars_text(self) -> str:
+        return "★" * self.stars + "☆" * (5 - self.stars)
+
+
+class ImageEvent(models.Model):
+    """An append-only row per review or status move of an image (old → new, why, by whom): the author's history
+    and the staff audit read these."""
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="events", verbose_name=_("image"))
+    old = models.CharField(_("from"), max_length=16, blank=True)
+    new = models.CharField(_("to"), max_length=16)
+    reason = models.CharField(_("reason"), max_length=500, blank=True)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    at = models.DateTimeField(_("at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("image event")
+        verbose_name_plural = _("image events")
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.image_id}: {self.old or '·'} → {self.new}"

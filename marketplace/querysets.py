@@ -37,3 +37,46 @@ class HubLikeQuerySet(models.QuerySet):
         if not getattr(user, "is_authenticated", False):
             return self.none()
         return self.filter(user=user)
+
+
+# The image marketplace -------------------------------------------------------------------------------------------
+
+
+class ImageQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """``view``: listed images for everyone, plus the user's own in any state, plus (for staff, who review
+        them) images waiting for review. Any other action: the user's own images only; platform images change
+        through the back office."""
+        from .choices import ImageReview
+
+        authenticated = getattr(user, "is_authenticated", False)
+        if action != "view":
+            return self.filter(owner=user) if authenticated else self.none()
+        visible = Q(review_state=ImageReview.LISTED)
+        if authenticated:
+            visible |= Q(owner=user)
+            if user.is_staff:
+                visible |= Q(review_state=ImageReview.PENDING)
+        return self.filter(visible)
+
+    def listed(self):
+        from .choices import ImageReview
+
+        return self.filter(review_state=ImageReview.LISTED)
+
+
+class ImageVariantQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        from .models import Image
+
+        return self.filter(image__in=Image.objects.for_user(user, action))
+
+
+class ImageRatingQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """Ratings of images the user may see are public; a user changes only their own."""
+        from .models import Image
+
+        if action != "view":
+            return self.filter(user=user) if getattr(user, "is_authenticated", False) else self.none()
+        return self.filter(image__in=Image.objects.for_user(user, "view"))

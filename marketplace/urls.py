@@ -1,8 +1,9 @@
-"""Marketplace pages. The hub lives under /hub/; the image marketplace (issue 6) will add its own paths here."""
+"""Marketplace pages. The hub lives under /hub/; the image marketplace (issue 6) under /marketplace/."""
 
 from django.urls import path
 
 from . import views
+from .images import views as images
 
 app_name = "marketplace"
 
@@ -10,4 +11,15 @@ urlpatterns = [
     path("hub/", views.hub_list, name="hub"),
     path("hub/<str:org>/<str:name>", views.hub_detail, name="hub-item"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
+    # The image marketplace (issue 6)
+    path("marketplace/", images.image_list, name="list"),
+    path("marketplace/mine/", images.my_images, name="my-images"),
+    path("marketplace/earnings/", images.earnings, name="earnings"),
+    path("marketplace/review/", images.review_queue, name="review"),
+    path("marketplace/review/<str:slug>/", images.review_decide, name="review-decide"),
+    path("marketplace/save/<str:instance_id>/", images.save_instance, name="save-instance"),
+    path("marketplace/images/<str:slug>/", images.image_detail, name="image"),
+    path("marketplace/images/<str:slug>/clone/", images.image_clone, name="image-clone"),
+    path("marketplace/images/<str:slug>/publish/", images.image_publish, name="image-publish"),
+    path("marketplace/images/<str:slug>/rate/", images.image_rate, name="image-rate"),
 ]

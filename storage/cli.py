@@ -226,7 +226,79 @@ def download(api: Api, remote: str, local: Path) -> None:
     print(f"\ndownloaded {REMOTE}{entry['path']} → {local}")
 
 
+# gpucloud disks ls|create|attach|detach|grow|rm -------------------------------------------------------------------
+
+DISK_COLUMNS = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("GB", "size_gb"),
+    ("ZONE", "zone"),
+    ("STATUS", "status"),
+    ("INSTANCE", "instance_name"),
+    ("¥/MONTH", "per_month"),
+]
+
+
+def _disk_id(api: Api, name_or_id: str) -> str:
+    """Disks are addressed by id or by name."""
+    for disk in api.list("disks", limit=1000):
+        if name_or_id in (disk["id"], disk["name"]):
+            return disk["id"]
+    raise CliError(f"no disk named {name_or_id}")
+
+
+def disks_ls(api: Api, args):
+    output(args, api.list("disks", limit=1000), DISK_COLUMNS)
+
+
+def disks_create(api: Api, args):
+    output(args, api.post("disks", {"name": args.name, "size_gb": args.size, "zone": args.zone}))
+
+
+def disks_attach(api: Api, args):
+    output(args, api.post(f"disks/{_disk_id(api, args.disk)}/attach", {"instance": args.instance}))
+
+
+def disks_detach(api: Api, args):
+    output(args, api.post(f"disks/{_disk_id(api, args.disk)}/detach"))
+
+
+def disks_grow(api: Api, args):
+    output(args, api.post(f"disks/{_disk_id(api, args.disk)}/grow", {"size_gb": args.size}))
+
+
+def disks_rm(api: Api, args):
+    api.delete(f"disks/{_disk_id(api, args.disk)}")
+    print(f"deleted disk {args.disk}")
+
+
+def _register_disks(commands):
+    disks = commands.add_parser("disks", help="cloud disks (云硬盘)").add_subparsers(dest="disks_command")
+    p = disks.add_parser("ls", help="list your disks")
+    p.set_defaults(handler=disks_ls)
+    p = disks.add_parser("create", help="create a disk (billed per GB-day until deleted)")
+    p.add_argument("name")
+    p.add_argument("--size", type=int, required=True, help="GB")
+    p.add_argument("--zone", required=True, help="a zone slug, e.g. cn-east-xc")
+    p.set_defaults(handler=disks_create)
+    p = disks.add_parser("attach", help="attach a disk to an instance of its zone (hot-plug when it runs)")
+    p.add_argument("disk", help="name or id")
+    p.add_argument("instance", help="instance id")
+    p.set_defaults(handler=disks_attach)
+    p = disks.add_parser("detach", help="detach a disk from its instance")
+    p.add_argument("disk", help="name or id")
+    p.set_defaults(handler=disks_detach)
+    p = disks.add_parser("grow", help="grow a disk (never shrink)")
+    p.add_argument("disk", help="name or id")
+    p.add_argument("--size", type=int, required=True, help="the new size in GB")
+    p.set_defaults(handler=disks_grow)
+    p = disks.add_parser("rm", help="delete a detached disk and its data")
+    p.add_argument("disk", help="name or id")
+    p.set_defaults(handler=disks_rm)
+
+
 def register(commands):
+    _register_disks(commands)
     storage = commands.add_parser("storage", help="cloud storage (云存储)").add_subparsers(dest="storage_command")
     p = storage.add_parser("ls", help="list a folder of your cloud storage")
     p.add_argument("path", nargs="?", default="/", help="folder or file, e.g. /datasets (default /)")

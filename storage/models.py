@@ -4,10 +4,11 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from .choices import EntryKind, UploadStatus
-from .querysets import EntryQuerySet, UploadQuerySet
+from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus
+from .querysets import CloudDiskQuerySet, EntryQuerySet, HubMountQuerySet, UploadQuerySet
 
 
 class Entry(models.Model):
@@ -95,3 +96,121 @@ class Upload(models.Model):
     @property
     def is_complete(self) -> bool:
         return self.status == UploadStatus.COMPLETE
+
+
+class CloudDisk(models.Model):
+    """A cloud disk (云硬盘): ``size_gb`` GB in one zone, attached to at most one instance at a time.
+
+    A disk lives in its zone's shared storage, not on a host, so it follows its instance to another node of the
+    zone on a restart. It only grows. It is billed per GB-day from creation to deletion (a usage session of kind
+    ``disk`` whose resource is ``public_id``), attached or not, and it outlives the instances it was attached to:
+    releasing an instance detaches its disks. ``status`` and ``instance`` change only in ``storage.disks`` by
+    compare-and-set, so two concurrent attaches cannot both win.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="cloud_disks")
+    name = models.CharField(_("name"), max_length=64)
+    size_gb = models.PositiveIntegerField(_("size (GB)"))
+    zone = models.ForeignKey("instances.Zone", on_delete=models.PROTECT, related_name="cloud_disks")
+    status = models.CharField(_("status"), max_length=16, choices=DiskStatus.choices, default=DiskStatus.AVAILABLE)
+    instance = models.ForeignKey(
+        "instances.Instance",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="data_disks",
+        verbose_name=_("attached to"),
+    )
+    arrears_since = models.DateTimeField(
+        _("in arrears since"), null=True, blank=True, help_text=_("Kept for the retention period from then.")
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+    deleted_at = models.DateTimeField(_("deleted"), null=True, blank=True)
+
+    objects = CloudDiskQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("cloud disk")
+        verbose_name_plural = _("cloud disks")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status"], name="clouddisk_owner_status")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(size_gb__gte=1), name="clouddisk_size_positive"),
+            # The database itself keeps "attached" and "has an instance" in step.
+            models.CheckConstraint(
+                condition=models.Q(status__in=DISK_ON_INSTANCE, instance__isnull=False)
+                | (~models.Q(status__in=DISK_ON_INSTANCE) & models.Q(instance__isnull=True)),
+                name="clouddisk_instance_iff_attached",
+            ),
+            models.UniqueConstraint(
+                fields=["owner", "name"], condition=~models.Q(status="deleted"), name="clouddisk_unique_live_name"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.size_gb} GB, {self.public_id})"
+
+    @property
+    def badge(self) -> str:
+        return DISK_BADGES.get(self.status, "secondary")
+
+    @property
+    def device_path(self) -> str:
+        """Where the disk appears inside its instance."""
+        return f"/root/data/{self.name}"
+
+
+class DiskEvent(models.Model):
+    """An append-only row per disk transition (old → new) or notice (old = new): the disk's timeline."""
+
+    disk = models.ForeignKey(CloudDisk, on_delete=models.CASCADE, related_name="events")
+    old = models.CharField(_("from"), max_length=16, choices=DiskStatus.choices, blank=True)
+    new = models.CharField(_("to"), max_length=16, choices=DiskStatus.choices)
+    reason = models.CharField(_("reason"), max_length=32, choices=DiskReason.choices)
+    detail = models.CharField(_("detail"), max_length=255, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(_("at"), db_index=True)
+
+    class Meta:
+        verbose_name = _("disk event")
+        verbose_name_plural = _("disk events")
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.disk_id}: {self.old or '·'} → {self.new} ({self.reason})"
+
+
+class HubMount(models.Model):
+    """A hub model or data set mounted read-only into an instance at ``target`` (``HubItem.mount_path``).
+
+    A mount is metadata handed to the instance's backend, never a copy: the row exists while the item is
+    mounted; unmounting deletes it. ``repo`` keeps the name if the item is later deleted.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    instance = models.ForeignKey("instances.Instance", on_delete=models.CASCADE, related_name="hub_mounts")
+    item = models.ForeignKey(
+        "marketplace.HubItem", null=True, blank=True, on_delete=models.SET_NULL, related_name="mounts"
+    )
+    repo = models.CharField(_("repository"), max_length=201)
+    kind = models.CharField(_("kind"), max_length=8)
+    target = models.CharField(_("mounted at"), max_length=300)
+    created_at = models.DateTimeField(_("mounted"), auto_now_add=True)
+
+    objects = HubMountQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("hub mount")
+        verbose_name_plural = _("hub mounts")
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["instance", "target"], name="hubmount_one_per_target")]
+
+    def __str__(self):
+        return f"{self.repo} → {self.target}"
+
+    @property
+    def hub_url(self) -> str:
+        org, _sep, name = self.repo.partition("/")
+        return reverse("marketplace:hub-item", args=[org, name])

@@ -26,3 +26,17 @@ class EntryQuerySet(_OwnedQuerySet):
 class UploadQuerySet(_OwnedQuerySet):
     def active(self):
         return self.filter(status="active")
+
+
+class CloudDiskQuerySet(_OwnedQuerySet):
+    def live(self):
+        """Every disk that has not been deleted."""
+        return self.exclude(status="deleted")
+
+
+class HubMountQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """Mounts of the user's own instances only."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(instance__owner=user)

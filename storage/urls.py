@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import disk_views, views
 
 app_name = "storage"
 
@@ -12,4 +12,16 @@ urlpatterns = [
     path("storage/entries/<uuid:public_id>/move/", views.move, name="move"),
     path("storage/entries/<uuid:public_id>/delete/", views.delete, name="delete"),
     path("storage/entries/<uuid:public_id>/download/", views.download, name="download"),
+    path("storage/disks/", disk_views.disk_list, name="disks"),
+    path("storage/disks/new/", disk_views.disk_create, name="disk-create"),
+    path("storage/disks/<uuid:public_id>/grow/", disk_views.disk_grow, name="disk-grow"),
+    path("storage/disks/<uuid:public_id>/attach/", disk_views.disk_attach, name="disk-attach"),
+    path("storage/disks/<uuid:public_id>/detach/", disk_views.disk_detach, name="disk-detach"),
+    path("storage/disks/<uuid:public_id>/delete/", disk_views.disk_delete, name="disk-delete"),
+    path("storage/hub-search/", disk_views.hub_search, name="hub-search"),
+    # The instance page's disks-and-mounts panel (instances/<id>/ itself belongs to the instances app).
+    path("instances/<uuid:public_id>/mounts/add/", disk_views.instance_mount, name="instance-mount"),
+    path("instances/<uuid:public_id>/mounts/remove/", disk_views.instance_unmount, name="instance-unmount"),
+    path("instances/<uuid:public_id>/disks/attach/", disk_views.instance_attach, name="instance-attach"),
+    path("instances/<uuid:public_id>/disks/detach/", disk_views.instance_detach, name="instance-detach"),
 ]

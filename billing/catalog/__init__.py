@@ -13,7 +13,7 @@ from django.db import transaction
 
 from instances.models import Chip, Zone
 
-from ..models import Plan, Price, SubsidyProgramme
+from ..models import Plan, Price, StoragePrice, SubsidyProgramme
 
 PRICING_FILE = Path(__file__).with_name("pricing.toml")
 
@@ -38,6 +38,11 @@ def _load_prices(data, counts) -> None:
     if no_card := data.get("no_card"):
         _price, created = Price.objects.get_or_create(
             chip=None, effective_from=effective_from, defaults={"per_hour": Decimal(no_card["per_hour"])}
+        )
+        counts["prices"] += created
+    for resource, per_gb_day in data.get("storage_prices", {}).items():
+        _price, created = StoragePrice.objects.get_or_create(
+            resource=resource, effective_from=effective_from, defaults={"per_gb_day": Decimal(per_gb_day)}
         )
         counts["prices"] += created
 

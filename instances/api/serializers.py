@@ -212,7 +212,7 @@ class InstanceCreateSerializer(serializers.Serializer):
     free cards is picked) or ``no_card``."""
 
     name = serializers.CharField(max_length=64)
-    image = serializers.CharField(max_length=64, help_text="A base image slug compatible with the chip's family.")
+    image = serializers.CharField(max_length=64, help_text="An image variant slug for the chip's family.")
     chip = serializers.CharField(required=False, allow_blank=True, default="")
     backend = serializers.ChoiceField(choices=Backend.choices, required=False, allow_blank=True, default="")
     no_card = serializers.BooleanField(required=False, default=False)
@@ -225,6 +225,13 @@ class InstanceCreateSerializer(serializers.Serializer):
     idle_shutdown_minutes = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=5, max_value=7 * 24 * 60
     )
+    data_disk_gb = serializers.IntegerField(
+        required=False, default=0, min_value=0, help_text="A new cloud disk of this many GB, attached (0: none)."
+    )
+    mounts = serializers.ListField(
+        child=serializers.CharField(max_length=201), required=False, default=list, max_length=16,
+        help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
+    )  # fmt: skip
 
 
 class InstanceStartSerializer(serializers.Serializer):

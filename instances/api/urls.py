@@ -2,6 +2,7 @@ from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
+from .agent import AgentReportView
 from .instances import InstanceViewSet
 
 router = SimpleRouter()
@@ -14,5 +15,6 @@ router.register("instances", InstanceViewSet, basename="api-instance")
 
 urlpatterns = [
     re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),
+    re_path(r"^agent/instances/(?P<id>[^/]+)/reports/?$", AgentReportView.as_view(), name="api-agent-reports"),
     *router.urls,
 ]

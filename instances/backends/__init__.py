@@ -6,7 +6,7 @@ from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, Tran
 
 REGISTRY = {
     "simulated": "instances.backends.simulated.SimulatedBackend",
-    # "slurm": "instances.backends.slurm.SlurmBackend",  (issue 8)
+    "slurm": "instances.backends.slurm.SlurmBackend",
 }
 
 _instances: dict[str, Backend] = {}

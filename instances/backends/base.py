@@ -85,3 +85,14 @@ class Backend(ABC):
 
     @abstractmethod
     def unmount(self, instance, target: str) -> None: ...
+
+    # Saving a stopped instance as an image (issue 6). Not abstract: a backend that cannot snapshot yet refuses
+    # with a clear message, and the marketplace shows it.
+
+    def system_disk_usage(self, instance) -> int:
+        """Bytes used on the stopped instance's system disk: the size an image saved from it will have."""
+        raise BackendError(f"The {self.name} backend cannot save instances as images yet.")
+
+    def snapshot_system_disk(self, instance) -> int:
+        """Snapshot the stopped instance's system disk into an image; returns its size in bytes. Idempotent."""
+        raise BackendError(f"The {self.name} backend cannot save instances as images yet.")

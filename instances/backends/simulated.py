@@ -146,6 +146,19 @@ class SimulatedBackend(Backend):
             job.mounts = [m for m in job.mounts if not m.endswith(f":{target}")]
             job.save(update_fields=["mounts"])
 
+    def system_disk_usage(self, instance) -> int:
+        """Simulated: a stable figure between 8 GB and the system disk's size, derived from the instance's id."""
+        job = SimulatedJob.objects.filter(instance_id=instance.public_id).first()
+        if job is not None and job.released_at:
+            raise BackendError("the system disk was released with the instance (simulated)")
+        disk_gb = max(instance.spec.system_disk_gb, 9)
+        used_gb = 8 + int(_digest("disk", instance.public_id)[:6], 16) % (min(disk_gb, 64) - 8)
+        return used_gb * 10**9 + int(_digest("bytes", instance.public_id)[:6], 16)
+
+    def snapshot_system_disk(self, instance) -> int:
+        """Simulated: nothing is copied; the snapshot has the size :meth:`system_disk_usage` showed."""
+        return self.system_disk_usage(instance)
+
     def _add(self, instance, field, value):
         job = SimulatedJob.objects.filter(instance_id=instance.public_id).first()
         if job is None:

@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from . import views
+from . import images, views
 
 REPO = r"(?P<org>[^/]+)/(?P<name>[^/]+?)"
 
@@ -8,4 +8,11 @@ urlpatterns = [
     re_path(r"^hub/?$", views.HubListView.as_view(), name="api-hub"),
     re_path(rf"^hub/{REPO}/like/?$", views.HubLikeView.as_view(), name="api-hub-like"),
     re_path(rf"^hub/{REPO}/?$", views.HubItemView.as_view(), name="api-hub-item"),
+    # The image marketplace (issue 6): {key} is an image's id or slug.
+    re_path(r"^images/?$", images.ImageListView.as_view(), name="api-images"),
+    re_path(r"^images/(?P<key>[^/]+)/clone/?$", images.ImageCloneView.as_view(), name="api-image-clone"),
+    re_path(r"^images/(?P<key>[^/]+)/publish/?$", images.ImagePublishView.as_view(), name="api-image-publish"),
+    re_path(r"^images/(?P<key>[^/]+)/ratings/?$", images.ImageRatingView.as_view(), name="api-image-ratings"),
+    re_path(r"^images/(?P<key>[^/]+)/review/?$", images.ImageReviewView.as_view(), name="api-image-review"),
+    re_path(r"^images/(?P<key>[^/]+)/?$", images.ImageDetailView.as_view(), name="api-image"),
 ]

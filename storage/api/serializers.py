@@ -2,7 +2,9 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..models import Entry
+from billing.quote import quote_disk, storage_price
+
+from ..models import CloudDisk, Entry
 
 
 class EntrySerializer(serializers.ModelSerializer):
@@ -51,3 +53,67 @@ class UsageSerializer(serializers.Serializer):
     maximum = serializers.IntegerField(help_text="The most this account can store.")
     billable = serializers.IntegerField()
     available = serializers.IntegerField()
+
+
+# Cloud disks and hub mounts ----------------------------------------------------------------------------------------
+
+
+class DiskSerializer(serializers.ModelSerializer):
+    """A cloud disk. ``instance`` is the id of the instance it is attached to (null when detached)."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    zone = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    instance = serializers.UUIDField(source="instance.public_id", read_only=True, allow_null=True, default=None)
+    instance_name = serializers.CharField(source="instance.name", read_only=True, allow_null=True, default=None)
+    status = serializers.CharField(read_only=True, help_text="available, attaching, attached or detaching.")
+    status_display = serializers.CharField(source="get_status_display", read_only=True)
+    per_gb_day = serializers.SerializerMethodField()
+    per_month = serializers.SerializerMethodField()
+
+    class Meta:
+        model = CloudDisk
+        fields = ["id", "name", "size_gb", "zone", "status", "status_display", "instance", "instance_name"]
+        fields += ["device_path", "per_gb_day", "per_month", "arrears_since", "created_at"]
+        read_only_fields = fields
+
+    def _price(self, disk):
+        prices = self.context.setdefault("prices", {})
+        if disk.size_gb not in prices:
+            if "price_row" not in self.context:
+                self.context["price_row"] = storage_price("disk")
+            prices[disk.size_gb] = quote_disk(disk.size_gb, price=self.context["price_row"])
+        return prices[disk.size_gb]
+
+    @extend_schema_field(serializers.DecimalField(max_digits=16, decimal_places=6))
+    def get_per_gb_day(self, disk) -> str:
+        return str(self._price(disk).per_gb_day)
+
+    @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=2))
+    def get_per_month(self, disk) -> str:
+        return str(self._price(disk).per_month)
+
+
+class DiskCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, help_text="1 to 64 characters, unique among your disks.")
+    size_gb = serializers.IntegerField(help_text="Whole GB, 1 to 32768.")
+    zone = serializers.CharField(max_length=50, help_text="A zone slug, e.g. cn-east-xc.")
+
+
+class DiskGrowSerializer(serializers.Serializer):
+    size_gb = serializers.IntegerField(help_text="The new size in GB; larger than the current one.")
+
+
+class DiskAttachSerializer(serializers.Serializer):
+    instance = serializers.CharField(max_length=64, help_text="The id of one of your instances in the disk's zone.")
+
+
+class MountSerializer(serializers.Serializer):
+    repo = serializers.CharField(read_only=True)
+    kind = serializers.CharField(read_only=True)
+    target = serializers.CharField(read_only=True, help_text="Read-only mount point inside the instance.")
+    read_only = serializers.BooleanField(read_only=True, default=True)
+    created_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class MountCreateSerializer(serializers.Serializer):
+    repo = serializers.CharField(max_length=201, help_text="A hub model or dataset, org/name.")

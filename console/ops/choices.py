@@ -1,0 +1,37 @@
+"""Choices of the back office: what staff did (the audit log's actions)."""
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class AuditAction(models.TextChoices):
+    """Every kind of staff action the audit log records."""
+
+    NODE_DRAINED = "node_drained", _("Node drained")
+    NODE_RETURNED = "node_returned", _("Node returned to service")
+    BALANCE_ADJUSTED = "balance_adjusted", _("Balance adjusted")
+    INSTANCE_FORCE_STOPPED = "instance_force_stopped", _("Instance force-stopped")
+    PRICE_ADDED = "price_added", _("Price added")
+    PRICE_CHANGED = "price_changed", _("Future price changed")
+    PRICE_DELETED = "price_deleted", _("Future price deleted")
+    PROGRAMME_CREATED = "programme_created", _("Subsidy programme created")
+    PROGRAMME_CHANGED = "programme_changed", _("Subsidy programme changed")
+    PROGRAMME_PAUSED = "programme_paused", _("Subsidy programme paused")
+    PROGRAMME_RESUMED = "programme_resumed", _("Subsidy programme resumed")
+    PROGRAMME_BUDGET_CHANGED = "programme_budget_changed", _("Subsidy budget changed")
+    VERIFICATION_APPROVED = "verification_approved", _("Enterprise verification approved")
+    VERIFICATION_REJECTED = "verification_rejected", _("Enterprise verification rejected")
+    IMAGE_APPROVED = "image_approved", _("Community image approved")
+    IMAGE_REJECTED = "image_rejected", _("Community image rejected")
+    ROLES_CHANGED = "roles_changed", _("Staff roles changed")
+
+
+BADGE_COLOURS = {
+    AuditAction.BALANCE_ADJUSTED: "warning",
+    AuditAction.INSTANCE_FORCE_STOPPED: "danger",
+    AuditAction.NODE_DRAINED: "secondary",
+    AuditAction.VERIFICATION_REJECTED: "danger",
+    AuditAction.IMAGE_REJECTED: "danger",
+    AuditAction.VERIFICATION_APPROVED: "success",
+    AuditAction.IMAGE_APPROVED: "success",
+}

@@ -1,0 +1,115 @@
+"""Back-office forms. They check formats; the services in ``services.py`` check the rules."""
+
+import uuid
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+from billing.choices import Eligibility
+from instances.models import Chip, Zone
+
+from .choices import AuditAction
+
+DATETIME_LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+def _reason(required=True, label=None):
+    return forms.CharField(
+        label=label or _("Reason"),
+        required=required,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": _("Give a reason: it is kept in the audit log.")},
+    )
+
+
+class AdjustBalanceForm(forms.Form):
+    amount = forms.DecimalField(
+        label=_("Amount (CNY)"),
+        max_digits=9,
+        decimal_places=2,
+        help_text=_("Positive credits the user's cash balance, negative debits it."),
+    )
+    reason = _reason(label=_("Reason (kept in the audit log and on the transaction)"))
+    idempotency_key = forms.UUIDField(widget=forms.HiddenInput, initial=uuid.uuid4)
+
+
+class ReasonForm(forms.Form):
+    reason = _reason()
+
+
+class NodeForm(forms.Form):
+    reason = _reason(required=False)
+
+
+class PriceForm(forms.Form):
+    chip = forms.ChoiceField(label=_("Chip"))
+    per_hour = forms.DecimalField(label=_("Price per card-hour (CNY)"), max_digits=16, decimal_places=6, min_value=0)
+    effective_from = forms.DateTimeField(
+        label=_("Effective from"),
+        widget=DATETIME_LOCAL,
+        help_text=_("New launches from this moment pay the new price; running instances keep their rate."),
+    )
+    note = forms.CharField(label=_("Note"), max_length=200, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        chips = [(c.slug, c.label) for c in Chip.objects.filter(rentable=True).order_by("sort_order", "slug")]
+        self.fields["chip"].choices = [*chips, ("", _("No-card mode (CPU only)"))]
+        self.fields["chip"].required = False
+
+
+class ProgrammeForm(forms.Form):
+    slug = forms.SlugField(label=_("Short name"), max_length=50)
+    name = forms.CharField(label=_("Name (English)"), max_length=100)
+    name_zh = forms.CharField(label=_("Name (Chinese)"), max_length=100, required=False)
+    rate = forms.DecimalField(
+        label=pgettext_lazy("subsidy rate", "Rate"),
+        max_digits=5,
+        decimal_places=4,
+        min_value=0,
+        max_value=1,
+        # xgettext:no-python-format
+        help_text=_("0.10 takes 10% off."),
+    )
+    chips = forms.ModelMultipleChoiceField(
+        label=_("Chips"), queryset=Chip.objects.filter(rentable=True), required=False, help_text=_("None: every chip.")
+    )
+    zones = forms.ModelMultipleChoiceField(
+        label=_("Zones"), queryset=Zone.objects.all(), required=False, help_text=_("None: every zone.")
+    )
+    starts_at = forms.DateTimeField(label=_("Starts"), widget=DATETIME_LOCAL)
+    ends_at = forms.DateTimeField(label=_("Ends"), widget=DATETIME_LOCAL, required=False)
+    budget = forms.DecimalField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
+                                required=False, help_text=_("Empty: no limit."))  # fmt: skip
+    monthly_cap_per_user = forms.DecimalField(label=_("Monthly cap per user (CNY)"), max_digits=12, decimal_places=2,
+                                              min_value=0, required=False, help_text=_("Empty: no cap."))  # fmt: skip
+    eligibility = forms.ChoiceField(label=_("Eligibility"), choices=Eligibility.choices)
+    reason = _reason(required=False)
+
+
+class BudgetForm(forms.Form):
+    budget = forms.DecimalField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
+                                required=False, help_text=_("Empty: no limit."))  # fmt: skip
+    reason = _reason()
+
+
+class ReviewForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approve", _("Approve")), ("reject", _("Reject"))])
+    reason = _reason(required=False, label=_("Reason (the applicant sees it)"))
+
+
+class AuditSearchForm(forms.Form):
+    q = forms.CharField(label=_("Search"), required=False, max_length=200)
+    action = forms.ChoiceField(
+        label=_("Action"), required=False, choices=[("", _("All actions")), *AuditAction.choices]
+    )
+
+
+class UserSearchForm(forms.Form):
+    q = forms.CharField(label=_("E-mail"), required=False, max_length=254)
+
+
+class MonthForm(forms.Form):
+    month = forms.DateField(label=_("Month"), input_formats=["%Y-%m"], widget=forms.DateInput(attrs={"type": "month"}))

@@ -1,0 +1,431 @@
+"""The back-office pages under /ops/. Non-staff get 404 (the back office is not advertised); staff without the
+role for a page or action get 403. Views parse a form, call one service, and redirect or re-render."""
+
+from functools import wraps
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from billing import wallet
+from billing.models import LedgerTransaction, Price
+from console import verification
+from console.errors import ServiceError
+from console.models import EnterpriseVerification, User
+from instances.choices import ACTIVE
+from instances.models import Instance
+
+from . import images, reports, roles, services
+from .audit import Actor
+from .forms import (
+    AdjustBalanceForm,
+    AuditSearchForm,
+    BudgetForm,
+    MonthForm,
+    NodeForm,
+    PriceForm,
+    ProgrammeForm,
+    ReasonForm,
+    ReviewForm,
+    UserSearchForm,
+)
+from .models import AuditEntry
+
+PAGE_SIZE = 50
+
+
+def staff_view(permission: str | None = None):
+    """404 for anyone who is not active staff; 403 for staff without ``permission``."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not roles.is_staff(request.user):
+                raise Http404
+            if permission and not roles.can(request.user, permission):
+                return _forbidden(request)
+            try:
+                return view(request, *args, **kwargs)
+            except roles.Forbidden:
+                return _forbidden(request)
+
+        return wrapped
+
+    return decorate
+
+
+def _forbidden(request):
+    message = _("Your staff role does not allow this page or action.")
+    return render(request, "error.html", {"status": 403, "message": message}, status=403)
+
+
+def _back(request, default: str):
+    target = request.POST.get("next") or request.GET.get("next")
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return redirect(target)
+    return redirect(default)
+
+
+def _act(request, default: str, action, success: str):
+    """Run a button's service call: a message either way, then back to the page (403 page if the role lacks it)."""
+    try:
+        action()
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, success)
+    return _back(request, default)
+
+
+def _form_errors(request, form) -> None:
+    for errors in form.errors.values():
+        for error in errors:
+            messages.error(request, error)
+
+
+# --- Home -------------------------------------------------------------------------------------------------------------
+
+
+@staff_view()
+@require_GET
+def index(request):
+    user = request.user
+    context = {
+        "roles": roles.roles_of(user),
+        "pending_verifications": EnterpriseVerification.objects.pending().count()
+        if roles.can(user, roles.REVIEW_ENTERPRISE)
+        else None,
+        "pending_images": images.pending_count() if roles.can(user, roles.REVIEW_IMAGE) else None,
+        "recent_audit": AuditEntry.objects.for_user(user)[:10],
+    }
+    return render(request, "ops/index.html", context)
+
+
+# --- Capacity ---------------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.MANAGE_CAPACITY)
+@require_GET
+def capacity(request):
+    rows = reports.capacity()
+    context = {
+        "rows": rows,
+        "totals": {
+            "cards_total": sum(r.cards_total for r in rows),
+            "cards_used": sum(r.cards_used for r in rows),
+            "cards_free": sum(r.cards_free for r in rows),
+            "cards_drained": sum(r.cards_drained for r in rows),
+            "running_instances": sum(r.running_instances for r in rows),
+        },
+        "nodes": reports.nodes(),
+        "series": reports.capacity_series(hours=24),
+        "node_form": NodeForm(),
+    }
+    return render(request, "ops/capacity.html", context)
+
+
+@staff_view(roles.MANAGE_CAPACITY)
+@require_POST
+def set_drained(request, zone, name, drained: bool):
+    form = NodeForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    success = (
+        _("Node %(node)s drained: it takes no new instances.") if drained else _("Node %(node)s is back in service.")
+    )
+    return _act(
+        request,
+        reverse("ops:capacity"),
+        lambda: services.set_drained(Actor.from_request(request), zone_slug=zone, name=name, drained=drained,
+                                     reason=reason),
+        success % {"node": name},
+    )  # fmt: skip
+
+
+# --- Money ------------------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_GET
+def revenue(request):
+    today = timezone.localdate()
+    context = {
+        "revenue": reports.revenue(),
+        "programmes": reports.subsidy_spend(),
+        "month_form": MonthForm(initial={"month": today.replace(day=1)}),
+        "this_month": today.strftime("%Y-%m"),
+    }
+    return render(request, "ops/revenue.html", context)
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_GET
+def reconciliation_csv(request):
+    form = MonthForm(request.GET)
+    if not form.is_valid():
+        messages.error(request, _("Choose a month as YYYY-MM."))
+        return redirect("ops:revenue")
+    month = form.cleaned_data["month"]
+    response = StreamingHttpResponse(reports.reconciliation_csv(month), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="subsidy-reconciliation-{month:%Y-%m}.csv"'
+    return response
+
+
+def _prices_page(request, form, status=200):
+    prices = Price.objects.select_related("chip").order_by("chip__sort_order", "chip__slug", "-effective_from")
+    context = {
+        "form": form,
+        "prices": prices[:200],
+        "now": timezone.now(),
+        "can_edit": roles.can(request.user, roles.MANAGE_PRICES),
+    }
+    return render(request, "ops/prices.html", context, status=status)
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_http_methods(["GET", "POST"])
+def prices(request):
+    if request.method == "GET":
+        return _prices_page(
+            request, PriceForm(initial={"effective_from": timezone.localtime().replace(second=0, microsecond=0)})
+        )
+    form = PriceForm(request.POST)
+    if not form.is_valid():
+        return _prices_page(request, form, status=400)
+    try:
+        price = services.add_price(Actor.from_request(request), chip_slug=form.cleaned_data["chip"],
+                                   per_hour=form.cleaned_data["per_hour"],
+                                   effective_from=form.cleaned_data["effective_from"],
+                                   note=form.cleaned_data["note"])  # fmt: skip
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        form.add_error(None, exc.message)
+        return _prices_page(request, form, status=400)
+    messages.success(request, _("Price added: %(price)s. New launches from then on pay it.") % {"price": price})
+    return redirect("ops:prices")
+
+
+def _subsidies_page(request, form, status=200):
+    context = {
+        "form": form,
+        "programmes": reports.subsidy_spend(),
+        "budget_form": BudgetForm(),
+        "can_edit": roles.can(request.user, roles.MANAGE_SUBSIDIES),
+    }
+    return render(request, "ops/subsidies.html", context, status=status)
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_http_methods(["GET", "POST"])
+def subsidies(request):
+    if request.method == "GET":
+        return _subsidies_page(
+            request, ProgrammeForm(initial={"starts_at": timezone.localtime().replace(second=0, microsecond=0)})
+        )
+    form = ProgrammeForm(request.POST)
+    if not form.is_valid():
+        return _subsidies_page(request, form, status=400)
+    try:
+        programme = services.create_programme(Actor.from_request(request), **form.cleaned_data)
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        form.add_error(None, exc.message)
+        return _subsidies_page(request, form, status=400)
+    messages.success(request, _("Programme “%(name)s” created.") % {"name": programme.name})
+    return redirect("ops:subsidies")
+
+
+@staff_view(roles.MANAGE_SUBSIDIES)
+@require_POST
+def set_programme_active(request, slug, active: bool):
+    form = ReasonForm(request.POST)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    success = _("Programme resumed.") if active else _("Programme paused: prices no longer include its discount.")
+    return _act(
+        request,
+        reverse("ops:subsidies"),
+        lambda: services.set_programme_active(Actor.from_request(request), slug=slug, active=active, reason=reason),
+        success,
+    )
+
+
+@staff_view(roles.MANAGE_SUBSIDIES)
+@require_POST
+def change_budget(request, slug):
+    form = BudgetForm(request.POST)
+    if not form.is_valid():
+        _form_errors(request, form)
+        return redirect("ops:subsidies")
+    return _act(
+        request,
+        reverse("ops:subsidies"),
+        lambda: services.change_budget(Actor.from_request(request), slug=slug, **form.cleaned_data),
+        _("Budget changed."),
+    )
+
+
+# --- Reviews ----------------------------------------------------------------------------------------------------------
+
+
+@staff_view()
+@require_GET
+def reviews(request):
+    user = request.user
+    if not (roles.can(user, roles.REVIEW_ENTERPRISE) or roles.can(user, roles.REVIEW_IMAGE)):
+        return _forbidden(request)
+    context = {"review_form": ReviewForm(), "images_available": images.available()}
+    if roles.can(user, roles.REVIEW_ENTERPRISE):
+        context["pending"] = (
+            EnterpriseVerification.objects.pending().select_related("user").order_by("submitted_at")[:PAGE_SIZE]
+        )
+        context["decided"] = (
+            EnterpriseVerification.objects.exclude(status="pending").select_related("user", "reviewed_by")
+            .order_by("-reviewed_at")[:20]
+        )  # fmt: skip
+    if roles.can(user, roles.REVIEW_IMAGE) and images.available():
+        context["pending_images"] = images.pending()[:PAGE_SIZE]
+    return render(request, "ops/reviews.html", context)
+
+
+@staff_view(roles.REVIEW_ENTERPRISE)
+@require_POST
+def review_verification(request, public_id):
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        _form_errors(request, form)
+        return redirect("ops:reviews")
+    approve = form.cleaned_data["decision"] == "approve"
+    return _act(
+        request,
+        reverse("ops:reviews"),
+        lambda: services.review_verification(Actor.from_request(request), public_id=public_id, approve=approve,
+                                             reason=form.cleaned_data["reason"]),
+        _("Application approved.") if approve else _("Application rejected; the applicant sees your reason."),
+    )  # fmt: skip
+
+
+@staff_view(roles.REVIEW_IMAGE)
+@require_POST
+def review_image(request, public_id):
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        _form_errors(request, form)
+        return redirect("ops:reviews")
+    approve = form.cleaned_data["decision"] == "approve"
+    return _act(
+        request,
+        reverse("ops:reviews"),
+        lambda: images.review(Actor.from_request(request), public_id=public_id, approve=approve,
+                              reason=form.cleaned_data["reason"]),
+        _("Image approved: it is listed in the marketplace.") if approve else _("Image rejected."),
+    )  # fmt: skip
+
+
+# --- Users ------------------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.VIEW_USERS)
+@require_GET
+def users(request):
+    form = UserSearchForm(request.GET)
+    found = User.objects.order_by("-date_joined")
+    if form.is_valid() and form.cleaned_data["q"]:
+        found = found.filter(email__icontains=form.cleaned_data["q"].strip())
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "ops/users.html", {"form": form, "page": page})
+
+
+def _user_page(request, user, adjust_form=None, status=200):
+    context = {
+        "subject": user,
+        "subject_roles": roles.roles_of(user) if user.is_staff else [],
+        "verification": verification.current(user),
+        "wallet": wallet.summary(user),
+        "transactions": LedgerTransaction.objects.filter(user=user).order_by("-created_at", "-pk")[:25],
+        "instances": Instance.objects.filter(owner=user)
+        .select_related("chip", "zone", "plan")
+        .order_by("-created_at")[:25],
+        "active_states": ACTIVE,
+        "adjust_form": adjust_form or AdjustBalanceForm(),
+        "stop_form": ReasonForm(),
+        "can_adjust": roles.can(request.user, roles.ADJUST_BALANCE),
+        "can_stop": roles.can(request.user, roles.FORCE_STOP),
+    }
+    return render(request, "ops/user_detail.html", context, status=status)
+
+
+@staff_view(roles.VIEW_USERS)
+@require_GET
+def user_detail(request, public_id):
+    try:
+        user = services.get_user(Actor.from_request(request), public_id)
+    except ServiceError as exc:
+        raise Http404 from exc
+    return _user_page(request, user)
+
+
+@staff_view(roles.ADJUST_BALANCE)
+@require_POST
+def adjust_balance(request, public_id):
+    actor = Actor.from_request(request)
+    try:
+        user = services.get_user(actor, public_id)
+    except ServiceError as exc:
+        raise Http404 from exc
+    form = AdjustBalanceForm(request.POST)
+    if not form.is_valid():
+        return _user_page(request, user, form, status=400)
+    try:
+        tx = services.adjust_balance(actor, user_id=public_id, amount=form.cleaned_data["amount"],
+                                     reason=form.cleaned_data["reason"],
+                                     idempotency_key=form.cleaned_data["idempotency_key"])  # fmt: skip
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        form.add_error(None, exc.message)
+        return _user_page(request, user, form, status=400)
+    messages.success(request, _("Balance adjusted by ¥%(amount)s.") % {"amount": tx.user_amount})
+    return redirect("ops:user", public_id=public_id)
+
+
+@staff_view(roles.FORCE_STOP)
+@require_POST
+def force_stop(request, public_id):
+    form = ReasonForm(request.POST)
+    owner = Instance.objects.filter(public_id=public_id).values_list("owner__public_id", flat=True).first()
+    if owner is None:
+        raise Http404
+    default = reverse("ops:user", args=[owner])
+    if not form.is_valid():
+        _form_errors(request, form)
+        return _back(request, default)
+    return _act(
+        request,
+        default,
+        lambda: services.force_stop(Actor.from_request(request), instance_id=public_id,
+                                    reason=form.cleaned_data["reason"]),
+        _("Stop sent: the instance gets the checkpoint signal, then stops after the grace period."),
+    )  # fmt: skip
+
+
+# --- The audit log ----------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.VIEW_AUDIT)
+@require_GET
+def audit_log(request):
+    form = AuditSearchForm(request.GET)
+    entries = AuditEntry.objects.for_user(request.user)
+    if form.is_valid():
+        entries = entries.search(form.cleaned_data["q"], form.cleaned_data["action"])
+    page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "ops/audit.html", {"form": form, "page": page})

@@ -1,0 +1,34 @@
+"""The back office's staff sidebar: the pages the current staff member's role opens."""
+
+from django import template
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+from console.ops import roles
+
+register = template.Library()
+
+# (label, URL name, icon, permission needed; None: any staff)
+PAGES = [
+    (_("Overview"), "ops:index", "grid", None),
+    (_("Capacity"), "ops:capacity", "hdd-rack", roles.MANAGE_CAPACITY),
+    (_("Revenue & subsidies"), "ops:revenue", "graph-up", roles.VIEW_FINANCE),
+    (_("Price list"), "ops:prices", "tags", roles.VIEW_FINANCE),
+    (_("Subsidy programmes"), "ops:subsidies", "piggy-bank", roles.VIEW_FINANCE),
+    (_("Review queues"), "ops:reviews", "check2-square", roles.REVIEW_ENTERPRISE),
+    (_("Users"), "ops:users", "people", roles.VIEW_USERS),
+    (_("Audit log"), "ops:audit", "journal-text", roles.VIEW_AUDIT),
+]
+
+
+@register.inclusion_tag("ops/partials/nav.html", takes_context=True)
+def ops_nav(context):
+    request = context["request"]
+    user = request.user
+    items = []
+    for label, name, icon, permission in PAGES:
+        if permission is None or roles.can(user, permission):
+            url = reverse(name)
+            active = request.path == url if name == "ops:index" else request.path.startswith(url)
+            items.append({"label": label, "url": url, "icon": icon, "active": active})
+    return {"items": items, "show_admin": roles.is_staff(user)}

@@ -1,0 +1,85 @@
+"""The instance agent's endpoint: ``POST /api/v1/agent/instances/<id>/reports`` with ``Authorization: Agent …``.
+
+Only the instance's own agent token is accepted here: no session, no user API token (and no CSRF, since no cookie
+can authenticate). The answer tells the agent what its owner wants the instance to be.
+"""
+
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import reports
+
+EVENTS = ["started", "heartbeat", "checkpoint", "exited"]
+SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "host"]
+
+
+class CardSampleSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0, max_value=255)
+    utilisation = serializers.FloatField(min_value=0, max_value=100)
+    memory_used = serializers.FloatField(min_value=0, max_value=100)
+
+
+class AgentMetricsSerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=SOURCES)
+    card_utilisation = serializers.FloatField(min_value=0, max_value=100)
+    memory_used = serializers.FloatField(min_value=0, max_value=100)
+    cards = CardSampleSerializer(many=True, required=False, default=list)
+
+
+class CheckpointSerializer(serializers.Serializer):
+    signal = serializers.CharField(max_length=16)
+    at = serializers.DateTimeField()
+    job_id = serializers.CharField(max_length=64, allow_blank=True)
+    restart_count = serializers.IntegerField(min_value=0)
+
+
+class AgentReportSerializer(serializers.Serializer):
+    event = serializers.ChoiceField(choices=EVENTS)
+    job_id = serializers.CharField(max_length=64, allow_blank=True)
+    restart_count = serializers.IntegerField(min_value=0, default=0)
+    cards = serializers.ListField(child=serializers.IntegerField(min_value=0, max_value=255), max_length=64,
+                                  default=list)  # fmt: skip
+    metrics = AgentMetricsSerializer()
+    checkpoint = CheckpointSerializer(allow_null=True, required=False, default=None)
+
+
+class AgentAnswerSerializer(serializers.Serializer):
+    wanted = serializers.CharField()
+
+
+class AgentReportView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes: list = []
+
+    @extend_schema(
+        tags=["agent"],
+        summary="An instance agent's heartbeat, metrics or checkpoint (the agent's own token only)",
+        request=AgentReportSerializer,
+        responses={200: AgentAnswerSerializer, 400: OpenApiResponse(description="Bad report"),
+                   401: OpenApiResponse(description="No agent token"),
+                   404: OpenApiResponse(description="No such instance, or not this token's")},
+    )  # fmt: skip
+    def post(self, request, id=None):
+        header = request.headers.get("Authorization", "").split()
+        if len(header) != 2 or header[0].lower() != "agent":
+            raise exceptions.NotAuthenticated(_("Send the instance's agent token: “Authorization: Agent <token>”."))
+        instance = reports.authenticate(id, header[1])
+        body = AgentReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        reports.record(instance, _plain(body.validated_data))
+        return Response({"wanted": instance.wanted})
+
+    def get_authenticate_header(self, request):
+        return 'Agent realm="instance-agent"'
+
+
+def _plain(data: dict) -> dict:
+    """Validated data as JSON-ready values (the checkpoint time back to ISO text)."""
+    checkpoint = data.get("checkpoint")
+    if checkpoint:
+        checkpoint = {**checkpoint, "at": checkpoint["at"].isoformat()}
+    return {**data, "checkpoint": checkpoint, "metrics": dict(data["metrics"])}

@@ -1,0 +1,570 @@
+"""The Slurm backend: each instance is a batch job holding typed GRES cards of its chip, talked to through
+slurmrestd (REST, JWT over TCP; slurmrestd refuses to run as root, so it runs as its own system user).
+
+Per zone (``settings.SLURM`` merged with ``settings.SLURM_ZONES[<zone slug>]``): the REST URL, a token or the HS256
+key file to sign one, the unix user jobs run as, the on-demand and spot partitions, the chip → GRES type map
+(always a typed ``gpu:<type>:<n>``: an untyped request mixes chips), each type's first GRES index on a node, and
+the instance root every node of the zone shares (system disks under ``instances/``, data disks under ``disks/``:
+that is how disks follow an instance to another node).
+
+The mapping:
+
+* launch/start → a job on the zone's partition running the instance agent (``instances/agent.py``), named
+  ``<prefix><public id>``; spot instances go to the spot partition with ``requeue``, on-demand ones without it
+  (a node failure fails them instead of restarting them behind the console's back);
+* stop and arrears → SIGUSR1 to the job (the agent writes the checkpoint marker and passes it on), then after the
+  grace period a cancel. The signal time is kept in the job's ``comment`` so that repeated calls are idempotent
+  and every console process agrees. REST rejects ``--signal=B:USR1@…`` (22.05), so the console signals itself;
+* preemption: Slurm sends SIGTERM at once (``GraceTime=0``; the agent checkpoints within ``KillWait``) and requeues
+  the job. The console cancels the requeued copy as soon as it sees it — relaunching is the owner's one click,
+  which submits a new job — and marks it ``preempted`` so the state survives until the job vanishes;
+* release → cancel and delete the system disk; data disks stay.
+
+Finished jobs vanish from Slurm after ``MinJobAge``: an absent job is reported as ``ABSENT`` and the lifecycle
+reads it by the instance's wanted state. The instance is RUNNING (and billed) only once its agent has reported
+from this job, so a job that never got its cards, or whose agent never came up, costs nothing.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shlex
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import requests
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from .. import agent as agent_module
+from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, TransientBackendError
+
+ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD"})
+ENDED_STATES = frozenset(
+    {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+)
+CHECKPOINT_TAG = "gpucloud:checkpoint@"
+PREEMPTED_TAG = "gpucloud:preempted@"
+# Slurm error numbers: "this request can never run here"; the job is unknown or already over.
+NO_SUCH_CONFIGURATION = 2014
+GONE = frozenset({2017, 2021})
+
+
+def zone_settings(zone_slug: str) -> dict:
+    """The cluster-wide Slurm settings with the zone's overrides applied."""
+    merged = dict(getattr(settings, "SLURM", {}))
+    merged.update(getattr(settings, "SLURM_ZONES", {}).get(zone_slug, {}))
+    return merged
+
+
+def agent_token(public_id) -> str:
+    """The per-instance credential the agent reports with: derived from the secret key, never stored."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"instance-agent|{public_id}".encode(), hashlib.sha256)
+    return "gca_" + digest.hexdigest()
+
+
+def check_agent_token(public_id, token: str) -> bool:
+    return bool(token) and hmac.compare_digest(agent_token(public_id), token)
+
+
+def _b64(data: bytes) -> bytes:
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+def sign_jwt(key: bytes, user: str, lifespan: int = 3600, now: float | None = None) -> str:
+    """An HS256 token for ``user`` as slurmctld checks it (the ``sun`` claim names the user)."""
+    now = int(now if now is not None else time.time())
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = _b64(json.dumps({"iat": now, "exp": now + lifespan, "sun": user}).encode())
+    signature = _b64(hmac.new(key, header + b"." + payload, hashlib.sha256).digest())
+    return (header + b"." + payload + b"." + signature).decode()
+
+
+class SlurmClient:
+    """slurmrestd's v0.0.38 API with a JWT. Connection trouble is transient; Slurm's refusals are permanent."""
+
+    def __init__(self, config: dict):
+        self.base = config["rest_url"].rstrip("/") + "/slurm/" + config.get("api_version", "v0.0.38")
+        self.user = config["user"]
+        self.static_token = config.get("token", "")
+        self.key_file = config.get("jwt_key_file", "")
+        self.timeout = float(config.get("timeout", 10))
+        self._token, self._token_expires = "", 0.0
+        self.session = requests.Session()
+
+    def _headers(self) -> dict:
+        if self.static_token:
+            token = self.static_token
+        else:
+            if time.time() > self._token_expires - 60:
+                try:
+                    key = Path(self.key_file).read_bytes()
+                except OSError as exc:
+                    raise BackendError(f"cannot read the Slurm JWT key {self.key_file}: {exc}") from exc
+                self._token, self._token_expires = sign_jwt(key, self.user), time.time() + 3600
+            token = self._token
+        return {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token}
+
+    def call(self, method: str, path: str, body=None, *, missing_ok: bool = False) -> dict:
+        try:
+            response = self.session.request(
+                method, self.base + path, json=body, headers=self._headers(), timeout=self.timeout
+            )
+        except requests.RequestException as exc:
+            raise TransientBackendError(f"the Slurm controller is unreachable: {exc}") from exc
+        try:
+            data = response.json()
+        except ValueError:
+            data = {}
+        if response.status_code in (401, 403):
+            raise BackendError(f"slurmrestd refused the credentials for user {self.user!r}")
+        errors = data.get("errors") or []
+        if response.status_code >= 500 and not errors:
+            raise TransientBackendError(f"slurmrestd answered HTTP {response.status_code}")
+        if missing_ok and any(_number(e) in GONE for e in errors):
+            return data
+        if errors and not data.get("job_id"):  # a held submit has a job id *and* an error: it was accepted
+            error = SlurmError(errors)
+            if method == "GET" or any(_transient(n) for n in error.numbers):
+                raise TransientBackendError(f"the Slurm controller did not answer: {error}") from error
+            raise error
+        return data
+
+    def jobs(self) -> list[dict]:
+        return self.call("GET", "/jobs").get("jobs", [])
+
+    def job(self, job_id) -> dict | None:
+        jobs = self.call("GET", f"/job/{job_id}", missing_ok=True).get("jobs") or []
+        return jobs[0] if jobs else None
+
+    def submit(self, script: str, job: dict) -> str:
+        return str(self.call("POST", "/job/submit", {"script": script, "job": job})["job_id"])
+
+    def update(self, job_id, fields: dict) -> None:
+        self.call("POST", f"/job/{job_id}", fields, missing_ok=True)
+
+    def signal(self, job_id, name: str) -> None:
+        self.call("DELETE", f"/job/{job_id}?signal={name}", missing_ok=True)
+
+    def cancel(self, job_id) -> None:
+        self.call("DELETE", f"/job/{job_id}", missing_ok=True)
+
+
+def _number(error: dict):
+    return error.get("error_code", error.get("error_number"))
+
+
+def _transient(number) -> bool:
+    """Slurm's communication errors (10xx, 18xx: the controller is down or restarting) and unspecified ones."""
+    return number == -1 or (isinstance(number, int) and (1000 <= number < 1100 or 1800 <= number < 1900))
+
+
+class SlurmError(BackendError):
+    def __init__(self, errors: list[dict]):
+        self.errors = errors
+        self.numbers = {_number(e) for e in errors}
+        super().__init__("; ".join(e.get("error") or e.get("description") or "?" for e in errors))
+
+
+# Reading a job ---------------------------------------------------------------------------------------------------
+
+
+def _tagged_time(job: dict, tag: str) -> float | None:
+    comment = job.get("comment") or ""
+    if comment.startswith(tag):
+        try:
+            return float(comment[len(tag) :])
+        except ValueError:
+            return None
+    return None
+
+
+def _at(epoch) -> datetime | None:
+    return datetime.fromtimestamp(epoch, tz=UTC) if epoch else None
+
+
+def waiting_message(reason: str, *, cards: int, chip: str) -> str:
+    """Why a pending job waits, in plain words for the instance page."""
+    if reason == "Resources":
+        return _("waiting for %(cards)s free %(chip)s cards") % {"cards": cards, "chip": chip}
+    if reason == "Priority":
+        return _("queued behind other instances waiting for %(chip)s cards") % {"chip": chip}
+    if reason in {"JobHeldUser", "JobHeldAdmin"}:
+        return _("held by the cluster's operator")
+    if reason in {"PartitionDown", "PartitionInactive", "NodeDown", "ReqNodeNotAvail", "PartitionNodeLimit"}:
+        return _("the zone's nodes are unavailable right now")
+    if reason in {"BeginTime", "None", ""}:
+        return _("waiting for the scheduler")
+    return _("waiting in the cluster's queue (%(reason)s)") % {"reason": reason}
+
+
+ENDED_MESSAGES = {
+    "COMPLETED": gettext_lazy("the instance's workload exited"),
+    "FAILED": gettext_lazy("the instance's job failed"),
+    "TIMEOUT": gettext_lazy("the instance's job reached its time limit"),
+    "NODE_FAIL": gettext_lazy("the node running the instance failed"),
+    "OUT_OF_MEMORY": gettext_lazy("the instance ran out of memory"),
+    "BOOT_FAIL": gettext_lazy("the node could not boot the instance"),
+    "DEADLINE": gettext_lazy("the instance's job reached its deadline"),
+    "CANCELLED": gettext_lazy("the cluster cancelled the instance's job"),
+}
+
+
+def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, cards: int, chip: str,
+              spot_partition: str, now: float | None = None) -> BackendStatus:  # fmt: skip
+    """What a Slurm job means for its instance. ``reported``: the agent has reported from this job."""
+    if job is None:
+        return BackendStatus(Phase.ABSENT)
+    now = now if now is not None else time.time()
+    state = job.get("job_state", "")
+    signalled = _tagged_time(job, CHECKPOINT_TAG)
+    preempted = _tagged_time(job, PREEMPTED_TAG)
+    requeued = job.get("restart_cnt", 0) > 0 and job.get("partition") == spot_partition
+    if preempted is not None:
+        return BackendStatus(Phase.PREEMPTED, since=_at(preempted), ready_in=0)
+    if state == "PREEMPTED" or (requeued and state in {"PENDING", "REQUEUED", "REQUEUE_HOLD"}):
+        # A requeued spot job's submit time is the moment it was preempted.
+        return BackendStatus(Phase.PREEMPTED, since=_at(job.get("submit_time") or job.get("end_time")), ready_in=0)
+    if state in {"RUNNING", "CONFIGURING", "SUSPENDED"} and signalled is not None:
+        left = max(signalled + grace - now, 0)
+        return BackendStatus(Phase.STOPPING, since=_at(signalled), ready_in=left)
+    if state == "RUNNING":
+        if reported:
+            return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=_access(job))
+        return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5,
+                             message=_("starting the instance agent"))  # fmt: skip
+    if state in {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"}:
+        message = waiting_message(job.get("state_reason", ""), cards=cards, chip=chip)
+        return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=1.0, message=message)
+    if state in {"COMPLETING", "SUSPENDED"}:
+        return BackendStatus(Phase.STOPPING, since=_at(job.get("end_time")), ready_in=1.0)
+    ended = _at(min(job.get("end_time") or now, now))
+    if signalled is not None or wanted != "running":
+        return BackendStatus(Phase.STOPPED, since=ended)
+    return BackendStatus(Phase.FAILED, since=ended, message=str(ENDED_MESSAGES.get(state, state.lower())))
+
+
+def _access(job: dict) -> dict:
+    node = job.get("batch_host") or job.get("nodes") or ""
+    return {
+        "simulated": False,
+        "node": node,
+        "job_id": str(job["job_id"]),
+        "ssh_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
+        "attach_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
+    }
+
+
+# The backend -----------------------------------------------------------------------------------------------------
+
+
+class SlurmBackend(Backend):
+    name = "slurm"
+    simulated = False
+
+    def __init__(self):
+        self._clients: dict[tuple, SlurmClient] = {}
+
+    # Configuration
+    def config(self, instance) -> dict:
+        return zone_settings(instance.zone.slug)
+
+    def client(self, config: dict) -> SlurmClient:
+        key = (config["rest_url"], config["user"], config.get("token", ""), config.get("jwt_key_file", ""))
+        if key not in self._clients:
+            self._clients[key] = SlurmClient(config)
+        return self._clients[key]
+
+    def job_name(self, instance, config=None) -> str:
+        config = config or self.config(instance)
+        return f"{config.get('job_prefix', 'inst-')}{instance.public_id}"
+
+    def root(self, config: dict) -> Path:
+        return Path(config["root"])
+
+    def system_disk(self, instance, config=None) -> Path:
+        return self.root(config or self.config(instance)) / "instances" / str(instance.public_id)
+
+    def gres(self, instance, config: dict) -> tuple[str, int]:
+        """The typed GRES for the instance's chip and the first index of that type on a node."""
+        gres_type = config.get("gres_types", {}).get(instance.chip.slug)
+        if not gres_type:
+            raise BackendError(f"zone {instance.zone.slug} maps no Slurm GRES type to chip {instance.chip.slug}")
+        return gres_type, int(config.get("gres_offsets", {}).get(gres_type, 0))
+
+    # Jobs
+    def _latest(self, jobs: list[dict], name: str) -> dict | None:
+        mine = [j for j in jobs if j.get("name") == name]
+        return max(mine, key=lambda j: j["job_id"]) if mine else None
+
+    def _current_job(self, instance, config) -> dict | None:
+        client = self.client(config)
+        if instance.backend_job_id:
+            job = client.job(instance.backend_job_id)
+            if job is not None and job.get("name") == self.job_name(instance, config):
+                return job
+        return self._latest(client.jobs(), self.job_name(instance, config))
+
+    def submit(self, instance) -> str:
+        config = self.config(instance)
+        client = self.client(config)
+        job = self._latest(client.jobs(), self.job_name(instance, config))
+        if job and job.get("job_state") in ACTIVE_STATES and not job.get("comment"):
+            if not (job.get("restart_cnt", 0) > 0 and instance.spot):
+                return str(job["job_id"])  # already submitted: retries and reconcile land here
+        script, description = self.job_description(instance, config)
+        try:
+            return client.submit(script, description)
+        except SlurmError as exc:
+            if NO_SUCH_CONFIGURATION in exc.numbers:
+                chip = instance.chip.label if instance.chip_id else _("CPU-only")
+                raise BackendError(
+                    _("no node of this zone's cluster has %(cards)s %(chip)s cards")
+                    % {"cards": instance.cards, "chip": chip}
+                ) from exc
+            raise
+
+    def job_description(self, instance, config: dict) -> tuple[str, dict]:
+        root = self.root(config)
+        logs = root / "logs"
+        _make_dirs(logs, like=root)
+        family = instance.chip.backend if instance.chip_id else "cpu"
+        command = [
+            config.get("agent_python", "python3"), config["agent_path"], "--instance", str(instance.public_id),
+            "--root", str(root), "--family", family, "--console", config.get("console_url", ""),
+            "--interval", str(config.get("heartbeat_seconds", 15)),
+        ]  # fmt: skip
+        job = {
+            "name": self.job_name(instance, config),
+            "partition": config["spot_partition"] if instance.spot else config["partition"],
+            "current_working_directory": str(root),
+            "standard_output": str(logs / f"{instance.public_id}-%j.log"),
+            "requeue": bool(instance.spot),
+            "environment": {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id),
+            },
+        }
+        if instance.chip_id:
+            gres_type, offset = self.gres(instance, config)
+            job["gres"] = f"gpu:{gres_type}:{instance.cards}"
+            command += ["--offset", str(offset)]
+        workload = config.get("workload") or []
+        if workload:
+            command += ["--", *workload]
+        # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.
+        return "#!/bin/bash\nexec " + shlex.join(command) + "\n", job
+
+    def stop(self, instance, *, grace_seconds: float) -> None:
+        config = self.config(instance)
+        client = self.client(config)
+        job = self._current_job(instance, config)
+        if job is None or job.get("job_state") not in ACTIVE_STATES:
+            return
+        if job.get("job_state") != "RUNNING":
+            client.update(job["job_id"], {"comment": f"{CHECKPOINT_TAG}{time.time():.3f}"})
+            client.cancel(job["job_id"])  # nothing to checkpoint yet
+            return
+        signalled = _tagged_time(job, CHECKPOINT_TAG)
+        if signalled is None:
+            signalled = time.time()
+            client.update(job["job_id"], {"comment": f"{CHECKPOINT_TAG}{signalled:.3f}"})
+            client.signal(job["job_id"], "SIGUSR1")
+        if time.time() >= signalled + grace_seconds:
+            client.cancel(job["job_id"])
+
+    def release(self, instance) -> None:
+        """Cancel the job; once it has ended (its agent writes a last checkpoint on the way out), delete the system
+        disk. Until then this raises a transient error, so the release task and reconcile come back."""
+        config = self.config(instance)
+        job = self._current_job(instance, config)
+        if job is not None and job.get("job_state") in ACTIVE_STATES | {"COMPLETING"}:
+            if job.get("job_state") != "COMPLETING":
+                self.client(config).cancel(job["job_id"])
+            raise TransientBackendError(f"waiting for job {job['job_id']} to end before deleting the system disk")
+        shutil.rmtree(self.system_disk(instance, config), ignore_errors=True)
+
+    def status(self, instance) -> BackendStatus:
+        return self.status_many([instance])[instance.public_id]
+
+    def status_many(self, instances) -> dict:
+        instances = list(instances)
+        result = {}
+        by_cluster: dict[tuple, list] = {}
+        for instance in instances:
+            config = self.config(instance)
+            by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
+        for members in by_cluster.values():
+            newest: dict[str, dict] = {}
+            for job in self.client(members[0][1]).jobs():
+                if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
+                    newest[job.get("name")] = job
+            latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
+            reported = _reported(latest)
+            starts = _run_starts([i for i, _c in members if i.status == "starting"])
+            for instance, config in members:
+                job = latest[instance.public_id]
+                if job is not None and instance.public_id in starts and _ended_before(job, starts[instance.public_id]):
+                    job = None  # the previous run's job: this run has not been submitted yet
+                result[instance.public_id] = self._phase(instance, config, job, reported)
+        return result
+
+    def _phase(self, instance, config, job, reported) -> BackendStatus:
+        key = (instance.public_id, str(job["job_id"])) if job else None
+        status = job_phase(
+            job, wanted=instance.wanted, reported=key in reported or not config.get("require_heartbeat", True),
+            grace=_grace(instance), cards=instance.cards, spot_partition=config["spot_partition"],
+            chip=instance.chip.label if instance.chip_id else "",
+        )  # fmt: skip
+        if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
+            self._hold_preempted(config, job, status.since)
+        return status
+
+    def _hold_preempted(self, config, job, since) -> None:
+        # Slurm would restart the requeued copy by itself after ~2 minutes, holding cards the console no longer
+        # bills; relaunching is the owner's decision and a new job. The tag keeps the preemption time visible.
+        client = self.client(config)
+        at = since.timestamp() if since else time.time()
+        client.update(job["job_id"], {"comment": f"{PREEMPTED_TAG}{at:.3f}"})
+        client.cancel(job["job_id"])
+
+    def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
+        from ..models import AgentReport
+
+        since = timezone.now() - timedelta(minutes=minutes)
+        rows = AgentReport.objects.filter(instance__public_id=instance.public_id, at__gte=since).order_by("at")
+        points: dict = {}
+        for row in rows.only("at", "card_utilisation", "memory_used"):
+            points[row.at.replace(second=0, microsecond=0)] = row  # the minute's last report
+        return [
+            MetricPoint(at=at, card_utilisation=row.card_utilisation, memory_used=row.memory_used)
+            for at, row in points.items()
+        ]
+
+    # Disks and mounts: a layout file on the system disk, applied at once here and by the agent on each heartbeat
+    def _edit_layout(self, instance, change) -> None:
+        config = self.config(instance)
+        root, system = self.root(config), self.system_disk(instance, config)
+        _make_dirs(system / ".gpucloud", like=root)
+        previous = agent_module.read_layout(system)
+        layout = {"disks": list(previous.get("disks", [])), "mounts": list(previous.get("mounts", []))}
+        change(layout)
+        agent_module.write_layout(system, layout)
+        made = agent_module.apply_layout(root, system, layout, previous=previous)
+        _give_to_jobs(root, [system / agent_module.LAYOUT, *made])
+
+    def _source(self, config: dict, source: str, target: str) -> str:
+        """Where a mount's source lives on the nodes: the owner's storage, a hub item, or an absolute path."""
+        if source.startswith("/"):
+            return source
+        if source.startswith("cloudstorage/") or target == "/root/shared":
+            shared = Path(config.get("shared_root") or self.root(config) / "shared") / source.rsplit("/", 1)[-1]
+            _make_dirs(shared, like=self.root(config))
+            return str(shared)
+        return str(Path(config.get("hub_root") or self.root(config) / "hub") / source)
+
+    def attach_disk(self, instance, disk_id: str) -> None:
+        self._edit_layout(instance, lambda layout: _add_once(layout["disks"], str(disk_id)))
+
+    def detach_disk(self, instance, disk_id: str) -> None:
+        self._edit_layout(instance, lambda layout: _remove(layout["disks"], str(disk_id)))
+
+    def mount(self, instance, source: str, target: str) -> None:
+        if not target.startswith("/root/") or ".." in target.split("/"):
+            raise BackendError(f"mounts go under /root/, not {target!r}")
+        entry = {"source": self._source(self.config(instance), source, target), "target": target,
+                 "read_only": target != "/root/shared"}  # fmt: skip
+        self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], entry))
+
+    def unmount(self, instance, target: str) -> None:
+        self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], {"target": target}, drop=True))
+
+
+def _add_once(items: list, value) -> None:
+    if value not in items:
+        items.append(value)
+
+
+def _remove(items: list, value) -> None:
+    while value in items:
+        items.remove(value)
+
+
+def _replace_mount(mounts: list, entry: dict, drop: bool = False) -> None:
+    mounts[:] = [m for m in mounts if m["target"] != entry["target"]]
+    if not drop:
+        mounts.append(entry)
+
+
+def _make_dirs(path: Path, *, like: Path) -> None:
+    """Create ``path`` owned like ``like`` (the instance root): the agent runs as the jobs' user and writes there."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        owner = like.stat()
+        for folder in missing:
+            os.chown(folder, owner.st_uid, owner.st_gid)
+            folder.chmod(0o2775)
+    except (PermissionError, FileNotFoundError):
+        pass  # not root: the directories are ours, which the deployment makes group-writable for the agent
+
+
+def _give_to_jobs(root: Path, paths) -> None:
+    """Hand what the console made on a system disk to the jobs' user (the owner of the root): the agent runs as
+    that user and must write there. Without the right to (the console is not root), group permissions serve."""
+    owner = root.stat()
+    for path in paths:
+        try:
+            os.lchown(path, owner.st_uid, owner.st_gid)
+        except (PermissionError, FileNotFoundError):
+            return
+
+
+def _grace(instance) -> float:
+    from .. import conf
+
+    return conf.spot_notice_seconds() if instance.status == "preempted" else conf.stop_grace_seconds()
+
+
+def _reported(latest: dict) -> set:
+    """(public id, job id) pairs whose agent has reported: one query for every instance."""
+    from ..models import AgentReport
+
+    jobs = {str(j["job_id"]) for j in latest.values() if j}
+    if not jobs:
+        return set()
+    rows = AgentReport.objects.filter(instance__public_id__in=list(latest), job_id__in=jobs)
+    return set(rows.values_list("instance__public_id", "job_id").distinct())
+
+
+def _run_starts(starting) -> dict:
+    """When each starting instance's current run was asked for (its latest move to ``starting``): one query."""
+    from ..models import InstanceEvent
+
+    if not starting:
+        return {}
+    rows = (
+        InstanceEvent.objects.filter(instance__in=starting, new="starting")
+        .values("instance__public_id")
+        .annotate(at=Max("at"))
+        .order_by()
+    )
+    return {row["instance__public_id"]: row["at"] for row in rows}
+
+
+def _ended_before(job: dict, moment) -> bool:
+    """A job submitted before the run was asked for belongs to an earlier run. Slurm counts whole seconds, so a
+    job submitted in the same second as the request counts as this run's."""
+    return job.get("submit_time", 0) < int(moment.timestamp())

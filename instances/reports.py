@@ -1,0 +1,62 @@
+"""What instance agents report (the Slurm backend's jobs): heartbeats, card metrics and checkpoint markers.
+
+An agent authenticates with its instance's own token (``backends.slurm.agent_token``), never with a user's API
+token or session. A report for a missing instance, a released one or with the wrong token is the same 404, so a
+token for one instance tells nothing about another.
+"""
+
+import uuid
+from datetime import timedelta
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from console.errors import NotFound
+
+from .backends.slurm import check_agent_token
+from .choices import Status
+from .models import AgentReport, Instance
+
+
+def authenticate(public_id, token: str) -> Instance:
+    """The instance ``token`` belongs to, or NotFound."""
+    try:
+        key = uuid.UUID(str(public_id))
+    except ValueError:
+        key = None
+    instance = None
+    if key is not None and check_agent_token(key, token):
+        instance = Instance.objects.filter(public_id=key).exclude(status=Status.RELEASED).first()
+    if instance is None:
+        raise NotFound(_("No such instance."))
+    return instance
+
+
+# Reports older than this are dropped as new ones arrive: the page charts the last 30 minutes.
+KEEP = timedelta(days=1)
+
+
+def record(instance: Instance, report: dict) -> AgentReport:
+    """Store one report; the instance counts as healthy once its current job's agent has reported."""
+    metrics = report.get("metrics") or {}
+    now = timezone.now()
+    AgentReport.objects.filter(instance=instance, at__lt=now - KEEP).delete()
+    return AgentReport.objects.create(
+        instance=instance,
+        job_id=str(report.get("job_id", ""))[:64],
+        event=report["event"],
+        at=now,
+        source=metrics.get("source", "")[:16],
+        card_utilisation=metrics.get("card_utilisation", 0.0),
+        memory_used=metrics.get("memory_used", 0.0),
+        data={
+            "restart_count": report.get("restart_count", 0),
+            "cards": report.get("cards", []),
+            "per_card": metrics.get("cards", []),
+            "checkpoint": report.get("checkpoint"),
+        },
+    )
+
+
+def latest(instance: Instance) -> AgentReport | None:
+    return AgentReport.objects.filter(instance=instance).order_by("-at", "-id").first()

@@ -1,0 +1,190 @@
+"""Fixtures for the Slurm backend against the real local cluster (``scripts/slurm-local.sh start``).
+
+``on_slurm`` points the Xinchuang zone's MLU370 and 910B nodes at the Slurm backend, gives this test its own job
+name prefix and instance root (so its jobs and directories are told apart and cleaned up), starts a live console
+for the agents' reports, and cancels every job of the test when it ends so the next test finds the cards free.
+"""
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from instances import services
+from instances.backends import get_backend
+from instances.backends.slurm import SlurmClient
+from instances.choices import TRANSITIONAL
+from instances.models import Instance, Node
+from instances.tests.fixtures import settle
+
+SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
+
+
+class SlurmCluster:
+    """The test's view of the cluster: its jobs, and waiting for the console to catch up."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.client = SlurmClient(config)
+        self.prefix = config["job_prefix"]
+        self.root = Path(config["root"])
+
+    def jobs(self) -> list[dict]:
+        return [j for j in self.client.jobs() if j.get("name", "").startswith(self.prefix)]
+
+    def job_of(self, instance) -> dict | None:
+        mine = [j for j in self.jobs() if j["name"] == f"{self.prefix}{instance.public_id}"]
+        return max(mine, key=lambda j: j["job_id"]) if mine else None
+
+    def system_disk(self, instance) -> Path:
+        return self.root / "instances" / str(instance.public_id)
+
+    def marker(self, instance) -> Path:
+        return self.system_disk(instance) / "root" / ".gpucloud" / "checkpoint.json"
+
+    def settle(self, until=None, timeout: float = 60.0, message: str = "the instances to settle") -> None:
+        """Run reconcile beats until ``until()`` holds, or without it until nothing is on its way somewhere."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            services.reconcile()
+            if until is not None and until():
+                return
+            if until is None and not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
+                return
+            time.sleep(0.2)
+        states = list(Instance.objects.values_list("name", "status", "status_detail"))
+        raise AssertionError(f"timed out waiting for {message}: {states}; jobs: {self._job_summary()}")
+
+    def _job_summary(self):
+        return [(j["job_id"], j["name"][-8:], j["job_state"], j["state_reason"]) for j in self.jobs()]
+
+    def cancel_all(self, timeout: float = 60.0) -> None:
+        for job in self.jobs():
+            if job["job_state"] not in {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"}:
+                self.client.cancel(job["job_id"])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(j["job_state"] not in {"PENDING", "RUNNING", "COMPLETING"} for j in self.jobs()):
+                return
+            time.sleep(0.2)
+
+
+def _own_root(parent: Path) -> Path:
+    """A fresh root under the cluster's, owned like it: the jobs' user must write there."""
+    root = parent / f"test-{uuid.uuid4().hex[:8]}"
+    root.mkdir()
+    owner = parent.stat()
+    os.chown(root, owner.st_uid, owner.st_gid)
+    root.chmod(0o2775)
+    return root
+
+
+@pytest.fixture
+def on_slurm(request, settings, catalog):
+    """The Xinchuang zone's MLU370 and 910B nodes on the real cluster; yields a :class:`SlurmCluster`."""
+    live_server = request.getfixturevalue("live_server")
+    root = _own_root(Path(django_settings.SLURM["root"]))
+    settings.SLURM = {
+        **django_settings.SLURM,
+        "console_url": live_server.url,
+        "job_prefix": f"t{uuid.uuid4().hex[:6]}-",
+        "root": str(root),
+        "heartbeat_seconds": 2,
+    }
+    Node.objects.filter(zone__slug="cn-east-xc", chip__slug__in=SLURM_CHIPS).update(backend_name="slurm")
+    get_backend("slurm")  # the registry's shared instance: its clients follow the settings per call
+    cluster = SlurmCluster(settings.SLURM)
+    yield cluster
+    cluster.cancel_all()
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its jobs' logs under logs/
+
+
+ON_SLURM = pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.django_db(transaction=True)])
+
+
+@pytest.fixture(params=[pytest.param("simulated", marks=pytest.mark.django_db), ON_SLURM])
+def driver(request, lifecycle):
+    """The same lifecycle tests on each backend: ``driver.settle()``, ``driver.reclaim(spot)``, …"""
+    if request.param == "slurm":
+        return SlurmDriver(request.getfixturevalue("on_slurm"), request.getfixturevalue("owner"))
+    return SimulatedDriver()
+
+
+class SimulatedDriver:
+    name = "simulated"
+    chip = "ascend-910b"
+
+    def settle(self, until=None, timeout=None) -> None:
+        settle()
+        assert until is None or until()
+
+    def reclaim(self, instance) -> None:
+        from instances.backends import simulated
+
+        simulated.preempt(instance, notice_seconds=0)
+        settle()
+
+    def ease_pressure(self) -> None:
+        """Nothing to give back: the simulated preemption took no cards for anyone else."""
+
+    def lose(self, instance) -> None:
+        from instances.backends import simulated
+
+        simulated.crash_node(instance.node)
+
+    def has_system_disk(self, instance) -> bool:
+        from instances.models import SimulatedJob
+
+        return SimulatedJob.objects.filter(instance_id=instance.public_id, released_at__isnull=True).exists()
+
+    def checkpointed(self, instance) -> bool:
+        from instances.models import SimulatedJob
+
+        return SimulatedJob.objects.filter(instance_id=instance.public_id, signalled_at__isnull=False).exists()
+
+
+class SlurmDriver:
+    name = "slurm"
+    chip = "mlu370-x8"
+
+    def __init__(self, cluster: SlurmCluster, owner):
+        self.cluster = cluster
+        self.owner = owner
+        self.pressure = None
+
+    def settle(self, until=None, timeout=90.0) -> None:
+        self.cluster.settle(until=until, timeout=timeout)
+
+    def reclaim(self, instance) -> None:
+        """An on-demand launch that needs the spot instance's cards: Slurm preempts it."""
+        request = services.LaunchRequest(name="on-demand", chip=self.chip, cards=2, image="pytorch-2.2-neuware")
+        self.pressure = services.launch(self.owner, request)
+        self.cluster.settle(
+            until=lambda: (
+                Instance.objects.get(pk=instance.pk).status == "preempted"
+                and Instance.objects.get(pk=self.pressure.pk).status == "running"
+            ),
+            message="the spot instance to be preempted",
+        )
+
+    def ease_pressure(self) -> None:
+        if self.pressure is not None:
+            services.release(Instance.objects.with_related().get(pk=self.pressure.pk))
+            self.cluster.settle(message="the on-demand instance to be released")
+            self.cluster.settle(until=lambda: not [j for j in self.cluster.jobs() if j["job_state"] == "COMPLETING"])
+
+    def lose(self, instance) -> None:
+        """The job dies outside the console (an operator's scancel, a crashed node)."""
+        self.cluster.client.cancel(self.cluster.job_of(instance)["job_id"])
+
+    def has_system_disk(self, instance) -> bool:
+        return self.cluster.system_disk(instance).exists()
+
+    def checkpointed(self, instance) -> bool:
+        return self.cluster.marker(instance).exists()

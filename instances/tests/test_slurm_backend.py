@@ -1,0 +1,198 @@
+"""The Slurm backend's reading of jobs (every state the console can meet), its credentials, and the REST client
+against the real cluster."""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import time
+
+import pytest
+from django.core.management import call_command
+from django.utils import translation
+
+from instances.backends import BackendError, Phase, TransientBackendError
+from instances.backends.slurm import (
+    CHECKPOINT_TAG,
+    PREEMPTED_TAG,
+    SlurmBackend,
+    SlurmClient,
+    SlurmError,
+    agent_token,
+    check_agent_token,
+    job_phase,
+    sign_jwt,
+    zone_settings,
+)
+from instances.models import Node
+
+NOW = 1_800_000_000.0
+
+
+def phase(job, *, wanted="running", reported=False, grace=10.0):
+    return job_phase(job, wanted=wanted, reported=reported, grace=grace, cards=2, chip="MLU370-X8",
+                     spot_partition="spot", now=NOW)  # fmt: skip
+
+
+def job(state, **fields):
+    base = {"job_id": 7, "name": "inst-x", "job_state": state, "state_reason": "None", "partition": "xinchuang",
+            "restart_cnt": 0, "submit_time": NOW - 100, "start_time": NOW - 90, "end_time": NOW - 5, "comment": "",
+            "batch_host": "localhost"}  # fmt: skip
+    return base | fields
+
+
+@pytest.fixture
+def english():
+    with translation.override("en"):
+        yield
+
+
+def test_a_job_waiting_for_cards_says_so_in_plain_words(english):
+    status = phase(job("PENDING", state_reason="Resources"))
+    assert status.phase == Phase.BOOTING and status.message == "waiting for 2 free MLU370-X8 cards"
+    assert "queued behind" in phase(job("PENDING", state_reason="Priority")).message
+
+
+def test_a_running_job_is_running_only_once_its_agent_reported():
+    assert phase(job("RUNNING")).phase == Phase.BOOTING
+    status = phase(job("RUNNING"), reported=True)
+    assert status.phase == Phase.RUNNING and status.since.timestamp() == NOW - 90
+    assert status.access["attach_command"] == "srun --jobid 7 --overlap --pty bash"
+    assert status.access["simulated"] is False and status.access["node"] == "localhost"
+
+
+def test_a_signalled_job_is_stopping_until_the_grace_ends():
+    status = phase(job("RUNNING", comment=f"{CHECKPOINT_TAG}{NOW - 4}"), reported=True, grace=10)
+    assert status.phase == Phase.STOPPING and status.ready_in == pytest.approx(6)
+    assert phase(job("COMPLETING")).phase == Phase.STOPPING
+
+
+def test_a_requeued_spot_job_is_preempted_at_the_moment_slurm_requeued_it():
+    requeued = job("PENDING", partition="spot", restart_cnt=1, state_reason="BeginTime", submit_time=NOW - 30)
+    status = phase(requeued)
+    assert status.phase == Phase.PREEMPTED and status.since.timestamp() == NOW - 30
+    assert phase(job("CANCELLED", comment=f"{PREEMPTED_TAG}{NOW - 30}")).since.timestamp() == NOW - 30
+    assert phase(job("PREEMPTED", partition="spot")).phase == Phase.PREEMPTED
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ("NODE_FAIL", "the node running the instance failed"),
+        ("FAILED", "the instance's job failed"),
+        ("TIMEOUT", "the instance's job reached its time limit"),
+        ("COMPLETED", "the instance's workload exited"),
+        ("CANCELLED", "the cluster cancelled the instance's job"),
+    ],
+)
+def test_a_job_that_ended_under_a_running_instance_fails_it_when_it_ended(state, message, english):
+    status = phase(job(state))
+    assert status.phase == Phase.FAILED and status.message == message
+    assert status.since.timestamp() == NOW - 5  # billing stops when the job ended, not when the console noticed
+
+
+def test_an_ended_job_is_a_stop_when_the_owner_wanted_it_stopped_or_the_console_signalled_it():
+    assert phase(job("CANCELLED"), wanted="stopped").phase == Phase.STOPPED
+    assert phase(job("CANCELLED", comment=f"{CHECKPOINT_TAG}{NOW - 20}")).phase == Phase.STOPPED
+
+
+def test_a_job_slurm_no_longer_knows_is_absent():
+    assert phase(None).phase == Phase.ABSENT
+
+
+def test_the_console_signs_tokens_slurmctld_accepts():
+    token = sign_jwt(b"k" * 32, "gpucloud", lifespan=60, now=NOW)
+    header, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims == {"iat": int(NOW), "exp": int(NOW) + 60, "sun": "gpucloud"}
+    expected = hmac.new(b"k" * 32, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    assert base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)) == expected
+
+
+def test_an_agent_token_opens_only_its_own_instance():
+    token = agent_token("5b6f4a3e-0000-4000-8000-000000000001")
+    assert check_agent_token("5b6f4a3e-0000-4000-8000-000000000001", token)
+    assert not check_agent_token("5b6f4a3e-0000-4000-8000-000000000002", token)
+    assert not check_agent_token("5b6f4a3e-0000-4000-8000-000000000001", "")
+
+
+def test_zone_settings_override_the_cluster_defaults(settings):
+    settings.SLURM = {"rest_url": "http://a", "user": "u", "partition": "p", "spot_partition": "s"}
+    settings.SLURM_ZONES = {"z1": {"partition": "xinchuang"}}
+    assert zone_settings("z1")["partition"] == "xinchuang" and zone_settings("z1")["rest_url"] == "http://a"
+    assert zone_settings("other")["partition"] == "p"
+
+
+def test_an_unreachable_controller_is_a_transient_error():
+    client = SlurmClient({"rest_url": "http://127.0.0.1:9", "user": "gpucloud", "token": "x", "timeout": 2})
+    with pytest.raises(TransientBackendError):
+        client.jobs()
+
+
+@pytest.mark.slurm
+def test_the_rest_client_reads_refuses_and_signals_real_jobs(settings):
+    client = SlurmClient(settings.SLURM)
+    assert client.job(999_999) is None  # unknown: no error, nothing to act on
+    too_many = {"name": "test-too-many", "partition": "xinchuang", "gres": "gpu:mlu370:9",
+                "current_working_directory": "/tmp", "environment": {"PATH": "/usr/bin:/bin"}}  # fmt: skip
+    with pytest.raises(SlurmError) as refused:
+        client.submit("#!/bin/bash\nsleep 1\n", too_many)
+    assert 2014 in refused.value.numbers and isinstance(refused.value, BackendError)
+
+    job_id = client.submit("#!/bin/bash\ntrap '' USR1\nsleep 60 & wait $!\n", too_many | {"gres": "gpu:z100:1"})
+    try:
+        deadline = time.monotonic() + 10
+        while client.job(job_id)["job_state"] != "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.job(job_id)["gres_detail"][0].startswith("gpu:z100:1(IDX:")  # a typed card, no other chip's
+        client.update(job_id, {"comment": f"{CHECKPOINT_TAG}{NOW}"})
+        client.signal(job_id, "SIGUSR1")
+        assert client.job(job_id)["comment"] == f"{CHECKPOINT_TAG}{NOW}"
+    finally:
+        client.cancel(job_id)
+    client.cancel(job_id)  # twice is harmless
+
+
+@pytest.mark.django_db
+def test_use_slurm_moves_only_the_chips_with_a_gres_type_and_off_moves_them_back(catalog):
+    call_command("use_slurm", "cn-east-xc", "cn-east-a", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    on_slurm = set(Node.objects.filter(backend_name="slurm").values_list("chip__slug", flat=True))
+    assert on_slurm == {"ascend-910b", "mlu370-x8", "dcu-z100", "a800-80g"}
+    assert Node.objects.filter(chip__slug="a100-80g", backend_name="simulated").count() == 2  # no GRES type
+
+    call_command("use_slurm", "--off", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    assert not Node.objects.filter(backend_name="slurm").exists()
+
+
+class Stub:
+    """Just what the disk and mount calls read from an instance."""
+
+    def __init__(self):
+        self.public_id = "5b6f4a3e-0000-4000-8000-000000000009"
+        self.zone = type("Zone", (), {"slug": "cn-east-xc"})()
+        self.backend_job_id = ""
+
+
+def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp_path):
+    settings.SLURM = {**settings.SLURM, "root": str(tmp_path)}
+    backend, instance = SlurmBackend(), Stub()
+    system = tmp_path / "instances" / instance.public_id
+    backend.mount(instance, "cloudstorage/u-1", "/root/shared")
+    backend.mount(instance, "Qwen/Qwen2-7B", "/root/public/Qwen/Qwen2-7B")
+    backend.attach_disk(instance, "disk-1")
+    backend.attach_disk(instance, "disk-1")  # a repeat is a no-op
+
+    home = system / "root"
+    assert os.readlink(home / "shared") == str(tmp_path / "shared" / "u-1") and (tmp_path / "shared" / "u-1").is_dir()
+    assert os.readlink(home / "public" / "Qwen" / "Qwen2-7B") == str(tmp_path / "hub" / "Qwen" / "Qwen2-7B")
+    assert os.readlink(home / "data" / "disk-1") == str(tmp_path / "disks" / "disk-1")
+    layout = json.loads((system / ".gpucloud" / "layout.json").read_text())
+    assert layout["disks"] == ["disk-1"] and {m["read_only"] for m in layout["mounts"]} == {True, False}
+
+    backend.unmount(instance, "/root/public/Qwen/Qwen2-7B")
+    backend.detach_disk(instance, "disk-1")
+    assert not (home / "public" / "Qwen" / "Qwen2-7B").is_symlink() and not (home / "data" / "disk-1").exists()
+    with pytest.raises(BackendError):
+        backend.mount(instance, "x", "/etc/passwd")
+    assert (tmp_path / "disks" / "disk-1").is_dir()  # detaching never deletes the disk

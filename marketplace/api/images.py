@@ -1,0 +1,292 @@
+"""Image marketplace endpoints: list/search/detail without logging in; clone, publish, rate and save an instance as
+an image with a read-write token or a session; review for staff. Decimals (prices, ratings) are strings."""
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.quote import load_price_book
+from console.api.permissions import TokenScopePermission
+from console.errors import ServiceError
+from instances.choices import Backend
+
+from ..choices import ImageCategory, ImageSort, OperatingSystem
+from ..images import services
+from ..images.forms import MAX_FILTER_LENGTH, MAX_QUERY_LENGTH
+from ..images.search import ImageQuery
+from ..models import Image, ImageRating, ImageVariant
+
+# Serializers ------------------------------------------------------------------------------------------------
+
+
+class ImageQuerySerializer(serializers.Serializer):
+    q = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_QUERY_LENGTH,
+        help_text="Words in Chinese or English (昇腾, 大模型, pytorch); every word must match.",
+    )  # fmt: skip
+    category = serializers.ChoiceField(choices=ImageCategory.choices, required=False)
+    backend = serializers.ChoiceField(
+        choices=[*Backend.choices, ("cpu", "CPU only")], required=False, help_text="Images with a variant for it."
+    )
+    chip = serializers.SlugField(required=False, help_text="A chip slug: images with a variant for its family.")
+    framework = serializers.CharField(required=False, allow_blank=True, max_length=MAX_FILTER_LENGTH)
+    os = serializers.ChoiceField(choices=OperatingSystem.choices, required=False)
+    tag = serializers.CharField(required=False, allow_blank=True, max_length=MAX_FILTER_LENGTH)
+    sort = serializers.ChoiceField(choices=ImageSort.choices, default=ImageSort.POPULAR)
+    mine = serializers.BooleanField(required=False, default=False, help_text="Only your own images.")
+
+    def image_query(self) -> ImageQuery:
+        data = self.validated_data
+        family = services.family_of_chip(data["chip"]) if data.get("chip") else data.get("backend", "")
+        values = {name: data.get(name) or "" for name in ("q", "category", "framework", "os", "tag")}
+        return ImageQuery(family=family, **values)
+
+
+class ImageVariantSerializer(serializers.ModelSerializer):
+    family = serializers.CharField(help_text="npu, mlu, dcu, cuda, or empty for CPU only (the no-card mode).")
+
+    class Meta:
+        model = ImageVariant
+        fields = ["slug", "family", "os", "stack", "size_bytes"]
+        read_only_fields = fields
+
+
+class ImageSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    category = serializers.CharField(read_only=True, help_text="xinchuang, framework, case_study or community")
+    review_state = serializers.CharField(read_only=True, help_text="draft, pending, listed or rejected")
+    status = serializers.CharField(read_only=True, help_text="saving, ready or failed")
+    rating_average = serializers.DecimalField(max_digits=3, decimal_places=2, read_only=True)
+    variants = ImageVariantSerializer(many=True, read_only=True)
+    mine = serializers.SerializerMethodField(help_text="Whether the caller owns this image.")
+    url = serializers.SerializerMethodField(help_text="The image's page in the console.")
+
+    class Meta:
+        model = Image
+        fields = [
+            "id", "slug", "name", "name_zh", "summary", "summary_zh", "publisher", "category", "tags", "frameworks",
+            "size_bytes", "usage_count", "rating_average", "rating_count", "review_state", "status", "mine",
+            "variants", "url", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_mine(self, image) -> bool:
+        return bool(image.owner_id) and image.owner_id == getattr(self.context["request"].user, "pk", None)
+
+    def get_url(self, image) -> str:
+        return self.context["request"].build_absolute_uri(image.get_absolute_url())
+
+
+class ChipOfferSerializer(serializers.Serializer):
+    family = serializers.CharField(source="variant.family")
+    variant = serializers.CharField(source="variant.slug")
+    chip = serializers.SlugField(source="chip.slug", allow_null=True, default=None)
+    chip_name = serializers.CharField(source="chip.label", allow_null=True, default=None)
+    list_per_card_hour = serializers.DecimalField(max_digits=24, decimal_places=6, allow_null=True)
+    per_card_hour = serializers.DecimalField(
+        max_digits=24, decimal_places=6, allow_null=True,
+        help_text="Pay-as-you-go CNY per card-hour after subsidies, from the quote function; null: not offered.",
+    )  # fmt: skip
+    free_cards = serializers.IntegerField()
+
+
+class ImageDetailSerializer(ImageSerializer):
+    description = serializers.CharField(read_only=True, help_text="Markdown.")
+    description_html = serializers.CharField(read_only=True, help_text="The description, rendered and sanitised.")
+    review_reason = serializers.CharField(read_only=True, help_text="Why staff rejected it (shown to the author).")
+    offers = ChipOfferSerializer(many=True, read_only=True, help_text="Where each variant runs, priced live.")
+    launch_url = serializers.CharField(read_only=True, allow_null=True, help_text="The prefilled launch wizard.")
+
+    class Meta(ImageSerializer.Meta):
+        fields = [*ImageSerializer.Meta.fields, "description", "description_html", "review_reason", "offers",
+                  "launch_url"]  # fmt: skip
+        read_only_fields = fields
+
+
+class CloneSerializer(serializers.Serializer):
+    target = serializers.ChoiceField(
+        choices=[("instance", "instance"), ("my_images", "my_images")], default="instance",
+        help_text="instance: launch it on the cheapest compatible chip with free cards (one-click clone); "
+        "my_images: a private copy you can launch, describe and publish.",
+    )  # fmt: skip
+    name = serializers.CharField(required=False, allow_blank=True, max_length=64, help_text="The new name.")
+
+
+class SaveInstanceSerializer(serializers.Serializer):
+    instance = serializers.CharField(help_text="The id of one of your stopped instances.")
+    name = serializers.CharField(max_length=services.MAX_NAME)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_DESCRIPTION)
+
+
+class RatingSerializer(serializers.ModelSerializer):
+    stars = serializers.IntegerField(min_value=1, max_value=5)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT, default="")
+
+    class Meta:
+        model = ImageRating
+        fields = ["stars", "comment", "updated_at"]
+        read_only_fields = ["updated_at"]
+
+
+class ReviewSerializer(serializers.Serializer):
+    approve = serializers.BooleanField()
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_REASON, default="")
+
+
+ERRORS = {
+    400: OpenApiResponse(description="Bad input: {code, message, errors}."),
+    403: OpenApiResponse(description="Not allowed (e.g. rating an image you never ran)."),
+    404: OpenApiResponse(description="No such image (or someone else's private one)."),
+    409: OpenApiResponse(description="The image's or instance's state does not allow this."),
+}
+
+
+# Views ------------------------------------------------------------------------------------------------------
+
+
+class ImagePagination(LimitOffsetPagination):
+    default_limit = 24
+    max_limit = 100
+
+
+class ImageListView(APIView):
+    permission_classes = [AllowAny, TokenScopePermission]
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [IsAuthenticated(), TokenScopePermission()]
+        return super().get_permissions()
+
+    @extend_schema(
+        tags=["images"], parameters=[ImageQuerySerializer], responses={200: ImageSerializer(many=True)},
+        summary="Browse and search images",
+        description="Listed images for everyone, plus the caller's own. Chinese (昇腾) and English (pytorch) words.",
+    )  # fmt: skip
+    def get(self, request):
+        query = ImageQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        images = services.search_images(
+            request.user, query.image_query(), query.validated_data["sort"], mine=query.validated_data["mine"]
+        )
+        paginator = ImagePagination()
+        page = paginator.paginate_queryset(images, request, view=self)
+        return paginator.get_paginated_response(ImageSerializer(page, many=True, context={"request": request}).data)
+
+    @extend_schema(
+        tags=["images"], request=SaveInstanceSerializer, responses={201: ImageDetailSerializer, **ERRORS},
+        summary="Save a stopped instance as a private image",
+        description="The image is `saving` until the system disk is snapshotted (poll it), then `ready`.",
+    )  # fmt: skip
+    def post(self, request):
+        body = SaveInstanceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        image = services.save_instance_as_image(
+            request.user, data["instance"], name=data["name"], description=data.get("description", "")
+        )
+        return Response(_detail(request, image), status=status.HTTP_201_CREATED)
+
+
+def _detail(request, image) -> dict:
+    image = services.get_image(request.user, image.public_id)
+    image.offers = services.chip_offers(image, load_price_book(user=request.user))
+    image.launch_url = services.launch_url(image, image.offers) if image.is_ready else None
+    if image.launch_url:
+        image.launch_url = request.build_absolute_uri(image.launch_url)
+    return ImageDetailSerializer(image, context={"request": request}).data
+
+
+class ImageDetailView(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(tags=["images"], responses={200: ImageDetailSerializer, 404: ERRORS[404]}, summary="One image")
+    def get(self, request, key):
+        return Response(_detail(request, services.get_image(request.user, key)))
+
+
+class ImageCloneView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+
+    @extend_schema(
+        tags=["images"], request=CloneSerializer, responses={201: OpenApiResponse(description="The instance or the "
+        "private image."), 402: OpenApiResponse(description="Not enough balance."), **ERRORS},
+        summary="One-click clone: launch the image on the cheapest compatible chip, or copy it into your images",
+    )  # fmt: skip
+    def post(self, request, key):
+        body = CloneSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        image = services.get_image(request.user, key)
+        if body.validated_data["target"] == "my_images":
+            copy = services.clone_to_mine(request.user, image, body.validated_data.get("name", ""))
+            return Response({"image": _detail(request, copy)}, status=status.HTTP_201_CREATED)
+        return _launch_clone(request, image, body.validated_data.get("name") or image.slug[:56])
+
+
+def _launch_clone(request, image, name):
+    from instances.api.instances import _capacity_response
+    from instances.api.serializers import InstanceSerializer
+    from instances.capacity import CapacityError
+    from instances.services import LaunchRequest, launch
+
+    offer = services.clone_offer(services.chip_offers(image, load_price_book(user=request.user)))
+    cpu = next((v for v in image.variants.all() if v.is_cpu_only), None)
+    if offer is not None:
+        launch_request = LaunchRequest(name=name, image=offer.variant.slug, chip=offer.chip.slug, cards=1)
+    elif cpu is not None:
+        launch_request = LaunchRequest(name=name, image=cpu.slug, no_card=True, cards=0)
+    else:
+        raise ServiceError(_no_chip_message(), code="not_offered")
+    try:
+        instance = launch(request.user, launch_request)
+    except CapacityError as exc:
+        return _capacity_response(exc)
+    data = InstanceSerializer(instance, context={"request": request}).data
+    location = reverse("api-instance-detail", args=[instance.public_id])
+    return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+def _no_chip_message() -> str:
+    from django.utils.translation import gettext as _
+
+    return _("No chip this image runs on is offered yet.")
+
+
+class ImagePublishView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+
+    @extend_schema(tags=["images"], request=None, responses={200: ImageDetailSerializer, **ERRORS},
+                   summary="Submit one of your images for review (listed once staff approve it)")  # fmt: skip
+    def post(self, request, key):
+        image = services.publish(request.user, services.get_image(request.user, key, action="change"))
+        return Response(_detail(request, image))
+
+
+class ImageRatingView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+
+    @extend_schema(tags=["images"], request=RatingSerializer, responses={200: RatingSerializer, **ERRORS},
+                   summary="Rate an image you ran (1–5 stars with a comment; a new rating replaces yours)")  # fmt: skip
+    def post(self, request, key):
+        body = RatingSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        image = services.get_image(request.user, key)
+        rating = services.rate(request.user, image, body.validated_data["stars"], body.validated_data["comment"])
+        return Response(RatingSerializer(rating).data)
+
+
+class ImageReviewView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+
+    @extend_schema(tags=["images"], request=ReviewSerializer, responses={200: ImageDetailSerializer, **ERRORS},
+                   summary="Staff: list or reject an image waiting for review")  # fmt: skip
+    def post(self, request, key):
+        body = ReviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        image = services.get_image(request.user, key)
+        image = services.review_image(image, body.validated_data["approve"], body.validated_data["reason"],
+                                      request.user)  # fmt: skip
+        return Response(_detail(request, image))

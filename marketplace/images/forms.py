@@ -1,0 +1,71 @@
+"""Forms of the image marketplace: the search (a GET form, so the URL reflects the filters), saving an instance as
+an image, rating and reviewing. They check shapes; the services decide."""
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from instances.choices import Backend
+
+from ..choices import ImageCategory, ImageSort, OperatingSystem
+from .search import ImageQuery
+from .services import MAX_COMMENT, MAX_DESCRIPTION, MAX_NAME, MAX_REASON
+
+MAX_QUERY_LENGTH = 200
+MAX_FILTER_LENGTH = 100
+
+FAMILY_CHOICES = [("", _("Any chip family")), *Backend.choices, ("cpu", _("CPU only"))]
+
+
+class ImageSearchForm(forms.Form):
+    q = forms.CharField(label=_("Search"), required=False, max_length=MAX_QUERY_LENGTH, strip=True)
+    category = forms.ChoiceField(
+        label=_("Category"), required=False, choices=[("", _("All categories")), *ImageCategory.choices]
+    )
+    family = forms.ChoiceField(label=_("Chip family"), required=False, choices=FAMILY_CHOICES)
+    chip = forms.SlugField(label=_("Chip"), required=False, max_length=50)
+    framework = forms.CharField(label=_("Framework"), required=False, max_length=MAX_FILTER_LENGTH, strip=True)
+    os = forms.ChoiceField(
+        label=_("Operating system"), required=False, choices=[("", _("Any OS")), *OperatingSystem.choices]
+    )
+    tag = forms.CharField(label=_("Tag"), required=False, max_length=MAX_FILTER_LENGTH, strip=True)
+    sort = forms.ChoiceField(label=_("Sort"), required=False, choices=ImageSort.choices)
+
+    def image_query(self, family_of_chip) -> ImageQuery:
+        """The parsed query; a chip narrows to its family (``family_of_chip`` raises for an unknown chip)."""
+        data = self.cleaned_data
+        family = data.get("family") or ""
+        if data.get("chip"):
+            family = family_of_chip(data["chip"])
+        values = {name: data.get(name) or "" for name in ("q", "category", "framework", "os", "tag")}
+        return ImageQuery(family=family, **values)
+
+    def sort_order(self) -> str:
+        return self.cleaned_data.get("sort") or ImageSort.POPULAR
+
+
+class SaveImageForm(forms.Form):
+    name = forms.CharField(
+        label=_("Image name"), max_length=MAX_NAME, widget=forms.TextInput(attrs={"class": "form-control"})
+    )
+    description = forms.CharField(
+        label=_("Description (Markdown)"),
+        required=False,
+        max_length=MAX_DESCRIPTION,
+        widget=forms.Textarea(attrs={"class": "form-control", "rows": 6}),
+    )
+
+
+class RatingForm(forms.Form):
+    stars = forms.TypedChoiceField(
+        label=_("Stars"), coerce=int, choices=[(n, n) for n in range(5, 0, -1)],
+        widget=forms.Select(attrs={"class": "form-select"}),
+    )  # fmt: skip
+    comment = forms.CharField(
+        label=_("Comment"), required=False, max_length=MAX_COMMENT,
+        widget=forms.Textarea(attrs={"class": "form-control", "rows": 3}),
+    )  # fmt: skip
+
+
+class ReviewForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approve", _("List it")), ("reject", _("Reject it"))])
+    reason = forms.CharField(label=_("Reason (shown to the author)"), required=False, max_length=MAX_REASON)

@@ -1,0 +1,579 @@
+"""The image marketplace's operations: the only writers of images, variants, ratings and their counters.
+
+Pages, the API, the admin, the CLI (through the API), the loader and the instances app (through
+``instances.images``) all come through here, so the rendered description, the search columns and the cached
+counters always agree with the image.
+"""
+
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import urlencode
+
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Sum
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.crypto import get_random_string
+from django.utils.text import slugify
+from django.utils.translation import gettext as _
+
+from billing.quote import PriceBook, quote
+from console.errors import Conflict, NotFound, ServiceError
+from instances.capacity import free_capacity
+from instances.choices import Backend, Status
+from instances.models import Chip, Instance, InstanceEvent
+
+from ..choices import (
+    CPU_ONLY,
+    IMAGE_ORDERING,
+    IMAGE_REVIEW_MOVES,
+    ImageCategory,
+    ImageReview,
+    ImageSort,
+    ImageStatus,
+    OperatingSystem,
+)
+from ..hub import cards
+from ..models import Image, ImageEvent, ImageRating, ImageVariant
+from . import search
+
+MAX_NAME = 120
+MAX_DESCRIPTION = 20_000
+MAX_COMMENT = 1000
+MAX_REASON = 500
+FRAMEWORKS_CACHE = "marketplace:images:frameworks"
+FRAMEWORKS_SECONDS = 300
+
+
+class Forbidden(ServiceError):
+    """The caller may see the object but not do this to it (rate without having run it, review without staff)."""
+
+    status = 403
+    code = "forbidden"
+
+
+# Reading ----------------------------------------------------------------------------------------------------
+
+
+def _lookup(key) -> Q:
+    try:
+        return Q(public_id=uuid.UUID(str(key)))
+    except ValueError:
+        return Q(slug=str(key))
+
+
+def get_image(user, key, action: str = "view") -> Image:
+    """The image ``key`` (its slug or public id) if ``user`` may see it; a missing image and someone else's
+    private one answer the same 404."""
+    image = (
+        Image.objects.for_user(user, action).filter(_lookup(key)).select_related("owner", "cloned_from").first()
+        if key
+        else None
+    )
+    if image is None:
+        raise NotFound(_("No image “%(key)s” here.") % {"key": key})
+    return image
+
+
+def family_of_chip(slug: str) -> str:
+    """The chip family of the chip ``slug`` (the marketplace filters by family); unknown chips are bad input."""
+    family = Chip.objects.filter(slug=slug).values_list("backend", flat=True).first()
+    if not family:
+        raise ServiceError(_("Unknown chip “%(slug)s”.") % {"slug": slug}, code="unknown_chip")
+    return family
+
+
+def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR, *, mine: bool = False):
+    """The images ``user`` may see that match ``query`` in ``sort`` order, variants prefetched (a lazy queryset:
+    two queries per page whatever the number of images)."""
+    ordering = IMAGE_ORDERING.get(sort)
+    if ordering is None:
+        raise ServiceError(_("Unknown sort order “%(sort)s”.") % {"sort": sort}, code="invalid_sort")
+    if query.category and query.category not in ImageCategory.values:
+        raise ServiceError(_("Unknown category “%(value)s”.") % {"value": query.category}, code="invalid_category")
+    if query.family and query.family not in [*Backend.values, "cpu"]:
+        raise ServiceError(
+            _("Unknown chip family “%(value)s”: use npu, mlu, dcu, cuda or cpu.") % {"value": query.family},
+            code="invalid_family",
+        )
+    images = Image.objects.for_user(user, "view")
+    if mine:
+        images = images.filter(owner=user) if getattr(user, "is_authenticated", False) else images.none()
+    images = search.apply(images, query).select_related("owner").prefetch_related("variants")
+    return images.defer("description", "search_text", "facet_text").order_by(*ordering)
+
+
+def framework_options() -> list[str]:
+    """The frameworks the filter menu offers: every framework name of the listed images. Finding them reads every
+    listed image, so the menu is cached for a few minutes (and dropped when an image is listed)."""
+    names = cache.get(FRAMEWORKS_CACHE)
+    if names is None:
+        found = set()
+        for frameworks in Image.objects.listed().values_list("frameworks", flat=True):
+            found.update(search.framework_name(f) for f in frameworks)
+        names = sorted(found, key=str.casefold)
+        cache.set(FRAMEWORKS_CACHE, names, FRAMEWORKS_SECONDS)
+    return names
+
+
+def _usable_variants(user):
+    """Variants an instance may boot for ``user``: of listed images or the user's own, ready (not being saved)."""
+    visible = Q(image__review_state=ImageReview.LISTED)
+    if getattr(user, "is_authenticated", False):
+        visible |= Q(image__owner=user)
+    return ImageVariant.objects.filter(visible, image__status=ImageStatus.READY).select_related("image")
+
+
+def variants_for(family: str | None, user=None) -> list[ImageVariant]:
+    """Variants that boot on ``family`` for ``user``, official ones first (None: the no-card mode, where every
+    variant boots on the CPU; the CPU-only ones come first)."""
+    variants = _usable_variants(user)
+    if family is not None:
+        variants = variants.filter(family=family)
+    ordered = variants.order_by(F("image__owner").asc(nulls_first=True), "image__sort_order", "image__slug")
+    result = list(ordered)
+    if family is None:
+        result.sort(key=lambda v: not v.is_cpu_only)
+    return result
+
+
+def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
+    """The variant ``slug`` if ``user`` may boot it on ``family``; bad input (400) otherwise, naming the images
+    that do run there."""
+    variant = _usable_variants(user).filter(slug=slug).first() if slug else None
+    if variant is None:
+        raise ServiceError(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
+    if family is not None and variant.family != family:
+        names = ", ".join(v.slug for v in variants_for(family, user)[:12])
+        raise ServiceError(
+            _("The image “%(image)s” does not run on %(family)s cards; choose one of: %(names)s.")
+            % {"image": variant.slug, "family": Backend(family).label, "names": names},
+            code="incompatible_image",
+        )
+    return variant
+
+
+def variant_names(slugs) -> dict[str, tuple[str, str]]:
+    """slug → (English name, Chinese name) for many variants in one query."""
+    rows = ImageVariant.objects.filter(slug__in=set(slugs)).values_list("slug", "image__name", "image__name_zh")
+    return {slug: (name, name_zh) for slug, name, name_zh in rows}
+
+
+def ran_image(user, image: Image) -> bool:
+    """Whether ``user`` ever had an instance of one of ``image``'s variants reach running."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    slugs = ImageVariant.objects.filter(image=image).values("slug")
+    return InstanceEvent.objects.filter(instance__owner=user, instance__image__in=slugs, new=Status.RUNNING).exists()
+
+
+def ratings_of(image: Image, limit: int = 20):
+    return ImageRating.objects.filter(image=image).select_related("user").order_by("-updated_at", "-id")[:limit]
+
+
+def events_of(image: Image):
+    return ImageEvent.objects.filter(image=image).order_by("at", "id")
+
+
+@dataclass(frozen=True)
+class ChipOffer:
+    """The cheapest rentable chip of one variant's family, priced per card-hour by the quote function, with
+    the cards free on it now."""
+
+    variant: ImageVariant
+    chip: Chip | None
+    list_per_card_hour: Decimal | None
+    per_card_hour: Decimal | None
+    free_cards: int
+
+    @property
+    def subsidised(self) -> bool:
+        return self.per_card_hour is not None and self.per_card_hour < self.list_per_card_hour
+
+
+def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
+    """One row per chip variant of ``image``: the family's cheapest chip (with free cards when any has them),
+    pay-as-you-go after subsidies. A fixed number of queries whatever the catalogue's size."""
+    variants = [v for v in image.variants.all() if not v.is_cpu_only]
+    chips = list(Chip.objects.rentable().filter(backend__in=[v.family for v in variants]).order_by("sort_order"))
+    free: dict[int, int] = {}
+    for row in free_capacity(chips=chips):
+        free[row.chip.pk] = free.get(row.chip.pk, 0) + row.free
+    priced: list[tuple[Chip, object]] = []
+    for chip in chips:
+        try:
+            priced.append((chip, quote(chip=chip, cards=1, book=book)))
+        except ServiceError:
+            continue  # not offered in any zone yet, or no price published
+    offers = []
+    for variant in sorted(variants, key=lambda v: Backend.values.index(v.family)):
+        mine = [(c, q) for c, q in priced if c.backend == variant.family]
+        # Cheapest with free cards first; a family that is full still shows its cheapest price.
+        mine.sort(key=lambda cq: (free.get(cq[0].pk, 0) == 0, cq[1].payable_per_card_hour, cq[0].sort_order))
+        if mine:
+            chip, q = mine[0]
+            offers.append(ChipOffer(variant, chip, q.list_per_card_hour, q.payable_per_card_hour, free.get(chip.pk, 0)))
+        else:
+            offers.append(ChipOffer(variant, None, None, None, 0))
+    return offers
+
+
+def clone_offer(offers: list[ChipOffer]) -> ChipOffer | None:
+    """Where a one-click clone lands: the cheapest priced chip with free cards, else the cheapest priced one."""
+    priced = [o for o in offers if o.per_card_hour is not None]
+    if not priced:
+        return None
+    return min(priced, key=lambda o: (o.free_cards == 0, o.per_card_hour, o.chip.sort_order))
+
+
+def launch_url(image: Image, offers: list[ChipOffer]) -> str | None:
+    """The launch wizard prefilled with the image and the clone's chip (the no-card mode for a CPU-only image)."""
+    params = {"cards": "1", "plan": "payg", "term_end_action": "continue", "name": image.slug[:56]}
+    offer = clone_offer(offers)
+    if offer is not None:
+        params |= {"chip": offer.chip.slug, "image": offer.variant.slug}
+    else:
+        cpu = next((v for v in image.variants.all() if v.is_cpu_only), None)
+        if cpu is None:
+            return None
+        params |= {"no_card": "on", "cards": "0", "image": cpu.slug}
+    return f"{reverse('instances:launch')}?{urlencode(params)}"
+
+
+def earnings(user) -> dict:
+    """What ``user`` earned from their community images: totals per image and the latest payouts."""
+    from billing.choices import TransactionKind
+    from billing.models import LedgerTransaction
+
+    payouts = LedgerTransaction.objects.filter(user=user, kind=TransactionKind.AUTHOR_PAYOUT)
+    per_image = {
+        row["resource_id"]: row
+        for row in payouts.values("resource_id").annotate(total=Sum("user_amount"), charges=Count("id")).order_by()
+    }
+    images = Image.objects.filter(owner=user).order_by("-usage_count", "-id")
+    rows = [(image, per_image.get(image.public_id)) for image in images]
+    total = sum((r["total"] for r in per_image.values()), Decimal("0"))
+    return {"rows": rows, "total": total, "recent": payouts.order_by("-created_at", "-pk")[:20]}
+
+
+# Writing ----------------------------------------------------------------------------------------------------
+
+
+def _clean_name(name) -> str:
+    name = (name or "").strip() if isinstance(name, str) else ""
+    if not name or len(name) > MAX_NAME:
+        raise ServiceError(
+            _("Give the image a name of 1 to %(max)d characters.") % {"max": MAX_NAME}, code="invalid_name"
+        )
+    return name
+
+
+def _clean_description(text) -> str:
+    if text is None:
+        return ""
+    if not isinstance(text, str) or len(text) > MAX_DESCRIPTION:
+        raise ServiceError(
+            _("The description is Markdown of at most %(max)d characters.") % {"max": MAX_DESCRIPTION},
+            code="invalid_description",
+        )
+    return text
+
+
+def render_description(text: str) -> str:
+    """Markdown → sanitised HTML with the hub's card renderer (raw HTML off, then nh3): no script survives."""
+    return cards.render(text)
+
+
+def reindex(image: Image, variants=None) -> None:
+    """Recompute the image's search columns from it and its variants and save them."""
+    variants = list(image.variants.all()) if variants is None else variants
+    image.search_text, image.facet_text = search.document(image, variants)
+    Image.objects.filter(pk=image.pk).update(search_text=image.search_text, facet_text=image.facet_text)
+
+
+@transaction.atomic
+def save_edits(image: Image) -> Image:
+    """Save staff edits of an image (the back office): the description is re-rendered and the search columns
+    recomputed, so both always follow what was typed."""
+    image.description_html = render_description(image.description)
+    image.save()
+    reindex(image)
+    return image
+
+
+def _unique_slug(base: str) -> str:
+    stem = slugify(base)[:30].strip("-") or "image"
+    return f"{stem}-{get_random_string(6, 'abcdefghijklmnopqrstuvwxyz0123456789')}"
+
+
+def _publisher_name(user) -> str:
+    return user.email.split("@", 1)[0][:100]
+
+
+def _event(image: Image, old: str, new: str, reason: str = "", by=None) -> None:
+    ImageEvent.objects.create(image=image, old=old, new=new, reason=reason[:MAX_REASON], by=by)
+
+
+def _copy_variants(image: Image, variants, size_bytes: int | None = None) -> list[ImageVariant]:
+    copies = [
+        ImageVariant(
+            image=image,
+            family=v.family,
+            slug=f"{image.slug}-{v.family or 'cpu'}",
+            os=v.os,
+            stack=list(v.stack),
+            size_bytes=v.size_bytes if size_bytes is None else size_bytes,
+        )  # fmt: skip
+        for v in variants
+    ]
+    return ImageVariant.objects.bulk_create(copies)
+
+
+@transaction.atomic
+def clone_to_mine(user, image: Image, name: str = "") -> Image:
+    """ "Clone to my images": a private copy of ``image`` (all its variants) that ``user`` can launch, describe
+    and publish. Platform images stay as they are."""
+    if not getattr(user, "is_authenticated", False):
+        raise Forbidden(_("Log in to clone images."))
+    name = _clean_name(name or _("%(name)s (my copy)") % {"name": image.name})[:MAX_NAME]
+    copy = Image.objects.create(
+        slug=_unique_slug(image.slug), name=name, name_zh="", summary=image.summary, summary_zh=image.summary_zh,
+        description=image.description, description_html=render_description(image.description),
+        publisher=_publisher_name(user), owner=user, category=ImageCategory.COMMUNITY, tags=list(image.tags),
+        frameworks=list(image.frameworks), size_bytes=image.size_bytes, review_state=ImageReview.DRAFT,
+        status=ImageStatus.READY, cloned_from=image,
+    )  # fmt: skip
+    variants = _copy_variants(copy, image.variants.all())
+    reindex(copy, variants)
+    _event(copy, "", ImageReview.DRAFT, reason=f"cloned from {image.slug}", by=user)
+    return copy
+
+
+def _stopped_instance(user, instance_id) -> Instance:
+    from instances.services import get_instance
+
+    instance = get_instance(user, instance_id, action="change")
+    if instance.status != Status.STOPPED:
+        raise Conflict(
+            _("Only a stopped instance can be saved as an image; “%(name)s” is %(status)s.")
+            % {"name": instance.name, "status": instance.get_status_display()},
+            code="instance_not_stopped",
+        )
+    return instance
+
+
+def snapshot_size(user, instance_id) -> int:
+    """What an image saved from the caller's stopped instance would weigh (shown before saving)."""
+    from instances.backends import BackendError, get_backend
+
+    instance = _stopped_instance(user, instance_id)
+    try:
+        return get_backend(instance.backend_name).system_disk_usage(instance)
+    except BackendError as exc:
+        raise ServiceError(str(exc), code="snapshot_unavailable") from exc
+
+
+def save_instance_as_image(user, instance_id, *, name: str, description: str = "") -> Image:
+    """Save the caller's stopped instance as a private image. The image is ``saving`` until the backend has
+    snapshotted the system disk (a task, enqueued on commit); then it is ready to launch, clone or publish."""
+    from instances.images import find_variant
+
+    name = _clean_name(name)
+    description = _clean_description(description)
+    size = snapshot_size(user, instance_id)
+    instance = _stopped_instance(user, instance_id)
+    base = find_variant(instance.image)
+    family = instance.family or CPU_ONLY
+    with transaction.atomic():
+        image = Image.objects.create(
+            slug=_unique_slug(name), name=name, description=description,
+            description_html=render_description(description), publisher=_publisher_name(user), owner=user,
+            category=ImageCategory.COMMUNITY, tags=list(base.image.tags) if base else [],
+            frameworks=list(base.image.frameworks) if base else [], size_bytes=size,
+            review_state=ImageReview.DRAFT, status=ImageStatus.SAVING, source_instance=instance.public_id,
+            cloned_from=base.image if base else None,
+        )  # fmt: skip
+        os_name = base.os if base else "Ubuntu 22.04"
+        variant = ImageVariant.objects.create(
+            image=image, family=family, slug=f"{image.slug}-{family or 'cpu'}", os=os_name,
+            stack=list(base.stack) if base else [], size_bytes=size,
+        )  # fmt: skip
+        reindex(image, [variant])
+        _event(image, "", ImageStatus.SAVING, reason=f"instance {instance.public_id}", by=user)
+        from .. import tasks
+
+        transaction.on_commit(lambda: tasks.snapshot_image.delay(image.pk))
+    return image
+
+
+def complete_snapshot(image_id: int) -> str | None:
+    """The task's work: snapshot the system disk of the image's instance and mark the image ready (or failed
+    with the reason). Idempotent: an image that is no longer saving is left alone. Returns the new status."""
+    from instances.backends import BackendError, TransientBackendError, get_backend
+
+    image = Image.objects.filter(pk=image_id, status=ImageStatus.SAVING).first()
+    if image is None:
+        return None
+    instance = Instance.objects.select_related("spec").filter(public_id=image.source_instance).first()
+    if instance is None or instance.status != Status.STOPPED:
+        return _finish_snapshot(image, ImageStatus.FAILED, _("The instance was started or released before its disk "
+                                                             "was saved; stop it and save again."))  # fmt: skip
+    try:
+        size = get_backend(instance.backend_name).snapshot_system_disk(instance)
+    except TransientBackendError:
+        raise
+    except BackendError as exc:
+        return _finish_snapshot(image, ImageStatus.FAILED, str(exc))
+    return _finish_snapshot(image, ImageStatus.READY, "", size)
+
+
+def _finish_snapshot(image: Image, status: str, detail: str, size: int | None = None) -> str | None:
+    with transaction.atomic():
+        changes = {"status": status, "status_detail": detail[:255]}
+        if size is not None:
+            changes["size_bytes"] = size
+        if not Image.objects.filter(pk=image.pk, status=ImageStatus.SAVING).update(**changes):
+            return None  # another worker finished it first
+        if size is not None:
+            ImageVariant.objects.filter(image=image).update(size_bytes=size)
+        _event(image, ImageStatus.SAVING, status, reason=detail)
+    return status
+
+
+def _move_review(image: Image, new: str, *, by, reason: str = "", **changes) -> Image:
+    """The one writer of ``review_state``: a guarded compare-and-set with an event row."""
+    image.refresh_from_db(fields=["review_state"])
+    old = image.review_state
+    if new not in IMAGE_REVIEW_MOVES.get(old, ()):
+        raise Conflict(
+            _("This image is %(state)s; it cannot become %(new)s.")
+            % {"state": image.get_review_state_display(), "new": ImageReview(new).label},
+            code="invalid_review_move",
+        )
+    with transaction.atomic():
+        if not Image.objects.filter(pk=image.pk, review_state=old).update(review_state=new, **changes):
+            raise Conflict(_("Someone else changed this image meanwhile; reload and try again."))
+        _event(image, old, new, reason=reason, by=by)
+    if new == ImageReview.LISTED:
+        cache.delete(FRAMEWORKS_CACHE)
+    image.refresh_from_db()
+    return image
+
+
+def publish(user, image: Image) -> Image:
+    """Ask staff to list one of the user's private (or rejected) images for everyone."""
+    image = get_image(user, image.public_id, action="change")
+    if image.status != ImageStatus.READY:
+        raise Conflict(_("The image is still being saved; publish it when it is ready."), code="image_not_ready")
+    return _move_review(image, ImageReview.PENDING, by=user, published_at=timezone.now(), review_reason="")
+
+
+def review_image(image: Image, approve: bool, reason: str, by) -> Image:
+    """Staff decide on an image waiting for review: list it, or reject it with a reason the author sees.
+
+    The back office (``/ops/``), the admin and the review page call this. Raises Forbidden for non-staff,
+    ServiceError for a rejection without a reason, Conflict when the image is not waiting for review.
+    """
+    if not getattr(by, "is_staff", False):
+        raise Forbidden(_("Only staff review images."))
+    reason = (reason or "").strip()[:MAX_REASON]
+    if not approve and not reason:
+        raise ServiceError(_("Say why the image is rejected: the author sees the reason."), code="reason_required")
+    new = ImageReview.LISTED if approve else ImageReview.REJECTED
+    return _move_review(image, new, by=by, reason=reason, review_reason=reason, reviewed_at=timezone.now(),
+                        reviewed_by=by)  # fmt: skip
+
+
+def pending_review():
+    return Image.objects.filter(review_state=ImageReview.PENDING).select_related("owner").order_by("published_at")
+
+
+def rate(user, image: Image, stars, comment: str = "") -> ImageRating:
+    """Rate an image 1–5 with a comment; only a user who ran it (an instance of it reached running), never its
+    author. A second rating replaces the first. The image's count and average follow in the same transaction."""
+    if not getattr(user, "is_authenticated", False):
+        raise Forbidden(_("Log in to rate images."))
+    if isinstance(stars, bool) or not isinstance(stars, int) or not 1 <= stars <= 5:
+        raise ServiceError(_("A rating is 1 to 5 stars."), code="invalid_stars")
+    comment = (comment or "").strip() if isinstance(comment, str) else ""
+    if len(comment) > MAX_COMMENT:
+        raise ServiceError(_("A comment has at most %(max)d characters.") % {"max": MAX_COMMENT}, code="invalid")
+    if image.owner_id == user.pk:
+        raise Forbidden(_("You cannot rate your own image."), code="own_image")
+    if not ran_image(user, image):
+        raise Forbidden(_("Only users who ran this image can rate it: launch it first."), code="not_ran")
+    with transaction.atomic():
+        Image.objects.select_for_update().filter(pk=image.pk).first()
+        rating, _created = ImageRating.objects.update_or_create(
+            image=image, user=user, defaults={"stars": stars, "comment": comment}
+        )
+        totals = ImageRating.objects.filter(image=image).aggregate(count=Count("id"), total=Sum("stars"))
+        count, total = totals["count"] or 0, totals["total"] or 0
+        average = (Decimal(total) / count).quantize(Decimal("0.01")) if count else Decimal("0")
+        Image.objects.filter(pk=image.pk).update(rating_count=count, rating_sum=total, rating_average=average)
+    return rating
+
+
+def record_launch(variant_slug: str) -> None:
+    """Count one launch of the variant's image (the "most used" order). A single UPDATE: safe concurrently."""
+    Image.objects.filter(variants__slug=variant_slug).update(usage_count=F("usage_count") + 1)
+
+
+# The official catalogue -------------------------------------------------------------------------------------
+
+
+def save_catalog_image(entry: dict, publisher: str, *, update: bool = False) -> tuple[Image, bool]:
+    """Create (or, with ``update``, rewrite) one platform image and its variants from a catalogue entry.
+    Returns (image, created). Counters and ratings are never touched."""
+    fields = {
+        "name": entry["name"], "name_zh": entry.get("name_zh", ""), "summary": entry.get("summary", ""),
+        "summary_zh": entry.get("summary_zh", ""), "description": entry.get("description", "").strip(),
+        "publisher": publisher, "category": entry["category"], "tags": list(entry.get("tags", [])),
+        "frameworks": list(entry.get("frameworks", [])), "size_bytes": _gigabytes(entry.get("size_gb", "0")),
+        "sort_order": int(entry.get("sort_order", 100)),
+    }  # fmt: skip
+    if fields["category"] not in ImageCategory.values:
+        raise ServiceError(f"unknown category {fields['category']!r} for {entry['slug']}")
+    with transaction.atomic():
+        image = Image.objects.select_for_update().filter(slug=entry["slug"]).first()
+        created = image is None
+        if image is not None and image.owner_id is not None:
+            raise Conflict(f"the slug {entry['slug']} belongs to a user's image")
+        if image is None:
+            image = Image(slug=entry["slug"], owner=None, review_state=ImageReview.LISTED)
+        elif not update:
+            return image, False
+        for name, value in fields.items():
+            setattr(image, name, value)
+        image.description_html = render_description(image.description)
+        image.save()
+        _save_catalog_variants(image, entry.get("variant", []))
+        reindex(image)
+    cache.delete(FRAMEWORKS_CACHE)
+    return image, created
+
+
+def _save_catalog_variants(image: Image, entries: list[dict]) -> None:
+    for entry in entries:
+        family = entry.get("family", CPU_ONLY)
+        if family not in [*Backend.values, CPU_ONLY]:
+            raise ServiceError(f"unknown chip family {family!r} in {image.slug}")
+        values = {"image": image, "family": family, "os": entry["os"], "stack": list(entry.get("stack", [])),
+                  "size_bytes": _gigabytes(entry.get("size_gb", "0"))}  # fmt: skip
+        try:
+            with transaction.atomic():
+                ImageVariant.objects.update_or_create(slug=entry["slug"], defaults=values)
+        except IntegrityError as exc:
+            raise Conflict(f"variant {entry['slug']} clashes with another of {image.slug}") from exc
+    keep = [e["slug"] for e in entries]
+    ImageVariant.objects.filter(image=image).exclude(slug__in=keep).delete()
+
+
+def _gigabytes(value) -> int:
+    return int(Decimal(str(value)) * 10**9)
+
+
+def os_choices() -> list[tuple[str, str]]:
+    return list(OperatingSystem.choices)

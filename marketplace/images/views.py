@@ -1,0 +1,203 @@
+"""Image marketplace pages: browse and search, an image with its chips and live prices, one-click clone, clone to
+my images, save an instance as an image, publish, rate, the author's earnings and the staff review queue."""
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from billing.quote import load_price_book
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+
+from ..choices import ImageCategory, OperatingSystem
+from . import services
+from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, SaveImageForm
+
+LIST_TEMPLATE = "marketplace/images/list.html"
+DETAIL_TEMPLATE = "marketplace/images/detail.html"
+PAGE_SIZE = 24
+
+
+def _form_errors(form) -> str:
+    return " ".join(f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items())
+
+
+def _search_page(request, *, mine: bool):
+    form = ImageSearchForm(request.GET)
+    context = {"form": form, "page": None, "error": "", "mine": mine}
+    status = 200
+    if form.is_valid():
+        try:
+            query = form.image_query(services.family_of_chip)
+            images = services.search_images(request.user, query, form.sort_order(), mine=mine)
+            context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
+        except ServiceError as exc:
+            context["error"], status = str(exc.message), exc.status
+    else:
+        context["error"], status = _form_errors(form), 400
+    if wants_partial(request):
+        return render(request, f"{LIST_TEMPLATE}#results", context, status=status)
+    menus = {
+        "categories": ImageCategory.choices,
+        "families": FAMILY_CHOICES[1:],
+        "frameworks": services.framework_options(),
+        "systems": OperatingSystem.choices,
+    }
+    return render(request, LIST_TEMPLATE, context | menus, status=status)
+
+
+@require_GET
+def image_list(request):
+    return _search_page(request, mine=False)
+
+
+@login_required
+@require_GET
+def my_images(request):
+    return _search_page(request, mine=True)
+
+
+def _image_or_404(request, slug, action="view"):
+    try:
+        return services.get_image(request.user, slug, action)
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+
+
+def _detail_context(request, image, **extra) -> dict:
+    variants = list(image.variants.all())
+    offers = services.chip_offers(image, load_price_book(user=request.user))
+    is_owner = image.owner_id is not None and image.owner_id == request.user.pk
+    return {
+        "image": image,
+        "variants": variants,
+        "offers": offers,
+        "clone_offer": services.clone_offer(offers),
+        "launch_url": services.launch_url(image, offers) if image.is_ready else None,
+        "is_owner": is_owner,
+        "can_rate": not is_owner and services.ran_image(request.user, image),
+        "ratings": list(services.ratings_of(image)),
+        "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
+        "rating_form": RatingForm(),
+        "review_form": ReviewForm() if request.user.is_staff else None,
+    } | extra
+
+
+@require_GET
+def image_detail(request, slug):
+    image = _image_or_404(request, slug)
+    if wants_partial(request):
+        return render(request, f"{DETAIL_TEMPLATE}#status", {"image": image})
+    return render(request, DETAIL_TEMPLATE, _detail_context(request, image))
+
+
+def _back(request, image, error: str = ""):
+    if error:
+        messages.error(request, error)
+    return redirect(image)
+
+
+@login_required
+@require_POST
+def image_clone(request, slug):
+    """ "Clone to my images": a private copy the user can launch, describe and publish."""
+    image = _image_or_404(request, slug)
+    try:
+        copy = services.clone_to_mine(request.user, image)
+    except ServiceError as exc:
+        return _back(request, image, str(exc.message))
+    messages.success(request, _("“%(name)s” is now in your images (private).") % {"name": copy.name})
+    return redirect(copy)
+
+
+@login_required
+@require_POST
+def image_publish(request, slug):
+    image = _image_or_404(request, slug, action="change")
+    try:
+        services.publish(request.user, image)
+    except ServiceError as exc:
+        return _back(request, image, str(exc.message))
+    messages.success(request, _("Submitted for review: staff list it or tell you why not."))
+    return redirect(image)
+
+
+@login_required
+@require_POST
+def image_rate(request, slug):
+    image = _image_or_404(request, slug)
+    form = RatingForm(request.POST)
+    if not form.is_valid():
+        return _back(request, image, _form_errors(form))
+    try:
+        services.rate(request.user, image, form.cleaned_data["stars"], form.cleaned_data["comment"])
+    except ServiceError as exc:
+        return _back(request, image, str(exc.message))
+    messages.success(request, _("Thank you for rating this image."))
+    return redirect(image)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def save_instance(request, instance_id):
+    """Save a stopped instance as a private image: the size is shown first; the snapshot runs in a task."""
+    form = SaveImageForm(request.POST or None)
+    context = {"form": form, "instance_id": instance_id, "error": ""}
+    try:
+        from instances.services import get_instance
+
+        context["instance"] = get_instance(request.user, instance_id)
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+    try:
+        context["size"] = services.snapshot_size(request.user, instance_id)
+    except ServiceError as exc:
+        context["error"] = str(exc.message)
+    if request.method == "POST" and not context["error"] and form.is_valid():
+        try:
+            image = services.save_instance_as_image(request.user, instance_id, **form.cleaned_data)
+        except ServiceError as exc:
+            context["error"] = str(exc.message)
+        else:
+            messages.success(request, _("Saving the system disk as “%(name)s”…") % {"name": image.name})
+            return redirect(image)
+    status = 400 if request.method == "POST" else (409 if context["error"] else 200)
+    return render(request, "marketplace/images/save.html", context, status=status)
+
+
+@login_required
+@require_GET
+def earnings(request):
+    context = services.earnings(request.user)
+    return render(request, "marketplace/images/earnings.html", context)
+
+
+@staff_member_required
+@require_GET
+def review_queue(request):
+    images = list(services.pending_review().prefetch_related("variants"))
+    return render(request, "marketplace/images/review.html", {"images": images, "form": ReviewForm()})
+
+
+@staff_member_required
+@require_POST
+def review_decide(request, slug):
+    image = _image_or_404(request, slug)
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _form_errors(form))
+        return redirect("marketplace:review")
+    approve = form.cleaned_data["decision"] == "approve"
+    try:
+        image = services.review_image(image, approve, form.cleaned_data["reason"], request.user)
+    except ServiceError as exc:
+        messages.error(request, str(exc.message))
+    else:
+        state = image.get_review_state_display()
+        messages.success(request, _("“%(name)s”: %(state)s.") % {"name": image.name, "state": state})
+    return redirect("marketplace:review")

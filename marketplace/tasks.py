@@ -1,0 +1,13 @@
+"""Celery tasks of the image marketplace: thin, ids only, enqueued on commit, idempotent."""
+
+from celery import shared_task
+
+from instances.backends import TransientBackendError
+
+from .images import services
+
+
+@shared_task(autoretry_for=(TransientBackendError,), retry_backoff=2, retry_backoff_max=60, max_retries=8)
+def snapshot_image(image_id: int) -> str | None:
+    """Snapshot the system disk of a saved instance into its image (a no-op once the image is not saving)."""
+    return services.complete_snapshot(image_id)

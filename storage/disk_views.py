@@ -1,0 +1,234 @@
+"""The cloud disks page (/storage/disks/) and the disks-and-mounts panel of the instance page.
+
+Each action calls one service (``storage.disks`` or ``instances.attachments``) and answers with the refreshed
+list or panel: the partial for htmx, a redirect (success) or the page with the message (refusal) otherwise.
+Someone else's disk or instance is the same 404 as a missing one.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from billing.quote import storage_price
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+from instances import attachments
+from instances.backends import get_backend
+from instances.models import Instance, Zone
+from instances.services import get_instance, get_zone
+
+from . import disks
+from .choices import DiskStatus
+
+DISKS_TEMPLATE = "storage/disks.html"
+PANEL_TEMPLATE = "storage/instance_panel.html"
+HUB_RESULTS = 10
+
+
+# The disks page ---------------------------------------------------------------------------------------------------
+
+
+def _disks_context(user, error: str = "", form=None) -> dict:
+    rows = list(disks.user_disks(user))
+    prices = disks.prices_for(rows)
+    instances_by_zone: dict[int, list[Instance]] = {}
+    for instance in Instance.objects.for_user(user).filter(status__in=disks.ATTACHABLE).order_by("name"):
+        instances_by_zone.setdefault(instance.zone_id, []).append(instance)
+    for disk in rows:
+        disk.quote = prices[disk.size_gb]
+        disk.attach_choices = instances_by_zone.get(disk.zone_id, [])
+    try:
+        price = storage_price("disk")
+    except ServiceError:
+        price = None
+    return {
+        "disks": rows,
+        "zones": Zone.objects.active().select_related("region"),
+        "price": price,
+        "error": error,
+        "form": form or {},
+        "min_gb": disks.MIN_GB,
+        "max_gb": disks.MAX_GB,
+    }
+
+
+def _disks_page(request, *, status=200, error="", form=None):
+    template = f"{DISKS_TEMPLATE}#disk-list" if wants_partial(request) else DISKS_TEMPLATE
+    context = _disks_context(request.user, error, form) | {"is_partial": wants_partial(request)}
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+def disk_list(request):
+    return _disks_page(request)
+
+
+def _disk_act(request, operation, success: str, form=None):
+    try:
+        disk = operation()
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except ServiceError as exc:
+        code = exc.status if exc.status < 500 else 400
+        # htmx swaps 200s only: the partial carries the message; a plain form post gets the real status.
+        return _disks_page(request, status=200 if wants_partial(request) else code, error=exc.message, form=form)
+    messages.success(request, success % {"name": disk.name})
+    if wants_partial(request):
+        return _disks_page(request)
+    return redirect("storage:disks")
+
+
+@login_required
+@require_POST
+def disk_create(request):
+    form = {k: request.POST.get(k, "") for k in ("name", "size_gb", "zone")}
+
+    def create():
+        return disks.create(request.user, name=form["name"], size_gb=form["size_gb"], zone=get_zone(form["zone"]))
+
+    return _disk_act(request, create, _("Disk “%(name)s” created."), form)
+
+
+@login_required
+@require_POST
+def disk_grow(request, public_id):
+    size = request.POST.get("size_gb", "")
+    return _disk_act(request, lambda: disks.grow(request.user, public_id, size), _("Disk “%(name)s” grown."))
+
+
+@login_required
+@require_POST
+def disk_attach(request, public_id):
+    instance_id = request.POST.get("instance", "")
+
+    def attach():
+        disks.get_disk(request.user, public_id)  # someone else's disk: 404 before anything else
+        if not instance_id:
+            raise ServiceError(_("Choose an instance to attach the disk to."), code="invalid_instance")
+        return disks.attach(request.user, public_id, instance_id)
+
+    return _disk_act(request, attach, _("Disk “%(name)s” attached."))
+
+
+@login_required
+@require_POST
+def disk_detach(request, public_id):
+    return _disk_act(request, lambda: disks.detach(request.user, public_id), _("Disk “%(name)s” detached."))
+
+
+@login_required
+@require_POST
+def disk_delete(request, public_id):
+    return _disk_act(request, lambda: disks.delete(request.user, public_id), _("Disk “%(name)s” deleted."))
+
+
+# The instance page's disks-and-mounts panel ---------------------------------------------------------------------
+
+
+def panel_context(user, instance: Instance, *, error: str = "", hub_q: str = "") -> dict:
+    """What the panel shows: ``/root/shared`` (with the top of the tree), hub mounts, attached disks, and the
+    user's detached disks of the instance's zone to attach. A fixed number of queries."""
+    attached = list(disks.attached_to(instance))
+    spare = list(disks.user_disks(user).filter(zone_id=instance.zone_id, status=DiskStatus.AVAILABLE))
+    return {
+        "instance": instance,
+        "mounts": list(attachments.mounts_of(instance)),
+        "attached_disks": attached,
+        "spare_disks": spare,
+        "shared_target": attachments.SHARED_TARGET,
+        "shared_entries": attachments.shared_listing(user),
+        "panel_simulated": get_backend(instance.backend_name).simulated,
+        "can_change": instance.status in attachments.MOUNTABLE,
+        "panel_error": error,
+        "hub_q": hub_q,
+    }
+
+
+def _own_instance(request, public_id) -> Instance:
+    try:
+        return get_instance(request.user, public_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+
+
+def _panel_act(request, public_id, operation):
+    instance = _own_instance(request, public_id)
+    error = ""
+    try:
+        operation(instance)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except ServiceError as exc:
+        error = exc.message
+    if wants_partial(request):
+        instance = _own_instance(request, public_id)
+        return render(request, f"{PANEL_TEMPLATE}#panel", panel_context(request.user, instance, error=error))
+    if error:
+        messages.error(request, error)
+    return redirect(reverse("instances:detail", args=[instance.public_id]) + "#attachments")
+
+
+@login_required
+@require_POST
+def instance_mount(request, public_id):
+    repo = request.POST.get("repo", "").strip()
+    return _panel_act(request, public_id, lambda instance: attachments.mount(request.user, instance, repo))
+
+
+@login_required
+@require_POST
+def instance_unmount(request, public_id):
+    repo = request.POST.get("repo", "").strip()
+    return _panel_act(request, public_id, lambda instance: attachments.unmount(request.user, instance, repo))
+
+
+@login_required
+@require_POST
+def instance_attach(request, public_id):
+    disk_id = request.POST.get("disk", "")
+
+    def attach(instance):
+        if not disk_id:
+            raise ServiceError(_("Choose a disk to attach."), code="invalid_disk")
+        disks.attach(request.user, disk_id, instance.public_id)
+
+    return _panel_act(request, public_id, attach)
+
+
+@login_required
+@require_POST
+def instance_detach(request, public_id):
+    disk_id = request.POST.get("disk", "")
+
+    def detach(instance):
+        disk = disks.get_disk(request.user, disk_id)
+        if disk.instance_id != instance.pk:
+            raise NotFound(_("No such disk."))
+        disks.detach(request.user, disk_id)
+
+    return _panel_act(request, public_id, detach)
+
+
+@login_required
+@require_GET
+def hub_search(request):
+    """Hub items matching ``q`` (Chinese or English) for the mount pickers: the panel's and the wizard's."""
+    from marketplace.hub import search as hub_search_module
+    from marketplace.hub import services as hub_services
+
+    q = request.GET.get("q", "").strip()[:200]
+    items = []
+    if q:
+        query = hub_search_module.HubQuery(q=q)
+        items = list(hub_services.search_items(request.user, query)[:HUB_RESULTS])
+    mount_url = None
+    if request.GET.get("instance"):
+        instance = _own_instance(request, request.GET["instance"])
+        mount_url = reverse("storage:instance-mount", args=[instance.public_id])
+    context = {"items": items, "hub_q": q, "mount_url": mount_url}
+    return render(request, "storage/hub_results.html", context)

@@ -1,0 +1,349 @@
+"""Cloud disks (云硬盘) — the only writers of disks and their events.
+
+Pages, the API, the CLI (through the API), the admin and tasks all call these functions; every lookup goes
+through ``for_user``, so someone else's disk is as absent as a disk that never existed.
+
+Attaching is a compare-and-set on the disk row (``available`` → ``attaching``, with the instance) inside one
+database transaction that also locks the instance row: on PostgreSQL a second attempt waits for the first to
+commit and then finds the disk no longer available, on SQLite writers are serialised. Either way exactly one of
+two concurrent attaches wins and the other is told the disk is in use. The backend call (hot-plug on a running
+instance) happens inside that transaction, so a refusal leaves the disk as it was.
+
+Billing: a disk is metered per GB-day from creation to deletion through ``billing.metering`` (kind ``disk``),
+at the price ``billing.quote.quote_disk`` gives — the one place that prices disks. Growing a disk closes its
+session at the next whole minute and opens one at the new size from that minute, so no minute is billed twice.
+"""
+
+import logging
+import math
+import uuid
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing import metering
+from billing.models import UsageSession
+from billing.quote import StorageQuote, quote_disk, storage_price
+from console.errors import Conflict, NotFound, ServiceError
+from instances.backends import BackendError, get_backend
+from instances.choices import Status
+from instances.models import Instance, Zone
+
+from .choices import DiskReason, DiskStatus
+from .models import CloudDisk, DiskEvent
+
+log = logging.getLogger(__name__)
+
+MIN_GB = 1
+MAX_GB = 32 * 1024  # 32 TB
+USAGE_KIND = "disk"
+
+# Where an attach or detach reaches the backend at once. A running instance gets a hot-plug (a refusal undoes
+# the change); a stopped, preempted or failed one has its layout updated where the backend keeps one, and the
+# start re-applies every attached disk anyway (``instances.attachments.apply``). Stopping and releasing
+# instances refuse: the first is on its way down, the second gives its disks back.
+HOT = {Status.RUNNING}
+ATTACHABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FAILED}
+
+
+# Lookups ---------------------------------------------------------------------------------------------------------
+
+
+def user_disks(user):
+    """The user's disks (not deleted), newest first, with their zone and instance: two joins, one query."""
+    return CloudDisk.objects.for_user(user).live().select_related("zone", "instance")
+
+
+def get_disk(user, public_id, action: str = "view") -> CloudDisk:
+    try:
+        key = uuid.UUID(str(public_id))
+    except ValueError:
+        key = None
+    disk = user_disks(user).filter(public_id=key).first() if key else None
+    if disk is None:
+        raise NotFound(_("No such disk."))
+    return disk
+
+
+def find_disk(user, name_or_id: str) -> CloudDisk:
+    """By public id, or by name (the CLI accepts either)."""
+    disk = user_disks(user).filter(name=name_or_id).first()
+    return disk or get_disk(user, name_or_id)
+
+
+def attachable_instances(user, disk: CloudDisk):
+    """The user's instances in the disk's zone that may take a disk now (the page's attach menu)."""
+    return Instance.objects.for_user(user).filter(zone_id=disk.zone_id, status__in=ATTACHABLE).order_by("name")
+
+
+# Creating, growing, deleting -------------------------------------------------------------------------------------
+
+
+def clean_size(size_gb) -> int:
+    if isinstance(size_gb, bool):
+        size_gb = None
+    try:
+        size = int(str(size_gb).strip())
+    except (TypeError, ValueError):
+        size = None
+    if size is None or not MIN_GB <= size <= MAX_GB:
+        raise ServiceError(
+            _("A disk's size is a whole number of GB from %(min)s to %(max)s.") % {"min": MIN_GB, "max": MAX_GB},
+            code="invalid_size",
+        )
+    return size
+
+
+def clean_name(name) -> str:
+    name = (name or "").strip() if isinstance(name, str) else ""
+    if not name or len(name) > 64 or "/" in name or name in {".", ".."} or any(ord(c) < 32 for c in name):
+        raise ServiceError(_("Give the disk a name of 1 to 64 characters without “/”."), code="invalid_name")
+    return name
+
+
+def _event(disk: CloudDisk, old: str, new: str, reason: str, *, detail: str = "", at=None, data=None) -> None:
+    DiskEvent.objects.create(
+        disk=disk, old=old, new=new, reason=reason, detail=detail[:255], data=data or {}, at=at or timezone.now()
+    )
+
+
+def _label(disk: CloudDisk) -> str:
+    return f"{disk.name} ({disk.size_gb} GB)"
+
+
+def _open_usage(disk: CloudDisk, price: StorageQuote, started_at) -> None:
+    metering.open_usage(
+        user=disk.owner, kind=USAGE_KIND, resource_id=disk.public_id, quote=price, started_at=started_at,
+        label=_label(disk),
+    )  # fmt: skip
+
+
+def price_of(size_gb: int, zone: Zone | None = None, price=None) -> StorageQuote:
+    return quote_disk(clean_size(size_gb), zone=zone, price=price)
+
+
+def prices_for(disks_) -> dict[int, StorageQuote]:
+    """size → quote for a list of disks, reading the price row once."""
+    if not disks_:
+        return {}
+    price = storage_price("disk")
+    return {size: quote_disk(size, price=price) for size in {d.size_gb for d in disks_}}
+
+
+def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None) -> CloudDisk:
+    """Create a disk in ``zone`` and start metering it; with ``instance`` (the launch wizard), attach it too."""
+    name, size = clean_name(name), clean_size(size_gb)
+    price = quote_disk(size, zone=zone)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
+            _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,
+                   data={"per_gb_day": str(price.per_gb_day)})  # fmt: skip
+            _open_usage(disk, price, now)
+            if instance is not None:
+                attach(user, disk.public_id, instance.public_id)
+                disk.refresh_from_db()
+    except IntegrityError as exc:
+        raise Conflict(_("You already have a disk named “%(name)s”.") % {"name": name}, code="exists") from exc
+    return disk
+
+
+def _next_minute(session: UsageSession, now):
+    """The end of the minute of ``session`` that ``now`` falls in: what it has billed (or will) up to."""
+    minutes = max(1, math.ceil((now - session.started_at).total_seconds() / 60))
+    return session.started_at + timedelta(minutes=minutes)
+
+
+def grow(user, public_id, size_gb) -> CloudDisk:
+    """Grow a disk to ``size_gb`` GB (never shrink): billed at the new size from the next whole minute."""
+    size = clean_size(size_gb)
+    with transaction.atomic():
+        disk = _locked(user, public_id)
+        if size <= disk.size_gb:
+            raise ServiceError(
+                _("A disk only grows: “%(name)s” has %(size)s GB; give a larger size.")
+                % {"name": disk.name, "size": disk.size_gb},
+                code="grow_only",
+            )
+        old_size, now = disk.size_gb, timezone.now()
+        price = quote_disk(size, zone=disk.zone)
+        session = UsageSession.objects.open().filter(resource_id=disk.public_id).first()
+        resume_at = _next_minute(session, now) if session else now
+        CloudDisk.objects.filter(pk=disk.pk).update(size_gb=size, updated_at=now)
+        disk.size_gb = size
+        if session is not None:
+            metering.close_usage(resource_id=disk.public_id, ended_at=resume_at)
+        _open_usage(disk, price, resume_at)
+        _event(disk, disk.status, disk.status, DiskReason.GROWN, detail=f"{old_size} GB → {size} GB", at=now,
+               data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)})  # fmt: skip
+    return disk
+
+
+def delete(user, public_id) -> CloudDisk:
+    """Delete a detached disk: its data is gone and billing stops now."""
+    with transaction.atomic():
+        disk = _locked(user, public_id)
+        if disk.status != DiskStatus.AVAILABLE:
+            raise Conflict(
+                _("Disk “%(name)s” is attached to an instance: detach it before deleting it.") % {"name": disk.name},
+                code="disk_in_use",
+            )
+        now = timezone.now()
+        _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, DiskReason.DELETED, at=now, deleted_at=now)
+        metering.close_usage(resource_id=disk.public_id, ended_at=now)
+    return disk
+
+
+def _locked(user, public_id) -> CloudDisk:
+    """The caller's disk, locked for the rest of the transaction (PostgreSQL; SQLite serialises writers)."""
+    disk = get_disk(user, public_id, "change")
+    return CloudDisk.objects.select_for_update().select_related("zone", "owner").get(pk=disk.pk)
+
+
+def _move(disk: CloudDisk, old: str, new: str, reason: str, *, detail="", at=None, **changes) -> None:
+    """Compare-and-set ``old`` → ``new`` on the disk row with ``changes``, and write the event."""
+    at = at or timezone.now()
+    if not CloudDisk.objects.filter(pk=disk.pk, status=old).update(status=new, updated_at=at, **changes):
+        raise _in_use(disk)
+    for name, value in {"status": new, **changes}.items():
+        setattr(disk, name, value)
+    _event(disk, old, new, reason, detail=detail, at=at)
+
+
+def _in_use(disk: CloudDisk) -> Conflict:
+    return Conflict(
+        _("Disk “%(name)s” changed meanwhile or is in use by another instance; reload and try again.")
+        % {"name": disk.name},
+        code="disk_in_use",
+    )
+
+
+# Attaching and detaching -----------------------------------------------------------------------------------------
+
+
+def _instance_for(user, instance_id) -> Instance:
+    from instances.services import get_instance
+
+    instance = get_instance(user, instance_id, "change")
+    # Lock the instance row too (after the disk: one fixed order), so a release cannot slip in between.
+    return Instance.objects.select_for_update().select_related("zone").get(pk=instance.pk)
+
+
+def _backend_call(instance: Instance, call) -> None:
+    """Run ``call(backend)``. On a running instance a refusal undoes the whole change; elsewhere the start applies
+    the disk anyway, so a backend that has no machine yet is fine."""
+    try:
+        call(get_backend(instance.backend_name))
+    except BackendError as exc:
+        if instance.status in HOT:
+            raise ServiceError(
+                _("The instance's machine refused the change: %(reason)s") % {"reason": exc}, code="backend_refused"
+            ) from exc
+        log.info("backend call for stopped instance %s deferred to its start: %s", instance.public_id, exc)
+
+
+def attach(user, disk_id, instance_id) -> CloudDisk:
+    """Attach the caller's disk to the caller's instance in the same zone: hot-plug when it runs, at its next
+    start when it is stopped. A disk is attached to one instance at a time."""
+    with transaction.atomic():
+        disk = _locked(user, disk_id)
+        instance = _instance_for(user, instance_id)
+        if disk.zone_id != instance.zone_id:
+            raise ServiceError(
+                _("Disk “%(disk)s” is in %(disk_zone)s and instance “%(instance)s” in %(zone)s: a disk attaches only "
+                  "to instances of its own zone.")
+                % {"disk": disk.name, "disk_zone": disk.zone.label, "instance": instance.name,
+                   "zone": instance.zone.label},
+                code="other_zone",
+            )  # fmt: skip
+        if disk.instance_id == instance.pk and disk.status == DiskStatus.ATTACHED:
+            return disk  # already there: a retried request
+        if disk.status != DiskStatus.AVAILABLE:
+            raise _in_use(disk)
+        _check_instance(instance)
+        _move(disk, DiskStatus.AVAILABLE, DiskStatus.ATTACHING, DiskReason.ATTACH_REQUESTED,
+              detail=instance.name, instance=instance)  # fmt: skip
+        _backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id)))
+        hot = instance.status in HOT
+        detail = instance.name if hot else _("%(name)s (at its next start)") % {"name": instance.name}
+        _move(disk, DiskStatus.ATTACHING, DiskStatus.ATTACHED, DiskReason.ATTACHED, detail=detail)
+    return disk
+
+
+def _check_instance(instance: Instance) -> None:
+    if instance.status not in ATTACHABLE:
+        raise Conflict(
+            _("Instance “%(name)s” is %(status)s: disks attach to running, starting or stopped instances.")
+            % {"name": instance.name, "status": instance.get_status_display().lower()},
+            code="invalid_transition",
+        )
+
+
+def detach(user, public_id) -> CloudDisk:
+    """Detach a disk from its instance: hot-unplug when it runs. The data stays on the disk."""
+    with transaction.atomic():
+        disk = _locked(user, public_id)
+        if disk.status == DiskStatus.AVAILABLE:
+            return disk  # already detached: a retried request
+        if disk.status != DiskStatus.ATTACHED:
+            raise _in_use(disk)
+        instance = Instance.objects.select_for_update().get(pk=disk.instance_id)
+        if instance.status not in ATTACHABLE:
+            raise Conflict(
+                _("Instance “%(name)s” is %(status)s: wait until it has stopped or been released.")
+                % {"name": instance.name, "status": instance.get_status_display().lower()},
+                code="invalid_transition",
+            )
+        _move(disk, DiskStatus.ATTACHED, DiskStatus.DETACHING, DiskReason.DETACH_REQUESTED, detail=instance.name)
+        _backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)))
+        _move(disk, DiskStatus.DETACHING, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name,
+              instance=None)  # fmt: skip
+    return disk
+
+
+def release_from(instance: Instance) -> int:
+    """The instance is being released: give its disks back (detached, data kept). Returns how many."""
+    released = 0
+    for disk in CloudDisk.objects.select_for_update().filter(instance=instance).order_by("pk"):
+        CloudDisk.objects.filter(pk=disk.pk).update(status=DiskStatus.AVAILABLE, instance=None,
+                                                    updated_at=timezone.now())  # fmt: skip
+        _event(disk, disk.status, DiskStatus.AVAILABLE, DiskReason.INSTANCE_RELEASED, detail=instance.name)
+        released += 1
+    return released
+
+
+def attached_to(instance: Instance):
+    return CloudDisk.objects.filter(instance=instance, status=DiskStatus.ATTACHED).order_by("name")
+
+
+# Arrears: disks are kept for the retention period ------------------------------------------------------------------
+
+
+def note_arrears(user_ids_in_arrears, now=None) -> int:
+    """Mark the live disks of users in arrears (once) with a notice naming the day until which they are kept,
+    and clear the mark when the balance recovers. Returns how many disks changed.
+
+    Billing's own arrears notice tells the user that disks and storage are kept for the retention period; these
+    events put the date on each disk's timeline. Deleting disks when the retention period ends is left to the
+    operator (the back office lists disks in arrears past it): nothing is deleted automatically yet.
+    """
+    from billing.arrears import retention_days
+
+    now = now or timezone.now()
+    keep_until = now + timedelta(days=retention_days())
+    changed = 0
+    newly = CloudDisk.objects.live().filter(owner_id__in=user_ids_in_arrears, arrears_since__isnull=True)
+    for disk in newly:
+        if CloudDisk.objects.filter(pk=disk.pk, arrears_since__isnull=True).update(arrears_since=now):
+            detail = _("kept until %(date)s") % {"date": keep_until.date().isoformat()}
+            _event(disk, disk.status, disk.status, DiskReason.ARREARS_NOTICE, detail=detail, at=now)
+            changed += 1
+    recovered = CloudDisk.objects.live().filter(arrears_since__isnull=False).exclude(owner_id__in=user_ids_in_arrears)
+    for disk in recovered:
+        if CloudDisk.objects.filter(pk=disk.pk, arrears_since__isnull=False).update(arrears_since=None):
+            _event(disk, disk.status, disk.status, DiskReason.ARREARS_CLEARED, at=now)
+            changed += 1
+    return changed

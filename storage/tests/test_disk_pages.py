@@ -1,0 +1,125 @@
+"""The disks page and the instance page's disks-and-mounts panel: what the owner sees and does, clear refusals,
+404 for a stranger, and query counts that do not grow with rows."""
+
+import pytest
+
+from instances.models import SimulatedJob, Zone
+from instances.tests.fixtures import settle
+from marketplace.hub import services as hub_services
+from storage import disks
+from storage.models import CloudDisk, HubMount
+
+
+@pytest.fixture
+def instance(launch):
+    made = launch(zone="cn-east-xc")
+    settle()
+    made.refresh_from_db()
+    return made
+
+
+@pytest.fixture
+def zone(catalog):
+    return Zone.objects.get(slug="cn-east-xc")
+
+
+def test_the_disks_page_creates_a_disk_and_states_the_price(owner_client, catalog):
+    page = owner_client.get("/storage/disks/")
+    assert page.status_code == 200 and "¥0.01" in page.content.decode()
+    response = owner_client.post("/storage/disks/new/", {"name": "ckpt", "size_gb": "100", "zone": "cn-east-xc"})
+    assert response.status_code == 302
+    page = owner_client.get("/storage/disks/").content.decode()
+    assert "ckpt" in page and "¥30.00" in page  # per month
+
+
+def test_a_refused_action_on_the_disks_page_says_why_and_changes_nothing(owner_client, owner, zone):
+    disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
+    response = owner_client.post(f"/storage/disks/{disk.public_id}/grow/", {"size_gb": "50"})
+    assert response.status_code == 400 and "only grows" in response.content.decode()
+    response = owner_client.post("/storage/disks/new/", {"name": "x", "size_gb": "0", "zone": "cn-east-xc"})
+    assert response.status_code == 400 and "whole number of GB" in response.content.decode()
+    assert CloudDisk.objects.get(pk=disk.pk).size_gb == 100
+
+
+def test_a_stranger_gets_404_for_anothers_disk_actions(client, stranger, owner, zone, instance):
+    disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
+    client.force_login(stranger)
+    for action in ("grow", "attach", "detach", "delete"):
+        assert client.post(f"/storage/disks/{disk.public_id}/{action}/", {"size_gb": "500"}).status_code == 404
+    assert "ckpt" not in client.get("/storage/disks/").content.decode()
+    base = f"/instances/{instance.public_id}"
+    assert client.post(f"{base}/disks/attach/", {"disk": str(disk.public_id)}).status_code == 404
+    assert client.post(f"{base}/mounts/add/", {"repo": "THUDM/chatglm3-6b"}).status_code == 404
+    assert CloudDisk.objects.get(pk=disk.pk).status == "available"
+
+
+def test_the_instance_page_lists_mounts_and_disks_and_hot_plugs_from_the_panel(owner_client, owner, zone, instance):
+    hub_services.save_item(repo="THUDM/chatglm3-6b", summary_zh="中文对话模型")
+    disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
+    base = f"/instances/{instance.public_id}"
+    page = owner_client.get(f"{base}/").content.decode()
+    assert "/root/shared" in page and "ckpt" in page  # a spare disk of the zone to attach
+
+    results = owner_client.get("/storage/hub-search/", {"q": "对话", "instance": str(instance.public_id)})
+    assert "THUDM/chatglm3-6b" in results.content.decode()
+    owner_client.post(f"{base}/mounts/add/", {"repo": "THUDM/chatglm3-6b"}, HTTP_HX_REQUEST="true")
+    panel = owner_client.post(f"{base}/disks/attach/", {"disk": str(disk.public_id)}, HTTP_HX_REQUEST="true")
+    html = panel.content.decode()
+    assert "/root/public/THUDM/chatglm3-6b" in html and "/root/data/ckpt" in html
+    job = SimulatedJob.objects.get(instance_id=instance.public_id)
+    assert job.disks == [str(disk.public_id)] and any("chatglm3-6b" in m for m in job.mounts)
+
+    owner_client.post(f"{base}/disks/detach/", {"disk": str(disk.public_id)}, HTTP_HX_REQUEST="true")
+    owner_client.post(f"{base}/mounts/remove/", {"repo": "THUDM/chatglm3-6b"}, HTTP_HX_REQUEST="true")
+    assert CloudDisk.objects.get(pk=disk.pk).instance is None and not HubMount.objects.exists()
+
+
+def test_the_wizard_launches_with_a_data_disk_and_mounts(owner_client, owner, catalog, lifecycle):
+    hub_services.save_item(repo="THUDM/chatglm3-6b", summary_zh="中文对话模型")
+    form = {
+        "chip": "ascend-910b", "cards": "1", "zone": "cn-east-xc", "image": "pytorch-2.2-cann8", "plan": "payg",
+        "term_end_action": "continue", "name": "wiz", "data_disk_gb": "300", "mounts": "THUDM/chatglm3-6b",
+    }  # fmt: skip
+    page = owner_client.get("/instances/new/").content.decode()
+    assert 'name="data_disk_gb"' in page and 'id="wizard-hub-search"' in page
+    response = owner_client.post("/instances/new/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert CloudDisk.objects.get(owner=owner).size_gb == 300
+    assert HubMount.objects.get().target == "/root/public/THUDM/chatglm3-6b"
+    refused = owner_client.post("/instances/new/", form | {"name": "wiz-2", "mounts": "nobody/nothing"})
+    assert refused.status_code == 400 and "nobody/nothing" in refused.content.decode()
+
+
+def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(owner_client, owner, zone, instance,
+                                                                django_assert_max_num_queries):  # fmt: skip
+    disks.create(owner, name="d0", size_gb=10, zone=zone)
+    with django_assert_max_num_queries(20) as one:
+        owner_client.get("/storage/disks/")
+    for i in range(1, 20):
+        disks.create(owner, name=f"d{i}", size_gb=10 + i, zone=zone, instance=instance if i < 5 else None)
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        assert owner_client.get("/storage/disks/").status_code == 200
+
+
+def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
+    owner_client, owner, zone, instance, django_assert_max_num_queries
+):
+    from instances import attachments
+
+    for i in range(10):
+        hub_services.save_item(repo=f"org/model-{i}")
+    attachments.mount(owner, instance, "org/model-0")
+    disks.create(owner, name="d0", size_gb=10, zone=zone, instance=instance)
+    with django_assert_max_num_queries(60) as one:
+        owner_client.get(f"/instances/{instance.public_id}/")
+    for i in range(1, 10):
+        attachments.mount(owner, instance, f"org/model-{i}")
+        disks.create(owner, name=f"d{i}", size_gb=10, zone=zone, instance=instance)
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        owner_client.get(f"/instances/{instance.public_id}/")
+
+
+def test_the_pricing_page_states_the_disk_and_storage_prices(client, catalog):
+    page = client.get("/pricing/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Cloud disks: ¥0.01 per GB-day" in page
+    assert "the first 50 GB free, then ¥0.01 per GB-day" in page

@@ -1,0 +1,95 @@
+"""Hub mounts: read-only at /root/public/<repo> or /root/datasets/<repo>, metadata handed to the backend (never a
+copy), at launch or on a running instance, only of items the user may see; /root/shared in every instance."""
+
+import pytest
+
+from console.errors import Conflict, ServiceError
+from instances import attachments, services
+from instances.models import SimulatedJob
+from instances.tests.fixtures import settle
+from marketplace.hub import services as hub_services
+from marketplace.models import HubItem
+from storage.models import HubMount
+
+
+@pytest.fixture
+def hub(db):
+    chatglm = hub_services.save_item(
+        repo="THUDM/chatglm3-6b", summary_zh="ChatGLM3 中文对话模型", task="text-generation", size_bytes=12 * 10**9
+    )
+    alpaca = hub_services.save_item(repo="shibing624/alpaca-zh", kind="dataset", summary_zh="中文指令数据")
+    return {"chatglm": chatglm, "alpaca": alpaca}
+
+
+@pytest.fixture
+def running(launch):
+    def make(**fields):
+        instance = launch(**fields)
+        settle()
+        instance.refresh_from_db()
+        return instance
+
+    return make
+
+
+def _mounts(instance) -> list[str]:
+    return SimulatedJob.objects.get(instance_id=instance.public_id).mounts
+
+
+def test_mounting_a_model_into_a_running_instance_hands_metadata_to_the_backend(owner, hub, running):
+    instance = running()
+    made = attachments.mount(owner, instance, "THUDM/chatglm3-6b")
+    assert made.target == "/root/public/THUDM/chatglm3-6b"
+    assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" in _mounts(instance)
+    assert HubItem.objects.get(repo="THUDM/chatglm3-6b").mount_count == 1
+
+    attachments.unmount(owner, instance, "THUDM/chatglm3-6b")
+    assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" not in _mounts(instance)
+    assert not HubMount.objects.exists()
+
+
+def test_datasets_mount_under_root_datasets_and_twice_is_a_conflict(owner, hub, running):
+    instance = running()
+    assert attachments.mount(owner, instance, "shibing624/alpaca-zh").target == "/root/datasets/shibing624/alpaca-zh"
+    with pytest.raises(Conflict):
+        attachments.mount(owner, instance, "shibing624/alpaca-zh")
+
+
+def test_every_instance_gets_the_users_cloud_storage_at_root_shared(owner, running):
+    instance = running()
+    assert f"cloudstorage/{owner.public_id}:/root/shared" in _mounts(instance)
+
+
+def test_a_launch_mounts_the_chosen_items_before_the_machine_is_up(owner, hub, running):
+    instance = running(mounts=["THUDM/chatglm3-6b", "shibing624/alpaca-zh"])
+    mounts = _mounts(instance)
+    assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" in mounts
+    assert "shibing624/alpaca-zh:/root/datasets/shibing624/alpaca-zh" in mounts
+    assert HubItem.objects.get(repo="THUDM/chatglm3-6b").mount_count == 1
+
+
+def test_a_launch_naming_an_unknown_or_someone_elses_private_item_is_refused_before_anything_is_reserved(
+    owner, stranger, hub, launch
+):
+    hub_services.save_item(repo="stranger/secret", owner=stranger, visibility="private")
+    for repo in ("nobody/nothing", "stranger/secret"):
+        with pytest.raises(ServiceError) as refused:
+            launch(mounts=[repo])
+        assert refused.value.status == 400 and repo in str(refused.value.message)
+    assert not owner.instances.exists()
+
+
+def test_a_user_mounts_their_own_private_item(owner, running):
+    hub_services.save_item(repo="owner/private-model", owner=owner, visibility="private")
+    instance = running()
+    assert attachments.mount(owner, instance, "owner/private-model").target == "/root/public/owner/private-model"
+
+
+def test_releasing_an_instance_ends_its_mounts(owner, hub, running):
+    instance = running(mounts=["THUDM/chatglm3-6b"])
+    services.release(instance)
+    settle()
+    assert not HubMount.objects.exists()
+    instance.refresh_from_db()
+    with pytest.raises(Conflict):
+        attachments.mount(owner, instance, "THUDM/chatglm3-6b")

@@ -48,7 +48,7 @@ def _sign_up(page, live_server, email):
 
 def test_from_the_marketplace_to_a_running_instance_in_two_clicks(page, live_server, catalog, quick_backend,
                                                                    worker_process):  # fmt: skip
-    worker_process(broker_url="filesystem://", name="browser", data_dir=Path(settings.DATA_DIR))
+    worker_process(name="browser")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
 
     # A visitor browses the Xinchuang category and opens the MindSpore image

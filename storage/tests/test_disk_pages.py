@@ -33,6 +33,7 @@ def test_the_disks_page_creates_a_disk_and_states_the_price(owner_client, catalo
 
 
 def test_a_refused_action_on_the_disks_page_says_why_and_changes_nothing(owner_client, owner, zone):
+    owner_client.cookies["django_language"] = "en"
     disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
     response = owner_client.post(f"/storage/disks/{disk.public_id}/grow/", {"size_gb": "50"})
     assert response.status_code == 400 and "only grows" in response.content.decode()
@@ -120,6 +121,7 @@ def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
 
 
 def test_the_pricing_page_states_the_disk_and_storage_prices(client, catalog):
-    page = client.get("/pricing/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    client.cookies["django_language"] = "en"  # pages follow the language switch, not Accept-Language
+    page = client.get("/pricing/").content.decode()
     assert "Cloud disks: ¥0.01 per GB-day" in page
     assert "the first 50 GB free, then ¥0.01 per GB-day" in page

@@ -25,10 +25,15 @@ def manage(env, *args):
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
+# The same catalogue `make run` loads, so benchmarks see the product's real data.
+LOADERS = ("load_catalog", "load_hub", "load_images", "load_inference_templates")
+
+
 def prepare(env):
     manage(env, "migrate", "--noinput", "-v", "0")
-    if (ROOT / "instances" / "management" / "commands" / "load_catalog.py").exists():
-        manage(env, "load_catalog")
+    for name in LOADERS:
+        if list(ROOT.glob(f"*/management/commands/{name}.py")):
+            manage(env, name)
 
 
 def postgres_available() -> bool:

@@ -30,6 +30,7 @@ LOADERS = ("load_catalog", "load_hub", "load_images", "load_inference_templates"
 
 
 def prepare(env):
+    Path(env["DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     manage(env, "migrate", "--noinput", "-v", "0")
     for name in LOADERS:
         if list(ROOT.glob(f"*/management/commands/{name}.py")):

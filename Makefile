@@ -28,6 +28,7 @@ run: install messages
 	$(BIN)/python manage.py load_catalog
 	$(BIN)/python manage.py load_hub
 	$(BIN)/python manage.py load_images
+	$(BIN)/python manage.py load_inference_templates
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py seed_staff
 	@if [ "$(BACKEND)" = slurm ]; then scripts/slurm-local.sh start && $(BIN)/python manage.py use_slurm; else $(BIN)/python manage.py use_slurm --off >/dev/null; fi

@@ -123,7 +123,7 @@ class TransactionFilterForm(forms.Form):
 class StatementMonthForm(forms.Form):
     month = forms.RegexField(
         label=_("Month"),
-        regex=r"^\d{4}-(0[1-9]|1[0-2])$",
+        regex=r"^20\d{2}-(0[1-9]|1[0-2])$",
         required=False,
         error_messages={"invalid": _("Give the month as YYYY-MM, e.g. 2026-03.")},
     )

@@ -45,6 +45,26 @@ def limits() -> tuple[Decimal, Decimal]:
     return Decimal(settings.TOPUP_MIN_CNY), Decimal(settings.TOPUP_MAX_CNY)
 
 
+class TooManyTopUps(ServiceError):
+    status = 429
+    code = "rate_limited"
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def check_rate(user) -> None:
+    """At most ``TOPUP_RATE_LIMIT`` (e.g. "10/h") checkouts per user and window, counted in the shared cache."""
+    from django.core.cache import cache
+
+    count, _sep, period = settings.TOPUP_RATE_LIMIT.partition("/")
+    window = _PERIODS.get(period.strip()[-1:] or "h", 3600)
+    key = f"topup-rate:{user.pk}:{int(timezone.now().timestamp()) // window}"
+    cache.add(key, 0, timeout=window)
+    if cache.incr(key) > int(count):
+        raise TooManyTopUps(_("Too many top-ups started. Please wait a while and try again."))
+
+
 def check_amount(value) -> Decimal:
     amount = parse_amount(value)
     low, high = limits()
@@ -58,6 +78,7 @@ def check_amount(value) -> Decimal:
 def start_topup(user, amount, *, base_url: str) -> TopUp:
     """Create a checkout for ``amount`` CNY; the user pays on ``topup.checkout_url``. Nothing is credited yet."""
     amount = check_amount(amount)
+    check_rate(user)
     public_id = uuid.uuid4()
     if settings.STRIPE_SECRET_KEY:
         session = _stripe_checkout(user, amount, public_id, base_url.rstrip("/"))

@@ -2,14 +2,14 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import services
-from .errors import ServiceError
+from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
 from .htmx import wants_partial
 from .middleware import API_PREFIXES
@@ -58,6 +58,8 @@ def tokens(request):
 def revoke_token(request, public_id):
     try:
         token = services.revoke_api_token(request.user, public_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc  # someone else's token: the same 404 as a missing one
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("console:tokens") if not wants_partial(request) else _token_page(request, ApiTokenForm())

@@ -45,7 +45,8 @@ def check_launch_funds(user, quote) -> None:
 def open_usage(instance, quote, started_at: datetime):
     return _call(
         "billing.metering", "open_usage",
-        user=instance.owner, kind=KIND, resource_id=instance.public_id, quote=quote, started_at=started_at,
+        user=instance.owner, kind=getattr(instance, "kind", KIND) or KIND, resource_id=instance.public_id,
+        quote=quote, started_at=started_at,
         label=instance.name,
     )  # fmt: skip
 

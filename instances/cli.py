@@ -2,6 +2,8 @@
 
 from console.cli.client import Api, CliError, output
 
+from . import endpoint_cli
+
 COLUMNS = [
     ("ID", "id"),
     ("NAME", "name"),
@@ -124,3 +126,4 @@ def register(commands):
     _add_commands(instances)
     _add_mount_commands(instances)
     _add_commands(commands, aliases_only=True)
+    endpoint_cli.register(commands)  # `gpucloud endpoints …` (issue 9)

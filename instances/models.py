@@ -270,9 +270,17 @@ class Instance(models.Model):
     that node right now (0 when stopped), changed together with ``Node.cards_reserved`` by compare-and-set.
     """
 
+    class Kind(models.TextChoices):
+        INSTANCE = "instance", _("Instance")
+        ENDPOINT = "endpoint", _("Inference endpoint")
+
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances")
     name = models.CharField(_("name"), max_length=64)
+    kind = models.CharField(
+        _("kind"), max_length=16, choices=Kind.choices, default=Kind.INSTANCE,
+        help_text=_("An endpoint serves an inference template (instances.endpoints); metered as its kind."),
+    )  # fmt: skip
     zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="instances")
     chip = models.ForeignKey(
         Chip, on_delete=models.PROTECT, related_name="instances", null=True, blank=True, help_text=_("Empty: no-card")
@@ -450,3 +458,7 @@ class AgentReport(models.Model):
 
     def __str__(self):
         return f"{self.instance_id} job {self.job_id}: {self.event} at {self.at:%H:%M:%S}"
+
+
+# Inference endpoints (issue 9) are instances of kind "endpoint"; their keys and request log live beside them.
+from .endpoint_models import Endpoint, EndpointKey, EndpointRequest  # noqa: E402, F401

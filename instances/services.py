@@ -1,6 +1,7 @@
 """Catalog operations (nodes under the Xinchuang rule, what each zone offers) and the instance lifecycle:
 launch, start, stop, release, spot preemption, arrears stops, and the steps tasks and reconcile take."""
 
+import logging
 import math
 import uuid
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from kombu.exceptions import OperationalError
 
 from billing.money import ZERO, to_cents
 from billing.quote import Quote, load_price_book, quote
@@ -35,6 +37,8 @@ from .choices import (
 from .images import get_image, record_launch
 from .models import Chip, Instance, InstanceEvent, InstanceSpec, Node, Zone
 from .statemachine import check_move, note, transition
+
+logger = logging.getLogger(__name__)
 
 
 def add_node(*, zone: Zone, chip: Chip, name: str, cards: int, backend_name: str = "simulated") -> Node:
@@ -145,7 +149,16 @@ def _enqueue(task_name: str, instance: Instance, wanted: str) -> None:
     from . import tasks
 
     task = getattr(tasks, task_name)
-    transaction.on_commit(lambda: task.delay(instance.pk, wanted))
+
+    def send() -> None:
+        try:
+            task.delay(instance.pk, wanted)
+        except (OperationalError, OSError):
+            # The broker is down. The instance is committed with what it wants, so reconcile (every 15 s) finishes
+            # the work once the broker is back; the user's request must not fail for it.
+            logger.warning("broker unavailable: %s for instance %s left to reconcile", task_name, instance.pk)
+
+    transaction.on_commit(send)
 
 
 def _clean_name(name: str) -> str:

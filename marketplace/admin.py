@@ -187,3 +187,16 @@ class ImageVariantAdmin(admin.ModelAdmin):
     search_fields = ["slug", "image__slug"]
     list_select_related = ["image"]
     raw_id_fields = ["image"]
+
+
+# Inference templates (issue 9) -------------------------------------------------------------------------------
+from .models import InferenceTemplate  # noqa: E402
+
+
+@admin.register(InferenceTemplate)
+class InferenceTemplateAdmin(admin.ModelAdmin):
+    list_display = ["slug", "model", "framework", "variant", "cards", "active", "sort_order"]
+    list_filter = ["framework", "active", "variant__family"]
+    search_fields = ["slug", "model__repo"]
+    list_select_related = ["model", "variant"]
+    raw_id_fields = ["model"]

@@ -364,3 +364,52 @@ class ImageEvent(models.Model):
 
     def __str__(self):
         return f"{self.image_id}: {self.old or '·'} → {self.new}"
+
+
+class InferenceTemplate(models.Model):
+    """A hub model served by a framework (vLLM, MindFormers, TensorRT-LLM, MagicMind) from one image variant, on
+    the chips of that variant's family, with a default size and serving arguments (SPEC §9). Deploying it makes an
+    endpoint (``instances.endpoints``)."""
+
+    class Framework(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        MINDFORMERS = "mindformers", "MindFormers"
+        TENSORRT_LLM = "tensorrt-llm", "TensorRT-LLM"
+        MAGICMIND = "magicmind", "MagicMind"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.CharField(_("slug"), max_length=64, unique=True, validators=[SLUG_VALIDATOR])
+    model = models.ForeignKey(
+        HubItem, on_delete=models.PROTECT, related_name="inference_templates", verbose_name=_("model")
+    )
+    framework = models.CharField(_("serving framework"), max_length=16, choices=Framework.choices)
+    variant = models.ForeignKey(
+        ImageVariant, on_delete=models.PROTECT, related_name="inference_templates", verbose_name=_("image variant")
+    )
+    chips = models.JSONField(
+        _("chips"), default=list, blank=True, help_text=_("Chip slugs it fits on; empty: every chip of the family.")
+    )
+    cards = models.PositiveSmallIntegerField(_("default cards"), default=1)
+    arguments = models.CharField(_("serving arguments"), max_length=500, blank=True)
+    active = models.BooleanField(_("active"), default=True)
+    sort_order = models.PositiveSmallIntegerField(default=100)
+
+    class Meta:
+        verbose_name = _("inference template")
+        verbose_name_plural = _("inference templates")
+        ordering = ["sort_order", "slug"]
+
+    def __str__(self):
+        return self.slug
+
+    def get_absolute_url(self):
+        return reverse("inference:template", args=[self.slug])
+
+    @property
+    def family(self) -> str:
+        return self.variant.family
+
+    @property
+    def served_name(self) -> str:
+        """The model name clients pass as ``model`` (the repo's name, as vLLM serves it)."""
+        return self.model.repo.split("/")[-1]

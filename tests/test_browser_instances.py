@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.test import Client
+from playwright.sync_api import expect
 
 from billing import wallet
 from billing.models import UsageSession
@@ -55,7 +56,7 @@ def test_launch_watch_it_run_stop_start_and_release(page, live_server, owner, ca
     page.select_option("#id_chip", "mlu370-x8")
     page.wait_for_selector("#id_image option[value=pytorch-2\\.2-neuware]", state="attached")
     page.select_option("#id_cards", "2")
-    page.wait_for_function("document.querySelector('#price-payable').textContent.includes('3.06')")
+    expect(page.locator("#price-payable")).to_contain_text("3.06")  # no string predicates: CSP forbids eval
     page.fill("#id_name", "browser-mlu")
     screenshot(page, "instances-01-wizard")
     page.click("#launch-button")

@@ -157,7 +157,7 @@ class StatementSerializer(serializers.Serializer):
 
 class StatementRequestSerializer(serializers.Serializer):
     month = serializers.RegexField(
-        r"^\d{4}-(0[1-9]|1[0-2])$",
+        r"^20\d{2}-(0[1-9]|1[0-2])$",
         required=False,
         error_messages={"invalid": _("Give the month as YYYY-MM, e.g. 2026-03.")},
     )

@@ -112,7 +112,7 @@ class TopUpViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     serializer_class = TopUpSerializer
     lookup_field = "public_id"
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
+    lookup_value_regex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
     def get_queryset(self):
         return TopUp.objects.for_user(self.request.user).order_by("-created_at")

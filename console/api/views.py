@@ -25,7 +25,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     serializer_class = ApiTokenSerializer
     lookup_field = "public_id"
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
+    lookup_value_regex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
     def get_queryset(self):
         return ApiToken.objects.for_user(self.request.user).order_by("-created_at")
@@ -34,7 +34,9 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def create(self, request):
         serializer = ApiTokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        issued = services.create_api_token(request.user, **serializer.validated_data)
+        data = serializer.validated_data
+        scope = data.get("scope", ApiToken.Scope.READ)
+        issued = services.create_api_token(request.user, name=data["name"], scope=scope)
         data = IssuedTokenSerializer(issued.token).data | {"token": issued.plaintext}
         return Response(data, status=status.HTTP_201_CREATED)
 

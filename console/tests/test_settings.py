@@ -64,3 +64,19 @@ def test_a_secret_can_come_from_a_file(tmp_path):
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"} | {"SECRET_KEY_FILE": str(secret)}
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
     assert result.returncode == 0, result.stderr
+
+
+def test_production_pages_carry_the_content_security_policy_and_hsts():
+    script = (
+        "from django.test import Client;"
+        "r = Client().get('/api/schema/', secure=True, HTTP_HOST='console.example.com');"
+        "print(r.status_code);"
+        "print(r['Content-Security-Policy']);"
+        "print(r['Strict-Transport-Security'])"
+    )
+    result = manage("shell", "-c", script, env=PRODUCTION_ENV)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status, csp, hsts = result.stdout.strip().splitlines()[-3:]
+    assert status == "200"
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "max-age=31536000" in hsts and "includeSubDomains" in hsts

@@ -2,7 +2,6 @@
 my images, save an instance as an image, publish, rate, the author's earnings and the staff review queue."""
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
@@ -13,6 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
+from console.ops import roles
+from console.ops.views import staff_view
 
 from ..choices import ImageCategory, OperatingSystem
 from . import services
@@ -177,14 +178,14 @@ def earnings(request):
     return render(request, "marketplace/images/earnings.html", context)
 
 
-@staff_member_required
+@staff_view(roles.REVIEW_IMAGE)
 @require_GET
 def review_queue(request):
     images = list(services.pending_review().prefetch_related("variants"))
     return render(request, "marketplace/images/review.html", {"images": images, "form": ReviewForm()})
 
 
-@staff_member_required
+@staff_view(roles.REVIEW_IMAGE)
 @require_POST
 def review_decide(request, slug):
     image = _image_or_404(request, slug)

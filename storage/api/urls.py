@@ -8,7 +8,7 @@ router = Router()
 router.register("storage/entries", views.EntryViewSet, basename="api-storage-entry")
 router.register("disks", disks.DiskViewSet, basename="api-disk")
 
-UUID = r"(?P<public_id>[0-9a-fA-F-]{36})"
+UUID = r"(?P<public_id>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
 
 urlpatterns = [
     re_path(r"^storage/folders/?$", views.FolderView.as_view(), name="api-storage-folders"),

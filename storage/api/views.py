@@ -41,7 +41,7 @@ class EntryViewSet(viewsets.GenericViewSet):
 
     serializer_class = EntrySerializer
     lookup_field = "public_id"
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
+    lookup_value_regex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
     def get_queryset(self):
         return services.children(self.request.user, None)

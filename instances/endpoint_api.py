@@ -1,0 +1,167 @@
+"""The REST API of inference endpoints and templates (``/api/v1/endpoints``, ``/api/v1/inference-templates``).
+
+Owners only: a missing endpoint and someone else's answer the same 404. The calls to the model itself go to the
+OpenAI-compatible ``/v1/…`` paths with an endpoint key (``instances.endpoint_proxy``).
+"""
+
+from django.urls import re_path
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from marketplace.inference import services as inference
+
+from . import endpoints, services
+
+
+class TemplateSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    model = serializers.CharField(source="model.repo")
+    framework = serializers.CharField()
+    family = serializers.CharField()
+    image_variant = serializers.CharField(source="variant.slug")
+    cards = serializers.IntegerField()
+    arguments = serializers.CharField()
+    chips = serializers.ListField(child=serializers.CharField())
+
+
+class KeySerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField()
+
+
+class EndpointSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    name = serializers.CharField(source="instance.name")
+    instance = serializers.UUIDField(source="instance.public_id")
+    template = serializers.CharField(source="template.slug")
+    model = serializers.CharField(source="served_model")
+    status = serializers.CharField(source="instance.status")
+    chip = serializers.CharField(source="instance.chip.slug", default=None)
+    cards = serializers.IntegerField(source="instance.cards")
+    price_per_hour = serializers.DecimalField(source="instance.price_per_hour", max_digits=16, decimal_places=6)
+    idle_stop_minutes = serializers.IntegerField()
+    base_url = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_base_url(self, endpoint) -> str:
+        return self.context["request"].build_absolute_uri("/v1")
+
+
+class DeploySerializer(serializers.Serializer):
+    template = serializers.CharField(max_length=64)
+    chip = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    name = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    idle_stop_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+
+def _endpoint(request, endpoint):
+    return EndpointSerializer(endpoint, context={"request": request}).data
+
+
+@extend_schema(tags=["inference"])
+class TemplateListView(APIView):
+    @extend_schema(summary="Inference templates", responses=TemplateSerializer(many=True))
+    def get(self, request):
+        return Response(TemplateSerializer(inference.templates(), many=True).data)
+
+
+@extend_schema(tags=["inference"])
+class EndpointListView(APIView):
+    @extend_schema(summary="Your endpoints", responses=EndpointSerializer(many=True))
+    def get(self, request):
+        rows = endpoints.endpoints_of(request.user)
+        return Response([_endpoint(request, e) for e in rows])
+
+    @extend_schema(summary="Deploy a template as an endpoint (the first key is returned once)",
+                   request=DeploySerializer, responses={201: EndpointSerializer})  # fmt: skip
+    def post(self, request):
+        data = DeploySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        endpoint = endpoints.deploy(request.user, endpoints.DeployRequest(**data.validated_data))
+        issued = endpoints.create_key(endpoint, name="default")
+        body = _endpoint(request, endpoint) | {"key": issued.plaintext}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _get(request, id, action="view"):
+    return endpoints.get_endpoint(request.user, id, action)
+
+
+@extend_schema(tags=["inference"])
+class EndpointDetailView(APIView):
+    @extend_schema(summary="An endpoint with its keys and request totals", responses=EndpointSerializer)
+    def get(self, request, id):
+        endpoint = _get(request, id)
+        body = _endpoint(request, endpoint) | {
+            "keys": KeySerializer(endpoint.keys.all(), many=True).data,
+            "totals": endpoints.totals(endpoint),
+        }
+        return Response(body)
+
+    @extend_schema(summary="Release the endpoint", responses={202: EndpointSerializer})
+    def delete(self, request, id):
+        endpoint = _get(request, id, "change")
+        services.release(endpoint.instance)
+        return Response(_endpoint(request, endpoint), status=status.HTTP_202_ACCEPTED)
+
+
+class _Action(APIView):
+    operation = None
+
+    @extend_schema(tags=["inference"], request=None, responses={202: EndpointSerializer})
+    def post(self, request, id):
+        endpoint = _get(request, id, "change")
+        type(self).operation(endpoint.instance)
+        return Response(_endpoint(request, endpoint), status=status.HTTP_202_ACCEPTED)
+
+
+class EndpointStopView(_Action):
+    operation = services.stop
+
+
+class EndpointStartView(_Action):
+    operation = services.start
+
+
+class KeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+@extend_schema(tags=["inference"])
+class KeyListView(APIView):
+    @extend_schema(summary="The endpoint's keys", responses=KeySerializer(many=True))
+    def get(self, request, id):
+        return Response(KeySerializer(_get(request, id).keys.all(), many=True).data)
+
+    @extend_schema(summary="Create a key (the plaintext is returned once)", request=KeyCreateSerializer,
+                   responses={201: KeySerializer})  # fmt: skip
+    def post(self, request, id):
+        data = KeyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        issued = endpoints.create_key(_get(request, id, "change"), name=data.validated_data["name"])
+        return Response(KeySerializer(issued.key).data | {"key": issued.plaintext}, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(tags=["inference"])
+class KeyDetailView(APIView):
+    @extend_schema(summary="Revoke a key", responses={200: KeySerializer})
+    def delete(self, request, id, key_id):
+        key = endpoints.revoke_key(_get(request, id, "change"), key_id)
+        return Response(KeySerializer(key).data)
+
+
+urlpatterns = [
+    re_path(r"^inference-templates/?$", TemplateListView.as_view(), name="api-inference-templates"),
+    re_path(r"^endpoints/?$", EndpointListView.as_view(), name="api-endpoints"),
+    re_path(r"^endpoints/(?P<id>[^/]+)/stop/?$", EndpointStopView.as_view(), name="api-endpoint-stop"),
+    re_path(r"^endpoints/(?P<id>[^/]+)/start/?$", EndpointStartView.as_view(), name="api-endpoint-start"),
+    re_path(r"^endpoints/(?P<id>[^/]+)/keys/?$", KeyListView.as_view(), name="api-endpoint-keys"),
+    re_path(r"^endpoints/(?P<id>[^/]+)/keys/(?P<key_id>[^/]+)/?$", KeyDetailView.as_view(), name="api-endpoint-key"),
+    re_path(r"^endpoints/(?P<id>[^/]+)/?$", EndpointDetailView.as_view(), name="api-endpoint"),
+]

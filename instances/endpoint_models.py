@@ -1,0 +1,104 @@
+"""Inference endpoints (SPEC §9): an instance of kind "endpoint" serving an inference template, its API keys and
+the log of requests proxied to it. The operations live in ``instances.endpoints``."""
+
+import uuid
+
+from django.db import models
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+
+class EndpointQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The endpoints ``user`` may see or act on: those of their own instances (the same rule as instances)."""
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self.filter(instance__owner=user)
+
+    def with_related(self):
+        return self.select_related(
+            "instance__zone", "instance__chip", "instance__spec", "instance__plan", "instance__node",
+            "template__model", "template__variant",
+        )  # fmt: skip
+
+
+class Endpoint(models.Model):
+    """The OpenAI-compatible face of one instance: which template it serves and when it scales to zero."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    instance = models.OneToOneField("instances.Instance", on_delete=models.PROTECT, related_name="endpoint")
+    template = models.ForeignKey(
+        "marketplace.InferenceTemplate", on_delete=models.PROTECT, related_name="endpoints", verbose_name=_("template")
+    )
+    served_model = models.CharField(_("model name"), max_length=100, help_text=_("What clients pass as “model”."))
+    idle_stop_minutes = models.PositiveIntegerField(
+        _("scale to zero after idle minutes"), null=True, blank=True, help_text=_("Empty: keep running.")
+    )
+    last_request_at = models.DateTimeField(_("last request"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    objects = EndpointQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("inference endpoint")
+        verbose_name_plural = _("inference endpoints")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.served_model} ({self.public_id})"
+
+    def get_absolute_url(self):
+        return reverse("endpoints:detail", args=[self.public_id])
+
+
+class EndpointKey(models.Model):
+    """An API key of one endpoint (``sk-…``). Only a SHA-256 hash is stored; the visible prefix finds the row, and
+    the key identifies its endpoint: it never reaches another one."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="keys")
+    name = models.CharField(_("name"), max_length=64)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("endpoint key")
+        verbose_name_plural = _("endpoint keys")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class EndpointRequest(models.Model):
+    """One request proxied to an endpoint: when, which path, the answer's status, latency and token counts."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="requests")
+    key = models.ForeignKey(EndpointKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    at = models.DateTimeField(_("at"))
+    path = models.CharField(_("path"), max_length=64)
+    status_code = models.PositiveSmallIntegerField(_("status"))
+    latency_ms = models.PositiveIntegerField(_("latency (ms)"))
+    prompt_tokens = models.PositiveIntegerField(_("prompt tokens"), default=0)
+    completion_tokens = models.PositiveIntegerField(_("completion tokens"), default=0)
+    stream = models.BooleanField(_("streamed"), default=False)
+
+    class Meta:
+        verbose_name = _("endpoint request")
+        verbose_name_plural = _("endpoint requests")
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "-at"], name="endpointrequest_recent")]
+
+    def __str__(self):
+        return f"{self.endpoint_id} {self.path} {self.status_code} at {self.at:%H:%M:%S}"
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status_code < 300

@@ -1,0 +1,242 @@
+"""The OpenAI-compatible face of endpoints: ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models``.
+
+The console authenticates the endpoint's key (``Authorization: Bearer sk-…``; the key names its endpoint),
+rate-limits it, and proxies the request to the endpoint's model server — streaming responses (SSE) are passed
+through chunk by chunk. Every request is logged with its status, latency and token counts. Errors use OpenAI's
+shape ``{"error": {"message", "type", "code"}}`` in the request's language (``console.middleware``).
+
+The simulated backend's machines are served by :func:`simulated_upstream`, a labelled simulated model inside the
+console, so the whole path works on a laptop.
+"""
+
+import json
+import time
+from urllib.parse import urljoin
+
+import requests
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+
+from console.errors import ServiceError
+
+from . import endpoints
+from .choices import Status
+from .models import Instance
+
+PROXIED = {"chat/completions", "completions"}
+CONNECT_TIMEOUT = 5
+READ_TIMEOUT = 300
+
+
+def openai_error(status: int, message: str, *, type_: str, code: str, headers=None) -> JsonResponse:
+    response = JsonResponse({"error": {"message": str(message), "type": type_, "code": code}}, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _bearer(request) -> str:
+    parts = request.headers.get("Authorization", "").split()
+    return parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else ""
+
+
+@csrf_exempt
+def v1(request, path: str):
+    """Every ``/v1/<path>`` request: authenticate, rate-limit, wake a resting endpoint, then answer or proxy."""
+    key = endpoints.authenticate_key(_bearer(request))
+    if key is None:
+        message = _("Invalid or revoked API key for this endpoint.")
+        return openai_error(401, message, type_="invalid_request_error", code="invalid_api_key")
+    if path not in PROXIED and path != "models":
+        return openai_error(404, _("Unknown path /v1/%(path)s.") % {"path": path}, type_="invalid_request_error",
+                            code="unknown_url")  # fmt: skip
+    endpoint = key.endpoint
+    if not endpoints.allow_request(key):
+        endpoints.log_request(endpoint, key, path=path, status_code=429, latency_ms=0)
+        limit = endpoints.rate_limit_per_minute()
+        message = _("Rate limit reached: at most %(n)s requests per minute per key.") % {"n": limit}
+        return openai_error(429, message, type_="rate_limit_error", code="rate_limit_exceeded",
+                            headers={"Retry-After": "60"})  # fmt: skip
+    endpoints.touch(endpoint)
+    if path == "models":
+        return _models(endpoint)
+    if request.method != "POST":
+        return openai_error(405, _("Use POST for /v1/%(path)s.") % {"path": path}, type_="invalid_request_error",
+                            code="method_not_allowed")  # fmt: skip
+    if endpoint.instance.status != Status.RUNNING:
+        return _not_running(endpoint)
+    return _proxy(request, endpoint, key, path)
+
+
+def _models(endpoint):
+    created = int(endpoint.created_at.timestamp())
+    model = {"id": endpoint.served_model, "object": "model", "created": created, "owned_by": "gpucloud"}
+    return JsonResponse({"object": "list", "data": [model]})
+
+
+def _not_running(endpoint):
+    try:
+        waking = endpoints.wake(endpoint)
+    except ServiceError as exc:
+        message = _("This endpoint is stopped and could not be started: %(reason)s") % {"reason": exc.message}
+        return openai_error(503, message, type_="service_unavailable", code="endpoint_stopped")
+    if waking:
+        message = _("This endpoint is starting (it scales to zero when idle); try again in a few seconds.")
+        return openai_error(503, message, type_="service_unavailable", code="endpoint_starting",
+                            headers={"Retry-After": "5"})  # fmt: skip
+    return openai_error(503, _("This endpoint is stopping or released."), type_="service_unavailable",
+                        code="endpoint_unavailable")  # fmt: skip
+
+
+def _upstream_url(request, endpoint, path: str) -> str:
+    base = endpoints.upstream_base(endpoint)
+    if base.startswith("/"):
+        base = request.build_absolute_uri(base)
+    return urljoin(base + "/", path)
+
+
+def _proxy(request, endpoint, key, path):
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict):
+        return openai_error(400, _("The request body must be a JSON object."), type_="invalid_request_error",
+                            code="invalid_json")  # fmt: skip
+    stream = bool(body.get("stream"))
+    started = time.monotonic()
+    try:
+        upstream = requests.post(
+            _upstream_url(request, endpoint, path), data=request.body, stream=stream,
+            headers={"Content-Type": "application/json", "Accept-Language": request.headers.get("Accept-Language", "")},
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )  # fmt: skip
+    except requests.RequestException:
+        endpoints.log_request(endpoint, key, path=path, status_code=502, latency_ms=_ms(started), stream=stream)
+        message = _("The endpoint's model server is not answering; nothing was charged for this request. "
+                    "Try again shortly.")  # fmt: skip
+        return openai_error(502, message, type_="upstream_error", code="upstream_unavailable")
+    if stream and upstream.ok:
+        return _stream(upstream, endpoint, key, path, started)
+    content = upstream.content
+    usage = {}
+    try:
+        usage = json.loads(content).get("usage") or {}
+    except (ValueError, AttributeError):
+        pass
+    endpoints.log_request(endpoint, key, path=path, status_code=upstream.status_code, latency_ms=_ms(started),
+                          usage=usage if upstream.ok else None, stream=stream)  # fmt: skip
+    content_type = upstream.headers.get("Content-Type", "application/json")
+    return HttpResponse(content, status=upstream.status_code, content_type=content_type)
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000
+
+
+class _TokenCounter:
+    """Token counts of a stream: the upstream's ``usage`` when it sends one, else one token per content chunk."""
+
+    def __init__(self):
+        self.buffer = b""
+        self.usage = None
+        self.chunks = 0
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            self._line(line.strip())
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
+            return
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            return
+        if isinstance(event, dict):
+            if event.get("usage"):
+                self.usage = event["usage"]
+            if event.get("choices"):
+                self.chunks += 1
+
+    def result(self) -> dict:
+        return self.usage or {"prompt_tokens": 0, "completion_tokens": self.chunks}
+
+
+def _stream(upstream, endpoint, key, path, started):
+    counter = _TokenCounter()
+
+    def chunks():
+        status = upstream.status_code
+        try:
+            # chunk_size=None yields each piece as it arrives, so the client sees every token when the server sends it.
+            for data in upstream.iter_content(chunk_size=None):
+                counter.feed(data)
+                yield data
+        except requests.RequestException:
+            status = 502  # the server went away mid-stream
+        finally:
+            upstream.close()
+            endpoints.log_request(endpoint, key, path=path, status_code=status, latency_ms=_ms(started),
+                                  usage=counter.result(), stream=True)  # fmt: skip
+
+    response = StreamingHttpResponse(chunks(), content_type=upstream.headers.get("Content-Type", "text/event-stream"))
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+# The simulated model -----------------------------------------------------------------------------------------
+
+SIMULATED_REPLY = "This is a simulated model on the GPU cloud console: no real inference ran. You said: {prompt}"
+
+
+def _prompt_of(body: dict) -> str:
+    if isinstance(body.get("messages"), list):
+        for message in reversed(body["messages"]):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return str(message.get("content", ""))
+    return str(body.get("prompt", ""))
+
+
+@csrf_exempt
+def simulated_upstream(request, instance_id, path: str):
+    """The model server of a simulated endpoint: OpenAI-shaped answers (JSON or SSE) whose text says it is a
+    simulated model. Reachable only for running simulated instances of kind endpoint."""
+    instance = Instance.objects.filter(public_id=instance_id, kind=Instance.Kind.ENDPOINT,
+                                       backend_name="simulated", status=Status.RUNNING).first()  # fmt: skip
+    if instance is None or path not in PROXIED or request.method != "POST":
+        return openai_error(404, _("No such simulated model."), type_="invalid_request_error", code="not_found")
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    prompt = _prompt_of(body)[:200]
+    words = SIMULATED_REPLY.format(prompt=prompt).split(" ")
+    usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(words)}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    chat = path == "chat/completions"
+    model = str(body.get("model") or "simulated")
+    base = {"id": f"sim-{int(time.time() * 1000)}", "created": int(time.time()), "model": model}
+    if not body.get("stream"):
+        text = " ".join(words)
+        choice = {"index": 0, "finish_reason": "stop"}
+        choice |= {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
+        kind = "chat.completion" if chat else "text_completion"
+        return JsonResponse(base | {"object": kind, "choices": [choice], "usage": usage})
+
+    def events():
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        for index, word in enumerate(words):
+            piece = word if index == 0 else " " + word
+            choice = {"index": 0, "finish_reason": None}
+            choice |= {"delta": {"content": piece}} if chat else {"text": piece}
+            yield f"data: {json.dumps(base | {'object': kind, 'choices': [choice]})}\n\n".encode()
+        yield f"data: {json.dumps(base | {'object': kind, 'choices': [], 'usage': usage})}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    return StreamingHttpResponse(events(), content_type="text/event-stream")

@@ -1,0 +1,177 @@
+"""Endpoint pages: the list, deploy, an endpoint's page (status, keys, examples, request chart) and its actions."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from billing.quote import load_price_book
+from console.errors import NotFound, ServiceError
+from console.htmx import wants_partial
+from marketplace.inference import services as inference
+
+from . import endpoints, services
+from .backends import get_backend
+
+DETAIL = "instances/endpoints/detail.html"
+NEW_KEY_SESSION = "endpoints:new-key"
+
+
+@login_required
+@require_GET
+def endpoint_list(request):
+    return render(request, "instances/endpoints/list.html", {"endpoints": endpoints.endpoints_of(request.user)})
+
+
+def _template_or_404(slug):
+    try:
+        return inference.get_template(slug)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+
+
+def _idle_minutes(value):
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ServiceError(_("Idle minutes must be a whole number."), code="invalid_idle_minutes") from None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def deploy(request, slug):
+    """GET: choose a chip (cheapest compatible first) and scale-to-zero; POST: deploy and go to the endpoint."""
+    template = _template_or_404(slug)
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            endpoint = endpoints.deploy(
+                request.user,
+                endpoints.DeployRequest(
+                    template=slug, chip=request.POST.get("chip", ""), name=request.POST.get("name", ""),
+                    idle_stop_minutes=_idle_minutes(request.POST.get("idle_stop_minutes")),
+                ),
+            )  # fmt: skip
+        except ServiceError as exc:
+            error, status = str(exc.message), 400 if exc.status < 500 else exc.status
+        else:
+            return redirect(endpoint)
+    offers = inference.offers(template, load_price_book(user=request.user), user=request.user)
+    context = {"template": template, "offers": offers, "error": error, "form_data": request.POST}
+    return render(request, "instances/endpoints/deploy.html", context, status=status)
+
+
+def _context(request, endpoint, **extra) -> dict:
+    instance = endpoint.instance
+    url = request.build_absolute_uri("/v1")
+    return {
+        "endpoint": endpoint,
+        "instance": instance,
+        "base_url": url,
+        "keys": list(endpoint.keys.all()),
+        "requests": endpoints.recent_requests(endpoint),
+        "totals": endpoints.totals(endpoint),
+        "simulated": get_backend(instance.backend_name).simulated,
+        "cost": services.cost_so_far(instance),
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def detail(request, public_id):
+    endpoint = _own(request, public_id)
+    if wants_partial(request):
+        return render(request, f"{DETAIL}#status", _context(request, endpoint))
+    issued = request.session.pop(NEW_KEY_SESSION, None) or {}
+    new_key = issued.get("key") if issued.get("endpoint") == str(endpoint.public_id) else None
+    return render(request, DETAIL, _context(request, endpoint, new_key=new_key))
+
+
+def _own(request, public_id, action="view"):
+    try:
+        return endpoints.get_endpoint(request.user, public_id, action)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+
+
+@login_required
+@require_GET
+def chart(request, public_id):
+    """Requests, errors, latency and tokens per minute for the endpoint's chart."""
+    return JsonResponse(endpoints.request_chart(_own(request, public_id)))
+
+
+@login_required
+@require_POST
+def create_key(request, public_id):
+    endpoint = _own(request, public_id, "change")
+    try:
+        issued = endpoints.create_key(endpoint, name=request.POST.get("name", ""))
+    except ServiceError as exc:
+        messages.error(request, str(exc.message))
+        return redirect(endpoint)
+    # The key is shown once, on the next page view (in the examples too); only its hash is kept. Redirecting
+    # first means a reload never creates a second key.
+    request.session[NEW_KEY_SESSION] = {"endpoint": str(endpoint.public_id), "key": issued.plaintext}
+    return redirect(endpoint)
+
+
+@login_required
+@require_POST
+def revoke_key(request, public_id, key_id):
+    endpoint = _own(request, public_id, "change")
+    try:
+        key = endpoints.revoke_key(endpoint, key_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    messages.success(request, _("Key %(prefix)s… is revoked.") % {"prefix": key.prefix})
+    return redirect(endpoint)
+
+
+def _act(request, public_id, operation):
+    endpoint = _own(request, public_id, "change")
+    try:
+        operation(endpoint)
+    except ServiceError as exc:
+        messages.error(request, str(exc.message))
+    return redirect(endpoint)
+
+
+@login_required
+@require_POST
+def stop(request, public_id):
+    return _act(request, public_id, lambda e: services.stop(e.instance))
+
+
+@login_required
+@require_POST
+def start(request, public_id):
+    return _act(request, public_id, lambda e: services.start(e.instance))
+
+
+@login_required
+@require_POST
+def release(request, public_id):
+    endpoint = _own(request, public_id, "change")
+    try:
+        services.release(endpoint.instance)
+    except ServiceError as exc:
+        messages.error(request, str(exc.message))
+        return redirect(endpoint)
+    return redirect(reverse("endpoints:list"))
+
+
+@login_required
+@require_POST
+def scale_to_zero(request, public_id):
+    def apply(endpoint):
+        endpoints.set_idle_stop(endpoint, _idle_minutes(request.POST.get("idle_stop_minutes")))
+
+    return _act(request, public_id, apply)

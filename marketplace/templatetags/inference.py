@@ -1,0 +1,12 @@
+"""``{% templates_for item as templates %}``: the inference templates of a hub model (the "Deploy as API" card)."""
+
+from django import template
+
+from marketplace.inference import services
+
+register = template.Library()
+
+
+@register.simple_tag
+def templates_for(item):
+    return services.templates_for(item) if item.kind == "model" else []

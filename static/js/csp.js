@@ -1,0 +1,12 @@
+// Widths of progress bars come as data-width="42.5" (percent): set through the CSSOM, which the
+// Content-Security-Policy allows, instead of style="" attributes, which it blocks. Runs on load and after htmx swaps.
+(function () {
+  function applyWidths(root) {
+    (root || document).querySelectorAll("[data-width]").forEach(function (el) {
+      var value = parseFloat(el.getAttribute("data-width"));
+      if (!isNaN(value)) el.style.width = Math.max(0, Math.min(100, value)) + "%";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { applyWidths(document); });
+  document.addEventListener("htmx:afterSwap", function (event) { applyWidths(event.target); });
+})();

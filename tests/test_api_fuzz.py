@@ -1,0 +1,100 @@
+"""API fuzzing: schemathesis generates requests from the OpenAPI schema and sends them to the WSGI app in-process.
+
+Every operation is tried with an owner's read-write token and with no token at all. Whatever comes in — missing
+fields, wrong types, huge numbers, odd unicode, random ids — the API must never answer 500, and every error must
+be JSON in the documented shape ``{"code", "message"[, "errors"]}``. ``FUZZ_EXAMPLES`` sets how many requests each
+operation gets (small by default, so the whole fuzz stays well under three minutes on two cores).
+"""
+
+import json
+import os
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis.checks import not_a_server_error
+
+from config.wsgi import application
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+
+# tus upload endpoints speak the tus protocol (HEAD/PATCH with offsets): their protocol errors are tus responses
+# with empty bodies, as tus clients expect, not JSON documents.
+TUS_PROTOCOL_PATHS = {"/api/v1/storage/uploads/{public_id}/"}
+
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@schemathesis.serializer("application/offset+octet-stream")
+def _tus_chunk(ctx, value):
+    """A tus PATCH carries raw bytes; whatever the generator made is sent as bytes."""
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode()
+
+
+@schemathesis.check
+def error_is_documented_json(ctx, response, case):
+    """Every 4xx/5xx answer is JSON ``{"code": str, "message": str[, "errors": ...]}``."""
+    if response.status_code < 400:
+        return None
+    if case.path in TUS_PROTOCOL_PATHS and response.status_code in {404, 409, 410, 412, 413, 415, 460}:
+        if not response.content:
+            return None
+    content_type = response.headers.get("content-type", [""])
+    content_type = content_type[0] if isinstance(content_type, list) else content_type
+    assert content_type.startswith("application/json"), f"error {response.status_code} is {content_type!r}"
+    body = json.loads(response.content)
+    assert isinstance(body, dict), f"error body is not an object: {body!r}"
+    assert isinstance(body.get("code"), str) and body["code"], f"no 'code' in {body!r}"
+    assert isinstance(body.get("message"), str) and body["message"], f"no 'message' in {body!r}"
+    assert set(body) <= {"code", "message", "errors"}, f"undocumented keys in {body!r}"
+    return None
+
+
+CHECKS = [not_a_server_error, error_is_documented_json]
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """The WSGI app fires request_finished, which would close the test's database connection (and its
+    transaction); Django's own test client detaches that handler in the same way."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzz_owner(db, catalog):
+    """An owner with a read-write token and a little of everything, so list endpoints have rows to render."""
+    from console import services
+    from tests.fixtures.factories import UserFactory
+
+    user = UserFactory(email="fuzz-owner@example.com")
+    return services.create_api_token(user, name="fuzz", scope="read_write").plaintext
+
+
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_the_api_never_answers_500_to_an_owner_and_errors_are_documented_json(case, fuzz_owner):
+    case.call_and_validate(headers={"Authorization": f"Bearer {fuzz_owner}"}, checks=CHECKS)
+
+
+@schema.parametrize()
+@FUZZ_SETTINGS
+def test_the_api_never_answers_500_without_a_token_and_errors_are_documented_json(case, db):
+    case.call_and_validate(checks=CHECKS)

@@ -1,0 +1,324 @@
+"""The tenant-isolation matrix, generated from the URL conf (pages and every /api/v1/ route of the schema).
+
+Every route that takes an object id is requested for a real object of the owner's by the owner, a teammate
+(read-only token, shares nothing until teams land) and a stranger, with every method: the stranger and the
+teammate get the same 404 as for a missing object (a read-only token may get its 403 first on a write), the owner
+does not, and nobody gets a 500. Staff-only routes (``/ops/``, the admin) answer 404 to all three non-staff users.
+A route the matrix cannot build an object for is listed in ``NOT_COVERED`` with the reason; a new id route that is
+neither covered nor listed fails ``test_every_id_route_is_in_the_matrix_or_listed_with_a_reason``.
+"""
+
+import re
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+from django.conf import settings
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.test import APIClient
+
+METHODS = ("get", "patch", "put", "post", "delete")
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+
+@dataclass(frozen=True)
+class Route:
+    pattern: str
+    name: str | None
+    kwargs: tuple[str, ...]
+
+    @property
+    def is_api(self) -> bool:
+        return self.pattern.startswith("api/v1/")
+
+
+def _walk(resolver, prefix="", namespace=None):
+    for item in resolver.url_patterns:
+        if isinstance(item, URLResolver):
+            ns = f"{namespace}:{item.namespace}" if namespace and item.namespace else item.namespace or namespace
+            yield from _walk(item, prefix + str(item.pattern), ns)
+        elif isinstance(item, URLPattern):
+            name = f"{namespace}:{item.name}" if namespace and item.name else item.name
+            yield prefix + str(item.pattern), name
+
+
+def id_routes() -> list[Route]:
+    """Every route of the URL conf with a path parameter (DRF's format-suffix twins aside)."""
+    routes = []
+    for pattern, name in _walk(get_resolver()):
+        kwargs = tuple(a or b for a, b in re.findall(r"<(?:\w+:)?(\w+)>|\(\?P<(\w+)>", pattern))
+        if kwargs and "format" not in kwargs:
+            routes.append(Route(pattern, name, kwargs))
+    return routes
+
+
+STAFF_PREFIXES = ("ops/", settings.ADMIN_URL)
+
+# route name → the owner's object's ids for it (``o`` is the ``owned`` fixture).
+COVERED = {
+    "console:revoke-token": lambda o: {"public_id": o["token"].public_id},
+    "instances:detail": lambda o: {"public_id": o["instance"].public_id},
+    "instances:start": lambda o: {"public_id": o["instance"].public_id},
+    "instances:stop": lambda o: {"public_id": o["instance"].public_id},
+    "instances:release": lambda o: {"public_id": o["instance"].public_id},
+    "instances:metrics": lambda o: {"public_id": o["instance"].public_id},
+    "billing:sandbox-checkout": lambda o: {"public_id": o["topup"].public_id},
+    "marketplace:hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:save-instance": lambda o: {"instance_id": o["instance"].public_id},
+    "marketplace:image": lambda o: {"slug": o["image"].slug},
+    "marketplace:image-clone": lambda o: {"slug": o["image"].slug},
+    "marketplace:image-publish": lambda o: {"slug": o["image"].slug},
+    "marketplace:image-rate": lambda o: {"slug": o["image"].slug},
+    "storage:folder": lambda o: {"public_id": o["folder"].public_id},
+    "storage:rename": lambda o: {"public_id": o["file"].public_id},
+    "storage:move": lambda o: {"public_id": o["file"].public_id},
+    "storage:delete": lambda o: {"public_id": o["file"].public_id},
+    "storage:download": lambda o: {"public_id": o["file"].public_id},
+    "storage:disk-grow": lambda o: {"public_id": o["disk"].public_id},
+    "storage:disk-attach": lambda o: {"public_id": o["disk"].public_id},
+    "storage:disk-detach": lambda o: {"public_id": o["disk"].public_id},
+    "storage:disk-delete": lambda o: {"public_id": o["disk"].public_id},
+    "storage:instance-mount": lambda o: {"public_id": o["instance"].public_id},
+    "storage:instance-unmount": lambda o: {"public_id": o["instance"].public_id},
+    "storage:instance-attach": lambda o: {"public_id": o["instance"].public_id},
+    "storage:instance-detach": lambda o: {"public_id": o["instance"].public_id},
+    "endpoints:detail": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:chart": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:create-key": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:revoke-key": lambda o: {"public_id": o["endpoint"].public_id, "key_id": o["endpoint_key"].public_id},
+    "endpoints:stop": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:start": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:release": lambda o: {"public_id": o["endpoint"].public_id},
+    "endpoints:scale-to-zero": lambda o: {"public_id": o["endpoint"].public_id},
+    "api-token-detail": lambda o: {"public_id": o["token"].public_id},
+    "api-instance-detail": lambda o: {"id": o["instance"].public_id},
+    "api-instance-release": lambda o: {"id": o["instance"].public_id},
+    "api-instance-start": lambda o: {"id": o["instance"].public_id},
+    "api-instance-stop": lambda o: {"id": o["instance"].public_id},
+    "api-instance-mounts": lambda o: {"id": o["instance"].public_id},
+    "api-instance-mount": lambda o: {"id": o["instance"].public_id, "org": "THUDM", "name": "chatglm3-6b"},
+    "api-topup-detail": lambda o: {"public_id": o["topup"].public_id},
+    "api-storage-upload": lambda o: {"public_id": o["upload"].public_id},
+    "api-storage-entry-detail": lambda o: {"public_id": o["file"].public_id},
+    "api-storage-entry-download": lambda o: {"public_id": o["file"].public_id},
+    "api-disk-detail": lambda o: {"id": o["disk"].public_id},
+    "api-disk-attach": lambda o: {"id": o["disk"].public_id},
+    "api-disk-detach": lambda o: {"id": o["disk"].public_id},
+    "api-disk-grow": lambda o: {"id": o["disk"].public_id},
+    "api-hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "api-hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "api-image": lambda o: {"key": o["image"].slug},
+    "api-image-clone": lambda o: {"key": o["image"].slug},
+    "api-image-publish": lambda o: {"key": o["image"].slug},
+    "api-image-ratings": lambda o: {"key": o["image"].slug},
+    "api-image-review": lambda o: {"key": o["image"].slug},
+    "api-endpoint": lambda o: {"id": o["endpoint"].public_id},
+    "api-endpoint-stop": lambda o: {"id": o["endpoint"].public_id},
+    "api-endpoint-start": lambda o: {"id": o["endpoint"].public_id},
+    "api-endpoint-keys": lambda o: {"id": o["endpoint"].public_id},
+    "api-endpoint-key": lambda o: {"id": o["endpoint"].public_id, "key_id": o["endpoint_key"].public_id},
+}
+
+# Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
+NOT_COVERED = {
+    "api-chip-detail": "the public chip catalogue: the same for everyone",
+    "api-zone-detail": "the public zone catalogue: the same for everyone",
+    "api-spec-detail": "the public spec catalogue: the same for everyone",
+    "inference:template": "public inference templates: the same for everyone",
+    "endpoints:deploy": "takes a public template slug; the endpoint it creates is covered above",
+    "endpoints:v1": "the OpenAI-compatible proxy, authenticated by endpoint keys (tested in instances/tests)",
+    "endpoints:simulated-upstream": "the simulated model server behind the proxy, not a user route",
+    "marketplace:review-decide": "staff review: non-staff get 404 whatever the slug (test_review_access.py)",
+    "api-agent-reports": "authenticated by the instance agent's own token, never a user's (instances/tests)",
+    "account_confirm_email": "allauth's e-mail confirmation key: a secret, not an object id",
+    "account_reset_password_from_key": "allauth's password-reset key: a secret, not an object id",
+    None: "the API's catch-all (api/v1/<path>) and the admin's catch-all: JSON/HTML 404 for anything",
+}
+
+
+def _name_of(route: Route) -> str | None:
+    return route.name
+
+
+def _staff_only(route: Route) -> bool:
+    return route.pattern.startswith(STAFF_PREFIXES)
+
+
+def test_every_id_route_is_in_the_matrix_or_listed_with_a_reason():
+    unknown = [
+        route.pattern
+        for route in id_routes()
+        if not _staff_only(route) and route.name not in COVERED and route.name not in NOT_COVERED
+    ]
+    assert unknown == [], "new routes with an id: add them to COVERED (with an object) or NOT_COVERED (with a reason)"
+    stale = set(COVERED) - {route.name for route in id_routes()}
+    assert stale == set(), "routes in the matrix that no longer exist"
+
+
+# -- the owner's objects -------------------------------------------------------------------------------------------
+
+
+def _fund(user, amount="500"):
+    from billing import wallet
+
+    wallet.adjust_balance(
+        user=user, amount=Decimal(amount), reason="tests", staff=None, idempotency_key=f"matrix:{user.pk}"
+    )
+
+
+@pytest.fixture
+def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
+    """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
+    token, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
+    from billing import payments
+    from console import services as console
+    from instances import attachments
+    from instances import services as instances
+    from instances.tests.fixtures import settle
+    from marketplace import catalog as hub_catalog
+    from marketplace.hub import services as hub
+    from marketplace.images import services as images
+    from marketplace.models import Image
+    from storage import disks
+    from storage import services as storage
+    from storage.tests.fixtures import store_file
+
+    _fund(owner)
+    hub_catalog.load()
+    objects = {}
+    objects["instance"] = instances.launch(
+        owner, instances.LaunchRequest(name="train-1", image="mindspore-2.3-cann8", chip="ascend-910b")
+    )
+    settle()
+    objects["instance"].refresh_from_db()
+    objects["disk"] = disks.create(owner, name="data", size_gb=20, zone=objects["instance"].zone)
+    disks.attach(owner, objects["disk"].public_id, objects["instance"].public_id)
+    attachments.mount(owner, objects["instance"], "THUDM/chatglm3-6b")
+    objects["folder"] = storage.make_folders(owner, "/datasets")
+    objects["file"] = store_file(owner, "/datasets/train.jsonl", b'{"q": 1}\n')
+    objects["upload"] = storage.create_upload(owner, folder_path="/", filename="big.bin", length=10)
+    objects["token"] = console.create_api_token(owner, name="ci", scope="read").token
+    objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
+    objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
+    objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
+    try:
+        from instances import endpoints
+        from marketplace.inference import services as inference
+
+        inference.load()
+        endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
+        settle()
+        objects["endpoint"] = endpoint
+        objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
+    except Exception as exc:  # noqa: BLE001  (issue 9 is still landing: its routes are skipped, not failed)
+        objects["endpoint_error"] = repr(exc)
+    return objects
+
+
+def _clients(owner, teammate, stranger, api: bool):
+    from console import services as console
+
+    clients = {}
+    for persona, user, scope in (
+        ("owner", owner, "read_write"),
+        ("teammate", teammate, "read"),
+        ("stranger", stranger, "read_write"),
+    ):
+        client = APIClient()
+        if api:
+            client.credentials(
+                HTTP_AUTHORIZATION=f"Bearer {console.create_api_token(user, name='m', scope=scope).plaintext}"
+            )
+        else:
+            client.force_login(user)
+        clients[persona] = client
+    return clients
+
+
+def _call(client, method, url, body=None):
+    if method == "get":
+        return client.get(url).status_code
+    if method == "post" and not url.startswith("/api/"):
+        return client.post(url, body or {}).status_code  # a page form: form-encoded
+    return getattr(client, method)(url, body or {}, format="json").status_code
+
+
+# Request bodies that name the owner's other objects, so that a route gets past its input check to the lookup.
+BODIES = {
+    "storage:instance-detach": lambda o: {"disk": str(o["disk"].public_id)},
+    "storage:instance-unmount": lambda o: {"repo": "THUDM/chatglm3-6b"},
+}
+
+
+COVERED_ROUTES = sorted({r.name for r in id_routes() if r.name in COVERED})
+
+
+@pytest.mark.parametrize("name", COVERED_ROUTES)
+def test_strangers_and_teammates_get_404_on_the_owners_objects_and_nobody_gets_500(
+    name, owned, owner, teammate, stranger
+):
+    if name.startswith(("endpoints:", "api-endpoint")) and "endpoint" not in owned:
+        pytest.skip(f"no endpoint could be deployed yet (issue 9): {owned['endpoint_error']}")
+    route = next(r for r in id_routes() if r.name == name)
+    url = reverse(name, kwargs=COVERED[name](owned))
+    missing = reverse(name, kwargs={k: MISSING if "id" in k else "no-such" for k in route.kwargs})
+    clients = _clients(owner, teammate, stranger, api=route.is_api)
+    body = BODIES.get(name, lambda o: None)(owned)
+    if name == "api-storage-upload":
+        for client in clients.values():
+            client.credentials(**client._credentials, HTTP_TUS_RESUMABLE="1.0.0")
+    seen = {}
+    for method in METHODS:
+        # Others first, the owner last: the owner's request may change or delete the object.
+        stranger_status = _call(clients["stranger"], method, url, body)
+        missing_status = _call(clients["stranger"], method, missing, body)
+        teammate_status = _call(clients["teammate"], method, url, body)
+        owner_status = _call(clients["owner"], method, url, body)
+        seen[method] = (owner_status, teammate_status, stranger_status)
+        assert 500 not in seen[method], f"{method.upper()} {url}: {seen[method]}"
+        assert stranger_status == missing_status, (
+            f"{method.upper()} {url}: stranger {stranger_status} ≠ missing {missing_status}"
+        )
+        # A read-only token is refused a write (403) before anything is looked up: that says nothing either.
+        read_only_refusal = {403} if route.is_api and method != "get" else set()
+        if owner_status == 405:
+            assert stranger_status in {404, 405}, f"{method.upper()} {url}: {seen}"
+            assert teammate_status in {404, 405} | read_only_refusal, f"{method.upper()} {url}: {seen}"
+            continue
+        # Input checked before any lookup (400, or tus's 412/415) is the same answer for every id: no oracle either.
+        same_check = stranger_status == owner_status and stranger_status in {400, 412, 415}
+        assert stranger_status == 404 or same_check, f"{method.upper()} {url}: the stranger got {stranger_status}"
+        assert teammate_status in {404, stranger_status} | read_only_refusal, (
+            f"{method.upper()} {url}: the teammate got {teammate_status}"
+        )
+    first_allowed = next((owner for owner, _, _ in seen.values() if owner != 405), None)
+    assert first_allowed not in {None, 404}, f"{url}: the owner cannot reach their own object: {seen}"
+
+
+STAFF_ROUTES = sorted({r.pattern for r in id_routes() if _staff_only(r)})
+
+
+def _fill(pattern: str) -> str:
+    """A concrete URL for a staff route: every parameter filled with something plausible."""
+    url = re.sub(r"<(?:(\w+):)?(\w+)>", lambda m: MISSING if m.group(1) == "uuid" else "1", pattern)
+    url = re.sub(r"\(\?P<\w+>[^)]*\)", "console", url)
+    return "/" + url.replace("^", "").replace("$", "")
+
+
+def test_staff_only_routes_answer_404_to_every_non_staff_user(owner, teammate, stranger):
+    pages = _clients(owner, teammate, stranger, api=False)
+    for pattern in STAFF_ROUTES:
+        url = _fill(pattern)
+        for persona, client in pages.items():
+            for method in ("get", "post"):
+                status = _call(client, method, url)
+                assert status == 404, f"{persona} {method.upper()} {url} → {status}"
+
+
+def test_a_made_up_id_is_404_for_everyone_on_the_api(owner_api, stranger_api):
+    for client in (owner_api, stranger_api):
+        for url in (f"/api/v1/instances/{uuid.uuid4()}/", f"/api/v1/disks/{uuid.uuid4()}/", "/api/v1/instances/x/"):
+            response = client.get(url)
+            assert response.status_code == 404 and response.json()["code"] == "not_found"

@@ -2,12 +2,13 @@
 
 A visitor reads the prices and the chip comparison, signs up, verifies, sees the ¥10 trial credit, clones a
 Xinchuang image in one click, launches it on a subsidised Ascend 910B, mounts a dataset, uploads a file, watches
-the (simulated) metrics, stops (billing stops), tops up in the sandbox, releases, and the month's statement adds
-up to what the ledger charged. Every step leaves a screenshot ``artifacts/screenshots/journey-NN-*.png``, and no
-page of the journey may log a Content-Security-Policy violation.
+the (simulated) metrics, stops (billing stops), tops up in the sandbox, deploys a hub model as an inference endpoint
+and calls it, releases, and the month's statement adds up to what the ledger charged. Every step leaves a screenshot
+``artifacts/screenshots/journey-NN-*.png``, and no page of the journey may log a Content-Security-Policy violation.
 """
 
 import re
+import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from billing import ledger, metering, statements
 from billing.choices import SPEND_KINDS
 from billing.models import LedgerTransaction, UsageSession
 from console.models import User, WorkerHeartbeat
+from instances.endpoint_models import EndpointRequest
 from instances.models import Instance
 from tests.fixtures.services import screenshot, wait_until
 
@@ -48,11 +50,8 @@ def _money(text: str) -> Decimal:
 
 
 def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
-    page, live_server, catalog, quick_backend, worker_process, tmp_path
+    page, live_server, inference_catalog, quick_backend, worker_process, tmp_path
 ):
-    from marketplace import catalog as hub_catalog
-
-    hub_catalog.load()
     worker_process(name="journey")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
     csp_errors = []
@@ -161,10 +160,28 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.wait_for_url("**/billing/topup/success/**")
     shot("topped-up")
 
-    # 11. ── Inference endpoint (issue 9): deploy a template and call it. ──────────────────────────────────────
-    # LEAD: connect here once instances/endpoints.py has landed — deploy "qwen2.5-0.5b-instruct-vllm" from
-    # /marketplace/inference/, wait for the endpoint page's badge to be running, create a key, call
-    # /v1/chat/completions with it, screenshot "journey-NN-endpoint", and release the endpoint.
+    # 11. Deploys a hub model as an inference endpoint, calls it with the page's curl example, releases it
+    page.goto(f"{live_server.url}/hub/Qwen/Qwen2.5-0.5B-Instruct")
+    page.click('a.deploy-api[data-template="qwen2.5-0.5b-instruct-vllm"]')
+    page.wait_for_url("**/endpoints/deploy/qwen2.5-0.5b-instruct-vllm/")
+    page.click("#deploy-button")
+    page.wait_for_url("**/endpoints/*-*/")
+    page.wait_for_selector('#endpoint-badge[data-status="running"]', timeout=30_000)
+    page.click("#create-key-button")
+    page.wait_for_selector("#new-key")
+    example = page.locator("#curl-example").inner_text()
+    called = subprocess.run(
+        ["bash", "-c", example.replace("curl ", "curl -sS ", 1)], capture_output=True, timeout=30, text=True
+    )
+    assert called.returncode == 0 and "simulated model" in called.stdout, called.stderr
+    assert EndpointRequest.objects.filter(status_code=200).count() == 1
+    shot("endpoint-called")
+    page.click("#release-button")  # back to the endpoint list, where it shows as releasing
+    wait_until(
+        lambda: not Instance.objects.filter(kind="endpoint").exclude(status="released").exists(),
+        timeout=30,
+        message="the endpoint to be released",
+    )
 
     # 12. Releases the instance
     page.goto(f"{live_server.url}{instance.get_absolute_url()}")

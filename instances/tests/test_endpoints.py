@@ -21,6 +21,7 @@ CHAT = {"model": "Qwen2.5-0.5B-Instruct", "messages": [{"role": "user", "content
 
 
 def call(key, path="chat/completions", body=None, **headers):
+    headers.setdefault("HTTP_ACCEPT_LANGUAGE", "en")  # the messages below are checked in English
     client = Client()
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
     return client.post(f"/v1/{path}", json.dumps(body or CHAT), content_type="application/json", **auth, **headers)

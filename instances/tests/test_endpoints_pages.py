@@ -44,6 +44,7 @@ def test_deploying_from_the_page_shows_the_endpoint_and_its_first_key_in_the_cur
 
 
 def test_deploy_with_bad_input_shows_a_clear_message(owner_client, owner, inference_catalog):
+    owner_client.cookies["django_language"] = "en"
     fund(owner)
     response = owner_client.post("/endpoints/deploy/qwen2.5-0.5b-instruct-vllm/", {"idle_stop_minutes": "two"})
     assert response.status_code == 400 and "whole number" in response.content.decode()
@@ -119,6 +120,7 @@ def test_the_endpoint_list_query_count_does_not_grow_with_rows(
 
 
 def test_the_endpoint_page_shows_requests_in_its_log_and_chart(owner, owner_client, deploy):
+    owner_client.cookies["django_language"] = "en"
     endpoint = deploy(owner)
     endpoints.log_request(endpoint, None, path="chat/completions", status_code=200, latency_ms=42,
                           usage={"prompt_tokens": 3, "completion_tokens": 9})  # fmt: skip

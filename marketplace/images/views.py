@@ -12,7 +12,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
-from console.ops import roles
 from console.ops.views import staff_view
 
 from ..choices import ImageCategory, OperatingSystem
@@ -178,14 +177,14 @@ def earnings(request):
     return render(request, "marketplace/images/earnings.html", context)
 
 
-@staff_view(roles.REVIEW_IMAGE)
+@staff_view()
 @require_GET
 def review_queue(request):
     images = list(services.pending_review().prefetch_related("variants"))
     return render(request, "marketplace/images/review.html", {"images": images, "form": ReviewForm()})
 
 
-@staff_view(roles.REVIEW_IMAGE)
+@staff_view()
 @require_POST
 def review_decide(request, slug):
     image = _image_or_404(request, slug)

@@ -31,6 +31,7 @@ def test_a_template_runs_only_on_chips_of_its_family_that_the_model_fits(inferen
 
 def test_the_template_list_query_count_does_not_grow_with_templates(client, inference_catalog,
                                                                       django_assert_max_num_queries):  # fmt: skip
+    client.cookies["django_language"] = "en"
     InferenceTemplate.objects.exclude(slug__startswith="qwen2.5-0.5b").update(active=False)
     with django_assert_max_num_queries(30) as few:
         client.get("/marketplace/inference/")

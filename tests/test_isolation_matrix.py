@@ -203,17 +203,14 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
-    try:
-        from instances import endpoints
-        from marketplace.inference import services as inference
+    from instances import endpoints
+    from marketplace.inference import services as inference
 
-        inference.load()
-        endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
-        settle()
-        objects["endpoint"] = endpoint
-        objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
-    except Exception as exc:  # noqa: BLE001  (issue 9 is still landing: its routes are skipped, not failed)
-        objects["endpoint_error"] = repr(exc)
+    inference.load()
+    endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
+    settle()
+    objects["endpoint"] = endpoint
+    objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
     return objects
 
 
@@ -259,8 +256,6 @@ COVERED_ROUTES = sorted({r.name for r in id_routes() if r.name in COVERED})
 def test_strangers_and_teammates_get_404_on_the_owners_objects_and_nobody_gets_500(
     name, owned, owner, teammate, stranger
 ):
-    if name.startswith(("endpoints:", "api-endpoint")) and "endpoint" not in owned:
-        pytest.skip(f"no endpoint could be deployed yet (issue 9): {owned['endpoint_error']}")
     route = next(r for r in id_routes() if r.name == name)
     url = reverse(name, kwargs=COVERED[name](owned))
     missing = reverse(name, kwargs={k: MISSING if "id" in k else "no-such" for k in route.kwargs})

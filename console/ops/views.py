@@ -296,38 +296,44 @@ def reviews(request):
     return render(request, "ops/reviews.html", context)
 
 
-@staff_view(roles.REVIEW_ENTERPRISE)
-@require_POST
-def review_verification(request, public_id):
+def _review(request, public_id, decide, approved: str, rejected: str):
+    """One review decision from the queue: ``decide(actor, public_id=, approve=, reason=)``, audited by the service."""
     form = ReviewForm(request.POST)
     if not form.is_valid():
         _form_errors(request, form)
         return redirect("ops:reviews")
     approve = form.cleaned_data["decision"] == "approve"
+    reason = form.cleaned_data["reason"]
     return _act(
         request,
         reverse("ops:reviews"),
-        lambda: services.review_verification(Actor.from_request(request), public_id=public_id, approve=approve,
-                                             reason=form.cleaned_data["reason"]),
-        _("Application approved.") if approve else _("Application rejected; the applicant sees your reason."),
-    )  # fmt: skip
+        lambda: decide(Actor.from_request(request), public_id=public_id, approve=approve, reason=reason),
+        approved if approve else rejected,
+    )
+
+
+@staff_view(roles.REVIEW_ENTERPRISE)
+@require_POST
+def review_verification(request, public_id):
+    return _review(
+        request,
+        public_id,
+        services.review_verification,
+        _("Application approved."),
+        _("Application rejected; the applicant sees your reason."),
+    )
 
 
 @staff_view(roles.REVIEW_IMAGE)
 @require_POST
 def review_image(request, public_id):
-    form = ReviewForm(request.POST)
-    if not form.is_valid():
-        _form_errors(request, form)
-        return redirect("ops:reviews")
-    approve = form.cleaned_data["decision"] == "approve"
-    return _act(
+    return _review(
         request,
-        reverse("ops:reviews"),
-        lambda: images.review(Actor.from_request(request), public_id=public_id, approve=approve,
-                              reason=form.cleaned_data["reason"]),
-        _("Image approved: it is listed in the marketplace.") if approve else _("Image rejected."),
-    )  # fmt: skip
+        public_id,
+        images.review,
+        _("Image approved: it is listed in the marketplace."),
+        _("Image rejected."),
+    )
 
 
 # --- Users ------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
-from .money import ZERO, summed
+from .money import summed
 
 
 @dataclass(frozen=True)
@@ -28,20 +28,13 @@ class StatementLine:
 
 @dataclass(frozen=True)
 class Statement:
+    """A month's lines (all of them, or one page's) and the month's totals over every line."""
+
     month: date
     lines: list[StatementLine]
-
-    @property
-    def charged(self) -> Decimal:
-        return sum((line.charged for line in self.lines), ZERO)
-
-    @property
-    def subsidy(self) -> Decimal:
-        return sum((line.subsidy for line in self.lines), ZERO)
-
-    @property
-    def minutes(self) -> int:
-        return sum(line.minutes for line in self.lines)
+    minutes: int
+    charged: Decimal
+    subsidy: Decimal
 
 
 def parse_month(text: str | None) -> date:
@@ -58,16 +51,32 @@ def month_bounds(month: date) -> tuple[datetime, datetime]:
     return start, timezone.make_aware(datetime.combine(following, datetime.min.time()))
 
 
-def month_statement(user, month: date) -> Statement:
-    """What each resource cost in ``month``, with the subsidy it received (two queries whatever the rows)."""
+def _spend(user, month: date):
     start, end = month_bounds(month)
-    rows = list(
-        LedgerTransaction.objects.for_user(user)
-        .filter(kind__in=SPEND_KINDS, created_at__gte=start, created_at__lt=end)
+    spend = LedgerTransaction.objects.for_user(user).filter(kind__in=SPEND_KINDS)
+    return spend.filter(created_at__gte=start, created_at__lt=end)
+
+
+def grouped_rows(user, month: date):
+    """One row per resource charged in ``month``, most expensive first: a lazy queryset to page through."""
+    return (
+        _spend(user, month)
         .values("resource_id", "kind")
         .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
-        .order_by("resource_id")
+        .order_by("charged", "resource_id", "kind")  # charges are negative: the largest first
     )
+
+
+def month_statement(user, month: date, rows=None) -> Statement:
+    """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
+
+    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month. Three
+    queries whatever the number of rows.
+    """
+    totals = _spend(user, month).aggregate(
+        minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
+    )
+    rows = list(grouped_rows(user, month) if rows is None else rows)
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
     for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
@@ -88,8 +97,13 @@ def month_statement(user, month: date) -> Statement:
                 subsidy=summed(row["subsidy"]),
             )
         )
-    lines.sort(key=lambda line: -line.charged)
-    return Statement(month=month, lines=lines)
+    return Statement(
+        month=month,
+        lines=lines,
+        minutes=totals["minutes"] or 0,
+        charged=-summed(totals["charged"]),
+        subsidy=summed(totals["subsidy"]),
+    )
 
 
 def statement_csv(statement: Statement, out) -> None:

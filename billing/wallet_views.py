@@ -125,14 +125,16 @@ def statement(request):
     else:
         month = statements.parse_month(form.cleaned_data.get("month") if form.is_bound else None)
         status = 200
-    result = statements.month_statement(request.user, month)
     if request.GET.get("format") == "csv" and status == 200:
+        result = statements.month_statement(request.user, month)
         out = io.StringIO()
         statements.statement_csv(result, out)
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="statement-{month:%Y-%m}.csv"'
         return response
-    context = {"form": form, "statement": result, "month_value": f"{month:%Y-%m}"}
+    page = Paginator(statements.grouped_rows(request.user, month), PAGE_SIZE).get_page(request.GET.get("page"))
+    result = statements.month_statement(request.user, month, rows=page.object_list)
+    context = {"form": form, "statement": result, "page": page, "month_value": f"{month:%Y-%m}"}
     return render(request, "billing/statements.html", context, status=status)
 
 

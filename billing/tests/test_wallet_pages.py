@@ -1,14 +1,14 @@
 """The wallet pages and API: balances, top-up, transactions (filters, pages, CSV), statements, the cap."""
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
 import time_machine
 
-from billing import wallet
+from billing import statements, wallet
 from billing.metering import close_usage, open_usage
 from billing.quote import quote
 
@@ -108,6 +108,43 @@ def test_a_statement_groups_the_month_by_resource_with_subsidy_totals(owner_clie
     csv = owner_client.get("/billing/statements/?month=2026-03&format=csv").content.decode()
     assert "llama-finetune" in csv and "4.59" in csv
     assert owner_client.get("/billing/statements/?month=2026-13").status_code == 400
+
+
+def test_a_long_statement_pages_its_lines_and_keeps_the_months_totals(owner_client, owner, catalog, fund):
+    owner_client.cookies["django_language"] = "en"
+    fund(owner, "1000")
+    with time_machine.travel(START, tick=False):
+        for i in range(55):
+            _usage(owner, catalog, minutes=60 + i, label=f"run-{i:02d}")  # the later, the longer and dearer
+
+    first = owner_client.get("/billing/statements/?month=2026-03").content.decode()
+    second = owner_client.get("/billing/statements/?month=2026-03&page=2").content.decode()
+    assert first.count("<tr><td>run-") == 50 and second.count("<tr><td>run-") == 5
+    assert "run-54" in first and "run-00" in second  # the most charged first
+    assert "55 resources, the most charged first" in first and "Page 2 of 2" in second
+    total = sum(line.charged for line in statements.month_statement(owner, START.date().replace(day=1)).lines)
+    for html in (first, second):
+        assert f'id="statement-total">¥{total:,}<' in html
+    csv = owner_client.get("/billing/statements/?month=2026-03&format=csv").content.decode()
+    assert csv.count("run-") == 55
+
+
+def test_the_spend_chart_puts_each_charge_on_its_local_day(owner, catalog, fund):
+    fund(owner, "100")
+    late = datetime(2026, 3, 9, 23, 30, tzinfo=ZoneInfo("Asia/Shanghai"))  # 15:30 UTC: still the 9th in Beijing
+    early = datetime(2026, 3, 10, 0, 30, tzinfo=ZoneInfo("Asia/Shanghai"))  # 16:30 UTC on the 9th
+    for at, minutes in ((late, 20), (early, 40)):
+        resource = uuid.uuid4()
+        q = quote(chip=catalog["mlu370-x8"], cards=1, at=at)
+        open_usage(user=owner, kind="instance", resource_id=resource, quote=q, started_at=at)
+        with time_machine.travel(at + timedelta(minutes=minutes), tick=False):
+            close_usage(resource_id=resource, ended_at=at + timedelta(minutes=minutes))
+
+    with time_machine.travel(datetime(2026, 3, 11, 12, 0, tzinfo=ZoneInfo("Asia/Shanghai")), tick=False):
+        days = dict(wallet.daily_spend(owner))
+    assert len(days) == 30 and days[date(2026, 3, 8)] == 0 and not str(days[date(2026, 3, 8)]).startswith("-")
+    assert days[date(2026, 3, 9)] == Decimal("0.51")  # 20 min × ¥1.53/h
+    assert days[date(2026, 3, 10)] == Decimal("1.02")  # 40 min
 
 
 def test_another_users_charges_never_appear_on_my_pages(client, owner, stranger, catalog, fund):

@@ -13,11 +13,11 @@ from billing.choices import AccountKind, TransactionKind
 from billing.metering import meter
 from billing.models import UsageSession
 from billing.quote import quote
-from console.bench import benchmark
+from console.bench import benchmark, size
 from console.models import User
 from instances.models import Chip
 
-SESSIONS = 10_000
+SESSIONS = size(10_000, 1_000)
 PER_USER = 4
 
 
@@ -64,7 +64,7 @@ def _setup(started_at):
     )  # fmt: skip
 
 
-@benchmark("Metering tick (meter), 10,000 running instances")
+@benchmark(f"Metering tick (meter), {SESSIONS:,} running instances")
 def metering_tick(report):
     started = timezone.now() - timedelta(hours=1)
     _setup(started)

@@ -1,10 +1,29 @@
-"""Console benchmarks: the cost of authenticating an API request with a token."""
+"""Console benchmarks: token authentication, the pages of a user with a long history (SPEC §12: p95 < 50 ms for
+1,000 instances and 10,000 ledger entries), and an HTTP load run on those pages with locust over gunicorn."""
 
+import csv
+import functools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
 from django.test import Client
 
 from console import services
-from console.bench import benchmark
+from console.bench import benchmark, heavy_user, size
 from console.models import User
+
+INSTANCES = size(1_000, 100)
+TRANSACTIONS = size(10_000, 1_000)
+PAGE_ROUNDS = size(30, 5)
+LOAD_USERS = size(20, 5)
+LOAD_SECONDS = size(60, 10)
+HISTORY = f"{INSTANCES:,} instances and {TRANSACTIONS:,} ledger entries"
 
 
 @benchmark("API: GET /api/v1/me with a token")
@@ -13,8 +32,113 @@ def api_me(report):
     token = services.create_api_token(user, name="bench", scope="read").plaintext
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     durations = []
-    for _ in range(300):
+    for _ in range(size(300, 50)):
         with report.timer() as t:
             assert client.get("/api/v1/me").status_code == 200
         durations.append(t.seconds)
     report.add_latencies("server time", durations, note="in-process test client")
+
+
+@functools.cache
+def _history() -> heavy_user.HeavyUser:
+    return heavy_user.build("bench-history@example.com", instances=INSTANCES, transactions=TRANSACTIONS)
+
+
+@benchmark(f"Pages for a user with {HISTORY}")
+def history_pages(report):
+    with report.timer() as t:
+        history = _history()
+    note = f"{history.instances:,} instances, {history.transactions:,} ledger transactions, through the services"
+    report.add("build the history", t.seconds, unit="s", note=note)
+    client = Client()
+    client.force_login(history.user)
+    for label, url in history.pages():
+        heavy_user.open_page(client, url)  # warm: templates compiled, translations loaded
+        runs = [heavy_user.open_page(client, url) for _ in range(PAGE_ROUNDS)]
+        budget = heavy_user.QUERY_BUDGET[label]
+        for run in runs:
+            if run.status != 200 or run.queries > budget:
+                raise RuntimeError(f"{label} ({url}): HTTP {run.status}, {run.queries} queries (budget {budget})")
+        ms = sorted(run.seconds * 1000 for run in runs)
+        p50, p95 = ms[len(ms) // 2], ms[max(0, round(0.95 * len(ms)) - 1)]
+        note = f"p50 {p50:.1f} ms; {runs[-1].queries} queries (budget {budget}); n={len(ms)}"
+        report.add(f"{label} p95", p95, unit="ms", note=note)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(url: str, seconds: float = 60) -> None:
+    import requests
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            requests.get(url, timeout=2)
+            return
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {seconds} s")
+
+
+def _warm(base: str, pages, cookies) -> None:
+    """Every worker thread compiles templates and loads translations once; that is start-up, not load."""
+    import requests
+
+    for _round in range(4):
+        for _label, url in pages:
+            response = requests.get(base + url, cookies=cookies, allow_redirects=False, timeout=30)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: HTTP {response.status_code} before the load started")
+
+
+@benchmark(f"HTTP load (locust → gunicorn): the pages of a user with {HISTORY}", quick=False)
+def http_load(report):
+    """Locust's simulated people, each logged in as the long-history user, open its pages at random over a real
+    gunicorn server (2 workers × 4 threads, DEBUG off) on the same 2 cores."""
+    history = _history()
+    client = Client()
+    client.force_login(history.user)  # a session in the database, which gunicorn reads like any browser's
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    out = Path(settings.DATA_DIR) / "locust"
+    out.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    env = os.environ | {"DEBUG": "false"}
+    server_log = open(out / "gunicorn.log", "wb")  # noqa: SIM115 (closed below)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "4"],
+        env=env, cwd=settings.BASE_DIR, stdout=server_log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/healthz")
+        _warm(f"http://127.0.0.1:{port}", history.pages(), {settings.SESSION_COOKIE_NAME: session})
+        locust_env = env | {
+            "BENCH_PAGES": json.dumps(history.pages()),
+            "BENCH_SESSION_COOKIE": settings.SESSION_COOKIE_NAME,
+            "BENCH_SESSION": session,
+        }
+        subprocess.run(
+            [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "bench" / "locustfile.py"),
+             "--headless", "--only-summary", "-u", str(LOAD_USERS), "-r", str(LOAD_USERS), "-t", f"{LOAD_SECONDS}s",
+             "--host", f"http://127.0.0.1:{port}", "--csv", str(out / "run"), "--exit-code-on-error", "0"],
+            env=locust_env, cwd=settings.BASE_DIR, check=True, capture_output=True,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        server_log.close()
+    with open(out / "run_stats.csv", newline="") as f:
+        rows = {row["Name"]: row for row in csv.DictReader(f)}
+    total = rows.pop("Aggregated")
+    requests_made, failures = int(total["Request Count"]), int(total["Failure Count"])
+    if requests_made == 0 or failures:
+        raise RuntimeError(f"locust: {failures} of {requests_made} requests failed; see {out}")
+    setup = f"{LOAD_USERS} users for {LOAD_SECONDS} s, 0.1–0.5 s think time, {len(rows)} pages"
+    report.add("requests per second", float(total["Requests/s"]), unit="/s", note=setup)
+    report.add("response time p50", float(total["50%"]), unit="ms", note=f"{requests_made:,} requests, 0 failed")
+    report.add("response time p95", float(total["95%"]), unit="ms", note="all pages together")
+    slowest = max(rows.values(), key=lambda row: float(row["95%"]))
+    report.add("slowest page p95", float(slowest["95%"]), unit="ms", note=slowest["Name"])

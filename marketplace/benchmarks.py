@@ -4,13 +4,13 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.test import Client
 
-from console.bench import benchmark
+from console.bench import benchmark, size
 
 from .hub import search, services, synthetic
 from .models import HubItem
 
-ITEMS = 100_000
-ROUNDS = 5
+ITEMS = size(100_000, 5_000)
+ROUNDS = size(5, 1)
 # A mix of what people type: two-character Chinese words (common and rare), English words and repo prefixes,
 # numbers, filters alone and with words, and the broadest words ("模型" is in most synthetic items).
 QUERIES = [
@@ -77,8 +77,8 @@ def hub_search(report):
 
 # The image marketplace (issue 6) ---------------------------------------------------------------------------------
 
-IMAGES = 500
-IMAGE_ROUNDS = 20
+IMAGES = size(500, 60)
+IMAGE_ROUNDS = size(20, 3)
 IMAGE_PAGES = [
     ("/marketplace/", {}),
     ("/marketplace/", {"q": "昇腾 训练"}),

@@ -11,6 +11,9 @@ An app registers a benchmark with::
             tick()
         report.add("tick", t.seconds, unit="s")
 
+``size(full, light)`` picks the amount of data: ``make bench`` uses the full sizes and publishes the numbers; CI
+runs every benchmark with ``--light`` on small data, to prove they work, and publishes nothing.
+
 Benchmarks run against a dedicated database (``var/bench.sqlite3`` or ``DATABASE_URL`` + ``_bench``) that is
 migrated fresh for every run. Numbers go to ``docs/benchmarks.md`` and into the README between the
 ``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers.
@@ -22,6 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 REGISTRY: list["Benchmark"] = []
+
+# `bench --light` (CI): every benchmark runs, on smaller data, and nothing is published.
+LIGHT = False
+
+
+def size(full, light):
+    """The full size for `make bench`, the light one for CI's run of the same code."""
+    return light if LIGHT else full
 
 
 @dataclass

@@ -19,9 +19,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--only", help="run benchmarks whose title contains this text")
         parser.add_argument("--quick", action="store_true", help="skip the long benchmarks")
+        parser.add_argument("--light", action="store_true", help="every benchmark on small data (CI)")
         parser.add_argument("--json", dest="json_path", help="append the results to this JSON file")
 
-    def handle(self, *args, only=None, quick=False, json_path=None, **options):
+    def handle(self, *args, only=None, quick=False, light=False, json_path=None, **options):
+        import console.bench
+
+        console.bench.LIGHT = light
         for app in apps.get_app_configs():
             if Path(app.path, "benchmarks.py").exists():
                 importlib.import_module(f"{app.name}.benchmarks")

@@ -79,6 +79,8 @@ def test_the_transaction_list_does_not_grow_in_queries_with_rows(
     with django_assert_max_num_queries(8):
         response = owner_client.get("/billing/transactions/")
     assert "Page 1 of 2" in response.content.decode()
+    filtered = owner_client.get("/billing/transactions/?kind=adjustment").content.decode()
+    assert "?kind=adjustment&amp;page=2" in filtered  # the next page keeps the filter
 
 
 def test_transactions_filter_by_kind_and_date_and_export_csv(owner_client, owner, fund):
@@ -122,6 +124,7 @@ def test_a_long_statement_pages_its_lines_and_keeps_the_months_totals(owner_clie
     assert first.count("<tr><td>run-") == 50 and second.count("<tr><td>run-") == 5
     assert "run-54" in first and "run-00" in second  # the most charged first
     assert "55 resources, the most charged first" in first and "Page 2 of 2" in second
+    assert "?month=2026-03&amp;page=2" in first and "?month=2026-03&amp;page=1" in second
     total = sum(line.charged for line in statements.month_statement(owner, START.date().replace(day=1)).lines)
     for html in (first, second):
         assert f'id="statement-total">¥{total:,}<' in html

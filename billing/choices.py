@@ -110,3 +110,5 @@ class NotificationKind(models.TextChoices):
     ARREARS = "arrears", _("Out of balance")
     SPENDING_CAP = "spending_cap", _("Spending cap reached")
     TRIAL_EXPIRED = "trial_expired", _("Trial credit expired")
+    DISK_REMINDER = "disk_reminder", _("Disk to be deleted")
+    DISK_DELETED = "disk_deleted", _("Disk deleted")

@@ -12,7 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import gettext as gettext_now
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from instances.models import BilingualName, Chip, Zone
@@ -557,7 +557,7 @@ class Notification(models.Model):
         p = self.params
         if self.kind == NotificationKind.LOW_BALANCE:
             return (
-                gettext_now(
+                gettext(
                     "Your balance of ¥%(balance)s covers less than one hour of your running resources (¥%(hourly)s "
                     "an hour). Top up to keep them running."
                 )
@@ -565,7 +565,7 @@ class Notification(models.Model):
             )
         if self.kind == NotificationKind.ARREARS:
             return (
-                gettext_now(
+                gettext(
                     "Your balance has run out. Pay-as-you-go instances are being stopped (with the checkpoint signal); "
                     "disks and storage are kept for %(days)s days. Top up to continue."
                 )
@@ -573,10 +573,20 @@ class Notification(models.Model):
             )
         if self.kind == NotificationKind.SPENDING_CAP:
             return (
-                gettext_now(
+                gettext(
                     "You reached your monthly spending cap of ¥%(cap)s. Pay-as-you-go instances are being stopped; "
                     "raise the cap on the wallet page to continue."
                 )
                 % p
             )
-        return gettext_now("Your trial credit of ¥%(amount)s expired.") % p
+        if self.kind == NotificationKind.DISK_REMINDER:
+            return (
+                gettext(
+                    "Your balance is still in arrears: disk “%(disk)s” will be deleted on %(date)s, and its data with "
+                    "it. Top up before then to keep it."
+                )
+                % p
+            )
+        if self.kind == NotificationKind.DISK_DELETED:
+            return gettext("Disk “%(disk)s” was deleted: the balance stayed in arrears for %(days)s days.") % p
+        return gettext("Your trial credit of ¥%(amount)s expired.") % p

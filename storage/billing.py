@@ -88,4 +88,6 @@ def note_disk_arrears(now: datetime | None = None) -> int:
 def daily(now: datetime | None = None) -> dict:
     now = now or timezone.now()
     charged = charge_day(now=now)
-    return {"charged": charged, "disks_marked": note_disk_arrears(now), "retention_days": arrears.retention_days()}
+    marked = note_disk_arrears(now)
+    expired = disks.expire_arrears(now)
+    return {"charged": charged, "disks_marked": marked, "disks": expired, "retention_days": arrears.retention_days()}

@@ -45,3 +45,5 @@ class DiskReason(models.TextChoices):
     DELETED = "deleted", _("Deleted")
     ARREARS_NOTICE = "arrears_notice", _("Kept while the balance is in arrears")
     ARREARS_CLEARED = "arrears_cleared", _("Arrears cleared")
+    ARREARS_REMINDER = "arrears_reminder", _("Deletion reminder: the balance is still in arrears")
+    ARREARS_EXPIRED = "arrears_expired", _("Deleted: the retention period in arrears ended")

@@ -327,8 +327,8 @@ def note_arrears(user_ids_in_arrears, now=None) -> int:
     and clear the mark when the balance recovers. Returns how many disks changed.
 
     Billing's own arrears notice tells the user that disks and storage are kept for the retention period; these
-    events put the date on each disk's timeline. Deleting disks when the retention period ends is left to the
-    operator (the back office lists disks in arrears past it): nothing is deleted automatically yet.
+    events put the date on each disk's timeline. ``expire_arrears`` sends the reminders and deletes the disks
+    whose owners are still in arrears when it ends.
     """
     from billing.arrears import retention_days
 
@@ -343,7 +343,80 @@ def note_arrears(user_ids_in_arrears, now=None) -> int:
             changed += 1
     recovered = CloudDisk.objects.live().filter(arrears_since__isnull=False).exclude(owner_id__in=user_ids_in_arrears)
     for disk in recovered:
-        if CloudDisk.objects.filter(pk=disk.pk, arrears_since__isnull=False).update(arrears_since=None):
+        if CloudDisk.objects.filter(pk=disk.pk, arrears_since__isnull=False).update(
+            arrears_since=None, arrears_reminders_sent=0
+        ):
             _event(disk, disk.status, disk.status, DiskReason.ARREARS_CLEARED, at=now)
             changed += 1
     return changed
+
+
+# Days before the end of the retention period on which the owner is reminded (once each).
+ARREARS_REMINDER_DAYS = (3, 1)
+
+
+def expire_arrears(now=None) -> dict:
+    """The end of the retention period for disks whose owners stay in arrears (SPEC §5): a reminder 3 days and
+    1 day before (a billing notification, e-mailed, and an event on the disk), then deletion — detached first
+    from a stopped instance. A disk attached to a running instance (a prepaid term still running) is kept and
+    logged for the operator. Runs after ``note_arrears`` has cleared the marks of owners who topped up."""
+    from billing.arrears import retention_days
+
+    now = now or timezone.now()
+    keep = timedelta(days=retention_days())
+    reminded = deleted = kept = 0
+    marked = CloudDisk.objects.live().filter(arrears_since__isnull=False).order_by("pk")
+    for disk in marked.filter(arrears_since__gt=now - keep, arrears_reminders_sent__lt=len(ARREARS_REMINDER_DAYS)):
+        left = disk.arrears_since + keep - now
+        due = sum(1 for days in ARREARS_REMINDER_DAYS if left <= timedelta(days=days))
+        if due > disk.arrears_reminders_sent and _remind(disk, due, now):
+            reminded += 1
+    for disk in marked.filter(arrears_since__lte=now - keep):
+        outcome = _delete_for_arrears(disk.pk, now)
+        deleted += outcome == "deleted"
+        kept += outcome == "kept"
+    return {"reminded": reminded, "deleted": deleted, "kept_on_running_instances": kept}
+
+
+def _remind(disk: CloudDisk, due: int, now) -> bool:
+    from billing.arrears import notify
+    from billing.choices import NotificationKind
+
+    with transaction.atomic():
+        # Compare-and-set on the counter: one reminder per threshold, however many beats run.
+        if not CloudDisk.objects.filter(pk=disk.pk, arrears_reminders_sent__lt=due).update(arrears_reminders_sent=due):
+            return False
+        date = disk.kept_until.date().isoformat()
+        _event(disk, disk.status, disk.status, DiskReason.ARREARS_REMINDER, detail=date, at=now)
+        notify(disk.owner_id, NotificationKind.DISK_REMINDER, disk=disk.name, date=date)
+    return True
+
+
+def _in_arrears(user_id: int) -> bool:
+    from billing.choices import AccountKind
+    from billing.models import Account
+
+    return Account.objects.filter(user_id=user_id, kind=AccountKind.USER_CASH, balance__lt=0).exists()
+
+
+def _delete_for_arrears(pk: int, now) -> str:
+    from billing.arrears import notify, retention_days
+    from billing.choices import NotificationKind
+
+    with transaction.atomic():
+        disk = CloudDisk.objects.select_for_update().select_related("zone").get(pk=pk)
+        if disk.status == DiskStatus.DELETED or disk.arrears_since is None or not _in_arrears(disk.owner_id):
+            return "skipped"  # deleted meanwhile, or the owner topped up since the mark
+        if disk.status != DiskStatus.AVAILABLE:
+            instance = Instance.objects.select_for_update().get(pk=disk.instance_id)
+            if disk.status != DiskStatus.ATTACHED or instance.status in HOT or instance.status not in ATTACHABLE:
+                log.warning("disk %s in arrears past retention is kept: %s on %s (%s)", disk.public_id,
+                            disk.status, instance.public_id, instance.status)  # fmt: skip
+                return "kept"
+            _backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)))
+            _move(disk, DiskStatus.ATTACHED, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name, at=now,
+                  instance=None)  # fmt: skip
+        _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, DiskReason.ARREARS_EXPIRED, at=now, deleted_at=now)
+        metering.close_usage(resource_id=disk.public_id, ended_at=now)
+        notify(disk.owner_id, NotificationKind.DISK_DELETED, disk=disk.name, days=retention_days())
+    return "deleted"

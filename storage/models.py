@@ -1,6 +1,7 @@
 """Cloud storage (云存储): each user's folders and files, and the resumable uploads that fill them."""
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -125,6 +126,9 @@ class CloudDisk(models.Model):
     arrears_since = models.DateTimeField(
         _("in arrears since"), null=True, blank=True, help_text=_("Kept for the retention period from then.")
     )
+    arrears_reminders_sent = models.PositiveSmallIntegerField(
+        _("deletion reminders sent"), default=0, help_text=_("Reset when the arrears are cleared.")
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
     deleted_at = models.DateTimeField(_("deleted"), null=True, blank=True)
@@ -151,6 +155,13 @@ class CloudDisk(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.size_gb} GB, {self.public_id})"
+
+    @property
+    def kept_until(self):
+        """While the owner is in arrears: when the retention period ends and the disk is deleted."""
+        if self.arrears_since is None:
+            return None
+        return self.arrears_since + timedelta(days=settings.ARREARS_RETENTION_DAYS)
 
     @property
     def badge(self) -> str:

@@ -197,3 +197,15 @@ def test_a_top_up_through_the_api_returns_the_checkout_url(owner_api, stranger_a
     assert anon_api.get("/api/v1/wallet").status_code == 401
     bad = owner_api.post("/api/v1/topups", {"amount": "1"}, format="json")
     assert bad.status_code == 400 and "between" in bad.json()["message"]
+
+
+def test_notifications_read_in_the_pages_language(owner_client, owner):
+    from billing.arrears import notify
+
+    notify(owner.pk, "arrears", days=15)
+    notify(owner.pk, "disk_reminder", disk="data", date="2026-03-20")
+    chinese = owner_client.get("/console/").content.decode()  # pages are Chinese by default
+    assert "云硬盘和存储将保留 15 天" in chinese and "云硬盘“data”将于 2026-03-20 删除" in chinese
+    owner_client.cookies["django_language"] = "en"
+    english = owner_client.get("/console/").content.decode()
+    assert "disks and storage are kept for 15 days" in english and "“data” will be deleted on 2026-03-20" in english

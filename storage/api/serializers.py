@@ -69,11 +69,14 @@ class DiskSerializer(serializers.ModelSerializer):
     status_display = serializers.CharField(source="get_status_display", read_only=True)
     per_gb_day = serializers.SerializerMethodField()
     per_month = serializers.SerializerMethodField()
+    kept_until = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="While the owner is in arrears: when the disk will be deleted."
+    )
 
     class Meta:
         model = CloudDisk
         fields = ["id", "name", "size_gb", "zone", "status", "status_display", "instance", "instance_name"]
-        fields += ["device_path", "per_gb_day", "per_month", "arrears_since", "created_at"]
+        fields += ["device_path", "per_gb_day", "per_month", "arrears_since", "kept_until", "created_at"]
         read_only_fields = fields
 
     def _price(self, disk):

@@ -270,3 +270,97 @@ def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settin
     assert "2026-03-20" in notice.detail
     assert LedgerTransaction.objects.filter(user=owner, kind="usage").exists()
     assert Instance.objects.count() == 0
+
+
+# The end of the retention period in arrears (SPEC §5) ------------------------------------------------------------
+
+
+def _in_arrears_from(owner, zone, settings, *, days=3):
+    """A 100 GB disk created at T0 with no money: after ``days`` the metering tick has put the owner in debt and
+    the daily job has marked the disk."""
+    from storage import billing as storage_billing
+
+    settings.ARREARS_RETENTION_DAYS = 15
+    with time_machine.travel(T0, tick=False):
+        disk = disks.create(owner, name="data", size_gb=100, zone=zone)
+    with time_machine.travel(T0 + timedelta(days=days), tick=False):
+        metering.meter()
+        storage_billing.daily()
+    disk.refresh_from_db()
+    assert disk.kept_until == T0 + timedelta(days=days + 15)
+    return disk
+
+
+def _daily_at(when):
+    from storage import billing as storage_billing
+
+    with time_machine.travel(when, tick=False):
+        metering.meter()
+        return storage_billing.daily()["disks"]
+
+
+def test_a_disk_left_in_arrears_is_deleted_when_retention_ends_after_two_reminders(owner, zone, settings):
+    from billing.models import Notification
+
+    disk = _in_arrears_from(owner, zone, settings)  # kept until T0 + 18 days
+    assert _daily_at(T0 + timedelta(days=14)) == {"reminded": 0, "deleted": 0, "kept_on_running_instances": 0}
+    assert _daily_at(T0 + timedelta(days=15, hours=1))["reminded"] == 1  # 3 days left
+    assert _daily_at(T0 + timedelta(days=15, hours=2))["reminded"] == 0  # once
+    assert _daily_at(T0 + timedelta(days=17, hours=1))["reminded"] == 1  # 1 day left
+    reminders = Notification.objects.filter(user=owner, kind="disk_reminder")
+    assert reminders.count() == 2 and "2026-03-20" in reminders.first().message and "data" in reminders.first().message
+
+    assert _daily_at(T0 + timedelta(days=18, hours=1))["deleted"] == 1
+    disk.refresh_from_db()
+    assert disk.status == DiskStatus.DELETED and disk.deleted_at == T0 + timedelta(days=18, hours=1)
+    assert disk.events.filter(reason=DiskReason.ARREARS_EXPIRED).exists()
+    # billing stopped with the deletion, and the owner was told
+    session = UsageSession.objects.get(resource_id=disk.public_id)
+    assert session.ended_at == T0 + timedelta(days=18, hours=1)
+    assert "15 days" in Notification.objects.get(user=owner, kind="disk_deleted").message
+    assert _daily_at(T0 + timedelta(days=19))["deleted"] == 0
+
+
+def test_a_top_up_before_the_end_keeps_the_disk_and_clears_the_mark(owner, zone, settings):
+    from billing import wallet
+
+    disk = _in_arrears_from(owner, zone, settings)
+    assert _daily_at(T0 + timedelta(days=15, hours=1))["reminded"] == 1
+    with time_machine.travel(T0 + timedelta(days=16), tick=False):
+        wallet.adjust_balance(user=owner, amount=Decimal("100"), reason="top-up", staff=None, idempotency_key="t")
+    assert _daily_at(T0 + timedelta(days=19))["deleted"] == 0
+    disk.refresh_from_db()
+    assert disk.status == DiskStatus.AVAILABLE and disk.arrears_since is None and disk.arrears_reminders_sent == 0
+
+
+def test_a_disk_on_a_stopped_instance_is_detached_then_deleted_one_on_a_running_instance_is_kept(
+    owner, zone, settings, running
+):
+    stopped_one, running_one = running(name="stopped-1"), running(name="running-1")
+    services.stop(Instance.objects.with_related().get(pk=stopped_one.pk))
+    settle()
+    disk = _in_arrears_from(owner, zone, settings)
+    with time_machine.travel(T0 + timedelta(days=4), tick=False):
+        other = disks.create(owner, name="scratch", size_gb=10, zone=zone)
+        disks.attach(owner, disk.public_id, stopped_one.public_id)
+        disks.attach(owner, other.public_id, running_one.public_id)
+    CloudDisk.objects.filter(pk=other.pk).update(arrears_since=disk.arrears_since)
+
+    outcome = _daily_at(T0 + timedelta(days=18, hours=1))
+    assert outcome["deleted"] == 1 and outcome["kept_on_running_instances"] == 1
+    disk.refresh_from_db(), other.refresh_from_db()
+    assert disk.status == DiskStatus.DELETED and disk.instance is None
+    last_two = [e.reason for e in disk.events.order_by("at", "pk")][-2:]
+    assert last_two == [DiskReason.DETACHED, DiskReason.ARREARS_EXPIRED]
+    assert other.status == DiskStatus.ATTACHED and other.instance_id == running_one.pk
+
+
+def test_the_disk_page_and_api_say_when_a_disk_in_arrears_will_be_deleted(
+    owner, owner_client, owner_api, zone, settings
+):
+    disk = _in_arrears_from(owner, zone, settings)
+    owner_client.cookies["django_language"] = "en"
+    html = owner_client.get("/storage/disks/").content.decode()
+    assert 'data-kept-until="2026-03-20"' in html and "deleted on 2026-03-20 unless you top up" in html
+    data = owner_api.get(f"/api/v1/disks/{disk.public_id}").json()
+    assert data["kept_until"].startswith("2026-03-20")

@@ -7,6 +7,7 @@ only, spent before cash, expiring). ``compute_balance`` is what compute may spen
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from types import SimpleNamespace
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -17,7 +18,7 @@ from django.utils.translation import gettext as _
 from console.errors import PaymentRequired, ServiceError
 
 from . import arrears
-from .choices import SPEND_KINDS, AccountKind, NotificationKind, TransactionKind
+from .choices import SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .ledger import (
     InsufficientFunds,
     Posting,
@@ -26,6 +27,7 @@ from .ledger import (
     lock_accounts,
     lock_programmes,
     post,
+    post_batch,
     programme_accounts,
     subsidy_used,
     system_account,
@@ -192,16 +194,22 @@ def charge_upfront(*, user, quote: Quote, resource_id, idempotency_key: str) -> 
     """Charge a daily or monthly plan in full before it starts: trial credit first, then cash.
 
     The subsidised part is booked against its programme, limited by what the programme and the user's monthly cap
-    have left at this moment (the operator bears any shortfall: the quoted price is the price paid).
+    have left at this moment (the operator bears any shortfall: the quoted price is the price paid). An instance
+    booting another user's community image pays its author the share of this charge in the same batch, exactly as
+    metering does for pay-as-you-go minutes.
     """
+    from .metering import author_shares
+
     amount, subsidy = quote.payable_total, quote.subsidy_total
     programme_id = quote.programme.id if quote.programme and subsidy > 0 else None
     with transaction.atomic():
         accounts = user_accounts([user.pk])[user.pk]
         revenue = system_account(AccountKind.REVENUE)
         funded_by = programme_accounts([programme_id] if programme_id else [])
+        charge = SimpleNamespace(kind=UsageKind.INSTANCE, resource_id=resource_id, user_id=user.pk, charged=amount)
+        shares = author_shares([charge])
         cash, trial = accounts[AccountKind.USER_CASH], accounts[AccountKind.USER_TRIAL]
-        ids = [cash.pk, trial.pk, revenue.pk, *(a.pk for a in funded_by.values())]
+        ids = [cash.pk, trial.pk, revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]
         locked = lock_accounts(ids)
         done = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
         if done is not None:
@@ -228,20 +236,18 @@ def charge_upfront(*, user, quote: Quote, resource_id, idempotency_key: str) -> 
         if booking:
             entries.append((funded_by[programme_id].pk, -booking.amount))
         entries.append((revenue.pk, amount + (booking.amount if booking else ZERO)))
-        return post(
-            Posting(
-                kind=TransactionKind.UPFRONT,
-                idempotency_key=idempotency_key,
-                entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
-                user_id=user.pk,
-                reference=f"{quote.plan_name} · {quote.chip_name}"[:255],
-                resource_id=resource_id,
-                subsidy=booking,
-                at=now,
-            ),
-            locked=locked,
-            programmes=programmes,
+        posting = Posting(
+            kind=TransactionKind.UPFRONT,
+            idempotency_key=idempotency_key,
+            entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
+            user_id=user.pk,
+            reference=f"{quote.plan_name} · {quote.chip_name}"[:255],
+            resource_id=resource_id,
+            subsidy=booking,
+            at=now,
         )
+        payouts = shares.postings([(charge, amount, idempotency_key)], now)
+        return post_batch([posting, *payouts], locked=locked, programmes=programmes)[0]
 
 
 # --- Trial credit -----------------------------------------------------------------------------------------------------

@@ -103,3 +103,26 @@ def test_the_earnings_page_shows_what_the_author_earned(client, owner, stranger,
     assert f"¥{_cash(owner)}" in html and "Tuned MindSpore" in html
     client.force_login(stranger)
     assert "Tuned MindSpore" not in client.get("/marketplace/earnings/").content.decode()
+
+
+def test_a_prepaid_plan_pays_the_author_the_share_of_its_upfront_charge_once(owner, stranger, launch, listed):
+    _fund(stranger, "1000")
+    instance = launch(user=stranger, chip="ascend-910b", image=f"{listed.slug}-npu", name="daily-run")
+    daily = quote(chip=Chip.objects.get(slug="ascend-910b"), cards=1, plan="daily", minutes=1440)
+    for _attempt in range(2):  # a retried task charges the same term once
+        wallet.charge_upfront(user=stranger, quote=daily, resource_id=instance.public_id, idempotency_key="term-1")
+
+    charge = LedgerTransaction.objects.get(kind=TransactionKind.UPFRONT, user=stranger)
+    payout = LedgerTransaction.objects.get(kind=TransactionKind.AUTHOR_PAYOUT, user=owner)
+    assert -charge.user_amount == daily.payable_total
+    assert payout.user_amount == to_cents(daily.payable_total * Decimal("0.03")) > 0
+    assert payout.idempotency_key == "author-share:term-1" and payout.resource_id == listed.public_id
+    assert _cash(owner) == payout.user_amount and ledger.check() == []
+
+
+def test_a_prepaid_plan_on_ones_own_image_pays_no_share(owner, launch, listed):
+    _fund(owner, "1000")
+    instance = launch(user=owner, chip="ascend-910b", image=f"{listed.slug}-npu", name="mine")
+    daily = quote(chip=Chip.objects.get(slug="ascend-910b"), cards=1, plan="daily", minutes=1440)
+    wallet.charge_upfront(user=owner, quote=daily, resource_id=instance.public_id, idempotency_key="term-own")
+    assert not LedgerTransaction.objects.filter(kind=TransactionKind.AUTHOR_PAYOUT).exists()

@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.models import Plan
+from billing.quote import quote_disk
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 
@@ -53,6 +54,15 @@ def _preview(request, form):
         return None, str(exc.message)
 
 
+def _disk_price(form, quote) -> dict:
+    """The new data disk's price beside the compute price: it is billed per GB-day, running or not."""
+    size = form.cleaned_data.get("data_disk_gb") if form.is_valid() else None
+    if not quote or not size:
+        return {}
+    disk = quote_disk(size)
+    return {"disk_quote": disk, "running_total": quote.payable_per_hour + disk.payable_per_hour}
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def launch(request):
@@ -66,8 +76,10 @@ def launch(request):
         data["image"] = images[0]  # the family changed: offer its first image
     preview = data.copy()
     preview["name"] = preview.get("name") or "preview"  # the price does not depend on the name
-    quote, problem = _preview(request, _wizard_form(request, preview))
+    preview_form = _wizard_form(request, preview)
+    quote, problem = _preview(request, preview_form)
     context = {"form": _wizard_form(request, data), "quote": quote, "problem": problem, "show_errors": False}
+    context |= _disk_price(preview_form, quote)
     template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
     return render(request, template, context)
 
@@ -94,7 +106,7 @@ def _launch(request):
                 response["HX-Redirect"] = instance.get_absolute_url()
                 return response
             return redirect(instance)
-    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True}
+    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True} | _disk_price(form, quote)
     template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
     # htmx swaps 200s only: the partial carries the errors; a plain form post gets a real 400.
     return render(request, template, context, status=200 if wants_partial(request) else 400)

@@ -64,6 +64,54 @@ def reserve(nodes, cards: int) -> Node | None:
     return None
 
 
+class _Raced(Exception):
+    """A spot instance chosen for reclaiming changed meanwhile: undo the savepoint."""
+
+
+def reclaim_from_spot(nodes, cards: int) -> tuple[Node, list[Instance]] | None:
+    """For an on-demand launch that found no free node: ``cards`` on one of ``nodes`` taken from running spot
+    instances there (SPEC §4: spot is preemptible). The node needing the fewest reclaimed cards wins; on it the
+    newest spot instances go first (they have lost the least work). Their cards move to the caller's reservation
+    in its transaction (compare-and-set on each holder, all or nothing); the caller preempts them, which gives them
+    the checkpoint signal and the notice window. Returns (node, victims) or None when no node can free enough."""
+    held = (
+        Instance.objects.filter(node__in=nodes.filter(drained=False), spot=True, status="running", reserved_cards__gt=0)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", "node_id", "reserved_cards")
+    )
+    by_node: dict[int, list[tuple[int, int]]] = {}
+    for pk, node_id, n in held:
+        by_node.setdefault(node_id, []).append((pk, n))
+    free_on = dict(
+        Node.objects.filter(pk__in=by_node).annotate(left=F("cards") - F("cards_reserved")).values_list("pk", "left")
+    )
+    best = None
+    for node_id, spots in by_node.items():
+        need, take = cards - free_on.get(node_id, 0), []
+        for pk, n in spots:
+            if sum(x for _pk, x in take) >= need:
+                break
+            take.append((pk, n))
+        taken = sum(x for _pk, x in take)
+        if taken >= need and (best is None or taken < best[1]):
+            best = (node_id, taken, take)
+    if best is None:
+        return None
+    node_id, _taken, take = best
+    try:
+        with transaction.atomic():  # a savepoint: every victim's cards move, or none
+            for pk, n in take:
+                if not Instance.objects.filter(pk=pk, status="running", reserved_cards=n).update(reserved_cards=0):
+                    raise _Raced
+                Node.objects.filter(pk=node_id).update(cards_reserved=F("cards_reserved") - n)
+            node = reserve(Node.objects.filter(pk=node_id), cards)
+            if node is None:
+                raise _Raced
+    except _Raced:
+        return None
+    return node, list(Instance.objects.with_related().filter(pk__in=[pk for pk, _n in take]))
+
+
 def hold(instance: Instance, node: Node, cards: int) -> None:
     """Record on the instance the cards just reserved on ``node`` (same transaction as ``reserve``)."""
     Instance.objects.filter(pk=instance.pk).update(node=node, reserved_cards=cards)

@@ -21,7 +21,7 @@ from console.errors import Conflict, NotFound, ServiceError
 
 from . import attachments, billing, conf
 from .backends import BackendError, Phase, TransientBackendError, get_backend
-from .capacity import free, hold, out_of_capacity, reserve
+from .capacity import free, hold, out_of_capacity, reclaim_from_spot, reserve
 from .choices import (
     LIVE,
     RELEASE_REMINDER_DAYS,
@@ -274,9 +274,12 @@ def launch(user, request: LaunchRequest) -> Instance:
 def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest, book) -> Instance | None:
     plan = book.plans[candidate.quote.plan_slug]
     with transaction.atomic():
-        node = None
+        node, victims = None, []
         if candidate.chip is not None:
-            node = reserve(_nodes_for(candidate.chip, candidate.zone), request.cards)
+            nodes = _nodes_for(candidate.chip, candidate.zone)
+            node = reserve(nodes, request.cards)
+            if node is None and not request.spot:
+                node, victims = reclaim_from_spot(nodes, request.cards) or (None, [])
             if node is None:
                 return None
         instance = Instance.objects.create(
@@ -292,8 +295,20 @@ def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest
             detail=node.name if node else "", data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
         )  # fmt: skip
         attachments.at_launch(instance, request)
+        for victim in victims:
+            _reclaim(victim)
         _enqueue("provision", instance, Wanted.RUNNING)
     return instance
+
+
+def _reclaim(victim: Instance) -> None:
+    """Preempt a spot instance whose cards an on-demand launch took: billing stops now, the checkpoint signal and
+    the notice window follow (after commit), disks are kept, and the owner can relaunch it with one click."""
+    preempt(victim, detail=_("its cards were reclaimed for an on-demand instance"))
+    try:  # now, so that the on-demand machine's start sees the notice window; the preempted step retries
+        _backend(victim).preempt(victim, notice_seconds=conf.spot_notice_seconds())
+    except BackendError as exc:
+        logger.warning("preempting %s for an on-demand launch: %s (the reconcile retries)", victim.public_id, exc)
 
 
 def _check_shutdown(at, idle_minutes) -> None:
@@ -558,14 +573,15 @@ def _step_stopping(instance: Instance, status) -> float | None:
 
 
 def _step_preempted(instance: Instance, status) -> float | None:
-    if not instance.reserved_cards:
-        return None
+    """Until the machine is down: wait out the notice window, or (a machine still up without one, e.g. cards
+    reclaimed on a backend whose preemption is a stop) send the signal and stop it after the window. Then the
+    cards are free (already moved to the on-demand instance when they were reclaimed)."""
     status = status or _backend(instance).status(instance)
     if status.phase == Phase.PREEMPTED and status.ready_in:
         return status.ready_in  # the notice window is still running
-    if status.phase in (Phase.RUNNING, Phase.BOOTING):
-        _backend(instance).stop(instance, grace_seconds=conf.spot_notice_seconds())
-        return conf.spot_notice_seconds() or 0.2
+    if status.phase in (Phase.RUNNING, Phase.BOOTING, Phase.STOPPING):
+        _backend(instance).preempt(instance, notice_seconds=conf.spot_notice_seconds())
+        return max(status.ready_in or conf.spot_notice_seconds(), 0.2)
     free(instance)
     return None
 
@@ -593,10 +609,16 @@ def reconcile() -> int:
     """Compare wanted and actual state of every live instance and repair drift: a lost task, a worker killed
     mid-provision, a backend that says otherwise. Safe to run twice at once (every step is compare-and-set).
     Returns how many instances it looked at."""
+    reclaim_watch = timedelta(seconds=conf.spot_notice_seconds() + 600)
     live = (
         Instance.objects.with_related()
         .select_related("owner")
-        .filter(Q(status__in=[*LIVE]) | Q(status=Status.PREEMPTED, reserved_cards__gt=0))
+        .filter(
+            Q(status__in=[*LIVE])
+            | Q(status=Status.PREEMPTED, reserved_cards__gt=0)
+            # reclaimed: the cards moved at once, the machine goes down after the notice window
+            | Q(status=Status.PREEMPTED, stopped_at__gte=timezone.now() - reclaim_watch)
+        )
     )
     by_backend: dict[str, list[Instance]] = {}
     for instance in live:

@@ -58,6 +58,11 @@ class Backend(ABC):
     def stop(self, instance, *, grace_seconds: float) -> None:
         """Send the checkpoint signal (SIGUSR1) now and stop the machine after ``grace_seconds``."""
 
+    def preempt(self, instance, *, notice_seconds: float) -> None:
+        """The platform reclaims a spot instance's cards for an on-demand launch: the checkpoint signal now, the
+        machine down after ``notice_seconds``. By default that is a stop with the notice as its grace period."""
+        self.stop(instance, grace_seconds=notice_seconds)
+
     @abstractmethod
     def release(self, instance) -> None:
         """Delete the machine and its system disk. Data disks are never deleted here."""

@@ -15,7 +15,7 @@ import math
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from .. import conf
@@ -84,6 +84,14 @@ class SimulatedBackend(Backend):
         # A node that already has the image skips the pull (a restart on the same node).
         pull = 0 if job and job.node_id == instance.node_id and job.image == instance.image else conf.sim_pull_seconds()
         ready_at = None if hang else now + timedelta(seconds=pull + conf.sim_boot_seconds())
+        # Cards reclaimed from spot instances on this node are free once their notice window ends: boot after it.
+        reclaimed_until = (
+            SimulatedJob.objects.filter(node_id=instance.node_id, preempted_at__isnull=False, stop_at__gt=now)
+            .exclude(instance_id=instance.public_id)
+            .aggregate(until=Max("stop_at"))["until"]
+        )
+        if ready_at and reclaimed_until:
+            ready_at = max(ready_at, reclaimed_until + timedelta(seconds=conf.sim_boot_seconds()))
         fields = {
             "node_id": instance.node_id, "cards": instance.cards, "image": instance.image, "submitted_at": now,
             "ready_at": ready_at, "signalled_at": None, "stop_at": None, "preempted_at": None, "crashed_at": None,
@@ -103,6 +111,9 @@ class SimulatedBackend(Backend):
         SimulatedJob.objects.filter(instance_id=instance.public_id, signalled_at__isnull=True).update(
             signalled_at=now, stop_at=now + timedelta(seconds=grace_seconds)
         )
+
+    def preempt(self, instance, *, notice_seconds: float) -> None:
+        preempt(instance, notice_seconds=notice_seconds)
 
     def release(self, instance) -> None:
         # The system disk goes with the machine; data disks (issue 7) are detached first and survive.

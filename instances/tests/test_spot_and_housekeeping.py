@@ -127,3 +127,67 @@ def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch
     instance = fresh(instance)
     assert instance.status == Status.RELEASED and instance.status_reason == Reason.RELEASED
     assert instance.events.filter(reason=Reason.AUTO_RELEASE).exists()
+
+
+# On-demand launches reclaim spot cards (SPEC §4: spot is preemptible) --------------------------------------------
+
+
+def _one_node_of(chip_slug="dcu-z100"):
+    """Leave one 8-card node of the chip schedulable (the others drained): a full node means a full chip."""
+    from instances.models import Node
+
+    nodes = Node.objects.filter(chip__slug=chip_slug).order_by("pk")
+    nodes.exclude(pk=nodes.first().pk).update(drained=True)
+    return nodes.first()
+
+
+def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_free(launch, lifecycle, settings,
+                                                                                   stranger):  # fmt: skip
+    settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
+    node = _one_node_of()
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        spots = []
+        for i in range(8):
+            spots.append(launch(user=stranger, chip="dcu-z100", spot=True, name=f"spot-{i}"))
+            clock.shift(timedelta(seconds=1))
+        settle()
+        assert all(fresh(s).status == Status.RUNNING for s in spots)
+
+        reclaimed_at = timezone.now()
+        on_demand = launch(chip="dcu-z100", name="on-demand")
+        settle()
+
+        newest = fresh(spots[-1])
+        assert newest.status == Status.PREEMPTED and "reclaimed" in newest.status_detail
+        assert [fresh(s).status for s in spots[:-1]] == [Status.RUNNING] * 7  # only as many as needed
+        [session] = lifecycle.sessions_of(newest)
+        assert session.ended_at == reclaimed_at  # its billing stopped at once
+        node.refresh_from_db()
+        assert node.cards_reserved == 8 and fresh(on_demand).reserved_cards == 1 and newest.reserved_cards == 0
+        # the spot machine gets its notice window to checkpoint; the on-demand one boots after it
+        job = simulated.SimulatedJob.objects.get(instance_id=newest.public_id)
+        assert job.signalled_at == reclaimed_at and job.stop_at == reclaimed_at + timedelta(seconds=60)
+        assert fresh(on_demand).status in (Status.CREATING, Status.STARTING)
+        clock.shift(timedelta(seconds=61))
+        settle()
+        assert fresh(on_demand).status == Status.RUNNING
+        assert not lifecycle.sessions_of(on_demand)[0].started_at < reclaimed_at + timedelta(seconds=60)
+
+
+def test_a_spot_launch_never_reclaims_and_a_full_node_of_on_demand_cannot_be_reclaimed(launch, lifecycle, stranger):
+    from instances.capacity import CapacityError
+
+    _one_node_of()
+    for i in range(4):
+        launch(user=stranger, chip="dcu-z100", name=f"od-{i}")
+    for i in range(4):
+        launch(user=stranger, chip="dcu-z100", spot=True, name=f"spot-{i}")
+    settle()
+    with pytest.raises(CapacityError):
+        launch(chip="dcu-z100", spot=True, name="late-spot")
+    with pytest.raises(CapacityError):
+        launch(chip="dcu-z100", cards=8, name="whole-node")  # 4 spot cards are not 8
+    launch(chip="dcu-z100", cards=4, name="half-node")  # all four spot instances give way
+    settle()
+    assert Instance.objects.filter(spot=True, status=Status.PREEMPTED).count() == 4
+    assert Instance.objects.filter(spot=False, status=Status.RUNNING).count() == 5

@@ -1,9 +1,6 @@
 """Account operations: API tokens, the e-mail verification hook, worker heartbeats and health."""
 
-import hashlib
-import hmac
 import logging
-import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -13,6 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from . import keys
 from .errors import NotFound, ServiceError
 from .models import ApiToken, WorkerHeartbeat
 
@@ -23,10 +21,6 @@ MAX_TOKENS_PER_USER = 50
 # Writing last_used_at on every request would turn each API read into a write; once a minute is enough to
 # tell a user which token is still in use.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def _hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -49,18 +43,14 @@ def create_api_token(user, *, name: str, scope: str) -> IssuedToken:
             _("You can have at most %(n)d active tokens; revoke one first.") % {"n": MAX_TOKENS_PER_USER},
             code="too_many_tokens",
         )
-    for _attempt in range(5):
-        prefix = TOKEN_PREFIX + secrets.token_hex(4)
-        secret = secrets.token_urlsafe(32)
-        plaintext = f"{prefix}_{secret}"
-        try:
-            with transaction.atomic():
-                token = ApiToken.objects.create(
-                    user=user, name=name, scope=scope, prefix=prefix, token_hash=_hash_secret(plaintext)
-                )
-        except IntegrityError:  # a prefix collision: draw another
-            continue
-        return IssuedToken(token=token, plaintext=plaintext)
+    issued = keys.issue(
+        lambda prefix, digest: ApiToken.objects.create(
+            user=user, name=name, scope=scope, prefix=prefix, token_hash=digest
+        ),
+        prefix=TOKEN_PREFIX, hex_bytes=4, separator="_",
+    )  # fmt: skip
+    if issued is not None:
+        return IssuedToken(token=issued[0], plaintext=issued[1])
     raise ServiceError(_("Could not issue a token, please try again."), code="token_collision")
 
 
@@ -80,7 +70,7 @@ def authenticate_token(plaintext: str) -> ApiToken | None:
         return None
     prefix = plaintext[: len(TOKEN_PREFIX) + 8]
     token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
-    if token is None or not hmac.compare_digest(token.token_hash, _hash_secret(plaintext)):
+    if token is None or not keys.matches(token.token_hash, plaintext):
         return None
     if token.revoked_at is not None or not token.user.is_active:
         return None

@@ -6,22 +6,20 @@ services as any instance (``instances.services``); this module adds only what an
 OpenAI-compatible proxy that clients call is ``instances.endpoint_proxy``.
 """
 
-import hashlib
-import hmac
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Avg, Count, Q, Sum
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
+from console import keys
 from console.errors import Conflict, NotFound, ServiceError
 
 from . import services
@@ -146,10 +144,6 @@ class IssuedKey:
     plaintext: str
 
 
-def _hash(plaintext: str) -> str:
-    return hashlib.sha256(plaintext.encode()).hexdigest()
-
-
 def create_key(endpoint: Endpoint, *, name: str = "") -> IssuedKey:
     """Issue a key of ``endpoint``; the plaintext is returned once and never stored."""
     name = (name or "").strip() or _("default")
@@ -162,15 +156,12 @@ def create_key(endpoint: Endpoint, *, name: str = "") -> IssuedKey:
             _("An endpoint has at most %(n)d active keys; revoke one first.") % {"n": MAX_KEYS_PER_ENDPOINT},
             code="too_many_keys",
         )
-    for _attempt in range(5):
-        prefix = KEY_PREFIX + secrets.token_hex(5)
-        plaintext = f"{prefix}.{secrets.token_urlsafe(32)}"
-        try:
-            with transaction.atomic():
-                key = EndpointKey.objects.create(endpoint=endpoint, name=name, prefix=prefix, key_hash=_hash(plaintext))
-        except IntegrityError:
-            continue
-        return IssuedKey(key=key, plaintext=plaintext)
+    issued = keys.issue(
+        lambda prefix, digest: EndpointKey.objects.create(endpoint=endpoint, name=name, prefix=prefix, key_hash=digest),
+        prefix=KEY_PREFIX, hex_bytes=5, separator=".",
+    )  # fmt: skip
+    if issued is not None:
+        return IssuedKey(key=issued[0], plaintext=issued[1])
     raise ServiceError(_("Could not issue a key, please try again."), code="key_collision")
 
 
@@ -199,7 +190,7 @@ def authenticate_key(plaintext: str) -> EndpointKey | None:
         .filter(prefix=prefix)
         .first()
     )
-    if key is None or not hmac.compare_digest(key.key_hash, _hash(plaintext)):
+    if key is None or not keys.matches(key.key_hash, plaintext):
         return None
     if key.revoked_at is not None or not key.endpoint.instance.owner.is_active:
         return None

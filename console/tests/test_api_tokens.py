@@ -132,3 +132,15 @@ def test_the_tokens_page_returns_only_the_panel_to_htmx(owner_client):
 def test_token_names_are_required_by_the_service_too(owner):
     with pytest.raises(ServiceError):
         services.create_api_token(owner, name=" ", scope="read")
+
+
+def test_a_prefix_collision_draws_another_token(owner, monkeypatch):
+    from console import keys
+
+    draws = iter(["aaaaaaaa", "aaaaaaaa", "bbbbbbbb"])
+    monkeypatch.setattr(keys.secrets, "token_hex", lambda n: next(draws))
+    first = services.create_api_token(owner, name="first", scope="read")
+    second = services.create_api_token(owner, name="second", scope="read")
+    assert (first.token.prefix, second.token.prefix) == ("gpc_aaaaaaaa", "gpc_bbbbbbbb")
+    assert services.authenticate_token(second.plaintext).pk == second.token.pk
+    assert services.authenticate_token(first.plaintext).pk == first.token.pk

@@ -338,34 +338,52 @@ def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, Subsid
 
 
 def bulk_set(model, objects, fields: list[str]) -> None:
-    """``UPDATE … SET fields WHERE pk`` for many rows in one ``executemany`` (pipelined by psycopg 3).
+    """``UPDATE … SET fields WHERE pk`` for many rows at once.
 
     Django's ``bulk_update`` builds a CASE expression per field and row; for the thousands of balances and
-    sessions a metering tick writes, that compilation alone took seconds.
+    sessions a metering tick writes, that compilation alone took seconds. On PostgreSQL this is one statement
+    joining the table to ``unnest`` of one array per column; elsewhere one ``executemany``.
     """
     if not objects:
         return
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
-    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in columns)
-    sql = f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {assignments} WHERE {meta.pk.column} = %s"
+    table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
     rows = [[f.get_db_prep_save(getattr(obj, f.attname), connection) for f in columns] + [obj.pk] for obj in objects]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+        if connection.vendor == "postgresql":
+            names = [connection.ops.quote_name(f.column) for f in columns]
+            arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in [*columns, meta.pk])
+            sql = (
+                f"UPDATE {table} SET {', '.join(f'{n} = v.{n}' for n in names)} "
+                f"FROM unnest({arrays}) AS v({', '.join([*names, '_pk'])}) WHERE {table}.{pk} = v._pk"
+            )
+            cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
+            return
+        assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in columns)
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s", rows)
 
 
 def bulk_insert(model, fields: list[str], rows: list[tuple]) -> None:
-    """Insert many rows whose primary keys nobody needs back, in one ``executemany``: the entries of a tick."""
+    """Insert many rows whose primary keys nobody needs back (the entries of a tick): on PostgreSQL one ``INSERT …
+    SELECT`` from ``unnest`` of one array per column, elsewhere one ``executemany``."""
     if not rows:
         return
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
     names = ", ".join(connection.ops.quote_name(f.column) for f in columns)
-    placeholders = ", ".join(["%s"] * len(columns))
-    sql = f"INSERT INTO {connection.ops.quote_name(meta.db_table)} ({names}) VALUES ({placeholders})"
+    table = connection.ops.quote_name(meta.db_table)
     prepared = [[f.get_db_prep_save(value, connection) for f, value in zip(columns, row, strict=True)] for row in rows]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, prepared)
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in columns)
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})",
+                [list(column) for column in zip(*prepared, strict=True)],
+            )
+            return
+        placeholders = ", ".join(["%s"] * len(columns))
+        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", prepared)
 
 
 # --- The check ------------------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, Sum
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -134,26 +135,38 @@ def summary(user) -> WalletSummary:
     )
 
 
+# Hours since a moment, computed by the database itself (no per-row Python, as Django's time-zone functions need on
+# SQLite): spend is summed per hour in SQL and the hours are put on local days here.
+_HOURS_SINCE = {
+    "postgresql": "floor(extract(epoch from (created_at - %s)) / 3600)::integer",
+    "sqlite": "(CAST(strftime('%%s', created_at) AS INTEGER) - %s) / 3600",
+}
+
+
 def daily_spend(user, days: int = 30) -> list[tuple[date, Decimal]]:
     """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query).
 
-    Each day is a sum over a range of ``created_at`` computed here in the local time zone, not a per-row date
-    conversion in SQL: the (user, kind, created_at) index serves it and SQLite calls no Python per row.
+    The query groups by whole hours since the first local midnight of the window; every hour then falls on one
+    local day (time-zone offsets are whole hours), so each day is exact whatever the zone and its summer time.
     """
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
-    bounds = [
-        timezone.make_aware(datetime.combine(first + timedelta(days=i), datetime.min.time())) for i in range(days + 1)
-    ]
-    sums = LedgerTransaction.objects.filter(
-        user=user, kind__in=SPEND_KINDS, created_at__gte=bounds[0], created_at__lt=bounds[-1]
-    ).aggregate(
-        **{
-            f"d{i}": Sum("user_amount", filter=Q(created_at__gte=bounds[i], created_at__lt=bounds[i + 1]))
-            for i in range(days)
-        }
-    )
-    return [(first + timedelta(days=i), ZERO - summed(sums[f"d{i}"])) for i in range(days)]
+    start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    spend = LedgerTransaction.objects.filter(user=user, kind__in=SPEND_KINDS, created_at__gte=start)
+    sql = _HOURS_SINCE.get(connection.vendor)
+    if sql is None:  # another database: one range per day
+        bounds = [timezone.make_aware(datetime.combine(first + timedelta(days=i), datetime.min.time()))
+                  for i in range(days + 1)]  # fmt: skip
+        sums = spend.aggregate(**{f"d{i}": Sum("user_amount", filter=Q(created_at__gte=bounds[i],
+                                  created_at__lt=bounds[i + 1])) for i in range(days)})  # fmt: skip
+        return [(first + timedelta(days=i), ZERO - summed(sums[f"d{i}"])) for i in range(days)]
+    param = start if connection.vendor == "postgresql" else int(start.timestamp())
+    per_hour = spend.annotate(hour=RawSQL(sql, [param])).values("hour").annotate(total=Sum("user_amount")).order_by()
+    spent: dict[date, Decimal] = {}
+    for row in per_hour:
+        day = timezone.localdate(start + timedelta(hours=row["hour"]))
+        spent[day] = spent.get(day, ZERO) - summed(row["total"])
+    return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
 
 
 def _needed_to_launch(quote: Quote) -> Decimal:

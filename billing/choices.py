@@ -112,3 +112,5 @@ class NotificationKind(models.TextChoices):
     TRIAL_EXPIRED = "trial_expired", _("Trial credit expired")
     DISK_REMINDER = "disk_reminder", _("Disk to be deleted")
     DISK_DELETED = "disk_deleted", _("Disk deleted")
+    SPOT_PREEMPTED = "spot_preempted", _("Spot instance reclaimed")
+    RELEASE_REMINDER = "release_reminder", _("Instance to be released")

@@ -589,4 +589,20 @@ class Notification(models.Model):
             )
         if self.kind == NotificationKind.DISK_DELETED:
             return gettext("Disk “%(disk)s” was deleted: the balance stayed in arrears for %(days)s days.") % p
+        if self.kind == NotificationKind.SPOT_PREEMPTED:
+            return (
+                gettext(
+                    "Spot instance “%(name)s” was reclaimed: it got the checkpoint signal and %(notice)s seconds to "
+                    "save its work, and billing stopped. Its disks are kept; relaunch it with one click on its page."
+                )
+                % p
+            )
+        if self.kind == NotificationKind.RELEASE_REMINDER:
+            return (
+                gettext(
+                    "Instance “%(name)s” is stopped and will be released on %(date)s: its system disk will be deleted "
+                    "(data disks are kept). Start it before then to keep it."
+                )
+                % p
+            )
         return gettext("Your trial credit of ¥%(amount)s expired.") % p

@@ -31,5 +31,7 @@ def email_notification(notification_id: int):
     notification = Notification.objects.select_related("user").get(pk=notification_id)
     with translation.override(settings.LANGUAGE_CODE):
         subject = settings.ACCOUNT_EMAIL_SUBJECT_PREFIX + str(notification.get_kind_display())
-        body = notification.message + "\n\n" + _("Your wallet: %(url)s") % {"url": settings.SITE_URL + "/billing/"}
+        path = notification.params.get("path")
+        link = _("Open it: %(url)s") if path else _("Your wallet: %(url)s")
+        body = notification.message + "\n\n" + link % {"url": settings.SITE_URL + (path or "/billing/")}
     send_mail(subject, body, None, [notification.user.email])

@@ -61,3 +61,11 @@ def charge_upfront(instance, quote, term_key: str):
         user=instance.owner, quote=quote, resource_id=instance.public_id,
         idempotency_key=f"instance:{instance.public_id}:term:{term_key}",
     )  # fmt: skip
+
+
+def notify(instance, kind: str, **params):
+    """Tell the owner about ``instance`` on their dashboard and by e-mail, linking to its page. Billing keeps the
+    one list of a user's notifications (``billing.arrears.notify``)."""
+    from billing.arrears import notify as post
+
+    return post(instance.owner_id, kind, name=instance.name, path=instance.get_absolute_url(), **params)

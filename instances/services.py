@@ -410,6 +410,7 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
         transition(instance, Status.PREEMPTED, reason=Reason.PREEMPTED, detail=detail, at=at, wanted=Wanted.STOPPED,
                    stop_requested_at=at, stopped_at=at, release_at=at + RELEASE_AFTER)  # fmt: skip
         billing.close_usage(instance.public_id, ended_at=at)
+        billing.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
         _enqueue("stop", instance, Wanted.STOPPED)
     return instance
 
@@ -716,19 +717,27 @@ def _continue_payg(instance: Instance) -> int:
 
 
 def _remind_release() -> int:
+    """A reminder 3 days and 1 day before a stopped instance is released: an event on its timeline, and a
+    notification on the owner's dashboard and by e-mail. A beat that missed the first sends only the latest."""
     now = timezone.now()
     sent = 0
-    for index, days in enumerate(RELEASE_REMINDER_DAYS, start=1):
-        due = Instance.objects.filter(
-            status__in=[*RESTING], release_at__lte=now + timedelta(days=days), release_reminders_sent__lt=index
-        )
-        for instance in due:
-            # Compare-and-set on the counter: one reminder per threshold, however many beats run.
-            if Instance.objects.filter(pk=instance.pk, release_reminders_sent__lt=index).update(
-                release_reminders_sent=index
-            ):
+    due_soon = Instance.objects.filter(
+        status__in=[*RESTING],
+        release_at__lte=now + timedelta(days=max(RELEASE_REMINDER_DAYS)),
+        release_reminders_sent__lt=len(RELEASE_REMINDER_DAYS),
+    ).select_related("owner")
+    for instance in due_soon:
+        left = instance.release_at - now
+        due = sum(1 for days in RELEASE_REMINDER_DAYS if left <= timedelta(days=days))
+        # Compare-and-set on the counter: one reminder per threshold, however many beats run.
+        if due > instance.release_reminders_sent and Instance.objects.filter(
+            pk=instance.pk, release_reminders_sent__lt=due
+        ).update(release_reminders_sent=due):
+            with transaction.atomic():
                 note(instance, Reason.RELEASE_REMINDER, detail=instance.release_at.isoformat())
-                sent += 1
+                date = timezone.localtime(instance.release_at).strftime("%Y-%m-%d %H:%M")
+                billing.notify(instance, "release_reminder", date=date)
+            sent += 1
     return sent
 
 

@@ -209,3 +209,6 @@ def test_notifications_read_in_the_pages_language(owner_client, owner):
     owner_client.cookies["django_language"] = "en"
     english = owner_client.get("/console/").content.decode()
     assert "disks and storage are kept for 15 days" in english and "“data” will be deleted on 2026-03-20" in english
+    notify(owner.pk, "spot_preempted", name="spot-1", notice=60, path="/instances/abc/")
+    linked = owner_client.get("/console/").content.decode()
+    assert "Spot instance “spot-1” was reclaimed" in linked and 'href="/instances/abc/"' in linked

@@ -7,6 +7,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from billing.models import Notification
 from instances import services
 from instances.backends import simulated
 from instances.choices import Reason, Status
@@ -121,6 +122,8 @@ def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch
         clock.shift(timedelta(days=2))
         services.housekeeping()
         assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 2
+        reminders = Notification.objects.filter(user=instance.owner, kind="release_reminder")
+        assert reminders.count() == 2 and "train-1" in reminders.first().message
         clock.shift(timedelta(days=1))
         services.housekeeping()
         settle()
@@ -159,6 +162,8 @@ def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_f
 
         newest = fresh(spots[-1])
         assert newest.status == Status.PREEMPTED and "reclaimed" in newest.status_detail
+        told = Notification.objects.get(user=stranger, kind="spot_preempted")
+        assert "spot-7" in told.message and told.params["path"] == newest.get_absolute_url()
         assert [fresh(s).status for s in spots[:-1]] == [Status.RUNNING] * 7  # only as many as needed
         [session] = lifecycle.sessions_of(newest)
         assert session.ended_at == reclaimed_at  # its billing stopped at once
@@ -191,3 +196,25 @@ def test_a_spot_launch_never_reclaims_and_a_full_node_of_on_demand_cannot_be_rec
     settle()
     assert Instance.objects.filter(spot=True, status=Status.PREEMPTED).count() == 4
     assert Instance.objects.filter(spot=False, status=Status.RUNNING).count() == 5
+
+
+def test_a_late_beat_sends_one_release_reminder_by_e_mail_with_the_instances_link(
+    launch, lifecycle, mailoutbox, monkeypatch, django_capture_on_commit_callbacks, settings
+):
+    from billing import tasks
+
+    monkeypatch.setattr(tasks.email_notification, "delay", lambda pk: tasks.email_notification(pk))
+    settings.SITE_URL = "https://console.example.com"
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch()
+        settle()
+        services.stop(fresh(instance))
+        settle()
+        clock.shift(timedelta(days=14, hours=1))  # the beat was down on day 12: both thresholds have passed
+        with django_capture_on_commit_callbacks(execute=True):
+            services.housekeeping()
+            services.housekeeping()
+    assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 1
+    [mail] = mailoutbox
+    assert instance.owner.email in mail.to
+    assert f"https://console.example.com/instances/{instance.public_id}/" in mail.body

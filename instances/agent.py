@@ -18,6 +18,7 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -302,6 +303,54 @@ def collect_metrics(family: str, cards: list[int], host: HostSampler) -> dict:
     return host.sample()
 
 
+# Training scalars ---------------------------------------------------------------------------------------------
+
+SCALARS_FILE = ".gpucloud/scalars.jsonl"
+MAX_SCALARS_PER_REPORT = 500
+
+
+def parse_scalar(line: str) -> dict | None:
+    """One JSON line the workload wrote — ``{"tag": "loss", "step": 10, "value": 0.73[, "time": <unix>]}`` — as
+    the report's shape, or None for anything else (a half-written line, text, a NaN)."""
+    try:
+        item = json.loads(line)
+        tag, step, value = str(item["tag"]).strip(), int(item["step"]), float(item["value"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not tag or len(tag) > 64 or step < 0 or not math.isfinite(value):
+        return None
+    scalar = {"tag": tag, "step": step, "value": value}
+    when = item.get("time")
+    if isinstance(when, int | float) and math.isfinite(when) and when > 0:
+        scalar["time"] = datetime.fromtimestamp(when, UTC).isoformat()
+    return scalar
+
+
+class ScalarTail:
+    """The new complete lines of the workload's scalars file since the last report (a partial last line waits)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+
+    def read(self, limit: int = MAX_SCALARS_PER_REPORT) -> list[dict]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                scalars = []
+                while len(scalars) < limit:
+                    line = f.readline()
+                    if not line.endswith(b"\n"):
+                        break  # end of file, or a line still being written
+                    self.offset += len(line)
+                    scalar = parse_scalar(line.decode("utf-8", "replace"))
+                    if scalar is not None:
+                        scalars.append(scalar)
+                return scalars
+        except OSError:
+            return []
+
+
 # The agent -----------------------------------------------------------------------------------------------------
 
 
@@ -320,6 +369,8 @@ class Agent:
         self.stopping_since: float | None = None
         self.checkpoint: dict | None = None
         self.layout: dict = {}
+        self.scalars = ScalarTail(self.system / "root" / SCALARS_FILE)
+        self.unsent: list[dict] = []  # scalars of a report that failed: sent with the next one
 
     def lay_out(self) -> None:
         os.umask(0o002)  # the console's user shares the group: it hot-plugs links and deletes the system disk
@@ -334,6 +385,8 @@ class Agent:
         env["HOME"] = str(self.system / "root")
         env["GPUCLOUD_INSTANCE"] = self.options.instance
         env["GPUCLOUD_CHECKPOINT_MARKER"] = str(self.system / "root" / MARKER)
+        env["GPUCLOUD_SCALARS"] = str(self.scalars.path)  # JSON lines: the training curves on the instance page
+        self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
         env.pop("GPUCLOUD_AGENT_TOKEN", None)  # the workload never sees the agent's credential
         command = self.options.workload or ["sleep", "infinity"]
         self.workload = subprocess.Popen(command, env=env, cwd=self.system / "root", start_new_session=True)
@@ -363,6 +416,7 @@ class Agent:
             "cards": self.cards,
             "metrics": collect_metrics(self.options.family, self.cards, self.host),
             "checkpoint": self.checkpoint,
+            "scalars": self.unsent + self.scalars.read(MAX_SCALARS_PER_REPORT - len(self.unsent)),
         }
         url = f"{self.options.console.rstrip('/')}/api/v1/agent/instances/{self.options.instance}/reports"
         request = urllib.request.Request(
@@ -373,7 +427,9 @@ class Agent:
         )
         try:
             urllib.request.urlopen(request, timeout=5).close()
+            self.unsent = []
         except (urllib.error.URLError, OSError) as exc:
+            self.unsent = body["scalars"]
             sys.stderr.write(f"agent: report {event!r} failed: {exc}\n")
             sys.stderr.flush()
 

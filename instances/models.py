@@ -462,3 +462,25 @@ class AgentReport(models.Model):
 
 # Inference endpoints (issue 9) are instances of kind "endpoint"; their keys and request log live beside them.
 from .endpoint_models import Endpoint, EndpointKey, EndpointRequest  # noqa: E402, F401
+
+
+class TrainingScalar(models.Model):
+    """A scalar the workload logged (loss, accuracy, …) at a training step, forwarded by the instance agent from
+    the JSON lines the workload writes to ``$GPUCLOUD_SCALARS``: the training curves on the instance page."""
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="training_scalars")
+    tag = models.CharField(_("tag"), max_length=64)
+    step = models.PositiveBigIntegerField(_("step"))
+    value = models.FloatField(_("value"))
+    at = models.DateTimeField(_("logged at"))
+
+    class Meta:
+        verbose_name = _("training scalar")
+        verbose_name_plural = _("training scalars")
+        ordering = ["tag", "step"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "tag", "step"], name="trainingscalar_once_per_step"),
+        ]
+
+    def __str__(self):
+        return f"{self.instance_id} {self.tag}@{self.step} = {self.value}"

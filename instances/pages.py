@@ -191,6 +191,13 @@ def release(request, public_id):
 
 @login_required
 @require_GET
+def training(request, public_id):
+    """The training curves the workload logged (simulated on the simulated backend), for the chart."""
+    return JsonResponse(services.training_curves(_own(request, public_id)))
+
+
+@login_required
+@require_GET
 def metrics(request, public_id):
     """Card utilisation and memory per minute (simulated on the simulated backend), for the chart."""
     instance = _own(request, public_id)

@@ -15,7 +15,7 @@ from console.errors import NotFound
 
 from .backends.slurm import check_agent_token
 from .choices import Status
-from .models import AgentReport, Instance
+from .models import AgentReport, Instance, TrainingScalar
 
 
 def authenticate(public_id, token: str) -> Instance:
@@ -56,6 +56,32 @@ def record(instance: Instance, report: dict) -> AgentReport:
             "checkpoint": report.get("checkpoint"),
         },
     )
+
+
+MAX_POINTS_PER_TAG = 2000
+
+
+def record_scalars(instance: Instance, scalars: list[dict]) -> None:
+    """Store the training scalars of a report; a step sent twice (a retried report) is kept once."""
+    if not scalars:
+        return
+    now = timezone.now()
+    rows = [
+        TrainingScalar(instance=instance, tag=s["tag"], step=s["step"], value=s["value"], at=s.get("time") or now)
+        for s in scalars
+    ]
+    TrainingScalar.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def training_curves(instance: Instance) -> dict[str, list[tuple[int, float]]]:
+    """tag → [(step, value)], oldest first, the last ``MAX_POINTS_PER_TAG`` points of each tag (one query)."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    rows = TrainingScalar.objects.filter(instance=instance).order_by("tag", "-step").values_list("tag", "step", "value")
+    for tag, step, value in rows.iterator(chunk_size=2000):
+        points = curves.setdefault(tag, [])
+        if len(points) < MAX_POINTS_PER_TAG:
+            points.append((step, value))
+    return {tag: points[::-1] for tag, points in sorted(curves.items())}
 
 
 def latest(instance: Instance) -> AgentReport | None:

@@ -746,6 +746,13 @@ def _auto_release() -> int:
     return sum(_quietly(release, instance, reason=Reason.AUTO_RELEASE) for instance in due)
 
 
+def training_curves(instance: Instance) -> dict:
+    """The training curves for the instance page and the API: tag → [[step, value], …], and whether simulated."""
+    backend = _backend(instance)
+    curves = backend.training_curves(instance)
+    return {"simulated": backend.simulated, "curves": {tag: [[s, v] for s, v in pts] for tag, pts in curves.items()}}
+
+
 def cost_so_far(instance: Instance, events=None) -> Decimal:
     """What the running time has cost, from the events: each run's started minutes at the rate frozen when it
     started (the same rule metering charges by). Prepaid terms add what was paid up front."""

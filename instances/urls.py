@@ -14,4 +14,5 @@ urlpatterns = [
     path("instances/<str:public_id>/stop/", pages.stop, name="stop"),
     path("instances/<str:public_id>/release/", pages.release, name="release"),
     path("instances/<str:public_id>/metrics/", pages.metrics, name="metrics"),
+    path("instances/<str:public_id>/training/", pages.training, name="training"),
 ]

@@ -4,6 +4,9 @@ Only the instance's own agent token is accepted here: no session, no user API to
 can authenticate). The answer tells the agent what its owner wants the instance to be.
 """
 
+import math
+
+from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
@@ -36,6 +39,18 @@ class CheckpointSerializer(serializers.Serializer):
     restart_count = serializers.IntegerField(min_value=0)
 
 
+class ScalarSerializer(serializers.Serializer):
+    tag = serializers.CharField(max_length=64)
+    step = serializers.IntegerField(min_value=0, max_value=2**62)
+    value = serializers.FloatField()
+    time = serializers.DateTimeField(required=False)
+
+    def validate_value(self, value):
+        if not math.isfinite(value):
+            raise serializers.ValidationError(_("A scalar must be a finite number."))
+        return value
+
+
 class AgentReportSerializer(serializers.Serializer):
     event = serializers.ChoiceField(choices=EVENTS)
     job_id = serializers.CharField(max_length=64, allow_blank=True)
@@ -44,6 +59,10 @@ class AgentReportSerializer(serializers.Serializer):
                                   default=list)  # fmt: skip
     metrics = AgentMetricsSerializer()
     checkpoint = CheckpointSerializer(allow_null=True, required=False, default=None)
+    scalars = serializers.ListField(
+        child=ScalarSerializer(), max_length=1000, required=False, default=list,
+        help_text="Training scalars the workload logged since the last report.",
+    )  # fmt: skip
 
 
 class AgentAnswerSerializer(serializers.Serializer):
@@ -70,7 +89,9 @@ class AgentReportView(APIView):
         instance = reports.authenticate(id, header[1])
         body = AgentReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        reports.record(instance, _plain(body.validated_data))
+        with transaction.atomic():
+            reports.record(instance, _plain(body.validated_data))
+            reports.record_scalars(instance, body.validated_data["scalars"])
         return Response({"wanted": instance.wanted})
 
     def get_authenticate_header(self, request):
@@ -82,4 +103,5 @@ def _plain(data: dict) -> dict:
     checkpoint = data.get("checkpoint")
     if checkpoint:
         checkpoint = {**checkpoint, "at": checkpoint["at"].isoformat()}
-    return {**data, "checkpoint": checkpoint, "metrics": dict(data["metrics"])}
+    plain = {key: value for key, value in data.items() if key != "scalars"}
+    return {**plain, "checkpoint": checkpoint, "metrics": dict(data["metrics"])}

@@ -15,6 +15,7 @@ from .serializers import (
     InstanceDetailSerializer,
     InstanceSerializer,
     InstanceStartSerializer,
+    TrainingCurvesSerializer,
 )
 
 ERRORS = {
@@ -93,6 +94,12 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def stop(self, request, id=None):
         instance = services.stop(self.get_object())
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(summary="Training curves: the scalars the workload logged (simulated on the simulated backend)",
+                   responses={200: TrainingCurvesSerializer, 404: ERRORS[404]})  # fmt: skip
+    @action(detail=True, methods=["get"])
+    def training(self, request, id=None):
+        return Response(services.training_curves(self.get_object()))
 
     @extend_schema(summary="Release: deletes the system disk, never a data disk", request=None,
                    responses={202: InstanceSerializer, **ERRORS})  # fmt: skip

@@ -257,3 +257,14 @@ class CapacityErrorSerializer(serializers.Serializer):
 class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
+
+
+class TrainingCurvesSerializer(serializers.Serializer):
+    """``curves``: tag → [[step, value], …], oldest first (the last 2,000 points of each tag)."""
+
+    simulated = serializers.BooleanField(help_text="True on the simulated backend: the quick-start script's curve.")
+    curves = serializers.DictField(
+        child=serializers.ListField(
+            child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
+        )  # fmt: skip
+    )

@@ -78,6 +78,12 @@ class Backend(ABC):
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
         """Card utilisation and memory per minute over the last ``minutes`` while running."""
 
+    def training_curves(self, instance) -> dict[str, list[tuple[int, float]]]:
+        """tag → [(step, value)]: the scalars the instance's workload logged, as its agent forwarded them."""
+        from ..reports import training_curves
+
+        return training_curves(instance)
+
     @abstractmethod
     def attach_disk(self, instance, disk_id: str) -> None: ...
 

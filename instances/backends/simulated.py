@@ -68,6 +68,10 @@ def _access(job: SimulatedJob) -> dict:
     }
 
 
+SIM_STEP_SECONDS = 5  # the quick-start script logs a step every 5 s
+SIM_MAX_STEPS = 600
+
+
 class SimulatedBackend(Backend):
     name = "simulated"
     simulated = True
@@ -141,6 +145,25 @@ class SimulatedBackend(Backend):
             points.append(_point(job, at))
             at += timedelta(minutes=1)
         return points
+
+    def training_curves(self, instance) -> dict[str, list[tuple[int, float]]]:
+        """The quick-start script's curves, as a simulated machine would log them: a step every
+        ``SIM_STEP_SECONDS`` since it became ready, loss falling towards a floor and accuracy rising, with
+        deterministic noise. Nothing before the machine ran; the curve stops where the machine stopped."""
+        job = SimulatedJob.objects.filter(instance_id=instance.public_id).first()
+        if job is None or job.ready_at is None:
+            return {}
+        now = timezone.now()
+        end = min(t for t in (now, job.stop_at, job.crashed_at, job.released_at) if t is not None)
+        steps = min(int((end - job.ready_at).total_seconds() // SIM_STEP_SECONDS), SIM_MAX_STEPS)
+        if steps < 1:
+            return {}
+        loss, accuracy = [], []
+        for step in range(1, steps + 1):
+            noise = (int(_digest("scalar", job.job_id, str(step))[:6], 16) / 0xFFFFFF - 0.5) * 0.08
+            loss.append((step, round(0.15 + 2.2 * math.exp(-step / 40) + noise, 4)))
+            accuracy.append((step, round(min(0.99, 0.97 - 0.85 * math.exp(-step / 35) + noise / 4), 4)))
+        return {"accuracy": accuracy, "loss": loss}
 
     def attach_disk(self, instance, disk_id: str) -> None:
         self._add(instance, "disks", disk_id)

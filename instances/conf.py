@@ -25,6 +25,11 @@ def sim_boot_seconds() -> float:
     return _seconds("INSTANCES_SIM_BOOT_SECONDS", 4)
 
 
+def sim_step_seconds() -> float:
+    """How often the simulated quick-start training script logs a step (its loss and accuracy)."""
+    return _seconds("INSTANCES_SIM_STEP_SECONDS", 5)
+
+
 def stop_grace_seconds() -> float:
     """Between the checkpoint signal (SIGUSR1) and the stop."""
     return _seconds("INSTANCES_STOP_GRACE_SECONDS", 10)

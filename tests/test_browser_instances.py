@@ -6,6 +6,7 @@ worker process inherits. Tasks are executed by the real worker (``worker_process
 """
 
 import math
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def quick_backend(monkeypatch):
     for name in ("PULL", "BOOT"):
         monkeypatch.setenv(f"INSTANCES_SIM_{name}_SECONDS", "1")
+    monkeypatch.setenv("INSTANCES_SIM_STEP_SECONDS", "0.2")  # the quick-start curve: a step every 0.2 s
     monkeypatch.setenv("INSTANCES_STOP_GRACE_SECONDS", "1")
     queue = Path(settings.DATA_DIR) / "broker" / "queue"
     for message in queue.glob("*") if queue.exists() else []:
@@ -71,6 +73,10 @@ def test_launch_watch_it_run_stop_start_and_release(page, live_server, owner, ca
     page.click("#stop-button")
     _badge(page, "stopped")
     assert page.locator("#release-countdown").is_visible()
+    # The run's training curve (the simulated quick-start script), drawn by Chart.js from the page's JSON
+    page.reload()
+    expect(page.locator("#training-chart")).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"))
+    expect(page.locator("#training-empty")).to_be_hidden()
     screenshot(page, "instances-03-stopped")
 
     page.click("#start-button")

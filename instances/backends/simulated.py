@@ -68,8 +68,7 @@ def _access(job: SimulatedJob) -> dict:
     }
 
 
-SIM_STEP_SECONDS = 5  # the quick-start script logs a step every 5 s
-SIM_MAX_STEPS = 600
+SIM_MAX_STEPS = 600  # the quick-start script's length
 
 
 class SimulatedBackend(Backend):
@@ -148,14 +147,14 @@ class SimulatedBackend(Backend):
 
     def training_curves(self, instance) -> dict[str, list[tuple[int, float]]]:
         """The quick-start script's curves, as a simulated machine would log them: a step every
-        ``SIM_STEP_SECONDS`` since it became ready, loss falling towards a floor and accuracy rising, with
+        ``INSTANCES_SIM_STEP_SECONDS`` (5) since it became ready, loss falling towards a floor and accuracy rising, with
         deterministic noise. Nothing before the machine ran; the curve stops where the machine stopped."""
         job = SimulatedJob.objects.filter(instance_id=instance.public_id).first()
         if job is None or job.ready_at is None:
             return {}
         now = timezone.now()
         end = min(t for t in (now, job.stop_at, job.crashed_at, job.released_at) if t is not None)
-        steps = min(int((end - job.ready_at).total_seconds() // SIM_STEP_SECONDS), SIM_MAX_STEPS)
+        steps = min(int((end - job.ready_at).total_seconds() // conf.sim_step_seconds()), SIM_MAX_STEPS)
         if steps < 1:
             return {}
         loss, accuracy = [], []

@@ -24,7 +24,9 @@
           tension: 0.2,
         }));
         chart.update();
-        empty.hidden = tags.length > 0;
+        const points = tags.reduce((n, tag) => n + data.curves[tag].length, 0);
+        canvas.dataset.points = String(points);
+        empty.hidden = points > 0;
       })
       .catch(() => {});
   }

@@ -5,13 +5,13 @@ only, spent before cash, expiring). ``compute_balance`` is what compute may spen
 """
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -135,36 +135,31 @@ def summary(user) -> WalletSummary:
     )
 
 
-# Hours since a moment, computed by the database itself (no per-row Python, as Django's time-zone functions need on
-# SQLite): spend is summed per hour in SQL and the hours are put on local days here.
-_HOURS_SINCE = {
-    "postgresql": "floor(extract(epoch from (created_at - %s)) / 3600)::integer",
-    "sqlite": "(CAST(strftime('%%s', created_at) AS INTEGER) - %s) / 3600",
+# Quarter-hours since a moment, computed by the database itself (Django's time-zone functions call Python per row on
+# SQLite): spend is summed per quarter-hour in SQL and the quarters are put on local days here.
+_QUARTERS_SINCE = {
+    "postgresql": "floor(extract(epoch from (created_at - %s)) / 900)::integer",
+    "sqlite": "(CAST(strftime('%%s', created_at) AS INTEGER) - %s) / 900",
 }
 
 
 def daily_spend(user, days: int = 30) -> list[tuple[date, Decimal]]:
     """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query).
 
-    The query groups by whole hours since the first local midnight of the window; every hour then falls on one
-    local day (time-zone offsets are whole hours), so each day is exact whatever the zone and its summer time.
+    The query groups by quarter-hours since the first local midnight of the window; every UTC offset (and every
+    summer-time shift) is a multiple of 15 minutes, so each quarter falls on one local day and each day is exact.
     """
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
     spend = LedgerTransaction.objects.filter(user=user, kind__in=SPEND_KINDS, created_at__gte=start)
-    sql = _HOURS_SINCE.get(connection.vendor)
-    if sql is None:  # another database: one range per day
-        bounds = [timezone.make_aware(datetime.combine(first + timedelta(days=i), datetime.min.time()))
-                  for i in range(days + 1)]  # fmt: skip
-        sums = spend.aggregate(**{f"d{i}": Sum("user_amount", filter=Q(created_at__gte=bounds[i],
-                                  created_at__lt=bounds[i + 1])) for i in range(days)})  # fmt: skip
-        return [(first + timedelta(days=i), ZERO - summed(sums[f"d{i}"])) for i in range(days)]
     param = start if connection.vendor == "postgresql" else int(start.timestamp())
-    per_hour = spend.annotate(hour=RawSQL(sql, [param])).values("hour").annotate(total=Sum("user_amount")).order_by()
+    quarters = RawSQL(_QUARTERS_SINCE[connection.vendor], [param])
+    per_quarter = spend.annotate(quarter=quarters).values("quarter").annotate(total=Sum("user_amount")).order_by()
     spent: dict[date, Decimal] = {}
-    for row in per_hour:
-        day = timezone.localdate(start + timedelta(hours=row["hour"]))
+    origin = start.astimezone(UTC)  # elapsed time, not wall-clock time, across a summer-time shift
+    for row in per_quarter:
+        day = timezone.localdate(origin + timedelta(minutes=15 * row["quarter"]))
         spent[day] = spent.get(day, ZERO) - summed(row["total"])
     return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
 
@@ -203,7 +198,9 @@ def check_launch_funds(user, quote: Quote) -> None:
 # --- Charging ---------------------------------------------------------------------------------------------------------
 
 
-def charge_upfront(*, user, quote: Quote, resource_id, idempotency_key: str) -> LedgerTransaction:
+def charge_upfront(
+    *, user, quote: Quote, resource_id, idempotency_key: str, kind: str = UsageKind.INSTANCE
+) -> LedgerTransaction:
     """Charge a daily or monthly plan in full before it starts: trial credit first, then cash.
 
     The subsidised part is booked against its programme, limited by what the programme and the user's monthly cap
@@ -219,7 +216,8 @@ def charge_upfront(*, user, quote: Quote, resource_id, idempotency_key: str) -> 
         accounts = user_accounts([user.pk])[user.pk]
         revenue = system_account(AccountKind.REVENUE)
         funded_by = programme_accounts([programme_id] if programme_id else [])
-        charge = SimpleNamespace(kind=UsageKind.INSTANCE, resource_id=resource_id, user_id=user.pk, charged=amount)
+        # The author's share follows the same rule as metered minutes: ``kind`` is the usage kind of the resource.
+        charge = SimpleNamespace(kind=kind, resource_id=resource_id, user_id=user.pk, charged=amount)
         shares = author_shares([charge])
         cash, trial = accounts[AccountKind.USER_CASH], accounts[AccountKind.USER_TRIAL]
         ids = [cash.pk, trial.pk, revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]

@@ -353,7 +353,7 @@ def bulk_set(model, objects, fields: list[str]) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             names = [connection.ops.quote_name(f.column) for f in columns]
-            arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in [*columns, meta.pk])
+            arrays = ", ".join(f"%s::{_array_type(f)}" for f in [*columns, meta.pk])
             sql = (
                 f"UPDATE {table} SET {', '.join(f'{n} = v.{n}' for n in names)} "
                 f"FROM unnest({arrays}) AS v({', '.join([*names, '_pk'])}) WHERE {table}.{pk} = v._pk"
@@ -364,9 +364,16 @@ def bulk_set(model, objects, fields: list[str]) -> None:
         cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s", rows)
 
 
+def _array_type(field) -> str:
+    """The PostgreSQL array type for ``field``'s values, without a size: a cast to ``numeric(14, 2)[]`` or
+    ``varchar(n)[]`` would round or cut silently (Django's own UNNEST insert drops the size for the same reason)."""
+    return field.db_type(connection).split("(")[0] + "[]"
+
+
 def bulk_insert(model, fields: list[str], rows: list[tuple]) -> None:
     """Insert many rows whose primary keys nobody needs back (the entries of a tick): on PostgreSQL one ``INSERT …
-    SELECT`` from ``unnest`` of one array per column, elsewhere one ``executemany``."""
+    SELECT`` from ``unnest`` of one array per column, elsewhere one ``executemany``. Not ``bulk_create``: it would
+    build a model instance per entry and return every new primary key, tens of thousands a tick, for nothing."""
     if not rows:
         return
     meta = model._meta
@@ -376,7 +383,7 @@ def bulk_insert(model, fields: list[str], rows: list[tuple]) -> None:
     prepared = [[f.get_db_prep_save(value, connection) for f, value in zip(columns, row, strict=True)] for row in rows]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in columns)
+            arrays = ", ".join(f"%s::{_array_type(f)}" for f in columns)
             cursor.execute(
                 f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})",
                 [list(column) for column in zip(*prepared, strict=True)],

@@ -59,7 +59,7 @@ def charge_upfront(instance, quote, term_key: str):
     return _call(
         "billing.wallet", "charge_upfront",
         user=instance.owner, quote=quote, resource_id=instance.public_id,
-        idempotency_key=f"instance:{instance.public_id}:term:{term_key}",
+        idempotency_key=f"instance:{instance.public_id}:term:{term_key}", kind=getattr(instance, "kind", KIND) or KIND,
     )  # fmt: skip
 
 

@@ -73,7 +73,7 @@ class FakeBilling:
                     return s
         return None
 
-    def charge_upfront(self, *, user, quote, resource_id, idempotency_key):
+    def charge_upfront(self, *, user, quote, resource_id, idempotency_key, kind="instance"):
         with self.lock:
             if idempotency_key not in {u[0] for u in self.upfront}:
                 self.upfront.append((idempotency_key, resource_id, quote.payable_total))

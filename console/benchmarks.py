@@ -15,7 +15,7 @@ from django.conf import settings
 from django.test import Client
 
 from console import services
-from console.bench import benchmark, heavy_user, size
+from console.bench import benchmark, heavy_user, percentiles, size
 from console.models import User
 
 INSTANCES = size(1_000, 100)
@@ -59,9 +59,8 @@ def history_pages(report):
         for run in runs:
             if run.status != 200 or run.queries > budget:
                 raise RuntimeError(f"{label} ({url}): HTTP {run.status}, {run.queries} queries (budget {budget})")
-        ms = sorted(run.seconds * 1000 for run in runs)
-        p50, p95 = ms[len(ms) // 2], ms[max(0, round(0.95 * len(ms)) - 1)]
-        note = f"p50 {p50:.1f} ms; {runs[-1].queries} queries (budget {budget}); n={len(ms)}"
+        p50, p95 = percentiles([run.seconds for run in runs])
+        note = f"p50 {p50:.1f} ms; {runs[-1].queries} queries (budget {budget}); n={len(runs)}"
         report.add(f"{label} p95", p95, unit="ms", note=note)
 
 

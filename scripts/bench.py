@@ -34,8 +34,7 @@ def prepare(env):
     Path(env["DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     manage(env, "migrate", "--noinput", "-v", "0")
     for name in LOADERS:
-        if list(ROOT.glob(f"*/management/commands/{name}.py")):
-            manage(env, name)
+        manage(env, name)
 
 
 def postgres_available() -> bool:

@@ -74,10 +74,15 @@ class Report:
 
     def add_latencies(self, metric: str, seconds: list[float], note: str = "") -> None:
         """p50 and p95 of a list of durations, in milliseconds."""
-        ms = sorted(s * 1000 for s in seconds)
-        p95 = ms[max(0, round(0.95 * len(ms)) - 1)]
-        self.add(f"{metric} p50", statistics.median(ms), unit="ms", note=note)
-        self.add(f"{metric} p95", p95, unit="ms", note=f"n={len(ms)}" + (f"; {note}" if note else ""))
+        p50, p95 = percentiles(seconds)
+        self.add(f"{metric} p50", p50, unit="ms", note=note)
+        self.add(f"{metric} p95", p95, unit="ms", note=f"n={len(seconds)}" + (f"; {note}" if note else ""))
+
+
+def percentiles(seconds: list[float]) -> tuple[float, float]:
+    """(p50, p95) of durations in seconds, in milliseconds."""
+    ms = sorted(s * 1000 for s in seconds)
+    return statistics.median(ms), ms[max(0, round(0.95 * len(ms)) - 1)]
 
 
 @dataclass

@@ -150,29 +150,20 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
     sessions = {t.public_id: UsageSession.objects.filter(resource_id=t.public_id).first() for t in templates}
     skip = {"id", "public_id", "name", "created_at", "updated_at"}
     fields = [f.attname for f in Instance._meta.concrete_fields if f.attname not in skip]
-    copies = []
+    pairs = []  # (copy, the template it copies)
     for i in range(count):
         template = templates[i % len(templates)]
         copy = Instance(**{name: getattr(template, name) for name in fields})
         copy.public_id, copy.name = uuid.uuid4(), f"{template.name}-{i}"
-        copies.append(copy)
+        pairs.append((copy, template))
     with transaction.atomic():
-        Instance.objects.bulk_create(copies, batch_size=500)
-        copies = list(Instance.objects.filter(owner=user, public_id__in=[c.public_id for c in copies]))
-        by_public_id = {c.public_id: c for c in copies}
-        template_of = {copy.public_id: templates[int(copy.name.rsplit("-", 1)[1]) % len(templates)] for copy in copies}
+        Instance.objects.bulk_create([copy for copy, _template in pairs], batch_size=500)  # sets their primary keys
         InstanceEvent.objects.bulk_create(
             [
                 InstanceEvent(
-                    instance=by_public_id[pid],
-                    old=e.old,
-                    new=e.new,
-                    reason=e.reason,
-                    detail=e.detail,
-                    data=e.data,
-                    at=e.at,
+                    instance=copy, old=e.old, new=e.new, reason=e.reason, detail=e.detail, data=e.data, at=e.at
                 )  # fmt: skip
-                for pid, template in template_of.items()
+                for copy, template in pairs
                 for e in events[template.pk]
             ],
             batch_size=1000,
@@ -181,18 +172,18 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
         UsageSession.objects.bulk_create(
             [
                 UsageSession(
-                    user=user, kind=s.kind, resource_id=pid, label=by_public_id[pid].name, started_at=started,
+                    user=user, kind=s.kind, resource_id=copy.public_id, label=copy.name, started_at=started,
                     plan_slug=s.plan_slug, prepaid=s.prepaid, chip_slug=s.chip_slug, cards=s.cards,
                     zone_slug=s.zone_slug, spot=s.spot, list_per_hour=s.list_per_hour,
                     payable_per_hour=s.payable_per_hour, subsidy_per_hour=s.subsidy_per_hour,
                     programme_id=s.programme_id,
                 )
-                for pid, template in template_of.items()
+                for copy, template in pairs
                 for s in [sessions[template.public_id]]
             ],
             batch_size=1000,
         )  # fmt: skip
-    return copies
+    return [copy for copy, _template in pairs]
 
 
 def _charge(user, copies: list[Instance], transactions: int) -> None:

@@ -332,10 +332,15 @@ class ScalarTail:
     def __init__(self, path: Path):
         self.path = path
         self.offset = 0
+        self.inode = None
 
     def read(self, limit: int = MAX_SCALARS_PER_REPORT) -> list[dict]:
         try:
             with self.path.open("rb") as f:
+                stat = os.fstat(f.fileno())
+                if stat.st_size < self.offset or stat.st_ino != self.inode:
+                    self.offset = 0  # the workload truncated or replaced the file: it is all new
+                self.inode = stat.st_ino
                 f.seek(self.offset)
                 scalars = []
                 while len(scalars) < limit:

@@ -8,6 +8,8 @@ token for one instance tells nothing about another.
 import uuid
 from datetime import timedelta
 
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -74,14 +76,21 @@ def record_scalars(instance: Instance, scalars: list[dict]) -> None:
 
 
 def training_curves(instance: Instance) -> dict[str, list[tuple[int, float]]]:
-    """tag → [(step, value)], oldest first, the last ``MAX_POINTS_PER_TAG`` points of each tag (one query)."""
+    """tag → [(step, value)], oldest first, the last ``MAX_POINTS_PER_TAG`` points of each tag, tags sorted. One
+    query, capped in the database (a row number per tag, newest step first), so a long run costs the page poll no
+    more than a short one."""
+    newest_first = Window(RowNumber(), partition_by=[F("tag")], order_by=F("step").desc())
+    rows = (
+        TrainingScalar.objects.filter(instance=instance)
+        .annotate(newest=newest_first)
+        .filter(newest__lte=MAX_POINTS_PER_TAG)
+        .order_by("tag", "step")
+        .values_list("tag", "step", "value")
+    )
     curves: dict[str, list[tuple[int, float]]] = {}
-    rows = TrainingScalar.objects.filter(instance=instance).order_by("tag", "-step").values_list("tag", "step", "value")
-    for tag, step, value in rows.iterator(chunk_size=2000):
-        points = curves.setdefault(tag, [])
-        if len(points) < MAX_POINTS_PER_TAG:
-            points.append((step, value))
-    return {tag: points[::-1] for tag, points in sorted(curves.items())}
+    for tag, step, value in rows:
+        curves.setdefault(tag, []).append((step, value))
+    return curves
 
 
 def latest(instance: Instance) -> AgentReport | None:

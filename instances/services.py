@@ -304,11 +304,18 @@ def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest
 def _reclaim(victim: Instance) -> None:
     """Preempt a spot instance whose cards an on-demand launch took: billing stops now, the checkpoint signal and
     the notice window follow (after commit), disks are kept, and the owner can relaunch it with one click."""
+
+    def signal() -> None:
+        # On commit (never while the node row is locked, never for a launch that rolled back), and before the
+        # provision task is enqueued, so the on-demand machine's start sees the notice window. The preempted step
+        # retries when this fails.
+        try:
+            _backend(victim).preempt(victim, notice_seconds=conf.spot_notice_seconds())
+        except BackendError as exc:
+            logger.warning("preempting %s for an on-demand launch: %s (the reconcile retries)", victim.public_id, exc)
+
+    transaction.on_commit(signal)
     preempt(victim, detail=_("its cards were reclaimed for an on-demand instance"))
-    try:  # now, so that the on-demand machine's start sees the notice window; the preempted step retries
-        _backend(victim).preempt(victim, notice_seconds=conf.spot_notice_seconds())
-    except BackendError as exc:
-        logger.warning("preempting %s for an on-demand launch: %s (the reconcile retries)", victim.public_id, exc)
 
 
 def _check_shutdown(at, idle_minutes) -> None:
@@ -355,6 +362,9 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
     if not in_paid_term:
         billing.check_launch_funds(instance.owner, q)
     with transaction.atomic():
+        # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
+        # machine is being stopped anyway), so the reservation below is the only one it holds.
+        free(instance)
         if to_no_card:
             _switch_to_no_card(instance, spec)
         detail = ""
@@ -668,7 +678,11 @@ def _auto_shutdown() -> int:
     done = 0
     running = Instance.objects.with_related().select_related("owner").filter(status=Status.RUNNING)
     for instance in running.filter(auto_shutdown_at__lte=now):
-        done += _quietly(stop, instance, reason=Reason.AUTO_SHUTDOWN_TIME)
+        with transaction.atomic():  # the time is used up: a restart afterwards runs until stopped
+            if _quietly(stop, instance, reason=Reason.AUTO_SHUTDOWN_TIME):
+                Instance.objects.filter(pk=instance.pk).update(auto_shutdown_at=None)
+                instance.auto_shutdown_at = None
+                done += 1
     for instance in running.filter(idle_shutdown_minutes__isnull=False, running_since__isnull=False):
         minutes = instance.idle_shutdown_minutes
         if instance.running_since > now - timedelta(minutes=minutes):
@@ -731,7 +745,7 @@ def _remind_release() -> int:
         due = sum(1 for days in RELEASE_REMINDER_DAYS if left <= timedelta(days=days))
         # Compare-and-set on the counter: one reminder per threshold, however many beats run.
         if due > instance.release_reminders_sent and Instance.objects.filter(
-            pk=instance.pk, release_reminders_sent__lt=due
+            pk=instance.pk, status__in=[*RESTING], release_at=instance.release_at, release_reminders_sent__lt=due
         ).update(release_reminders_sent=due):
             with transaction.atomic():
                 note(instance, Reason.RELEASE_REMINDER, detail=instance.release_at.isoformat())
@@ -755,8 +769,9 @@ def training_curves(instance: Instance) -> dict:
 
 def cost_so_far(instance: Instance, events=None) -> Decimal:
     """What the running time has cost, from the events: each run's started minutes at the rate frozen when it
-    started (the same rule metering charges by). Prepaid terms add what was paid up front."""
-    events = list(events if events is not None else instance.events.all())
+    started (the same rule metering charges by). Prepaid terms add what was paid up front. ``events`` may come in
+    any order (the page lists them newest first)."""
+    events = sorted(events if events is not None else instance.events.all(), key=lambda e: (e.at, e.pk))
     total, started, rate = ZERO, None, None
     for event in events:
         if event.reason == Reason.TERM_RENEWED:

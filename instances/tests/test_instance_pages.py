@@ -1,10 +1,14 @@
 """The instance pages: list with live status, the wizard, detail and actions, and who may see them."""
 
+from datetime import timedelta
+
 import pytest
+import time_machine
 from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from instances import services
 from instances.models import Instance
@@ -86,6 +90,20 @@ def test_the_detail_page_labels_simulated_access_and_metrics(english, launch):
     assert "instances/metrics.js" in html and "vendor/chartjs/chart.umd.min.js" in html
     data = english.get(reverse("instances:metrics", args=[instance.public_id])).json()
     assert data["simulated"] is True and len(data["labels"]) >= 1
+
+
+def test_the_detail_page_shows_what_a_finished_run_cost(english, launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch()
+        settle()
+        clock.shift(timedelta(minutes=10))
+        services.stop(fresh(instance))
+        settle()
+        response = english.get(instance.get_absolute_url())
+    charged = lifecycle.charged(instance)  # 10 minutes at the rate frozen when it started
+    assert fresh(instance).status == "stopped" and charged > 0
+    assert response.context["cost"] == charged  # the page lists events newest first; the sum does not care
+    assert services.cost_so_far(instance) == charged
 
 
 def test_an_illegal_action_from_the_page_shows_a_message(english, launch):

@@ -5,13 +5,14 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.db.models import Sum
 from django.utils import timezone
 
 from billing.models import Notification
 from instances import services
 from instances.backends import simulated
 from instances.choices import Reason, Status
-from instances.models import Instance
+from instances.models import Instance, Node
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +60,29 @@ def test_the_notice_window_keeps_the_cards_until_it_ends(launch, lifecycle, sett
         assert fresh(instance).reserved_cards == 0
 
 
+def test_a_relaunch_in_the_notice_window_holds_its_cards_once(launch, lifecycle, settings):
+    settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(spot=True)
+        settle()
+        simulated.preempt(instance)
+        settle()
+        assert fresh(instance).status == Status.PREEMPTED and fresh(instance).reserved_cards == 1
+        services.start(fresh(instance))  # one click, while the old machine still has its notice window
+        settle()
+        clock.shift(timedelta(seconds=61))
+        settle()
+        instance = fresh(instance)
+        assert instance.status == Status.RUNNING and instance.reserved_cards == 1
+        node = Node.objects.get(pk=instance.node_id)
+        held = Instance.objects.filter(node=node).aggregate(n=Sum("reserved_cards"))["n"]
+        assert node.cards_reserved == held == 1
+        services.stop(instance)
+        settle()
+    node.refresh_from_db()
+    assert node.cards_reserved == 0  # nothing leaked
+
+
 def test_auto_shutdown_at_a_time_stops_the_instance(launch, lifecycle):
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch(auto_shutdown_at=timezone.now() + timedelta(hours=1))
@@ -70,6 +94,24 @@ def test_auto_shutdown_at_a_time_stops_the_instance(launch, lifecycle):
         settle()
     instance = fresh(instance)
     assert instance.status == Status.STOPPED and instance.events.filter(reason=Reason.AUTO_SHUTDOWN_TIME).exists()
+
+
+def test_a_restart_after_the_auto_shutdown_time_keeps_running(launch, lifecycle):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(auto_shutdown_at=timezone.now() + timedelta(hours=1))
+        settle()
+        clock.shift(timedelta(hours=1, minutes=1))
+        services.housekeeping()
+        settle()
+        assert fresh(instance).status == Status.STOPPED and fresh(instance).auto_shutdown_at is None
+        services.start(fresh(instance))
+        settle()
+        clock.shift(timedelta(minutes=1))
+        services.housekeeping()
+        settle()
+    instance = fresh(instance)
+    assert instance.status == Status.RUNNING
+    assert instance.events.filter(reason=Reason.AUTO_SHUTDOWN_TIME).count() == 1
 
 
 def test_auto_shutdown_after_idle_minutes_reads_the_metrics(launch, lifecycle):
@@ -132,20 +174,45 @@ def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch
     assert instance.events.filter(reason=Reason.AUTO_RELEASE).exists()
 
 
+def test_an_instance_started_meanwhile_gets_no_stale_release_reminder(launch, lifecycle):
+    from django.db.models.signals import post_init
+
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch()
+        settle()
+        services.stop(fresh(instance))
+        settle()
+        clock.shift(timedelta(days=12, hours=1))
+
+        def started_meanwhile(sender, instance=None, **kwargs):
+            # The owner starts it between the reminder beat's query and its compare-and-set.
+            post_init.disconnect(started_meanwhile, sender=Instance)
+            Instance.objects.filter(pk=instance.pk).update(
+                status=Status.STARTING, release_at=None, release_reminders_sent=0
+            )
+
+        post_init.connect(started_meanwhile, sender=Instance)
+        try:
+            assert services.housekeeping()["reminders"] == 0
+        finally:
+            post_init.disconnect(started_meanwhile, sender=Instance)
+    assert not fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).exists()
+    assert not Notification.objects.filter(user=instance.owner, kind="release_reminder").exists()
+
+
 # On-demand launches reclaim spot cards (SPEC §4: spot is preemptible) --------------------------------------------
 
 
 def _one_node_of(chip_slug="dcu-z100"):
     """Leave one 8-card node of the chip schedulable (the others drained): a full node means a full chip."""
-    from instances.models import Node
-
     nodes = Node.objects.filter(chip__slug=chip_slug).order_by("pk")
     nodes.exclude(pk=nodes.first().pk).update(drained=True)
     return nodes.first()
 
 
-def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_free(launch, lifecycle, settings,
-                                                                                   stranger):  # fmt: skip
+def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_free(
+    launch, lifecycle, settings, stranger, django_capture_on_commit_callbacks
+):
     settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
     node = _one_node_of()
     with time_machine.travel(timezone.now(), tick=False) as clock:
@@ -157,7 +224,8 @@ def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_f
         assert all(fresh(s).status == Status.RUNNING for s in spots)
 
         reclaimed_at = timezone.now()
-        on_demand = launch(chip="dcu-z100", name="on-demand")
+        with django_capture_on_commit_callbacks(execute=True):  # the spot machine is signalled on commit
+            on_demand = launch(chip="dcu-z100", name="on-demand")
         settle()
 
         newest = fresh(spots[-1])

@@ -66,6 +66,35 @@ def test_the_agent_forwards_only_new_complete_valid_lines(tmp_path):
     assert tail.read() == []
 
 
+def test_the_agent_starts_again_when_the_workload_rewrites_its_scalars_file(tmp_path):
+    path = tmp_path / "scalars.jsonl"
+    tail = agent.ScalarTail(path)
+    path.write_text("".join(f'{{"tag": "loss", "step": {s}, "value": 0.5}}\n' for s in range(1, 4)))
+    assert [s["step"] for s in tail.read()] == [1, 2, 3]
+    path.write_text('{"tag": "loss", "step": 1, "value": 0.9}\n')  # truncated: a new run from scratch
+    assert [s["step"] for s in tail.read()] == [1]
+    replacement = tmp_path / "scalars.new"  # replaced by rename, with more than was read before
+    replacement.write_text("".join(f'{{"tag": "acc", "step": {s}, "value": 0.5}}\n' for s in range(1, 6)))
+    replacement.rename(path)
+    assert [s["step"] for s in tail.read()] == [1, 2, 3, 4, 5]
+    assert tail.read() == []
+
+
+@pytest.mark.django_db
+def test_the_curves_keep_the_newest_points_of_each_tag(launch, monkeypatch):
+    monkeypatch.setattr(reports, "MAX_POINTS_PER_TAG", 3)
+    instance = launch(chip="mlu370-x8", image="pytorch-2.2-neuware")
+    now = timezone.now()
+    TrainingScalar.objects.bulk_create(
+        [TrainingScalar(instance=instance, tag="loss", step=s, value=1 / s, at=now) for s in range(1, 8)]
+        + [TrainingScalar(instance=instance, tag="acc", step=s, value=s / 10, at=now) for s in (4, 2)]
+    )
+    assert reports.training_curves(instance) == {
+        "acc": [(2, 0.2), (4, 0.4)],
+        "loss": [(5, 1 / 5), (6, 1 / 6), (7, 1 / 7)],
+    }
+
+
 @pytest.mark.django_db
 def test_reported_scalars_are_stored_once_and_drawn_per_tag(launch):
     instance = launch(chip="mlu370-x8", image="pytorch-2.2-neuware")

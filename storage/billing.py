@@ -8,7 +8,8 @@ may take the cash below zero, and billing's arrears rules follow). Billable byte
 decimal places, rounded up, so 10 MB beyond the free tier is 0.01 GB and never free.
 
 Idempotent per user per day: the posting's idempotency key is ``storage:<user public id>:<day>``, so two beats,
-a retried task or a re-run after a crash book each day once.
+a retried task or a re-run after a crash book each day once. The beat runs hourly; once a day is booked the later
+runs see that with one query (:func:`day_charged`) and neither read usage nor lock accounts.
 """
 
 import math
@@ -44,6 +45,8 @@ def charge_day(day: date | None = None, now: datetime | None = None) -> int:
     """Charge every user's billable storage for ``day`` (default: yesterday). Returns how many were charged."""
     now = now or timezone.now()
     day = day or (timezone.localdate(now) - timedelta(days=1))
+    if day_charged(day):
+        return 0  # the beat runs hourly: the day's first run booked it, the others stop here
     price = storage_price("storage", now)
     quote_storage("storage", 0, price=price)  # the one pricing rule; validates the row
     dues = [(row.user_id, day_charge(row.billable_bytes, price.per_gb_day), row.billable_bytes)
@@ -72,17 +75,20 @@ def charge_day(day: date | None = None, now: datetime | None = None) -> int:
     return len(postings)
 
 
+def day_charged(day: date) -> bool:
+    """Whether ``day``'s storage charges are booked. One posting for the day is enough: :func:`charge_day` books
+    all of a day's postings in one ``post_batch``, one transaction, so they are all there or none is."""
+    from billing.models import LedgerTransaction
+
+    keys = LedgerTransaction.objects.filter(kind=TransactionKind.STORAGE, idempotency_key__startswith="storage:")
+    return keys.filter(idempotency_key__endswith=f":{day.isoformat()}").exists()
+
+
 def note_disk_arrears(now: datetime | None = None) -> int:
     """Mark the disks of users who owe money (a negative cash balance: disks are paid from cash only) and clear
     the mark once they top up. Billing's arrears notice has told them that disks are kept for the retention
     period; the mark puts the date on each disk."""
-    from billing.models import Account
-
-    in_arrears = set(
-        Account.objects.filter(kind=AccountKind.USER_CASH, balance__lt=0, user__cloud_disks__status__in=[
-            "available", "attaching", "attached", "detaching"]).values_list("user_id", flat=True)
-    )  # fmt: skip
-    return disks.note_arrears(in_arrears, now)
+    return disks.note_arrears(disks.owners_in_arrears(), now)
 
 
 def daily(now: datetime | None = None) -> dict:

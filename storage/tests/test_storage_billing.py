@@ -62,3 +62,16 @@ def test_the_beat_task_charges_yesterday(owner, prices, settings):
         tasks.charge_storage_daily()
     assert result["charged"] == 1
     assert LedgerTransaction.objects.get(user=owner, kind="storage").idempotency_key.endswith(":2026-03-01")
+
+
+def test_later_runs_on_a_booked_day_stop_at_one_query_without_reading_usage_or_locking(
+    owner, stranger, prices, django_assert_num_queries
+):
+    _store(owner, 80)
+    _store(stranger, 90)
+    assert storage_billing.charge_day(date(2026, 3, 1), now=NOW) == 2
+    _store(stranger, 10, name="more.bin")  # usage changed meanwhile: the day stays as booked
+    with django_assert_num_queries(1):
+        assert storage_billing.charge_day(date(2026, 3, 1), now=NOW) == 0
+    assert LedgerTransaction.objects.filter(kind="storage").count() == 2
+    assert storage_billing.charge_day(date(2026, 3, 2), now=NOW) == 2  # the next day is not booked yet

@@ -77,8 +77,10 @@ def mounts_of(instance: Instance):
     return HubMount.objects.filter(instance=instance).order_by("target")
 
 
-def _backend_call(instance: Instance, call) -> None:
-    """As for disks: a running instance's refusal undoes the change; a resting one gets it at its next start."""
+def backend_call(instance: Instance, call, what: str = "mount") -> None:
+    """Run ``call(backend)`` for a mount or a data disk. On a running instance a refusal undoes the whole change
+    (the caller's transaction); elsewhere the start applies it anyway (:func:`apply`), so a backend that has no
+    machine yet is fine and the refusal is only logged."""
     try:
         call(get_backend(instance.backend_name))
     except BackendError as exc:
@@ -86,7 +88,7 @@ def _backend_call(instance: Instance, call) -> None:
             raise ServiceError(
                 _("The instance's machine refused the change: %(reason)s") % {"reason": exc}, code="backend_refused"
             ) from exc
-        log.info("mount on %s deferred to its start: %s", instance.public_id, exc)
+        log.info("%s on %s deferred to its start: %s", what, instance.public_id, exc)
 
 
 def _check_mountable(instance: Instance) -> None:
@@ -123,7 +125,7 @@ def mount(user, instance: Instance, repo: str):
                 _("%(repo)s is already mounted at %(path)s.") % {"repo": item.repo, "path": item.mount_path},
                 code="already_mounted",
             ) from exc
-        _backend_call(instance, lambda backend: backend.mount(instance, item.repo, item.mount_path))
+        backend_call(instance, lambda backend: backend.mount(instance, item.repo, item.mount_path))
         record_mount(item)
     return made
 
@@ -139,7 +141,7 @@ def unmount(user, instance: Instance, repo: str):
             raise NotFound(_("%(repo)s is not mounted in this instance.") % {"repo": repo})
         _check_mountable(instance)
         made.delete()
-        _backend_call(instance, lambda backend: backend.unmount(instance, made.target))
+        backend_call(instance, lambda backend: backend.unmount(instance, made.target))
     return made
 
 

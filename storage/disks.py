@@ -27,7 +27,7 @@ from billing import metering
 from billing.models import UsageSession
 from billing.quote import StorageQuote, quote_disk, storage_price
 from console.errors import Conflict, NotFound, ServiceError
-from instances.backends import BackendError, get_backend
+from instances.attachments import backend_call
 from instances.choices import Status
 from instances.models import Instance, Zone
 
@@ -191,10 +191,15 @@ def delete(user, public_id) -> CloudDisk:
                 _("Disk “%(name)s” is attached to an instance: detach it before deleting it.") % {"name": disk.name},
                 code="disk_in_use",
             )
-        now = timezone.now()
-        _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, DiskReason.DELETED, at=now, deleted_at=now)
-        metering.close_usage(resource_id=disk.public_id, ended_at=now)
+        _delete_locked(disk, DiskReason.DELETED)
     return disk
+
+
+def _delete_locked(disk: CloudDisk, reason: str, at=None) -> None:
+    """Delete the locked, detached ``disk``: its data is gone and billing stops at ``at`` (default: now)."""
+    at = at or timezone.now()
+    _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, reason, at=at, deleted_at=at)
+    metering.close_usage(resource_id=disk.public_id, ended_at=at)
 
 
 def _locked(user, public_id) -> CloudDisk:
@@ -232,19 +237,6 @@ def _instance_for(user, instance_id) -> Instance:
     return Instance.objects.select_for_update().select_related("zone").get(pk=instance.pk)
 
 
-def _backend_call(instance: Instance, call) -> None:
-    """Run ``call(backend)``. On a running instance a refusal undoes the whole change; elsewhere the start applies
-    the disk anyway, so a backend that has no machine yet is fine."""
-    try:
-        call(get_backend(instance.backend_name))
-    except BackendError as exc:
-        if instance.status in HOT:
-            raise ServiceError(
-                _("The instance's machine refused the change: %(reason)s") % {"reason": exc}, code="backend_refused"
-            ) from exc
-        log.info("backend call for stopped instance %s deferred to its start: %s", instance.public_id, exc)
-
-
 def attach(user, disk_id, instance_id) -> CloudDisk:
     """Attach the caller's disk to the caller's instance in the same zone: hot-plug when it runs, at its next
     start when it is stopped. A disk is attached to one instance at a time."""
@@ -266,7 +258,7 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
         _check_instance(instance)
         _move(disk, DiskStatus.AVAILABLE, DiskStatus.ATTACHING, DiskReason.ATTACH_REQUESTED,
               detail=instance.name, instance=instance)  # fmt: skip
-        _backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id)))
+        backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id)), "disk attach")
         hot = instance.status in HOT
         detail = instance.name if hot else _("%(name)s (at its next start)") % {"name": instance.name}
         _move(disk, DiskStatus.ATTACHING, DiskStatus.ATTACHED, DiskReason.ATTACHED, detail=detail)
@@ -297,11 +289,18 @@ def detach(user, public_id) -> CloudDisk:
                 % {"name": instance.name, "status": instance.get_status_display().lower()},
                 code="invalid_transition",
             )
-        _move(disk, DiskStatus.ATTACHED, DiskStatus.DETACHING, DiskReason.DETACH_REQUESTED, detail=instance.name)
-        _backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)))
-        _move(disk, DiskStatus.DETACHING, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name,
-              instance=None)  # fmt: skip
+        _detach_locked(disk, instance)
     return disk
+
+
+def _detach_locked(disk: CloudDisk, instance: Instance, at=None) -> None:
+    """Detach the locked, attached ``disk`` from its locked ``instance``: hot-unplug when it runs (a refusal
+    undoes the change), at its next start otherwise. The caller has checked that the instance may change."""
+    at = at or timezone.now()
+    _move(disk, DiskStatus.ATTACHED, DiskStatus.DETACHING, DiskReason.DETACH_REQUESTED, detail=instance.name, at=at)
+    backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)), "disk detach")
+    _move(disk, DiskStatus.DETACHING, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name, at=at,
+          instance=None)  # fmt: skip
 
 
 def release_from(instance: Instance) -> int:
@@ -392,11 +391,16 @@ def _remind(disk: CloudDisk, due: int, now) -> bool:
     return True
 
 
-def _in_arrears(user_id: int) -> bool:
+def owners_in_arrears():
+    """The ids of users who owe money, as a subquery: a negative cash balance (disks are paid from cash only)."""
     from billing.choices import AccountKind
     from billing.models import Account
 
-    return Account.objects.filter(user_id=user_id, kind=AccountKind.USER_CASH, balance__lt=0).exists()
+    return Account.objects.filter(kind=AccountKind.USER_CASH, balance__lt=0, user__isnull=False).values("user_id")
+
+
+def _in_arrears(user_id: int) -> bool:
+    return owners_in_arrears().filter(user_id=user_id).exists()
 
 
 def _delete_for_arrears(pk: int, now) -> str:
@@ -413,10 +417,7 @@ def _delete_for_arrears(pk: int, now) -> str:
                 log.warning("disk %s in arrears past retention is kept: %s on %s (%s)", disk.public_id,
                             disk.status, instance.public_id, instance.status)  # fmt: skip
                 return "kept"
-            _backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)))
-            _move(disk, DiskStatus.ATTACHED, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name, at=now,
-                  instance=None)  # fmt: skip
-        _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, DiskReason.ARREARS_EXPIRED, at=now, deleted_at=now)
-        metering.close_usage(resource_id=disk.public_id, ended_at=now)
+            _detach_locked(disk, instance, at=now)
+        _delete_locked(disk, DiskReason.ARREARS_EXPIRED, at=now)
         notify(disk.owner_id, NotificationKind.DISK_DELETED, disk=disk.name, days=retention_days())
     return "deleted"

@@ -115,6 +115,34 @@ def test_hot_plug_attach_and_detach_on_a_running_instance_go_through_the_backend
     assert reasons == ["created", "attach_requested", "attached", "detach_requested", "detached"]
 
 
+def test_a_backend_refusal_undoes_a_detach_on_a_running_instance_and_is_deferred_on_a_stopped_one(
+    owner, zone, running, monkeypatch, caplog
+):
+    from instances.backends import BackendError
+    from instances.backends.simulated import SimulatedBackend
+
+    def refuse(self, instance, disk_id):
+        raise BackendError("no such device")
+
+    instance = running()
+    disk = disks.create(owner, name="data", size_gb=50, zone=zone, instance=instance)
+    monkeypatch.setattr(SimulatedBackend, "detach_disk", refuse)
+    with pytest.raises(ServiceError) as refused:
+        disks.detach(owner, disk.public_id)
+    assert refused.value.code == "backend_refused" and "no such device" in refused.value.message
+    disk.refresh_from_db()
+    assert disk.status == DiskStatus.ATTACHED and disk.instance == instance
+    assert not disk.events.filter(reason=DiskReason.DETACH_REQUESTED).exists()
+
+    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    settle()
+    with caplog.at_level("INFO", logger="instances.attachments"):
+        disks.detach(owner, disk.public_id)
+    disk.refresh_from_db()
+    assert disk.status == DiskStatus.AVAILABLE and disk.instance is None
+    assert "disk detach on" in caplog.text and "deferred to its start: no such device" in caplog.text
+
+
 def test_a_disk_attached_to_a_stopped_instance_appears_at_its_next_start(owner, zone, running):
     instance = running()
     services.stop(instance)
@@ -268,6 +296,7 @@ def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settin
     assert disk.arrears_since == T0 + timedelta(days=3)
     notice = disk.events.get(reason=DiskReason.ARREARS_NOTICE)
     assert "2026-03-20" in notice.detail
+    assert [row["user_id"] for row in disks.owners_in_arrears()] == [owner.pk]
     assert LedgerTransaction.objects.filter(user=owner, kind="usage").exists()
     assert Instance.objects.count() == 0
 
@@ -350,8 +379,15 @@ def test_a_disk_on_a_stopped_instance_is_detached_then_deleted_one_on_a_running_
     assert outcome["deleted"] == 1 and outcome["kept_on_running_instances"] == 1
     disk.refresh_from_db(), other.refresh_from_db()
     assert disk.status == DiskStatus.DELETED and disk.instance is None
-    last_two = [e.reason for e in disk.events.order_by("at", "pk")][-2:]
+    reasons = [e.reason for e in disk.events.order_by("at", "pk")]
+    last_two = reasons[-2:]
     assert last_two == [DiskReason.DETACHED, DiskReason.ARREARS_EXPIRED]
+    assert reasons[-3] == DiskReason.DETACH_REQUESTED  # the same way as a user's detach
+    assert [e.new for e in disk.events.order_by("at", "pk")][-3:] == [
+        DiskStatus.DETACHING,
+        DiskStatus.AVAILABLE,
+        DiskStatus.DELETED,
+    ]
     assert other.status == DiskStatus.ATTACHED and other.instance_id == running_one.pk
 
 

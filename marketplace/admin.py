@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
 from console.errors import ServiceError
+from console.ops.audit import client_ip
 
 from .choices import ImageReview
 from .hub import services
@@ -148,7 +149,7 @@ class ImageAdmin(admin.ModelAdmin):
         done = 0
         for image in queryset.filter(review_state=ImageReview.PENDING):
             try:
-                images.review_image(image, True, "", request.user)
+                images.review_image(image, True, "", request.user, ip=client_ip(request))
             except ServiceError as exc:
                 self.message_user(request, f"{image.slug}: {exc.message}", level=messages.ERROR)
                 continue

@@ -91,7 +91,10 @@ IMAGE_PAGES = [
 
 def _ensure_images(report) -> None:
     """The official catalogue plus listed community images up to ``IMAGES``, written through the services."""
+    from django.contrib.auth.models import Group
+
     from console.models import User
+    from console.ops import roles
 
     from .images import catalog, services
     from .models import Image
@@ -102,6 +105,8 @@ def _ensure_images(report) -> None:
         return
     author, _created = User.objects.get_or_create(email="bench-author@example.com")
     staff, _created = User.objects.get_or_create(email="bench-staff@example.com", defaults={"is_staff": True})
+    roles.sync_groups()
+    staff.groups.add(Group.objects.get(name=roles.OPS))  # reviewing images is the ops role's
     bases = list(Image.objects.filter(owner__isnull=True))
     with report.timer() as t:
         for i in range(missing):

@@ -5,7 +5,6 @@ community image, which then appears in the marketplace."""
 import pytest
 
 from console import verification
-from console.ops import images
 from console.ops.tests.fixtures import PASSWORD
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
@@ -70,7 +69,6 @@ def test_an_ops_user_approves_an_enterprise_verification_and_the_applicant_sees_
     screenshot(page, "ops-05-applicant-verified")
 
 
-@pytest.mark.skipif(not images.available(), reason="the marketplace's image review service is not there yet")
 def test_an_ops_user_approves_a_community_image_and_it_appears_in_the_marketplace(page, live_server, ops_user):
     from marketplace.images import catalog as images_catalog
     from marketplace.images import services as image_services

@@ -282,7 +282,7 @@ def reviews(request):
     user = request.user
     if not (roles.can(user, roles.REVIEW_ENTERPRISE) or roles.can(user, roles.REVIEW_IMAGE)):
         return _forbidden(request)
-    context = {"review_form": ReviewForm(), "images_available": images.available()}
+    context = {"review_form": ReviewForm()}
     if roles.can(user, roles.REVIEW_ENTERPRISE):
         context["pending"] = (
             EnterpriseVerification.objects.pending().select_related("user").order_by("submitted_at")[:PAGE_SIZE]
@@ -291,7 +291,7 @@ def reviews(request):
             EnterpriseVerification.objects.exclude(status="pending").select_related("user", "reviewed_by")
             .order_by("-reviewed_at")[:20]
         )  # fmt: skip
-    if roles.can(user, roles.REVIEW_IMAGE) and images.available():
+    if roles.can(user, roles.REVIEW_IMAGE):
         context["pending_images"] = images.pending()[:PAGE_SIZE]
     return render(request, "ops/reviews.html", context)
 

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from billing.quote import load_price_book
 from console.api.permissions import TokenScopePermission
 from console.errors import ServiceError
+from console.ops.audit import client_ip
 from instances.choices import Backend
 
 from ..choices import ImageCategory, ImageSort, OperatingSystem
@@ -191,8 +192,11 @@ class ImageListView(APIView):
         return Response(_detail(request, image), status=status.HTTP_201_CREATED)
 
 
-def _detail(request, image) -> dict:
-    image = services.get_image(request.user, image.public_id)
+def _detail(request, image, *, reload: bool = True) -> dict:
+    """The image's detail, read again as ``request.user`` sees it (``reload=False``: as it is, e.g. an image the
+    reviewer just rejected, which they no longer see)."""
+    if reload:
+        image = services.get_image(request.user, image.public_id)
     image.offers = services.chip_offers(image, load_price_book(user=request.user))
     image.launch_url = services.launch_url(image, image.offers) if image.is_ready else None
     if image.launch_url:
@@ -288,5 +292,5 @@ class ImageReviewView(APIView):
         body.is_valid(raise_exception=True)
         image = services.get_image(request.user, key)
         image = services.review_image(image, body.validated_data["approve"], body.validated_data["reason"],
-                                      request.user)  # fmt: skip
-        return Response(_detail(request, image))
+                                      request.user, ip=client_ip(request))  # fmt: skip
+        return Response(_detail(request, image, reload=False))

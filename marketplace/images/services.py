@@ -21,6 +21,9 @@ from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
 from console.errors import Conflict, NotFound, ServiceError
+from console.ops import roles
+from console.ops.audit import Actor, record
+from console.ops.choices import AuditAction
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
 from instances.models import Chip, Instance, InstanceEvent
@@ -48,7 +51,7 @@ FRAMEWORKS_SECONDS = 300
 
 
 class Forbidden(ServiceError):
-    """The caller may see the object but not do this to it (rate without having run it, review without staff)."""
+    """The caller may see the object but not do this to it (rate without having run it, or their own image)."""
 
     status = 403
     code = "forbidden"
@@ -102,7 +105,7 @@ def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR,
     if mine:
         images = images.filter(owner=user) if getattr(user, "is_authenticated", False) else images.none()
     images = search.apply(images, query).select_related("owner").prefetch_related("variants")
-    return images.defer("description", "search_text", "facet_text").order_by(*ordering)
+    return images.defer("description", "description_html", "search_text", "facet_text").order_by(*ordering)
 
 
 def framework_options() -> list[str]:
@@ -470,20 +473,26 @@ def publish(user, image: Image) -> Image:
     return _move_review(image, ImageReview.PENDING, by=user, published_at=timezone.now(), review_reason="")
 
 
-def review_image(image: Image, approve: bool, reason: str, by) -> Image:
-    """Staff decide on an image waiting for review: list it, or reject it with a reason the author sees.
+def review_image(image: Image, approve: bool, reason: str, by, *, ip: str | None = None) -> Image:
+    """Staff with the review role decide on an image waiting for review: list it, or reject it with a reason the
+    author sees. The decision is audited (one ``AuditEntry``, from ``ip`` when given) in its transaction.
 
-    The back office (``/ops/``), the admin and the review page call this. Raises Forbidden for non-staff,
-    ServiceError for a rejection without a reason, Conflict when the image is not waiting for review.
+    The back office (``/ops/``), the admin, the review page and the API call this. Raises ``roles.Forbidden`` (403)
+    for anyone without ``REVIEW_IMAGE``, ServiceError for a rejection without a reason, Conflict when the image is
+    not waiting for review.
     """
-    if not getattr(by, "is_staff", False):
-        raise Forbidden(_("Only staff review images."))
+    roles.require(by, roles.REVIEW_IMAGE)
     reason = (reason or "").strip()[:MAX_REASON]
     if not approve and not reason:
         raise ServiceError(_("Say why the image is rejected: the author sees the reason."), code="reason_required")
     new = ImageReview.LISTED if approve else ImageReview.REJECTED
-    return _move_review(image, new, by=by, reason=reason, review_reason=reason, reviewed_at=timezone.now(),
-                        reviewed_by=by)  # fmt: skip
+    with transaction.atomic():
+        image = _move_review(image, new, by=by, reason=reason, review_reason=reason, reviewed_at=timezone.now(),
+                             reviewed_by=by)  # fmt: skip
+        action = AuditAction.IMAGE_APPROVED if approve else AuditAction.IMAGE_REJECTED
+        after = {"review_state": image.review_state, "owner": getattr(image.owner, "email", "")}
+        record(Actor(by, ip), action, image, reason=reason, before={"review_state": ImageReview.PENDING}, after=after)
+    return image
 
 
 def pending_review():

@@ -12,6 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
+from console.ops import roles
+from console.ops.audit import client_ip
 from console.ops.views import staff_view
 
 from ..choices import ImageCategory, OperatingSystem
@@ -177,14 +179,14 @@ def earnings(request):
     return render(request, "marketplace/images/earnings.html", context)
 
 
-@staff_view()
+@staff_view(roles.REVIEW_IMAGE)
 @require_GET
 def review_queue(request):
     images = list(services.pending_review().prefetch_related("variants"))
     return render(request, "marketplace/images/review.html", {"images": images, "form": ReviewForm()})
 
 
-@staff_view()
+@staff_view(roles.REVIEW_IMAGE)
 @require_POST
 def review_decide(request, slug):
     image = _image_or_404(request, slug)
@@ -194,7 +196,9 @@ def review_decide(request, slug):
         return redirect("marketplace:review")
     approve = form.cleaned_data["decision"] == "approve"
     try:
-        image = services.review_image(image, approve, form.cleaned_data["reason"], request.user)
+        image = services.review_image(image, approve, form.cleaned_data["reason"], request.user, ip=client_ip(request))
+    except roles.Forbidden:
+        raise  # the 403 page (staff_view)
     except ServiceError as exc:
         messages.error(request, str(exc.message))
     else:

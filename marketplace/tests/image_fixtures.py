@@ -25,9 +25,16 @@ def official_images(catalog):
 
 @pytest.fixture
 def staff(db):
+    """Staff in the ops group: the role that reviews images (``console.ops.roles.REVIEW_IMAGE``)."""
+    from django.contrib.auth.models import Group
+
+    from console.ops import roles
     from tests.fixtures.factories import UserFactory
 
-    return UserFactory(email="staff@example.com", is_staff=True)
+    roles.sync_groups()  # transactional tests flush the groups the migration made
+    user = UserFactory(email="staff@example.com", is_staff=True)
+    user.groups.add(Group.objects.get(name=roles.OPS))
+    return user
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console import verification
+from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry
 from instances.models import Node
 
@@ -30,16 +31,19 @@ def personas(client, ops_user, finance_user, plain_staff, stranger):
 
 
 @pytest.fixture
-def objects(launch, owner):
-    """One of everything an action needs: a node, a running instance, a user, a pending application."""
+def objects(launch, owner, community_image):
+    """One of everything an action needs: a node, a running instance, a user, a pending application and a
+    community image waiting for review."""
     from instances.tests.fixtures import settle
+    from marketplace.images import services as image_services
 
     instance = launch(chip="ascend-910b", cards=1)
     settle()
     node = Node.objects.select_related("zone").order_by("pk").first()
     application = verification.apply(owner, company_name="Kunpeng AI", licence_number=CODE, contact_name="Li Lei",
                                      contact_phone="13800138000")  # fmt: skip
-    return {"instance": instance, "node": node, "user": owner, "application": application}
+    image = image_services.publish(owner, community_image(listed=False, name="Waiting image"))
+    return {"instance": instance, "node": node, "user": owner, "application": application, "image": image}
 
 
 def _actions(o):
@@ -69,7 +73,7 @@ def _actions(o):
         ("review queues", "get", reverse("ops:reviews"), None, {"ops"}),
         ("review verification", "post", reverse("ops:review-verification", args=[o["application"].public_id]),
          {"decision": "approve"}, {"ops"}),
-        ("review image", "post", reverse("ops:review-image", args=[instance.public_id]), {"decision": "approve"},
+        ("review image", "post", reverse("ops:review-image", args=[o["image"].public_id]), {"decision": "approve"},
          {"ops"}),
         ("users", "get", reverse("ops:users"), None, {"ops", "finance"}),
         ("user page", "get", reverse("ops:user", args=[user.public_id]), None, {"ops", "finance"}),
@@ -88,10 +92,19 @@ def test_every_ops_page_and_action_answers_each_persona_as_its_role_allows(perso
             response = getattr(client, method)(url, data) if data is not None else getattr(client, method)(url)
             if persona in allowed:
                 assert response.status_code in (200, 302), (name, persona, response.status_code)
+                _assert_done(name, objects, persona)
             elif persona in ("non_staff", "anonymous"):
                 assert response.status_code == 404, (name, persona, response.status_code)
             else:
                 assert response.status_code == 403, (name, persona, response.status_code)
+
+
+def _assert_done(name, objects, who):
+    """The review actions really decided (a 302 is also what a refusal inside the action answers)."""
+    if name == "review image":
+        objects["image"].refresh_from_db()
+        assert objects["image"].review_state == "listed", who
+        assert AuditEntry.objects.filter(action=AuditAction.IMAGE_APPROVED).count() == 1, who
 
 
 def test_a_refused_action_changes_nothing_and_writes_no_audit_row(personas, objects):
@@ -113,6 +126,7 @@ def test_a_superuser_may_do_everything(client, superuser, objects):
     for name, method, url, data, _allowed in _actions(objects):
         response = getattr(client, method)(url, data) if data is not None else getattr(client, method)(url)
         assert response.status_code in (200, 302), (name, response.status_code)
+        _assert_done(name, objects, "superuser")
 
 
 @pytest.mark.parametrize("path", ["/admin/", "/admin/login/", "/admin/billing/ledgertransaction/", "/admin/nope/"])
@@ -130,3 +144,15 @@ def test_staff_reach_the_admin_and_see_only_what_their_role_may_view(client, fin
     client.force_login(ops_user)
     assert client.get("/admin/instances/instance/").status_code == 200
     assert client.get("/admin/billing/ledgertransaction/").status_code == 403
+
+
+def test_the_review_queues_link_shows_for_either_review_role(client, plain_staff, finance_user):
+    from django.contrib.auth.models import Permission
+
+    link = f'href="{reverse("ops:reviews")}"'
+    client.force_login(finance_user)
+    assert link not in client.get(reverse("ops:index")).content.decode()
+    plain_staff.user_permissions.add(Permission.objects.get(content_type__app_label="console", codename="review_image"))
+    client.force_login(plain_staff)
+    assert link in client.get(reverse("ops:index")).content.decode()
+    assert client.get(reverse("ops:reviews")).status_code == 200

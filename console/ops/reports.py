@@ -16,6 +16,7 @@ from django.utils import timezone
 from billing.choices import SPEND_KINDS, AccountKind, TransactionKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
+from billing.statements import month_bounds
 from billing.subsidies import usage_month
 from instances.choices import Status
 from instances.models import Chip, Instance, Node, Zone
@@ -23,6 +24,7 @@ from instances.models import Chip, Instance, Node, Zone
 from .models import CapacitySnapshot
 
 SNAPSHOT_MINUTES = 5
+STORAGE_GROUP = "storage"  # the revenue breakdowns' row for storage charges (no chip, zone or plan)
 
 
 # --- Capacity ---------------------------------------------------------------------------------------------------------
@@ -156,12 +158,6 @@ def _local_midnight(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, datetime.min.time()))
 
 
-def month_bounds(month: date) -> tuple[datetime, datetime]:
-    first = month.replace(day=1)
-    following = (first + timedelta(days=32)).replace(day=1)
-    return _local_midnight(first), _local_midnight(following)
-
-
 def _period(since: datetime, until: datetime) -> Money:
     totals = LedgerTransaction.objects.filter(
         kind__in=SPEND_KINDS, created_at__gte=since, created_at__lt=until
@@ -174,7 +170,7 @@ def revenue(now: datetime | None = None) -> Revenue:
     transactions and the usage sessions they belong to). 5 queries."""
     now = now or timezone.now()
     today = timezone.localdate(now)
-    month_since, month_until = month_bounds(today)
+    month_since, month_until = month_bounds(today.replace(day=1))
     report = Revenue(
         today=_period(_local_midnight(today), _local_midnight(today + timedelta(days=1))),
         month=_period(month_since, month_until),
@@ -193,21 +189,25 @@ def revenue(now: datetime | None = None) -> Revenue:
          r["subsidy"])
         for r in metered
     ]  # fmt: skip
-    # Prepaid plans are charged up front, before a usage session exists: their instance says what was bought.
-    upfront = list(
-        spend.filter(usage_session__isnull=True, kind=TransactionKind.UPFRONT)
-        .values("resource_id")
+    # Without a usage session: prepaid plans, charged up front (their instance says what was bought), and the daily
+    # storage charges (a "storage" row of their own in every breakdown, so each adds up to the month's total).
+    unmetered = list(
+        spend.filter(usage_session__isnull=True)
+        .values("kind", "resource_id")
         .annotate(paid=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
         .order_by()
     )
+    upfront = [r["resource_id"] for r in unmetered if r["kind"] == TransactionKind.UPFRONT]
     bought = {
         i["public_id"]: i
-        for i in Instance.objects.filter(public_id__in=[r["resource_id"] for r in upfront]).values(
-            "public_id", "chip__slug", "zone__slug", "plan__slug"
-        )
-    }
-    for r in upfront:
-        i = bought.get(r["resource_id"], {})
+        for i in Instance.objects.filter(public_id__in=upfront).values("public_id", "chip__slug", "zone__slug",
+                                                                       "plan__slug")
+    }  # fmt: skip
+    for r in unmetered:
+        if r["kind"] == TransactionKind.STORAGE:
+            groups.append((STORAGE_GROUP, STORAGE_GROUP, STORAGE_GROUP, r["paid"], r["subsidy"]))
+            continue
+        i = bought.get(r["resource_id"], {}) if r["kind"] == TransactionKind.UPFRONT else {}
         groups.append((i.get("chip__slug"), i.get("zone__slug"), i.get("plan__slug"), r["paid"], r["subsidy"]))
     by = [defaultdict(Money), defaultdict(Money), defaultdict(Money)]
     for chip, zone, plan, paid, subsidy in groups:
@@ -290,7 +290,7 @@ def reconciliation(month: date) -> list[ReconciliationRow]:
     ledger's programme accounts received. List price: the run's frozen list rate × its billed minutes (prepaid
     plans: what was paid plus the subsidy, before the plan and spot discounts).
     """
-    since, until = month_bounds(month)
+    since, until = month_bounds(month.replace(day=1))
     local = timezone.get_current_timezone()
     programme_of = LedgerEntry.objects.filter(transaction=OuterRef("pk"), account__kind=AccountKind.SUBSIDY).values(
         "account__programme__slug"
@@ -357,7 +357,7 @@ def reconciliation_csv(month: date):
 
 def ledger_subsidy_total(month: date) -> Decimal:
     """What the programme accounts received in ``month``, straight from the ledger entries (the check for the CSV)."""
-    since, until = month_bounds(month)
+    since, until = month_bounds(month.replace(day=1))
     total = LedgerEntry.objects.filter(
         account__kind=AccountKind.SUBSIDY, transaction__created_at__gte=since, transaction__created_at__lt=until
     ).aggregate(total=Sum("amount"))["total"]

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from billing import ledger, metering
 from billing.choices import AccountKind
-from billing.models import LedgerEntry, SubsidyProgramme
+from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme
 from console import verification
 from console.ops import reports, services
 from console.ops.audit import Actor
@@ -23,6 +23,9 @@ from console.ops.models import AuditEntry, CapacitySnapshot
 from instances import services as instance_services
 from instances.models import Instance, Node
 from instances.tests.fixtures import settle
+from storage import billing as storage_billing
+from storage import quota
+from storage.models import Entry
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +38,8 @@ def _run(user, name, chip="ascend-910b", plan="payg", image="pytorch-2.2-cann8")
 
 @pytest.fixture
 def subsidised_month(owner, stranger, fund, catalog, instant):
-    """Two users' runs over two days: subsidised 910B per-minute runs, a daily plan paid up front, and an
-    unsubsidised NVIDIA run. Returns the month."""
+    """Two users' runs over two days: subsidised 910B per-minute runs, a daily plan paid up front, an
+    unsubsidised NVIDIA run, and a day of storage beyond the free tier. Returns the month."""
     for user in (owner, stranger):
         fund(user, "3000")
     start = timezone.localtime().replace(day=1, hour=9, minute=0, second=0, microsecond=0)
@@ -57,6 +60,8 @@ def subsidised_month(owner, stranger, fund, catalog, instant):
         for instance in Instance.objects.with_related().filter(status="running"):
             instance_services.stop(instance)
         settle()
+        Entry.objects.create(owner=owner, kind="file", name="weights.bin", path="/weights.bin", size=80 * quota.GB)
+        assert storage_billing.charge_day(now=timezone.now()) == 1
     return start.date()
 
 
@@ -109,6 +114,11 @@ def test_revenue_is_what_users_paid_plus_what_programmes_paid_split_by_chip_zone
     assert chips["a800-80g"].subsidy == 0 and chips["ascend-910b"].subsidy > 0
     assert sum((m.revenue for _k, m in report.by_chip), Decimal(0)) == report.month.revenue
     assert sum((m.revenue for _k, m in report.by_plan), Decimal(0)) == report.month.revenue
+    assert sum((m.revenue for _k, m in report.by_zone), Decimal(0)) == report.month.revenue
+    storage = -LedgerTransaction.objects.get(kind="storage").user_amount
+    assert storage > 0
+    for breakdown in (report.by_chip, report.by_zone, report.by_plan):
+        assert dict(breakdown)["storage"].revenue == storage
     assert dict(report.by_plan)["daily"].payable > 0
 
 

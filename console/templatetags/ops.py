@@ -8,16 +8,16 @@ from console.ops import roles
 
 register = template.Library()
 
-# (label, URL name, icon, permission needed; None: any staff)
+# (label, URL name, icon, permissions of which one is needed; empty: any staff)
 PAGES = [
-    (_("Overview"), "ops:index", "grid", None),
-    (_("Capacity"), "ops:capacity", "hdd-rack", roles.MANAGE_CAPACITY),
-    (_("Revenue & subsidies"), "ops:revenue", "graph-up", roles.VIEW_FINANCE),
-    (_("Price list"), "ops:prices", "tags", roles.VIEW_FINANCE),
-    (_("Subsidy programmes"), "ops:subsidies", "piggy-bank", roles.VIEW_FINANCE),
-    (_("Review queues"), "ops:reviews", "check2-square", roles.REVIEW_ENTERPRISE),
-    (_("Users"), "ops:users", "people", roles.VIEW_USERS),
-    (_("Audit log"), "ops:audit", "journal-text", roles.VIEW_AUDIT),
+    (_("Overview"), "ops:index", "grid", ()),
+    (_("Capacity"), "ops:capacity", "hdd-rack", (roles.MANAGE_CAPACITY,)),
+    (_("Revenue & subsidies"), "ops:revenue", "graph-up", (roles.VIEW_FINANCE,)),
+    (_("Price list"), "ops:prices", "tags", (roles.VIEW_FINANCE,)),
+    (_("Subsidy programmes"), "ops:subsidies", "piggy-bank", (roles.VIEW_FINANCE,)),
+    (_("Review queues"), "ops:reviews", "check2-square", (roles.REVIEW_ENTERPRISE, roles.REVIEW_IMAGE)),
+    (_("Users"), "ops:users", "people", (roles.VIEW_USERS,)),
+    (_("Audit log"), "ops:audit", "journal-text", (roles.VIEW_AUDIT,)),
 ]
 
 
@@ -26,8 +26,8 @@ def ops_nav(context):
     request = context["request"]
     user = request.user
     items = []
-    for label, name, icon, permission in PAGES:
-        if permission is None or roles.can(user, permission):
+    for label, name, icon, permissions in PAGES:
+        if not permissions or any(roles.can(user, p) for p in permissions):
             url = reverse(name)
             active = request.path == url if name == "ops:index" else request.path.startswith(url)
             items.append({"label": label, "url": url, "icon": icon, "active": active})

@@ -60,6 +60,16 @@ def test_the_list_query_count_does_not_grow_with_images(
     assert response.content.decode().count("data-image=") == Image.objects.listed().count() == 24
 
 
+def test_the_list_reads_no_descriptions(official_images):
+    from django.contrib.auth.models import AnonymousUser
+
+    from marketplace.images import services
+    from marketplace.images.search import ImageQuery
+
+    image = services.search_images(AnonymousUser(), ImageQuery()).first()
+    assert {"description", "description_html", "search_text"} <= image.get_deferred_fields()
+
+
 def test_the_image_page_shows_variants_and_live_subsidised_prices(en, official_images):
     html = en.get("/marketplace/images/mindspore-2.3/").content.decode()
     assert "from ¥1.71/card-hour on Ascend 910B after subsidy" in html  # ¥1.90 less the 10% Xinchuang subsidy

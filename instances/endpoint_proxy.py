@@ -5,12 +5,14 @@ rate-limits it, and proxies the request to the endpoint's model server — strea
 through chunk by chunk. Every request is logged with its status, latency and token counts. Errors use OpenAI's
 shape ``{"error": {"message", "type", "code"}}`` in the request's language (``console.middleware``).
 
-The simulated backend's machines are served by :func:`simulated_upstream`, a labelled simulated model inside the
-console, so the whole path works on a laptop.
+The simulated backend has no machine and no model server: its endpoints are answered in-process by
+:func:`simulated_answer`, a labelled simulated model, so the whole path works on a laptop. Where a request goes is
+never taken from the request itself: a real upstream is the address the backend reported for the instance.
 """
 
 import json
 import time
+from collections.abc import Iterable
 from urllib.parse import urljoin
 
 import requests
@@ -22,7 +24,6 @@ from console.errors import ServiceError
 
 from . import endpoints
 from .choices import Status
-from .models import Instance
 
 PROXIED = {"chat/completions", "completions"}
 CONNECT_TIMEOUT = 5
@@ -89,11 +90,9 @@ def _not_running(endpoint):
                         code="endpoint_unavailable")  # fmt: skip
 
 
-def _upstream_url(request, endpoint, path: str) -> str:
+def _upstream_url(endpoint, path: str) -> str:
     base = endpoints.upstream_base(endpoint)
-    if base.startswith("/"):
-        base = request.build_absolute_uri(base)
-    return urljoin(base + "/", path)
+    return urljoin(base + "/", path) if base else ""
 
 
 def _proxy(request, endpoint, key, path):
@@ -106,9 +105,14 @@ def _proxy(request, endpoint, key, path):
                             code="invalid_json")  # fmt: skip
     stream = bool(body.get("stream"))
     started = time.monotonic()
+    if endpoints.is_simulated(endpoint):
+        return _answer_simulated(endpoint, key, path, body, started)
+    url = _upstream_url(endpoint, path)
     try:
+        if not url:
+            raise requests.ConnectionError("the backend reported no model server")
         upstream = requests.post(
-            _upstream_url(request, endpoint, path), data=request.body, stream=stream,
+            url, data=request.body, stream=stream, allow_redirects=False,
             headers={"Content-Type": "application/json", "Accept-Language": request.headers.get("Accept-Language", "")},
             timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
         )  # fmt: skip
@@ -118,7 +122,8 @@ def _proxy(request, endpoint, key, path):
                     "Try again shortly.")  # fmt: skip
         return openai_error(502, message, type_="upstream_error", code="upstream_unavailable")
     if stream and upstream.ok:
-        return _stream(upstream, endpoint, key, path, started)
+        content_type = upstream.headers.get("Content-Type", "text/event-stream")
+        return _stream(_upstream_chunks(upstream), content_type, endpoint, key, path, started)
     content = upstream.content
     usage = {}
     try:
@@ -129,6 +134,15 @@ def _proxy(request, endpoint, key, path):
                           usage=usage if upstream.ok else None, stream=stream)  # fmt: skip
     content_type = upstream.headers.get("Content-Type", "application/json")
     return HttpResponse(content, status=upstream.status_code, content_type=content_type)
+
+
+def _answer_simulated(endpoint, key, path, body, started):
+    answer = simulated_answer(path, body)
+    if isinstance(answer, dict):
+        endpoints.log_request(endpoint, key, path=path, status_code=200, latency_ms=_ms(started),
+                              usage=answer["usage"])  # fmt: skip
+        return JsonResponse(answer)
+    return _stream(answer, "text/event-stream", endpoint, key, path, started)
 
 
 def _ms(started: float) -> float:
@@ -166,24 +180,37 @@ class _TokenCounter:
         return self.usage or {"prompt_tokens": 0, "completion_tokens": self.chunks}
 
 
-def _stream(upstream, endpoint, key, path, started):
+class _UpstreamGone(Exception):
+    """The model server went away in the middle of a stream."""
+
+
+def _upstream_chunks(upstream):
+    try:
+        # chunk_size=None yields each piece as it arrives, so the client sees every token when the server sends it.
+        yield from upstream.iter_content(chunk_size=None)
+    except requests.RequestException as exc:
+        raise _UpstreamGone from exc
+    finally:
+        upstream.close()
+
+
+def _stream(pieces: Iterable[bytes], content_type: str, endpoint, key, path, started):
+    """Pass a stream of server-sent events through to the client, counting tokens, and log it when it ends."""
     counter = _TokenCounter()
 
     def chunks():
-        status = upstream.status_code
+        status = 200
         try:
-            # chunk_size=None yields each piece as it arrives, so the client sees every token when the server sends it.
-            for data in upstream.iter_content(chunk_size=None):
+            for data in pieces:
                 counter.feed(data)
                 yield data
-        except requests.RequestException:
-            status = 502  # the server went away mid-stream
+        except _UpstreamGone:
+            status = 502
         finally:
-            upstream.close()
             endpoints.log_request(endpoint, key, path=path, status_code=status, latency_ms=_ms(started),
                                   usage=counter.result(), stream=True)  # fmt: skip
 
-    response = StreamingHttpResponse(chunks(), content_type=upstream.headers.get("Content-Type", "text/event-stream"))
+    response = StreamingHttpResponse(chunks(), content_type=content_type)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -202,19 +229,9 @@ def _prompt_of(body: dict) -> str:
     return str(body.get("prompt", ""))
 
 
-@csrf_exempt
-def simulated_upstream(request, instance_id, path: str):
-    """The model server of a simulated endpoint: OpenAI-shaped answers (JSON or SSE) whose text says it is a
-    simulated model. Reachable only for running simulated instances of kind endpoint."""
-    instance = Instance.objects.filter(public_id=instance_id, kind=Instance.Kind.ENDPOINT,
-                                       backend_name="simulated", status=Status.RUNNING).first()  # fmt: skip
-    if instance is None or path not in PROXIED or request.method != "POST":
-        return openai_error(404, _("No such simulated model."), type_="invalid_request_error", code="not_found")
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        body = {}
-    body = body if isinstance(body, dict) else {}
+def simulated_answer(path: str, body: dict):
+    """What the simulated model answers to ``body`` on ``path``: an OpenAI-shaped dict, or (``stream``) the
+    server-sent events as bytes. Its text says it is a simulated model."""
     prompt = _prompt_of(body)[:200]
     words = SIMULATED_REPLY.format(prompt=prompt).split(" ")
     usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(words)}
@@ -227,7 +244,7 @@ def simulated_upstream(request, instance_id, path: str):
         choice = {"index": 0, "finish_reason": "stop"}
         choice |= {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
         kind = "chat.completion" if chat else "text_completion"
-        return JsonResponse(base | {"object": kind, "choices": [choice], "usage": usage})
+        return base | {"object": kind, "choices": [choice], "usage": usage}
 
     def events():
         kind = "chat.completion.chunk" if chat else "text_completion"
@@ -239,4 +256,4 @@ def simulated_upstream(request, instance_id, path: str):
         yield f"data: {json.dumps(base | {'object': kind, 'choices': [], 'usage': usage})}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
-    return StreamingHttpResponse(events(), content_type="text/event-stream")
+    return events()

@@ -1,4 +1,4 @@
-"""Endpoint pages (/endpoints/…), the OpenAI-compatible proxy (/v1/…) and the simulated model server."""
+"""Endpoint pages (/endpoints/…) and the OpenAI-compatible proxy (/v1/…)."""
 
 from django.urls import path, re_path
 
@@ -18,9 +18,4 @@ urlpatterns = [
     path("endpoints/<str:public_id>/release/", endpoint_views.release, name="release"),
     path("endpoints/<str:public_id>/scale-to-zero/", endpoint_views.scale_to_zero, name="scale-to-zero"),
     re_path(r"^v1/(?P<path>[a-z/]+)$", endpoint_proxy.v1, name="v1"),
-    path(
-        "_simulated/inference/<uuid:instance_id>/v1/<path:path>",
-        endpoint_proxy.simulated_upstream,
-        name="simulated-upstream",
-    ),  # fmt: skip
 ]

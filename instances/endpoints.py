@@ -231,16 +231,14 @@ def wake(endpoint: Endpoint) -> bool:
 
 
 def upstream_base(endpoint: Endpoint) -> str:
-    """Where the endpoint's model server answers (``…/v1``). A backend that runs a real server reports it in the
-    instance's access details; the simulated backend's machines are served by the console's simulated model
-    (a path on the console itself, which the proxy resolves against the request's own address)."""
-    instance = endpoint.instance
-    url = (instance.access or {}).get("inference_url")
-    if url:
-        return url.rstrip("/")
-    if instance.backend_name == "simulated":
-        return f"/_simulated/inference/{instance.public_id}/v1"
-    return ""
+    """Where the endpoint's model server answers (``…/v1``): the address the backend reported for the instance, or
+    "" when it reported none. Never derived from a request."""
+    return ((endpoint.instance.access or {}).get("inference_url") or "").rstrip("/")
+
+
+def is_simulated(endpoint: Endpoint) -> bool:
+    """Whether the endpoint runs on the simulated backend, whose model is answered inside the console."""
+    return endpoint.instance.backend_name == "simulated" and not upstream_base(endpoint)
 
 
 def touch(endpoint: Endpoint) -> None:

@@ -131,7 +131,6 @@ NOT_COVERED = {
     "inference:template": "public inference templates: the same for everyone",
     "endpoints:deploy": "takes a public template slug; the endpoint it creates is covered above",
     "endpoints:v1": "the OpenAI-compatible proxy, authenticated by endpoint keys (tested in instances/tests)",
-    "endpoints:simulated-upstream": "the simulated model server behind the proxy, not a user route",
     "marketplace:review-decide": "staff review: non-staff get 404 whatever the slug (test_review_access.py)",
     "api-agent-reports": "authenticated by the instance agent's own token, never a user's (instances/tests)",
     "account_confirm_email": "allauth's e-mail confirmation key: a secret, not an object id",

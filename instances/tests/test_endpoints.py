@@ -213,20 +213,45 @@ def test_an_idle_endpoint_scales_to_zero_and_billing_stops(owner, deploy):
 
 def test_the_simulated_model_answers_in_openai_shape_and_says_it_is_simulated(owner, deploy):
     endpoint = deploy(owner)
-    url = f"/_simulated/inference/{endpoint.instance.public_id}/v1/chat/completions"
-    body = Client().post(url, json.dumps(CHAT), content_type="application/json").json()
+    key = endpoints.create_key(endpoint)
+
+    body = call(key.plaintext).json()
     assert "simulated model" in body["choices"][0]["message"]["content"]
     assert body["usage"]["completion_tokens"] > 0
-    stream = Client().post(url, json.dumps(CHAT | {"stream": True}), content_type="application/json")
+    stream = call(key.plaintext, body=CHAT | {"stream": True})
     chunks = list(stream.streaming_content)
     assert len(chunks) > 5 and chunks[-1] == b"data: [DONE]\n\n"
+    logged = list(EndpointRequest.objects.filter(endpoint=endpoint).order_by("id"))
+    assert [(r.status_code, r.stream) for r in logged] == [(200, False), (200, True)]
+    assert all(r.completion_tokens > 0 for r in logged)
 
 
-def test_the_simulated_model_is_not_reachable_for_other_instances(owner, deploy):
+def test_the_proxy_never_forwards_to_the_address_a_request_names(owner, deploy, model_server):
+    # A Host header naming another port of the console's host (Django's host check ignores the port) must not
+    # turn the proxy into a way to reach that port: the simulated model is answered inside the console.
     endpoint = deploy(owner)
-    from instances import services
+    key = endpoints.create_key(endpoint)
+    port = model_server.httpd.server_address[1]
 
-    services.stop(endpoint.instance)
-    settle()
+    response = call(key.plaintext, HTTP_HOST=f"127.0.0.1:{port}")
+
+    assert response.status_code == 200
+    assert "simulated model" in response.json()["choices"][0]["message"]["content"]
+    assert model_server.requests == []
+
+
+def test_the_simulated_model_has_no_address_of_its_own(owner, deploy):
+    endpoint = deploy(owner)
     url = f"/_simulated/inference/{endpoint.instance.public_id}/v1/chat/completions"
     assert Client().post(url, json.dumps(CHAT), content_type="application/json").status_code == 404
+
+
+def test_a_real_backend_that_reported_no_model_server_answers_502_without_a_request(owner, deploy):
+    endpoint = deploy(owner)
+    Instance.objects.filter(pk=endpoint.instance_id).update(backend_name="slurm", access={})
+    key = endpoints.create_key(endpoint)
+
+    response = call(key.plaintext)
+
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "upstream_unavailable"

@@ -40,13 +40,16 @@ def _menus(form) -> dict:
     menus = {
         "tasks": services.task_choices(get_language() or ""),
         "licences": options["licence"],
-        "languages": options["language"],
+        # Not "languages": base.html's language switch sets that name for the whole page.
+        "hub_languages": services.language_choices(options["language"]),
         "frameworks": options["framework"],
     }
     current = form.cleaned_data if form.is_valid() else {}
     if (task := current.get("task")) and task not in dict(menus["tasks"]):
         menus["tasks"] = [*menus["tasks"], (task, task)]
-    for menu, name in (("licences", "licence"), ("languages", "language"), ("frameworks", "framework")):
+    if (language := current.get("language")) and language not in dict(menus["hub_languages"]):
+        menus["hub_languages"] = [*menus["hub_languages"], (language, services.language_label(language))]
+    for menu, name in (("licences", "licence"), ("frameworks", "framework")):
         if (value := current.get(name)) and value not in menus[menu]:
             menus[menu] = [*menus[menu], value]
     return menus

@@ -11,6 +11,7 @@ from decimal import Decimal
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils.translation import get_language_info, gettext_lazy
 from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
@@ -109,6 +110,29 @@ def facet_options() -> dict[str, list[str]]:
         cache.set(LICENCES_CACHE, licences, LICENCES_SECONDS)
     filters = catalog.vocabulary()["filters"]
     return {"licence": licences, "language": filters["languages"], "framework": filters["frameworks"]}
+
+
+# Names for the language codes model cards use (ISO 639-1 and Hugging Face's "multilingual"); other codes fall back
+# to Django's language names, then to the code itself.
+LANGUAGE_NAMES = {
+    "zh": gettext_lazy("Chinese"),
+    "en": gettext_lazy("English"),
+    "multilingual": gettext_lazy("Multilingual"),
+}
+
+
+def language_label(code: str) -> str:
+    """A card's language code as a name in the active language: "zh" → "Chinese" (中文)."""
+    if code in LANGUAGE_NAMES:
+        return str(LANGUAGE_NAMES[code])
+    try:
+        return str(get_language_info(code)["name_translated"])
+    except KeyError:
+        return code
+
+
+def language_choices(codes) -> list[tuple[str, str]]:
+    return [(code, language_label(code)) for code in codes]
 
 
 def task_choices(language: str) -> list[tuple[str, str]]:

@@ -26,6 +26,12 @@ def task_label(task: str) -> str:
 
 
 @register.filter
+def language_names(codes) -> str:
+    """A card's language codes as names in the active language: ["zh", "en"] → "Chinese, English"."""
+    return ", ".join(services.language_label(code) for code in codes or [])
+
+
+@register.filter
 def chip_family(value: str) -> str:
     try:
         return str(Backend(value).label)

@@ -1,6 +1,5 @@
 """Monthly statements per resource and the transaction list with its CSV export."""
 
-import csv
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -8,6 +7,8 @@ from decimal import Decimal
 from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
+
+from console import csvsafe
 
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
@@ -107,7 +108,7 @@ def month_statement(user, month: date, rows=None) -> Statement:
 
 
 def statement_csv(statement: Statement, out) -> None:
-    writer = csv.writer(out)
+    writer = csvsafe.writer(out)
     writer.writerow(
         [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
          _("Subsidy (CNY)")]
@@ -133,7 +134,7 @@ def filtered_transactions(user, *, kind: str = "", since: date | None = None, un
 
 
 def transactions_csv(transactions, out) -> None:
-    writer = csv.writer(out)
+    writer = csvsafe.writer(out)
     writer.writerow([_("Time"), _("Kind"), _("Description"), _("Amount (CNY)"), _("Subsidy (CNY)"), _("ID")])
     for tx in transactions.iterator(chunk_size=2000):
         writer.writerow(

@@ -2,7 +2,6 @@
 budgets, and the subsidy reconciliation for claims. Each report reads a fixed number of queries whatever the
 number of rows; money is summed exactly (``billing.money.summed``) and never passes through a float."""
 
-import csv
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -18,6 +17,7 @@ from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, Sub
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.statements import month_bounds
 from billing.subsidies import usage_month
+from console import csvsafe
 from instances.choices import Status
 from instances.models import Chip, Instance, Node, Zone
 
@@ -345,7 +345,7 @@ class _Echo:
 
 def reconciliation_csv(month: date):
     """The reconciliation as CSV lines (a generator for a streaming response), with a totals line at the end."""
-    writer = csv.writer(_Echo())
+    writer = csvsafe.writer(_Echo())
     yield writer.writerow(RECONCILIATION_COLUMNS)
     totals = [0, ZERO, ZERO, ZERO]
     for r in reconciliation(month):

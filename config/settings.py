@@ -288,6 +288,11 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "console.api.permissions.TokenScopePermission",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "console.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

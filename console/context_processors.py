@@ -8,7 +8,9 @@ from django.utils.translation import gettext_lazy as _
 SECTIONS = [
     (_("Dashboard"), "console:dashboard", "speedometer2"),
     (_("Instances"), "instances:list", "cpu"),
+    (_("Inference endpoints"), "endpoints:list", "broadcast"),
     (_("Marketplace"), "marketplace:list", "boxes"),
+    (_("Inference templates"), "inference:list", "collection"),
     (_("Hub"), "marketplace:hub", "database"),
     (_("Storage"), "storage:index", "hdd-stack"),
     (_("Billing"), "billing:wallet", "wallet2"),
@@ -29,10 +31,11 @@ def _url(name):
 
 def navigation(request):
     current = request.path
-    sections = []
-    for label, name, icon in SECTIONS:
-        url = _url(name)
-        active = bool(url) and current.startswith(url)
-        sections.append({"label": label, "url": url, "icon": icon, "active": active})
+    sections = [{"label": label, "url": _url(name), "icon": icon, "active": False} for label, name, icon in SECTIONS]
+    # The section whose URL is the longest prefix of the page's is the current one: /marketplace/inference/ is
+    # the inference templates, not the marketplace.
+    matching = [s for s in sections if s["url"] and current.startswith(s["url"])]
+    if matching:
+        max(matching, key=lambda s: len(s["url"]))["active"] = True
     public = [{"label": label, "url": url} for label, name in PUBLIC_LINKS if (url := _url(name))]
     return {"nav_sections": sections, "nav_public": public}

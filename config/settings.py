@@ -258,6 +258,9 @@ else:
 STORAGE_STAGING_DIR = Path(env.str("STORAGE_STAGING_DIR", default=str(DATA_DIR / "uploads")))
 STORAGE_FREE_GB = env.float("STORAGE_FREE_GB", default=50)
 STORAGE_MAX_GB = env.float("STORAGE_MAX_GB", default=500)
+# Per-user limits on cloud disks, set by the operator: how many live disks, and how many GB in all.
+DISK_MAX_PER_USER = env.int("DISK_MAX_PER_USER", default=20)
+DISK_MAX_TOTAL_GB = env.int("DISK_MAX_TOTAL_GB", default=64 * 1024)
 STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
 CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_storage_daily", "schedule": 3600}
@@ -296,7 +299,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "console.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "console.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"user": env.str("API_RATE_LIMIT", default="600/min")},

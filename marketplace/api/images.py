@@ -4,12 +4,12 @@ an image with a read-write token or a session; review for staff. Decimals (price
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
+from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import TokenScopePermission
 from console.errors import ServiceError
 from console.ops.audit import client_ip

@@ -1,12 +1,12 @@
 """Hub endpoints: search and read without logging in; like and unlike with a read-write token or a session."""
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
+from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import TokenScopePermission
 
 from ..hub import services

@@ -1,0 +1,57 @@
+"""Paged lists never fail on a page size or position a client makes up: ``limit`` has one ceiling on every API list,
+and a huge, negative or non-numeric ``limit``/``offset`` (or HTML ``page``) answers a page, not a server error."""
+
+import pytest
+
+from console.api.pagination import MAX_LIMIT
+from storage.models import Entry
+
+pytestmark = pytest.mark.django_db
+
+LISTS = ["tokens", "chips", "zones", "specs", "transactions", "topups", "instances", "disks", "storage/entries",
+         "images", "hub"]  # fmt: skip
+HUGE = str(10**30)
+QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", "limit=-1", "limit=abc", "offset=-5",
+           "offset=abc", f"limit={MAX_LIMIT + 1}"]  # fmt: skip
+
+
+@pytest.fixture
+def rows(owner, catalog, fund):
+    """At least one row in each list, so that the page is really read from the database."""
+    from marketplace import catalog as hub_catalog
+
+    hub_catalog.load()
+    fund(owner, "50")
+    Entry.objects.create(owner=owner, kind="folder", name="data", path="/data")
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("url", LISTS)
+def test_a_made_up_limit_or_offset_answers_a_page_not_a_server_error(owner_api, rows, url, query):
+    owner_api.raise_request_exception = False
+
+    response = owner_api.get(f"/api/v1/{url}?{query}")
+
+    assert response.status_code == 200, response.content[:300]
+    assert len(response.json()["results"]) <= MAX_LIMIT
+
+
+def test_a_huge_limit_is_lowered_to_the_ceiling_and_still_returns_a_small_folder_whole(owner_api, owner):
+    owner_api.raise_request_exception = False
+    for n in range(3):
+        Entry.objects.create(owner=owner, kind="folder", name=f"f{n}", path=f"/f{n}")
+
+    page = owner_api.get(f"/api/v1/storage/entries?limit={HUGE}").json()
+
+    assert page["count"] == 3 and len(page["results"]) == 3
+    assert f"limit={MAX_LIMIT}" not in (page["next"] or "")  # everything fits: no next page
+
+
+@pytest.mark.parametrize("page", ["999999999999999999999", "-1", "abc", "0", "1e9"])
+@pytest.mark.parametrize(
+    "url", ["/instances/", "/billing/transactions/", "/billing/statements/", "/marketplace/", "/hub/"]
+)
+def test_a_made_up_page_number_on_an_html_list_shows_a_page(owner_client, catalog, url, page):
+    response = owner_client.get(url, {"page": page})
+
+    assert response.status_code == 200

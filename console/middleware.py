@@ -10,7 +10,8 @@ from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 from django.utils.translation import trans_real
 
-API_PREFIXES = ("/api/", "/v1/")
+OPENAI_PREFIX = "/v1/"  # the OpenAI-compatible inference proxy
+API_PREFIXES = ("/api/", OPENAI_PREFIX)
 
 
 class LanguageMiddleware(LocaleMiddleware):

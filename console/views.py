@@ -1,7 +1,9 @@
 """Console pages: the public home, the dashboard, API tokens, health and error pages."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -12,7 +14,7 @@ from . import services
 from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
 from .htmx import wants_partial
-from .middleware import API_PREFIXES
+from .middleware import API_PREFIXES, OPENAI_PREFIX
 from .models import ApiToken
 
 
@@ -77,12 +79,21 @@ def healthz(request):
 
 
 def _error(request, status, code, message):
+    """The error in the shape the caller reads: OpenAI's on the /v1 proxy, the API's on /api, a page elsewhere."""
+    if request.path.startswith(OPENAI_PREFIX):
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        return JsonResponse({"error": {"message": str(message), "type": kind, "code": code}}, status=status)
     if request.path.startswith(API_PREFIXES):
         return JsonResponse({"code": code, "message": str(message)}, status=status)
     return render(request, "error.html", {"status": status, "message": message}, status=status)
 
 
 def error_400(request, exception=None):
+    if isinstance(exception, RequestDataTooBig | TooManyFieldsSent | TooManyFilesSent):
+        # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE (or with too many fields) before any view runs.
+        megabytes = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024)
+        message = _("The request body is too large: at most %(size)s MB.") % {"size": f"{megabytes:g}"}
+        return _error(request, 400, "request_too_large", message)
     return _error(request, 400, "bad_request", _("The request could not be understood."))
 
 

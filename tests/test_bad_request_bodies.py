@@ -2,7 +2,10 @@
 the caller's error shape — ``{"code", "message"}`` on the API, OpenAI's ``{"error": {…}}`` on /v1 — and writes
 nothing."""
 
+import json
+
 import pytest
+from django.test import Client
 
 from console.jsonbody import InvalidJsonBody, parse_json_body
 from console.models import ApiToken
@@ -45,3 +48,55 @@ def test_parse_json_body_reads_ordinary_json():
     raw = '{"model": "m", "messages": [{"role": "user", "content": "你好"}]}'.encode()
     assert parse_json_body(raw) == {"model": "m", "messages": [{"role": "user", "content": "你好"}]}
     assert parse_json_body(b"[1, 2.5, null]") == [1, 2.5, None]
+
+
+# Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_uploads(settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024  # 1 MB, so that the bodies below stay cheap
+
+
+def test_an_api_body_over_the_size_limit_is_a_400_in_the_api_error_shape(owner_api, small_uploads):
+    owner_api.raise_request_exception = False
+    tokens = ApiToken.objects.count()
+    body = json.dumps({"name": "x" * (2 * 1024 * 1024), "scope": "read"})
+
+    response = owner_api.post("/api/v1/tokens", body, content_type="application/json", HTTP_ACCEPT_LANGUAGE="en")
+
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json() == {"code": "request_too_large", "message": "The request body is too large: at most 1 MB."}
+    assert ApiToken.objects.count() == tokens
+
+
+def test_a_v1_body_over_the_size_limit_is_a_400_in_openai_error_shape(owner, deploy, small_uploads):
+    from instances import endpoints
+    from instances.models import EndpointRequest
+
+    key = endpoints.create_key(deploy(owner), name="app")
+    client = Client(raise_request_exception=False, HTTP_ACCEPT_LANGUAGE="en")
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * (2 * 1024 * 1024)}]})
+
+    response = client.post("/v1/chat/completions", body, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")  # fmt: skip
+
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "error": {
+            "message": "The request body is too large: at most 1 MB.",
+            "type": "invalid_request_error",
+            "code": "request_too_large",
+        }
+    }
+    assert not EndpointRequest.objects.filter(status_code=200).exists()
+
+
+def test_a_page_form_over_the_size_limit_shows_the_error_page_saying_so(owner_client, small_uploads):
+    owner_client.raise_request_exception = False
+    owner_client.cookies["django_language"] = "en"
+
+    response = owner_client.post("/console/tokens/", {"name": "x" * (2 * 1024 * 1024), "scope": "read"})
+
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+    assert "The request body is too large: at most 1 MB." in response.content.decode()

@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -17,6 +18,7 @@ from console.htmx import wants_partial
 from . import services
 from .backends import get_backend
 from .capacity import CapacityError
+from .endpoint_models import Endpoint
 from .forms import LaunchForm
 from .images import image_name
 from .models import Chip, Instance, InstanceEvent, Zone
@@ -27,7 +29,7 @@ PAGE_SIZE = 50
 @login_required
 @require_GET
 def instance_list(request):
-    instances = Instance.objects.for_user(request.user).with_related().visible()
+    instances = Instance.objects.for_user(request.user).with_related().visible().not_endpoints()
     page = Paginator(instances, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page_obj": page, "instances": page.object_list, "any_live": any(i.is_live for i in page)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
@@ -145,12 +147,20 @@ def _fetch(request, public_id):
 @require_GET
 def detail(request, public_id):
     instance = _fetch(request, public_id)
+    if instance.kind == Instance.Kind.ENDPOINT:
+        # An endpoint has no SSH, JupyterLab or training curves: its own page has its keys and the curl example.
+        return redirect(_endpoint_url(instance))
     if wants_partial(request):
         return render(request, "instances/detail.html#status", _detail_context(instance))
     from storage.disk_views import panel_context  # the disks-and-mounts panel (issue 7)
 
     context = _detail_context(instance) | panel_context(request.user, instance)
     return render(request, "instances/detail.html", context)
+
+
+def _endpoint_url(instance) -> str:
+    endpoint = Endpoint.objects.filter(instance=instance).first()
+    return endpoint.get_absolute_url() if endpoint else reverse("endpoints:list")
 
 
 def _act(request, public_id, operation):

@@ -50,3 +50,7 @@ class InstanceQuerySet(models.QuerySet):
     def visible(self):
         """Released instances drop off the list (their events stay)."""
         return self.exclude(status="released")
+
+    def not_endpoints(self):
+        """Instances proper: inference endpoints are instances too, but have their own pages, list and API."""
+        return self.exclude(kind="endpoint")

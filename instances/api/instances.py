@@ -47,8 +47,10 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     def get_queryset(self):
         instances = Instance.objects.for_user(self.request.user).with_related()
-        if self.action == "list" and self.request.query_params.get("all") not in {"1", "true"}:
-            instances = instances.visible()
+        if self.action == "list":
+            instances = instances.not_endpoints()  # listed by /api/v1/endpoints
+            if self.request.query_params.get("all") not in {"1", "true"}:
+                instances = instances.visible()
         return instances
 
     def get_object(self):

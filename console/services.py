@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from . import keys
 from .errors import NotFound, ServiceError
 from .models import ApiToken, WorkerHeartbeat
+from .validators import clean_display_name
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,12 @@ class IssuedToken:
 
 def create_api_token(user, *, name: str, scope: str) -> IssuedToken:
     """Issue a token; the plaintext is returned once and never stored."""
-    name = (name or "").strip()
-    if not name:
+    trimmed = name.strip() if isinstance(name, str) else ""
+    if not trimmed:
         raise ServiceError(_("Give the token a name."), code="name_required")
-    if len(name) > 64:
+    if len(trimmed) > 64:
         raise ServiceError(_("The token name can be at most 64 characters."), code="name_too_long")
+    name = clean_display_name(name, max_length=64, field_label=_("API token"))
     if scope not in ApiToken.Scope.values:
         raise ServiceError(_("Unknown scope: choose read or read_write."), code="invalid_scope")
     if ApiToken.objects.for_user(user).active().count() >= MAX_TOKENS_PER_USER:

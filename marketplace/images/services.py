@@ -24,6 +24,7 @@ from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
+from console.validators import clean_display_name
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
 from instances.models import Chip, Instance, InstanceEvent
@@ -265,12 +266,7 @@ def earnings(user) -> dict:
 
 
 def _clean_name(name) -> str:
-    name = (name or "").strip() if isinstance(name, str) else ""
-    if not name or len(name) > MAX_NAME:
-        raise ServiceError(
-            _("Give the image a name of 1 to %(max)d characters.") % {"max": MAX_NAME}, code="invalid_name"
-        )
-    return name
+    return clean_display_name(name, max_length=MAX_NAME, field_label=_("image"))
 
 
 def _clean_description(text) -> str:

@@ -58,6 +58,56 @@ def _select(**attrs):
     return forms.Select(attrs={"class": "form-select", **attrs})
 
 
+# Auto-shutdown, in the wizard and on the instance page: both optional, checked by the service's own rule.
+DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
+
+
+def _auto_shutdown_at_field():
+    return forms.DateTimeField(
+        label=_("Shut down at"),
+        required=False,
+        input_formats=[DATETIME_LOCAL, "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+        error_messages={"invalid": _("Enter a date and time, e.g. 2026-12-31 18:00.")},
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "class": "form-control"}, format=DATETIME_LOCAL),
+    )
+
+
+def _idle_shutdown_field():
+    return forms.IntegerField(
+        label=_("Shut down after idle minutes"),
+        required=False,
+        error_messages={"invalid": _("Enter a whole number of minutes.")},
+        widget=forms.NumberInput(attrs={"class": "form-control", "min": 5, "max": 7 * 24 * 60, "placeholder": "30"}),
+    )
+
+
+def _check_auto_shutdown(form, data: dict) -> None:
+    """Put the service's refusals (a time in the past, idle minutes out of range) next to their fields."""
+    from .services import _check_shutdown
+
+    checks = {
+        "auto_shutdown_at": (data.get("auto_shutdown_at"), None),
+        "idle_shutdown_minutes": (None, data.get("idle_shutdown_minutes")),
+    }
+    for name, (at, idle_minutes) in checks.items():
+        try:
+            _check_shutdown(at, idle_minutes)
+        except ServiceError as exc:
+            form.add_error(name, str(exc.message))
+
+
+class AutoShutdownForm(forms.Form):
+    """Change or clear a running instance's auto-shutdown (empty fields clear it)."""
+
+    auto_shutdown_at = _auto_shutdown_at_field()
+    idle_shutdown_minutes = _idle_shutdown_field()
+
+    def clean(self):
+        data = super().clean()
+        _check_auto_shutdown(self, data)
+        return data
+
+
 class LaunchForm(forms.Form):
     """zone → chip or backend family → cards → image → plan/spot → name. Choices narrow as the user picks; the
     service decides everything else (and says why it refuses)."""
@@ -104,6 +154,8 @@ class LaunchForm(forms.Form):
         max_length=4000,
         widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"}),
     )
+    auto_shutdown_at = _auto_shutdown_at_field()
+    idle_shutdown_minutes = _idle_shutdown_field()
 
     def __init__(self, *args, zones, chips, plans, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -122,6 +174,11 @@ class LaunchForm(forms.Form):
         self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
 
+    def clean(self):
+        data = super().clean()
+        _check_auto_shutdown(self, data)
+        return data
+
     def launch_request(self):
         from .services import LaunchRequest
 
@@ -139,4 +196,6 @@ class LaunchForm(forms.Form):
             term_end_action=data["term_end_action"] or TermEnd.CONTINUE,
             data_disk_gb=data.get("data_disk_gb") or 0,
             mounts=data.get("mounts") or "",
+            auto_shutdown_at=data.get("auto_shutdown_at"),
+            idle_shutdown_minutes=data.get("idle_shutdown_minutes"),
         )

@@ -15,15 +15,17 @@ from billing.quote import quote_disk
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 
-from . import services
+from . import services, shutdown
 from .backends import get_backend
 from .capacity import CapacityError
 from .endpoint_models import Endpoint
-from .forms import LaunchForm
+from .forms import AutoShutdownForm, LaunchForm
 from .images import image_name
 from .models import Chip, Instance, InstanceEvent, Zone
+from .shutdown import FINISHED
 
 PAGE_SIZE = 50
+SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 
 
 @login_required
@@ -76,14 +78,27 @@ def launch(request):
     images = [value for value, _label in form.fields["image"].choices]
     if data.get("image") not in images and images:
         data["image"] = images[0]  # the family changed: offer its first image
-    preview = data.copy()
-    preview["name"] = preview.get("name") or "preview"  # the price does not depend on the name
-    preview_form = _wizard_form(request, preview)
+    preview_form = _price_form(request, data)
     quote, problem = _preview(request, preview_form)
     context = {"form": _wizard_form(request, data), "quote": quote, "problem": problem, "show_errors": False}
+    context |= _shutdown_wizard_context()
     context |= _disk_price(preview_form, quote)
     template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
     return render(request, template, context)
+
+
+def _price_form(request, data) -> LaunchForm:
+    """The wizard's choices as far as the price goes: it depends on neither the name nor the auto-shutdown."""
+    preview = data.copy()
+    preview["name"] = preview.get("name") or "preview"
+    for name in SHUTDOWN_FIELDS:
+        preview.pop(name, None)
+    return _wizard_form(request, preview)
+
+
+def _shutdown_wizard_context() -> dict:
+    threshold = Instance._meta.get_field("idle_threshold_percent").default
+    return {"shutdown_fields": SHUTDOWN_FIELDS, "idle_threshold": threshold}
 
 
 def _first_choice() -> QueryDict:
@@ -95,7 +110,8 @@ def _first_choice() -> QueryDict:
 
 def _launch(request):
     form = _wizard_form(request, request.POST)
-    quote, problem = _preview(request, form)
+    price_form = _price_form(request, request.POST)
+    quote, problem = _preview(request, price_form)
     if form.is_valid():
         try:
             instance = services.launch(request.user, form.launch_request())
@@ -108,7 +124,8 @@ def _launch(request):
                 response["HX-Redirect"] = instance.get_absolute_url()
                 return response
             return redirect(instance)
-    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True} | _disk_price(form, quote)
+    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True} | _disk_price(price_form, quote)
+    context |= _shutdown_wizard_context()
     template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
     # htmx swaps 200s only: the partial carries the errors; a plain form post gets a real 400.
     return render(request, template, context, status=200 if wants_partial(request) else 400)
@@ -154,8 +171,39 @@ def detail(request, public_id):
         return render(request, "instances/detail.html#status", _detail_context(instance))
     from storage.disk_views import panel_context  # the disks-and-mounts panel (issue 7)
 
-    context = _detail_context(instance) | panel_context(request.user, instance)
+    context = _detail_context(instance) | panel_context(request.user, instance) | _shutdown_context(instance)
     return render(request, "instances/detail.html", context)
+
+
+def _shutdown_context(instance, form=None) -> dict:
+    if form is None:
+        at, idle_minutes = instance.auto_shutdown_at, instance.idle_shutdown_minutes
+        form = AutoShutdownForm(initial={"auto_shutdown_at": at, "idle_shutdown_minutes": idle_minutes})
+    return {"instance": instance, "shutdown_form": form, "shutdown_editable": instance.status not in FINISHED}
+
+
+@login_required
+@require_POST
+def auto_shutdown(request, public_id):
+    """Change or clear when the instance shuts itself down; htmx swaps the panel, a plain post comes back."""
+    instance = _own(request, public_id)
+    form = AutoShutdownForm(request.POST)
+    if form.is_valid():
+        try:
+            instance = shutdown.set_auto_shutdown(
+                instance, form.cleaned_data["auto_shutdown_at"], form.cleaned_data["idle_shutdown_minutes"]
+            )
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            form = None
+            if not wants_partial(request):
+                messages.success(request, _("Auto-shutdown saved."))
+    if wants_partial(request):
+        return render(request, "instances/detail.html#auto_shutdown", _shutdown_context(instance, form))
+    if form is not None:
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+    return redirect(instance)
 
 
 def _endpoint_url(instance) -> str:

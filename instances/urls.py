@@ -13,6 +13,7 @@ urlpatterns = [
     path("instances/<str:public_id>/start/", pages.start, name="start"),
     path("instances/<str:public_id>/stop/", pages.stop, name="stop"),
     path("instances/<str:public_id>/release/", pages.release, name="release"),
+    path("instances/<str:public_id>/auto-shutdown/", pages.auto_shutdown, name="auto-shutdown"),
     path("instances/<str:public_id>/metrics/", pages.metrics, name="metrics"),
     path("instances/<str:public_id>/training/", pages.training, name="training"),
 ]

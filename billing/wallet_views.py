@@ -154,10 +154,14 @@ def topup_success(request):
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def topup_cancel(request):
+    """Where the checkout sends the browser back when the user turns back. Opening it only shows the top-up (with a
+    button to cancel it while it is pending); cancelling is a POST, so no link or prefetch changes anything."""
     topup = _topup_or_404(request)
-    topup = payments.cancel_topup(request.user, topup.public_id)
+    if request.method == "POST":
+        payments.cancel_topup(request.user, topup.public_id)
+        return redirect(f"{reverse('billing:topup-cancel')}?topup={topup.public_id}")
     return render(request, "billing/topup_result.html", {"topup": topup, "outcome": "cancel"})
 
 

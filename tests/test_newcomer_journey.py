@@ -1,10 +1,12 @@
 """The newcomer journey, end to end in headless Chromium on PostgreSQL + Redis with a real Celery worker.
 
-A visitor reads the prices and the chip comparison, signs up, verifies, sees the ¥10 trial credit, clones a
-Xinchuang image in one click, launches it on a subsidised Ascend 910B, mounts a dataset, uploads a file, watches
-the (simulated) metrics, stops (billing stops), tops up in the sandbox, deploys a hub model as an inference endpoint
-and calls it, releases, and the month's statement adds up to what the ledger charged. Every step leaves a screenshot
-``artifacts/screenshots/journey-NN-*.png``, and no page of the journey may log a Content-Security-Policy violation.
+A visitor reads the prices and the chip comparison, signs up, verifies, finds every console section in the phone
+menu, sees the ¥10 trial credit, clones a Xinchuang image in one click, launches it on a subsidised Ascend 910B with
+an idle shutdown, mounts a dataset, uploads a file, watches the (simulated) metrics, stops (billing stops), tops up
+in the sandbox, finds the inference templates and endpoints in the sidebar, deploys a hub model as an inference
+endpoint and calls it, releases, and the month's statement adds up to what the ledger charged. Every step leaves a
+screenshot ``artifacts/screenshots/journey-NN-*.png``, and no page of the journey may log a Content-Security-Policy
+violation.
 """
 
 import re
@@ -86,6 +88,21 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.locator("main form button[type=submit]").click()
     page.wait_for_url("**/console/")
 
+    # 2b. On a phone the sidebar is hidden; the menu offers every console section
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.locator(".navbar-toggler").click()
+    page.locator("#topnav.collapse.show").wait_for()
+    phone_menu = page.locator("#phone-console-nav")
+    hrefs = phone_menu.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    for path in ("/console/", "/instances/", "/endpoints/", "/marketplace/inference/", "/marketplace/", "/hub/",
+                 "/storage/", "/billing/"):  # fmt: skip
+        assert path in hrefs, path
+    shot("phone-menu")
+    phone_menu.get_by_role("link", name="实例").click()
+    page.wait_for_url("**/instances/")
+    assert page.locator("main h1").first.inner_text() == "实例"
+    page.set_viewport_size({"width": 1280, "height": 900})
+
     # 3. Sees the ¥10 trial credit
     page.goto(f"{live_server.url}/billing/")
     assert page.locator("#wallet-trial").inner_text() == "¥10.00"
@@ -102,13 +119,16 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     assert page.locator("#id_chip").input_value() == "ascend-910b"
     assert "0.19" in page.locator("#launch-price").inner_text()  # the Xinchuang subsidy line
     page.fill("#id_name", "first-910b")
+    page.fill("#id_idle_shutdown_minutes", "30")  # stop by itself after half an hour of idle cards
     shot("wizard-subsidised")
 
-    # 5. Launches, and watches it reach running without reloading
+    # 5. Launches, and watches it reach running without reloading; the idle shutdown is on the instance page
     page.click("#launch-button")
     page.wait_for_url("**/instances/*-*/")
     page.wait_for_selector('#instance-badge[data-status="running"]', timeout=30_000)
     instance = Instance.objects.get(owner=user)
+    assert instance.idle_shutdown_minutes == 30
+    assert "空闲 30 分钟后" in page.locator("#auto-shutdown-idle").inner_text()
     shot("running")
 
     # 6. Mounts a public dataset read-only
@@ -160,7 +180,15 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.wait_for_url("**/billing/topup/success/**")
     shot("topped-up")
 
-    # 11. Deploys a hub model as an inference endpoint, calls it with the page's curl example, releases it
+    # 11. Finds the inference templates and endpoints in the sidebar, deploys a hub model as an inference endpoint,
+    # calls it with the page's curl example, releases it
+    page.locator("nav.sidebar").get_by_role("link", name="推理模板").click()
+    page.wait_for_url("**/marketplace/inference/")
+    assert page.locator("main h1").first.inner_text() == "推理模板"
+    page.locator("nav.sidebar").get_by_role("link", name="推理服务").click()
+    page.wait_for_url("**/endpoints/")
+    assert page.locator("main h1").first.inner_text() == "推理服务"
+    shot("inference-pages")
     page.goto(f"{live_server.url}/hub/Qwen/Qwen2.5-0.5B-Instruct")
     page.click('a.deploy-api[data-template="qwen2.5-0.5b-instruct-vllm"]')
     page.wait_for_url("**/endpoints/deploy/qwen2.5-0.5b-instruct-vllm/")

@@ -1,6 +1,7 @@
-"""The pricing calculator's form: choices come from the price book so rendering it costs no queries."""
+"""The pricing calculator's form (choices come from the price book so rendering it costs no queries) and the
+wallet's forms."""
 
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
@@ -8,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from instances.choices import SPEC_CARD_COUNTS
 
 from .choices import TERM_UNIT_MINUTES, TermUnit
+from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount
 from .quote import MAX_TERM_MINUTES
 
 NO_CARD = "no-card"
@@ -64,10 +66,27 @@ class QuoteForm(forms.Form):
         return self.cleaned_data["term"] * TERM_UNIT_MINUTES[self.cleaned_data["term_unit"]]
 
 
+class AmountField(forms.DecimalField):
+    """A money amount typed by a person, written the one plain way (``money.is_plain_amount``). Text that Decimal()
+    would read but a person would not write so ("１００", "1_000", "1e3") gets the message saying how to write it;
+    text that is no number at all keeps the field's own message."""
+
+    def to_python(self, value):
+        text = value.strip() if isinstance(value, str) else value
+        if isinstance(text, str) and text and not is_plain_amount(text):
+            try:
+                Decimal(text)
+            except InvalidOperation:
+                pass
+            else:
+                raise forms.ValidationError(AMOUNT_TEXT_MESSAGE, code="invalid")
+        return super().to_python(value)
+
+
 class TopUpForm(forms.Form):
     """How much to top up, in yuan."""
 
-    amount = forms.DecimalField(
+    amount = AmountField(
         label=_("Amount (CNY)"),
         max_digits=12,
         decimal_places=2,
@@ -84,7 +103,7 @@ class TopUpForm(forms.Form):
 class SpendingCapForm(forms.Form):
     """The monthly spending cap; empty removes it."""
 
-    spending_cap = forms.DecimalField(
+    spending_cap = AmountField(
         label=_("Monthly spending cap (CNY)"),
         required=False,
         max_digits=12,

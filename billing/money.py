@@ -4,7 +4,10 @@ Amounts are ``Decimal``, never float. Per-hour and per-minute rates keep six dec
 ¥1.026 per card-hour (910B, spot, subsidised) is shown exactly; totals for a term are rounded once, to the fen.
 """
 
+import re
 from decimal import ROUND_HALF_UP, Decimal
+
+from django.utils.translation import gettext_lazy
 
 CURRENCY = "CNY"
 CURRENCY_SYMBOL = "¥"
@@ -23,9 +26,20 @@ RATE_DECIMAL_PLACES = 6
 FACTOR_MAX_DIGITS = 5
 FACTOR_DECIMAL_PLACES = 4
 
+# The one way a person writes an amount: ASCII digits, an optional decimal point with digits after it, and a minus
+# sign (which only some callers accept as meaningful). Decimal() alone also reads full-width digits ("１００"), other
+# scripts' digits, underscores ("1_000"), exponents ("1e3") and a plus sign, so "１００" would be taken as 100.
+AMOUNT_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+AMOUNT_TEXT_MESSAGE = gettext_lazy("The amount must be a number of yuan written with ASCII digits, e.g. 50 or 49.90.")
+
 ZERO = Decimal("0")
 ONE = Decimal("1")
 MINUTES_PER_HOUR = 60
+
+
+def is_plain_amount(text: str) -> bool:
+    """Whether ``text`` (already trimmed) is an amount written the one accepted way."""
+    return AMOUNT_TEXT.fullmatch(text) is not None
 
 
 def to_cents(amount: Decimal) -> Decimal:

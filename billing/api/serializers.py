@@ -3,8 +3,18 @@ from decimal import Decimal
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
-from ..money import MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES
+from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
+
+
+class AmountField(serializers.DecimalField):
+    """A money amount: a JSON number, or a string written the one plain way (``money.is_plain_amount``), never
+    "１００" or "1_000", which Decimal() alone would read."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not is_plain_amount(data.strip()):
+            raise serializers.ValidationError(AMOUNT_TEXT_MESSAGE, code="invalid")
+        return super().to_internal_value(data)
 
 
 class QuoteRequestSerializer(serializers.Serializer):
@@ -94,7 +104,7 @@ class WalletSerializer(serializers.Serializer):
 
 
 class SpendingCapSerializer(serializers.Serializer):
-    spending_cap = serializers.DecimalField(
+    spending_cap = AmountField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), allow_null=True, help_text="Empty/null: no cap."
     )
 
@@ -164,7 +174,7 @@ class StatementRequestSerializer(serializers.Serializer):
 
 
 class TopUpRequestSerializer(serializers.Serializer):
-    amount = serializers.DecimalField(max_digits=12, decimal_places=2, help_text='CNY, e.g. "50.00".')
+    amount = AmountField(max_digits=12, decimal_places=2, help_text='CNY, e.g. "50.00".')
 
 
 class TopUpSerializer(serializers.Serializer):

@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from billing.choices import Eligibility
+from billing.forms import AmountField
 from instances.models import Chip, Zone
 
 from .choices import AuditAction
@@ -25,7 +26,7 @@ def _reason(required=True, label=None):
 
 
 class AdjustBalanceForm(forms.Form):
-    amount = forms.DecimalField(
+    amount = AmountField(
         label=_("Amount (CNY)"),
         max_digits=9,
         decimal_places=2,
@@ -45,7 +46,7 @@ class NodeForm(forms.Form):
 
 class PriceForm(forms.Form):
     chip = forms.ChoiceField(label=_("Chip"))
-    per_hour = forms.DecimalField(label=_("Price per card-hour (CNY)"), max_digits=16, decimal_places=6, min_value=0)
+    per_hour = AmountField(label=_("Price per card-hour (CNY)"), max_digits=16, decimal_places=6, min_value=0)
     effective_from = forms.DateTimeField(
         label=_("Effective from"),
         widget=DATETIME_LOCAL,
@@ -81,16 +82,16 @@ class ProgrammeForm(forms.Form):
     )
     starts_at = forms.DateTimeField(label=_("Starts"), widget=DATETIME_LOCAL)
     ends_at = forms.DateTimeField(label=_("Ends"), widget=DATETIME_LOCAL, required=False)
-    budget = forms.DecimalField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
+    budget = AmountField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
                                 required=False, help_text=_("Empty: no limit."))  # fmt: skip
-    monthly_cap_per_user = forms.DecimalField(label=_("Monthly cap per user (CNY)"), max_digits=12, decimal_places=2,
+    monthly_cap_per_user = AmountField(label=_("Monthly cap per user (CNY)"), max_digits=12, decimal_places=2,
                                               min_value=0, required=False, help_text=_("Empty: no cap."))  # fmt: skip
     eligibility = forms.ChoiceField(label=_("Eligibility"), choices=Eligibility.choices)
     reason = _reason(required=False)
 
 
 class BudgetForm(forms.Form):
-    budget = forms.DecimalField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
+    budget = AmountField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
                                 required=False, help_text=_("Empty: no limit."))  # fmt: skip
     reason = _reason()
 

@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from console.errors import PaymentRequired, ServiceError
 
 from . import arrears
-from .choices import SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
+from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .ledger import (
     InsufficientFunds,
     Posting,
@@ -35,7 +35,7 @@ from .ledger import (
     user_accounts,
 )
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
-from .money import CENT, ZERO, summed, to_cents, to_rate
+from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, summed, to_cents, to_rate
 from .quote import Quote
 from .subsidies import usage_month
 
@@ -171,28 +171,81 @@ def _needed_to_launch(quote: Quote) -> Decimal:
     return to_cents(quote.payable_per_hour)
 
 
-def check_launch_funds(user, quote: Quote) -> None:
-    """Refuse a launch the wallet cannot carry: one hour pay-as-you-go, or the whole prepaid plan."""
+def check_launch_funds(user, quote: Quote, *, pending_per_hour: Decimal = ZERO) -> None:
+    """The funds gate for compute: one hour pay-as-you-go, or the whole prepaid plan (see :func:`require_funds`)."""
     needed = _needed_to_launch(quote)
+    prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
+    require_funds(user, needed, compute=True, pending_per_hour=pending_per_hour, upfront=prepaid)
+
+
+def lock_wallet(user) -> Wallet:
+    """Lock ``user``'s wallet row for the rest of the transaction: the funds checks of one user queue here."""
+    Wallet.objects.bulk_create([Wallet(user=user)], ignore_conflicts=True)
+    return Wallet.objects.select_for_update().get(user=user)
+
+
+def _committed_per_hour(user, *, compute: bool, trial: Decimal, pending_per_hour: Decimal) -> Decimal:
+    """One hour of what already bills (open sessions, plus launches on their way up): the part of the balance the
+    gate keeps for it. Cash-only resources count only what cash must pay: the trial credit carries compute."""
+    rows = UsageSession.objects.open().filter(user=user).values_list("kind").annotate(total=Sum("payable_per_hour"))
+    per_kind = {kind: Decimal(total) for kind, total in rows.values_list("kind", "total")}
+    on_compute = sum((v for k, v in per_kind.items() if k in COMPUTE_KINDS), ZERO) + pending_per_hour
+    others = sum((v for k, v in per_kind.items() if k not in COMPUTE_KINDS), ZERO)
+    if compute:
+        return to_cents(on_compute + others)
+    return to_cents(others + max(on_compute - trial, ZERO))
+
+
+def require_funds(user, needed: Decimal, *, compute: bool, pending_per_hour: Decimal = ZERO, upfront=False) -> None:
+    """The one funds and arrears gate that every resource that bills passes before it starts, resumes or grows.
+
+    ``needed`` is one hour of the new resource (or its prepaid term, ``upfront``). It must fit in the balance left
+    after one hour of everything the user already runs; a user in arrears (negative cash) starts nothing; compute
+    may spend the trial credit, other resources (``compute=False``) only cash. The monthly spending cap applies.
+
+    Call it inside the transaction that creates the resource: it locks the user's wallet row, so concurrent
+    requests of one user are checked one after another, each seeing what the one before committed.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("require_funds must run inside the transaction that creates the resource")
+    wallet = lock_wallet(user)
     now = timezone.now()
     cash, trial, _expires = _buckets(user, now)
-    balance = cash + trial
-    if balance < needed or balance <= 0:
+    if cash < 0:
         raise PaymentRequired(
-            _("Launching needs ¥%(needed)s and your balance is ¥%(balance)s. Top up to continue.")
-            % {"needed": needed, "balance": balance},
-            code="insufficient_balance",
+            _("Your balance is in arrears (¥%(cash)s): top up before starting anything that bills.") % {"cash": cash},
+            code="in_arrears",
         )
-    wallet = Wallet.objects.filter(user=user).first()
-    if wallet and wallet.spending_cap is not None:
+    balance = cash + trial if compute else cash
+    committed = _committed_per_hour(user, compute=compute, trial=trial, pending_per_hour=pending_per_hour)
+    if balance - committed < needed or balance <= 0:
+        raise PaymentRequired(_insufficient(needed, balance, committed, compute), code="insufficient_balance")
+    if wallet.spending_cap is not None:
         spent = month_spent(user, now)
-        prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
-        if spent >= wallet.spending_cap or (prepaid and spent + needed > wallet.spending_cap):
+        if spent >= wallet.spending_cap or (upfront and spent + needed > wallet.spending_cap):
             raise PaymentRequired(
                 _("This would pass your monthly spending cap of ¥%(cap)s (¥%(spent)s spent this month).")
                 % {"cap": wallet.spending_cap, "spent": spent},
                 code="spending_cap_reached",
             )
+
+
+def _insufficient(needed: Decimal, balance: Decimal, committed: Decimal, compute: bool) -> str:
+    values = {"needed": needed, "balance": balance, "committed": committed}
+    if committed > 0:
+        message = _(
+            "This needs ¥%(needed)s for its first hour, and ¥%(committed)s of your ¥%(balance)s balance is kept for "
+            "one hour of what you already run. Top up or stop something to continue."
+        )
+    elif compute:
+        message = _("Launching needs ¥%(needed)s and your balance is ¥%(balance)s. Top up to continue.")
+    else:
+        message = _(
+            "This needs ¥%(needed)s for its first hour and your cash balance is ¥%(balance)s. Top up to continue."
+        )
+    if not compute:
+        message += " " + _("Cloud disks and storage are paid from cash; the trial credit pays for compute only.")
+    return message % values
 
 
 # --- Charging ---------------------------------------------------------------------------------------------------------
@@ -339,11 +392,19 @@ def _expire(grant: TrialGrant, now: datetime) -> None:
 
 
 def parse_amount(value, *, field: str = "amount") -> Decimal:
-    """A positive amount in yuan with at most two decimals, or a ServiceError saying what is wrong."""
-    try:
-        amount = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError, TypeError) as exc:
-        raise ServiceError(_("The amount must be a number of yuan, e.g. 50 or 49.90."), code="invalid_amount") from exc
+    """An amount in yuan with at most two decimals, or a ServiceError saying what is wrong. Text must be written
+    the one plain way (``money.is_plain_amount``: ASCII digits, "-" and "."); callers refuse a negative amount
+    where it means nothing. A ``Decimal`` or ``int`` from code is taken as it is."""
+    if isinstance(value, Decimal | int) and not isinstance(value, bool):
+        amount = Decimal(value)
+    else:
+        text = str(value).strip()
+        if not is_plain_amount(text):
+            raise ServiceError(AMOUNT_TEXT_MESSAGE, code="invalid_amount")
+        try:
+            amount = Decimal(text)
+        except InvalidOperation as exc:  # cannot happen for plain text; kept so a future rule change fails clearly
+            raise ServiceError(AMOUNT_TEXT_MESSAGE, code="invalid_amount") from exc
     if not amount.is_finite():
         raise ServiceError(_("The amount must be a number of yuan, e.g. 50 or 49.90."), code="invalid_amount")
     if amount.quantize(CENT) != amount:

@@ -33,13 +33,30 @@ def _call(module: str, name: str, **kwargs):
     return func(**kwargs)
 
 
-def check_launch_funds(user, quote) -> None:
-    """Raise PaymentRequired unless ``user`` can pay one hour (or the prepaid term) of ``quote``."""
-    func = contract("billing.wallet", "check_launch_funds")
+def check_launch_funds(user, quote, *, exclude=None) -> None:
+    """Raise PaymentRequired unless ``user`` can pay one hour (or the prepaid term) of ``quote`` on top of one hour
+    of what already runs, including launches still on their way up (``exclude``: the instance being started).
+    Runs inside the transaction that creates or starts the instance: billing locks the wallet there."""
+    func, lock = contract("billing.wallet", "check_launch_funds"), contract("billing.wallet", "lock_wallet")
     if func is None:
-        logger.warning("billing.wallet.check_launch_funds is not available yet: skipped (billing issue 4)")
-        return
-    func(user, quote)
+        raise RuntimeError("billing.wallet.check_launch_funds is missing: refusing to launch unmetered")
+    if lock is not None:
+        lock(user)  # before reading what is on its way up, so a concurrent launch's row is seen once it commits
+    func(user, quote, pending_per_hour=_pending_per_hour(user, exclude))
+
+
+def _pending_per_hour(user, exclude=None):
+    """What the user's instances on their way up (not billed yet) will cost per hour once running."""
+    from django.db.models import Sum
+
+    from .choices import Status
+    from .models import Instance
+
+    starting = Instance.objects.filter(owner=user, status__in=(Status.CREATING, Status.STARTING))
+    if exclude is not None:
+        starting = starting.exclude(pk=exclude.pk)
+    total = starting.aggregate(total=Sum("price_per_hour"))["total"]
+    return total or 0
 
 
 def open_usage(instance, quote, started_at: datetime):

@@ -305,7 +305,7 @@ class Instance(models.Model):
     access = models.JSONField(_("access details"), default=dict, blank=True)
     price_per_hour = models.DecimalField(
         _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True,
-        help_text=_("The rate frozen when the instance last started running."),
+        help_text=_("The hourly rate of its current run, or of the run it is starting."),
     )  # fmt: skip
     auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
     idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)

@@ -18,6 +18,7 @@ from kombu.exceptions import OperationalError
 from billing.money import ZERO, to_cents
 from billing.quote import Quote, load_price_book, quote
 from console.errors import Conflict, NotFound, ServiceError
+from console.validators import clean_display_name
 
 from . import attachments, billing, conf
 from .backends import BackendError, Phase, TransientBackendError, get_backend
@@ -162,10 +163,7 @@ def _enqueue(task_name: str, instance: Instance, wanted: str) -> None:
 
 
 def _clean_name(name: str) -> str:
-    name = (name or "").strip()
-    if not name or len(name) > 64:
-        raise ServiceError(_("Give the instance a name of 1 to 64 characters."), code="invalid_name")
-    return name
+    return clean_display_name(name, max_length=64, field_label=_("instance"))
 
 
 def _spec_for(chip: Chip | None, cards: int) -> InstanceSpec:
@@ -260,9 +258,7 @@ def launch(user, request: LaunchRequest) -> Instance:
     image = get_image(request.image, family, user)
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
     attachments.check_launch(user, request)
-    # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period.
     for candidate in candidates:
-        billing.check_launch_funds(user, candidate.quote)
         instance = _create(user, name, candidate, image.slug, request, book)
         if instance is not None:
             record_launch(image.slug)
@@ -274,6 +270,9 @@ def launch(user, request: LaunchRequest) -> Instance:
 def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest, book) -> Instance | None:
     plan = book.plans[candidate.quote.plan_slug]
     with transaction.atomic():
+        # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
+        # locks the owner's wallet until this launch commits, so concurrent launches see each other.
+        billing.check_launch_funds(user, candidate.quote)
         node, victims = None, []
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)
@@ -288,7 +287,7 @@ def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest
             spot=request.spot, term_end_action=request.term_end_action, image=image,
             backend_name=node.backend_name if node else _zone_backend(candidate.zone),
             auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
-            status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING,
+            status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING, price_per_hour=candidate.quote.payable_per_hour,
         )  # fmt: skip
         InstanceEvent.objects.create(
             instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,
@@ -359,9 +358,9 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
     spec = _spec_for(None, 0) if to_no_card else instance.spec
     q = instance_quote(instance, spec=spec)
     in_paid_term = instance.term_ends_at is not None and instance.term_ends_at > timezone.now()
-    if not in_paid_term:
-        billing.check_launch_funds(instance.owner, q)
     with transaction.atomic():
+        if not in_paid_term:
+            billing.check_launch_funds(instance.owner, q, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.
         free(instance)
@@ -376,7 +375,8 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
             hold(instance, node, instance.cards)
             detail = node.name
         transition(instance, Status.STARTING, reason=Reason.START_REQUESTED, detail=detail, wanted=Wanted.RUNNING,
-                   stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0)  # fmt: skip
+                   stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0,
+                   price_per_hour=q.payable_per_hour)  # fmt: skip
         _enqueue("start", instance, Wanted.RUNNING)
     return instance
 

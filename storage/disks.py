@@ -19,14 +19,18 @@ import math
 import uuid
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing import metering
+from billing import metering, wallet
 from billing.models import UsageSession
+from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from console.errors import Conflict, NotFound, ServiceError
+from console.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.choices import Status
 from instances.models import Instance, Zone
@@ -97,8 +101,8 @@ def clean_size(size_gb) -> int:
 
 
 def clean_name(name) -> str:
-    name = (name or "").strip() if isinstance(name, str) else ""
-    if not name or len(name) > 64 or "/" in name or name in {".", ".."} or any(ord(c) < 32 for c in name):
+    name = clean_display_name(name, max_length=64, field_label=_("disk"))
+    if "/" in name or name in {".", ".."}:
         raise ServiceError(_("Give the disk a name of 1 to 64 characters without “/”."), code="invalid_name")
     return name
 
@@ -132,13 +136,39 @@ def prices_for(disks_) -> dict[int, StorageQuote]:
     return {size: quote_disk(size, price=price) for size in {d.size_gb for d in disks_}}
 
 
+def _check_limits(user, *, adding: int, grow_gb: int) -> None:
+    """The operator's per-user limits: how many disks, and how many GB in all (``DISK_MAX_PER_USER``,
+    ``DISK_MAX_TOTAL_GB``)."""
+    live = CloudDisk.objects.live().filter(owner=user)
+    count, total = live.count(), live.aggregate(total=Sum("size_gb"))["total"] or 0
+    if adding and count + adding > settings.DISK_MAX_PER_USER:
+        raise ServiceError(
+            _("You have %(count)s cloud disks, the most one account may have: delete one first.") % {"count": count},
+            code="disk_limit",
+        )
+    if total + grow_gb > settings.DISK_MAX_TOTAL_GB:
+        raise ServiceError(
+            _("Your cloud disks may hold %(max)s GB in all; you have %(total)s GB, so at most %(left)s GB more.")
+            % {"max": settings.DISK_MAX_TOTAL_GB, "total": total, "left": max(settings.DISK_MAX_TOTAL_GB - total, 0)},
+            code="disk_limit",
+        )
+
+
+def _require_funds(user, per_hour) -> None:
+    """Billing's funds and arrears gate for one more hour of disk (cash only), then the operator's limits."""
+    wallet.require_funds(user, to_cents(per_hour), compute=False)
+
+
 def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None) -> CloudDisk:
-    """Create a disk in ``zone`` and start metering it; with ``instance`` (the launch wizard), attach it too."""
+    """Create a disk in ``zone`` and start metering it; with ``instance`` (the launch wizard), attach it too.
+    Refused when the owner cannot pay its first hour on top of what already runs, or is over the disk limits."""
     name, size = clean_name(name), clean_size(size_gb)
     price = quote_disk(size, zone=zone)
     now = timezone.now()
     try:
         with transaction.atomic():
+            _require_funds(user, price.payable_per_hour)
+            _check_limits(user, adding=1, grow_gb=size)
             disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
             _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,
                    data={"per_gb_day": str(price.per_gb_day)})  # fmt: skip
@@ -161,6 +191,12 @@ def grow(user, public_id, size_gb) -> CloudDisk:
     """Grow a disk to ``size_gb`` GB (never shrink): billed at the new size from the next whole minute."""
     size = clean_size(size_gb)
     with transaction.atomic():
+        # The wallet first, then the disk: the one lock order (a launch locks the wallet before its disks).
+        current = get_disk(user, public_id, "change")
+        if size > current.size_gb:
+            extra = quote_disk(size, zone=current.zone).payable_per_hour
+            _require_funds(user, extra - quote_disk(current.size_gb, zone=current.zone).payable_per_hour)
+            _check_limits(user, adding=0, grow_gb=size - current.size_gb)
         disk = _locked(user, public_id)
         if size <= disk.size_gb:
             raise ServiceError(

@@ -13,6 +13,7 @@ rename on local disk) and the file's row is created in the same step; if either 
 import fcntl
 import hashlib
 import logging
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,9 @@ from django.db.models.functions import Concat, Substr
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from billing import wallet
+from billing.money import ZERO, to_cents
+from billing.quote import quote_storage
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 
 from . import paths, quota
@@ -245,6 +249,7 @@ def create_upload(user, *, folder_path, filename, length, content_type: str = ""
         # them on PostgreSQL, as SQLite's IMMEDIATE transactions already do.
         list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
         quota.check(user, length)
+        _require_storage_funds(user, length)
         upload = Upload.objects.create(
             owner=user, folder=folder, filename=name, length=length, content_type=(content_type or "")[:255]
         )
@@ -255,6 +260,21 @@ def create_upload(user, *, folder_path, filename, length, content_type: str = ""
         with _locked_staging(upload) as handle:
             _finish(upload, handle)
     return upload
+
+
+def _require_storage_funds(user, length: int) -> None:
+    """Bytes past the free tier are billed per GB-day: an upload that takes the user there passes billing's funds
+    and arrears gate for one hour of the extra GB (paid from cash, like every storage charge)."""
+    before = quota.usage_bytes(user) + quota.reserved_bytes(user)
+    free = quota.free_bytes()
+    if before + length <= free:
+        return
+    extra_gb = math.ceil((before + length - max(before, free)) / quota.GB)
+    try:
+        needed = to_cents(quote_storage("storage", extra_gb).payable_per_hour)
+    except ServiceError:  # no storage price published: nothing is charged beyond the free tier yet
+        needed = ZERO
+    wallet.require_funds(user, needed, compute=False)
 
 
 @contextmanager

@@ -48,7 +48,7 @@ class FakeBilling:
     def balance(self, user) -> Decimal:
         return self.balances.get(user.pk, self.default_balance)
 
-    def check_launch_funds(self, user, quote):
+    def check_launch_funds(self, user, quote, *, pending_per_hour=0):
         need = quote.payable_per_hour if quote.plan_slug == "payg" else quote.payable_total
         if self.balance(user) < need:
             raise PaymentRequired(

@@ -1,15 +1,14 @@
 """Cloud disks: zone-bound, one instance at a time (concurrent attempts too), hot-plug through the backend, grow
 only, kept when an instance is released, following it to another node, billed per GB-day exactly."""
 
-import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 import time_machine
-from django.db import connection, connections
+from django.db import connection
 
-from billing import metering
+from billing import metering, wallet
 from billing.models import LedgerTransaction, StoragePrice, UsageSession
 from console.errors import Conflict, ServiceError
 from instances import services
@@ -18,6 +17,9 @@ from instances.tests.fixtures import settle
 from storage import disks
 from storage.choices import DiskReason, DiskStatus
 from storage.models import CloudDisk
+from tests.fixtures.concurrency import race
+
+pytestmark = pytest.mark.usefixtures("owner_has_topped_up")
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 
@@ -225,32 +227,10 @@ def test_a_disk_follows_its_instance_to_another_node_of_the_zone(owner, zone, ru
     assert CloudDisk.objects.get(pk=disk.pk).instance == instance
 
 
-def _race(attempts):
-    """Run the attempts in threads started together; return what each returned or raised."""
-    barrier = threading.Barrier(len(attempts))
-    results = [None] * len(attempts)
-
-    def run(i, attempt):
-        try:
-            barrier.wait()
-            results[i] = attempt()
-        except Exception as exc:  # noqa: BLE001 - the outcome is what the test looks at
-            results[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(attempts)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
 def _concurrent_attaches(owner, zone, running):
     instances = [running(f"racer-{i}") for i in range(4)]
     disk = disks.create(owner, name="contested", size_gb=50, zone=zone)
-    results = _race([lambda i=i: disks.attach(owner, disk.public_id, i.public_id) for i in instances])
+    results = race([lambda i=i: disks.attach(owner, disk.public_id, i.public_id) for i in instances])
     won = [r for r in results if isinstance(r, CloudDisk)]
     lost = [r for r in results if isinstance(r, Conflict)]
     assert len(won) == 1 and len(lost) == 3, results
@@ -288,6 +268,7 @@ def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settin
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
         disk = disks.create(owner, name="data", size_gb=100, zone=zone)
+        _pay_out(owner)
     with time_machine.travel(T0 + timedelta(days=3), tick=False):
         metering.meter()  # ¥3 charged from a cash balance of 0: the owner owes money now
         assert storage_billing.note_disk_arrears() == 1
@@ -304,14 +285,21 @@ def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settin
 # The end of the retention period in arrears (SPEC §5) ------------------------------------------------------------
 
 
+def _pay_out(owner):
+    """The owner's cash is paid back out, so the disks' next charges put them in debt."""
+    cash = wallet.summary(owner).cash
+    wallet.withdraw_cash(user=owner, amount=cash, idempotency_key=f"payout:{owner.pk}:{cash}")
+
+
 def _in_arrears_from(owner, zone, settings, *, days=3):
-    """A 100 GB disk created at T0 with no money: after ``days`` the metering tick has put the owner in debt and
-    the daily job has marked the disk."""
+    """A 100 GB disk created at T0, then the owner's cash paid out: after ``days`` the metering tick has put the
+    owner in debt and the daily job has marked the disk."""
     from storage import billing as storage_billing
 
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
         disk = disks.create(owner, name="data", size_gb=100, zone=zone)
+        _pay_out(owner)
     with time_machine.travel(T0 + timedelta(days=days), tick=False):
         metering.meter()
         storage_billing.daily()
@@ -368,9 +356,10 @@ def test_a_disk_on_a_stopped_instance_is_detached_then_deleted_one_on_a_running_
     stopped_one, running_one = running(name="stopped-1"), running(name="running-1")
     services.stop(Instance.objects.with_related().get(pk=stopped_one.pk))
     settle()
+    with time_machine.travel(T0, tick=False):
+        other = disks.create(owner, name="scratch", size_gb=10, zone=zone)
     disk = _in_arrears_from(owner, zone, settings)
     with time_machine.travel(T0 + timedelta(days=4), tick=False):
-        other = disks.create(owner, name="scratch", size_gb=10, zone=zone)
         disks.attach(owner, disk.public_id, stopped_one.public_id)
         disks.attach(owner, other.public_id, running_one.public_id)
     CloudDisk.objects.filter(pk=other.pk).update(arrears_since=disk.arrears_since)

@@ -10,6 +10,8 @@ from marketplace.hub import services as hub_services
 from storage import disks
 from storage.models import CloudDisk, HubMount
 
+pytestmark = pytest.mark.usefixtures("owner_has_topped_up")
+
 
 @pytest.fixture
 def instance(launch):

@@ -8,7 +8,7 @@ from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from storage.models import CloudDisk, HubMount
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("owner_has_topped_up")]
 
 
 @pytest.fixture

@@ -146,7 +146,9 @@ def test_lookup_finds_an_entry_by_path(owner_api, owner):
     assert owner_api.get("/api/v1/storage/entries/lookup", {"path": "/nope"}).status_code == 404
 
 
-def test_usage_counts_stored_and_reserved_bytes_against_the_free_tier_and_ceiling(owner_api, owner, settings):
+def test_usage_counts_stored_and_reserved_bytes_against_the_free_tier_and_ceiling(
+    owner_api, owner_has_topped_up, owner, settings
+):
     settings.STORAGE_FREE_GB = 1 / 1024  # 1 MB free
     store_file(owner, "/big.bin", b"x" * (MB + 100))
     services.create_upload(owner, folder_path="/", filename="later.bin", length=500)
@@ -157,7 +159,9 @@ def test_usage_counts_stored_and_reserved_bytes_against_the_free_tier_and_ceilin
     assert body["billable"] == 100 and body["maximum"] == int(settings.STORAGE_MAX_GB * quota.GB)
 
 
-def test_billing_reads_every_users_usage_in_one_snapshot(owner, stranger, settings, django_assert_num_queries):
+def test_billing_reads_every_users_usage_in_one_snapshot(
+    owner_has_topped_up, owner, stranger, settings, django_assert_num_queries
+):
     settings.STORAGE_FREE_GB = 1 / 1024
     store_file(owner, "/a.bin", b"x" * (MB + 1))
     store_file(stranger, "/b.bin", b"y" * 10)

@@ -97,7 +97,7 @@ def test_downloading_from_the_page_streams_the_file(owner_client, owner):
     assert "filename*=utf-8''" in response["Content-Disposition"]
 
 
-def test_the_usage_bar_shows_used_free_and_maximum(owner_client, owner, settings):
+def test_the_usage_bar_shows_used_free_and_maximum(owner_client, owner_has_topped_up, owner, settings):
     settings.STORAGE_FREE_GB = 1 / 1024
     settings.STORAGE_MAX_GB = 4 / 1024
     owner_client.cookies["django_language"] = "en"

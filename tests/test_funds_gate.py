@@ -1,0 +1,185 @@
+"""The one funds and arrears gate: every resource that bills — instances, endpoints, cloud disks, storage past the
+free tier — is refused when the balance cannot carry its first hour on top of one hour of what already runs,
+when the owner is in arrears, or (disks) past the operator's per-user limits; nothing is written when refused.
+Concurrent launches of one user are checked one after another, so they cannot each spend the whole balance."""
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+
+from billing import wallet
+from billing.models import UsageSession
+from console.errors import PaymentRequired, ServiceError
+from instances import services
+from instances.models import Instance, Zone
+from storage import disks
+from storage.models import CloudDisk, Upload
+from storage.tests.fixtures import MB, tus_create
+from tests.fixtures.concurrency import race
+from tests.fixtures.factories import top_up
+
+pytestmark = pytest.mark.django_db
+
+CHIP, IMAGE = "mlu370-x8", "pytorch-2.2-neuware"
+
+
+@pytest.fixture
+def zone(catalog):
+    return Zone.objects.get(slug="cn-east-xc")
+
+
+def _launch(user, cards=2, name="gate"):
+    return services.launch(user, services.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=cards))
+
+
+def _rate(user, cards=2) -> Decimal:
+    return services.preview(
+        user, services.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=cards)
+    ).payable_per_hour
+
+
+def _in_arrears(user):
+    """Cash below zero, as metering leaves it when usage outruns the balance."""
+    top_up(user, "1")
+    wallet.adjust_balance(user=user, amount=Decimal("-3"), reason="usage owed", staff=None, idempotency_key="owed")
+    assert wallet.summary(user).cash == Decimal("-2.00")
+
+
+# Instances ------------------------------------------------------------------------------------------------------
+
+
+def test_launches_that_the_balance_cannot_carry_together_are_refused_once_it_is_committed(owner, catalog, instant):
+    top_up(owner, "10")
+    rate = _rate(owner)
+    fits = int(Decimal("10") // rate)
+    assert fits >= 2
+
+    started = [_launch(owner, name=f"gate-{i}") for i in range(fits)]
+    with pytest.raises(PaymentRequired) as refused:
+        _launch(owner, name="one-too-many")
+
+    assert len(started) == fits
+    assert "kept for one hour of what you already run" in refused.value.message
+    assert Instance.objects.filter(owner=owner).count() == fits
+
+
+def _concurrent_launches(owner):
+    top_up(owner, "10")
+    rate = _rate(owner)
+    results = race([lambda i=i: _launch(owner, name=f"race-{i}") for i in range(8)])
+    won = [r for r in results if isinstance(r, Instance)]
+    refused = [r for r in results if isinstance(r, PaymentRequired)]
+    assert len(won) + len(refused) == 8, results
+    # Exactly as many as one hour of the balance pays for: together they never outrun it.
+    assert len(won) * rate <= Decimal("10") < (len(won) + 1) * rate + Decimal("0.01")
+    assert Instance.objects.filter(owner=owner).count() == len(won)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_launches_cannot_each_spend_the_whole_balance_on_postgresql(owner, catalog, instant):
+    assert connection.vendor == "postgresql"
+    _concurrent_launches(owner)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_launches_cannot_each_spend_the_whole_balance_on_sqlite(owner, catalog, instant):
+    if connection.vendor != "sqlite":
+        pytest.skip("the PostgreSQL twin of this test runs there")
+    _concurrent_launches(owner)
+
+
+def test_a_user_in_arrears_launches_nothing_even_with_trial_credit(owner, catalog, instant):
+    wallet.grant_trial_credit(owner, owner.email)
+    _in_arrears(owner)
+
+    with pytest.raises(PaymentRequired) as refused:
+        _launch(owner)
+
+    assert refused.value.code == "in_arrears"
+    assert not Instance.objects.exists()
+
+
+def test_the_api_answers_a_refused_launch_with_402_and_the_reason(owner_api, owner, catalog, instant):
+    body = {"name": "gate", "chip": CHIP, "image": IMAGE, "cards": 2}
+    response = owner_api.post("/api/v1/instances", body, format="json", HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 402
+    assert response.json()["code"] == "insufficient_balance"
+    assert not Instance.objects.exists()
+
+
+# Cloud disks ----------------------------------------------------------------------------------------------------
+
+
+def test_a_disk_on_an_empty_wallet_is_refused_and_nothing_is_written(owner, zone):
+    with pytest.raises(PaymentRequired):
+        disks.create(owner, name="data", size_gb=100, zone=zone)
+    assert not CloudDisk.objects.exists() and not UsageSession.objects.exists()
+
+
+def test_disks_are_paid_from_cash_so_trial_credit_alone_does_not_buy_one(owner, zone):
+    wallet.grant_trial_credit(owner, owner.email)
+    with pytest.raises(PaymentRequired) as refused:
+        disks.create(owner, name="data", size_gb=100, zone=zone)
+    assert "trial credit pays for compute only" in refused.value.message
+
+
+def test_a_disk_in_arrears_is_refused(owner, zone):
+    _in_arrears(owner)
+    with pytest.raises(PaymentRequired) as refused:
+        disks.create(owner, name="data", size_gb=1, zone=zone)
+    assert refused.value.code == "in_arrears"
+
+
+def test_growing_a_disk_past_what_the_balance_carries_is_refused_and_the_size_kept(owner, zone):
+    top_up(owner, "1")
+    disk = disks.create(owner, name="data", size_gb=100, zone=zone)
+
+    with pytest.raises(PaymentRequired):
+        disks.grow(owner, disk.public_id, 32 * 1024)  # ¥13.65 an hour
+
+    disk.refresh_from_db()
+    assert disk.size_gb == 100
+    assert UsageSession.objects.open().get(resource_id=disk.public_id).payable_per_hour == Decimal("0.041667")
+
+
+def test_the_operator_limits_how_many_disks_and_how_many_gb_a_user_has(owner, zone, settings):
+    top_up(owner, "1000")
+    settings.DISK_MAX_PER_USER, settings.DISK_MAX_TOTAL_GB = 2, 150
+    first = disks.create(owner, name="a", size_gb=100, zone=zone)
+
+    with pytest.raises(ServiceError) as too_big:
+        disks.create(owner, name="b", size_gb=60, zone=zone)
+    assert too_big.value.code == "disk_limit" and "at most 50 GB more" in too_big.value.message
+    with pytest.raises(ServiceError):
+        disks.grow(owner, first.public_id, 151)
+    disks.create(owner, name="b", size_gb=50, zone=zone)
+    with pytest.raises(ServiceError) as too_many:
+        disks.create(owner, name="c", size_gb=1, zone=zone)
+    assert too_many.value.code == "disk_limit"
+    assert CloudDisk.objects.count() == 2
+
+
+def test_the_disk_api_answers_402_on_an_empty_wallet(owner_api, zone):
+    response = owner_api.post(
+        "/api/v1/disks", {"name": "data", "size_gb": 100, "zone": zone.slug}, format="json", HTTP_ACCEPT_LANGUAGE="en"
+    )
+    assert response.status_code == 402
+    assert response.json()["code"] == "insufficient_balance"
+    assert not CloudDisk.objects.exists()
+
+
+# Cloud storage past the free tier -------------------------------------------------------------------------------
+
+
+def test_an_upload_past_the_free_tier_needs_cash_one_within_it_does_not(owner_api, owner, catalog, settings):
+    settings.STORAGE_FREE_GB = 1 / 1024  # 1 MB free
+
+    assert tus_create(owner_api, MB // 2, "small.bin").status_code == 201
+    refused = tus_create(owner_api, MB, "big.bin")
+    assert refused.status_code == 402
+    assert Upload.objects.filter(owner=owner).count() == 1
+
+    top_up(owner, "10")
+    assert tus_create(owner_api, MB, "big.bin").status_code == 201

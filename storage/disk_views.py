@@ -36,7 +36,8 @@ def _disks_context(user, error: str = "", form=None) -> dict:
     rows = list(disks.user_disks(user))
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
-    for instance in Instance.objects.for_user(user).filter(status__in=disks.ATTACHABLE).order_by("name"):
+    attachable = Instance.objects.for_user(user).not_endpoints().filter(status__in=disks.ATTACHABLE)
+    for instance in attachable.order_by("name"):
         instances_by_zone.setdefault(instance.zone_id, []).append(instance)
     for disk in rows:
         disk.quote = prices[disk.size_gb]

@@ -79,7 +79,8 @@ def find_disk(user, name_or_id: str) -> CloudDisk:
 
 def attachable_instances(user, disk: CloudDisk):
     """The user's instances in the disk's zone that may take a disk now (the page's attach menu)."""
-    return Instance.objects.for_user(user).filter(zone_id=disk.zone_id, status__in=ATTACHABLE).order_by("name")
+    instances = Instance.objects.for_user(user).not_endpoints()
+    return instances.filter(zone_id=disk.zone_id, status__in=ATTACHABLE).order_by("name")
 
 
 # Creating, growing, deleting -------------------------------------------------------------------------------------

@@ -127,3 +127,12 @@ def test_the_pricing_page_states_the_disk_and_storage_prices(client, catalog):
     page = client.get("/pricing/").content.decode()
     assert "Cloud disks: ¥0.01 per GB-day" in page
     assert "the first 50 GB free, then ¥0.01 per GB-day" in page
+
+
+def test_the_attach_menus_offer_instances_not_inference_endpoints(owner, owner_client, deploy):
+    endpoint = deploy(owner)
+    disk = disks.create(owner, name="weights", size_gb=10, zone=endpoint.instance.zone)
+
+    assert list(disks.attachable_instances(owner, disk)) == []
+    html = owner_client.get("/storage/disks/").content.decode()
+    assert endpoint.instance.name not in html.split("weights", 1)[1]

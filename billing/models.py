@@ -27,6 +27,7 @@ from .choices import (
     TransactionKind,
     UsageKind,
 )
+from .display import rate_amount
 from .money import (
     FACTOR_DECIMAL_PLACES,
     FACTOR_MAX_DIGITS,
@@ -556,6 +557,8 @@ class Notification(models.Model):
         """The alert in the active language (stored as a kind and figures, so each reader gets their language)."""
         p = self.params
         if self.kind == NotificationKind.LOW_BALANCE:
+            # The stored rate keeps six places; the message shows it the way every page shows a rate.
+            p = {**p, "hourly": rate_amount(p.get("hourly"))}
             return (
                 gettext(
                     "Your balance of ¥%(balance)s covers less than one hour of your running resources (¥%(hourly)s "

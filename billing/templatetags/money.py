@@ -1,42 +1,28 @@
 """Template filters that show Decimal amounts without ever turning them into floats."""
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django import template
 
-from billing.money import CURRENCY_SYMBOL, to_cents, trim_rate
+from billing.display import as_decimal, format_cny, format_cny_rate, group_digits
 
 register = template.Library()
 
-
-def _decimal(value) -> Decimal | None:
-    if value is None or value == "":
-        return None
-    try:
-        return value if isinstance(value, Decimal) else Decimal(str(value))
-    except InvalidOperation:
-        return None
-
-
-def _group(amount: Decimal) -> str:
-    sign = "-" if amount < 0 else ""
-    whole, _, fraction = f"{abs(amount)}".partition(".")
-    grouped = f"{int(whole):,}"
-    return f"{sign}{grouped}.{fraction}" if fraction else f"{sign}{grouped}"
+# The filters only apply billing.display's one rule, so every page shows money the same way.
+_decimal = as_decimal
+_group = group_digits
 
 
 @register.filter
 def cny(value) -> str:
-    """A total: ¥27,648.00."""
-    amount = _decimal(value)
-    return "" if amount is None else f"{CURRENCY_SYMBOL}{_group(to_cents(amount))}"
+    """A total, to the fen: ¥27,648.00, −¥0.19."""
+    return format_cny(value)
 
 
 @register.filter
 def cny_rate(value) -> str:
-    """A rate, as precise as it is: ¥1.026, ¥1.71, ¥4.80."""
-    amount = _decimal(value)
-    return "" if amount is None else f"{CURRENCY_SYMBOL}{_group(trim_rate(amount))}"
+    """A price or rate, to the fen (four places only below one fen): ¥1.72, ¥0.0014."""
+    return format_cny_rate(value)
 
 
 @register.filter

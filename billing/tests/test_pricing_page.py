@@ -28,7 +28,7 @@ def test_a_visitor_sees_prices_with_the_subsidy_and_spot(client, catalog):
     assert response.status_code == 200
     html = response.content.decode()
     assert "¥1.71" in html  # 910B after the Xinchuang subsidy
-    assert "¥1.026" in html  # and as spot
+    assert "¥1.03" in html  # and as spot (¥1.026, shown to the fen)
     assert "¥4.80" in html  # A100 list price
     assert "Price not published yet" in html  # RTX 4090
 
@@ -58,7 +58,7 @@ def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
 
     html = client.get(reverse("billing:pricing"), query, HTTP_HX_REQUEST="true").content.decode()
 
-    assert 'id="payable-per-hour">¥1.026<' in html
+    assert 'id="payable-per-hour">¥1.03<' in html
 
 
 @pytest.mark.parametrize(

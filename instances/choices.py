@@ -60,6 +60,8 @@ SETTLED = frozenset({Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FA
 TERMINAL = frozenset({Status.RELEASED})
 # Live status: pages keep polling while an instance is in one of these (a running spot instance can be preempted).
 LIVE = ACTIVE | {Status.RELEASING}
+# The hourly price shows in these: the instance is billed now or about to be. Elsewhere nothing is billed per hour.
+PRICED = frozenset({Status.CREATING, Status.STARTING, Status.RUNNING})
 # The release countdown runs in these.
 RESTING = frozenset({Status.STOPPED, Status.PREEMPTED, Status.FAILED})
 

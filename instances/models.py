@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from .choices import BADGE_COLOURS, DOMESTIC_BACKENDS, LIVE, Backend, Reason, Status, TermEnd, Wanted
+from .choices import BADGE_COLOURS, DOMESTIC_BACKENDS, LIVE, PRICED, Backend, Reason, Status, TermEnd, Wanted
 from .querysets import ChipQuerySet, InstanceQuerySet, InstanceSpecQuerySet, NodeQuerySet, ZoneQuerySet
 
 
@@ -347,6 +347,12 @@ class Instance(models.Model):
     @property
     def is_live(self) -> bool:
         return self.status in LIVE
+
+    @property
+    def billed_rate(self):
+        """The hourly price to show: the rate of the run under way or starting; None while nothing is billed
+        (stopped, failed, released…), even though ``price_per_hour`` keeps the last run's rate."""
+        return self.price_per_hour if self.status in PRICED else None
 
     @property
     def family(self) -> str | None:

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from billing.models import Plan
 from billing.quote import quote_disk
+from console.chart_time import minute_label
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 
@@ -31,11 +32,35 @@ SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 @login_required
 @require_GET
 def instance_list(request):
-    instances = Instance.objects.for_user(request.user).with_related().visible().not_endpoints()
-    page = Paginator(instances, PAGE_SIZE).get_page(request.GET.get("page"))
+    """The current instances (live status), or with ``?show=released`` the released ones: when they ran and
+    what they cost."""
+    mine = Instance.objects.for_user(request.user).with_related().not_endpoints()
+    if request.GET.get("show") == "released":
+        return _released_list(request, mine)
+    page = Paginator(mine.visible(), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page_obj": page, "instances": page.object_list, "any_live": any(i.is_live for i in page)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
     return render(request, template, context)
+
+
+def _released_list(request, mine):
+    released = mine.released().prefetch_related(Prefetch("events", InstanceEvent.objects.order_by("at", "id")))
+    page = Paginator(released, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [_released_row(instance) for instance in page]
+    context = {"page_obj": page, "released_rows": rows, "show_released": True}
+    return render(request, "instances/list.html", context)
+
+
+def _released_row(instance) -> dict:
+    events = list(instance.events.all())
+    ran = [e.at for e in events if e.new == "running" and e.old != "running"]
+    released_at = next((e.at for e in reversed(events) if e.new == "released"), None)
+    return {
+        "instance": instance,
+        "first_run": ran[0] if ran else None,
+        "released_at": released_at,
+        "cost": services.cost_so_far(instance, events),
+    }
 
 
 def _wizard_form(request, data=None):
@@ -168,11 +193,26 @@ def detail(request, public_id):
         # An endpoint has no SSH, JupyterLab or training curves: its own page has its keys and the curl example.
         return redirect(_endpoint_url(instance))
     if wants_partial(request):
-        return render(request, "instances/detail.html#status", _detail_context(instance))
-    from storage.disk_views import panel_context  # the disks-and-mounts panel (issue 7)
-
-    context = _detail_context(instance) | panel_context(request.user, instance) | _shutdown_context(instance)
+        # The poll says which status the page shows; a change (released: disks detached, nothing to change)
+        # brings the panels below the status along, out of band.
+        changed = request.GET.get("seen") != instance.status
+        return _status_partial(request, instance, refresh_panels=changed)
+    context = _detail_context(instance) | _panels_context(request.user, instance)
     return render(request, "instances/detail.html", context)
+
+
+def _panels_context(user, instance) -> dict:
+    """The disks-and-mounts panel and the auto-shutdown panel: they depend on the status too."""
+    from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
+
+    return panel_context(user, instance) | _shutdown_context(instance)
+
+
+def _status_partial(request, instance, error="", *, refresh_panels=True):
+    context = _detail_context(instance, error)
+    if refresh_panels:
+        context |= _panels_context(request.user, instance) | {"refresh_panels": True}
+    return render(request, "instances/detail.html#status", context)
 
 
 def _shutdown_context(instance, form=None) -> dict:
@@ -222,7 +262,7 @@ def _act(request, public_id, operation):
     except ServiceError as exc:
         error = str(exc.message)
     if wants_partial(request):
-        return render(request, "instances/detail.html#status", _detail_context(_fetch(request, public_id), error))
+        return _status_partial(request, _fetch(request, public_id), error)
     if error:
         messages.error(request, error)
     return redirect(instance)
@@ -264,7 +304,7 @@ def metrics(request, public_id):
     return JsonResponse(
         {
             "simulated": backend.simulated,
-            "labels": [p.at.strftime("%H:%M") for p in points],
+            "labels": [minute_label(p.at) for p in points],
             "card_utilisation": [p.card_utilisation for p in points],
             "memory_used": [p.memory_used for p in points],
         }

@@ -51,6 +51,10 @@ class InstanceQuerySet(models.QuerySet):
         """Released instances drop off the list (their events stay)."""
         return self.exclude(status="released")
 
+    def released(self):
+        """The released ones: the list's history tab."""
+        return self.filter(status="released")
+
     def not_endpoints(self):
         """Instances proper: inference endpoints are instances too, but have their own pages, list and API."""
         return self.exclude(kind="endpoint")

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from console.errors import ServiceError
+from console.jsonbody import InvalidJsonBody, parse_json_body
 
 from . import endpoints
 from .choices import Status
@@ -97,9 +98,9 @@ def _upstream_url(endpoint, path: str) -> str:
 
 def _proxy(request, endpoint, key, path):
     try:
-        body = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        body = None
+        body = parse_json_body(request.body or b"{}")
+    except InvalidJsonBody as exc:
+        return openai_error(400, exc.message, type_="invalid_request_error", code="invalid_json")
     if not isinstance(body, dict):
         return openai_error(400, _("The request body must be a JSON object."), type_="invalid_request_error",
                             code="invalid_json")  # fmt: skip
@@ -127,7 +128,7 @@ def _proxy(request, endpoint, key, path):
     content = upstream.content
     usage = {}
     try:
-        usage = json.loads(content).get("usage") or {}
+        usage = parse_json_body(content).get("usage") or {}
     except (ValueError, AttributeError):
         pass
     endpoints.log_request(endpoint, key, path=path, status_code=upstream.status_code, latency_ms=_ms(started),
@@ -167,7 +168,7 @@ class _TokenCounter:
         if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
             return
         try:
-            event = json.loads(line[5:])
+            event = parse_json_body(line[5:])
         except ValueError:
             return
         if isinstance(event, dict):

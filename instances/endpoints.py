@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
 from console import keys
+from console.chart_time import minute_label
 from console.errors import Conflict, NotFound, ServiceError
 
 from . import services
@@ -250,13 +251,21 @@ def touch(endpoint: Endpoint) -> None:
 
 
 def log_request(endpoint: Endpoint, key, *, path, status_code, latency_ms, usage=None, stream=False, at=None):
-    """Append one row to the endpoint's request log."""
-    usage = usage or {}
+    """Append one row to the endpoint's request log. ``usage`` comes from the model server, which the endpoint's
+    owner controls: token counts that are not whole numbers in range count as 0."""
+    usage = usage if isinstance(usage, dict) else {}
     return EndpointRequest.objects.create(
         endpoint=endpoint, key=key, at=at or timezone.now(), path=path[:64], status_code=status_code,
-        latency_ms=max(int(latency_ms), 0), prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0), stream=stream,
+        latency_ms=max(int(latency_ms), 0), prompt_tokens=_tokens(usage.get("prompt_tokens")),
+        completion_tokens=_tokens(usage.get("completion_tokens")), stream=stream,
     )  # fmt: skip
+
+
+MAX_TOKENS_LOGGED = 2**31 - 1
+
+
+def _tokens(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS_LOGGED else 0
 
 
 def recent_requests(endpoint: Endpoint, limit: int = 20):
@@ -279,7 +288,7 @@ def request_chart(endpoint: Endpoint, minutes: int = 60) -> dict:
         .order_by("minute")
     )
     return {
-        "labels": [timezone.localtime(r["minute"]).strftime("%H:%M") for r in rows],
+        "labels": [minute_label(r["minute"]) for r in rows],
         "requests": [r["requests"] for r in rows],
         "errors": [r["errors"] for r in rows],
         "latency_ms": [round(r["latency"] or 0) for r in rows],

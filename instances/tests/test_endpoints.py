@@ -255,3 +255,28 @@ def test_a_real_backend_that_reported_no_model_server_answers_502_without_a_requ
 
     assert response.status_code == 502
     assert response.json()["error"]["code"] == "upstream_unavailable"
+
+
+def test_a_deeply_nested_body_answers_400_in_openais_shape(owner, deploy):
+    endpoint = deploy(owner)
+    key = endpoints.create_key(endpoint)
+    body = b"[" * 5000 + b"]" * 5000
+
+    response = Client().post(
+        "/v1/chat/completions", body, content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key.plaintext}", HTTP_ACCEPT_LANGUAGE="en",
+    )  # fmt: skip
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert "nested too deeply" in response.json()["error"]["message"]
+
+
+def test_token_counts_a_model_server_makes_up_are_logged_as_zero(owner, deploy):
+    endpoint = deploy(owner)
+    key = endpoints.create_key(endpoint)
+    for usage in ({"prompt_tokens": "many", "completion_tokens": -5}, ["not", "a", "dict"], {"prompt_tokens": 2**40}):
+        row = endpoints.log_request(
+            endpoint, key.key, path="chat/completions", status_code=200, latency_ms=1, usage=usage
+        )
+        assert (row.prompt_tokens, row.completion_tokens) == (0, 0)

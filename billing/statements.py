@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 
 from console import csvsafe
 
+from .catalog_names import chip_names, plan_names, zone_names
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
 from .money import summed
@@ -22,6 +23,9 @@ class StatementLine:
     label: str
     chip: str
     cards: int
+    chip_name: str
+    zone_name: str
+    plan_name: str
     minutes: int
     charged: Decimal
     subsidy: Decimal
@@ -82,6 +86,9 @@ def month_statement(user, month: date, rows=None) -> Statement:
     sessions = {}
     for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
         sessions[s.resource_id] = s  # the latest session names the resource
+    chips = chip_names(s.chip_slug for s in sessions.values())
+    zones = zone_names(s.zone_slug for s in sessions.values())
+    plans = plan_names(s.plan_slug for s in sessions.values())
     lines = []
     for row in rows:
         s = sessions.get(row["resource_id"])
@@ -93,6 +100,9 @@ def month_statement(user, month: date, rows=None) -> Statement:
                 label=(s.label if s else "") or str(row["resource_id"] or ""),
                 chip=s.chip_slug if s else "",
                 cards=s.cards if s else 0,
+                chip_name=chips.get(s.chip_slug, s.chip_slug) if s else "",
+                zone_name=zones.get(s.zone_slug, s.zone_slug) if s else "",
+                plan_name=plans.get(s.plan_slug, s.plan_slug) if s else "",
                 minutes=row["minutes"] or 0,
                 charged=-summed(row["charged"]),
                 subsidy=summed(row["subsidy"]),
@@ -108,15 +118,16 @@ def month_statement(user, month: date, rows=None) -> Statement:
 
 
 def statement_csv(statement: Statement, out) -> None:
+    # The chip column keeps the slug for scripts; the names people read follow at the end of each row.
     writer = csvsafe.writer(out)
     writer.writerow(
         [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
-         _("Subsidy (CNY)")]
+         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan")]
     )  # fmt: skip
     for line in statement.lines:
         writer.writerow(
             [line.resource_id or "", line.kind, line.label, line.chip, line.cards, line.minutes, line.charged,
-             line.subsidy]
+             line.subsidy, line.chip_name, line.zone_name, line.plan_name]
         )  # fmt: skip
     writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
 

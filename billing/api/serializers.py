@@ -144,6 +144,7 @@ class StatementLineSerializer(serializers.Serializer):
     kind = serializers.CharField()
     label = serializers.CharField()
     chip = serializers.CharField()
+    chip_name = serializers.CharField()
     cards = serializers.IntegerField()
     minutes = serializers.IntegerField()
     charged = _money()

@@ -12,12 +12,14 @@ from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, S
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from billing.choices import SPEND_KINDS, AccountKind, TransactionKind
+from billing.catalog_names import chip_names, plan_names, zone_names
+from billing.choices import SPEND_KINDS, AccountKind, TransactionKind, UsageKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.statements import month_bounds
 from billing.subsidies import usage_month
 from console import csvsafe
+from console.chart_time import slot_label
 from instances.choices import Status
 from instances.models import Chip, Instance, Node, Zone
 
@@ -121,8 +123,12 @@ def capacity_series(hours: int = 24, now: datetime | None = None) -> dict:
             slots.append(row["at"])
         used[row["chip__slug"]][row["at"]] = row["used"] or 0
         total[row["at"]] += row["total"] or 0
-    labels = [timezone.localtime(s).strftime("%m-%d %H:%M") for s in slots]
-    datasets = [{"label": chip, "data": [series.get(s, 0) for s in slots]} for chip, series in sorted(used.items())]
+    labels = [slot_label(s) for s in slots]
+    names = chip_names(used)
+    datasets = [
+        {"label": names.get(chip, chip), "slug": chip, "data": [series.get(s, 0) for s in slots]}
+        for chip, series in sorted(used.items())
+    ]
     return {"labels": labels, "datasets": datasets, "total": [total[s] for s in slots]}
 
 
@@ -152,6 +158,24 @@ class Revenue:
     by_chip: list[tuple[str, Money]] = field(default_factory=list)
     by_zone: list[tuple[str, Money]] = field(default_factory=list)
     by_plan: list[tuple[str, Money]] = field(default_factory=list)
+
+    # The breakdowns keep slugs (as the ledger does); these rows put the catalog's names on them for the page.
+    @property
+    def chip_rows(self) -> list[tuple[str, Money]]:
+        return _named(self.by_chip, chip_names)
+
+    @property
+    def zone_rows(self) -> list[tuple[str, Money]]:
+        return _named(self.by_zone, zone_names)
+
+    @property
+    def plan_rows(self) -> list[tuple[str, Money]]:
+        return _named(self.by_plan, plan_names)
+
+
+def _named(groups: list[tuple[str, Money]], names_of) -> list[tuple[str, Money]]:
+    names = names_of(key for key, _money in groups) | {STORAGE_GROUP: str(UsageKind.STORAGE.label)}
+    return [(names.get(key, key), money) for key, money in groups]
 
 
 def _local_midnight(day: date) -> datetime:

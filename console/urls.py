@@ -6,6 +6,7 @@ app_name = "console"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("console/", views.dashboard, name="dashboard"),
     path("console/tokens/", views.tokens, name="tokens"),
     path("console/tokens/<uuid:public_id>/revoke/", views.revoke_token, name="revoke-token"),

@@ -6,7 +6,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.utils.translation import gettext as _
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -78,14 +80,22 @@ def healthz(request):
     return JsonResponse(report, status=200 if report["status"] == "ok" else 503)
 
 
-def _error(request, status, code, message):
-    """The error in the shape the caller reads: OpenAI's on the /v1 proxy, the API's on /api, a page elsewhere."""
+def _json_error(request, status, code, message):
+    """OpenAI's error shape on the /v1 proxy, the API's on /api; None for a page."""
     if request.path.startswith(OPENAI_PREFIX):
         kind = "server_error" if status >= 500 else "invalid_request_error"
         return JsonResponse({"error": {"message": str(message), "type": kind, "code": code}}, status=status)
     if request.path.startswith(API_PREFIXES):
         return JsonResponse({"code": code, "message": str(message)}, status=status)
-    return render(request, "error.html", {"status": status, "message": message}, status=status)
+    return None
+
+
+def _error(request, status, code, message, template="error.html"):
+    """The error in the shape the caller reads: JSON on the API paths, a page in the console's look elsewhere."""
+    response = _json_error(request, status, code, message)
+    if response is not None:
+        return response
+    return render(request, template, {"status": status, "message": message}, status=status)
 
 
 def error_400(request, exception=None):
@@ -102,8 +112,18 @@ def error_403(request, exception=None):
 
 
 def error_404(request, exception=None):
-    return _error(request, 404, "not_found", _("Not found."))
+    return _error(request, 404, "not_found", _("Not found."), template="404.html")
 
 
 def error_500(request):
-    return _error(request, 500, "server_error", _("Something went wrong on our side; we have been notified."))
+    message = _("Something went wrong on our side; we have been notified.")
+    response = _json_error(request, 500, "server_error", message)
+    # The page is 500.html rendered without the request's context: whatever broke (the database, the session)
+    # cannot break the error page too.
+    return response if response is not None else defaults.server_error(request)
+
+
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page links; send them to the SVG."""
+    return redirect(static("favicon.svg"))

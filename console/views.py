@@ -12,7 +12,7 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import services
+from . import onboarding, services
 from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
 from .htmx import wants_partial
@@ -31,6 +31,8 @@ def dashboard(request):
     context = {
         "active_tokens": ApiToken.objects.for_user(request.user).active().count(),
     } | wallet_context(request.user)
+    if onboarding.needs_first_steps(request.user):
+        context |= {"first_steps": True, "trial_buys": onboarding.trial_buys(request.user)}
     return render(request, "console/dashboard.html", context)
 
 

@@ -60,3 +60,37 @@ def test_the_500_handler_answers_the_standalone_page_and_json_on_the_api():
     assert page.status_code == 500 and 'id="server-error"' in page.content.decode()
     api = views.error_500(RequestFactory().get("/api/v1/me"))
     assert api.status_code == 500 and json.loads(api.content)["code"] == "server_error"
+
+
+def _cheapest_card_per_hour():
+    from billing.quote import load_price_book, quote
+    from instances.models import Chip
+
+    book = load_price_book()
+    prices = []
+    for chip in Chip.objects.rentable():
+        try:
+            prices.append((quote(chip=chip, cards=1, book=book).payable_per_hour, chip))
+        except Exception:  # noqa: BLE001  (a chip without a price is simply not offered)
+            continue
+    return min(prices, key=lambda row: row[0])
+
+
+def test_a_newcomers_dashboard_offers_a_first_launch_and_says_what_the_trial_buys(owner_client, catalog, settings):
+    from decimal import ROUND_DOWN, Decimal
+
+    settings.TRIAL_CREDIT_CNY = "10"
+    owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    html = owner_client.get(reverse("console:dashboard")).content.decode()
+    card = html.split('id="first-steps"', 1)[1].split("</section>", 1)[0]
+    assert f'href="{reverse("instances:launch")}" id="first-launch"' in card
+    per_hour, chip = _cheapest_card_per_hour()
+    hours = (Decimal("10") / per_hour).quantize(Decimal("0.1"), rounding=ROUND_DOWN)
+    assert f"about {hours} hours of one {chip.label} card" in " ".join(card.split())
+    assert "¥10.00" in card
+
+
+def test_the_first_steps_card_goes_once_there_is_an_instance(owner_client, launch):
+    launch(name="first")
+    html = owner_client.get(reverse("console:dashboard")).content.decode()
+    assert 'id="first-steps"' not in html

@@ -1,0 +1,45 @@
+"""The dashboard's first steps for someone with no instance yet: what the trial credit buys, priced live."""
+
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
+
+from billing.quote import load_price_book, quote
+from billing.wallet import trial_amount
+from instances.models import Chip, Instance
+
+from .errors import ServiceError
+
+
+@dataclass(frozen=True)
+class TrialBuys:
+    """``credit`` pays for about ``hours`` hours of one ``chip`` card at ``per_hour`` (pay-as-you-go, after
+    subsidies): the cheapest card on offer now."""
+
+    credit: Decimal
+    chip: Chip
+    per_hour: Decimal
+    hours: Decimal
+
+
+def needs_first_steps(user) -> bool:
+    """No instance ever launched (released ones count: they have launched before)."""
+    return not Instance.objects.for_user(user).not_endpoints().exists()
+
+
+def trial_buys(user) -> TrialBuys | None:
+    """What the trial credit buys on the cheapest card with a published price (the one quote function prices
+    every chip, for this user); None when no chip is priced yet."""
+    book = load_price_book(user=user)
+    priced = []
+    for chip in Chip.objects.rentable().order_by("sort_order"):
+        try:
+            priced.append((quote(chip=chip, cards=1, book=book).payable_per_hour, chip.sort_order, chip))
+        except ServiceError:
+            continue  # not offered in any zone yet, or no price published
+    priced = [row for row in priced if row[0] > 0]
+    if not priced:
+        return None
+    per_hour, _order, chip = min(priced, key=lambda row: row[:2])
+    credit = trial_amount()
+    hours = (credit / per_hour).quantize(Decimal("0.1"), rounding=ROUND_DOWN)
+    return TrialBuys(credit=credit, chip=chip, per_hour=per_hour, hours=hours)

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 
-from . import payments, statements, wallet
+from . import hourly, payments, statements, wallet
 from .arrears import retention_days
 from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm
 from .models import LedgerTransaction, Notification
@@ -41,6 +41,7 @@ def wallet_context(user) -> dict:
         "wallet": wallet.summary(user),
         "notifications": list(Notification.objects.for_user(user).unread()[:5]),
         "spend_chart": chart_data(user),
+        "billing_now": hourly.describe(hourly.billing_now(user)),
         "retention_days": retention_days(),
     }
 

@@ -15,6 +15,7 @@ from marketplace.inference import services as inference
 
 from . import endpoints, services
 from .backends import get_backend
+from .models import Instance
 
 DETAIL = "instances/endpoints/detail.html"
 NEW_KEY_SESSION = "endpoints:new-key"
@@ -63,7 +64,13 @@ def deploy(request, slug):
         else:
             return redirect(endpoint)
     offers = inference.offers(template, load_price_book(user=request.user), user=request.user)
-    context = {"template": template, "offers": offers, "error": error, "form_data": request.POST}
+    context = {
+        "template": template,
+        "offers": offers,
+        "error": error,
+        "form_data": request.POST,
+        "kind": Instance.Kind.ENDPOINT.label,
+    }
     return render(request, "instances/endpoints/deploy.html", context, status=status)
 
 

@@ -6,13 +6,17 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET, require_POST
 
 from billing.quote import load_price_book
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
+from instances.attachments import MOUNTABLE
+from instances.models import Instance
+from storage.models import HubMount
 
 from .forms import HubSearchForm
 from .hub import services
@@ -20,6 +24,7 @@ from .hub import services
 LIST_TEMPLATE = "marketplace/hub/list.html"
 DETAIL_TEMPLATE = "marketplace/hub/detail.html"
 PAGE_SIZE = 20
+MOUNT_CHOICES = 10  # instances offered on an item's page; the rest mount from their own page
 
 
 class CappedPaginator(Paginator):
@@ -83,24 +88,40 @@ def _item_or_404(request, org: str, name: str):
         raise Http404(exc.message) from exc
 
 
-def _instances_url() -> str | None:
-    try:
-        return reverse("instances:list")
-    except NoReverseMatch:
-        return None
+def _mount_choices(user, item) -> list[dict]:
+    """The user's instances that can take a mount now (running, starting or stopped…), newest first, each with
+    whether ``item`` is already mounted there."""
+    if not user.is_authenticated:
+        return []
+    instances = list(
+        Instance.objects.for_user(user).not_endpoints().filter(status__in=MOUNTABLE).with_related()[:MOUNT_CHOICES]
+    )
+    mounted = set(HubMount.objects.filter(instance__in=instances, repo=item.repo).values_list("instance_id", flat=True))
+    return [{"instance": i, "mounted": i.pk in mounted} for i in instances]
+
+
+def _launch_with_mount_url(item, chip_prices) -> str:
+    """The launch wizard with ``item`` preselected as a mount, on the cheapest chip it runs on."""
+    params = {"cards": "1", "plan": "payg", "term_end_action": "continue", "mounts": item.repo}
+    priced = [row for row in chip_prices if row.per_card_hour is not None]
+    if priced:
+        params["chip"] = min(priced, key=lambda row: row.per_card_hour).chip.slug
+    return f"{reverse('instances:launch')}?{urlencode(params)}"
 
 
 @require_GET
 def hub_detail(request, org: str, name: str):
     item = _item_or_404(request, org, name)
     files = list(services.files_of(item))
+    chip_prices = services.chip_prices(item, load_price_book(user=request.user))
     context = {
         "item": item,
         "files": files,
         "files_total": sum(f.size_bytes for f in files),
-        "chip_prices": services.chip_prices(item, load_price_book(user=request.user)),
+        "chip_prices": chip_prices,
         "liked": services.liked_by(request.user, item),
-        "instances_url": _instances_url(),
+        "mount_choices": _mount_choices(request.user, item),
+        "launch_with_mount_url": _launch_with_mount_url(item, chip_prices),
     }
     return render(request, DETAIL_TEMPLATE, context)
 

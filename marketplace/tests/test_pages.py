@@ -100,17 +100,38 @@ def _mount_cta(html):
     return html.split('id="mount-cta"', 1)[0].rsplit("<", 1)[1]
 
 
-def test_mounting_is_announced_honestly_until_instances_exist(chat_models, english, monkeypatch):
-    monkeypatch.setattr("marketplace.views._instances_url", lambda: None)
+def test_an_anonymous_visitor_is_asked_to_log_in_to_mount(chat_models, english):
     html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
-    assert _mount_cta(html).startswith("button") and "Mounting arrives with instances" in html
+    assert _mount_cta(html).startswith('a class="btn btn-primary btn-sm" href="/accounts/login/?next=')
 
 
-def test_the_mount_button_leads_to_instances_once_they_exist(chat_models, english, monkeypatch):
-    monkeypatch.setattr("marketplace.views._instances_url", lambda: "/instances/")
+def test_without_instances_the_mount_button_opens_the_wizard_with_the_repo_preselected(chat_models, english, owner):
+    english.force_login(owner)
     html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
-    assert _mount_cta(html).startswith('a class="btn btn-primary btn-sm" href="/instances/"')
-    assert "Mounting arrives with instances" not in html
+    assert 'id="mount-choices"' not in html
+    href = _mount_cta(html).split('href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    assert href.startswith("/instances/new/?") and "mounts=THUDM%2Fchatglm3-6b" in href
+    wizard = english.get(href).content.decode()
+    assert 'value="THUDM/chatglm3-6b"' in wizard  # the mounts field comes filled in
+
+
+def test_with_instances_the_mount_button_offers_them_and_mounts_the_repo(chat_models, english, owner, launch):
+    from instances.tests.fixtures import settle
+    from storage.models import HubMount
+
+    instance = launch(name="glm-box")
+    settle()
+    english.force_login(owner)
+    html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
+    picker = html.split('id="mount-choices"', 1)[1].split("</ul>", 1)[0]
+    action = reverse("storage:instance-mount", args=[instance.public_id])
+    assert "glm-box" in picker and f'action="{action}"' in picker
+
+    response = english.post(action, {"repo": "THUDM/chatglm3-6b"})
+    assert response.status_code == 302 and response["Location"].startswith(instance.get_absolute_url())
+    assert HubMount.objects.filter(instance=instance, repo="THUDM/chatglm3-6b").exists()
+    again = english.get("/hub/THUDM/chatglm3-6b").content.decode().split('id="mount-choices"', 1)[1]
+    assert "mount-into" not in again.split("</ul>", 1)[0]  # already mounted there: no second button
 
 
 def test_a_private_item_page_is_the_same_404_as_a_missing_one(make_item, owner, owner_client, client):

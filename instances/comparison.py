@@ -1,7 +1,9 @@
 """The chip comparison: one chart and one plain table per figure, from published figures and the quote function.
 
 Chart values travel as decimal strings (the page's script only plots them); a chip without a published figure
-is left out of that chart and shown as "not published" in the table.
+is left out of that chart and shown as "not published" in the table. The price and cost charts compare what can
+be bought: a chip that is not for sale (a reference chip, or one without a published price) is left out of them,
+and the other charts mark a reference chip "not for sale".
 """
 
 from dataclasses import dataclass, field
@@ -9,12 +11,16 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.utils.translation import gettext as _
 
-from billing.money import CURRENCY_SYMBOL, to_cents, trim_rate
+from billing.display import format_cny, format_cny_rate
+from billing.money import to_cents
 from billing.quote import PriceBook, Quote
 from billing.services import price_row
 
 TOKENS_PER_COST_UNIT = Decimal(10) ** 8  # cost per 100 M tokens
-IMAGES_PER_COST_UNIT = Decimal(1000)
+# Per 10 million images, to the fen: per 1,000 images the domestic chips all cost about ¥0.0001 and drew
+# equal bars; per 10 M they read ¥0.71, ¥0.84, ¥1.30 — different bars, and the table's figures agree.
+IMAGES_PER_COST_UNIT = Decimal(10) ** 7
+PRICE_CHARTS = ("price", "tokens", "images")
 SECONDS_PER_HOUR = 3600
 SCALING_SIZES_MAX = 4
 
@@ -65,7 +71,11 @@ def _pct(value) -> str | None:
 
 
 def _money(value) -> str | None:
-    return None if value is None else f"{CURRENCY_SYMBOL}{trim_rate(value)}"
+    return None if value is None else format_cny(value)
+
+
+def _rate(value) -> str | None:
+    return None if value is None else format_cny_rate(value)
 
 
 def cost_per_100m_tokens(price: Quote | None, tokens_per_s) -> Decimal | None:
@@ -75,11 +85,11 @@ def cost_per_100m_tokens(price: Quote | None, tokens_per_s) -> Decimal | None:
     return to_cents(price.payable_per_card_hour * TOKENS_PER_COST_UNIT / (tokens_per_s * SECONDS_PER_HOUR))
 
 
-def cost_per_1000_images(price: Quote | None, images_per_s) -> Decimal | None:
+def cost_per_10m_images(price: Quote | None, images_per_s) -> Decimal | None:
+    """Card-hours to classify 10 M images at the published rate, times the payable price per card-hour."""
     if price is None or not images_per_s:
         return None
-    cost = price.payable_per_card_hour * IMAGES_PER_COST_UNIT / (images_per_s * SECONDS_PER_HOUR)
-    return cost.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+    return to_cents(price.payable_per_card_hour * IMAGES_PER_COST_UNIT / (images_per_s * SECONDS_PER_HOUR))
 
 
 def _charts() -> list[Chart]:
@@ -105,10 +115,10 @@ def _charts() -> list[Chart]:
               datasets=[(_("Cost per 100 M tokens"), 2)],
               note=_("From the published GLM-70B throughput (DP=128, TP=8), taken per card, at the "
                      "pay-as-you-go price after subsidy.")),
-        Chart("images", _("Cost per 1,000 images (ResNet-50 inference, batch 128)"), "CNY",
+        Chart("images", _("Cost per 10 M images (ResNet-50 inference, batch 128)"), "CNY",
               [_("Precision"), _("Images/s"), _("Latency (ms)"), _("Demo price per hour (as published)"),
-               _("Cost per 1,000 images")],
-              datasets=[(_("Cost per 1,000 images"), 4)],
+               _("Cost per 10 M images")],
+              datasets=[(_("Cost per 10 M images"), 4)],
               note=_("At today's pay-as-you-go price per card-hour after subsidy; the article's demo instance "
                      "prices are shown for reference.")),
     ]  # fmt: skip
@@ -127,7 +137,7 @@ def comparison(chips, book: PriceBook) -> list[Chart]:
         prices = price_row(book, chip) if chip.rentable else None
         hourly = prices.hourly if prices else None
         spot = prices.spot if prices else None
-        label = chip.label
+        label = chip.label if chip.rentable else _("%(chip)s (not for sale)") % {"chip": chip.label}
         ratio = chip.measured_ratio_bf16
         charts["tflops"].add(
             label,
@@ -146,24 +156,32 @@ def comparison(chips, book: PriceBook) -> list[Chart]:
         cells, values = _scaling_values(chip)
         charts["scaling"].add(label, cells, values)
         charts["mfu"].add(label, [_pct(chip.mfu)], [chip.mfu * 100 if chip.mfu is not None else None])
-        list_price = hourly.list_per_card_hour if hourly else None
-        payable = hourly.payable_per_card_hour if hourly else None
-        charts["price"].add(
-            label,
-            [_money(list_price), _money(payable), _money(spot.payable_per_card_hour if spot else None)],
-            [trim_rate(list_price) if hourly else None, trim_rate(payable) if hourly else None, None],
-        )
-        tokens = cost_per_100m_tokens(hourly, chip.glm70b_tokens_per_s)
-        charts["tokens"].add(
-            label, [_num(chip.glm70b_tokens_per_s), _money(payable), _money(tokens)], [None, None, tokens]
-        )
-        images = cost_per_1000_images(hourly, chip.resnet50_images_per_s)
-        charts["images"].add(
-            label,
-            [chip.resnet50_precision.upper() or None, _num(chip.resnet50_images_per_s),
-             _num(chip.resnet50_latency_ms), _money(chip.resnet50_demo_price_per_hour),
-             f"{CURRENCY_SYMBOL}{images}" if images is not None else None],
-            [None, None, None, None, images],
-        )  # fmt: skip
+        if hourly is not None:
+            _add_prices(charts, chip, label, hourly, spot)
     charts["scaling"].datasets = [(_("Efficiency at the largest published cluster (%)"), 0)]
+    for slug in PRICE_CHARTS:
+        charts[slug].note = " ".join(filter(None, [charts[slug].note, _("Only chips on sale are compared.")]))
     return list(charts.values())
+
+
+def _add_prices(charts: dict[str, Chart], chip, label: str, hourly: Quote, spot: Quote | None) -> None:
+    """The price and cost rows of a chip on sale; the chart plots the same fen amounts the table shows."""
+    list_price, payable = to_cents(hourly.list_per_card_hour), to_cents(hourly.payable_per_card_hour)
+    charts["price"].add(
+        label,
+        [_rate(hourly.list_per_card_hour), _rate(hourly.payable_per_card_hour),
+         _rate(spot.payable_per_card_hour if spot else None)],
+        [list_price, payable, None],
+    )  # fmt: skip
+    tokens = cost_per_100m_tokens(hourly, chip.glm70b_tokens_per_s)
+    charts["tokens"].add(
+        label, [_num(chip.glm70b_tokens_per_s), _rate(hourly.payable_per_card_hour), _money(tokens)],
+        [None, None, tokens],
+    )  # fmt: skip
+    images = cost_per_10m_images(hourly, chip.resnet50_images_per_s)
+    charts["images"].add(
+        label,
+        [chip.resnet50_precision.upper() or None, _num(chip.resnet50_images_per_s),
+         _num(chip.resnet50_latency_ms), _rate(chip.resnet50_demo_price_per_hour), _money(images)],
+        [None, None, None, None, images],
+    )  # fmt: skip

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 
 from billing.quote import MAX_CARDS, MAX_TERM_MINUTES, PriceBook, Quote, load_price_book, quote
 from console.errors import ServiceError
+from console.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS
 from .models import Chip
@@ -79,13 +80,12 @@ def check_positive(name: str, value, limit: Decimal) -> None:
     """Refuse a missing, non-numeric, zero, negative or absurdly large input with a message naming it."""
     label = FIELD_LABELS[name]
     if not isinstance(value, Decimal) or not value.is_finite():
-        raise ServiceError(_("%(field)s must be a number.") % {"field": label}, code="invalid_input")
+        raise FieldError(name, _("%(field)s must be a number.") % {"field": label}, code="invalid_input")
     if value <= 0:
-        raise ServiceError(_("%(field)s must be greater than zero.") % {"field": label}, code="invalid_input")
+        raise FieldError(name, _("%(field)s must be greater than zero.") % {"field": label}, code="invalid_input")
     if value > limit:
-        raise ServiceError(
-            _("%(field)s can be at most %(limit)s.") % {"field": label, "limit": f"{limit:,}"}, code="invalid_input"
-        )
+        message = _("%(field)s can be at most %(limit)s.") % {"field": label, "limit": f"{limit:,}"}
+        raise FieldError(name, message, code="invalid_input")
 
 
 def round_cards(n: int) -> int:
@@ -234,7 +234,8 @@ def _cheapest_quote(chip, cards, days, book) -> tuple[Quote | None, str]:
 def estimate_chip(job: TrainingJob, chip: Chip, *, cards: int | None = None, book: PriceBook) -> ChipEstimate:
     """The estimate for one chip; ``cards`` fixes the card count, otherwise the estimator picks it."""
     if cards is not None and (isinstance(cards, bool) or not isinstance(cards, int) or not 1 <= cards <= MAX_CARDS):
-        raise ServiceError(
+        raise FieldError(
+            "cards",
             _("The number of cards must be a whole number from 1 to %(max)s.") % {"max": f"{MAX_CARDS:,}"},
             code="invalid_cards",
         )
@@ -270,11 +271,14 @@ def estimate_chip(job: TrainingJob, chip: Chip, *, cards: int | None = None, boo
     )
 
 
-def estimate_training(job: TrainingJob, *, chips=None, user=None, book: PriceBook | None = None) -> Estimate:
-    """Estimate ``job`` on every rentable chip (or ``chips``) and recommend the cheapest that fits."""
+def estimate_training(
+    job: TrainingJob, *, chips=None, cards: int | None = None, user=None, book: PriceBook | None = None
+) -> Estimate:
+    """Estimate ``job`` on every rentable chip (or ``chips``, on ``cards`` cards if given) and recommend the
+    cheapest that fits."""
     book = book or load_price_book(user=user)
     chips = chips if chips is not None else Chip.objects.rentable().with_figures()
-    rows = tuple(estimate_chip(job, chip, book=book) for chip in chips)
+    rows = tuple(estimate_chip(job, chip, cards=cards, book=book) for chip in chips)
     fitting = [row for row in rows if row.acceptable]
     recommended = min(fitting, key=lambda r: (r.cost, r.days), default=None)
     return Estimate(job=job, rows=rows, recommended=recommended, assumptions=assumptions())

@@ -4,11 +4,13 @@ launch wizard."""
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from billing.quote import MAX_CARDS
 from console.errors import ServiceError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .images import compatible_images
+from .models import Chip
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}
@@ -28,6 +30,19 @@ class EstimatorForm(forms.Form):
     tokens_b = _field("tokens_b")
     deadline_days = _field("deadline_days", required=False)
     budget_cny = _field("budget_cny", required=False)
+    chip = forms.ChoiceField(label=_("Chip"), required=False)
+    cards = forms.IntegerField(
+        label=_("Cards"),
+        required=False,
+        min_value=1,
+        max_value=MAX_CARDS,
+        error_messages={"invalid": _("Enter a whole number of cards.")},
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.chips = {chip.slug: chip for chip in Chip.objects.rentable().with_figures()}
+        self.fields["chip"].choices = [("", _("Every chip"))] + [(s, c.label) for s, c in self.chips.items()]
 
     def clean(self):
         data = super().clean()
@@ -39,7 +54,15 @@ class EstimatorForm(forms.Form):
                 check_positive(name, value, LIMITS[name])
             except ServiceError as exc:
                 self.add_error(name, str(exc.message))
+        if data.get("cards") and not data.get("chip"):
+            self.add_error("chip", _("Choose a chip to estimate on a given number of cards."))
         return data
+
+    def estimate_on(self) -> dict:
+        """The chips to estimate (the one chosen, or every rentable chip) and the fixed card count, if any."""
+        slug = self.cleaned_data.get("chip")
+        chips = [self.chips[slug]] if slug else list(self.chips.values())
+        return {"chips": chips, "cards": self.cleaned_data.get("cards")}
 
     def job(self) -> TrainingJob:
         data = self.cleaned_data

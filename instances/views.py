@@ -23,7 +23,9 @@ def chips(request):
 def estimator_page(request):
     submitted = "params_b" in request.GET
     form = EstimatorForm(request.GET if submitted else DEFAULT_QUERY)
-    result = estimator.estimate_training(form.job(), user=request.user) if form.is_valid() else None
+    result = None
+    if form.is_valid():
+        result = estimator.estimate_training(form.job(), user=request.user, **form.estimate_on())
     context = {
         "form": form,
         "result": result,

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..errors import ServiceError
+from ..field_errors import FieldError
 
 
 def _first_message(detail):
@@ -21,7 +22,10 @@ def _first_message(detail):
 
 def exception_handler(exc, context):
     if isinstance(exc, ServiceError):
-        return Response({"code": exc.code, "message": str(exc.message)}, status=exc.status)
+        body = {"code": exc.code, "message": str(exc.message)}
+        if isinstance(exc, FieldError):
+            body["errors"] = {exc.field: [str(exc.message)]}
+        return Response(body, status=exc.status)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(_("Not found."))
     elif isinstance(exc, PermissionDenied):

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from billing.quote import load_price_book
 from console.errors import ServiceError
+from console.field_errors import FieldError
 
 from .. import estimator, services
 from ..models import Chip, InstanceSpec, Zone
@@ -93,10 +94,14 @@ class TrainingEstimateView(APIView):
         query = TrainingEstimateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        chip = services.get_chip(data["chip"])
+        try:
+            chip = services.get_chip(data["chip"])
+        except ServiceError as exc:
+            raise FieldError("chip", exc.message, code=exc.code) from exc
         if not chip.rentable:
-            raise ServiceError(
-                _("%(chip)s is shown for comparison only and cannot be rented.") % {"chip": chip.name},
+            raise FieldError(
+                "chip",
+                _("%(chip)s is shown for comparison only and cannot be rented.") % {"chip": chip.label},
                 code="not_rentable",
             )
         job = estimator.TrainingJob(
@@ -108,7 +113,7 @@ class TrainingEstimateView(APIView):
         chip = Chip.objects.with_figures().get(pk=chip.pk)
         row = estimator.estimate_chip(job, chip, cards=data.get("cards"), book=load_price_book(user=request.user))
         if row.missing:
-            raise ServiceError(not_published_message(chip, row.missing), code="not_published")
+            raise FieldError("chip", not_published_message(chip, row.missing), code="not_published")
         if row.cards is None or row.days is None:
             raise ServiceError(row.problem, code="not_feasible")
         payload = _EstimateView(row=row, job=job, assumptions=estimator.assumptions())

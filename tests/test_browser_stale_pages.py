@@ -71,3 +71,48 @@ def test_services_release_elsewhere_also_reaches_an_open_page(page, live_server,
     page.wait_for_selector('#instance-badge[data-status="released"]')
     page.locator("#no-attached-disks").wait_for()
     assert page.locator(".detach-button").count() == 0
+
+
+# Counts the lines each visible element's label takes (buttons, column headings): 2 for a label that wrapped.
+BUTTON_LINES = """(selector) => [...document.querySelectorAll(selector)]
+  .filter((b) => b.offsetParent !== null && b.innerText.trim())
+  .map((b) => {
+    const range = document.createRange();
+    range.selectNodeContents(b);
+    const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+    return {text: b.innerText.trim(), lines: tops.size};
+  })"""
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_buttons_and_headings_in_tables_keep_chinese_labels_on_one_line(browser, live_server, owner, launch, width):
+    from console.services import create_api_token
+    from storage import disks
+
+    top_up(owner, "1000")
+    instance = launch(name="训练任务-一号", data_disk_gb=20)
+    settle()
+    disks.create(owner, name="数据盘二号", size_gb=50, zone=instance.zone)
+    create_api_token(owner, name="笔记本命令行", scope="read")
+    context = browser.new_context(locale="zh-CN", viewport={"width": width, "height": 900}, is_mobile=width < 500)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        _log_in(page, live_server, owner, language="zh-hans")
+        pages = [
+            ("instances", "/instances/", "main .btn"),
+            ("disks", "/storage/disks/", "#disk-table .btn"),
+            ("tokens", "/console/tokens/", "#token-table .btn"),
+            ("instance", instance.get_absolute_url(), "main .btn"),
+        ]
+        for name, path, selector in pages:
+            page.goto(f"{live_server.url}{path}")
+            buttons = page.evaluate(BUTTON_LINES, selector)
+            assert buttons, path
+            wrapped = [b["text"] for b in buttons if b["lines"] > 1]
+            assert wrapped == [], f"{path} at {width}px: {wrapped}"
+            headings = [h["text"] for h in page.evaluate(BUTTON_LINES, "main table thead th") if h["lines"] > 1]
+            assert headings == [], f"{path} at {width}px: {headings}"
+            page.screenshot(path=str(screenshot(page, f"buttons-{width}-{name}")), full_page=True)
+    finally:
+        context.close()

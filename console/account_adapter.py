@@ -1,0 +1,36 @@
+"""Account e-mail names the product, not the host that served the request.
+
+Without the Sites framework allauth calls the site after the request's host ("127.0.0.1:8100"), so the
+verification e-mail said "Hello from 127.0.0.1:8100" and its subject carried the host too. This adapter gives
+every account e-mail the product's name (``SITE_NAME``, in the reader's language) and the public ``SITE_URL``.
+"""
+
+from dataclasses import dataclass
+
+from allauth.account import app_settings
+from allauth.account.adapter import DefaultAccountAdapter
+from django.conf import settings
+from django.utils.encoding import force_str
+
+
+@dataclass(frozen=True)
+class ProductSite:
+    """What allauth's e-mail templates read as ``current_site``: the name and the address people know."""
+
+    name: str
+    domain: str
+
+
+def product_site() -> ProductSite:
+    return ProductSite(name=str(settings.SITE_NAME), domain=settings.SITE_URL)
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def format_email_subject(self, subject) -> str:
+        prefix = app_settings.EMAIL_SUBJECT_PREFIX
+        if prefix is None:
+            prefix = f"[{product_site().name}] "
+        return prefix + force_str(subject)
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        super().send_mail(template_prefix, email, {**context, "current_site": product_site()})

@@ -1,9 +1,12 @@
 """API fuzzing: schemathesis generates requests from the OpenAPI schema and sends them to the WSGI app in-process.
 
-Every operation is tried with an owner's read-write token and with no token at all. Whatever comes in — missing
-fields, wrong types, huge numbers, odd unicode, random ids — the API must never answer 500, and every error must
-be JSON in the documented shape ``{"code", "message"[, "errors"]}``. ``FUZZ_EXAMPLES`` sets how many requests each
-operation gets (small by default, so the whole fuzz stays well under three minutes on two cores).
+Every operation is tried with an owner's read-write token (an owner with an instance, a disk, files and a token,
+so lists and lookups render real rows) and with no token at all. Whatever comes in — missing fields, wrong types,
+huge numbers, odd unicode, random ids — the API must never answer 500, every error must be JSON in the
+documented shape ``{"code", "message"[, "errors"]}``, and every answer must be what the schema says: a documented
+status code, the documented content type, a body that validates against the documented schema.
+``FUZZ_EXAMPLES`` sets how many requests each operation gets (small by default, so the whole fuzz stays well
+under three minutes on two cores).
 """
 
 import json
@@ -13,6 +16,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from config.wsgi import application
 
@@ -61,7 +70,14 @@ def error_is_documented_json(ctx, response, case):
     return None
 
 
-CHECKS = [not_a_server_error, error_is_documented_json]
+CHECKS = [
+    not_a_server_error,
+    error_is_documented_json,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    response_headers_conformance,
+]
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +101,22 @@ def fuzz_owner(db, catalog):
     from tests.fixtures.factories import UserFactory
 
     user = UserFactory(email="fuzz-owner@example.com")
+    _a_little_of_everything(user)
     return services.create_api_token(user, name="fuzz", scope="read_write").plaintext
+
+
+def _a_little_of_everything(user):
+    from instances import services as instances
+    from instances.models import Zone
+    from storage import disks
+    from storage.tests.fixtures import store_file
+    from tests.fixtures.factories import top_up
+
+    top_up(user, "1000")
+    request = instances.LaunchRequest(name="fuzz-1", chip="ascend-910b", image="pytorch-2.2-cann8", cards=1)
+    instance = instances.launch(user, request)
+    disks.create(user, name="fuzz-disk", size_gb=10, zone=Zone.objects.get(pk=instance.zone_id))
+    store_file(user, "/data/notes.txt", "你好".encode())
 
 
 @schema.parametrize()

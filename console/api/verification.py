@@ -2,7 +2,7 @@
 rejection's reason (GET)."""
 
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -26,7 +26,12 @@ class EnterpriseVerificationSerializer(serializers.ModelSerializer):
 
 
 class EnterpriseVerificationView(APIView):
-    @extend_schema(responses=EnterpriseVerificationSerializer)
+    @extend_schema(
+        responses={
+            200: EnterpriseVerificationSerializer,
+            404: OpenApiResponse(description="You have not applied for enterprise verification."),
+        }
+    )
     def get(self, request):
         application = verification.current(request.user)
         if application is None:

@@ -31,6 +31,10 @@ class ChipSerializer(serializers.ModelSerializer):
 
     scaling_efficiency = ScalingFigureSerializer(source="scaling_figures", many=True, read_only=True)
     resnet50 = serializers.SerializerMethodField()
+    backend = serializers.ChoiceField(
+        choices=Backend.choices, allow_blank=True, read_only=True,
+        help_text="The software family the chip runs; empty for a chip that is only compared, not rented.",
+    )  # fmt: skip
 
     class Meta:
         model = Chip

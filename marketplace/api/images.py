@@ -2,7 +2,7 @@
 an image with a read-write token or a session; review for staff. Decimals (prices, ratings) are strings."""
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
@@ -154,6 +154,17 @@ class ImagePagination(LimitOffsetPagination):
     max_limit = 100
 
 
+PAGED_IMAGES = inline_serializer(
+    "PaginatedImageList",
+    fields={
+        "count": serializers.IntegerField(),
+        "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True),
+        "results": ImageSerializer(many=True),
+    },
+)
+
+
 class ImageListView(APIView):
     permission_classes = [AllowAny, TokenScopePermission]
 
@@ -163,7 +174,7 @@ class ImageListView(APIView):
         return super().get_permissions()
 
     @extend_schema(
-        tags=["images"], parameters=[ImageQuerySerializer], responses={200: ImageSerializer(many=True)},
+        tags=["images"], parameters=[ImageQuerySerializer], responses={200: PAGED_IMAGES}, operation_id="images_list",
         summary="Browse and search images",
         description="Listed images for everyone, plus the caller's own. Chinese (昇腾) and English (pytorch) words.",
     )  # fmt: skip

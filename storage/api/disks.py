@@ -26,6 +26,10 @@ ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No such disk or instance (or not yours)."),
     409: OpenApiResponse(ErrorSerializer, description="The disk is in use, or the instance's state forbids it."),
 }
+NO_FUNDS = OpenApiResponse(
+    ErrorSerializer,
+    description="The cash balance cannot carry the disk's first hour on top of what already runs, or is in arrears.",
+)
 
 
 @extend_schema(tags=["disks"])
@@ -49,7 +53,7 @@ class DiskViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response(DiskSerializer(page, many=True, context={}).data)
 
     @extend_schema(summary="Create a disk (billed per GB-day until deleted)", request=DiskCreateSerializer,
-                   responses={201: DiskSerializer, **ERRORS})  # fmt: skip
+                   responses={201: DiskSerializer, 402: NO_FUNDS, **ERRORS})  # fmt: skip
     def create(self, request):
         body = DiskCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -81,7 +85,7 @@ class DiskViewSet(viewsets.GenericViewSet):
         return self._one(disks.detach(request.user, id))
 
     @extend_schema(summary="Grow (never shrink)", request=DiskGrowSerializer,
-                   responses={200: DiskSerializer, **ERRORS})  # fmt: skip
+                   responses={200: DiskSerializer, 402: NO_FUNDS, **ERRORS})  # fmt: skip
     @action(detail=True, methods=["post"])
     def grow(self, request, id=None):
         body = DiskGrowSerializer(data=request.data)

@@ -8,7 +8,11 @@ from ..models import CloudDisk, Entry
 
 
 class EntrySerializer(serializers.ModelSerializer):
-    id = serializers.UUIDField(source="public_id", read_only=True)
+    """A file or folder. The root folder (``lookup`` of ``/``) has no id and no dates: those are null there."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True, allow_null=True)
+    created_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    updated_at = serializers.DateTimeField(read_only=True, allow_null=True)
     download_url = serializers.SerializerMethodField()
 
     class Meta:
@@ -22,6 +26,12 @@ class EntrySerializer(serializers.ModelSerializer):
         if entry.is_folder:
             return None
         return reverse("api-storage-entry-download", kwargs={"public_id": entry.public_id})
+
+
+ROOT_FOLDER = {
+    "id": None, "kind": "folder", "name": "", "path": "/", "size": 0, "checksum": "", "content_type": "",
+    "created_at": None, "updated_at": None, "download_url": None,
+}  # fmt: skip
 
 
 class FolderCreateSerializer(serializers.Serializer):

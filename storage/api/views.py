@@ -21,9 +21,11 @@ from console.errors import ServiceError
 
 from .. import paths, quota, services
 from ..models import Upload
-from .serializers import EntryChangeSerializer, EntrySerializer, FolderCreateSerializer, UsageSerializer
+from .serializers import ROOT_FOLDER, EntryChangeSerializer, EntrySerializer, FolderCreateSerializer, UsageSerializer
 
 PATH_PARAM = OpenApiParameter("path", str, description="A folder or file path such as /datasets/raw; / is the root.")
+NOTHING_AT_PATH = OpenApiResponse(description="No folder or file at that path.")
+NAME_TAKEN = OpenApiResponse(description="Something of that name is already there.")
 
 
 def download_response(entry, handle) -> FileResponse:
@@ -46,7 +48,7 @@ class EntryViewSet(viewsets.GenericViewSet):
     def get_queryset(self):
         return services.children(self.request.user, None)
 
-    @extend_schema(parameters=[PATH_PARAM], responses=EntrySerializer(many=True))
+    @extend_schema(parameters=[PATH_PARAM], responses={200: EntrySerializer(many=True), 404: NOTHING_AT_PATH})
     def list(self, request):
         """The contents of a folder: folders first, then files, by name."""
         folder = services.find_folder(request.user, request.query_params.get("path", "/"))
@@ -56,7 +58,7 @@ class EntryViewSet(viewsets.GenericViewSet):
     def retrieve(self, request, public_id=None):
         return Response(EntrySerializer(services.get_entry(request.user, public_id)).data)
 
-    @extend_schema(request=EntryChangeSerializer, responses=EntrySerializer)
+    @extend_schema(request=EntryChangeSerializer, responses={200: EntrySerializer, 409: NAME_TAKEN})
     def partial_update(self, request, public_id=None):
         """Rename (``name``), move (``folder``), or both at once."""
         body = EntryChangeSerializer(data=request.data)
@@ -82,18 +84,18 @@ class EntryViewSet(viewsets.GenericViewSet):
         """The file's bytes, streamed."""
         return download_response(*services.open_file(request.user, public_id))
 
-    @extend_schema(parameters=[PATH_PARAM], responses=EntrySerializer)
+    @extend_schema(parameters=[PATH_PARAM], responses={200: EntrySerializer, 404: NOTHING_AT_PATH})
     @action(detail=False, methods=["get"])
     def lookup(self, request):
         """The entry at a path (the root answers as a folder without an id)."""
         entry = services.find(request.user, request.query_params.get("path", "/"))
         if entry is None:
-            return Response({"id": None, "kind": "folder", "name": "", "path": "/", "size": 0})
+            return Response(ROOT_FOLDER)
         return Response(EntrySerializer(entry).data)
 
 
 class FolderView(APIView):
-    @extend_schema(request=FolderCreateSerializer, responses={201: EntrySerializer})
+    @extend_schema(request=FolderCreateSerializer, responses={201: EntrySerializer, 409: NAME_TAKEN})
     def post(self, request):
         """Create a folder; missing parent folders are created too. An existing folder is a 409."""
         body = FolderCreateSerializer(data=request.data)
@@ -231,7 +233,11 @@ class UploadCollectionView(TusView):
             ),
         ],
         request=None,
-        responses={201: upload_status, 413: OpenApiResponse(description="Over quota.")},
+        responses={
+            201: upload_status,
+            402: OpenApiResponse(description="Past the free tier, and the cash balance cannot pay for it."),
+            413: OpenApiResponse(description="Over quota."),
+        },
     )
     def post(self, request):
         if "Upload-Defer-Length" in request.headers:

@@ -1,0 +1,66 @@
+"""The OpenAPI schema's error answers, documented once for every operation.
+
+Every API error is JSON ``{"code", "message"[, "errors"]}`` (``console.api.errors``), and some answers can come from
+any operation whatever its view says: a malformed body or query (400), a missing or invalid token (401), a
+read-only token on a write or a missing permission (403), an object that is not there or not the caller's (404,
+or a named object such as a folder path, a chip or a zone), a write that conflicts with the object's state or
+another object's name (409), a body over the size limit (413) and the per-user throttle (429). This
+drf-spectacular hook adds those to each operation that does not document them itself, so the schema says what the
+API answers.
+"""
+
+ERROR_COMPONENT = "Error"
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "A stable machine-readable code, e.g. `not_found`."},
+        "message": {"type": "string", "description": "What went wrong, in the request's language."},
+        "errors": {"description": "Per-field messages, when the input had field errors."},
+    },
+    "required": ["code", "message"],
+}
+
+ANSWERS_OF_EVERY_OPERATION = {
+    "400": "Malformed input: the message (and `errors`, per field) says what to change.",
+    "401": "No token, or an invalid, expired or revoked one.",
+    "403": "The token or account may not do this (e.g. a read-only token on a write).",
+    "413": "The request body is over the size limit.",
+    "429": "Too many requests: slow down and retry after the `Retry-After` seconds.",
+    "404": "No such object (in the path, the query or the body), or not yours.",
+}
+ANSWER_OF_WRITES = ("409", "The object's state, or another object's name, does not allow this now.")
+WRITES = {"post", "put", "patch", "delete"}
+# The tus upload endpoints refuse a request without the protocol's version header; the upload resource itself
+# answers its other protocol errors with empty bodies, as tus clients expect.
+TUS_PATHS = {"/api/v1/storage/uploads/", "/api/v1/storage/uploads/{public_id}/"}
+TUS_VERSION_ANSWER = ("412", "The request lacks the tus protocol's `Tus-Resumable: 1.0.0` header.")
+EMPTY_BODY_PATHS = {"/api/v1/storage/uploads/{public_id}/"}
+
+
+def _error(description: str, *, empty: bool) -> dict:
+    if empty:
+        return {"description": description}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}}},
+    }
+
+
+def document_errors(result, generator, request, public):
+    """Add the error answers that any operation can give to every operation that leaves them out."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault(ERROR_COMPONENT, ERROR_SCHEMA)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict):
+                continue
+            responses = operation.setdefault("responses", {})
+            if path in TUS_PATHS:
+                status, description = TUS_VERSION_ANSWER
+                responses[status] = _error(description, empty=False)
+            answers = dict(ANSWERS_OF_EVERY_OPERATION)
+            if method in WRITES:
+                answers.setdefault(*ANSWER_OF_WRITES)
+            for status, description in answers.items():
+                responses.setdefault(status, _error(description, empty=path in EMPTY_BODY_PATHS))
+    return result

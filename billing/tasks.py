@@ -6,6 +6,8 @@ from django.core.mail import send_mail
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from console.account_adapter import email_subject
+
 from . import metering, wallet
 from .models import Notification
 
@@ -30,7 +32,7 @@ def email_notification(notification_id: int):
         return
     notification = Notification.objects.select_related("user").get(pk=notification_id)
     with translation.override(settings.LANGUAGE_CODE):
-        subject = settings.ACCOUNT_EMAIL_SUBJECT_PREFIX + str(notification.get_kind_display())
+        subject = email_subject(notification.get_kind_display())
         path = notification.params.get("path")
         link = _("Open it: %(url)s") if path else _("Your wallet: %(url)s")
         body = notification.message + "\n\n" + link % {"url": settings.SITE_URL + (path or "/billing/")}

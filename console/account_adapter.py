@@ -25,12 +25,17 @@ def product_site() -> ProductSite:
     return ProductSite(name=str(settings.SITE_NAME), domain=settings.SITE_URL)
 
 
+def email_subject(subject) -> str:
+    """Every e-mail's subject: ``EMAIL_SUBJECT_PREFIX`` if the operator set one, else "[SITE_NAME] "."""
+    prefix = app_settings.EMAIL_SUBJECT_PREFIX
+    if prefix is None:
+        prefix = f"[{product_site().name}] "
+    return prefix + force_str(subject)
+
+
 class AccountAdapter(DefaultAccountAdapter):
     def format_email_subject(self, subject) -> str:
-        prefix = app_settings.EMAIL_SUBJECT_PREFIX
-        if prefix is None:
-            prefix = f"[{product_site().name}] "
-        return prefix + force_str(subject)
+        return email_subject(subject)
 
     def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
         super().send_mail(template_prefix, email, {**context, "current_site": product_site()})

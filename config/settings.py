@@ -169,7 +169,9 @@ ACCOUNT_UNIQUE_EMAIL = True
 # After confirming, people log in with their password (often on another device than the one that signed up).
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
-ACCOUNT_EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default="[GPU Cloud] ")
+# Account e-mail names the product (SITE_NAME) in the reader's language; EMAIL_SUBJECT_PREFIX overrides the subject's.
+ACCOUNT_ADAPTER = "console.account_adapter.AccountAdapter"
+ACCOUNT_EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default=None)
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if PRODUCTION else "http"
 ACCOUNT_RATE_LIMITS = {
     "login": env.str("RATE_LIMIT_LOGIN", default="30/m/ip"),
@@ -362,6 +364,8 @@ DEMO_EMAIL = env.str("DEMO_EMAIL", default="demo@gpucloud.local")
 DEMO_PASSWORD = env.str("DEMO_PASSWORD", default="xinchuang-demo-2026")
 
 PRODUCT_NAME = _("Xinchuang GPU Cloud")
+# The name account e-mail signs with: the product's (translated) unless the operator sets one.
+SITE_NAME = env.str("SITE_NAME", default="") or PRODUCT_NAME
 ADMIN_URL = env.str("ADMIN_URL", default="admin/")
 
 # The Slurm compute backend (issue 8). Cluster-wide values; SLURM_ZONES overrides them per zone. A zone runs on

@@ -20,6 +20,7 @@ from console.errors import PaymentRequired, ServiceError
 
 from . import arrears
 from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
+from .display import format_cny
 from .ledger import (
     InsufficientFunds,
     Posting,
@@ -213,7 +214,8 @@ def require_funds(user, needed: Decimal, *, compute: bool, pending_per_hour: Dec
     cash, trial, _expires = _buckets(user, now)
     if cash < 0:
         raise PaymentRequired(
-            _("Your balance is in arrears (¥%(cash)s): top up before starting anything that bills.") % {"cash": cash},
+            _("Your balance is in arrears (%(cash)s): top up before starting anything that bills.")
+            % {"cash": format_cny(cash)},
             code="in_arrears",
         )
     balance = cash + trial if compute else cash

@@ -98,6 +98,7 @@ def test_a_user_in_arrears_launches_nothing_even_with_trial_credit(owner, catalo
         _launch(owner)
 
     assert refused.value.code == "in_arrears"
+    assert "(\u2212¥2.00)" in refused.value.message
     assert not Instance.objects.exists()
 
 

@@ -15,6 +15,7 @@ from instances.tests.fixtures import settle
 from marketplace import catalog as hub_catalog
 from marketplace.models import HubItem
 from storage.models import CloudDisk, HubMount
+from tests.fixtures.factories import top_up
 from tests.fixtures.services import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -34,7 +35,8 @@ def _log_in(page, live_server, user):
 
 
 @pytest.fixture
-def running_instance(launch):
+def running_instance(launch, owner):
+    top_up(owner, "100")  # disks are paid from cash
     instance = launch(name="glm-finetune", zone="cn-east-xc")
     settle()
     instance.refresh_from_db()

@@ -1,8 +1,11 @@
 """Fixtures for the instance lifecycle: a fake of the money side of the billing contract, zero timings, helpers.
 
-The money side (issue 4: ``billing.metering``, ``billing.wallet``) is built at the same time; until it lands
-these tests run against ``FakeBilling``, which follows the contract: per-minute sessions at the rate frozen at
-``open_usage``, billed minutes = ceil((end − start) / 60 s), charged = to_cents(rate × minutes / 60).
+The lifecycle tests that take ``lifecycle`` (or ``fake_billing``) are about the state machine, the backends and
+capacity, not money: they run against ``FakeBilling``, put in place of the ``billing.wallet`` and
+``billing.metering`` functions that ``instances.billing`` calls. It follows the contract: per-minute sessions at
+the rate frozen at ``open_usage``, billed minutes = ceil((end − start) / 60 s), charged = to_cents(rate × minutes
+/ 60). The contract itself runs against the real ledger in ``test_billing_contract.py`` and
+``tests/test_funds_gate.py``.
 """
 
 import math
@@ -10,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -92,13 +96,12 @@ class FakeBilling:
 @pytest.fixture
 def fake_billing(monkeypatch):
     fake = FakeBilling()
-    functions = {
-        "check_launch_funds": fake.check_launch_funds,
-        "open_usage": fake.open_usage,
-        "close_usage": fake.close_usage,
-        "charge_upfront": fake.charge_upfront,
-    }
-    monkeypatch.setattr(instances_billing, "contract", lambda module, name: functions.get(name))
+    functions = {"open_usage": fake.open_usage, "close_usage": fake.close_usage}
+    money_side = SimpleNamespace(
+        lock_wallet=lambda user: None, check_launch_funds=fake.check_launch_funds, charge_upfront=fake.charge_upfront
+    )
+    monkeypatch.setattr(instances_billing, "wallet", money_side)
+    monkeypatch.setattr(instances_billing, "metering", SimpleNamespace(**functions))
     return fake
 
 

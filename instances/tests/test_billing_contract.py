@@ -69,3 +69,46 @@ def test_arrears_stop_pay_as_you_go_instances_through_the_real_handler(
     assert instance.status == Status.STOPPED and instance.status_reason == Reason.STOPPED
     assert instance.events.filter(reason=Reason.ARREARS).exists()
     assert UsageSession.objects.get(resource_id=instance.public_id).ended_at is not None
+
+
+def test_an_instance_whose_usage_cannot_be_recorded_does_not_run(owner, catalog, instant, monkeypatch):
+    # The money side is called directly: when it cannot record the usage session (here its function is missing,
+    # as after a broken deploy), the move to running rolls back with it, so the instance never runs unmetered;
+    # once the money side is whole again, it runs and is metered.
+    _fund(owner, "10")
+    instance = _launch(owner)
+
+    monkeypatch.delattr(metering, "open_usage")
+    try:
+        settle()
+    except AttributeError:
+        pass
+    instance = Instance.objects.get(pk=instance.pk)
+    assert instance.status != Status.RUNNING
+    assert not UsageSession.objects.filter(resource_id=instance.public_id).exists()
+
+    monkeypatch.undo()
+    settle()
+    assert Instance.objects.get(pk=instance.pk).status == Status.RUNNING
+    assert UsageSession.objects.open().filter(resource_id=instance.public_id).exists()
+
+
+def test_a_prepaid_term_that_cannot_be_charged_does_not_run(owner, catalog, instant, monkeypatch):
+    _fund(owner, "100")
+    instance = _launch(owner, plan="daily")
+
+    def ledger_down(**kwargs):
+        raise RuntimeError("the ledger is not answering")
+
+    monkeypatch.setattr(wallet, "charge_upfront", ledger_down)
+    try:
+        settle()
+    except RuntimeError:
+        pass
+    instance = Instance.objects.get(pk=instance.pk)
+    assert instance.status != Status.RUNNING and instance.term_ends_at is None
+
+    monkeypatch.undo()
+    settle()
+    instance = Instance.objects.get(pk=instance.pk)
+    assert instance.status == Status.RUNNING and instance.term_ends_at is not None

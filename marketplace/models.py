@@ -173,7 +173,9 @@ class Image(models.Model):
 
     Platform images (``owner`` empty) are the official catalogue; users' images start private (saved from a
     stopped instance or cloned from another image) and are listed for everyone only after staff review. The
-    description is Markdown, rendered sanitised into ``description_html`` by the hub's card renderer.
+    description is Markdown, rendered sanitised into ``description_html`` by the hub's card renderer; official
+    images also carry it in Chinese (``description_zh``), which Chinese pages show instead. Users' images have one
+    description, shown as written in both languages (a clone keeps both texts of the image it copies).
     """
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -184,6 +186,8 @@ class Image(models.Model):
     summary_zh = models.CharField(_("summary (Chinese)"), max_length=300, blank=True)
     description = models.TextField(_("description (Markdown)"), blank=True)
     description_html = models.TextField(_("rendered description"), blank=True, editable=False)
+    description_zh = models.TextField(_("description (Chinese, Markdown)"), blank=True)
+    description_zh_html = models.TextField(_("rendered Chinese description"), blank=True, editable=False)
     publisher = models.CharField(_("publisher"), max_length=100)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -258,6 +262,13 @@ class Image(models.Model):
     @property
     def summary_label(self) -> str:
         return self.summary_zh if (get_language() or "").startswith("zh") and self.summary_zh else self.summary
+
+    @property
+    def description_label_html(self) -> str:
+        """The rendered description in the active language (the one description when there is no Chinese)."""
+        if (get_language() or "").startswith("zh") and self.description_zh_html:
+            return self.description_zh_html
+        return self.description_html
 
     @property
     def is_listed(self) -> bool:

@@ -98,13 +98,17 @@ class ChipOfferSerializer(serializers.Serializer):
 class ImageDetailSerializer(ImageSerializer):
     description = serializers.CharField(read_only=True, help_text="Markdown.")
     description_html = serializers.CharField(read_only=True, help_text="The description, rendered and sanitised.")
+    description_zh = serializers.CharField(
+        read_only=True, help_text="The description in Chinese (Markdown); empty when the image has only one."
+    )
+    description_zh_html = serializers.CharField(read_only=True, help_text="The Chinese description, rendered.")
     review_reason = serializers.CharField(read_only=True, help_text="Why staff rejected it (shown to the author).")
     offers = ChipOfferSerializer(many=True, read_only=True, help_text="Where each variant runs, priced live.")
     launch_url = serializers.CharField(read_only=True, allow_null=True, help_text="The prefilled launch wizard.")
 
     class Meta(ImageSerializer.Meta):
-        fields = [*ImageSerializer.Meta.fields, "description", "description_html", "review_reason", "offers",
-                  "launch_url"]  # fmt: skip
+        fields = [*ImageSerializer.Meta.fields, "description", "description_html", "description_zh",
+                  "description_zh_html", "review_reason", "offers", "launch_url"]  # fmt: skip
         read_only_fields = fields
 
 

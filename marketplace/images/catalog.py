@@ -4,6 +4,7 @@
 (``update=True`` rewrites them from the file). Launch counts and ratings are never touched.
 """
 
+import hashlib
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -13,6 +14,17 @@ from django.db import transaction
 from . import services
 
 CATALOG_FILE = Path(__file__).with_name("catalog.toml")
+
+# The descriptions this file shipped when each held its English and Chinese sections in one text (the first 16 hex
+# digits of their SHA-256). An image whose description is still one of them was never edited by staff, so
+# ``load()`` splits it into the file's English and Chinese descriptions without waiting for ``--update``.
+COMBINED_DESCRIPTIONS = frozenset(
+    {
+        "a5acbd1c1c3b253f", "6fa4518130bc0cb4", "c6b0c65b5fe217e0", "ce73468f5579316b", "ac1abcb7172d5207",
+        "2b63652ec4459e06", "c5b7d033272c39f5", "2b38259e894a5ee3", "1eaae78bba46f015", "0553cc8ddd1abcc4",
+        "65a40ed3a3dacaa6", "da61ccbebc02a694",
+    }
+)  # fmt: skip
 
 
 @cache
@@ -27,7 +39,16 @@ def load(*, update: bool = False) -> dict[str, int]:
     data = entries()
     created = kept = 0
     for entry in data["image"]:
-        _image, was_created = services.save_catalog_image(entry, data["publisher"], update=update)
+        image, was_created = services.save_catalog_image(entry, data["publisher"], update=update)
         created += was_created
         kept += not was_created
+        if _has_combined_description(image):
+            image.description = entry.get("description", "").strip()
+            image.description_zh = entry.get("description_zh", "").strip()
+            services.save_edits(image)
     return {"created": created, "existing": kept}
+
+
+def _has_combined_description(image) -> bool:
+    fingerprint = hashlib.sha256(image.description.strip().encode()).hexdigest()[:16]
+    return not image.description_zh and fingerprint in COMBINED_DESCRIPTIONS

@@ -51,7 +51,7 @@ def os_family(os_name: str) -> str:
 def document(image, variants) -> tuple[str, str]:
     """``(search_text, facet_text)`` for an image and its variants, each padded with a space at both ends."""
     words = [image.slug, image.name, image.name_zh, image.summary, image.summary_zh, image.publisher]
-    words += [*image.tags, *image.frameworks, image.description[:4000]]
+    words += [*image.tags, *image.frameworks, image.description[:4000], image.description_zh[:4000]]
     for variant in variants:
         words += [variant.os, *variant.stack, variant.family]
     tokens = index_tokens(" ".join(w for w in words if w))

@@ -106,7 +106,8 @@ def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR,
     if mine:
         images = images.filter(owner=user) if getattr(user, "is_authenticated", False) else images.none()
     images = search.apply(images, query).select_related("owner").prefetch_related("variants")
-    return images.defer("description", "description_html", "search_text", "facet_text").order_by(*ordering)
+    heavy = ("description", "description_html", "description_zh", "description_zh_html", "search_text", "facet_text")
+    return images.defer(*heavy).order_by(*ordering)
 
 
 def framework_options() -> list[str]:
@@ -297,6 +298,7 @@ def save_edits(image: Image) -> Image:
     """Save staff edits of an image (the back office): the description is re-rendered and the search columns
     recomputed, so both always follow what was typed."""
     image.description_html = render_description(image.description)
+    image.description_zh_html = render_description(image.description_zh)
     image.save()
     reindex(image)
     return image
@@ -340,6 +342,7 @@ def clone_to_mine(user, image: Image, name: str = "") -> Image:
     copy = Image.objects.create(
         slug=_unique_slug(image.slug), name=name, name_zh="", summary=image.summary, summary_zh=image.summary_zh,
         description=image.description, description_html=render_description(image.description),
+        description_zh=image.description_zh, description_zh_html=render_description(image.description_zh),
         publisher=_publisher_name(user), owner=user, category=ImageCategory.COMMUNITY, tags=list(image.tags),
         frameworks=list(image.frameworks), size_bytes=image.size_bytes, review_state=ImageReview.DRAFT,
         status=ImageStatus.READY, cloned_from=image,
@@ -535,6 +538,7 @@ def save_catalog_image(entry: dict, publisher: str, *, update: bool = False) -> 
     fields = {
         "name": entry["name"], "name_zh": entry.get("name_zh", ""), "summary": entry.get("summary", ""),
         "summary_zh": entry.get("summary_zh", ""), "description": entry.get("description", "").strip(),
+        "description_zh": entry.get("description_zh", "").strip(),
         "publisher": publisher, "category": entry["category"], "tags": list(entry.get("tags", [])),
         "frameworks": list(entry.get("frameworks", [])), "size_bytes": _gigabytes(entry.get("size_gb", "0")),
         "sort_order": int(entry.get("sort_order", 100)),
@@ -553,6 +557,7 @@ def save_catalog_image(entry: dict, publisher: str, *, update: bool = False) -> 
         for name, value in fields.items():
             setattr(image, name, value)
         image.description_html = render_description(image.description)
+        image.description_zh_html = render_description(image.description_zh)
         image.save()
         _save_catalog_variants(image, entry.get("variant", []))
         reindex(image)

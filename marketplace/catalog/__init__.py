@@ -5,6 +5,7 @@ rewrites them from the files). Counters (mounts, likes) are never touched. Each 
 Markdown with YAML front matter, the same format users will publish — and a file list derived from its size.
 """
 
+import hashlib
 import tomllib
 from decimal import Decimal
 from functools import cache
@@ -74,27 +75,16 @@ def file_list(entry: dict, library: str) -> list[tuple[str, int]]:
     return [*small, ("model.safetensors.index.json", 30_000), *shards]
 
 
-def _size_text(entry: dict) -> str:
-    return f"about {Decimal(str(entry['size_gb'])).normalize():f} GB"
-
-
 def card(entry: dict, extra: dict) -> str:
-    """A short, honest model card: front matter from the facts, the summaries, a facts table, how to use it."""
+    """A short, honest model card: front matter from the facts, the title, the summaries and the note.
+
+    The facts (size, licence, frameworks) and where a mount appears are the page's translated sidebar, so the card
+    holds no English platform text of its own."""
     front = {"license": entry.get("license", ""), "pipeline_tag": entry.get("task", "")}
     if extra.get("library_name"):
         front["library_name"] = extra["library_name"]
     front |= {"language": entry.get("languages", []), "tags": extra.get("tags", [])}
     name = entry["repo"].split("/", 1)[1]
-    facts = []
-    if "params_b" in entry:
-        facts.append(("Parameters", f"{Decimal(str(entry['params_b'])).normalize():f} B"))
-    facts.append(("Weights" if entry["kind"] == HubKind.MODEL else "Data", _size_text(entry)))
-    if "rows" in entry:
-        facts.append(("Rows", f"{entry['rows']:,}"))
-    if entry.get("frameworks"):
-        facts.append(("Frameworks", ", ".join(entry["frameworks"])))
-    facts.append(("Licence", entry.get("license") or "not stated"))
-    root = "/root/public" if entry["kind"] == HubKind.MODEL else "/root/datasets"
     lines = [
         "---",
         yaml.safe_dump(front, allow_unicode=True, sort_keys=False).strip(),
@@ -105,23 +95,30 @@ def card(entry: dict, extra: dict) -> str:
         "",
         extra.get("summary_zh", ""),
         "",
-        "| | |",
-        "|---|---|",
-        *(f"| {label} | {value} |" for label, value in facts),
-        "",
     ]
     if entry.get("note"):
         lines += [f"Note: {entry['note']}.", ""]
-    lines += [
-        "## Use it on this platform",
-        "",
-        f"Mount it into an instance and it appears read-only at `{root}/{entry['repo']}`: a mount is metadata, "
-        "nothing is copied. File sizes in this listing are approximate.",
-        "",
-        f"Upstream repository: `{entry['repo']}`. Read its licence before using it commercially.",
-        "",
-    ]
     return "\n".join(lines)
+
+
+# The cards ``card()`` wrote while they still held an English facts table and a "Use it on this platform" section
+# (the first 16 hex digits of their SHA-256). An item whose card is still one of them was never edited by staff,
+# so ``load()`` gives it the current card without waiting for ``update``.
+PLATFORM_SECTION_CARDS = frozenset(
+    {
+        "06968727ba504e53", "07e9e858e106c93d", "10fac75e64e5cf73", "136e03a1eb52201e", "1473909e56e0e6de",
+        "14f5b3e2877304ed", "17994b9ddae41e7e", "20d4061a424305b9", "21625245672dfd96", "2a57acf15ca41481",
+        "3a8bbda8c1fae513", "4133c346802af0c0", "50ece72dacfb9914", "68a5545e707180c3", "6bcc56bd55f570fa",
+        "72a73246d3ed34f0", "82737454e8713013", "93808428e6b1c790", "a23e302f726d302a", "a4ea26bd5d8ab781",
+        "aa68622b1fee1717", "b4355c72d6039e0f", "b4cf2c835ac02522", "bf1fbb35edad817c", "c9c859f8bb508ff8",
+        "d26ff0c7d1a36538", "d3bb0d2f9b9a1045", "defc7c8023600c80", "e0f98dd04a6773cc", "f3474b9564c513a9",
+        "f8410bb81bbb3897",
+    }
+)  # fmt: skip
+
+
+def has_platform_section(card_text: str) -> bool:
+    return hashlib.sha256(card_text.strip().encode()).hexdigest()[:16] in PLATFORM_SECTION_CARDS
 
 
 def entries() -> list[dict]:
@@ -157,11 +154,18 @@ def load(*, update: bool = False) -> dict[str, int]:
     from ..models import HubItem
 
     counts = {"created": 0, "updated": 0, "kept": 0}
-    existing = set(HubItem.objects.filter(owner__isnull=True).values_list("repo", flat=True))
-    for values in entries():
-        if values["repo"] in existing and not update:
-            counts["kept"] += 1
+    rows = entries()
+    starters = HubItem.objects.filter(owner__isnull=True, repo__in=[values["repo"] for values in rows])
+    existing = {item.repo: item for item in starters}
+    for values in rows:
+        item = existing.get(values["repo"])
+        if item is not None and not update:
+            if has_platform_section(item.card):
+                services.replace_card(item, values["card"])
+                counts["updated"] += 1
+            else:
+                counts["kept"] += 1
             continue
         services.save_catalog_item(**values)
-        counts["updated" if values["repo"] in existing else "created"] += 1
+        counts["updated" if item is not None else "created"] += 1
     return counts

@@ -239,6 +239,17 @@ def save_catalog_item(**values) -> HubItem:
     return save_item(owner=None, visibility=HubVisibility.PUBLIC, **values)
 
 
+@transaction.atomic
+def replace_card(item: HubItem, card: str) -> HubItem:
+    """Give ``item`` a new card, rendered sanitised and indexed; its other fields stay as they are."""
+    _front_matter, body = cards.split(card)
+    item.card, item.card_html = card, cards.render(body)
+    index_document(item)
+    item.save(update_fields=["card", "card_html", "search_text", "facet_text", "updated_at"])
+    search.sync([item.pk])
+    return item
+
+
 def _replace_files(item: HubItem, files: list[tuple[str, int]]) -> None:
     paths = [path for path, _size in files]
     if len(set(paths)) != len(paths) or any(not p or p.startswith("/") or ".." in p.split("/") for p in paths):

@@ -1,11 +1,15 @@
 """The starter catalogue (load_hub), synthetic items (generate_hub_items) and the mount counter."""
 
+import hashlib
+import re
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import CommandError, call_command
 
+from marketplace import catalog
 from marketplace.hub import services
 from marketplace.hub.search import HubQuery
 from marketplace.models import HubFile, HubItem
@@ -34,11 +38,42 @@ def test_starter_cards_drive_the_filters_and_describe_the_facts():
     assert chatglm.languages == ["zh", "en"]
     assert "对话" in chatglm.tags and chatglm.parameters_b == Decimal("6.200")
     assert chatglm.chips == ["npu", "mlu", "dcu", "cuda"]  # pytorch and mindspore builds
-    assert "6.2 B" in chatglm.card_html and "/root/public/THUDM/chatglm3-6b" in chatglm.card_html
+    # The card holds the title and both summaries; the facts and the mount path are the page's translated sidebar.
+    assert "<h1>chatglm3-6b</h1>" in chatglm.card_html and "第三代 ChatGLM" in chatglm.card_html
+    assert "Use it on this platform" not in chatglm.card and "| Parameters |" not in chatglm.card
+    assert chatglm.mount_path == "/root/public/THUDM/chatglm3-6b"
     ernie = HubItem.objects.get(repo="PaddlePaddle/ernie-3.0-base-zh")
     assert ernie.chips == ["npu", "cuda"]
     imagenet = HubItem.objects.get(repo="ILSVRC/imagenet-1k")
-    assert imagenet.chips == ["npu", "mlu", "dcu", "cuda"] and "/root/datasets/ILSVRC/imagenet-1k" in imagenet.card_html
+    assert imagenet.chips == ["npu", "mlu", "dcu", "cuda"]
+    assert imagenet.mount_path == "/root/datasets/ILSVRC/imagenet-1k"
+
+
+def test_the_chinese_hub_page_shows_no_english_platform_text(client):
+    call_command("load_hub")
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    html = client.get("/hub/THUDM/chatglm3-6b").content.decode()
+    lead = re.search(r'<p class="lead fs-6">(.*?)</p>', html, re.S).group(1)
+    assert lead == "智谱 AI 与清华 KEG 发布的第三代 ChatGLM 中英双语对话模型。"
+    card = re.search(r'id="hub-card">(.*?)</div></article>', html, re.S).group(1)
+    for english in ("Use it on this platform", "Read its licence", "Parameters", "Weights", "Licence"):
+        assert english not in card
+    assert "/root/public/THUDM/chatglm3-6b" in html  # in the sidebar, in Chinese
+    assert "商用前请阅读其许可证。" in html
+
+
+def test_load_hub_refreshes_cards_it_wrote_before_but_keeps_staff_edits(monkeypatch):
+    call_command("load_hub")
+    old_card = "---\nlicense: apache-2.0\n---\n# chatglm3-6b\n\n## Use it on this platform\n"
+    HubItem.objects.filter(repo="THUDM/chatglm3-6b").update(card=old_card)
+    HubItem.objects.filter(repo="Qwen/Qwen2.5-7B-Instruct").update(card="# Edited by staff\n")
+    fingerprint = hashlib.sha256(old_card.strip().encode()).hexdigest()[:16]
+    monkeypatch.setattr(catalog, "PLATFORM_SECTION_CARDS", frozenset({fingerprint}))
+    call_command("load_hub")
+    chatglm = HubItem.objects.get(repo="THUDM/chatglm3-6b")
+    assert "Use it on this platform" not in chatglm.card and "第三代 ChatGLM" in chatglm.card_html
+    assert chatglm.chips == ["npu", "mlu", "dcu", "cuda"] and chatglm.kind == "model"
+    assert HubItem.objects.get(repo="Qwen/Qwen2.5-7B-Instruct").card == "# Edited by staff\n"
 
 
 def test_starter_file_lists_add_up_to_the_published_size():

@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from .. import services
+from .. import tokens
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -16,7 +16,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(_("Malformed Authorization header: use “Bearer <token>”."))
-        token = services.authenticate_token(header[1])
+        token = tokens.authenticate_token(header[1])
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
         return token.user, token

@@ -51,7 +51,7 @@ from .subsidies import usage_month
 
 
 def author_shares(sessions):
-    """The image authors' revenue share of these sessions' charges (issue 6: ``marketplace.images.revenue``)."""
+    """The image authors' revenue share of these sessions' charges (``marketplace.images.revenue``)."""
     from marketplace.images.revenue import author_shares as shares_of
 
     return shares_of(sessions)
@@ -214,7 +214,7 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     revenue = system_account(AccountKind.REVENUE)
     funded_by = programme_accounts({d.session.programme_id for d in dues if d.subsidy > 0 and d.session.programme_id})
     user_ids = {d.session.user_id for d in dues}
-    # Issue 6: authors of community images earn a share of what others spend on them, posted in this batch. Their
+    # Authors of community images earn a share of what others spend on them, posted in this batch. Their
     # wallets are locked with the payers' (one statement, primary-key order), so two batches cannot deadlock.
     shares = author_shares([d.session for d in dues])
     extra = [revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]

@@ -176,7 +176,7 @@ class Plan(BilingualName):
 class SubsidyProgramme(BilingualName):
     """A subsidy (e.g. the Xinchuang 10%): a rate on chosen chips/zones, within a budget and a monthly cap.
 
-    ``spent`` is a cache kept by the ledger (issue 4) in the same transaction as its entries; the quote reads
+    ``spent`` is a cache kept by the ledger in the same transaction as its entries; the quote reads
     it to stop subsidising the moment the budget runs out.
     """
 
@@ -227,7 +227,7 @@ class SubsidyProgramme(BilingualName):
 
 
 class SubsidyUsage(models.Model):
-    """How much of a programme one user has received in one calendar month (kept by the ledger, issue 4)."""
+    """How much of a programme one user has received in one calendar month (kept by the ledger)."""
 
     programme = models.ForeignKey(SubsidyProgramme, on_delete=models.PROTECT, related_name="usages")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subsidy_usages")
@@ -249,7 +249,7 @@ class SubsidyUsage(models.Model):
         return f"{self.programme.slug} · {self.user} · {self.month:%Y-%m}: ¥{self.amount}"
 
 
-# --- The ledger (issue 4) ------------------------------------------------------------------------------------------
+# --- The ledger ------------------------------------------------------------------------------------------
 #
 # Sign convention: an entry's amount is what it adds to its account. A user's cash and trial balances are
 # positive when the operator holds the user's money; revenue grows positive; payment clearing and subsidy

@@ -1,6 +1,6 @@
 """Which subsidy programme applies to a run, for whom, and how much of it is left.
 
-The ledger (issue 4) books what is granted: it adds to ``SubsidyProgramme.spent`` and to the user's
+The ledger books what is granted: it adds to ``SubsidyProgramme.spent`` and to the user's
 ``SubsidyUsage`` row for the month. This module only reads those caches.
 """
 

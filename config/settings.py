@@ -267,7 +267,7 @@ STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
 CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_storage_daily", "schedule": 3600}
 
-# Billing (issue 4): the trial credit, arrears, Stripe top-ups. With no Stripe keys in development a sandbox
+# Billing: the trial credit, arrears, Stripe top-ups. With no Stripe keys in development a sandbox
 # checkout (no real money) stands in; production refuses the sandbox and `check` fails without the keys.
 TRIAL_CREDIT_CNY = env.str("TRIAL_CREDIT_CNY", default="10")
 TRIAL_CREDIT_DAYS = env.int("TRIAL_CREDIT_DAYS", default=30)
@@ -368,7 +368,7 @@ PRODUCT_NAME = _("Xinchuang GPU Cloud")
 SITE_NAME = env.str("SITE_NAME", default="") or PRODUCT_NAME
 ADMIN_URL = env.str("ADMIN_URL", default="admin/")
 
-# The Slurm compute backend (issue 8). Cluster-wide values; SLURM_ZONES overrides them per zone. A zone runs on
+# The Slurm compute backend. Cluster-wide values; SLURM_ZONES overrides them per zone. A zone runs on
 # Slurm when its nodes say backend_name="slurm" (`manage.py use_slurm`, run by `make run BACKEND=slurm`).
 # Jobs run as SLURM_USER; the console talks to slurmrestd with SLURM_JWT (or SLURM_JWT_FILE), or signs its own
 # token with the cluster's HS256 key (SLURM_JWT_KEY_FILE, readable by the console's user only).

@@ -169,7 +169,7 @@ class AgentReportAdmin(admin.ModelAdmin):
         return False  # what an agent said is not edited
 
 
-# Inference endpoints (issue 9) -------------------------------------------------------------------------------
+# Inference endpoints -------------------------------------------------------------------------------
 from .endpoint_models import Endpoint, EndpointKey, EndpointRequest  # noqa: E402
 
 

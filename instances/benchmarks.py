@@ -142,7 +142,7 @@ def launch_race(report):
     report.add_latencies("one launch under contention", [s for _r, s in results], note="threads of one process")
 
 
-# The Slurm backend (issue 8) ---------------------------------------------------------------------------------
+# The Slurm backend ---------------------------------------------------------------------------------
 
 SLURM_RUNS = size(5, 2)
 
@@ -226,5 +226,5 @@ def _bare_sbatch() -> float:
         subprocess.run(["scancel", job], check=False)
 
 
-# Inference endpoints (issue 9) register their benchmark from their own module.
+# Inference endpoints register their benchmark from their own module.
 from instances.endpoint_benchmarks import deploy_to_ready  # noqa: E402, F401

@@ -126,4 +126,4 @@ def register(commands):
     _add_commands(instances)
     _add_mount_commands(instances)
     _add_commands(commands, aliases_only=True)
-    endpoint_cli.register(commands)  # `gpucloud endpoints …` (issue 9)
+    endpoint_cli.register(commands)  # `gpucloud endpoints …`

@@ -162,7 +162,7 @@ class LaunchForm(forms.Form):
     name = forms.CharField(
         label=_("Name"), max_length=64, widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"})
     )
-    # Issue 7: a new data disk and hub mounts (the wizard's search box fills ``mounts``).
+    # A new data disk and hub mounts (the wizard's search box fills ``mounts``).
     data_disk_gb = forms.IntegerField(
         label=_("Data disk (GB, 0 for none)"),
         required=False,
@@ -193,7 +193,7 @@ class LaunchForm(forms.Form):
         image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)
         if image_family is None and not data.get("no_card") and offered:
             image_family = offered[0].backend
-        # The marketplace's variants for the chip's family (issue 6), the user's own images included.
+        # The marketplace's variants for the chip's family, the user's own images included.
         self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
 

@@ -1,6 +1,6 @@
 """The images an instance can boot: the marketplace's image variants (one per chip family of an image).
 
-The seam between instances and the marketplace (issue 6): instances record the variant they boot by its slug
+The seam between instances and the marketplace: instances record the variant they boot by its slug
 (``Instance.image``), and everything the instances app asks about images goes through these functions, which
 read ``marketplace.images.services``. A user may boot variants of listed images and of their own images.
 """

@@ -466,7 +466,7 @@ class AgentReport(models.Model):
         return f"{self.instance_id} job {self.job_id}: {self.event} at {self.at:%H:%M:%S}"
 
 
-# Inference endpoints (issue 9) are instances of kind "endpoint"; their keys and request log live beside them.
+# Inference endpoints are instances of kind "endpoint"; their keys and request log live beside them.
 from .endpoint_models import Endpoint, EndpointKey, EndpointRequest  # noqa: E402, F401
 
 

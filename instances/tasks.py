@@ -59,7 +59,7 @@ def housekeeping() -> dict:
 
 @shared_task
 def scale_endpoints_to_zero() -> int:
-    """Stop inference endpoints idle for their scale-to-zero minutes (issue 9)."""
+    """Stop inference endpoints idle for their scale-to-zero minutes."""
     from . import endpoints
 
     return endpoints.scale_to_zero()

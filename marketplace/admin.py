@@ -95,7 +95,7 @@ class HubLikeAdmin(admin.ModelAdmin):
         return False  # likes are the users' own; the counter follows them through the service
 
 
-# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+# The image marketplace ---------------------------------------------------------------------------------
 
 
 class ImageVariantInline(admin.TabularInline):
@@ -190,7 +190,7 @@ class ImageVariantAdmin(admin.ModelAdmin):
     raw_id_fields = ["image"]
 
 
-# Inference templates (issue 9) -------------------------------------------------------------------------------
+# Inference templates -------------------------------------------------------------------------------
 from .models import InferenceTemplate  # noqa: E402
 
 

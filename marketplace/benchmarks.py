@@ -75,7 +75,7 @@ def hub_search(report):
     report.add_latencies("GET /api/v1/hub", durations, note="in-process test client, anonymous")
 
 
-# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+# The image marketplace ---------------------------------------------------------------------------------
 
 IMAGES = size(500, 60)
 IMAGE_ROUNDS = size(20, 3)

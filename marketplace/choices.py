@@ -37,7 +37,7 @@ HUB_ORDERING = {
 MOUNT_ROOTS = {HubKind.MODEL: "/root/public", HubKind.DATASET: "/root/datasets"}
 
 
-# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+# The image marketplace ---------------------------------------------------------------------------------
 
 
 class ImageCategory(models.TextChoices):

@@ -1,6 +1,6 @@
 """The model & dataset hub: items (models and data sets), their files and users' likes.
 
-The image marketplace (issue 6) lives beside these models (below); every hub name starts with ``Hub``, every
+The image marketplace lives beside these models (below); every hub name starts with ``Hub``, every
 image name with ``Image``. Items are written only through ``marketplace.hub.services`` and images only through
 ``marketplace.images.services``, so that the search columns, the rendered Markdown and the counters stay in step
 with what the item or image says.
@@ -160,7 +160,7 @@ class HubLike(models.Model):
         return f"{self.user} ♥ {self.item}"
 
 
-# The image marketplace (issue 6) ---------------------------------------------------------------------------------
+# The image marketplace ---------------------------------------------------------------------------------
 
 # Image and variant slugs carry versions ("pytorch-2.2-cann8"), so dots are allowed beside the usual slug characters.
 SLUG_VALIDATOR = RegexValidator(

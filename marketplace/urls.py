@@ -1,4 +1,4 @@
-"""Marketplace pages. The hub lives under /hub/; the image marketplace (issue 6) under /marketplace/."""
+"""Marketplace pages. The hub lives under /hub/; the image marketplace under /marketplace/."""
 
 from django.urls import path
 
@@ -11,7 +11,7 @@ urlpatterns = [
     path("hub/", views.hub_list, name="hub"),
     path("hub/<str:org>/<str:name>", views.hub_detail, name="hub-item"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
-    # The image marketplace (issue 6)
+    # The image marketplace
     path("marketplace/", images.image_list, name="list"),
     path("marketplace/mine/", images.my_images, name="my-images"),
     path("marketplace/earnings/", images.earnings, name="earnings"),

@@ -3,7 +3,7 @@ on the instance page; create a cloud disk, hot-plug it into the running instance
 
 The instance runs on the simulated backend with zero timings (the lifecycle is driven in the test process with
 ``settle()``, so no worker is needed); mounting and attaching are synchronous calls to that backend. The
-upload-with-resume part of issue 7's browser test is ``tests/test_browser_storage.py``.
+upload with resume is tested in ``tests/test_browser_storage.py``.
 """
 
 import pytest

@@ -13,7 +13,7 @@ from billing.models import Price
 from instances.models import Chip, InstanceSpec, Node, Zone
 
 pytestmark = pytest.mark.django_db
-# 12, plus one for the per-GB-day prices of disks and cloud storage (issue 7)
+# 12, plus one for the per-GB-day prices of disks and cloud storage
 PRICING_MAX_QUERIES = 13
 
 

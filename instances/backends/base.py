@@ -97,7 +97,7 @@ class Backend(ABC):
     @abstractmethod
     def unmount(self, instance, target: str) -> None: ...
 
-    # Saving a stopped instance as an image (issue 6). Not abstract: a backend that cannot snapshot yet refuses
+    # Saving a stopped instance as an image. Not abstract: a backend that cannot snapshot yet refuses
     # with a clear message, and the marketplace shows it.
 
     def system_disk_usage(self, instance) -> int:

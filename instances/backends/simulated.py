@@ -119,7 +119,7 @@ class SimulatedBackend(Backend):
         preempt(instance, notice_seconds=notice_seconds)
 
     def release(self, instance) -> None:
-        # The system disk goes with the machine; data disks (issue 7) are detached first and survive.
+        # The system disk goes with the machine; data disks are detached first and survive.
         SimulatedJob.objects.filter(instance_id=instance.public_id, released_at__isnull=True).update(
             released_at=timezone.now(), disks=[], mounts=[]
         )

@@ -8,7 +8,7 @@ urlpatterns = [
     re_path(r"^hub/?$", views.HubListView.as_view(), name="api-hub"),
     re_path(rf"^hub/{REPO}/like/?$", views.HubLikeView.as_view(), name="api-hub-like"),
     re_path(rf"^hub/{REPO}/?$", views.HubItemView.as_view(), name="api-hub-item"),
-    # The image marketplace (issue 6): {key} is an image's id or slug.
+    # The image marketplace: {key} is an image's id or slug.
     re_path(r"^images/?$", images.ImageListView.as_view(), name="api-images"),
     re_path(r"^images/(?P<key>[^/]+)/clone/?$", images.ImageCloneView.as_view(), name="api-image-clone"),
     re_path(r"^images/(?P<key>[^/]+)/publish/?$", images.ImagePublishView.as_view(), name="api-image-publish"),

@@ -1,2 +1,2 @@
-"""The image marketplace (issue 6): official images with per-chip variants, community images, clone, ratings and
+"""The image marketplace: official images with per-chip variants, community images, clone, ratings and
 the authors' revenue share. Models live in ``marketplace.models`` (names start with ``Image``)."""

@@ -31,6 +31,7 @@ from .choices import (
     AccountKind,
     TransactionKind,
 )
+from .display import format_cny
 from .models import Account, LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage
 from .money import CENT, ZERO, summed
 
@@ -268,8 +269,8 @@ def _apply(account: Account, amount: Decimal, p: Posting, at: datetime) -> None:
             raise InsufficientFunds(_("Not enough trial credit."), code="insufficient_trial")
     elif account.kind == AccountKind.USER_CASH and amount < 0 and new < 0 and p.kind not in OVERDRAFT_KINDS:
         raise InsufficientFunds(
-            _("Not enough balance: ¥%(amount)s is needed and your cash balance is ¥%(balance)s.")
-            % {"amount": -amount, "balance": account.balance},
+            _("Not enough balance: %(amount)s is needed and your cash balance is %(balance)s.")
+            % {"amount": format_cny(-amount), "balance": format_cny(account.balance)},
         )
     account.balance = new
 

@@ -27,7 +27,7 @@ from .choices import (
     TransactionKind,
     UsageKind,
 )
-from .display import rate_amount
+from .display import format_cny, format_cny_rate
 from .money import (
     FACTOR_DECIMAL_PLACES,
     FACTOR_MAX_DIGITS,
@@ -558,10 +558,10 @@ class Notification(models.Model):
         p = self.params
         if self.kind == NotificationKind.LOW_BALANCE:
             # The stored rate keeps six places; the message shows it the way every page shows a rate.
-            p = {**p, "hourly": rate_amount(p.get("hourly"))}
+            p = {**p, "balance": format_cny(p.get("balance")), "hourly": format_cny_rate(p.get("hourly"))}
             return (
                 gettext(
-                    "Your balance of ¥%(balance)s covers less than one hour of your running resources (¥%(hourly)s "
+                    "Your balance of %(balance)s covers less than one hour of your running resources (%(hourly)s "
                     "an hour). Top up to keep them running."
                 )
                 % p
@@ -575,13 +575,10 @@ class Notification(models.Model):
                 % p
             )
         if self.kind == NotificationKind.SPENDING_CAP:
-            return (
-                gettext(
-                    "You reached your monthly spending cap of ¥%(cap)s. Pay-as-you-go instances are being stopped; "
-                    "raise the cap on the wallet page to continue."
-                )
-                % p
-            )
+            return gettext(
+                "You reached your monthly spending cap of %(cap)s. Pay-as-you-go instances are being stopped; "
+                "raise the cap on the wallet page to continue."
+            ) % {**p, "cap": format_cny(p.get("cap"))}
         if self.kind == NotificationKind.DISK_REMINDER:
             return (
                 gettext(
@@ -608,4 +605,4 @@ class Notification(models.Model):
                 )
                 % p
             )
-        return gettext("Your trial credit of ¥%(amount)s expired.") % p
+        return gettext("Your trial credit of %(amount)s expired.") % {**p, "amount": format_cny(p.get("amount"))}

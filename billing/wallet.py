@@ -20,7 +20,7 @@ from console.errors import PaymentRequired, ServiceError
 
 from . import arrears
 from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
-from .display import format_cny
+from .display import format_cny, format_cny_rate
 from .ledger import (
     InsufficientFunds,
     Posting,
@@ -226,24 +226,29 @@ def require_funds(user, needed: Decimal, *, compute: bool, pending_per_hour: Dec
         spent = month_spent(user, now)
         if spent >= wallet.spending_cap or (upfront and spent + needed > wallet.spending_cap):
             raise PaymentRequired(
-                _("This would pass your monthly spending cap of ¥%(cap)s (¥%(spent)s spent this month).")
-                % {"cap": wallet.spending_cap, "spent": spent},
+                _("This would pass your monthly spending cap of %(cap)s (%(spent)s spent this month).")
+                % {"cap": format_cny(wallet.spending_cap), "spent": format_cny(spent)},
                 code="spending_cap_reached",
             )
 
 
 def _insufficient(needed: Decimal, balance: Decimal, committed: Decimal, compute: bool) -> str:
-    values = {"needed": needed, "balance": balance, "committed": committed}
+    # What runs for an hour reads as a rate (a small disk's hour costs less than a fen); the balance as a total.
+    values = {
+        "needed": format_cny_rate(needed),
+        "balance": format_cny(balance),
+        "committed": format_cny_rate(committed),
+    }
     if committed > 0:
         message = _(
-            "This needs ¥%(needed)s for its first hour, and ¥%(committed)s of your ¥%(balance)s balance is kept for "
+            "This needs %(needed)s for its first hour, and %(committed)s of your %(balance)s balance is kept for "
             "one hour of what you already run. Top up or stop something to continue."
         )
     elif compute:
-        message = _("Launching needs ¥%(needed)s and your balance is ¥%(balance)s. Top up to continue.")
+        message = _("Launching needs %(needed)s and your balance is %(balance)s. Top up to continue.")
     else:
         message = _(
-            "This needs ¥%(needed)s for its first hour and your cash balance is ¥%(balance)s. Top up to continue."
+            "This needs %(needed)s for its first hour and your cash balance is %(balance)s. Top up to continue."
         )
     if not compute:
         message += " " + _("Cloud disks and storage are paid from cash; the trial credit pays for compute only.")
@@ -287,8 +292,8 @@ def charge_upfront(
         from_cash = amount - from_trial
         if from_cash > max(cash.balance, ZERO):
             raise InsufficientFunds(
-                _("The plan costs ¥%(amount)s up front and your balance is ¥%(balance)s. Top up to continue.")
-                % {"amount": amount, "balance": cash.balance + usable_trial},
+                _("The plan costs %(amount)s up front and your balance is %(balance)s. Top up to continue.")
+                % {"amount": format_cny(amount), "balance": format_cny(cash.balance + usable_trial)},
             )
         programmes = lock_programmes([programme_id] if programme_id else [])
         booking = None

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from billing import wallet
 from billing.choices import Eligibility
+from billing.display import format_cny
 from billing.models import LedgerTransaction, Price, SubsidyProgramme
 from billing.money import CENT, RATE_QUANTUM, ZERO
 from console import verification
@@ -274,7 +275,8 @@ def change_budget(actor: Actor, *, slug: str, budget, reason: str) -> SubsidyPro
             raise NotFound(_("No such subsidy programme."))
         if new is not None and new < programme.spent:
             raise ServiceError(
-                _("The budget cannot be below what was already spent (¥%(spent)s).") % {"spent": programme.spent},
+                _("The budget cannot be below what was already spent (%(spent)s).")
+                % {"spent": format_cny(programme.spent)},
                 code="budget_below_spent",
             )
         old = programme.budget

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing import wallet
+from billing.display import format_cny
 from billing.models import LedgerTransaction, Price
 from console import verification
 from console.errors import ServiceError
@@ -399,7 +400,7 @@ def adjust_balance(request, public_id):
     except ServiceError as exc:
         form.add_error(None, exc.message)
         return _user_page(request, user, form, status=400)
-    messages.success(request, _("Balance adjusted by ¥%(amount)s.") % {"amount": tx.user_amount})
+    messages.success(request, _("Balance adjusted by %(amount)s.") % {"amount": format_cny(tx.user_amount)})
     return redirect("ops:user", public_id=public_id)
 
 

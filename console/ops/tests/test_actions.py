@@ -74,6 +74,16 @@ def test_a_bad_adjustment_is_refused_with_a_message_and_posts_nothing(client, fi
     assert not LedgerTransaction.objects.exists() and not AuditEntry.objects.exists()
 
 
+def test_a_debit_adjustment_is_confirmed_with_the_minus_before_the_yen(client, finance_user, owner, fund):
+    fund(owner, "20")
+    client.force_login(finance_user)
+    client.cookies["django_language"] = "en"
+    response = client.post(reverse("ops:adjust-balance", args=[owner.public_id]),
+                           {"amount": "-7.5", "reason": "Refund", "idempotency_key": key()}, follow=True)  # fmt: skip
+    html = response.content.decode()
+    assert "Balance adjusted by −¥7.50." in html and "¥-7.50" not in html
+
+
 def test_an_adjustment_beyond_the_limit_is_refused_by_the_service(finance_user, owner):
     with pytest.raises(ServiceError, match="at most"):
         services.adjust_balance(Actor(finance_user), user_id=owner.public_id, amount="2000000", reason="x",

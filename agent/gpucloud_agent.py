@@ -1,4 +1,4 @@
-"""The instance agent: the program a Slurm job runs for an instance (``python3 instances/agent.py …``).
+"""The instance agent: the program a Slurm job runs for an instance (``python3 agent/gpucloud_agent.py …``).
 
 It is standard-library only, so any Python 3.11 on a node runs it without the console's virtualenv. It
 

@@ -9,7 +9,7 @@ that is how disks follow an instance to another node).
 
 The mapping:
 
-* launch/start → a job on the zone's partition running the instance agent (``instances/agent.py``), named
+* launch/start → a job on the zone's partition running the instance agent (``agent/gpucloud_agent.py``), named
   ``<prefix><public id>``; spot instances go to the spot partition with ``requeue``, on-demand ones without it
   (a node failure fails them instead of restarting them behind the console's back);
 * stop and arrears → SIGUSR1 to the job (the agent writes the checkpoint marker and passes it on), then after the
@@ -43,7 +43,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .. import agent as agent_module
+from agent import gpucloud_agent as agent_module
+
 from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, TransientBackendError
 
 ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD"})

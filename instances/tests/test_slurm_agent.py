@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from instances import agent
+from agent import gpucloud_agent as agent
 
 RECORDED = Path(__file__).parent / "fixtures"
 AGENT = Path(agent.__file__)

@@ -16,7 +16,8 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from instances import agent, reports
+from agent import gpucloud_agent as agent
+from instances import reports
 from instances.backends.slurm import agent_token
 from instances.models import TrainingScalar
 from instances.tests.fixtures import settle

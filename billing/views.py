@@ -7,7 +7,7 @@ from console.htmx import wants_partial
 from instances.choices import STOPPED_RELEASE_DAYS
 from instances.models import Chip, InstanceSpec
 
-from . import services
+from . import pricing_table
 from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
 from .quote import load_price_book, storage_prices
 
@@ -21,7 +21,7 @@ def _calculate(form, book, chips):
     data = form.cleaned_data
     chip = None if data["chip"] == NO_CARD else chips[data["chip"]]
     zones = {z.slug: z for offered in book.offers.values() for z in offered}
-    return services.quote_or_error(
+    return pricing_table.quote_or_error(
         chip=chip,
         cards=data["cards"] if chip else 0,
         zone=zones.get(data["zone"]) if data["zone"] else None,
@@ -58,8 +58,8 @@ def pricing(request):
         return render(request, f"{TEMPLATE}#quote-breakdown", context)
     chip_names = {chip.pk: chip.label for chip in chips.values()}
     context |= {
-        "rows": services.price_table(book, chips.values()),
-        "specs": services.spec_prices(book, InstanceSpec.objects.active().with_chip()),
+        "rows": pricing_table.price_table(book, chips.values()),
+        "specs": pricing_table.spec_prices(book, InstanceSpec.objects.active().with_chip()),
         "programmes": [(p, [chip_names.get(i, "") for i in sorted(p.chip_ids)]) for p in book.programmes],
         "plans": book.plans.values(),
         "release_days": STOPPED_RELEASE_DAYS,

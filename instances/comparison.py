@@ -13,8 +13,8 @@ from django.utils.translation import gettext as _
 
 from billing.display import format_cny, format_cny_rate
 from billing.money import to_cents
+from billing.pricing_table import price_row
 from billing.quote import PriceBook, Quote
-from billing.services import price_row
 
 TOKENS_PER_COST_UNIT = Decimal(10) ** 8  # cost per 100 M tokens
 # Per 10 million images, to the fen: per 1,000 images the domestic chips all cost about ¥0.0001 and drew

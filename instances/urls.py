@@ -1,19 +1,19 @@
 from django.urls import path
 
-from . import pages, views
+from . import catalog_views, views
 
 app_name = "instances"
 
 urlpatterns = [
-    path("chips/", views.chips, name="chips"),
-    path("estimator/", views.estimator_page, name="estimator"),
-    path("instances/", pages.instance_list, name="list"),
-    path("instances/new/", pages.launch, name="launch"),
-    path("instances/<str:public_id>/", pages.detail, name="detail"),
-    path("instances/<str:public_id>/start/", pages.start, name="start"),
-    path("instances/<str:public_id>/stop/", pages.stop, name="stop"),
-    path("instances/<str:public_id>/release/", pages.release, name="release"),
-    path("instances/<str:public_id>/auto-shutdown/", pages.auto_shutdown, name="auto-shutdown"),
-    path("instances/<str:public_id>/metrics/", pages.metrics, name="metrics"),
-    path("instances/<str:public_id>/training/", pages.training, name="training"),
+    path("chips/", catalog_views.chips, name="chips"),
+    path("estimator/", catalog_views.estimator_page, name="estimator"),
+    path("instances/", views.instance_list, name="list"),
+    path("instances/new/", views.launch, name="launch"),
+    path("instances/<str:public_id>/", views.detail, name="detail"),
+    path("instances/<str:public_id>/start/", views.start, name="start"),
+    path("instances/<str:public_id>/stop/", views.stop, name="stop"),
+    path("instances/<str:public_id>/release/", views.release, name="release"),
+    path("instances/<str:public_id>/auto-shutdown/", views.auto_shutdown, name="auto-shutdown"),
+    path("instances/<str:public_id>/metrics/", views.metrics, name="metrics"),
+    path("instances/<str:public_id>/training/", views.training, name="training"),
 ]

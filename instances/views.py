@@ -1,37 +1,311 @@
-"""Public catalog pages: the chip comparison and the training estimator."""
+"""Instance pages: the list with live status, the launch wizard, the detail page and its actions."""
 
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from billing.quote import load_price_book
+from billing.models import Plan
+from billing.quote import quote_disk
+from console.chart_time import minute_label
+from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 
-from . import estimator
-from .comparison import comparison
-from .forms import DEFAULT_QUERY, EstimatorForm
-from .models import Chip
+from . import services, shutdown
+from .backends import get_backend
+from .capacity import CapacityError
+from .endpoint_models import Endpoint
+from .forms import AutoShutdownForm, LaunchForm
+from .images import image_name
+from .models import Chip, Instance, InstanceEvent, Zone
+from .shutdown import FINISHED
+
+PAGE_SIZE = 50
+SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 
 
+@login_required
 @require_GET
-def chips(request):
-    book = load_price_book(user=request.user)
-    charts = comparison(Chip.objects.all().with_figures(), book)
-    return render(request, "instances/chips.html", {"charts": charts})
+def instance_list(request):
+    """The current instances (live status), or with ``?show=released`` the released ones: when they ran and
+    what they cost."""
+    mine = Instance.objects.for_user(request.user).with_related().not_endpoints()
+    if request.GET.get("show") == "released":
+        return _released_list(request, mine)
+    page = Paginator(mine.visible(), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page_obj": page, "instances": page.object_list, "any_live": any(i.is_live for i in page)}
+    template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
+    return render(request, template, context)
 
 
-@require_GET
-def estimator_page(request):
-    submitted = "params_b" in request.GET
-    form = EstimatorForm(request.GET if submitted else DEFAULT_QUERY)
-    result = None
-    if form.is_valid():
-        result = estimator.estimate_training(form.job(), user=request.user, **form.estimate_on())
-    context = {
-        "form": form,
-        "result": result,
-        "assumptions": estimator.assumptions(),
-        "bytes_per_parameter": estimator.BYTES_PER_PARAMETER,
+def _released_list(request, mine):
+    released = mine.released().prefetch_related(Prefetch("events", InstanceEvent.objects.order_by("at", "id")))
+    page = Paginator(released, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [_released_row(instance) for instance in page]
+    context = {"page_obj": page, "released_rows": rows, "show_released": True}
+    return render(request, "instances/list.html", context)
+
+
+def _released_row(instance) -> dict:
+    events = list(instance.events.all())
+    ran = [e.at for e in events if e.new == "running" and e.old != "running"]
+    released_at = next((e.at for e in reversed(events) if e.new == "released"), None)
+    return {
+        "instance": instance,
+        "first_run": ran[0] if ran else None,
+        "released_at": released_at,
+        "cost": services.cost_so_far(instance, events),
     }
-    template = "instances/estimator.html#estimate" if wants_partial(request) else "instances/estimator.html"
-    status = 400 if form.errors and not wants_partial(request) else 200
-    return render(request, template, context, status=status)
+
+
+def _wizard_form(request, data=None):
+    return LaunchForm(
+        data,
+        zones=Zone.objects.active().select_related("region"),
+        chips=list(Chip.objects.rentable().order_by("sort_order")),
+        plans=Plan.objects.active(),
+        user=request.user,
+    )
+
+
+def _preview(request, form):
+    """The live price: a quote for what is chosen so far, or the reason there is none."""
+    if not form.is_valid():
+        return None, ""
+    try:
+        return services.preview(request.user, form.launch_request()), ""
+    except ServiceError as exc:
+        return None, str(exc.message)
+
+
+def _disk_price(form, quote) -> dict:
+    """The new data disk's price beside the compute price: it is billed per GB-day, running or not."""
+    size = form.cleaned_data.get("data_disk_gb") if form.is_valid() else None
+    if not quote or not size:
+        return {}
+    disk = quote_disk(size)
+    return {"disk_quote": disk, "running_total": quote.payable_per_hour + disk.payable_per_hour}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def launch(request):
+    """GET: the wizard (htmx re-renders it as choices change, with the live price); POST: launch."""
+    if request.method == "POST":
+        return _launch(request)
+    data = request.GET.copy() if request.GET else _first_choice()
+    form = _wizard_form(request, data)
+    images = [value for value, _label in form.fields["image"].choices]
+    if data.get("image") not in images and images:
+        data["image"] = images[0]  # the family changed: offer its first image
+    preview_form = _price_form(request, data)
+    quote, problem = _preview(request, preview_form)
+    context = {"form": _wizard_form(request, data), "quote": quote, "problem": problem, "show_errors": False}
+    context |= _shutdown_wizard_context()
+    context |= _disk_price(preview_form, quote)
+    template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
+    return render(request, template, context)
+
+
+def _price_form(request, data) -> LaunchForm:
+    """The wizard's choices as far as the price goes: it depends on neither the name nor the auto-shutdown."""
+    preview = data.copy()
+    preview["name"] = preview.get("name") or "preview"
+    for name in SHUTDOWN_FIELDS:
+        preview.pop(name, None)
+    return _wizard_form(request, preview)
+
+
+def _shutdown_wizard_context() -> dict:
+    threshold = Instance._meta.get_field("idle_threshold_percent").default
+    return {"shutdown_fields": SHUTDOWN_FIELDS, "idle_threshold": threshold}
+
+
+def _first_choice() -> QueryDict:
+    chip = Chip.objects.rentable().order_by("sort_order").first()
+    data = QueryDict(mutable=True)
+    data.update({"chip": chip.slug if chip else "", "cards": "1", "plan": "payg", "term_end_action": "continue"})
+    return data
+
+
+def _launch(request):
+    form = _wizard_form(request, request.POST)
+    price_form = _price_form(request, request.POST)
+    quote, problem = _preview(request, price_form)
+    if form.is_valid():
+        try:
+            instance = services.launch(request.user, form.launch_request())
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = instance.get_absolute_url()
+                return response
+            return redirect(instance)
+    context = {"form": form, "quote": quote, "problem": problem, "show_errors": True} | _disk_price(price_form, quote)
+    context |= _shutdown_wizard_context()
+    template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
+    # htmx swaps 200s only: the partial carries the errors; a plain form post gets a real 400.
+    return render(request, template, context, status=200 if wants_partial(request) else 400)
+
+
+def _own(request, public_id) -> Instance:
+    """The caller's instance; a missing one and someone else's are the same 404 page."""
+    try:
+        return services.get_instance(request.user, public_id)
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+
+
+def _detail_context(instance, error=""):
+    events = list(instance.events.all())
+    return {
+        "instance": instance,
+        "events": events,
+        "cost": services.cost_so_far(instance, events),
+        "image_name": image_name(instance.image),
+        "simulated": get_backend(instance.backend_name).simulated,
+        "error": error,
+    }
+
+
+def _fetch(request, public_id):
+    instance = _own(request, public_id)
+    return (
+        Instance.objects.with_related()
+        .prefetch_related(Prefetch("events", InstanceEvent.objects.order_by("-at", "-id")))
+        .get(pk=instance.pk)
+    )
+
+
+@login_required
+@require_GET
+def detail(request, public_id):
+    instance = _fetch(request, public_id)
+    if instance.kind == Instance.Kind.ENDPOINT:
+        # An endpoint has no SSH, JupyterLab or training curves: its own page has its keys and the curl example.
+        return redirect(_endpoint_url(instance))
+    if wants_partial(request):
+        # The poll says which status the page shows; a change (released: disks detached, nothing to change)
+        # brings the panels below the status along, out of band.
+        changed = request.GET.get("seen") != instance.status
+        return _status_partial(request, instance, refresh_panels=changed)
+    context = _detail_context(instance) | _panels_context(request.user, instance)
+    return render(request, "instances/detail.html", context)
+
+
+def _panels_context(user, instance) -> dict:
+    """The disks-and-mounts panel and the auto-shutdown panel: they depend on the status too."""
+    from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
+
+    return panel_context(user, instance) | _shutdown_context(instance)
+
+
+def _status_partial(request, instance, error="", *, refresh_panels=True):
+    context = _detail_context(instance, error)
+    if refresh_panels:
+        context |= _panels_context(request.user, instance) | {"refresh_panels": True}
+    return render(request, "instances/detail.html#status", context)
+
+
+def _shutdown_context(instance, form=None) -> dict:
+    if form is None:
+        at, idle_minutes = instance.auto_shutdown_at, instance.idle_shutdown_minutes
+        form = AutoShutdownForm(initial={"auto_shutdown_at": at, "idle_shutdown_minutes": idle_minutes})
+    return {"instance": instance, "shutdown_form": form, "shutdown_editable": instance.status not in FINISHED}
+
+
+@login_required
+@require_POST
+def auto_shutdown(request, public_id):
+    """Change or clear when the instance shuts itself down; htmx swaps the panel, a plain post comes back."""
+    instance = _own(request, public_id)
+    form = AutoShutdownForm(request.POST)
+    if form.is_valid():
+        try:
+            instance = shutdown.set_auto_shutdown(
+                instance, form.cleaned_data["auto_shutdown_at"], form.cleaned_data["idle_shutdown_minutes"]
+            )
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            form = None
+            if not wants_partial(request):
+                messages.success(request, _("Auto-shutdown saved."))
+    if wants_partial(request):
+        return render(request, "instances/detail.html#auto_shutdown", _shutdown_context(instance, form))
+    if form is not None:
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+    return redirect(instance)
+
+
+def _endpoint_url(instance) -> str:
+    endpoint = Endpoint.objects.filter(instance=instance).first()
+    return endpoint.get_absolute_url() if endpoint else reverse("endpoints:list")
+
+
+def _act(request, public_id, operation):
+    """Run one service operation on the caller's instance; the page shows what happened or why not."""
+    instance = _own(request, public_id)
+    error = ""
+    try:
+        operation(instance)
+    except CapacityError as exc:
+        error = str(exc.message)
+    except ServiceError as exc:
+        error = str(exc.message)
+    if wants_partial(request):
+        return _status_partial(request, _fetch(request, public_id), error)
+    if error:
+        messages.error(request, error)
+    return redirect(instance)
+
+
+@login_required
+@require_POST
+def start(request, public_id):
+    no_card = request.POST.get("no_card") == "1"
+    return _act(request, public_id, lambda instance: services.start(instance, no_card=no_card))
+
+
+@login_required
+@require_POST
+def stop(request, public_id):
+    return _act(request, public_id, services.stop)
+
+
+@login_required
+@require_POST
+def release(request, public_id):
+    return _act(request, public_id, services.release)
+
+
+@login_required
+@require_GET
+def training(request, public_id):
+    """The training curves the workload logged (simulated on the simulated backend), for the chart."""
+    return JsonResponse(services.training_curves(_own(request, public_id)))
+
+
+@login_required
+@require_GET
+def metrics(request, public_id):
+    """Card utilisation and memory per minute (simulated on the simulated backend), for the chart."""
+    instance = _own(request, public_id)
+    backend = get_backend(instance.backend_name)
+    points = backend.metrics(instance, minutes=30) if instance.status == "running" else []
+    return JsonResponse(
+        {
+            "simulated": backend.simulated,
+            "labels": [minute_label(p.at) for p in points],
+            "card_utilisation": [p.card_utilisation for p in points],
+            "memory_used": [p.memory_used for p in points],
+        }
+    )

@@ -13,7 +13,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import reports
+from .. import heartbeats
 
 EVENTS = ["started", "heartbeat", "checkpoint", "exited"]
 SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "host"]
@@ -86,12 +86,12 @@ class AgentReportView(APIView):
         header = request.headers.get("Authorization", "").split()
         if len(header) != 2 or header[0].lower() != "agent":
             raise exceptions.NotAuthenticated(_("Send the instance's agent token: “Authorization: Agent <token>”."))
-        instance = reports.authenticate(id, header[1])
+        instance = heartbeats.authenticate(id, header[1])
         body = AgentReportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         with transaction.atomic():
-            reports.record(instance, _plain(body.validated_data))
-            reports.record_scalars(instance, body.validated_data["scalars"])
+            heartbeats.record(instance, _plain(body.validated_data))
+            heartbeats.record_scalars(instance, body.validated_data["scalars"])
         return Response({"wanted": instance.wanted})
 
     def get_authenticate_header(self, request):

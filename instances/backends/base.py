@@ -80,7 +80,7 @@ class Backend(ABC):
 
     def training_curves(self, instance) -> dict[str, list[tuple[int, float]]]:
         """tag → [(step, value)]: the scalars the instance's workload logged, as its agent forwarded them."""
-        from ..reports import training_curves
+        from ..heartbeats import training_curves
 
         return training_curves(instance)
 

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from instances import reports
+from instances import heartbeats as reports
 from instances.backends.slurm import agent_token
 from instances.models import AgentReport
 

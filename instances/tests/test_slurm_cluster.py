@@ -14,7 +14,8 @@ from django import db
 from django.conf import settings
 from django.utils import translation
 
-from instances import reports, services
+from instances import heartbeats as reports
+from instances import services
 from instances.choices import Status
 from instances.models import Instance, Node
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agent import gpucloud_agent as agent
-from instances import reports
+from instances import heartbeats as reports
 from instances.backends.slurm import agent_token
 from instances.models import TrainingScalar
 from instances.tests.fixtures import settle

@@ -1,0 +1,37 @@
+"""Public catalog pages: the chip comparison and the training estimator."""
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from billing.quote import load_price_book
+from console.htmx import wants_partial
+
+from . import estimator
+from .comparison import comparison
+from .forms import DEFAULT_QUERY, EstimatorForm
+from .models import Chip
+
+
+@require_GET
+def chips(request):
+    book = load_price_book(user=request.user)
+    charts = comparison(Chip.objects.all().with_figures(), book)
+    return render(request, "instances/chips.html", {"charts": charts})
+
+
+@require_GET
+def estimator_page(request):
+    submitted = "params_b" in request.GET
+    form = EstimatorForm(request.GET if submitted else DEFAULT_QUERY)
+    result = None
+    if form.is_valid():
+        result = estimator.estimate_training(form.job(), user=request.user, **form.estimate_on())
+    context = {
+        "form": form,
+        "result": result,
+        "assumptions": estimator.assumptions(),
+        "bytes_per_parameter": estimator.BYTES_PER_PARAMETER,
+    }
+    template = "instances/estimator.html#estimate" if wants_partial(request) else "instances/estimator.html"
+    status = 400 if form.errors and not wants_partial(request) else 200
+    return render(request, template, context, status=status)

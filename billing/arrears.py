@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils.module_loading import import_string
 
+from . import rules
 from .choices import SPEND_KINDS, AccountKind, NotificationKind
 from .models import LedgerTransaction, Notification, UsageSession, Wallet
 from .money import ZERO, summed, to_rate
@@ -46,14 +47,11 @@ def retention_days() -> int:
 
 def assess(buckets: dict[int, dict], now: datetime) -> Alerts:
     """Given the users' accounts just charged (balances after the charge), who is low, who must be stopped."""
-    from .metering import _trial_usable  # the one definition of "usable trial credit"
-    from .wallet import month_start
-
     balances = {}
     for uid, accounts in buckets.items():
         trial = accounts.get(AccountKind.USER_TRIAL)
         cash = accounts.get(AccountKind.USER_CASH)
-        usable_trial = trial.balance if trial and _trial_usable(trial, now) else ZERO
+        usable_trial = rules.usable_trial(trial, now)
         balances[uid] = (cash.balance if cash else ZERO) + usable_trial
     alerts = Alerts()
     alerts.stop = [(uid, REASON_ARREARS, balance) for uid, balance in balances.items() if balance <= 0]
@@ -75,7 +73,7 @@ def assess(buckets: dict[int, dict], now: datetime) -> Alerts:
     if caps:
         spent = dict(
             LedgerTransaction.objects.filter(
-                user_id__in=caps, kind__in=SPEND_KINDS, created_at__gte=month_start(now), created_at__lte=now
+                user_id__in=caps, kind__in=SPEND_KINDS, created_at__gte=rules.month_start(now), created_at__lte=now
             )
             .values_list("user_id")
             .annotate(total=Sum("user_amount"))

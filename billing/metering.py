@@ -17,7 +17,6 @@ a worker that dies mid-tick loses only its uncommitted chunk, which the next tic
 idempotency key names the session and the billed-minute boundary, so the same minute can never be booked twice.
 """
 
-import math
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -45,9 +44,9 @@ from .ledger import (
     user_accounts,
 )
 from .models import Plan, UsageSession
-from .money import MINUTES_PER_HOUR, ZERO, to_cents
+from .money import ZERO
 from .quote import Quote
-from .subsidies import usage_month
+from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial
 
 
 def author_shares(sessions):
@@ -60,15 +59,8 @@ def author_shares(sessions):
 CHUNK_SIZE = 1000
 
 
-def billed_minutes(started_at: datetime, until: datetime) -> int:
-    """Every started minute counts: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2."""
-    seconds = (until - started_at).total_seconds()
-    return max(0, math.ceil(seconds / 60))
-
-
-def due_amount(per_hour: Decimal, minutes: int) -> Decimal:
-    """The exact price of ``minutes`` at ``per_hour``, rounded once to the fen."""
-    return to_cents(per_hour * minutes / MINUTES_PER_HOUR)
+# The rules themselves live in ``billing.rules``; these names are how the metering tick reads.
+due_amount = minutes_cost
 
 
 # --- Opening and closing ----------------------------------------------------------------------------------------------
@@ -224,12 +216,9 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
         if account.user_id in user_ids:
             buckets[account.user_id][account.kind] = account
     programmes = lock_programmes(funded_by)
-    month = usage_month(now)
+    month = month_of(now)
     used = subsidy_used({(pid, d.session.user_id) for d in dues if (pid := d.session.programme_id) in funded_by}, month)
-    trial_left = {
-        uid: (b[AccountKind.USER_TRIAL].balance if _trial_usable(b[AccountKind.USER_TRIAL], now) else ZERO)
-        for uid, b in buckets.items()
-    }
+    trial_left = {uid: usable_trial(b[AccountKind.USER_TRIAL], now) for uid, b in buckets.items()}
     budget_left = {pid: None if p.budget is None else max(p.budget - p.spent, ZERO) for pid, p in programmes.items()}
     context = (buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now)
     postings = []
@@ -247,22 +236,16 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     return outcome
 
 
-def _trial_usable(account, now) -> bool:
-    return account.expires_at is not None and account.expires_at > now and account.balance > 0
-
-
 def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now) -> Posting:
     s = due.session
     cash = buckets[s.user_id][AccountKind.USER_CASH]
     trial = buckets[s.user_id][AccountKind.USER_TRIAL]
-    from_trial = min(trial_left[s.user_id], due.payable) if s.kind in COMPUTE_KINDS else ZERO
+    from_trial, _from_cash = split_payment(due.payable, trial_left[s.user_id], compute=s.kind in COMPUTE_KINDS)
     trial_left[s.user_id] -= from_trial
-    from_cash = due.payable - from_trial
     booked = _fund_subsidy(due, programmes, used, budget_left) if s.programme_id in funded_by else ZERO
-    entries = [(trial.pk, -from_trial), (cash.pk, -from_cash)]
-    if booked:
-        entries.append((funded_by[s.programme_id].pk, -booked))
-    entries.append((revenue.pk, due.payable + booked))
+    programme_account = funded_by[s.programme_id].pk if booked else None
+    entries = charge_entries(trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=due.payable,
+                             from_trial=from_trial, subsidy_account=programme_account, subsidy=booked)  # fmt: skip
     minutes = due.minutes - s.charged_minutes
     s.charged += due.payable
     s.charged_minutes = due.minutes
@@ -271,7 +254,7 @@ def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, bud
     return Posting(
         kind=TransactionKind.USAGE,
         idempotency_key=f"usage:{s.public_id}:{due.minutes}",
-        entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
+        entries=entries,
         user_id=s.user_id,
         reference=s.label or str(s.resource_id),
         usage_session_id=s.pk,

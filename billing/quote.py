@@ -24,7 +24,8 @@ from instances.models import Chip, InstanceSpec, Zone, check_zone_accepts
 
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage
 from .money import CURRENCY, MINUTES_PER_HOUR, ONE, ZERO, to_cents, to_rate
-from .subsidies import ProgrammeTerms, usage_month
+from .rules import month_of
+from .subsidies import ProgrammeTerms
 
 PAY_AS_YOU_GO = "payg"
 HOURS_PER_DAY = 24
@@ -71,9 +72,7 @@ def _load_prices(at) -> dict[int | None, PriceEntry]:
 def _load_usage(user, at, programmes) -> dict[int, Decimal]:
     if not getattr(user, "is_authenticated", False) or not programmes:
         return {}
-    rows = SubsidyUsage.objects.for_user(user).filter(
-        month=usage_month(at), programme_id__in=[p.id for p in programmes]
-    )
+    rows = SubsidyUsage.objects.for_user(user).filter(month=month_of(at), programme_id__in=[p.id for p in programmes])
     return {row.programme_id: row.amount for row in rows}
 
 

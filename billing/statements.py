@@ -14,6 +14,7 @@ from .catalog_names import chip_names, plan_names, zone_names
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
 from .money import summed
+from .rules import month_bounds, month_of
 
 
 @dataclass(frozen=True)
@@ -45,15 +46,9 @@ class Statement:
 def parse_month(text: str | None) -> date:
     """'2026-03' → 2026-03-01; empty → this month."""
     if not text:
-        return timezone.localdate().replace(day=1)
+        return month_of(timezone.now())
     year, month = (int(part) for part in text.split("-"))
     return date(year, month, 1)
-
-
-def month_bounds(month: date) -> tuple[datetime, datetime]:
-    start = timezone.make_aware(datetime.combine(month, datetime.min.time()))
-    following = (month + timedelta(days=32)).replace(day=1)
-    return start, timezone.make_aware(datetime.combine(following, datetime.min.time()))
 
 
 def _spend(user, month: date):

@@ -5,14 +5,12 @@ The ledger books what is granted: it adds to ``SubsidyProgramme.spent`` and to t
 """
 
 from dataclasses import dataclass
-from datetime import date, datetime
 from decimal import Decimal
-
-from django.utils import timezone
 
 from .choices import Eligibility
 from .models import SubsidyProgramme
 from .money import ZERO
+from .rules import month_of
 
 
 def is_verified_enterprise(user) -> bool:
@@ -35,9 +33,8 @@ def is_verified_enterprise(user) -> bool:
     return memo
 
 
-def usage_month(at: datetime) -> date:
-    """The month a subsidy at ``at`` counts against: the first day of the operator's local month."""
-    return timezone.localdate(at).replace(day=1)
+# The month a subsidy counts against is the operator's local month (one rule: ``billing.rules.month_of``).
+usage_month = month_of
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired, ServiceError
 
-from . import arrears
+from . import arrears, rules
 from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .display import format_cny, format_cny_rate
 from .ledger import (
@@ -38,7 +38,6 @@ from .ledger import (
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
 from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, summed, to_cents, to_rate
 from .quote import Quote
-from .subsidies import usage_month
 
 MAX_SPENDING_CAP = Decimal("10000000")
 
@@ -91,7 +90,7 @@ def _buckets(user, now) -> tuple[Decimal, Decimal, datetime | None]:
     for account in Account.objects.filter(user=user, kind__in=(AccountKind.USER_CASH, AccountKind.USER_TRIAL)):
         if account.kind == AccountKind.USER_CASH:
             cash = account.balance
-        elif account.expires_at and account.expires_at > now and account.balance > 0:
+        elif rules.trial_usable(account, now):
             trial, expires = account.balance, account.expires_at
     return cash, trial, expires
 
@@ -102,16 +101,11 @@ def compute_balance(user) -> Decimal:
     return cash + trial
 
 
-def month_start(now: datetime) -> datetime:
-    local = timezone.localtime(now)
-    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
 def month_spent(user, now: datetime | None = None) -> Decimal:
     """What the user spent this calendar month (usage, prepaid plans, storage)."""
     now = now or timezone.now()
     total = LedgerTransaction.objects.filter(
-        user=user, kind__in=SPEND_KINDS, created_at__gte=month_start(now), created_at__lte=now
+        user=user, kind__in=SPEND_KINDS, created_at__gte=rules.month_start(now), created_at__lte=now
     ).aggregate(total=Sum("user_amount"))["total"]
     return -summed(total)
 
@@ -287,9 +281,8 @@ def charge_upfront(
             return done
         cash, trial = locked[cash.pk], locked[trial.pk]
         now = timezone.now()
-        usable_trial = trial.balance if trial.expires_at and trial.expires_at > now else ZERO
-        from_trial = min(usable_trial, amount)
-        from_cash = amount - from_trial
+        usable_trial = rules.usable_trial(trial, now)
+        from_trial, from_cash = rules.split_payment(amount, usable_trial, compute=kind in COMPUTE_KINDS)
         if from_cash > max(cash.balance, ZERO):
             raise InsufficientFunds(
                 _("The plan costs %(amount)s up front and your balance is %(balance)s. Top up to continue.")
@@ -298,19 +291,20 @@ def charge_upfront(
         programmes = lock_programmes([programme_id] if programme_id else [])
         booking = None
         if programme_id:
-            month = usage_month(now)
+            month = rules.month_of(now)
             used = subsidy_used([(programme_id, user.pk)], month).get((programme_id, user.pk), ZERO)
             limit = available_subsidy(programmes[programme_id], used)
             booked = subsidy if limit is None else min(subsidy, limit)
             booking = SubsidyBooking(programme_id, user.pk, month, booked) if booked > 0 else None
-        entries = [(trial.pk, -from_trial), (cash.pk, -from_cash)]
-        if booking:
-            entries.append((funded_by[programme_id].pk, -booking.amount))
-        entries.append((revenue.pk, amount + (booking.amount if booking else ZERO)))
+        entries = rules.charge_entries(
+            trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=amount, from_trial=from_trial,
+            subsidy_account=funded_by[programme_id].pk if booking else None,
+            subsidy=booking.amount if booking else ZERO,
+        )  # fmt: skip
         posting = Posting(
             kind=TransactionKind.UPFRONT,
             idempotency_key=idempotency_key,
-            entries=tuple((a, x) for a, x in entries if x) or ((revenue.pk, ZERO),),
+            entries=entries,
             user_id=user.pk,
             reference=f"{quote.plan_name} · {quote.chip_name}"[:255],
             resource_id=resource_id,

@@ -2,7 +2,6 @@
 launch, start, stop, release, spot preemption, arrears stops, and the steps tasks and reconcile take."""
 
 import logging
-import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,6 +16,7 @@ from kombu.exceptions import OperationalError
 
 from billing.money import ZERO, to_cents
 from billing.quote import Quote, load_price_book, quote
+from billing.rules import run_cost
 from console.errors import Conflict, NotFound, ServiceError
 from console.validators import clean_display_name
 
@@ -795,10 +795,7 @@ def _rate(event) -> Decimal | None:
 
 
 def _run_cost(start, end, rate) -> Decimal:
-    if rate is None:
-        return ZERO
-    minutes = math.ceil(max((end - start).total_seconds(), 0) / 60)
-    return to_cents(rate * minutes / 60)
+    return ZERO if rate is None else run_cost(rate, start, end)
 
 
 def preview(user, request: LaunchRequest) -> Quote:

@@ -15,7 +15,6 @@ session at the next whole minute and opens one at the new size from that minute,
 """
 
 import logging
-import math
 import uuid
 from datetime import timedelta
 
@@ -29,6 +28,7 @@ from billing import metering, wallet
 from billing.models import UsageSession
 from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
+from billing.rules import billed_through
 from console.errors import Conflict, NotFound, ServiceError
 from console.validators import clean_display_name
 from instances.attachments import backend_call
@@ -182,12 +182,6 @@ def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None)
     return disk
 
 
-def _next_minute(session: UsageSession, now):
-    """The end of the minute of ``session`` that ``now`` falls in: what it has billed (or will) up to."""
-    minutes = max(1, math.ceil((now - session.started_at).total_seconds() / 60))
-    return session.started_at + timedelta(minutes=minutes)
-
-
 def grow(user, public_id, size_gb) -> CloudDisk:
     """Grow a disk to ``size_gb`` GB (never shrink): billed at the new size from the next whole minute."""
     size = clean_size(size_gb)
@@ -208,7 +202,7 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         old_size, now = disk.size_gb, timezone.now()
         price = quote_disk(size, zone=disk.zone)
         session = UsageSession.objects.open().filter(resource_id=disk.public_id).first()
-        resume_at = _next_minute(session, now) if session else now
+        resume_at = billed_through(session.started_at, now) if session else now
         CloudDisk.objects.filter(pk=disk.pk).update(size_gb=size, updated_at=now)
         disk.size_gb = size
         if session is not None:

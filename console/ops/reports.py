@@ -16,8 +16,7 @@ from billing.catalog_names import chip_names, plan_names, zone_names
 from billing.choices import SPEND_KINDS, AccountKind, TransactionKind, UsageKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
-from billing.statements import month_bounds
-from billing.subsidies import usage_month
+from billing.rules import month_bounds, month_of
 from console import csvsafe
 from console.chart_time import slot_label
 from instances.choices import Status
@@ -260,7 +259,7 @@ class ProgrammeSpend:
 def subsidy_spend(now: datetime | None = None) -> list[ProgrammeSpend]:
     """Every programme: spent in total and this month against its budget, and what the operator bore when a
     budget or cap ran out mid-run. 3 queries."""
-    month = usage_month(now or timezone.now())
+    month = month_of(now or timezone.now())
     this_month = dict(
         SubsidyUsage.objects.filter(month=month)
         .values_list("programme_id")

@@ -13,9 +13,9 @@ from billing.choices import AccountKind, TransactionKind
 from billing.metering import meter
 from billing.models import UsageSession
 from billing.quote import quote
+from catalog.models import Chip
 from console.bench import benchmark, size
 from console.models import User
-from instances.models import Chip
 
 SESSIONS = size(10_000, 1_000)
 PER_USER = 4

@@ -7,7 +7,7 @@ is shown as it is.
 
 from collections.abc import Iterable
 
-from instances.models import Chip, Zone
+from catalog.models import Chip, Zone
 
 from .models import Plan
 

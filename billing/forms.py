@@ -6,7 +6,7 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from instances.choices import SPEC_CARD_COUNTS
+from catalog.choices import SPEC_CARD_COUNTS
 
 from .choices import TERM_UNIT_MINUTES, TermUnit
 from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from instances.models import BilingualName, Chip, Zone
+from catalog.models import BilingualName, Chip, Zone
 
 from .choices import (
     AccountKind,

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
+from catalog.models import Chip, InstanceSpec
 from console.errors import ServiceError
-from instances.models import Chip, InstanceSpec
 
 from .quote import PAY_AS_YOU_GO, PriceBook, Quote, quote
 

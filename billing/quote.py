@@ -19,8 +19,9 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from catalog.models import Chip, InstanceSpec, Zone, check_zone_accepts
+from catalog.services import zone_offers
 from console.errors import ServiceError
-from instances.models import Chip, InstanceSpec, Zone, check_zone_accepts
 
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage
 from .money import CURRENCY, MINUTES_PER_HOUR, ONE, ZERO, to_cents, to_rate
@@ -78,8 +79,6 @@ def _load_usage(user, at, programmes) -> dict[int, Decimal]:
 
 def load_price_book(*, at: datetime | None = None, user=None) -> PriceBook:
     """Load a price book at ``at`` (default: now) for ``user`` (optional) in a fixed number of queries."""
-    from instances.services import zone_offers
-
     at = at or timezone.now()
     programmes = tuple(
         ProgrammeTerms.from_programme(p)

@@ -3,9 +3,9 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from catalog.models import Chip, InstanceSpec
 from console.htmx import wants_partial
 from instances.choices import STOPPED_RELEASE_DAYS
-from instances.models import Chip, InstanceSpec
 
 from . import pricing_table
 from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm

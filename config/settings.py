@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "console",
+    "catalog",
     "instances",
     "marketplace",
     "billing",

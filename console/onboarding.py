@@ -5,7 +5,8 @@ from decimal import ROUND_DOWN, Decimal
 
 from billing.quote import load_price_book, quote
 from billing.wallet import trial_amount
-from instances.models import Chip, Instance
+from catalog.models import Chip
+from instances.models import Instance
 
 from .errors import ServiceError
 

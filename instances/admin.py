@@ -1,22 +1,11 @@
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
+from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from console.errors import ServiceError
 
 from . import services
-from .models import (
-    AgentReport,
-    Chip,
-    Instance,
-    InstanceEvent,
-    InstanceSpec,
-    Node,
-    Region,
-    ScalingFigure,
-    SimulatedFault,
-    SimulatedJob,
-    Zone,
-)
+from .models import AgentReport, Instance, InstanceEvent, SimulatedFault, SimulatedJob
 
 
 @admin.register(Region)

@@ -12,12 +12,13 @@ from django.conf import settings
 from django.test import Client
 
 from billing import wallet
+from catalog.models import Chip, Zone
 from config.celery import app
 from console import services as console_services
 from console.bench import benchmark, size
 from console.models import User, WorkerHeartbeat
 from instances import services
-from instances.models import Chip, Instance, Zone
+from instances.models import Instance
 
 LAUNCHES = size(200, 40)
 THROUGHPUT_LAUNCHES = size(100, 20)
@@ -102,8 +103,8 @@ def launch_race(report):
     from django.db import connection
     from django.db.models import F, Sum
 
+    from catalog.models import Node
     from console.errors import Unavailable
-    from instances.models import Node
 
     os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
     zone, chip = Zone.objects.get(slug="cn-east-xc"), Chip.objects.get(slug="dcu-z100")
@@ -157,9 +158,9 @@ def slurm_launch_overhead(report):
 
     from django.core.wsgi import get_wsgi_application
 
+    from catalog.models import Node
     from instances.backends import BackendError, TransientBackendError
     from instances.backends.slurm import SlurmClient
-    from instances.models import Node
 
     try:
         SlurmClient(settings.SLURM).jobs()

@@ -12,9 +12,10 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils.translation import gettext as _
 
+from catalog.models import Chip, Node, Zone
 from console.errors import Unavailable
 
-from .models import Chip, Instance, Node, Zone
+from .models import Instance
 
 # A full node may free up between reading the candidates and the compare-and-set; a couple of rounds suffice.
 RESERVE_ROUNDS = 3

@@ -4,12 +4,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from billing.quote import load_price_book
+from catalog.models import Chip
 from console.htmx import wants_partial
 
 from . import estimator
 from .comparison import comparison
 from .forms import DEFAULT_QUERY, EstimatorForm
-from .models import Chip
 
 
 @require_GET

@@ -1,23 +1,10 @@
-"""Choices for the catalog: accelerator families."""
+"""Choices of instances: states, reasons, what happens when a prepaid term ends. Chip families and spec sizes
+are the catalog's (``catalog.choices``), importable from here too."""
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-
-class Backend(models.TextChoices):
-    """A chip family, as users pass it to the CLI with ``--backend``."""
-
-    NPU = "npu", _("Ascend NPU (CANN)")
-    MLU = "mlu", _("Cambricon MLU (Neuware)")
-    DCU = "dcu", _("Hygon DCU (DTK)")
-    CUDA = "cuda", _("NVIDIA GPU (CUDA)")
-
-
-# Families built in China: the only ones the Xinchuang zone may hold.
-DOMESTIC_BACKENDS = frozenset({Backend.NPU, Backend.MLU, Backend.DCU})
-
-# The card counts a spec offers on one node.
-SPEC_CARD_COUNTS = (1, 2, 4, 8)
+from catalog.choices import DOMESTIC_BACKENDS, SPEC_CARD_COUNTS, Backend  # noqa: F401
 
 # A stopped instance's disks are kept this many days before release (SPEC §6 default); reminders come before.
 STOPPED_RELEASE_DAYS = 15

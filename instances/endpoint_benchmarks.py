@@ -18,7 +18,7 @@ DEPLOYS = size(3, 1)
 
 
 def _catalogues() -> None:
-    from marketplace import catalog as hub_catalog
+    from marketplace import seed as hub_catalog
     from marketplace.images import catalog as image_catalog
     from marketplace.inference import services as inference
 

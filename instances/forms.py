@@ -5,12 +5,12 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from billing.quote import MAX_CARDS
+from catalog.models import Chip
 from console.errors import ServiceError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .images import compatible_images
-from .models import Chip
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from billing.models import Plan
 from billing.quote import quote_disk
+from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
@@ -22,7 +23,7 @@ from .capacity import CapacityError
 from .endpoint_models import Endpoint
 from .forms import AutoShutdownForm, LaunchForm
 from .images import image_name
-from .models import Chip, Instance, InstanceEvent, Zone
+from .models import Instance, InstanceEvent
 from .shutdown import FINISHED
 
 PAGE_SIZE = 50

@@ -14,11 +14,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from billing.quote import storage_price
+from catalog.models import Zone
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from instances import attachments
 from instances.backends import get_backend
-from instances.models import Instance, Zone
+from instances.models import Instance
 from instances.services import get_instance, get_zone
 
 from . import disks

@@ -29,11 +29,12 @@ from billing.models import UsageSession
 from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
+from catalog.models import Zone
 from console.errors import Conflict, NotFound, ServiceError
 from console.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.choices import Status
-from instances.models import Instance, Zone
+from instances.models import Instance
 
 from .choices import DiskReason, DiskStatus
 from .models import CloudDisk, DiskEvent

@@ -113,7 +113,7 @@ class CloudDisk(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="cloud_disks")
     name = models.CharField(_("name"), max_length=64)
     size_gb = models.PositiveIntegerField(_("size (GB)"))
-    zone = models.ForeignKey("instances.Zone", on_delete=models.PROTECT, related_name="cloud_disks")
+    zone = models.ForeignKey("catalog.Zone", on_delete=models.PROTECT, related_name="cloud_disks")
     status = models.CharField(_("status"), max_length=16, choices=DiskStatus.choices, default=DiskStatus.AVAILABLE)
     instance = models.ForeignKey(
         "instances.Instance",

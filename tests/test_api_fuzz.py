@@ -106,8 +106,8 @@ def fuzz_owner(db, catalog):
 
 
 def _a_little_of_everything(user):
+    from catalog.models import Zone
     from instances import services as instances
-    from instances.models import Zone
     from storage import disks
     from storage.tests.fixtures import store_file
     from tests.fixtures.factories import top_up

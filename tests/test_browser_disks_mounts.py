@@ -12,7 +12,7 @@ from django.test import Client
 
 from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
-from marketplace import catalog as hub_catalog
+from marketplace import seed as hub_catalog
 from marketplace.models import HubItem
 from storage.models import CloudDisk, HubMount
 from tests.fixtures.factories import top_up

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.test import Client
 
 from billing import wallet
-from marketplace import catalog as hub_catalog
+from marketplace import seed as hub_catalog
 from marketplace.models import HubItem
 from tests.fixtures.services import screenshot
 

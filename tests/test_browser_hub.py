@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from marketplace import catalog as hub_catalog
+from marketplace import seed as hub_catalog
 from tests.fixtures.services import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

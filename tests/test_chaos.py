@@ -26,10 +26,11 @@ from billing import ledger, metering, wallet
 from billing.choices import SPEND_KINDS, UsageKind
 from billing.models import LedgerTransaction, UsageSession
 from billing.quote import quote
+from catalog.models import Chip, Node, Zone
 from console.models import WorkerHeartbeat
 from instances import services
 from instances.choices import Status
-from instances.models import Chip, Instance, Node, Zone
+from instances.models import Instance
 from tests.fixtures.services import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]

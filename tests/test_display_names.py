@@ -4,10 +4,11 @@ written. Storage file names follow the stricter file-name rule (storage/paths.py
 
 import pytest
 
+from catalog.models import Zone
 from console.errors import ServiceError
 from console.models import ApiToken
 from console.validators import clean_display_name
-from instances.models import Instance, Zone
+from instances.models import Instance
 from instances.tests.endpoint_fixtures import fund
 from marketplace.models import Image
 from storage import disks

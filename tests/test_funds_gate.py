@@ -10,9 +10,10 @@ from django.db import connection
 
 from billing import wallet
 from billing.models import UsageSession
+from catalog.models import Zone
 from console.errors import PaymentRequired, ServiceError
 from instances import services
-from instances.models import Instance, Zone
+from instances.models import Instance
 from storage import disks
 from storage.models import CloudDisk, Upload
 from storage.tests.fixtures import MB, tus_create

@@ -179,7 +179,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     from instances import attachments
     from instances import services as instances
     from instances.tests.fixtures import settle
-    from marketplace import catalog as hub_catalog
+    from marketplace import seed as hub_catalog
     from marketplace.hub import services as hub
     from marketplace.images import services as images
     from marketplace.models import Image

@@ -18,7 +18,7 @@ QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", "li
 @pytest.fixture
 def rows(owner, catalog, fund):
     """At least one row in each list, so that the page is really read from the database."""
-    from marketplace import catalog as hub_catalog
+    from marketplace import seed as hub_catalog
 
     hub_catalog.load()
     fund(owner, "50")

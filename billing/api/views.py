@@ -7,9 +7,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalog import services as catalog_services
+from catalog.models import InstanceSpec
 from console.errors import ServiceError
-from instances import services as catalog
-from instances.models import InstanceSpec
 
 from .. import payments, statements, wallet
 from ..models import TopUp
@@ -52,11 +52,11 @@ class QuoteView(APIView):
         data = serializer.validated_data
         target = {"spec": _spec(data["spec"])} if data.get("spec") else {}
         if not target:
-            chip = catalog.get_chip(data["chip"]) if data.get("chip") else None
+            chip = catalog_services.get_chip(data["chip"]) if data.get("chip") else None
             target = {"chip": chip, "cards": data.get("cards", 1 if chip else 0)}
         result = quote(
             **target,
-            zone=catalog.get_zone(data["zone"]) if data.get("zone") else None,
+            zone=catalog_services.get_zone(data["zone"]) if data.get("zone") else None,
             plan=data["plan"],
             spot=data["spot"],
             user=request.user if request.user.is_authenticated else None,

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from billing.metering import open_usage
 from billing.quote import quote
-from instances.models import Zone
+from catalog.models import Zone
 from storage import disks
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from billing.metering import close_usage, open_usage
 from billing.quote import quote
-from instances.models import Zone
+from catalog.models import Zone
 
 pytestmark = pytest.mark.django_db
 

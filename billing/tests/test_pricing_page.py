@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing.models import Price
-from instances.models import Chip, InstanceSpec, Node, Zone
+from catalog.models import Chip, InstanceSpec, Node, Zone
 
 pytestmark = pytest.mark.django_db
 # 12, plus one for the per-GB-day prices of disks and cloud storage

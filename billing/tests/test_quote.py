@@ -10,8 +10,8 @@ from billing.choices import Eligibility
 from billing.models import Plan, Price, SubsidyUsage
 from billing.quote import load_price_book, quote
 from billing.subsidies import usage_month
+from catalog.models import InstanceSpec
 from console.errors import ServiceError
-from instances.models import InstanceSpec
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from billing.choices import Eligibility
 from billing.models import Plan
 from billing.quote import PriceBook, PriceEntry, quote
 from billing.subsidies import ProgrammeTerms
-from instances.models import Chip, Zone
+from catalog.models import Chip, Zone
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 CHIP = Chip(id=1, slug="chip", name="Chip", backend="npu", xinchuang=True, rentable=True)

@@ -8,7 +8,7 @@ from django.utils.translation import pgettext_lazy
 
 from billing.choices import Eligibility
 from billing.forms import AmountField
-from instances.models import Chip, Zone
+from catalog.models import Chip, Zone
 
 from .choices import AuditAction
 

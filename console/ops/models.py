@@ -115,8 +115,8 @@ class CapacitySnapshot(models.Model):
     """
 
     at = models.DateTimeField(_("at"))
-    zone = models.ForeignKey("instances.Zone", on_delete=models.CASCADE, related_name="+")
-    chip = models.ForeignKey("instances.Chip", on_delete=models.CASCADE, related_name="+")
+    zone = models.ForeignKey("catalog.Zone", on_delete=models.CASCADE, related_name="+")
+    chip = models.ForeignKey("catalog.Chip", on_delete=models.CASCADE, related_name="+")
     cards_total = models.PositiveIntegerField(_("cards"))
     cards_used = models.PositiveIntegerField(_("cards in use"))
     cards_drained = models.PositiveIntegerField(_("idle cards on drained nodes"), default=0)

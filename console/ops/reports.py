@@ -17,10 +17,11 @@ from billing.choices import SPEND_KINDS, AccountKind, TransactionKind, UsageKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.rules import month_bounds, month_of
+from catalog.models import Chip, Node, Zone
 from console import csvsafe
 from console.chart_time import slot_label
 from instances.choices import Status
-from instances.models import Chip, Instance, Node, Zone
+from instances.models import Instance
 
 from .models import CapacitySnapshot
 

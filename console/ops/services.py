@@ -17,10 +17,11 @@ from billing.choices import Eligibility
 from billing.display import format_cny
 from billing.models import LedgerTransaction, Price, SubsidyProgramme
 from billing.money import CENT, RATE_QUANTUM, ZERO
+from catalog.models import Chip, Node
 from console import verification
 from console.errors import Conflict, NotFound, ServiceError
 from console.models import EnterpriseVerification, User
-from instances.models import Chip, Instance, Node
+from instances.models import Instance
 
 from . import roles
 from .audit import Actor, Target, record

@@ -64,7 +64,7 @@ def test_the_500_handler_answers_the_standalone_page_and_json_on_the_api():
 
 def _cheapest_card_per_hour():
     from billing.quote import load_price_book, quote
-    from instances.models import Chip
+    from catalog.models import Chip
 
     book = load_price_book()
     prices = []

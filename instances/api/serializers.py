@@ -3,12 +3,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import MAX_CARDS
+from catalog.models import Chip, InstanceSpec, Zone
 from console.errors import ServiceError
 
 from ..choices import Backend, TermEnd
 from ..estimator import LIMITS, check_positive
 from ..images import image_name
-from ..models import Chip, Instance, InstanceEvent, InstanceSpec, Zone
+from ..models import Instance, InstanceEvent
 from ..services import cost_so_far
 
 

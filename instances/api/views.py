@@ -10,11 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
+from catalog.models import Chip, InstanceSpec, Zone
 from console.errors import ServiceError
 from console.field_errors import FieldError
 
 from .. import estimator, services
-from ..models import Chip, InstanceSpec, Zone
 from .serializers import (
     ChipSerializer,
     InstanceSpecSerializer,

@@ -18,7 +18,7 @@ from instances.tests.fixtures import settle
 @pytest.fixture
 def inference_catalog(catalog):
     """Chips, prices, the official images (``catalog`` from the image fixtures), the hub and the templates."""
-    from marketplace import catalog as hub_catalog
+    from marketplace import seed as hub_catalog
     from marketplace.inference import services as inference
 
     hub_catalog.load()

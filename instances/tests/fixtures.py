@@ -155,7 +155,7 @@ def launch(owner, lifecycle):
 
 
 def _default_image(fields) -> str:
-    from instances.models import Chip
+    from catalog.models import Chip
 
     if fields.get("no_card"):
         return "ubuntu-22.04"

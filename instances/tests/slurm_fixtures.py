@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
+from catalog.models import Node
 from instances import services
 from instances.backends import get_backend
 from instances.backends.slurm import SlurmClient
 from instances.choices import TRANSITIONAL
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]

@@ -6,10 +6,11 @@ import pytest
 from django.db import IntegrityError, connection
 from django.db.models import F
 
+from catalog.models import Chip, Node, Zone
 from console.errors import Unavailable
 from instances import services
 from instances.capacity import CapacityError
-from instances.models import Chip, Instance, Node, Zone
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,9 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
 from billing.models import Plan, Price
+from catalog.models import Chip, InstanceSpec, Node, Zone
 from console.errors import ServiceError
 from instances import services
-from instances.models import Chip, InstanceSpec, Node, Zone
 
 pytestmark = pytest.mark.django_db
 

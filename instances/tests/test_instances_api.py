@@ -2,8 +2,9 @@
 
 import pytest
 
+from catalog.models import Node
 from instances.backends import simulated
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db

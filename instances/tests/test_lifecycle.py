@@ -7,11 +7,12 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from catalog.models import Node
 from console.errors import Conflict, PaymentRequired, ServiceError
 from instances import services
 from instances.backends import simulated
 from instances.choices import Reason, Status
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db
@@ -161,7 +162,7 @@ def test_launch_needs_one_hour_of_balance(launch, lifecycle, owner):
 
 
 def launch_chip():
-    from instances.models import Chip
+    from catalog.models import Chip
 
     return Chip.objects.get(slug="ascend-910b")
 

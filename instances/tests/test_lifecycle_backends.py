@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from catalog.models import Node
 from console.errors import Conflict
 from instances import services
 from instances.choices import Reason, Status
-from instances.models import Instance, Node
+from instances.models import Instance
 
 
 def fresh(instance):

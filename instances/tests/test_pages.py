@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from instances.models import Chip, ScalingFigure
+from catalog.models import Chip, ScalingFigure
 
 pytestmark = pytest.mark.django_db
 CHIPS_MAX_QUERIES = 12

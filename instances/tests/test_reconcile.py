@@ -10,10 +10,11 @@ import time_machine
 from django.conf import settings
 from django.utils import timezone
 
+from catalog.models import Node
 from console.models import WorkerHeartbeat
 from instances import services
 from instances.choices import Status
-from instances.models import Instance, Node, SimulatedJob
+from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
 from tests.fixtures.services import wait_until
 

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import translation
 
+from catalog.models import Node
 from instances.backends import BackendError, Phase, TransientBackendError
 from instances.backends.slurm import (
     CHECKPOINT_TAG,
@@ -25,7 +26,6 @@ from instances.backends.slurm import (
     sign_jwt,
     zone_settings,
 )
-from instances.models import Node
 
 NOW = 1_800_000_000.0
 

@@ -14,10 +14,11 @@ from django import db
 from django.conf import settings
 from django.utils import translation
 
+from catalog.models import Node
 from instances import heartbeats as reports
 from instances import services
 from instances.choices import Status
-from instances.models import Instance, Node
+from instances.models import Instance
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 

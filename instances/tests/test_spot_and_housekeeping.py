@@ -9,10 +9,11 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from billing.models import Notification
+from catalog.models import Node
 from instances import services
 from instances.backends import simulated
 from instances.choices import Reason, Status
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db

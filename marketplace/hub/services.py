@@ -15,11 +15,11 @@ from django.utils.translation import get_language_info, gettext_lazy
 from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
+from catalog.models import Chip
 from console.errors import Conflict, NotFound, ServiceError
 from instances.choices import Backend
-from instances.models import Chip
 
-from .. import catalog
+from .. import seed as catalog
 from ..choices import HUB_ORDERING, HubKind, HubSort, HubVisibility
 from ..models import HubFile, HubItem, HubLike
 from . import cards, search

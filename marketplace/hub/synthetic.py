@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from .. import catalog
+from .. import seed as catalog
 from ..choices import HubKind, HubVisibility
 from ..models import HubItem
 from . import search, services

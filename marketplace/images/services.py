@@ -20,6 +20,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
+from catalog.models import Chip
 from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
@@ -27,7 +28,7 @@ from console.ops.choices import AuditAction
 from console.validators import clean_display_name
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
-from instances.models import Chip, Instance, InstanceEvent
+from instances.models import Instance, InstanceEvent
 
 from ..choices import (
     CPU_ONLY,

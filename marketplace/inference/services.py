@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
+from catalog.models import Chip
 from console.errors import NotFound, ServiceError
-from instances.models import Chip
 
 from ..models import HubItem, ImageVariant, InferenceTemplate
 

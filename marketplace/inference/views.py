@@ -5,8 +5,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from billing.quote import load_price_book
+from catalog.models import Chip
 from console.errors import NotFound
-from instances.models import Chip
 
 from . import services
 

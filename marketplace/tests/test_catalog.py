@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import CommandError, call_command
 
-from marketplace import catalog
+from marketplace import seed as catalog
 from marketplace.hub import services
 from marketplace.hub.search import HubQuery
 from marketplace.models import HubFile, HubItem

@@ -93,7 +93,7 @@ def test_one_click_clone_opens_the_wizard_prefilled_with_the_cheapest_chip(en, o
 
 
 def test_a_full_chip_is_skipped_by_the_clone(en, official_images):
-    from instances.models import Node
+    from catalog.models import Node
 
     Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))
     html = en.get("/marketplace/images/pytorch-2.2/").content.decode()

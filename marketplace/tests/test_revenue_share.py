@@ -13,7 +13,7 @@ from billing.choices import AccountKind, TransactionKind
 from billing.models import Account, LedgerTransaction
 from billing.money import to_cents
 from billing.quote import quote
-from instances.models import Chip
+from catalog.models import Chip
 
 pytestmark = pytest.mark.django_db
 

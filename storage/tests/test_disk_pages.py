@@ -3,7 +3,8 @@
 
 import pytest
 
-from instances.models import SimulatedJob, Zone
+from catalog.models import Zone
+from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from storage import disks

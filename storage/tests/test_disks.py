@@ -10,9 +10,10 @@ from django.db import connection
 
 from billing import metering, wallet
 from billing.models import LedgerTransaction, StoragePrice, UsageSession
+from catalog.models import Node, Zone
 from console.errors import Conflict, ServiceError
 from instances import services
-from instances.models import Instance, Node, SimulatedJob, Zone
+from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
 from storage import disks
 from storage.choices import DiskReason, DiskStatus

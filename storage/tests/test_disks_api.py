@@ -23,7 +23,7 @@ def instance(launch):
 
 @pytest.fixture
 def disk(owner, catalog):
-    from instances.models import Zone
+    from catalog.models import Zone
 
     return disks.create(owner, name="data", size_gb=100, zone=Zone.objects.get(slug="cn-east-xc"))
 
@@ -145,7 +145,7 @@ def test_launching_through_the_api_accepts_a_data_disk_and_a_list_of_repos(owner
 def test_the_disk_list_costs_the_same_queries_for_1_or_20_disks(
     owner_api, owner, catalog, django_assert_max_num_queries
 ):
-    from instances.models import Zone
+    from catalog.models import Zone
 
     zone = Zone.objects.get(slug="cn-east-xc")
     disks.create(owner, name="d0", size_gb=10, zone=zone)

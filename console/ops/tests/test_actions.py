@@ -14,6 +14,7 @@ from django.utils import timezone
 from billing import ledger, metering
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, UsageSession
 from billing.quote import quote
+from catalog.models import Node
 from console.errors import Conflict, ServiceError
 from console.ops import services
 from console.ops.audit import Actor
@@ -21,7 +22,7 @@ from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry, AuditLogIsAppendOnly
 from instances import services as instance_services
 from instances.choices import Status
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from catalog.models import Node
 from console import verification
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry
-from instances.models import Node
 
 pytestmark = pytest.mark.django_db
 

@@ -16,12 +16,13 @@ from django.utils import timezone
 from billing import ledger, metering
 from billing.choices import AccountKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme
+from catalog.models import Node
 from console import verification
 from console.ops import reports, services
 from console.ops.audit import Actor
 from console.ops.models import AuditEntry, CapacitySnapshot
 from instances import services as instance_services
-from instances.models import Instance, Node
+from instances.models import Instance
 from instances.tests.fixtures import settle
 from storage import billing as storage_billing
 from storage import quota

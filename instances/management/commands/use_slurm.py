@@ -8,8 +8,8 @@ to the simulated backend. Instances keep the backend they were launched on.
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from catalog.models import Node, Zone
 from instances.backends.slurm import zone_settings
-from instances.models import Node, Zone
 
 
 class Command(BaseCommand):

@@ -2,13 +2,13 @@
 
 from django.core.management.base import BaseCommand
 
-from marketplace import catalog
+from marketplace import seed as catalog
 from marketplace.hub import search
 
 
 class Command(BaseCommand):
     help = (
-        "Load the hub's starter models and datasets (marketplace/catalog/hub.toml and hub_cards.toml). Items that "
+        "Load the hub's starter models and datasets (marketplace/seed/hub.toml and hub_cards.toml). Items that "
         "exist are kept as staff edited them unless --update; mounts and likes are never reset."
     )
 

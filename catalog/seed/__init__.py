@@ -10,8 +10,9 @@ from pathlib import Path
 
 from django.db import transaction
 
+from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
+
 from ..choices import SPEC_CARD_COUNTS
-from ..models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from ..services import add_node
 
 CATALOG_FILE = Path(__file__).with_name("catalog.toml")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from instances.models import Chip, Zone
+from catalog.models import Chip, Zone
 
 from ..models import Plan, Price, StoragePrice, SubsidyProgramme
 

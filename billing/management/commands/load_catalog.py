@@ -2,14 +2,14 @@
 
 from django.core.management.base import BaseCommand
 
-from billing import catalog as pricing_catalog
-from instances import catalog
+from billing import seed as pricing_catalog
+from catalog import seed as catalog
 
 
 class Command(BaseCommand):
     help = (
-        "Load regions, zones, chips, nodes and specs (instances/catalog/catalog.toml), then prices, plans and "
-        "subsidy programmes (billing/catalog/pricing.toml). Existing rows are kept as staff edited them."
+        "Load regions, zones, chips, nodes and specs (catalog/seed/catalog.toml), then prices, plans and "
+        "subsidy programmes (billing/seed/pricing.toml). Existing rows are kept as staff edited them."
     )
 
     def add_arguments(self, parser):

@@ -17,6 +17,11 @@ class ServiceError(Exception):
         if code:
             self.code = code
 
+    def details(self) -> dict:
+        """What the API's error body carries besides the code and the message (an error that knows more, such as
+        where capacity is free, adds it here so every endpoint answers it the same way)."""
+        return {}
+
 
 class NotFound(ServiceError):
     status = 404

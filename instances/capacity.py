@@ -44,6 +44,9 @@ class CapacityError(Unavailable):
         self.alternatives = list(alternatives)
         self.no_card_offered = no_card_offered
 
+    def details(self) -> dict:
+        return {"alternatives": [a.as_dict() for a in self.alternatives], "no_card_offered": self.no_card_offered}
+
 
 def reserve(nodes, cards: int) -> Node | None:
     """Reserve ``cards`` on one of ``nodes`` (a queryset), fullest first so large instances find empty nodes.

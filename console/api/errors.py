@@ -22,7 +22,7 @@ def _first_message(detail):
 
 def exception_handler(exc, context):
     if isinstance(exc, ServiceError):
-        body = {"code": exc.code, "message": str(exc.message)}
+        body = {"code": exc.code, "message": str(exc.message), **exc.details()}
         if isinstance(exc, FieldError):
             body["errors"] = {exc.field: [str(exc.message)]}
         return Response(body, status=exc.status)

@@ -6,7 +6,6 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from .. import services
-from ..capacity import CapacityError
 from ..models import Instance
 from .serializers import (
     CapacityErrorSerializer,
@@ -25,16 +24,6 @@ ERRORS = {
     409: OpenApiResponse(ErrorSerializer, description="The instance's state does not allow this action."),
     503: OpenApiResponse(CapacityErrorSerializer, description="Out of capacity; where cards are free now."),
 }
-
-
-def _capacity_response(exc: CapacityError) -> Response:
-    body = {
-        "code": exc.code,
-        "message": str(exc.message),
-        "alternatives": [a.as_dict() for a in exc.alternatives],
-        "no_card_offered": exc.no_card_offered,
-    }
-    return Response(body, status=exc.status)
 
 
 @extend_schema(tags=["instances"])
@@ -71,10 +60,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def create(self, request):
         serializer = InstanceCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            instance = services.launch(request.user, services.LaunchRequest(**serializer.validated_data))
-        except CapacityError as exc:
-            return _capacity_response(exc)
+        instance = services.launch(request.user, services.LaunchRequest(**serializer.validated_data))
         return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(summary="Start a stopped or preempted instance (relaunch)", request=InstanceStartSerializer,
@@ -84,10 +70,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         options = InstanceStartSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         instance = self.get_object()
-        try:
-            services.start(instance, no_card=options.validated_data["no_card"])
-        except CapacityError as exc:
-            return _capacity_response(exc)
+        services.start(instance, no_card=options.validated_data["no_card"])
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Stop: checkpoint signal, grace period, stop; billing stops now", request=None,

@@ -11,12 +11,12 @@ from rest_framework.views import APIView
 from billing.quote import load_price_book
 from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import TokenScopePermission
-from console.errors import ServiceError
 from console.ops.audit import client_ip
+from instances.api.serializers import InstanceSerializer
 from instances.choices import Backend
 
 from ..choices import ImageCategory, ImageSort, OperatingSystem
-from ..images import services
+from ..images import clone, services
 from ..images.forms import MAX_FILTER_LENGTH, MAX_QUERY_LENGTH
 from ..images.search import ImageQuery
 from ..models import Image, ImageRating, ImageVariant
@@ -213,7 +213,7 @@ def _detail(request, image, *, reload: bool = True) -> dict:
     if reload:
         image = services.get_image(request.user, image.public_id)
     image.offers = services.chip_offers(image, load_price_book(user=request.user))
-    image.launch_url = services.launch_url(image, image.offers) if image.is_ready else None
+    image.launch_url = clone.launch_url(image, image.offers) if image.is_ready else None
     if image.launch_url:
         image.launch_url = request.build_absolute_uri(image.launch_url)
     return ImageDetailSerializer(image, context={"request": request}).data
@@ -238,40 +238,14 @@ class ImageCloneView(APIView):
     def post(self, request, key):
         body = CloneSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        image = services.get_image(request.user, key)
+        name = body.validated_data.get("name", "")
         if body.validated_data["target"] == "my_images":
-            copy = services.clone_to_mine(request.user, image, body.validated_data.get("name", ""))
+            copy = services.clone_to_mine(request.user, services.get_image(request.user, key), name)
             return Response({"image": _detail(request, copy)}, status=status.HTTP_201_CREATED)
-        return _launch_clone(request, image, body.validated_data.get("name") or image.slug[:56])
-
-
-def _launch_clone(request, image, name):
-    from instances.api.instances import _capacity_response
-    from instances.api.serializers import InstanceSerializer
-    from instances.capacity import CapacityError
-    from instances.services import LaunchRequest, launch
-
-    offer = services.clone_offer(services.chip_offers(image, load_price_book(user=request.user)))
-    cpu = next((v for v in image.variants.all() if v.is_cpu_only), None)
-    if offer is not None:
-        launch_request = LaunchRequest(name=name, image=offer.variant.slug, chip=offer.chip.slug, cards=1)
-    elif cpu is not None:
-        launch_request = LaunchRequest(name=name, image=cpu.slug, no_card=True, cards=0)
-    else:
-        raise ServiceError(_no_chip_message(), code="not_offered")
-    try:
-        instance = launch(request.user, launch_request)
-    except CapacityError as exc:
-        return _capacity_response(exc)
-    data = InstanceSerializer(instance, context={"request": request}).data
-    location = reverse("api-instance-detail", args=[instance.public_id])
-    return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})
-
-
-def _no_chip_message() -> str:
-    from django.utils.translation import gettext as _
-
-    return _("No chip this image runs on is offered yet.")
+        instance = clone.clone_and_launch(request.user, key, name=name)
+        data = InstanceSerializer(instance, context={"request": request}).data
+        location = reverse("api-instance-detail", args=[instance.public_id])
+        return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
 class ImagePublishView(APIView):

@@ -8,12 +8,10 @@ counters always agree with the image.
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
-from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 from django.utils.text import slugify
@@ -224,28 +222,6 @@ def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
         else:
             offers.append(ChipOffer(variant, None, None, None, 0))
     return offers
-
-
-def clone_offer(offers: list[ChipOffer]) -> ChipOffer | None:
-    """Where a one-click clone lands: the cheapest priced chip with free cards, else the cheapest priced one."""
-    priced = [o for o in offers if o.per_card_hour is not None]
-    if not priced:
-        return None
-    return min(priced, key=lambda o: (o.free_cards == 0, o.per_card_hour, o.chip.sort_order))
-
-
-def launch_url(image: Image, offers: list[ChipOffer]) -> str | None:
-    """The launch wizard prefilled with the image and the clone's chip (the no-card mode for a CPU-only image)."""
-    params = {"cards": "1", "plan": "payg", "term_end_action": "continue", "name": image.slug[:56]}
-    offer = clone_offer(offers)
-    if offer is not None:
-        params |= {"chip": offer.chip.slug, "image": offer.variant.slug}
-    else:
-        cpu = next((v for v in image.variants.all() if v.is_cpu_only), None)
-        if cpu is None:
-            return None
-        params |= {"no_card": "on", "cards": "0", "image": cpu.slug}
-    return f"{reverse('instances:launch')}?{urlencode(params)}"
 
 
 def earnings(user) -> dict:

@@ -17,7 +17,7 @@ from console.ops.audit import client_ip
 from console.ops.views import staff_view
 
 from ..choices import ImageCategory, OperatingSystem
-from . import services
+from . import clone, services
 from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, SaveImageForm
 
 LIST_TEMPLATE = "marketplace/images/list.html"
@@ -79,8 +79,8 @@ def _detail_context(request, image, **extra) -> dict:
         "image": image,
         "variants": variants,
         "offers": offers,
-        "clone_offer": services.clone_offer(offers),
-        "launch_url": services.launch_url(image, offers) if image.is_ready else None,
+        "clone_offer": clone.clone_offer(offers),
+        "launch_url": clone.launch_url(image, offers) if image.is_ready else None,
         "is_owner": is_owner,
         "can_rate": not is_owner and services.ran_image(request.user, image),
         "ratings": list(services.ratings_of(image)),

@@ -1,8 +1,7 @@
 """What an instance has attached besides its system disk: hub mounts, data disks and the user's cloud storage.
 
-* Hub mounts: a model or data set of the hub, read-only at ``HubItem.mount_path`` (``/root/public/<repo>`` for
-  models, ``/root/datasets/<repo>`` for data sets). A mount is a ``storage.HubMount`` row plus a call to the
-  backend's ``mount(instance, source, target)`` — metadata, never a copy — so it appears within seconds.
+* Hub mounts: ``storage.mounts`` mounts and unmounts models and data sets of the hub (read-only, metadata handed to
+  the backend, hot-plug on a running instance).
 * Data disks: ``storage.disks`` attaches and detaches them (hot-plug on a running instance).
 * ``/root/shared``: every instance of a user mounts their cloud storage there at each start.
 
@@ -19,12 +18,10 @@ the storage API (or an S3 gateway such as s3fs/goofys when ``STORAGE=s3``) that 
 """
 
 import logging
-import re
 
-from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict, NotFound, ServiceError
+from console.errors import ServiceError
 
 from .backends import BackendError, TransientBackendError, get_backend
 from .choices import Status
@@ -33,7 +30,6 @@ from .models import Instance
 log = logging.getLogger(__name__)
 
 SHARED_TARGET = "/root/shared"
-MAX_MOUNTS = 16
 # Mounts change on instances that are up, on their way up, or resting; not on one going down or gone.
 MOUNTABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FAILED}
 
@@ -42,39 +38,7 @@ def shared_source(user) -> str:
     return f"cloudstorage/{user.public_id}"
 
 
-def parse_repos(value) -> list[str]:
-    """A list of repos from the API (a list) or a form (separated by commas, spaces or new lines); unique."""
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        value = re.split(r"[\s,，]+", value)
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ServiceError(_("Give the models and datasets to mount as a list of org/name."), code="invalid_mounts")
-    repos = list(dict.fromkeys(v.strip() for v in value if v.strip()))
-    if len(repos) > MAX_MOUNTS:
-        raise ServiceError(
-            _("An instance mounts at most %(max)s models and datasets.") % {"max": MAX_MOUNTS}, code="invalid_mounts"
-        )
-    return repos
-
-
-def hub_item(user, repo: str):
-    """An item ``user`` may see (public, or their own private one); bad input (400) otherwise."""
-    from marketplace.hub.services import get_item
-
-    try:
-        return get_item(user, repo)
-    except NotFound as exc:
-        raise ServiceError(exc.message, code="unknown_repo") from exc
-
-
-# Mounts ----------------------------------------------------------------------------------------------------------
-
-
-def mounts_of(instance: Instance):
-    from storage.models import HubMount
-
-    return HubMount.objects.filter(instance=instance).order_by("target")
+# Hot-plug --------------------------------------------------------------------------------------------------------
 
 
 def backend_call(instance: Instance, call, what: str = "mount") -> None:
@@ -91,87 +55,27 @@ def backend_call(instance: Instance, call, what: str = "mount") -> None:
         log.info("%s on %s deferred to its start: %s", what, instance.public_id, exc)
 
 
-def _check_mountable(instance: Instance) -> None:
-    if instance.status not in MOUNTABLE:
-        raise Conflict(
-            _("Instance “%(name)s” is %(status)s: mounts change on running, starting or stopped instances.")
-            % {"name": instance.name, "status": instance.get_status_display().lower()},
-            code="invalid_transition",
-        )
-
-
-def mount(user, instance: Instance, repo: str):
-    """Mount the hub item ``repo`` read-only into ``instance`` (the caller's): metadata handed to the backend."""
-    from marketplace.hub.services import record_mount
-    from storage.models import HubMount
-
-    item = hub_item(user, repo)
-    _check_mountable(instance)
-    with transaction.atomic():
-        instance = Instance.objects.select_for_update().get(pk=instance.pk)
-        _check_mountable(instance)
-        if HubMount.objects.filter(instance=instance).count() >= MAX_MOUNTS:
-            raise ServiceError(
-                _("An instance mounts at most %(max)s models and datasets.") % {"max": MAX_MOUNTS},
-                code="too_many_mounts",
-            )
-        try:
-            with transaction.atomic():
-                made = HubMount.objects.create(
-                    instance=instance, item=item, repo=item.repo, kind=item.kind, target=item.mount_path
-                )
-        except IntegrityError as exc:
-            raise Conflict(
-                _("%(repo)s is already mounted at %(path)s.") % {"repo": item.repo, "path": item.mount_path},
-                code="already_mounted",
-            ) from exc
-        backend_call(instance, lambda backend: backend.mount(instance, item.repo, item.mount_path))
-        record_mount(item)
-    return made
-
-
-def unmount(user, instance: Instance, repo: str):
-    """Unmount ``repo`` from ``instance``; a repo that is not mounted there is a 404."""
-    from storage.models import HubMount
-
-    with transaction.atomic():
-        instance = Instance.objects.select_for_update().get(pk=instance.pk)
-        made = HubMount.objects.filter(instance=instance, repo=repo).first()
-        if made is None:
-            raise NotFound(_("%(repo)s is not mounted in this instance.") % {"repo": repo})
-        _check_mountable(instance)
-        made.delete()
-        backend_call(instance, lambda backend: backend.unmount(instance, made.target))
-    return made
-
-
 # The launch wizard: a data disk and mounts -----------------------------------------------------------------------
 
 
 def check_launch(user, request) -> None:
     """Refuse a launch's data disk or mounts before anything is reserved (bad input: 400)."""
-    from storage import disks
+    from storage import disks, mounts
 
     if request.data_disk_gb:
         disks.price_of(request.data_disk_gb)
-    for repo in parse_repos(request.mounts):
-        hub_item(user, repo)
+    mounts.check_launch(user, request.mounts)
 
 
 def at_launch(instance: Instance, request) -> None:
     """Inside the launch's transaction: create and attach the data disk, record the mounts. The backend gets
     them when the machine is submitted (:func:`apply`)."""
-    from marketplace.hub.services import record_mount
-    from storage import disks
-    from storage.models import HubMount
+    from storage import disks, mounts
 
     if request.data_disk_gb:
         name = _free_disk_name(instance)
         disks.create(instance.owner, name=name, size_gb=request.data_disk_gb, zone=instance.zone, instance=instance)
-    for repo in parse_repos(request.mounts):
-        item = hub_item(instance.owner, repo)
-        HubMount.objects.create(instance=instance, item=item, repo=item.repo, kind=item.kind, target=item.mount_path)
-        record_mount(item)
+    mounts.at_launch(instance, request.mounts)
 
 
 def _free_disk_name(instance: Instance) -> str:
@@ -193,12 +97,12 @@ def apply(instance: Instance) -> None:
     """Hand the backend everything attached to ``instance`` after a (re)submit: ``/root/shared``, the data disks
     and the hub mounts. Idempotent. A permanent refusal is logged, not fatal: the machine runs without it and
     the page still lists what the user asked for."""
-    from storage import disks
+    from storage import disks, mounts
 
     backend = get_backend(instance.backend_name)
     calls = [lambda: backend.mount(instance, shared_source(instance.owner), SHARED_TARGET)]
     calls += [lambda d=d: backend.attach_disk(instance, str(d.public_id)) for d in disks.attached_to(instance)]
-    calls += [lambda m=m: backend.mount(instance, m.repo, m.target) for m in mounts_of(instance)]
+    calls += [lambda m=m: backend.mount(instance, m.repo, m.target) for m in mounts.mounts_of(instance)]
     for call in calls:
         try:
             call()
@@ -210,10 +114,10 @@ def apply(instance: Instance) -> None:
 
 def on_released(instance: Instance) -> None:
     """Inside the release's transaction: data disks are detached and kept; hub mounts end."""
-    from storage import disks
+    from storage import disks, mounts
 
     disks.release_from(instance)
-    mounts_of(instance).delete()
+    mounts.on_released(instance)
 
 
 def shared_listing(user, limit: int = 20):

@@ -1,6 +1,6 @@
 """The cloud disks page (/storage/disks/) and the disks-and-mounts panel of the instance page.
 
-Each action calls one service (``storage.disks`` or ``instances.attachments``) and answers with the refreshed
+Each action calls one service (``storage.disks`` or ``storage.mounts``) and answers with the refreshed
 list or panel: the partial for htmx, a redirect (success) or the page with the message (refusal) otherwise.
 Someone else's disk or instance is the same 404 as a missing one.
 """
@@ -22,7 +22,7 @@ from instances.backends import get_backend
 from instances.models import Instance
 from instances.services import get_instance, get_zone
 
-from . import disks
+from . import disks, mounts
 from .choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
@@ -139,7 +139,7 @@ def panel_context(user, instance: Instance, *, error: str = "", hub_q: str = "")
     spare = list(disks.user_disks(user).filter(zone_id=instance.zone_id, status=DiskStatus.AVAILABLE))
     return {
         "instance": instance,
-        "mounts": list(attachments.mounts_of(instance)),
+        "mounts": list(mounts.mounts_of(instance)),
         "attached_disks": attached,
         "spare_disks": spare,
         "shared_target": attachments.SHARED_TARGET,
@@ -179,14 +179,14 @@ def _panel_act(request, public_id, operation):
 @require_POST
 def instance_mount(request, public_id):
     repo = request.POST.get("repo", "").strip()
-    return _panel_act(request, public_id, lambda instance: attachments.mount(request.user, instance, repo))
+    return _panel_act(request, public_id, lambda instance: mounts.mount(request.user, instance, repo))
 
 
 @login_required
 @require_POST
 def instance_unmount(request, public_id):
     repo = request.POST.get("repo", "").strip()
-    return _panel_act(request, public_id, lambda instance: attachments.unmount(request.user, instance, repo))
+    return _panel_act(request, public_id, lambda instance: mounts.unmount(request.user, instance, repo))
 
 
 @login_required

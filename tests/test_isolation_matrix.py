@@ -176,7 +176,6 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     token, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
     from billing import payments
     from console import services as console
-    from instances import attachments
     from instances import services as instances
     from instances.tests.fixtures import settle
     from marketplace import seed as hub_catalog
@@ -184,6 +183,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     from marketplace.images import services as images
     from marketplace.models import Image
     from storage import disks
+    from storage import mounts as hub_mounts
     from storage import services as storage
     from storage.tests.fixtures import store_file
 
@@ -197,7 +197,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["instance"].refresh_from_db()
     objects["disk"] = disks.create(owner, name="data", size_gb=20, zone=objects["instance"].zone)
     disks.attach(owner, objects["disk"].public_id, objects["instance"].public_id)
-    attachments.mount(owner, objects["instance"], "THUDM/chatglm3-6b")
+    hub_mounts.mount(owner, objects["instance"], "THUDM/chatglm3-6b")
     objects["folder"] = storage.make_folders(owner, "/datasets")
     objects["file"] = store_file(owner, "/datasets/train.jsonl", b'{"q": 1}\n')
     objects["upload"] = storage.create_upload(owner, folder_path="/", filename="big.bin", length=10)

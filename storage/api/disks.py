@@ -11,7 +11,7 @@ from instances import attachments
 from instances.api.serializers import ErrorSerializer
 from instances.services import get_instance, get_zone
 
-from .. import disks
+from .. import disks, mounts
 from .serializers import (
     DiskAttachSerializer,
     DiskCreateSerializer,
@@ -99,7 +99,7 @@ def mount_rows(instance) -> list[dict]:
     rows = [{"repo": "", "kind": "storage", "target": target, "read_only": False, "created_at": None}]
     rows += [
         {"repo": m.repo, "kind": m.kind, "target": m.target, "read_only": True, "created_at": m.created_at}
-        for m in attachments.mounts_of(instance)
+        for m in mounts.mounts_of(instance)
     ]
     return rows
 
@@ -118,7 +118,7 @@ class InstanceMountsView(APIView):
         instance = get_instance(request.user, id, "change")
         body = MountCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        made = attachments.mount(request.user, instance, body.validated_data["repo"])
+        made = mounts.mount(request.user, instance, body.validated_data["repo"])
         row = {"repo": made.repo, "kind": made.kind, "target": made.target, "read_only": True,
                "created_at": made.created_at}  # fmt: skip
         return Response(MountSerializer(row).data, status=status.HTTP_201_CREATED)
@@ -129,5 +129,5 @@ class InstanceMountView(APIView):
     @extend_schema(summary="Unmount a hub item", responses={204: None, **ERRORS})
     def delete(self, request, id, org, name):
         instance = get_instance(request.user, id, "change")
-        attachments.unmount(request.user, instance, f"{org}/{name}")
+        mounts.unmount(request.user, instance, f"{org}/{name}")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -108,16 +108,16 @@ def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(owner_client, o
 def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
     owner_client, owner, zone, instance, django_assert_max_num_queries
 ):
-    from instances import attachments
+    from storage import mounts as hub_mounts
 
     for i in range(10):
         hub_services.save_item(repo=f"org/model-{i}")
-    attachments.mount(owner, instance, "org/model-0")
+    hub_mounts.mount(owner, instance, "org/model-0")
     disks.create(owner, name="d0", size_gb=10, zone=zone, instance=instance)
     with django_assert_max_num_queries(60) as one:
         owner_client.get(f"/instances/{instance.public_id}/")
     for i in range(1, 10):
-        attachments.mount(owner, instance, f"org/model-{i}")
+        hub_mounts.mount(owner, instance, f"org/model-{i}")
         disks.create(owner, name=f"d{i}", size_gb=10, zone=zone, instance=instance)
     with django_assert_max_num_queries(len(one.captured_queries)):
         owner_client.get(f"/instances/{instance.public_id}/")

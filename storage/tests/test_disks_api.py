@@ -119,9 +119,9 @@ def test_mounts_api_lists_adds_and_removes_hub_items(owner_api, instance, chatgl
 
 
 def test_a_stranger_cannot_list_add_or_remove_mounts_of_anothers_instance(owner, stranger_api, instance, chatglm):
-    from instances import attachments
+    from storage import mounts as hub_mounts
 
-    attachments.mount(owner, instance, "THUDM/chatglm3-6b")
+    hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")
     url = f"/api/v1/instances/{instance.public_id}/mounts"
     assert stranger_api.get(url).status_code == 404
     assert stranger_api.post(url, {"repo": "THUDM/chatglm3-6b"}, format="json").status_code == 404

@@ -4,11 +4,12 @@ copy), at launch or on a running instance, only of items the user may see; /root
 import pytest
 
 from console.errors import Conflict, ServiceError
-from instances import attachments, services
+from instances import services
 from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from marketplace.models import HubItem
+from storage import mounts as hub_mounts
 from storage.models import HubMount
 
 
@@ -38,21 +39,21 @@ def _mounts(instance) -> list[str]:
 
 def test_mounting_a_model_into_a_running_instance_hands_metadata_to_the_backend(owner, hub, running):
     instance = running()
-    made = attachments.mount(owner, instance, "THUDM/chatglm3-6b")
+    made = hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")
     assert made.target == "/root/public/THUDM/chatglm3-6b"
     assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" in _mounts(instance)
     assert HubItem.objects.get(repo="THUDM/chatglm3-6b").mount_count == 1
 
-    attachments.unmount(owner, instance, "THUDM/chatglm3-6b")
+    hub_mounts.unmount(owner, instance, "THUDM/chatglm3-6b")
     assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" not in _mounts(instance)
     assert not HubMount.objects.exists()
 
 
 def test_datasets_mount_under_root_datasets_and_twice_is_a_conflict(owner, hub, running):
     instance = running()
-    assert attachments.mount(owner, instance, "shibing624/alpaca-zh").target == "/root/datasets/shibing624/alpaca-zh"
+    assert hub_mounts.mount(owner, instance, "shibing624/alpaca-zh").target == "/root/datasets/shibing624/alpaca-zh"
     with pytest.raises(Conflict):
-        attachments.mount(owner, instance, "shibing624/alpaca-zh")
+        hub_mounts.mount(owner, instance, "shibing624/alpaca-zh")
 
 
 def test_every_instance_gets_the_users_cloud_storage_at_root_shared(owner, running):
@@ -82,7 +83,7 @@ def test_a_launch_naming_an_unknown_or_someone_elses_private_item_is_refused_bef
 def test_a_user_mounts_their_own_private_item(owner, running):
     hub_services.save_item(repo="owner/private-model", owner=owner, visibility="private")
     instance = running()
-    assert attachments.mount(owner, instance, "owner/private-model").target == "/root/public/owner/private-model"
+    assert hub_mounts.mount(owner, instance, "owner/private-model").target == "/root/public/owner/private-model"
 
 
 def test_releasing_an_instance_ends_its_mounts(owner, hub, running):
@@ -92,4 +93,4 @@ def test_releasing_an_instance_ends_its_mounts(owner, hub, running):
     assert not HubMount.objects.exists()
     instance.refresh_from_db()
     with pytest.raises(Conflict):
-        attachments.mount(owner, instance, "THUDM/chatglm3-6b")
+        hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")

@@ -2,12 +2,12 @@
 
 from celery import shared_task
 
-from instances.backends import TransientBackendError
+from instances.snapshots import RETRYABLE
 
 from .images import services
 
 
-@shared_task(autoretry_for=(TransientBackendError,), retry_backoff=2, retry_backoff_max=60, max_retries=8)
+@shared_task(autoretry_for=RETRYABLE, retry_backoff=2, retry_backoff_max=60, max_retries=8)
 def snapshot_image(image_id: int) -> str | None:
     """Snapshot the system disk of a saved instance into its image (a no-op once the image is not saving)."""
     return services.complete_snapshot(image_id)

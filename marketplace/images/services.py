@@ -24,6 +24,7 @@ from console.ops import roles
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
 from console.validators import clean_display_name
+from instances import snapshots
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
 from instances.models import Instance, InstanceEvent
@@ -345,13 +346,7 @@ def _stopped_instance(user, instance_id) -> Instance:
 
 def snapshot_size(user, instance_id) -> int:
     """What an image saved from the caller's stopped instance would weigh (shown before saving)."""
-    from instances.backends import BackendError, get_backend
-
-    instance = _stopped_instance(user, instance_id)
-    try:
-        return get_backend(instance.backend_name).system_disk_usage(instance)
-    except BackendError as exc:
-        raise ServiceError(str(exc), code="snapshot_unavailable") from exc
+    return snapshots.system_disk_usage(_stopped_instance(user, instance_id))
 
 
 def save_instance_as_image(user, instance_id, *, name: str, description: str = "") -> Image:
@@ -390,8 +385,6 @@ def save_instance_as_image(user, instance_id, *, name: str, description: str = "
 def complete_snapshot(image_id: int) -> str | None:
     """The task's work: snapshot the system disk of the image's instance and mark the image ready (or failed
     with the reason). Idempotent: an image that is no longer saving is left alone. Returns the new status."""
-    from instances.backends import BackendError, TransientBackendError, get_backend
-
     image = Image.objects.filter(pk=image_id, status=ImageStatus.SAVING).first()
     if image is None:
         return None
@@ -400,11 +393,9 @@ def complete_snapshot(image_id: int) -> str | None:
         return _finish_snapshot(image, ImageStatus.FAILED, _("The instance was started or released before its disk "
                                                              "was saved; stop it and save again."))  # fmt: skip
     try:
-        size = get_backend(instance.backend_name).snapshot_system_disk(instance)
-    except TransientBackendError:
-        raise
-    except BackendError as exc:
-        return _finish_snapshot(image, ImageStatus.FAILED, str(exc))
+        size = snapshots.snapshot_system_disk(instance)  # a backend briefly unreachable raises: the task retries
+    except ServiceError as exc:
+        return _finish_snapshot(image, ImageStatus.FAILED, str(exc.message))
     return _finish_snapshot(image, ImageStatus.READY, "", size)
 
 

@@ -4,12 +4,15 @@ The published policy (SPEC §5): an alert when one hour of spend is left; when t
 user's monthly spending cap — pay-as-you-go resources are stopped (with the checkpoint signal) within one
 metering period, and disks and storage are kept for ``ARREARS_RETENTION_DAYS`` with notices before release.
 
-Billing decides *who*; the instances app does the stopping: the function named by ``BILLING_ARREARS_HANDLER``
-is called as ``handler(user_id, reason)`` after the charge commits, at most once per user per metering period.
+Billing decides *who*; the instances app does the stopping: it registers its handler when Django starts
+(:func:`register_handler`), and the handler is called as ``handler(user_id, reason)`` after the charge commits, at
+most once per user per metering period. Nothing is looked up by name: a console with no handler registered fails
+its system checks (``billing.E002``) and does not start.
 """
 
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -17,7 +20,6 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, Sum
-from django.utils.module_loading import import_string
 
 from . import rules
 from .choices import SPEND_KINDS, AccountKind, NotificationKind
@@ -113,15 +115,26 @@ def follow_up(alerts: Alerts, now: datetime) -> None:
         transaction.on_commit(lambda uid=uid, reason=reason: call_handler(uid, reason))
 
 
+_handler: Callable[[int, str], object] | None = None
+
+
+def register_handler(handler: Callable[[int, str], object]) -> None:
+    """Set what stops a user's pay-as-you-go resources when they reach zero or their spending cap."""
+    global _handler
+    _handler = handler
+
+
+def registered_handler() -> Callable[[int, str], object] | None:
+    return _handler
+
+
 def call_handler(user_id: int, reason: str) -> None:
-    """Call the arrears handler named by the settings; a failure is logged, never breaks metering."""
-    try:
-        handler = import_string(settings.BILLING_ARREARS_HANDLER)
-    except ImportError:
-        log.error("arrears handler %s cannot be imported", settings.BILLING_ARREARS_HANDLER)
+    """Call the registered arrears handler; a failure is logged, never breaks metering."""
+    if _handler is None:
+        log.critical("no arrears handler is registered: user %s was not stopped (%s)", user_id, reason)
         return
     try:
-        handler(user_id, reason)
+        _handler(user_id, reason)
     except Exception:  # the handler belongs to another app; metering must go on whatever it does
         log.exception("arrears handler failed for user %s", user_id)
 

@@ -1,4 +1,5 @@
-"""System checks: production must have real Stripe keys (the sandbox checkout is for development only)."""
+"""System checks: production must have real Stripe keys (the sandbox checkout is for development only), and
+something must stop a user's resources when their balance runs out."""
 
 from django.conf import settings
 from django.core.checks import Error, register
@@ -15,4 +16,19 @@ def stripe_keys_in_production(app_configs, **kwargs):
             id="billing.E001",
         )
         for name in missing
+    ]
+
+
+@register()
+def arrears_handler_registered(app_configs, **kwargs):
+    from .arrears import registered_handler
+
+    if registered_handler() is not None:
+        return []
+    return [
+        Error(
+            "No arrears handler is registered: nothing would stop a user's instances when their balance runs out. "
+            "The instances app registers one when it is installed.",
+            id="billing.E002",
+        )
     ]

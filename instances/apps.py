@@ -5,3 +5,11 @@ from django.utils.translation import gettext_lazy as _
 class InstancesConfig(AppConfig):
     name = "instances"
     verbose_name = _("Instances")
+
+    def ready(self):
+        from billing import arrears
+
+        from .services import stop_for_arrears
+
+        # Billing stops nothing itself: when a balance or a spending cap runs out, it calls this.
+        arrears.register_handler(stop_for_arrears)

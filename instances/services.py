@@ -371,8 +371,9 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
 
 
 def stop_for_arrears(user_id: int, reason: str) -> int:
-    """Billing's arrears handler (``BILLING_ARREARS_HANDLER``): stop the user's pay-as-you-go instances with the
-    checkpoint signal. ``reason`` names the cause (zero balance or the monthly spending cap). Returns how many."""
+    """Billing's arrears handler (registered in ``InstancesConfig.ready``): stop the user's pay-as-you-go
+    instances with the checkpoint signal. ``reason`` names the cause (zero balance or the monthly spending cap).
+    Returns how many."""
     code = Reason.SPENDING_CAP if "cap" in (reason or "").lower() else Reason.ARREARS
     stopped = 0
     instances = Instance.objects.with_related().filter(

@@ -16,8 +16,10 @@ def record_arrears(user_id: int, reason: str) -> None:
 
 
 @pytest.fixture
-def arrears_calls(settings):
-    settings.BILLING_ARREARS_HANDLER = "billing.tests.conftest.record_arrears"
+def arrears_calls(monkeypatch):
+    from billing import arrears
+
+    monkeypatch.setattr(arrears, "_handler", record_arrears)
     ARREARS_CALLS.clear()
     yield ARREARS_CALLS
     ARREARS_CALLS.clear()

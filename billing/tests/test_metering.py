@@ -272,8 +272,13 @@ def test_reaching_the_monthly_spending_cap_acts_like_a_zero_balance(
     assert arrears_calls == [(owner.pk, "spending_cap")]
 
 
-def test_a_broken_arrears_handler_never_breaks_metering(catalog, owner, settings):
-    settings.BILLING_ARREARS_HANDLER = "billing.tests.missing.handler"
+def test_a_broken_arrears_handler_never_breaks_metering(catalog, owner, monkeypatch):
+    from billing import arrears
+
+    def broken(user_id, reason):
+        raise RuntimeError("the handler is broken")
+
+    monkeypatch.setattr(arrears, "_handler", broken)
     q = quote(chip=catalog["a100-80g"], cards=1, at=START)
     open_usage(user=owner, kind="instance", resource_id=uuid.uuid4(), quote=q, started_at=START)
 

@@ -1,0 +1,214 @@
+"""Launching an instance: check the request, the image and the balance, pick a chip and a node, reserve the
+cards and create the instance in one transaction; provisioning runs in a task (``lifecycle.advance``)."""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.quote import Quote, load_price_book, quote
+from catalog.models import Chip, InstanceSpec, Node, Zone
+from catalog.services import get_chip, get_zone, zone_offers
+from console.errors import ServiceError
+from console.validators import clean_display_name
+
+from . import attachments, billing, conf
+from .backends import BackendError
+from .capacity import out_of_capacity, reclaim_from_spot, reserve
+from .choices import (
+    Backend,
+    Reason,
+    Status,
+    TermEnd,
+    Wanted,
+)
+from .images import get_image, record_launch
+from .lifecycle import _backend, _enqueue, _nodes_for, _spec_for, preempt
+from .models import Instance, InstanceEvent
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What a launch asks for: ``chip`` (a slug) or ``backend`` (a family: the cheapest chip with free cards is
+    picked) or ``no_card``; ``zone`` is optional (Xinchuang zone first)."""
+
+    name: str
+    image: str
+    chip: str = ""
+    backend: str = ""
+    no_card: bool = False
+    cards: int = 1
+    zone: str = ""
+    plan: str = "payg"
+    spot: bool = False
+    term_end_action: str = TermEnd.CONTINUE
+    auto_shutdown_at: datetime | None = None
+    idle_shutdown_minutes: int | None = None
+    data_disk_gb: int = 0  # a new cloud disk attached to the instance (storage.disks); 0: none
+    mounts: tuple[str, ...] | list[str] | str = ()  # hub repos to mount read-only (instances.attachments)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chip: Chip | None
+    zone: Zone
+    spec: InstanceSpec
+    quote: Quote
+
+
+def _clean_name(name: str) -> str:
+    return clean_display_name(name, max_length=64, field_label=_("instance"))
+
+
+def _candidate_chips(request: LaunchRequest) -> list[Chip]:
+    if request.no_card:
+        if request.chip or request.backend:
+            raise ServiceError(_("No-card mode has no chip; leave chip and backend empty."), code="invalid_chip")
+        return []
+    if request.chip and request.backend:
+        raise ServiceError(_("Give a chip or a backend family, not both."), code="invalid_chip")
+    if request.chip:
+        chip = get_chip(request.chip)
+        if not chip.rentable:
+            raise ServiceError(_("%(chip)s is not for rent.") % {"chip": chip.label}, code="not_rentable")
+        return [chip]
+    if request.backend:
+        if request.backend not in Backend.values:
+            raise ServiceError(
+                _("Unknown backend “%(backend)s”: use one of %(names)s.")
+                % {"backend": request.backend, "names": ", ".join(Backend.values)},
+                code="unknown_backend",
+            )
+        return list(Chip.objects.rentable().filter(backend=request.backend))
+    raise ServiceError(_("Choose a chip or a backend family (npu, mlu, dcu, cuda)."), code="invalid_chip")
+
+
+def _candidates(request: LaunchRequest, user, book) -> list[Candidate]:
+    """Every (chip, zone) the request may land in, cheapest first for a family, Xinchuang zone first for a chip."""
+    chips = _candidate_chips(request)
+    zone = get_zone(request.zone) if request.zone else None
+    cards = request.cards
+    if isinstance(cards, bool) or not isinstance(cards, int):
+        raise ServiceError(_("The number of cards must be a whole number."), code="invalid_cards")
+    if not chips:
+        zone = zone or Zone.objects.active().order_by("sort_order", "slug").first()
+        spec = _spec_for(None, 0)
+        q = quote(spec=spec, zone=zone, plan=request.plan, spot=request.spot, user=user, book=book)
+        return [Candidate(None, zone, spec, q)]
+    offers = zone_offers()
+    found, problem = [], None
+    for chip in chips:
+        spec = _spec_for(chip, cards)
+        zones = [zone] if zone else [o.zone for o in offers.get(chip.pk, [])]
+        for where in zones:
+            try:
+                q = quote(chip=chip, cards=cards, zone=where, plan=request.plan, spot=request.spot, user=user,
+                          book=book)  # fmt: skip
+            except ServiceError as exc:
+                problem = exc
+                continue
+            found.append(Candidate(chip, where, spec, q))
+    if not found:
+        if problem is not None:
+            raise problem
+        raise out_of_capacity(_("%(cards)s× %(chip)s") % {"cards": cards, "chip": chips[0].label}, cards=cards)
+    if request.backend:
+        found.sort(key=lambda c: c.quote.payable_per_hour)
+    return found
+
+
+def _zone_backend(zone: Zone) -> str:
+    return Node.objects.filter(zone=zone).values_list("backend_name", flat=True).first() or "simulated"
+
+
+def launch(user, request: LaunchRequest) -> Instance:
+    """Check the request and the balance, reserve the cards and create the instance; provisioning runs in a task.
+
+    Raises ServiceError (400) for bad input, PaymentRequired (402) without one hour of balance (or the prepaid
+    term), CapacityError (503) naming where cards are free when no node has room.
+    """
+    name = _clean_name(request.name)
+    if request.term_end_action not in TermEnd.values:
+        raise ServiceError(_("Choose what happens when a prepaid term ends."), code="invalid_term_end")
+    book = load_price_book(user=user)
+    candidates = _candidates(request, user, book)
+    family = candidates[0].chip.backend if candidates[0].chip else None
+    image = get_image(request.image, family, user)
+    _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
+    attachments.check_launch(user, request)
+    for candidate in candidates:
+        instance = _create(user, name, candidate, image.slug, request, book)
+        if instance is not None:
+            record_launch(image.slug)
+            return instance
+    what = _("%(cards)s× %(chip)s") % {"cards": request.cards, "chip": candidates[0].chip.label}
+    raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
+
+
+def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest, book) -> Instance | None:
+    plan = book.plans[candidate.quote.plan_slug]
+    with transaction.atomic():
+        # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
+        # locks the owner's wallet until this launch commits, so concurrent launches see each other.
+        billing.check_launch_funds(user, candidate.quote)
+        node, victims = None, []
+        if candidate.chip is not None:
+            nodes = _nodes_for(candidate.chip, candidate.zone)
+            node = reserve(nodes, request.cards)
+            if node is None and not request.spot:
+                node, victims = reclaim_from_spot(nodes, request.cards) or (None, [])
+            if node is None:
+                return None
+        instance = Instance.objects.create(
+            owner=user, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
+            cards=candidate.spec.cards, node=node, reserved_cards=candidate.spec.cards if node else 0, plan=plan,
+            spot=request.spot, term_end_action=request.term_end_action, image=image,
+            backend_name=node.backend_name if node else _zone_backend(candidate.zone),
+            auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
+            status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING, price_per_hour=candidate.quote.payable_per_hour,
+        )  # fmt: skip
+        InstanceEvent.objects.create(
+            instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,
+            detail=node.name if node else "", data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
+        )  # fmt: skip
+        attachments.at_launch(instance, request)
+        for victim in victims:
+            _reclaim(victim)
+        _enqueue("provision", instance, Wanted.RUNNING)
+    return instance
+
+
+def _reclaim(victim: Instance) -> None:
+    """Preempt a spot instance whose cards an on-demand launch took: billing stops now, the checkpoint signal and
+    the notice window follow (after commit), disks are kept, and the owner can relaunch it with one click."""
+
+    def signal() -> None:
+        # On commit (never while the node row is locked, never for a launch that rolled back), and before the
+        # provision task is enqueued, so the on-demand machine's start sees the notice window. The preempted step
+        # retries when this fails.
+        try:
+            _backend(victim).preempt(victim, notice_seconds=conf.spot_notice_seconds())
+        except BackendError as exc:
+            logger.warning("preempting %s for an on-demand launch: %s (the reconcile retries)", victim.public_id, exc)
+
+    transaction.on_commit(signal)
+    preempt(victim, detail=_("its cards were reclaimed for an on-demand instance"))
+
+
+def _check_shutdown(at, idle_minutes) -> None:
+    if at is not None and at <= timezone.now():
+        raise ServiceError(_("The auto-shutdown time must be in the future."), code="invalid_auto_shutdown")
+    if idle_minutes is not None and not 5 <= idle_minutes <= 7 * 24 * 60:
+        raise ServiceError(_("Idle minutes must be between 5 and 10080 (a week)."), code="invalid_auto_shutdown")
+
+
+def preview(user, request: LaunchRequest) -> Quote:
+    """The price the wizard shows for ``request`` (the chip the launch would pick first), or ServiceError."""
+    candidates = _candidates(request, user, load_price_book(user=user))
+    get_image(request.image, candidates[0].chip.backend if candidates[0].chip else None, user)
+    return candidates[0].quote

@@ -1,0 +1,399 @@
+"""Driving instances: the user operations (start, stop, release), spot preemption and arrears stops, each a
+guarded move of the state machine in one transaction with a task enqueued on commit; and ``advance``, the
+idempotent step that tasks and the reconcile beat take towards what the owner wants, asking the backend."""
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from kombu.exceptions import OperationalError
+
+from billing.quote import Quote, quote
+from catalog.models import Chip, InstanceSpec, Node, Zone
+from console.errors import Conflict, NotFound, ServiceError
+
+from . import attachments, billing, conf
+from .backends import BackendError, Phase, TransientBackendError, get_backend
+from .capacity import free, hold, out_of_capacity, reserve
+from .choices import (
+    LIVE,
+    SPEC_CARD_COUNTS,
+    STOPPED_RELEASE_DAYS,
+    Reason,
+    Status,
+    Wanted,
+)
+from .models import Instance
+from .statemachine import check_move, note, transition
+
+logger = logging.getLogger(__name__)
+
+
+def get_instance(user, public_id, action: str = "view") -> Instance:
+    """The caller's instance; someone else's and a missing one are the same 404."""
+    try:
+        key = uuid.UUID(str(public_id))
+    except ValueError:
+        key = None
+    instance = Instance.objects.for_user(user, action).with_related().filter(public_id=key).first() if key else None
+    if instance is None:
+        raise NotFound(_("No such instance."))
+    return instance
+
+
+def _enqueue(task_name: str, instance: Instance, wanted: str) -> None:
+    from . import tasks
+
+    task = getattr(tasks, task_name)
+
+    def send() -> None:
+        try:
+            task.delay(instance.pk, wanted)
+        except (OperationalError, OSError):
+            # The broker is down. The instance is committed with what it wants, so reconcile (every 15 s) finishes
+            # the work once the broker is back; the user's request must not fail for it.
+            logger.warning("broker unavailable: %s for instance %s left to reconcile", task_name, instance.pk)
+
+    transaction.on_commit(send)
+
+
+def _spec_for(chip: Chip | None, cards: int) -> InstanceSpec:
+    spec = InstanceSpec.objects.active().filter(chip=chip, cards=cards if chip else 0).select_related("chip").first()
+    if spec is None:
+        counts = ", ".join(str(c) for c in SPEC_CARD_COUNTS)
+        raise ServiceError(
+            _("%(chip)s is offered with %(counts)s cards per instance, not %(cards)s.")
+            % {"chip": chip.label if chip else _("No-card mode"), "counts": counts, "cards": cards},
+            code="invalid_cards",
+        )
+    return spec
+
+
+def _nodes_for(chip: Chip, zone: Zone):
+    return Node.objects.schedulable().filter(chip=chip, zone=zone)
+
+
+def instance_quote(instance: Instance, book=None, *, spec: InstanceSpec | None = None) -> Quote:
+    """What running ``instance`` (or it with ``spec``) costs now: one hour, or one prepaid term. The price is
+    frozen into the usage session when it starts running."""
+    spec = spec or instance.spec
+    return quote(spec=spec, zone=instance.zone, plan=instance.plan.slug, spot=instance.spot, user=instance.owner,
+                 book=book)  # fmt: skip
+
+
+def stop(instance: Instance, *, reason: str = Reason.STOP_REQUESTED, detail: str = "") -> Instance:
+    """Ask ``instance`` to stop: billing stops now; the backend sends the checkpoint signal and stops it after the
+    grace period (in a task)."""
+    now = timezone.now()
+    was_running = instance.status == Status.RUNNING
+    with transaction.atomic():
+        transition(instance, Status.STOPPING, reason=reason, detail=detail, at=now, wanted=Wanted.STOPPED,
+                   stop_requested_at=now)  # fmt: skip
+        if was_running:
+            billing.close_usage(instance.public_id, ended_at=now)
+        _enqueue("stop", instance, Wanted.STOPPED)
+    return instance
+
+
+def start(instance: Instance, *, no_card: bool = False) -> Instance:
+    """Start a stopped (or preempted, or failed) instance: on its node if it has room, else on another node of
+    the zone (its disks follow), else — when asked — in no-card mode. Relaunching a preempted spot instance is
+    this same operation."""
+    check_move(instance, Status.STARTING)
+    to_no_card = no_card and instance.chip_id is not None
+    spec = _spec_for(None, 0) if to_no_card else instance.spec
+    q = instance_quote(instance, spec=spec)
+    in_paid_term = instance.term_ends_at is not None and instance.term_ends_at > timezone.now()
+    with transaction.atomic():
+        if not in_paid_term:
+            billing.check_launch_funds(instance.owner, q, exclude=instance)
+        # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
+        # machine is being stopped anyway), so the reservation below is the only one it holds.
+        free(instance)
+        if to_no_card:
+            _switch_to_no_card(instance, spec)
+        detail = ""
+        if instance.chip_id is not None:
+            node = _reserve_for_restart(instance)
+            if node.pk != instance.node_id:
+                note(instance, Reason.MOVED, detail=_("from %(old)s to %(new)s") % {
+                    "old": instance.node.name if instance.node else "—", "new": node.name})  # fmt: skip
+            hold(instance, node, instance.cards)
+            detail = node.name
+        transition(instance, Status.STARTING, reason=Reason.START_REQUESTED, detail=detail, wanted=Wanted.RUNNING,
+                   stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0,
+                   price_per_hour=q.payable_per_hour)  # fmt: skip
+        _enqueue("start", instance, Wanted.RUNNING)
+    return instance
+
+
+def _reserve_for_restart(instance: Instance) -> Node:
+    home = Node.objects.filter(pk=instance.node_id) if instance.node_id else Node.objects.none()
+    node = reserve(home, instance.cards) or reserve(
+        _nodes_for(instance.chip, instance.zone).exclude(pk=instance.node_id), instance.cards
+    )
+    if node is None:
+        what = _("%(cards)s× %(chip)s in %(zone)s") % {
+            "cards": instance.cards, "chip": instance.chip.label, "zone": instance.zone.label}  # fmt: skip
+        raise out_of_capacity(what, chips=[instance.chip], cards=instance.cards, no_card_offered=True)
+    return node
+
+
+def _switch_to_no_card(instance: Instance, spec: InstanceSpec) -> None:
+    # Every image boots on the CPU, so the instance keeps its image; its node stays its disks' home.
+    Instance.objects.filter(pk=instance.pk, reserved_cards=0).update(chip=None, cards=0, spec=spec)
+    instance.chip, instance.cards, instance.spec = None, 0, spec
+    note(instance, Reason.NO_CARD_MODE)
+
+
+def release(instance: Instance, *, reason: str = Reason.RELEASE_REQUESTED) -> Instance:
+    """Release ``instance``: its system disk is deleted, data disks are kept (detached). Billing stops now."""
+    now = timezone.now()
+    was_running = instance.status == Status.RUNNING
+    with transaction.atomic():
+        transition(instance, Status.RELEASING, reason=reason, at=now, wanted=Wanted.RELEASED)
+        if was_running:
+            billing.close_usage(instance.public_id, ended_at=now)
+        _enqueue("release", instance, Wanted.RELEASED)
+    return instance
+
+
+def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
+    """Reclaim a running spot instance: the checkpoint signal with the notice window, billing stops at the
+    preemption minute, disks are kept; the owner can relaunch it with one click."""
+    at = at or timezone.now()
+    with transaction.atomic():
+        transition(instance, Status.PREEMPTED, reason=Reason.PREEMPTED, detail=detail, at=at, wanted=Wanted.STOPPED,
+                   stop_requested_at=at, stopped_at=at, release_at=at + RELEASE_AFTER)  # fmt: skip
+        billing.close_usage(instance.public_id, ended_at=at)
+        billing.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
+        _enqueue("stop", instance, Wanted.STOPPED)
+    return instance
+
+
+def stop_for_arrears(user_id: int, reason: str) -> int:
+    """Billing's arrears handler (registered in ``InstancesConfig.ready``): stop the user's pay-as-you-go
+    instances with the checkpoint signal. ``reason`` names the cause (zero balance or the monthly spending cap).
+    Returns how many."""
+    code = Reason.SPENDING_CAP if "cap" in (reason or "").lower() else Reason.ARREARS
+    stopped = 0
+    instances = Instance.objects.with_related().filter(
+        owner_id=user_id, status__in=[Status.RUNNING, Status.STARTING], plan__period_minutes=1
+    )
+    for instance in instances:
+        try:
+            stop(instance, reason=code, detail=reason or "")
+        except Conflict:
+            continue  # it moved meanwhile (a concurrent stop): nothing to do
+        stopped += 1
+    return stopped
+
+
+RELEASE_AFTER = timedelta(days=STOPPED_RELEASE_DAYS)
+
+
+def advance(instance_id: int, wanted: str | None = None) -> float | None:
+    """Take the next step for one instance. Returns seconds until it is worth looking again, or None when the
+    instance is settled (or ``wanted`` no longer matches: a later request superseded the task)."""
+    instance = Instance.objects.with_related().select_related("owner").filter(pk=instance_id).first()
+    if instance is None or (wanted is not None and instance.wanted != wanted):
+        return None
+    step = _STEPS.get(instance.status)
+    if step is None:
+        return None
+    try:
+        return step(instance, None)
+    except Conflict:
+        return None  # another process moved it first; whoever did will finish the job
+
+
+def _backend(instance: Instance):
+    return get_backend(instance.backend_name)
+
+
+def _submit(instance: Instance) -> bool:
+    try:
+        job_id = _backend(instance).submit(instance)
+    except TransientBackendError:
+        raise
+    except BackendError as exc:
+        _fail(instance, Reason.SUBMIT_FAILED, str(exc))
+        return False
+    if job_id != instance.backend_job_id:
+        Instance.objects.filter(pk=instance.pk).update(backend_job_id=job_id)
+        instance.backend_job_id = job_id
+    attachments.apply(instance)  # /root/shared, data disks and hub mounts, on whichever node it landed
+    return True
+
+
+def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
+    """A permanent failure: free the cards; nothing is charged for a launch that never became healthy."""
+    was_running = instance.status == Status.RUNNING
+    at = at or timezone.now()
+    with transaction.atomic():
+        transition(instance, Status.FAILED, reason=reason, detail=detail, at=at, wanted=Wanted.STOPPED,
+                   stopped_at=at, release_at=at + RELEASE_AFTER)  # fmt: skip
+        if was_running:
+            billing.close_usage(instance.public_id, ended_at=at)
+        free(instance)
+    try:
+        _backend(instance).stop(instance, grace_seconds=0)
+    except BackendError:
+        pass  # the machine is gone already
+
+
+def _step_creating(instance: Instance, status) -> float | None:
+    transition(instance, Status.STARTING, reason=Reason.SUBMITTED, detail=instance.node.name if instance.node else "")
+    return _step_starting(instance, None)
+
+
+def _step_starting(instance: Instance, status) -> float | None:
+    status = status or _backend(instance).status(instance)
+    if status.phase == Phase.RUNNING:
+        _become_running(instance, status)
+        return None
+    if status.phase == Phase.FAILED:
+        _fail(instance, Reason.NODE_LOST, status.message)
+        return None
+    if status.phase != Phase.BOOTING:  # never submitted, or a job left over from the previous run
+        if not _submit(instance):
+            return None
+        status = _backend(instance).status(instance)
+        if status.phase == Phase.RUNNING:
+            _become_running(instance, status)
+            return None
+    _explain_wait(instance, status)
+    started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
+    if started and (timezone.now() - started).total_seconds() > conf.provision_timeout_seconds():
+        minutes = int(conf.provision_timeout_seconds() // 60)
+        _fail(instance, Reason.NEVER_HEALTHY, _("not healthy after %(minutes)s minutes") % {"minutes": minutes})
+        return None
+    return max(status.ready_in or 2.0, 0.2)
+
+
+def _explain_wait(instance: Instance, status) -> None:
+    """Show why a start waits (the Slurm backend: "waiting for 2 free MLU370 cards") on the instance's page."""
+    detail = (status.message or "")[:255]
+    if detail and detail != instance.status_detail:
+        Instance.objects.filter(pk=instance.pk, status=instance.status).update(status_detail=detail)
+        instance.status_detail = detail
+
+
+def _become_running(instance: Instance, status) -> None:
+    now = timezone.now()
+    q = instance_quote(instance)
+    data = {"payable_per_hour": str(q.payable_per_hour), "plan": q.plan_slug}
+    with transaction.atomic():
+        transition(instance, Status.RUNNING, reason=Reason.HEALTHY, at=now, data=data, running_since=now,
+                   price_per_hour=q.payable_per_hour, access=status.access)  # fmt: skip
+        if instance.plan.is_per_minute:
+            billing.open_usage(instance, q, now)
+        elif instance.term_ends_at is None or instance.term_ends_at <= now:
+            _renew_term(instance, q, now)
+
+
+def _renew_term(instance: Instance, q: Quote, now) -> None:
+    ends = now + timedelta(minutes=instance.plan.period_minutes)
+    billing.charge_upfront(instance, q, term_key=now.strftime("%Y%m%dT%H%M%S"))
+    Instance.objects.filter(pk=instance.pk).update(term_ends_at=ends)
+    instance.term_ends_at = ends
+    note(instance, Reason.TERM_RENEWED, detail=str(q.payable_total), at=now,
+         data={"payable_total": str(q.payable_total), "ends": ends.isoformat()})  # fmt: skip
+
+
+def _step_running(instance: Instance, status) -> float | None:
+    status = status or _backend(instance).status(instance)
+    if status.phase == Phase.PREEMPTED:
+        preempt(instance, at=status.since)
+        return _step_preempted(instance, status)
+    if status.phase in (Phase.FAILED, Phase.ABSENT, Phase.STOPPED, Phase.RELEASED):
+        # The machine died under a running instance: billing stops when it died (when known).
+        at = status.since or timezone.now()
+        _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=min(at, timezone.now()))
+    return None
+
+
+def _step_stopping(instance: Instance, status) -> float | None:
+    backend = _backend(instance)
+    if instance.backend_job_id:
+        backend.stop(instance, grace_seconds=conf.stop_grace_seconds())
+    status = backend.status(instance)
+    if status.phase in (Phase.STOPPING, Phase.BOOTING, Phase.RUNNING):
+        return max(status.ready_in or 1.0, 0.2)
+    now = timezone.now()
+    with transaction.atomic():
+        free(instance)
+        transition(instance, Status.STOPPED, reason=Reason.STOPPED, at=now, stopped_at=now,
+                   release_at=now + RELEASE_AFTER, access={})  # fmt: skip
+    return None
+
+
+def _step_preempted(instance: Instance, status) -> float | None:
+    """Until the machine is down: wait out the notice window, or (a machine still up without one, e.g. cards
+    reclaimed on a backend whose preemption is a stop) send the signal and stop it after the window. Then the
+    cards are free (already moved to the on-demand instance when they were reclaimed)."""
+    status = status or _backend(instance).status(instance)
+    if status.phase == Phase.PREEMPTED and status.ready_in:
+        return status.ready_in  # the notice window is still running
+    if status.phase in (Phase.RUNNING, Phase.BOOTING, Phase.STOPPING):
+        _backend(instance).preempt(instance, notice_seconds=conf.spot_notice_seconds())
+        return max(status.ready_in or conf.spot_notice_seconds(), 0.2)
+    free(instance)
+    return None
+
+
+def _step_releasing(instance: Instance, status) -> float | None:
+    _backend(instance).release(instance)
+    with transaction.atomic():
+        free(instance)
+        transition(instance, Status.RELEASED, reason=Reason.RELEASED, access={})
+        attachments.on_released(instance)  # data disks are detached and kept, never deleted
+    return None
+
+
+_STEPS = {
+    Status.CREATING: _step_creating,
+    Status.STARTING: _step_starting,
+    Status.RUNNING: _step_running,
+    Status.STOPPING: _step_stopping,
+    Status.PREEMPTED: _step_preempted,
+    Status.RELEASING: _step_releasing,
+}
+
+
+def reconcile() -> int:
+    """Compare wanted and actual state of every live instance and repair drift: a lost task, a worker killed
+    mid-provision, a backend that says otherwise. Safe to run twice at once (every step is compare-and-set).
+    Returns how many instances it looked at."""
+    reclaim_watch = timedelta(seconds=conf.spot_notice_seconds() + 600)
+    live = (
+        Instance.objects.with_related()
+        .select_related("owner")
+        .filter(
+            Q(status__in=[*LIVE])
+            | Q(status=Status.PREEMPTED, reserved_cards__gt=0)
+            # reclaimed: the cards moved at once, the machine goes down after the notice window
+            | Q(status=Status.PREEMPTED, stopped_at__gte=timezone.now() - reclaim_watch)
+        )
+    )
+    by_backend: dict[str, list[Instance]] = {}
+    for instance in live:
+        by_backend.setdefault(instance.backend_name, []).append(instance)
+    for name, instances in by_backend.items():
+        try:
+            statuses = get_backend(name).status_many(instances)
+        except TransientBackendError:
+            continue  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
+        for instance in instances:
+            step = _STEPS[instance.status]
+            try:
+                step(instance, statuses.get(instance.public_id))
+            except Conflict:
+                continue
+            except TransientBackendError:
+                continue
+    return sum(len(v) for v in by_backend.values())

@@ -16,7 +16,7 @@ pytest_plugins = [
     "storage.tests.fixtures",
     "instances.tests.fixtures",
     "instances.tests.slurm_fixtures",
-    "instances.tests.endpoint_fixtures",
+    "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
     "console.ops.tests.fixtures",
 ]

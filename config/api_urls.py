@@ -10,6 +10,6 @@ urlpatterns = [
     path("", include("billing.api.urls")),
     path("", include("storage.api.urls")),
     path("", include("marketplace.api.urls")),
-    path("", include("instances.endpoint_api")),
+    path("", include("inference.api")),
     path("<path:unknown>", console_api.not_found),
 ]

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "marketplace",
     "billing",
     "storage",
+    "inference",
 ]
 
 MIDDLEWARE = [
@@ -282,6 +283,8 @@ TOPUP_RATE_LIMIT = env.str("TOPUP_RATE_LIMIT", default="10/h")  # checkouts a us
 CELERY_BEAT_SCHEDULE["billing-meter"] = {"task": "billing.tasks.meter", "schedule": 60}
 CELERY_BEAT_SCHEDULE["billing-expire-trial-credits"] = {"task": "billing.tasks.expire_trial_credits", "schedule": 3600}
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
+# Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
+CELERY_BEAT_SCHEDULE["inference-scale-to-zero"] = {"task": "inference.tasks.scale_endpoints_to_zero", "schedule": 60}
 CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "console.ops.tasks.record_capacity_snapshot", "schedule": 300}
 
 REST_FRAMEWORK = {

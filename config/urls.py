@@ -15,7 +15,7 @@ urlpatterns = [
     path("", include("billing.urls")),
     path("", include("marketplace.urls")),
     path("", include("storage.urls")),
-    path("", include("instances.endpoint_urls")),
+    path("", include("inference.urls")),
     path("", include("marketplace.inference.urls")),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

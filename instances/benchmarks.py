@@ -225,7 +225,3 @@ def _bare_sbatch() -> float:
         return time.perf_counter() - start
     finally:
         subprocess.run(["scancel", job], check=False)
-
-
-# Inference endpoints register their benchmark from their own module.
-from instances.endpoint_benchmarks import deploy_to_ready  # noqa: E402, F401

@@ -2,8 +2,6 @@
 
 from console.cli.client import Api, CliError, output
 
-from . import endpoint_cli
-
 COLUMNS = [
     ("ID", "id"),
     ("NAME", "name"),
@@ -126,4 +124,3 @@ def register(commands):
     _add_commands(instances)
     _add_mount_commands(instances)
     _add_commands(commands, aliases_only=True)
-    endpoint_cli.register(commands)  # `gpucloud endpoints …`

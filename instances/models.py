@@ -221,10 +221,6 @@ class AgentReport(models.Model):
         return f"{self.instance_id} job {self.job_id}: {self.event} at {self.at:%H:%M:%S}"
 
 
-# Inference endpoints are instances of kind "endpoint"; their keys and request log live beside them.
-from .endpoint_models import Endpoint, EndpointKey, EndpointRequest  # noqa: E402, F401
-
-
 class TrainingScalar(models.Model):
     """A scalar the workload logged (loss, accuracy, …) at a training step, forwarded by the instance agent from
     the JSON lines the workload writes to ``$GPUCLOUD_SCALARS``: the training curves on the instance page."""

@@ -13,6 +13,4 @@ BEAT_SCHEDULE = {
     },
     # Auto-shutdown, prepaid terms that end, the release countdown and its reminders.
     "instances-housekeeping": {"task": "instances.tasks.housekeeping", "schedule": 60.0},
-    # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
-    "instances-endpoints-scale-to-zero": {"task": "instances.tasks.scale_endpoints_to_zero", "schedule": 60.0},
 }

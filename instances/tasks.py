@@ -55,11 +55,3 @@ def reconcile() -> int:
 @shared_task
 def housekeeping() -> dict:
     return services.housekeeping()
-
-
-@shared_task
-def scale_endpoints_to_zero() -> int:
-    """Stop inference endpoints idle for their scale-to-zero minutes."""
-    from . import endpoints
-
-    return endpoints.scale_to_zero()

@@ -20,7 +20,6 @@ from console.htmx import wants_partial
 from . import services, shutdown
 from .backends import get_backend
 from .capacity import CapacityError
-from .endpoint_models import Endpoint
 from .forms import AutoShutdownForm, LaunchForm
 from .images import image_name
 from .models import Instance, InstanceEvent
@@ -248,7 +247,8 @@ def auto_shutdown(request, public_id):
 
 
 def _endpoint_url(instance) -> str:
-    endpoint = Endpoint.objects.filter(instance=instance).first()
+    # The endpoint app adds ``instance.endpoint`` (a one-to-one); instances need not know more of it.
+    endpoint = getattr(instance, "endpoint", None)
     return endpoint.get_absolute_url() if endpoint else reverse("endpoints:list")
 
 

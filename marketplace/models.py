@@ -380,7 +380,7 @@ class ImageEvent(models.Model):
 class InferenceTemplate(models.Model):
     """A hub model served by a framework (vLLM, MindFormers, TensorRT-LLM, MagicMind) from one image variant, on
     the chips of that variant's family, with a default size and serving arguments (SPEC §9). Deploying it makes an
-    endpoint (``instances.endpoints``)."""
+    endpoint (``inference.services``)."""
 
     class Framework(models.TextChoices):
         VLLM = "vllm", "vLLM"

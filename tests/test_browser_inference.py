@@ -13,7 +13,7 @@ from django.test import Client
 
 from billing import wallet
 from console.models import WorkerHeartbeat
-from instances.models import EndpointRequest
+from inference.models import EndpointRequest
 from tests.fixtures.services import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

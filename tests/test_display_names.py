@@ -8,8 +8,8 @@ from catalog.models import Zone
 from console.errors import ServiceError
 from console.models import ApiToken
 from console.validators import clean_display_name
+from inference.tests.fixtures import fund
 from instances.models import Instance
-from instances.tests.endpoint_fixtures import fund
 from marketplace.models import Image
 from storage import disks
 from storage.models import CloudDisk

@@ -205,7 +205,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
-    from instances import endpoints
+    from inference import services as endpoints
     from marketplace.inference import services as inference
 
     inference.load()

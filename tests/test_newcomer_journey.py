@@ -24,7 +24,7 @@ from billing import ledger, metering, statements
 from billing.choices import SPEND_KINDS
 from billing.models import LedgerTransaction, UsageSession
 from console.models import User, WorkerHeartbeat
-from instances.endpoint_models import EndpointRequest
+from inference.models import EndpointRequest
 from instances.models import Instance
 from tests.fixtures.services import screenshot, wait_until
 

@@ -6,7 +6,9 @@ import sys
 
 from .client import Api, CliError
 
-COMMAND_MODULES = ["console.cli.account", "instances.cli", "marketplace.cli", "storage.cli", "billing.cli"]
+COMMAND_MODULES = [
+    "console.cli.account", "instances.cli", "inference.cli", "marketplace.cli", "storage.cli", "billing.cli",
+]  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.ops import reports
-from instances import endpoints
+from inference import services as endpoints
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 """Inference templates (SPEC §9): which templates exist, where each can run and at what price, and the seed.
 
 A template's chips are its image variant's family, narrowed by ``InferenceTemplate.chips`` to those the model fits
-on. Deploying one is ``instances.endpoints.deploy``; these functions only read.
+on. Deploying one is ``inference.services.deploy``; these functions only read.
 """
 
 import tomllib

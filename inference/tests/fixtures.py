@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from billing import wallet
-from instances import endpoints
+from inference import services as endpoints
 from instances.models import Instance
 from instances.tests.fixtures import settle
 

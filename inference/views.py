@@ -11,20 +11,21 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
+from instances import services
+from instances.backends import get_backend
+from instances.models import Instance
 from marketplace.inference import services as inference
 
-from . import endpoints, services
-from .backends import get_backend
-from .models import Instance
+from . import services as endpoints
 
-DETAIL = "instances/endpoints/detail.html"
+DETAIL = "inference/detail.html"
 NEW_KEY_SESSION = "endpoints:new-key"
 
 
 @login_required
 @require_GET
 def endpoint_list(request):
-    return render(request, "instances/endpoints/list.html", {"endpoints": endpoints.endpoints_of(request.user)})
+    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(request.user)})
 
 
 def _template_or_404(slug):
@@ -71,7 +72,7 @@ def deploy(request, slug):
         "form_data": request.POST,
         "kind": Instance.Kind.ENDPOINT.label,
     }
-    return render(request, "instances/endpoints/deploy.html", context, status=status)
+    return render(request, "inference/deploy.html", context, status=status)
 
 
 def _context(request, endpoint, **extra) -> dict:

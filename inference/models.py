@@ -1,5 +1,5 @@
 """Inference endpoints (SPEC §9): an instance of kind "endpoint" serving an inference template, its API keys and
-the log of requests proxied to it. The operations live in ``instances.endpoints``."""
+the log of requests proxied to it. The operations live in ``inference.services``."""
 
 import uuid
 
@@ -40,6 +40,7 @@ class Endpoint(models.Model):
     objects = EndpointQuerySet.as_manager()
 
     class Meta:
+        db_table = "instances_endpoint"  # the table it had in the instances app
         verbose_name = _("inference endpoint")
         verbose_name_plural = _("inference endpoints")
         ordering = ["-created_at", "-id"]
@@ -65,6 +66,7 @@ class EndpointKey(models.Model):
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
 
     class Meta:
+        db_table = "instances_endpointkey"  # the table it had in the instances app
         verbose_name = _("endpoint key")
         verbose_name_plural = _("endpoint keys")
         ordering = ["-created_at", "-id"]
@@ -91,6 +93,7 @@ class EndpointRequest(models.Model):
     stream = models.BooleanField(_("streamed"), default=False)
 
     class Meta:
+        db_table = "instances_endpointrequest"  # the table it had in the instances app
         verbose_name = _("endpoint request")
         verbose_name_plural = _("endpoint requests")
         ordering = ["-at", "-id"]

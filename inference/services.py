@@ -3,7 +3,7 @@ the request log, and scale to zero.
 
 An endpoint is launched, metered (``billing`` usage of kind "endpoint"), stopped, started and released by the same
 services as any instance (``instances.services``); this module adds only what an endpoint has on top. The
-OpenAI-compatible proxy that clients call is ``instances.endpoint_proxy``.
+OpenAI-compatible proxy that clients call is ``inference.proxy``.
 """
 
 import uuid
@@ -22,10 +22,11 @@ from billing.quote import load_price_book
 from console import keys
 from console.chart_time import minute_label
 from console.errors import Conflict, NotFound, ServiceError
+from instances import services
+from instances.choices import Reason, Status
+from instances.models import Instance
 
-from . import services
-from .choices import Reason, Status
-from .models import Endpoint, EndpointKey, EndpointRequest, Instance
+from .models import Endpoint, EndpointKey, EndpointRequest
 
 KEY_PREFIX = "sk-"
 MAX_KEYS_PER_ENDPOINT = 20

@@ -6,9 +6,9 @@ import pytest
 
 from console import services as console_services
 from console.cli.main import main
-from instances import endpoints
+from inference import services as endpoints
+from inference.tests.fixtures import fund
 from instances.models import Instance
-from instances.tests.endpoint_fixtures import fund
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db(transaction=True)

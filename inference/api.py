@@ -1,7 +1,7 @@
 """The REST API of inference endpoints and templates (``/api/v1/endpoints``, ``/api/v1/inference-templates``).
 
 Owners only: a missing endpoint and someone else's answer the same 404. The calls to the model itself go to the
-OpenAI-compatible ``/v1/…`` paths with an endpoint key (``instances.endpoint_proxy``).
+OpenAI-compatible ``/v1/…`` paths with an endpoint key (``inference.proxy``).
 """
 
 from django.urls import re_path
@@ -10,9 +10,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from instances import services
 from marketplace.inference import services as inference
 
-from . import endpoints, services
+from . import services as endpoints
 
 
 class TemplateSerializer(serializers.Serializer):

@@ -4,9 +4,10 @@ bad input (400 JSON), and list pages whose query count does not grow with rows."
 import pytest
 from django.test import Client
 
-from instances import endpoints
-from instances.models import Endpoint, Instance
-from instances.tests.endpoint_fixtures import fund
+from inference import services as endpoints
+from inference.models import Endpoint
+from inference.tests.fixtures import fund
+from instances.models import Instance
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from billing import wallet
 from billing.models import UsageSession
-from instances import endpoints
-from instances.models import Endpoint, EndpointRequest, Instance
-from instances.tests.endpoint_fixtures import point_at
+from inference import services as endpoints
+from inference.models import Endpoint, EndpointRequest
+from inference.tests.fixtures import point_at
+from instances.models import Instance
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db

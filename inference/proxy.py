@@ -22,9 +22,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from console.errors import ServiceError
 from console.jsonbody import InvalidJsonBody, parse_json_body
+from instances.choices import Status
 
-from . import endpoints
-from .choices import Status
+from . import services as endpoints
 
 PROXIED = {"chat/completions", "completions"}
 CONNECT_TIMEOUT = 5

@@ -11,8 +11,10 @@ from django.conf import settings
 
 from console.bench import benchmark, size
 from console.models import WorkerHeartbeat
-from instances import conf, endpoints
+from instances import conf
 from instances.models import Instance
+
+from . import services as endpoints
 
 DEPLOYS = size(3, 1)
 

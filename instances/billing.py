@@ -8,8 +8,9 @@ unmetered.
 
 import uuid
 from datetime import datetime
+from decimal import Decimal
 
-from django.db.models import Sum
+from django.utils import timezone
 
 from billing import arrears, metering, wallet
 
@@ -29,11 +30,17 @@ def check_launch_funds(user, quote, *, exclude=None) -> None:
 
 
 def _pending_per_hour(user, exclude=None):
-    """What the user's instances on their way up (not billed yet) will cost per hour once running."""
+    """What the user's instances on their way up (not billed yet) will take once running: an hour of a
+    pay-as-you-go one, the whole term of a prepaid one whose term is not paid yet (it is charged when it runs)."""
     starting = Instance.objects.filter(owner=user, status__in=(Status.CREATING, Status.STARTING))
     if exclude is not None:
         starting = starting.exclude(pk=exclude.pk)
-    return starting.aggregate(total=Sum("price_per_hour"))["total"] or 0
+    now = timezone.now()
+    total = Decimal(0)
+    for rate, period, term_ends in starting.values_list("price_per_hour", "plan__period_minutes", "term_ends_at"):
+        unpaid_term = period > 1 and (term_ends is None or term_ends <= now)
+        total += (rate or 0) * (Decimal(period) / 60 if unpaid_term else 1)
+    return total
 
 
 def _kind(instance) -> str:

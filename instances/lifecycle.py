@@ -14,7 +14,7 @@ from kombu.exceptions import OperationalError
 
 from billing.quote import Quote, quote
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from console.errors import Conflict, NotFound, ServiceError
+from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
 
 from . import attachments, billing, conf
 from .backends import BackendError, Phase, TransientBackendError, get_backend
@@ -287,13 +287,19 @@ def _become_running(instance: Instance, status) -> None:
     now = timezone.now()
     q = instance_quote(instance)
     data = {"payable_per_hour": str(q.payable_per_hour), "plan": q.plan_slug}
-    with transaction.atomic():
-        transition(instance, Status.RUNNING, reason=Reason.HEALTHY, at=now, data=data, running_since=now,
-                   price_per_hour=q.payable_per_hour, access=status.access)  # fmt: skip
-        if instance.plan.is_per_minute:
-            billing.open_usage(instance, q, now)
-        elif instance.term_ends_at is None or instance.term_ends_at <= now:
-            _renew_term(instance, q, now)
+    try:
+        with transaction.atomic():
+            transition(instance, Status.RUNNING, reason=Reason.HEALTHY, at=now, data=data, running_since=now,
+                       price_per_hour=q.payable_per_hour, access=status.access)  # fmt: skip
+            if instance.plan.is_per_minute:
+                billing.open_usage(instance, q, now)
+            elif instance.term_ends_at is None or instance.term_ends_at <= now:
+                _renew_term(instance, q, now)
+    except PaymentRequired as exc:
+        # The prepaid term cannot be paid now (the balance went to something else since the launch): the move to
+        # running rolled back with the charge, and the machine is stopped rather than left up unpaid.
+        instance.refresh_from_db()
+        _fail(instance, Reason.ARREARS, detail=exc.message)
 
 
 def _renew_term(instance: Instance, q: Quote, now) -> None:
@@ -392,8 +398,9 @@ def reconcile() -> int:
             step = _STEPS[instance.status]
             try:
                 step(instance, statuses.get(instance.public_id))
-            except Conflict:
+            except (Conflict, TransientBackendError):
                 continue
-            except TransientBackendError:
+            except ServiceError as exc:  # one instance's trouble never stops the others' reconcile
+                logger.warning("reconcile %s: %s", instance.public_id, exc.message)
                 continue
     return sum(len(v) for v in by_backend.values())

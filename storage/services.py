@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing import wallet
-from billing.money import ZERO, to_cents
+from billing.money import to_cents
 from billing.quote import quote_storage
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 
@@ -273,7 +273,7 @@ def _require_storage_funds(user, length: int) -> None:
     try:
         needed = to_cents(quote_storage("storage", extra_gb).payable_per_hour)
     except ServiceError:  # no storage price published: nothing is charged beyond the free tier yet
-        needed = ZERO
+        return
     wallet.require_funds(user, needed, compute=False)
 
 

@@ -185,3 +185,48 @@ def test_an_upload_past_the_free_tier_needs_cash_one_within_it_does_not(owner_ap
 
     top_up(owner, "10")
     assert tus_create(owner_api, MB, "big.bin").status_code == 201
+
+
+# Prepaid terms ---------------------------------------------------------------------------------------------------
+
+
+def _daily_total(user) -> Decimal:
+    request = services.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=1, plan="daily")
+    return services.preview(user, request).payable_total
+
+
+def _launch_daily(user, name):
+    return services.launch(user, services.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=1, plan="daily"))
+
+
+def test_a_prepaid_launch_on_its_way_up_holds_its_whole_term(owner, catalog, instant):
+    # Its term is charged when it runs, so a second launch cannot count on the same money meanwhile.
+    term = _daily_total(owner)
+    top_up(owner, str(term + 5))
+
+    _launch_daily(owner, "first")
+    with pytest.raises(PaymentRequired):
+        _launch_daily(owner, "second")
+
+    assert Instance.objects.filter(owner=owner).count() == 1
+
+
+def test_a_term_that_cannot_be_paid_when_the_machine_is_up_fails_it_and_reconcile_goes_on(
+    owner, stranger, catalog, instant
+):
+    from instances.tests.fixtures import settle
+
+    term = _daily_total(owner)
+    top_up(owner, str(term))
+    prepaid = _launch_daily(owner, "prepaid")
+    cash = wallet.summary(owner).cash
+    wallet.withdraw_cash(user=owner, amount=cash - 1, idempotency_key="spent-elsewhere")
+    top_up(stranger, "10")
+    other = _launch(stranger, cards=1, name="other")
+
+    settle()
+
+    prepaid.refresh_from_db(), other.refresh_from_db()
+    assert prepaid.status == "failed" and prepaid.status_reason == "arrears" and prepaid.reserved_cards == 0
+    assert prepaid.term_ends_at is None
+    assert other.status == "running"

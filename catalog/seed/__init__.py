@@ -1,7 +1,7 @@
 """Load the catalog file (catalog.toml beside this module) into the database, idempotently.
 
 Rows are created when missing and otherwise left as staff edited them; ``update=True`` refreshes chip figures
-and names from the file (prices and subsidies live in billing/catalog).
+and names from the file (prices and subsidies live in billing/seed).
 """
 
 import tomllib

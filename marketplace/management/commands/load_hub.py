@@ -1,4 +1,4 @@
-"""Seed the model & dataset hub from marketplace/catalog/, idempotently."""
+"""Seed the model & dataset hub from marketplace/seed/, idempotently."""
 
 from django.core.management.base import BaseCommand
 

@@ -57,15 +57,8 @@ def _phase(job: SimulatedJob, now) -> BackendStatus:
 
 
 def _access(job: SimulatedJob) -> dict:
-    secret = _digest("access", job.job_id)
-    host = f"{job.node.name if job.node_id else 'cpu-pool'}.sim.gpucloud.local"
-    port = 20000 + int(secret[:4], 16) % 10000
-    return {
-        "simulated": True,
-        "ssh_command": f"ssh -p {port} root@{host}",
-        "ssh_password": secret[4:20],
-        "jupyter_url": f"https://{job.job_id}.jupyter.sim.gpucloud.local/lab?token={secret[20:36]}",
-    }
+    """A simulated machine has no address, no SSH and no JupyterLab: nothing is made up for a user to try."""
+    return {"simulated": True, "node": job.node.name if job.node_id else ""}
 
 
 SIM_MAX_STEPS = 600  # the quick-start script's length

@@ -258,7 +258,6 @@ def _access(job: dict) -> dict:
         "simulated": False,
         "node": node,
         "job_id": str(job["job_id"]),
-        "ssh_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
         "attach_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
     }
 

@@ -1,11 +1,11 @@
 """The public pricing page with its live calculator (htmx) and the billing table per state."""
 
+from django.conf import settings
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from catalog.models import Chip, InstanceSpec
 from console.htmx import wants_partial
-from instances.choices import STOPPED_RELEASE_DAYS
 
 from . import pricing_table
 from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
@@ -62,7 +62,7 @@ def pricing(request):
         "specs": pricing_table.spec_prices(book, InstanceSpec.objects.active().with_chip()),
         "programmes": [(p, [chip_names.get(i, "") for i in sorted(p.chip_ids)]) for p in book.programmes],
         "plans": book.plans.values(),
-        "release_days": STOPPED_RELEASE_DAYS,
+        "release_days": settings.STOPPED_RELEASE_DAYS,
         **_storage_prices(),
     }
     return render(request, TEMPLATE, context, status=400 if error and submitted else 200)

@@ -274,6 +274,8 @@ CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_st
 TRIAL_CREDIT_CNY = env.str("TRIAL_CREDIT_CNY", default="10")
 TRIAL_CREDIT_DAYS = env.int("TRIAL_CREDIT_DAYS", default=30)
 ARREARS_RETENTION_DAYS = env.int("ARREARS_RETENTION_DAYS", default=15)
+# How long a stopped instance keeps its system disk before it is released (reminders 3 days and 1 day before).
+STOPPED_RELEASE_DAYS = env.int("STOPPED_RELEASE_DAYS", default=15)
 STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
 STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
 STRIPE_PAYMENT_METHODS = env.list("STRIPE_PAYMENT_METHODS", default=["card", "alipay"])

@@ -6,9 +6,6 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.choices import DOMESTIC_BACKENDS, SPEC_CARD_COUNTS, Backend  # noqa: F401
 
-# A stopped instance's disks are kept this many days before release (SPEC §6 default); reminders come before.
-STOPPED_RELEASE_DAYS = 15
-
 
 class Status(models.TextChoices):
     """An instance's state (SPEC §6). Only ``instances.services.transition`` writes it."""

@@ -4,6 +4,8 @@ Web, worker and beat processes read the same values; tests set the simulated tim
 the environment of a real worker process).
 """
 
+from datetime import timedelta
+
 import environ
 from django.conf import settings
 
@@ -13,6 +15,11 @@ _env = environ.Env()
 def _seconds(name: str, default: float) -> float:
     value = getattr(settings, name, None)
     return float(value) if value is not None else _env.float(name, default=default)
+
+
+def release_after() -> timedelta:
+    """How long a stopped instance keeps its system disk before it is released (``STOPPED_RELEASE_DAYS``)."""
+    return timedelta(days=settings.STOPPED_RELEASE_DAYS)
 
 
 def sim_pull_seconds() -> float:

@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 
 def housekeeping() -> dict:
     """The minute beat: auto-shutdown (at a time or when idle), prepaid terms that end, release reminders and the
-    automatic release of instances stopped for ``STOPPED_RELEASE_DAYS``. Each action is a guarded transition, so
-    two overlapping beats act once."""
+    automatic release of instances stopped for ``STOPPED_RELEASE_DAYS`` (a setting). Each action is a guarded
+    transition, so two overlapping beats act once."""
     return {
         "auto_shutdown": _auto_shutdown(),
         "terms": _end_terms(),

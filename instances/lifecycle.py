@@ -22,7 +22,6 @@ from .capacity import free, hold, out_of_capacity, reserve
 from .choices import (
     LIVE,
     SPEC_CARD_COUNTS,
-    STOPPED_RELEASE_DAYS,
     Reason,
     Status,
     Wanted,
@@ -168,7 +167,7 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
     at = at or timezone.now()
     with transaction.atomic():
         transition(instance, Status.PREEMPTED, reason=Reason.PREEMPTED, detail=detail, at=at, wanted=Wanted.STOPPED,
-                   stop_requested_at=at, stopped_at=at, release_at=at + RELEASE_AFTER)  # fmt: skip
+                   stop_requested_at=at, stopped_at=at, release_at=at + conf.release_after())  # fmt: skip
         billing.close_usage(instance.public_id, ended_at=at)
         billing.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
         _enqueue("stop", instance, Wanted.STOPPED)
@@ -191,9 +190,6 @@ def stop_for_arrears(user_id: int, reason: str) -> int:
             continue  # it moved meanwhile (a concurrent stop): nothing to do
         stopped += 1
     return stopped
-
-
-RELEASE_AFTER = timedelta(days=STOPPED_RELEASE_DAYS)
 
 
 def advance(instance_id: int, wanted: str | None = None) -> float | None:
@@ -236,7 +232,7 @@ def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
     at = at or timezone.now()
     with transaction.atomic():
         transition(instance, Status.FAILED, reason=reason, detail=detail, at=at, wanted=Wanted.STOPPED,
-                   stopped_at=at, release_at=at + RELEASE_AFTER)  # fmt: skip
+                   stopped_at=at, release_at=at + conf.release_after())  # fmt: skip
         if was_running:
             billing.close_usage(instance.public_id, ended_at=at)
         free(instance)
@@ -334,7 +330,7 @@ def _step_stopping(instance: Instance, status) -> float | None:
     with transaction.atomic():
         free(instance)
         transition(instance, Status.STOPPED, reason=Reason.STOPPED, at=now, stopped_at=now,
-                   release_at=now + RELEASE_AFTER, access={})  # fmt: skip
+                   release_at=now + conf.release_after(), access={})  # fmt: skip
     return None
 
 

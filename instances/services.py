@@ -13,7 +13,6 @@ from .costs import cost_so_far, training_curves
 from .housekeeping import _auto_shutdown, housekeeping
 from .launching import Candidate, LaunchRequest, _check_shutdown, launch, preview
 from .lifecycle import (
-    RELEASE_AFTER,
     advance,
     get_instance,
     instance_quote,
@@ -26,7 +25,7 @@ from .lifecycle import (
 )
 
 __all__ = [
-    "RELEASE_AFTER", "Candidate", "LaunchRequest", "Offer", "_auto_shutdown", "_check_shutdown", "add_node",
+    "Candidate", "LaunchRequest", "Offer", "_auto_shutdown", "_check_shutdown", "add_node",
     "advance", "cost_so_far", "get_chip", "get_instance", "get_zone", "housekeeping", "instance_quote", "launch",
     "preempt", "preview", "quote", "reconcile", "release", "start", "stop", "stop_for_arrears", "training_curves",
     "zone_offers",

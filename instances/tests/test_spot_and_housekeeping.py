@@ -287,3 +287,16 @@ def test_a_late_beat_sends_one_release_reminder_by_e_mail_with_the_instances_lin
     [mail] = mailoutbox
     assert instance.owner.email in mail.to
     assert f"https://console.example.com/instances/{instance.public_id}/" in mail.body
+
+
+def test_the_release_countdown_and_the_pricing_page_follow_the_operators_setting(launch, lifecycle, settings, client):
+    settings.STOPPED_RELEASE_DAYS = 7
+    instance = launch()
+    settle()
+    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    settle()
+
+    instance.refresh_from_db()
+    assert instance.release_at - instance.stopped_at == timedelta(days=7)
+    client.cookies["django_language"] = "en"
+    assert "released after 7 days stopped" in client.get("/pricing/").content.decode()

@@ -32,3 +32,18 @@ def arrears_handler_registered(app_configs, **kwargs):
             id="billing.E002",
         )
     ]
+
+
+@register()
+def author_shares_registered(app_configs, **kwargs):
+    from .metering import registered_author_shares
+
+    if registered_author_shares() is not None:
+        return []
+    return [
+        Error(
+            "No image author revenue share is registered: charges could not pay community image authors. "
+            "The marketplace app registers it when it is installed.",
+            id="billing.E003",
+        )
+    ]

@@ -48,12 +48,25 @@ from .money import ZERO
 from .quote import Quote
 from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial
 
+_author_shares = None
+
+
+def register_author_shares(func) -> None:
+    """Set how the image authors' revenue share of charges is found (the marketplace registers it at start)."""
+    global _author_shares
+    _author_shares = func
+
+
+def registered_author_shares():
+    return _author_shares
+
 
 def author_shares(sessions):
-    """The image authors' revenue share of these sessions' charges (``marketplace.images.revenue``)."""
-    from marketplace.images.revenue import author_shares as shares_of
-
-    return shares_of(sessions)
+    """The image authors' revenue share of these sessions' charges, as the marketplace computes it. Fails closed:
+    with nothing registered no charge is posted (and the system checks refuse to start such a console)."""
+    if _author_shares is None:
+        raise RuntimeError("no image author revenue share is registered: refusing to post charges without it")
+    return _author_shares(sessions)
 
 
 CHUNK_SIZE = 1000

@@ -1,5 +1,6 @@
-"""What stops a user's resources when their money runs out is registered, never looked up by name: the instances
-app registers its handler when Django starts, and a console without one fails its system checks."""
+"""What billing calls in the apps above it is registered when Django starts, never looked up by name: the
+instances app's arrears stop and the marketplace's image author share; a console without them fails its system
+checks."""
 
 from billing import arrears
 from billing.checks import arrears_handler_registered
@@ -15,3 +16,13 @@ def test_a_console_with_no_arrears_handler_does_not_pass_its_checks(monkeypatch)
     monkeypatch.setattr(arrears, "_handler", None)
     errors = arrears_handler_registered(None)
     assert [e.id for e in errors] == ["billing.E002"]
+
+
+def test_the_marketplace_registers_the_image_authors_share_and_billing_refuses_to_start_without_it(monkeypatch):
+    from billing import metering
+    from billing.checks import author_shares_registered
+    from marketplace.images import revenue
+
+    assert metering.registered_author_shares() is revenue.author_shares
+    monkeypatch.setattr(metering, "_author_shares", None)
+    assert [e.id for e in author_shares_registered(None)] == ["billing.E003"]

@@ -9,6 +9,7 @@ class InstancesConfig(AppConfig):
     def ready(self):
         from billing import arrears
 
+        from . import checks  # noqa: F401  (registers the system checks)
         from .services import stop_for_arrears
 
         # Billing stops nothing itself: when a balance or a spending cap runs out, it calls this.

@@ -1,9 +1,12 @@
 """The images an instance can boot: the marketplace's image variants (one per chip family of an image).
 
 The seam between instances and the marketplace: instances record the variant they boot by its slug
-(``Instance.image``), and everything the instances app asks about images goes through these functions, which
-read ``marketplace.images.services``. A user may boot variants of listed images and of their own images.
+(``Instance.image``), and everything the instances app asks about images goes through these functions. The
+marketplace, which keeps the images, registers what answers them when Django starts (:func:`register_source`);
+instances import nothing of it. A user may boot variants of listed images and of their own images.
 """
+
+from typing import Protocol
 
 from django.core.cache import cache
 from django.utils.translation import get_language
@@ -13,44 +16,59 @@ from django.utils.translation import get_language
 NAME_CACHE_SECONDS = 300
 
 
+class ImageSource(Protocol):
+    """What the marketplace answers about the variants instances boot."""
+
+    def variants_for(self, family: str | None, user=None) -> list: ...
+    def resolve_variant(self, slug: str, family: str | None, user=None): ...
+    def find_variant(self, slug: str): ...
+    def record_launch(self, slug: str) -> None: ...
+    def variant_names(self, slugs) -> dict: ...
+
+
+_source: ImageSource | None = None
+
+
+def register_source(source: ImageSource) -> None:
+    global _source
+    _source = source
+
+
+def source() -> ImageSource:
+    """The registered image source; none means the marketplace is not installed, and no instance can boot."""
+    if _source is None:
+        raise RuntimeError("no image source is registered (the marketplace app registers it when installed)")
+    return _source
+
+
 def compatible_images(family: str | None, user=None) -> list:
     """Variants that boot on ``family`` for ``user`` (None: the no-card mode, where every image boots on the
     CPU), official images first."""
-    from marketplace.images.services import variants_for
-
-    return variants_for(family, user)
+    return source().variants_for(family, user)
 
 
 def get_image(slug: str, family: str | None, user=None):
     """The variant ``slug`` if ``user`` may boot it on ``family``; bad input (400, ``unknown_image`` or
     ``incompatible_image``) otherwise."""
-    from marketplace.images.services import resolve_variant
-
-    return resolve_variant(slug, family, user)
+    return source().resolve_variant(slug, family, user)
 
 
 def find_variant(slug: str):
     """The variant an instance records, whoever may still see its image (None if it was deleted)."""
-    from marketplace.models import ImageVariant
-
-    return ImageVariant.objects.select_related("image").filter(slug=slug).first() if slug else None
+    return source().find_variant(slug) if slug else None
 
 
 def record_launch(slug: str) -> None:
     """Count a launch of the variant's image (the marketplace's "most used" order)."""
-    from marketplace.images.services import record_launch as count
-
-    count(slug)
+    source().record_launch(slug)
 
 
 def image_name(slug: str) -> str:
     """The name of the image a variant belongs to, in the active language (the slug if it is unknown)."""
-    from marketplace.images.services import variant_names
-
     key = f"instances:image-name:{slug}"
     names = cache.get(key)
     if names is None:
-        names = variant_names([slug]).get(slug, (slug, ""))
+        names = source().variant_names([slug]).get(slug, (slug, ""))
         cache.set(key, names, NAME_CACHE_SECONDS)
     english, chinese = names
     return chinese if (get_language() or "").startswith("zh") and chinese else english

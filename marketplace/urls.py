@@ -9,6 +9,8 @@ app_name = "marketplace"
 
 urlpatterns = [
     path("hub/", views.hub_list, name="hub"),
+    # The mount pickers (instance panel, launch wizard) search the hub here; the path predates the move.
+    path("storage/hub-search/", views.hub_mount_search, name="hub-mount-search"),
     path("hub/<str:org>/<str:name>", views.hub_detail, name="hub-item"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
     # The image marketplace

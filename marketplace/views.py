@@ -136,3 +136,28 @@ def hub_like(request, org: str, name: str):
         item = services.refresh_counts(item)
         return render(request, f"{DETAIL_TEMPLATE}#like-button", {"item": item, "liked": liked})
     return redirect("marketplace:hub-item", org=item.org, name=item.name)
+
+
+HUB_MOUNT_RESULTS = 10
+
+
+@login_required
+@require_GET
+def hub_mount_search(request):
+    """Hub items matching ``q`` (Chinese or English) for the mount pickers: the instance panel's and the wizard's.
+    With ``instance``, each result mounts into that instance (the caller's own; anything else is a 404)."""
+    from instances.services import get_instance
+
+    from .hub.search import HubQuery
+
+    q = request.GET.get("q", "").strip()[:200]
+    items = list(services.search_items(request.user, HubQuery(q=q))[:HUB_MOUNT_RESULTS]) if q else []
+    mount_url = None
+    if request.GET.get("instance"):
+        try:
+            instance = get_instance(request.user, request.GET["instance"])
+        except NotFound as exc:
+            raise Http404(exc.message) from exc
+        mount_url = reverse("storage:instance-mount", args=[instance.public_id])
+    context = {"items": items, "hub_q": q, "mount_url": mount_url}
+    return render(request, "marketplace/hub/mount_results.html", context)

@@ -27,7 +27,6 @@ from .choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
 PANEL_TEMPLATE = "storage/instance_panel.html"
-HUB_RESULTS = 10
 
 
 # The disks page ---------------------------------------------------------------------------------------------------
@@ -214,23 +213,3 @@ def instance_detach(request, public_id):
         disks.detach(request.user, disk_id)
 
     return _panel_act(request, public_id, detach)
-
-
-@login_required
-@require_GET
-def hub_search(request):
-    """Hub items matching ``q`` (Chinese or English) for the mount pickers: the panel's and the wizard's."""
-    from marketplace.hub import search as hub_search_module
-    from marketplace.hub import services as hub_services
-
-    q = request.GET.get("q", "").strip()[:200]
-    items = []
-    if q:
-        query = hub_search_module.HubQuery(q=q)
-        items = list(hub_services.search_items(request.user, query)[:HUB_RESULTS])
-    mount_url = None
-    if request.GET.get("instance"):
-        instance = _own_instance(request, request.GET["instance"])
-        mount_url = reverse("storage:instance-mount", args=[instance.public_id])
-    context = {"items": items, "hub_q": q, "mount_url": mount_url}
-    return render(request, "storage/hub_results.html", context)

@@ -8,6 +8,7 @@ again (``instances.attachments.apply``). A launch records its mounts in its own 
 """
 
 import re
+from typing import Protocol
 
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
@@ -37,12 +38,32 @@ def parse_repos(value) -> list[str]:
     return repos
 
 
+class Hub(Protocol):
+    """What mounts ask the model & dataset hub, which the marketplace keeps and registers when Django starts."""
+
+    def get_item(self, user, repo: str): ...
+    def record_mount(self, item) -> None: ...
+
+
+_hub: Hub | None = None
+
+
+def register_hub(hub: Hub) -> None:
+    global _hub
+    _hub = hub
+
+
+def hub() -> Hub:
+    """The registered hub; none means the marketplace is not installed, and nothing can be mounted."""
+    if _hub is None:
+        raise RuntimeError("no model & dataset hub is registered (the marketplace app registers it when installed)")
+    return _hub
+
+
 def hub_item(user, repo: str):
     """An item ``user`` may see (public, or their own private one); bad input (400) otherwise."""
-    from marketplace.hub.services import get_item
-
     try:
-        return get_item(user, repo)
+        return hub().get_item(user, repo)
     except NotFound as exc:
         raise ServiceError(exc.message, code="unknown_repo") from exc
 
@@ -62,10 +83,8 @@ def _check_mountable(instance: Instance) -> None:
 
 def _record(instance: Instance, item) -> HubMount:
     """The mount's row, and one more mount on the item's counter (the hub's "most mounted" order)."""
-    from marketplace.hub.services import record_mount
-
     made = HubMount.objects.create(instance=instance, item=item, repo=item.repo, kind=item.kind, target=item.mount_path)
-    record_mount(item)
+    hub().record_mount(item)
     return made
 
 

@@ -18,7 +18,6 @@ urlpatterns = [
     path("storage/disks/<uuid:public_id>/attach/", disk_views.disk_attach, name="disk-attach"),
     path("storage/disks/<uuid:public_id>/detach/", disk_views.disk_detach, name="disk-detach"),
     path("storage/disks/<uuid:public_id>/delete/", disk_views.disk_delete, name="disk-delete"),
-    path("storage/hub-search/", disk_views.hub_search, name="hub-search"),
     # The instance page's disks-and-mounts panel (instances/<id>/ itself belongs to the instances app).
     path("instances/<uuid:public_id>/mounts/add/", disk_views.instance_mount, name="instance-mount"),
     path("instances/<uuid:public_id>/mounts/remove/", disk_views.instance_unmount, name="instance-unmount"),

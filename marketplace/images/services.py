@@ -160,6 +160,11 @@ def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
     return variant
 
 
+def find_variant(slug: str) -> ImageVariant | None:
+    """The variant an instance records, whoever may still see its image (None if it was deleted)."""
+    return ImageVariant.objects.select_related("image").filter(slug=slug).first()
+
+
 def variant_names(slugs) -> dict[str, tuple[str, str]]:
     """slug → (English name, Chinese name) for many variants in one query."""
     rows = ImageVariant.objects.filter(slug__in=set(slugs)).values_list("slug", "image__name", "image__name_zh")

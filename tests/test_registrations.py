@@ -26,3 +26,23 @@ def test_the_marketplace_registers_the_image_authors_share_and_billing_refuses_t
     assert metering.registered_author_shares() is revenue.author_shares
     monkeypatch.setattr(metering, "_author_shares", None)
     assert [e.id for e in author_shares_registered(None)] == ["billing.E003"]
+
+
+def test_the_marketplace_registers_the_image_source_instances_boot_from(monkeypatch):
+    from instances import images
+    from instances.checks import image_source_registered
+    from marketplace.images import services as image_services
+
+    assert images.source() is image_services
+    monkeypatch.setattr(images, "_source", None)
+    assert [e.id for e in image_source_registered(None)] == ["instances.E001"]
+
+
+def test_the_marketplace_registers_the_hub_that_mounts_ask(monkeypatch):
+    from marketplace.hub import services as hub_services
+    from storage import mounts
+    from storage.checks import hub_registered
+
+    assert mounts.hub() is hub_services
+    monkeypatch.setattr(mounts, "_hub", None)
+    assert [e.id for e in hub_registered(None)] == ["storage.E001"]

@@ -1,0 +1,17 @@
+"""System checks: something must answer what instances ask about the images they boot."""
+
+from django.core.checks import Error, register
+
+
+@register()
+def image_source_registered(app_configs, **kwargs):
+    from .images import _source
+
+    if _source is not None:
+        return []
+    return [
+        Error(
+            "No image source is registered: no instance could boot an image. The marketplace app registers it.",
+            id="instances.E001",
+        )
+    ]

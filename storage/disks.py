@@ -50,6 +50,7 @@ USAGE_KIND = "disk"
 # start re-applies every attached disk anyway (``instances.attachments.apply``). Stopping and releasing
 # instances refuse: the first is on its way down, the second gives its disks back.
 HOT = {Status.RUNNING}
+LAUNCHING = {Status.CREATING, Status.STARTING}
 ATTACHABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FAILED}
 
 
@@ -156,9 +157,11 @@ def _check_limits(user, *, adding: int, grow_gb: int) -> None:
         )
 
 
-def _require_funds(user, per_hour) -> None:
-    """Billing's funds and arrears gate for one more hour of disk (cash only), then the operator's limits."""
-    wallet.require_funds(user, to_cents(per_hour), compute=False)
+def _require_funds(user, per_hour, *, launching: Instance | None = None) -> None:
+    """Billing's funds gate for one more hour of disk (cash only). A disk created with its instance (the launch
+    wizard) counts that instance's first hour too: neither is billed yet, and together they must fit."""
+    pending = launching.price_per_hour or 0 if launching is not None and launching.status in LAUNCHING else 0
+    wallet.require_funds(user, to_cents(per_hour), compute=False, pending_per_hour=pending)
 
 
 def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None) -> CloudDisk:
@@ -169,7 +172,7 @@ def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None)
     now = timezone.now()
     try:
         with transaction.atomic():
-            _require_funds(user, price.payable_per_hour)
+            _require_funds(user, price.payable_per_hour, launching=instance)
             _check_limits(user, adding=1, grow_gb=size)
             disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
             _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,

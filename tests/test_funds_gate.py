@@ -230,3 +230,15 @@ def test_a_term_that_cannot_be_paid_when_the_machine_is_up_fails_it_and_reconcil
     assert prepaid.status == "failed" and prepaid.status_reason == "arrears" and prepaid.reserved_cards == 0
     assert prepaid.term_ends_at is None
     assert other.status == "running"
+
+
+def test_a_launch_with_a_new_data_disk_must_carry_both_first_hours(owner, catalog, instant):
+    rate = _rate(owner)
+    top_up(owner, str(rate + Decimal("0.03")))  # the instance's hour, and less than the 100 GB disk's (¥0.04)
+    request = services.LaunchRequest(name="with-disk", chip=CHIP, image=IMAGE, cards=2, data_disk_gb=100)
+
+    with pytest.raises(PaymentRequired):
+        services.launch(owner, request)
+
+    assert not Instance.objects.exists() and not CloudDisk.objects.exists()
+    assert _launch(owner, name="without-disk").status == "creating"

@@ -258,6 +258,9 @@ cancel_jobs() {
 
 cmd_start() {
   need_root
+  # The daemons keep the working directory they start in: a checkout that is deleted later (a CI clone) would
+  # leave slurmrestd failing every job submission with "getcwd failed".
+  cd /
   install_packages
   prepare
   write_config
@@ -287,6 +290,7 @@ cmd_stop_controller() {
 
 cmd_start_controller() {
   need_root
+  cd /  # as in cmd_start: never keep a checkout as the daemon's working directory
   start_slurmctld
   resume_node
 }

@@ -2,9 +2,10 @@
 
 from django.utils.module_loading import import_string
 
-from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, TransientBackendError
+from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 REGISTRY = {
+    "local": "instances.backends.local.LocalBackend",
     "simulated": "instances.backends.simulated.SimulatedBackend",
     "slurm": "instances.backends.slurm.SlurmBackend",
 }
@@ -25,6 +26,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "BackendStatus",
+    "JupyterServer",
     "MetricPoint",
     "Phase",
     "TransientBackendError",

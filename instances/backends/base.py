@@ -45,6 +45,19 @@ class MetricPoint:
     memory_used: float  # percent
 
 
+@dataclass(frozen=True)
+class JupyterServer:
+    """Where a running instance's Jupyter server answers, for the console's reverse proxy. Exactly one of
+    ``socket`` (a Unix socket on the console's host) and ``url`` (``http://host:port`` on the node) is set; every
+    request carries ``token`` in an ``Authorization: token …`` header, so it never appears in a URL or a page.
+    ``base_path`` is the server's ``base_url`` (``/instances/<id>/lab/``): the console forwards paths unchanged."""
+
+    token: str
+    base_path: str
+    socket: str = ""
+    url: str = ""
+
+
 class Backend(ABC):
     name = ""
     simulated = False
@@ -107,3 +120,23 @@ class Backend(ABC):
     def snapshot_system_disk(self, instance) -> int:
         """Snapshot the stopped instance's system disk into an image; returns its size in bytes. Idempotent."""
         raise BackendError(f"The {self.name} backend cannot save instances as images yet.")
+
+    # Entering the machine. Backends that run no real machine (simulated) keep these defaults.
+
+    def jupyter(self, instance) -> JupyterServer | None:
+        """The running instance's Jupyter server, or None when it has none (yet)."""
+        return None
+
+    def enter_argv(self, instance, command: str | None) -> list[str]:
+        """The argv that, run on the console's host, executes ``command`` (``/bin/sh -c`` semantics) inside the
+        running instance, or a login shell when ``command`` is None. The SSH gateway runs it under a pty or with
+        pipes. Raises BackendError when the instance cannot be entered."""
+        raise BackendError(f"The {self.name} backend has no machine to enter.")
+
+    def home_path(self, instance):
+        """The host folder that is the running instance's ``/root`` (SFTP and scp are rooted there), or None."""
+        return None
+
+    def logs(self, instance, *, tail: int = 200) -> str:
+        """The last ``tail`` lines of what the instance's start command wrote (stdout and stderr together)."""
+        return ""

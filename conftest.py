@@ -12,6 +12,7 @@ import pytest
 pytest_plugins = [
     "tests.fixtures.personas",
     "tests.fixtures.services",
+    "tests.asgi_server",
     "tests.fixtures.catalog",
     "storage.tests.fixtures",
     "instances.tests.fixtures",

@@ -81,7 +81,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # WhiteNoise, able to run in async mode: under uvicorn no middleware puts a request on a thread.
+    "console.static_middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "console.middleware.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -361,7 +362,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    # httpx logs every request the proxies make (each JupyterLab request) at INFO.
+    "loggers": {"django.db.backends": {"level": "INFO"}, "httpx": {"level": "WARNING"}},
 }
 
 # Demo account created by `make run` (development only).

@@ -1,6 +1,6 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from . import catalog_views, views
+from . import catalog_views, jupyter_proxy, views
 
 app_name = "instances"
 
@@ -16,4 +16,6 @@ urlpatterns = [
     path("instances/<str:public_id>/auto-shutdown/", views.auto_shutdown, name="auto-shutdown"),
     path("instances/<str:public_id>/metrics/", views.metrics, name="metrics"),
     path("instances/<str:public_id>/training/", views.training, name="training"),
+    # JupyterLab, proxied; its websockets are routed in config/asgi.py.
+    re_path(r"^instances/(?P<public_id>[^/]+)/lab/(?P<path>.*)$", jupyter_proxy.lab, name="lab"),
 ]

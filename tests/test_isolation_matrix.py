@@ -65,6 +65,7 @@ COVERED = {
     "instances:metrics": lambda o: {"public_id": o["instance"].public_id},
     "instances:training": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
+    "instances:lab": lambda o: {"public_id": o["instance"].public_id, "path": "api/status"},
     "billing:sandbox-checkout": lambda o: {"public_id": o["topup"].public_id},
     "marketplace:hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),

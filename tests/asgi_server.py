@@ -1,0 +1,80 @@
+"""Real ASGI servers for tests and benchmarks: uvicorn in a thread, on a Unix socket or a free TCP port.
+
+``console_server`` serves the console itself (``config.asgi:application``: Django plus the websocket routes) on the
+test database, committed (``transactional_db``) so the server's threads see what the test made. ``browser`` and
+``open_websocket`` talk to it as a browser does, with a user's session cookie (``login_cookies``) or none.
+"""
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from django.conf import settings
+from django.test import Client
+from websockets.sync.client import ClientConnection, connect
+
+
+class ServerThread:
+    """``with ServerThread(app, uds=path) as server:`` serves ``app`` until the block ends (``server.url`` on TCP)."""
+
+    def __init__(self, app, *, uds: str = ""):
+        self.uds = uds
+        self.sockets: list[socket.socket] = []
+        self.url = ""
+        if not uds:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))  # bound here, so no other process can take the port before uvicorn starts
+            self.sockets.append(sock)
+            self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        config = uvicorn.Config(app, uds=uds or None, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": self.sockets or None}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.fixture
+def console_server(transactional_db):
+    """The console under uvicorn on 127.0.0.1 (``console_server.url``), as ``make run`` serves it."""
+    from config.asgi import application
+
+    with ServerThread(application) as server:
+        yield server
+
+
+def login_cookies(user) -> dict[str, str]:
+    """The cookies a browser holds once ``user`` has logged in."""
+    client = Client()
+    client.force_login(user)
+    return {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value}
+
+
+def browser(server: ServerThread, user=None) -> httpx.Client:
+    """An HTTP client for ``server``, logged in as ``user`` (anonymous without one); it follows no redirect."""
+    cookies = login_cookies(user) if user else {}
+    return httpx.Client(base_url=server.url, cookies=cookies, follow_redirects=False, timeout=30)
+
+
+def open_websocket(server: ServerThread, path: str, user=None, *, origin: str = "", **options) -> ClientConnection:
+    """A websocket to ``server`` as a page of its own origin (or ``origin``) opens it, with ``user``'s session."""
+    cookies = login_cookies(user) if user else {}
+    headers = {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else {}
+    uri = server.url.replace("http", "ws", 1) + path
+    return connect(uri, origin=origin or server.url, additional_headers=headers, open_timeout=10, **options)

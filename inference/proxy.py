@@ -8,20 +8,28 @@ shape ``{"error": {"message", "type", "code"}}`` in the request's language (``co
 The simulated backend has no machine and no model server: its endpoints are answered in-process by
 :func:`simulated_answer`, a labelled simulated model, so the whole path works on a laptop. Where a request goes is
 never taken from the request itself: a real upstream is the address the backend reported for the instance.
+
+The view is async: under the ASGI server a request waiting for the model server, or streaming its answer, holds no
+thread. The database work (key, rate limit, wake-up, the request log) runs in Django's sync_to_async threads.
 """
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
-import requests
+import httpx
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from console.errors import ServiceError
 from console.jsonbody import InvalidJsonBody, parse_json_body
+from console.upstream import async_client
 from instances.choices import Status
 
 from . import services as endpoints
@@ -29,6 +37,7 @@ from . import services as endpoints
 PROXIED = {"chat/completions", "completions"}
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 300
+TIMEOUT = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 
 def openai_error(status: int, message: str, *, type_: str, code: str, headers=None) -> JsonResponse:
@@ -43,9 +52,29 @@ def _bearer(request) -> str:
     return parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else ""
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A request admitted to a real model server: who asked, what, and where it goes."""
+
+    endpoint: object
+    key: object
+    path: str
+    url: str
+    stream: bool
+    started: float
+
+
 @csrf_exempt
-def v1(request, path: str):
+async def v1(request, path: str):
     """Every ``/v1/<path>`` request: authenticate, rate-limit, wake a resting endpoint, then answer or proxy."""
+    admitted = await sync_to_async(_admit)(request, path)
+    if isinstance(admitted, HttpResponseBase):
+        return admitted
+    return await _proxy(request, admitted)
+
+
+def _admit(request, path: str):
+    """Everything before the model server is asked (the database's part): a response, or the call to make."""
     key = endpoints.authenticate_key(_bearer(request))
     if key is None:
         message = _("Invalid or revoked API key for this endpoint.")
@@ -68,7 +97,7 @@ def v1(request, path: str):
                             code="method_not_allowed")  # fmt: skip
     if endpoint.instance.status != Status.RUNNING:
         return _not_running(endpoint)
-    return _proxy(request, endpoint, key, path)
+    return _call(request, endpoint, key, path)
 
 
 def _models(endpoint):
@@ -96,7 +125,7 @@ def _upstream_url(endpoint, path: str) -> str:
     return urljoin(base + "/", path) if base else ""
 
 
-def _proxy(request, endpoint, key, path):
+def _call(request, endpoint, key, path):
     try:
         body = parse_json_body(request.body or b"{}")
     except InvalidJsonBody as exc:
@@ -108,33 +137,51 @@ def _proxy(request, endpoint, key, path):
     started = time.monotonic()
     if endpoints.is_simulated(endpoint):
         return _answer_simulated(endpoint, key, path, body, started)
-    url = _upstream_url(endpoint, path)
+    return _Call(endpoint, key, path, _upstream_url(endpoint, path), stream, started)
+
+
+async def _proxy(request, call: _Call):
+    client = async_client(timeout=TIMEOUT)
+    streams = call.stream
     try:
-        if not url:
-            raise requests.ConnectionError("the backend reported no model server")
-        upstream = requests.post(
-            url, data=request.body, stream=stream, allow_redirects=False,
-            headers={"Content-Type": "application/json", "Accept-Language": request.headers.get("Accept-Language", "")},
-            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        )  # fmt: skip
-    except requests.RequestException:
-        endpoints.log_request(endpoint, key, path=path, status_code=502, latency_ms=_ms(started), stream=stream)
+        if not call.url:
+            raise httpx.ConnectError("the backend reported no model server")
+        headers = {"Content-Type": "application/json", "Accept-Language": request.headers.get("Accept-Language", "")}
+        upstream_request = client.build_request("POST", call.url, content=request.body, headers=headers)
+        upstream = await client.send(upstream_request, stream=True)
+        streams = call.stream and upstream.status_code < 400
+        if not streams:
+            await upstream.aread()
+    except httpx.HTTPError:
+        await client.aclose()
+        await _log(call, status_code=502, stream=call.stream)
         message = _("The endpoint's model server is not answering; nothing was charged for this request. "
                     "Try again shortly.")  # fmt: skip
         return openai_error(502, message, type_="upstream_error", code="upstream_unavailable")
-    if stream and upstream.ok:
+    if streams:
         content_type = upstream.headers.get("Content-Type", "text/event-stream")
-        return _stream(_upstream_chunks(upstream), content_type, endpoint, key, path, started)
-    content = upstream.content
+        chunks = _upstream_chunks(client, upstream)
+        if not isinstance(request, ASGIRequest):
+            # Under WSGI (the test client, runserver) Django reads the body on another event loop, after this one
+            # has ended: read the stream here, whole.
+            chunks = await _read_whole(chunks)
+        return _stream(chunks, content_type, call.endpoint, call.key, call.path, call.started)
+    await client.aclose()
     usage = {}
     try:
-        usage = parse_json_body(content).get("usage") or {}
+        usage = parse_json_body(upstream.content).get("usage") or {}
     except (ValueError, AttributeError):
         pass
-    endpoints.log_request(endpoint, key, path=path, status_code=upstream.status_code, latency_ms=_ms(started),
-                          usage=usage if upstream.ok else None, stream=stream)  # fmt: skip
+    ok = upstream.status_code < 400
+    await _log(call, status_code=upstream.status_code, usage=usage if ok else None, stream=call.stream)
     content_type = upstream.headers.get("Content-Type", "application/json")
-    return HttpResponse(content, status=upstream.status_code, content_type=content_type)
+    return HttpResponse(upstream.content, status=upstream.status_code, content_type=content_type)
+
+
+async def _log(call: _Call, **fields) -> None:
+    await sync_to_async(endpoints.log_request)(
+        call.endpoint, call.key, path=call.path, latency_ms=_ms(call.started), **fields
+    )
 
 
 def _answer_simulated(endpoint, key, path, body, started):
@@ -143,7 +190,7 @@ def _answer_simulated(endpoint, key, path, body, started):
         endpoints.log_request(endpoint, key, path=path, status_code=200, latency_ms=_ms(started),
                               usage=answer["usage"])  # fmt: skip
         return JsonResponse(answer)
-    return _stream(answer, "text/event-stream", endpoint, key, path, started)
+    return _stream(_replayed(answer), "text/event-stream", endpoint, key, path, started)
 
 
 def _ms(started: float) -> float:
@@ -185,31 +232,58 @@ class _UpstreamGone(Exception):
     """The model server went away in the middle of a stream."""
 
 
-def _upstream_chunks(upstream):
+async def _upstream_chunks(client, upstream) -> AsyncIterator[bytes]:
     try:
-        # chunk_size=None yields each piece as it arrives, so the client sees every token when the server sends it.
-        yield from upstream.iter_content(chunk_size=None)
-    except requests.RequestException as exc:
+        # Each piece as it arrives (decoded as requests did), so the client sees every token when the server sends it.
+        async for chunk in upstream.aiter_bytes():
+            yield chunk
+    except httpx.HTTPError as exc:
         raise _UpstreamGone from exc
     finally:
-        upstream.close()
+        await upstream.aclose()
+        await client.aclose()
 
 
-def _stream(pieces: Iterable[bytes], content_type: str, endpoint, key, path, started):
+async def _read_whole(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The chunks read now, to be replayed later, ending as the upstream ended (gone or not)."""
+    pieces, gone = [], None
+    try:
+        async for chunk in chunks:
+            pieces.append(chunk)
+    except _UpstreamGone as exc:
+        gone = exc
+    return _replayed(pieces, gone)
+
+
+async def _replayed(chunks: Iterable[bytes], error: Exception | None = None) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+    if error is not None:
+        raise error
+
+
+def _stream(pieces: AsyncIterator[bytes], content_type: str, endpoint, key, path, started):
     """Pass a stream of server-sent events through to the client, counting tokens, and log it when it ends."""
     counter = _TokenCounter()
 
-    def chunks():
+    async def chunks():
         status = 200
         try:
-            for data in pieces:
+            async for data in pieces:
                 counter.feed(data)
                 yield data
         except _UpstreamGone:
             status = 502
         finally:
-            endpoints.log_request(endpoint, key, path=path, status_code=status, latency_ms=_ms(started),
-                                  usage=counter.result(), stream=True)  # fmt: skip
+            await sync_to_async(endpoints.log_request)(
+                endpoint,
+                key,
+                path=path,
+                status_code=status,
+                latency_ms=_ms(started),
+                usage=counter.result(),
+                stream=True,
+            )
 
     response = StreamingHttpResponse(chunks(), content_type=content_type)
     response["Cache-Control"] = "no-cache"

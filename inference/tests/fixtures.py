@@ -8,6 +8,7 @@ from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from billing import wallet
 from inference import services as endpoints
@@ -119,6 +120,15 @@ def model_server():
     server.last_chunk_gate.set()
     server.httpd.shutdown()
     server.httpd.server_close()
+
+
+def streamed_chunks(response) -> list[bytes]:
+    """The chunks of a streaming answer read through the sync test client (the proxy's streams are asynchronous)."""
+
+    async def read():
+        return [chunk async for chunk in response.streaming_content]
+
+    return async_to_sync(read)()
 
 
 def point_at(endpoint, url: str) -> None:

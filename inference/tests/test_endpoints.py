@@ -5,14 +5,15 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.test import Client
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient, Client
 from django.utils import timezone
 
 from billing import wallet
 from billing.models import UsageSession
 from inference import services as endpoints
 from inference.models import Endpoint, EndpointRequest
-from inference.tests.fixtures import point_at
+from inference.tests.fixtures import point_at, streamed_chunks
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -85,15 +86,25 @@ def test_streaming_passes_through_chunk_by_chunk(owner, deploy, model_server):
     point_at(endpoint, model_server.url)
     key = endpoints.create_key(endpoint)
 
-    response = call(key.plaintext, body=CHAT | {"stream": True})
-    assert response.status_code == 200 and response.streaming
-    stream = iter(response.streaming_content)
-    first = next(stream)
-    # The client holds the first chunk while the upstream still holds back its last one.
-    assert b"Hello" in first
-    assert not model_server.last_chunk_sent.is_set()
-    model_server.last_chunk_gate.set()
-    rest = b"".join(stream)
+    # The async test client takes the ASGI path, where the answer streams while the client reads it; the database
+    # calls inside come back to this thread, so they see this test's transaction.
+    @async_to_sync
+    async def stream_through_the_proxy():
+        headers = {"Authorization": f"Bearer {key.plaintext}", "Accept-Language": "en"}
+        body = json.dumps(CHAT | {"stream": True})
+        response = await AsyncClient().post(
+            "/v1/chat/completions", body, content_type="application/json", headers=headers
+        )
+        assert response.status_code == 200 and response.streaming
+        stream = aiter(response.streaming_content)
+        first = await anext(stream)
+        # The client holds the first chunk while the upstream still holds back its last one.
+        assert b"Hello" in first
+        assert not model_server.last_chunk_sent.is_set()
+        model_server.last_chunk_gate.set()
+        return b"".join([chunk async for chunk in stream])
+
+    rest = stream_through_the_proxy()
     assert b"upstream" in rest and rest.rstrip().endswith(b"data: [DONE]")
     row = EndpointRequest.objects.get(endpoint=endpoint)
     assert row.stream and row.status_code == 200 and row.completion_tokens == 5
@@ -220,7 +231,7 @@ def test_the_simulated_model_answers_in_openai_shape_and_says_it_is_simulated(ow
     assert "simulated model" in body["choices"][0]["message"]["content"]
     assert body["usage"]["completion_tokens"] > 0
     stream = call(key.plaintext, body=CHAT | {"stream": True})
-    chunks = list(stream.streaming_content)
+    chunks = streamed_chunks(stream)
     assert len(chunks) > 5 and chunks[-1] == b"data: [DONE]\n\n"
     logged = list(EndpointRequest.objects.filter(endpoint=endpoint).order_by("id"))
     assert [(r.status_code, r.stream) for r in logged] == [(200, False), (200, True)]

@@ -1,24 +1,32 @@
 """Instance benchmarks: the launch API's latency, and launches per second through a real Celery worker."""
 
 import os
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from decimal import Decimal
 from pathlib import Path
 
+import httpx
 from django.conf import settings
 from django.test import Client
 
 from billing import wallet
 from catalog.models import Chip, Zone
+from config.asgi import application as console_application
 from config.celery import app
 from console import services as console_services
 from console.bench import benchmark, size
 from console.models import User, WorkerHeartbeat
 from instances import services
+from instances.backends import JupyterServer, get_backend
 from instances.models import Instance
+from instances.tests.fake_jupyter import FakeJupyter
+from tests.asgi_server import ServerThread, login_cookies
 
 LAUNCHES = size(200, 40)
 THROUGHPUT_LAUNCHES = size(100, 20)
@@ -225,3 +233,55 @@ def _bare_sbatch() -> float:
         return time.perf_counter() - start
     finally:
         subprocess.run(["scancel", job], check=False)
+
+
+# The JupyterLab proxy ------------------------------------------------------------------------------------------
+
+PROXY_DOWNLOAD_BYTES = 10 * 1024 * 1024
+PROXY_ROUNDS = size(10, 3)
+
+
+@benchmark("JupyterLab proxy: a 10 MB download through the console vs straight from the socket")
+def jupyter_proxy_overhead(report):
+    """A fake Jupyter server (``instances/tests/fake_jupyter.py``) on a Unix socket serves 10 MB; the console under
+    uvicorn proxies it to an HTTP client on 127.0.0.1, as a browser downloads a file from JupyterLab. Both servers and
+    the client are threads of this one process (one GIL), so the ratio is an upper bound on what the proxy costs."""
+    _capacity(1)
+    user = _user("bench-lab@example.com")
+    request = services.LaunchRequest(name="bench-lab", chip="ascend-910b", image="pytorch-2.2-cann8")
+    instance = services.launch(user, request)
+    app.control.purge()  # its provisioning is not part of this benchmark
+    folder = Path(tempfile.mkdtemp(prefix="jl-", dir="/tmp"))  # a short path: Unix socket paths stop at 107 bytes
+    fake = FakeJupyter(f"/instances/{instance.public_id}/lab/")
+    server = JupyterServer(token=fake.token, base_path=fake.base_path, socket=str(folder / "jupyter.sock"))
+    backend = get_backend(instance.backend_name)
+    backend.jupyter = lambda inst: server  # shadows the backend's method for this run
+    try:
+        with ServerThread(fake, uds=server.socket), ServerThread(console_application) as console:
+            times = _proxy_downloads(server, console, user, f"{fake.base_path}files/{PROXY_DOWNLOAD_BYTES}")
+    finally:
+        del backend.jupyter
+        shutil.rmtree(folder, ignore_errors=True)
+    report.add_latencies("10 MB straight from the socket", times["direct"], note="httpx over the Unix socket")
+    report.add_latencies("10 MB through the console", times["proxied"], note="uvicorn, async view, httpx, socket")
+    ratio = statistics.median(times["proxied"]) / statistics.median(times["direct"])
+    report.add("through the console ÷ straight (p50)", ratio, unit="×", note=f"{PROXY_ROUNDS} downloads each")
+
+
+def _proxy_downloads(server, console, user, path) -> dict[str, list[float]]:
+    direct = httpx.Client(
+        transport=httpx.HTTPTransport(uds=server.socket),
+        base_url="http://localhost",
+        headers={"Authorization": f"token {server.token}"},
+    )
+    proxied = httpx.Client(base_url=console.url, cookies=login_cookies(user), timeout=60)
+    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    for _ in range(PROXY_ROUNDS):
+        for name, client in (("direct", direct), ("proxied", proxied)):
+            start = time.perf_counter()
+            with client.stream("GET", path) as response:
+                received = sum(len(chunk) for chunk in response.iter_raw())
+            if response.status_code != 200 or received != PROXY_DOWNLOAD_BYTES:
+                raise RuntimeError(f"{name}: {response.status_code}, {received} bytes")
+            times[name].append(time.perf_counter() - start)
+    return times

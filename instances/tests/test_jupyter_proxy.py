@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.test import Client
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from instances.backends import JupyterServer, get_backend
@@ -161,3 +163,18 @@ def test_an_instance_without_jupyter_answers_503_and_other_websockets_404(consol
     with pytest.raises(InvalidStatus) as refused:
         open_websocket(console_server, "/ws/anything", owner)
     assert refused.value.response.status_code == 404
+
+
+def test_under_wsgi_the_answer_is_read_whole_and_still_right(jupyter, owner):
+    # The test client is WSGI: the view reads Jupyter's answer before returning, as gunicorn or runserver would need.
+    client = Client()
+    client.force_login(owner)
+
+    response = client.get(f"{jupyter.base_path}lab")
+
+    body = async_to_sync(_read)(response)
+    assert response.status_code == 200 and b"JupyterLab" in body and jupyter.token.encode() not in body
+
+
+async def _read(response) -> bytes:
+    return b"".join([chunk async for chunk in response.streaming_content])

@@ -47,6 +47,9 @@ if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("DEBUG must be off in production.")
 
 SECRET_KEY = env.str("SECRET_KEY", default="development-only-key-not-for-production-use-0123456789abcdef")
+# Former keys, still accepted: sessions and signatures made with them, and users' secrets encrypted under them
+# (console/encryption.py), keep working while SECRET_KEY is rotated.
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")

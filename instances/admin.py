@@ -5,7 +5,7 @@ from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from console.errors import ServiceError
 
 from . import services
-from .models import AgentReport, Instance, InstanceEvent, SimulatedFault, SimulatedJob
+from .models import AgentReport, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
 
 
 @admin.register(Region)
@@ -156,3 +156,25 @@ class AgentReportAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # what an agent said is not edited
+
+
+@admin.register(Secret)
+class SecretAdmin(admin.ModelAdmin):
+    """Users' secrets, by name: staff see who keeps which and when it changed, never a value (not even encrypted),
+    and cannot write one. Deleting is allowed, as the owner could."""
+
+    list_display = ["name", "owner", "created_at", "updated_at"]
+    search_fields = ["name", "owner__email"]
+    list_select_related = ["owner"]
+    fields = ["name", "owner", "value", "created_at", "updated_at"]
+    readonly_fields = fields
+
+    @admin.display(description=_("value"))
+    def value(self, secret) -> str:
+        return "••••••••"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -104,6 +104,7 @@ class Reason(models.TextChoices):
     MOVED = "moved", _("Moved to another node; its disks follow")
     NO_CARD_MODE = "no_card_mode", _("Started in no-card mode (CPU only)")
     RECONCILED = "reconciled", _("Repaired by reconcile")
+    SECRET_MISSING = "secret_missing", _("Booted without a secret that no longer exists")
 
 
 # Reminders before the automatic release of a stopped instance, in days before it.

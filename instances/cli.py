@@ -1,4 +1,7 @@
-"""`gpucloud instances create|ls|show|stop|start|rm`, and the top-level aliases `gpucloud ls|stop|start|rm`."""
+"""`gpucloud instances create|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
+(``logs --follow`` polls every 2 s while the instance is live)."""
+
+import time
 
 from console.cli.client import Api, CliError, output
 
@@ -25,7 +28,46 @@ def create(api: Api, args):
         body["data_disk_gb"] = args.data_disk
     if args.mount:
         body["mounts"] = args.mount
+    body |= _boot_options(args)
     output(args, api.post("instances", body))
+
+
+def _boot_options(args) -> dict:
+    body = {}
+    if args.start_command:
+        body["start_command"] = args.start_command
+    if args.env:
+        pairs = [item.split("=", 1) for item in args.env]
+        if any(len(pair) != 2 for pair in pairs):
+            raise CliError("give --env as NAME=value")
+        body["env"] = dict(pairs)
+    if args.secret:
+        body["secrets"] = args.secret
+    return body
+
+
+FOLLOW_SECONDS = 2.0
+
+
+def logs(api: Api, args, *, sleep=time.sleep):
+    """Print the instance's last lines; with --follow, keep printing new ones until it is no longer live."""
+    body = api.get(f"instances/{args.id}/logs", tail=args.tail)
+    if body["simulated"]:
+        print("simulated instance: there is no machine, so there are no logs")
+        return
+    shown = _print_new([], body["lines"])
+    while args.follow and body["live"]:
+        sleep(FOLLOW_SECONDS)
+        body = api.get(f"instances/{args.id}/logs", tail=args.tail)
+        shown = _print_new(shown, body["lines"])
+
+
+def _print_new(shown: list[str], lines: list[str]) -> list[str]:
+    """Print the lines of ``lines`` that follow what ``shown`` (the previous tail) ended with."""
+    overlap = next((n for n in range(min(len(shown), len(lines)), 0, -1) if shown[-n:] == lines[:n]), 0)
+    for line in lines[overlap:]:
+        print(line, flush=True)
+    return lines
 
 
 def ls(api: Api, args):
@@ -97,6 +139,13 @@ def _add_commands(commands, *, aliases_only=False):
         p.add_argument("--spot", action="store_true", help="preemptible, 40%% off")
         p.add_argument("--data-disk", type=int, metavar="GB", help="a new cloud disk of GB, attached")
         p.add_argument("--mount", action="append", metavar="ORG/NAME", help="a hub model or dataset (repeatable)")
+        p.add_argument(
+            "--start-command", metavar="CMD", help="run with /bin/sh -c at every boot; its output is the logs"
+        )
+        p.add_argument("--env", action="append", metavar="NAME=VALUE", help="an environment variable (repeatable)")
+        p.add_argument(
+            "--secret", action="append", metavar="NAME", help="one of your secrets, as a variable (repeatable)"
+        )
         p.set_defaults(handler=create)
         p = commands.add_parser("show", help="an instance with its access details and events")
         p.add_argument("id")
@@ -117,6 +166,12 @@ def _add_commands(commands, *, aliases_only=False):
         if name == "start":
             p.add_argument("--no-card", action="store_true", help="start CPU-only when the zone is full")
         p.set_defaults(handler=handler)
+    if "logs" not in existing:
+        p = commands.add_parser("logs", help="the last lines an instance's start command wrote")
+        p.add_argument("id")
+        p.add_argument("--tail", type=int, default=200, help="how many lines (1 to 5000)")
+        p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines while it is live")
+        p.set_defaults(handler=logs)
 
 
 def register(commands):

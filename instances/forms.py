@@ -7,10 +7,13 @@ from django.utils.translation import gettext_lazy as _
 from billing.quote import MAX_CARDS
 from catalog.models import Chip
 from console.errors import ServiceError
+from console.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
+from .environment import check_boot_options, parse_env_lines
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .images import compatible_images
+from .models import Secret
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}
@@ -80,6 +83,14 @@ class EstimatorForm(forms.Form):
 def _select(**attrs):
     return forms.Select(attrs={"class": "form-select", **attrs})
 
+
+def _code_area(placeholder: str):
+    attrs = {"class": "form-control font-monospace", "rows": 3, "spellcheck": "false", "placeholder": placeholder}
+    return forms.Textarea(attrs=attrs)
+
+
+# The wizard's advanced section: neither changes the price, and the wizard keeps them out of its price form.
+ADVANCED_FIELDS = ("start_command", "env", "secrets")
 
 # Auto-shutdown, in the wizard and on the instance page: both optional, checked by the service's own rule.
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
@@ -179,6 +190,28 @@ class LaunchForm(forms.Form):
     )
     auto_shutdown_at = _auto_shutdown_at_field()
     idle_shutdown_minutes = _idle_shutdown_field()
+    # Advanced: what the machine boots with (instances.environment checks them, for the API alike).
+    start_command = forms.CharField(
+        label=_("Start command"),
+        required=False,
+        strip=False,
+        help_text=_("Run with /bin/sh -c at every boot; its output is the instance's logs. Empty: the image's own."),
+        widget=_code_area("python train.py --epochs 3"),
+    )
+    env = forms.CharField(
+        label=_("Environment variables"),
+        required=False,
+        strip=False,
+        help_text=_("One NAME=value per line; the value is taken as written. Not secret: shown on the instance page."),
+        widget=_code_area("HF_ENDPOINT=https://hf-mirror.com"),
+    )
+    secrets = forms.MultipleChoiceField(
+        label=_("Secrets"),
+        required=False,
+        help_text=_("Given to the instance as environment variables of the same name; their values are never shown."),
+        error_messages={"invalid_choice": _("You have no secret named %(value)s.")},
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "form-check-input"}),
+    )
 
     def __init__(self, *args, zones, chips, plans, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -196,11 +229,40 @@ class LaunchForm(forms.Form):
         # The marketplace's variants for the chip's family, the user's own images included.
         self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
+        self.user = user
+        names = Secret.objects.for_user(user).values_list("name", flat=True) if user is not None else []
+        self.fields["secrets"].choices = [(name, name) for name in names]
+
+    @property
+    def advanced_open(self) -> bool:
+        """The wizard's advanced section stays open while it holds something (an error is always about something)."""
+        return self.is_bound and any(self.data.get(name) for name in ADVANCED_FIELDS)
+
+    def clean_env(self):
+        try:
+            return parse_env_lines(self.cleaned_data["env"])
+        except FieldError as exc:
+            raise forms.ValidationError(exc.message, code=exc.code) from exc
 
     def clean(self):
         data = super().clean()
         _check_auto_shutdown(self, data)
+        self._check_boot(data)
         return data
+
+    def _check_boot(self, data: dict) -> None:
+        """Put the service's refusals of the start command, variables and secrets next to their fields."""
+        if self.user is None or any(name in self.errors for name in ADVANCED_FIELDS):
+            return
+        try:
+            check_boot_options(
+                self.user,
+                start_command=data.get("start_command"),
+                env=data.get("env"),
+                secret_names=data.get("secrets"),
+            )
+        except FieldError as exc:
+            self.add_error(exc.field if exc.field in ADVANCED_FIELDS else None, str(exc.message))
 
     def launch_request(self):
         from .services import LaunchRequest
@@ -221,4 +283,49 @@ class LaunchForm(forms.Form):
             mounts=data.get("mounts") or "",
             auto_shutdown_at=data.get("auto_shutdown_at"),
             idle_shutdown_minutes=data.get("idle_shutdown_minutes"),
+            start_command=data.get("start_command") or "",
+            env=data.get("env") or {},
+            secrets=tuple(data.get("secrets") or ()),
         )
+
+
+# Secrets (the account's secrets page) ---------------------------------------------------------------------------
+
+
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea that never renders a value: a secret's value goes in and is never sent back, even beside an
+    error."""
+
+    def format_value(self, value):
+        return None
+
+
+def _secret_value_field():
+    return forms.CharField(
+        label=_("Value"),
+        strip=False,
+        error_messages={"required": _("Give the secret a value.")},
+        help_text=_("Kept encrypted; it is never shown again, here or anywhere else."),
+        widget=WriteOnlyTextarea(
+            attrs={"class": "form-control font-monospace", "rows": 2, "autocomplete": "off", "spellcheck": "false"}
+        ),
+    )
+
+
+class SecretValueForm(forms.Form):
+    value = _secret_value_field()
+
+    def clean_value(self):
+        # A browser sends a textarea's line ends as CR LF; a pasted key or certificate means LF.
+        return self.cleaned_data["value"].replace("\r\n", "\n")
+
+
+class SecretForm(SecretValueForm):
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=200,
+        help_text=_("The environment variable it becomes, e.g. HF_TOKEN: letters, digits and underscores."),
+        error_messages={"required": _("Give the secret a name.")},
+        widget=forms.TextInput(attrs={"class": "form-control font-monospace", "autocomplete": "off"}),
+    )
+    field_order = ["name", "value"]

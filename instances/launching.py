@@ -25,6 +25,7 @@ from .choices import (
     TermEnd,
     Wanted,
 )
+from .environment import BootOptions, check_boot_options
 from .images import get_image, record_launch
 from .lifecycle import _backend, _enqueue, _nodes_for, _spec_for, preempt
 from .models import Instance, InstanceEvent
@@ -51,6 +52,11 @@ class LaunchRequest:
     idle_shutdown_minutes: int | None = None
     data_disk_gb: int = 0  # a new cloud disk attached to the instance (storage.disks); 0: none
     mounts: tuple[str, ...] | list[str] | str = ()  # hub repos to mount read-only (instances.attachments)
+    # What it boots with (instances.environment): run with /bin/sh -c at every boot (empty: the image's default),
+    # plain variables the owner sees again, and names of the owner's secrets whose values are injected.
+    start_command: str = ""
+    env: dict[str, str] | None = None
+    secrets: tuple[str, ...] | list[str] = ()
 
 
 @dataclass(frozen=True)
@@ -129,12 +135,14 @@ def _zone_backend(zone: Zone) -> str:
 def launch(user, request: LaunchRequest) -> Instance:
     """Check the request and the balance, reserve the cards and create the instance; provisioning runs in a task.
 
-    Raises ServiceError (400) for bad input, PaymentRequired (402) without one hour of balance (or the prepaid
-    term), CapacityError (503) naming where cards are free when no node has room.
+    Raises ServiceError (400) for bad input (a FieldError naming the field for the start command, the variables and
+    the secrets), PaymentRequired (402) without one hour of balance (or the prepaid term), CapacityError (503)
+    naming where cards are free when no node has room.
     """
     name = _clean_name(request.name)
     if request.term_end_action not in TermEnd.values:
         raise ServiceError(_("Choose what happens when a prepaid term ends."), code="invalid_term_end")
+    boot = check_boot_options(user, start_command=request.start_command, env=request.env, secret_names=request.secrets)
     book = load_price_book(user=user)
     candidates = _candidates(request, user, book)
     family = candidates[0].chip.backend if candidates[0].chip else None
@@ -142,7 +150,7 @@ def launch(user, request: LaunchRequest) -> Instance:
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
     attachments.check_launch(user, request)
     for candidate in candidates:
-        instance = _create(user, name, candidate, image.slug, request, book)
+        instance = _create(user, name, candidate, image.slug, request, book, boot)
         if instance is not None:
             record_launch(image.slug)
             return instance
@@ -150,7 +158,9 @@ def launch(user, request: LaunchRequest) -> Instance:
     raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
 
 
-def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest, book) -> Instance | None:
+def _create(
+    user, name, candidate: Candidate, image: str, request: LaunchRequest, book, boot: BootOptions
+) -> Instance | None:
     plan = book.plans[candidate.quote.plan_slug]
     with transaction.atomic():
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
@@ -171,6 +181,7 @@ def _create(user, name, candidate: Candidate, image: str, request: LaunchRequest
             backend_name=node.backend_name if node else _zone_backend(candidate.zone),
             auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
             status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING, price_per_hour=candidate.quote.payable_per_hour,
+            start_command=boot.start_command, env=boot.env, secret_names=list(boot.secret_names),
         )  # fmt: skip
         InstanceEvent.objects.create(
             instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,

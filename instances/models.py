@@ -1,5 +1,6 @@
 """Instances and what they record: events, the simulated backend's jobs and faults, agent reports, training
-scalars. The catalog they run on (zones, chips, nodes, specs) is the ``catalog`` app's."""
+scalars; and the owners' secrets they boot with. The catalog they run on (zones, chips, nodes, specs) is the
+``catalog`` app's."""
 
 import uuid
 
@@ -13,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog.models import Chip, InstanceSpec, Node, Zone
 
 from .choices import BADGE_COLOURS, LIVE, PRICED, Reason, Status, TermEnd, Wanted
-from .querysets import InstanceQuerySet
+from .querysets import InstanceQuerySet, SecretQuerySet
 
 
 class Instance(models.Model):
@@ -62,6 +63,16 @@ class Instance(models.Model):
         _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True,
         help_text=_("The hourly rate of its current run, or of the run it is starting."),
     )  # fmt: skip
+    # What the machine runs at every boot and with which environment (``instances.environment``). The variables
+    # are plain text the owner sees again; ``secret_names`` only names the owner's secrets, whose values are looked
+    # up at each boot, so a secret changed since the launch gives its new value and a deleted one is left out.
+    start_command = models.TextField(
+        _("start command"), blank=True, help_text=_("Run with /bin/sh -c at every boot; empty: the image's default.")
+    )
+    env = models.JSONField(_("environment variables"), default=dict, blank=True)
+    secret_names = models.JSONField(
+        _("secrets"), default=list, blank=True, help_text=_("Names of the owner's secrets.")
+    )
     auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
     idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)
     idle_threshold_percent = models.PositiveSmallIntegerField(
@@ -112,6 +123,30 @@ class Instance(models.Model):
     @property
     def family(self) -> str | None:
         return self.chip.backend if self.chip_id else None
+
+
+class Secret(models.Model):
+    """A value a user keeps for their instances (an API key, a password), given to the instances that name it as
+    the environment variable ``name`` at every boot (``instances.environment``). The value is encrypted at rest
+    (``console.encryption``) and never shown again once saved: pages, the API and the admin show the name and when
+    it last changed, nothing else. ``instances.secrets`` writes and reads it."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="secrets")
+    name = models.CharField(_("name"), max_length=64)
+    value_encrypted = models.TextField(editable=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("last updated"), auto_now=True)
+
+    objects = SecretQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("secret")
+        verbose_name_plural = _("secrets")
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="secret_name_once_per_owner")]
+
+    def __str__(self):
+        return self.name
 
 
 class InstanceEvent(models.Model):

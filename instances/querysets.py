@@ -1,4 +1,4 @@
-"""Querysets of instances."""
+"""Querysets of instances and of their owners' secrets."""
 
 from django.db import models
 
@@ -24,3 +24,11 @@ class InstanceQuerySet(models.QuerySet):
     def not_endpoints(self):
         """Instances proper: inference endpoints are instances too, but have their own pages, list and API."""
         return self.exclude(kind="endpoint")
+
+
+class SecretQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """A user's own secrets; anonymous users get none. Nobody else's, staff included (the admin shows names)."""
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self.filter(owner=user)

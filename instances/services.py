@@ -2,8 +2,8 @@
 
 Each operation lives in the module a reader looks in: ``launching`` (check, pick a chip and a node, reserve,
 create), ``lifecycle`` (start, stop, release, preemption, arrears stops, and the steps that tasks and reconcile
-take), ``housekeeping`` (auto-shutdown, prepaid terms, the release countdown) and ``costs`` (cost so far, training
-curves). This module names them all in one place.
+take), ``housekeeping`` (auto-shutdown, prepaid terms, the release countdown), ``costs`` (cost so far, training
+curves) and ``logs`` (the tail of what the start command wrote). This module names them all in one place.
 """
 
 from billing.quote import quote
@@ -23,10 +23,11 @@ from .lifecycle import (
     stop,
     stop_for_arrears,
 )
+from .logs import read_logs
 
 __all__ = [
     "Candidate", "LaunchRequest", "Offer", "_auto_shutdown", "_check_shutdown", "add_node",
     "advance", "cost_so_far", "get_chip", "get_instance", "get_zone", "housekeeping", "instance_quote", "launch",
-    "preempt", "preview", "quote", "reconcile", "release", "start", "stop", "stop_for_arrears", "training_curves",
-    "zone_offers",
+    "preempt", "preview", "quote", "read_logs", "reconcile", "release", "start", "stop", "stop_for_arrears",
+    "training_curves", "zone_offers",
 ]  # fmt: skip

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from . import catalog_views, jupyter_proxy, views
+from . import catalog_views, jupyter_proxy, secret_views, views
 
 app_name = "instances"
 
@@ -18,4 +18,9 @@ urlpatterns = [
     path("instances/<str:public_id>/training/", views.training, name="training"),
     # JupyterLab, proxied; its websockets are routed in config/asgi.py.
     re_path(r"^instances/(?P<public_id>[^/]+)/lab/(?P<path>.*)$", jupyter_proxy.lab, name="lab"),
+    path("instances/<str:public_id>/logs/", views.logs, name="logs"),
+    # The account's secrets, beside its API tokens (/console/tokens/): instances are what they are for.
+    path("console/secrets/", secret_views.secret_list, name="secrets"),
+    path("console/secrets/<str:name>/", secret_views.secret_replace, name="secret-replace"),
+    path("console/secrets/<str:name>/delete/", secret_views.secret_delete, name="secret-delete"),
 ]

@@ -20,7 +20,7 @@ from console.htmx import wants_partial
 from . import services, shutdown
 from .backends import get_backend
 from .capacity import CapacityError
-from .forms import AutoShutdownForm, LaunchForm
+from .forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
 from .images import image_name
 from .models import Instance, InstanceEvent
 from .shutdown import FINISHED
@@ -113,17 +113,18 @@ def launch(request):
 
 
 def _price_form(request, data) -> LaunchForm:
-    """The wizard's choices as far as the price goes: it depends on neither the name nor the auto-shutdown."""
+    """The wizard's choices as far as the price goes: it depends on neither the name, the auto-shutdown nor what
+    the machine boots with."""
     preview = data.copy()
     preview["name"] = preview.get("name") or "preview"
-    for name in SHUTDOWN_FIELDS:
+    for name in SHUTDOWN_FIELDS + ADVANCED_FIELDS:
         preview.pop(name, None)
     return _wizard_form(request, preview)
 
 
 def _shutdown_wizard_context() -> dict:
     threshold = Instance._meta.get_field("idle_threshold_percent").default
-    return {"shutdown_fields": SHUTDOWN_FIELDS, "idle_threshold": threshold}
+    return {"shutdown_fields": SHUTDOWN_FIELDS, "idle_threshold": threshold, "advanced_fields": ADVANCED_FIELDS}
 
 
 def _first_choice() -> QueryDict:
@@ -202,10 +203,10 @@ def detail(request, public_id):
 
 
 def _panels_context(user, instance) -> dict:
-    """The disks-and-mounts panel and the auto-shutdown panel: they depend on the status too."""
+    """The disks-and-mounts panel, the auto-shutdown panel and the logs: they depend on the status too."""
     from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
 
-    return panel_context(user, instance) | _shutdown_context(instance)
+    return panel_context(user, instance) | _shutdown_context(instance) | _logs_context(instance)
 
 
 def _status_partial(request, instance, error="", *, refresh_panels=True):
@@ -310,3 +311,24 @@ def metrics(request, public_id):
             "memory_used": [p.memory_used for p in points],
         }
     )
+
+
+def _logs_context(instance) -> dict:
+    """The logs panel's tail, or why there is none to show."""
+    context = {"logs_loaded": True, "log_lines": [], "logs_simulated": False, "logs_error": ""}
+    try:
+        tail = services.read_logs(instance)
+    except ServiceError as exc:
+        return context | {"logs_error": str(exc.message)}
+    return context | {"log_lines": tail.lines, "logs_simulated": tail.simulated}
+
+
+@login_required
+@require_GET
+def logs(request, public_id):
+    """The logs panel's tail, which the page polls every 2 s while the instance is live; once it is not, the answer
+    is htmx's "stop polling" (286) with the last tail."""
+    instance = _own(request, public_id)
+    context = {"instance": instance} | _logs_context(instance)
+    status = 286 if wants_partial(request) and not instance.is_live else 200
+    return render(request, "instances/partials/logs.html#output", context, status=status)

@@ -65,6 +65,9 @@ COVERED = {
     "instances:metrics": lambda o: {"public_id": o["instance"].public_id},
     "instances:training": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
+    "instances:logs": lambda o: {"public_id": o["instance"].public_id},
+    "instances:secret-replace": lambda o: {"name": o["secret"].name},
+    "instances:secret-delete": lambda o: {"name": o["secret"].name},
     "instances:lab": lambda o: {"public_id": o["instance"].public_id, "path": "api/status"},
     "billing:sandbox-checkout": lambda o: {"public_id": o["topup"].public_id},
     "marketplace:hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
@@ -101,6 +104,8 @@ COVERED = {
     "api-instance-start": lambda o: {"id": o["instance"].public_id},
     "api-instance-stop": lambda o: {"id": o["instance"].public_id},
     "api-instance-training": lambda o: {"id": o["instance"].public_id},
+    "api-instance-logs": lambda o: {"id": o["instance"].public_id},
+    "api-secret-detail": lambda o: {"name": o["secret"].name},
     "api-instance-mounts": lambda o: {"id": o["instance"].public_id},
     "api-instance-mount": lambda o: {"id": o["instance"].public_id, "org": "THUDM", "name": "chatglm3-6b"},
     "api-topup-detail": lambda o: {"public_id": o["topup"].public_id},
@@ -174,9 +179,10 @@ def _fund(user, amount="500"):
 @pytest.fixture
 def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
-    token, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
+    token, a secret, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
     from billing import payments
     from console import services as console
+    from instances import secrets as instance_secrets
     from instances import services as instances
     from instances.tests.fixtures import settle
     from marketplace import seed as hub_catalog
@@ -203,6 +209,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["file"] = store_file(owner, "/datasets/train.jsonl", b'{"q": 1}\n')
     objects["upload"] = storage.create_upload(owner, folder_path="/", filename="big.bin", length=10)
     objects["token"] = console.create_api_token(owner, name="ci", scope="read").token
+    objects["secret"] = instance_secrets.put_secret(owner, "HF_TOKEN", "hf-matrix-value")[0]
     objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")

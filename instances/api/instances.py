@@ -1,7 +1,8 @@
-"""Instance endpoints: launch, list, detail, and the start/stop/release actions. Owners only (404 otherwise)."""
+"""Instance endpoints: launch, list, detail, logs, and the start/stop/release actions. Owners only (404 otherwise)."""
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
@@ -12,6 +13,8 @@ from .serializers import (
     ErrorSerializer,
     InstanceCreateSerializer,
     InstanceDetailSerializer,
+    InstanceLogsQuerySerializer,
+    InstanceLogsSerializer,
     InstanceSerializer,
     InstanceStartSerializer,
     TrainingCurvesSerializer,
@@ -24,6 +27,20 @@ ERRORS = {
     409: OpenApiResponse(ErrorSerializer, description="The instance's state does not allow this action."),
     503: OpenApiResponse(CapacityErrorSerializer, description="Out of capacity; where cards are free now."),
 }
+
+LOGS_UNAVAILABLE = OpenApiResponse(ErrorSerializer, description="The logs cannot be read right now.")
+
+
+class PlainTextRenderer(renderers.BaseRenderer):
+    """The logs as plain text, one line each, for ``Accept: text/plain`` (curl, a terminal)."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        lines = data.get("lines", []) if isinstance(data, dict) else []
+        return "".join(f"{line}\n" for line in lines).encode(self.charset)
 
 
 @extend_schema(tags=["instances"])
@@ -85,6 +102,34 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["get"])
     def training(self, request, id=None):
         return Response(services.training_curves(self.get_object()))
+
+    @extend_schema(
+        summary="Logs: the last lines the start command wrote (stdout and stderr together)",
+        description="JSON by default; with `Accept: text/plain`, the lines alone as UTF-8 text (bytes that are not "
+        "UTF-8 show as U+FFFD). Errors are always JSON. Terminal colour codes are dropped, and of a line a progress "
+        "bar redrew only its last state is kept. The simulated backend has no machine, so no logs.",
+        parameters=[InstanceLogsQuerySerializer],
+        responses={
+            (200, "application/json"): InstanceLogsSerializer,
+            (200, "text/plain"): OpenApiTypes.STR,
+            **{(code, "application/json"): ERRORS[code] for code in (400, 404)},
+            (503, "application/json"): LOGS_UNAVAILABLE,
+        },
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[renderers.JSONRenderer, PlainTextRenderer])
+    def logs(self, request, id=None):
+        query = InstanceLogsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        instance = self.get_object()
+        tail = services.read_logs(instance, tail=query.validated_data["tail"])
+        body = {"lines": tail.lines, "simulated": tail.simulated, "live": instance.is_live}
+        return Response(InstanceLogsSerializer(body).data)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # An error is JSON whatever the client accepts: {"code", "message"} is the API's one error shape.
+        if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), PlainTextRenderer):
+            request.accepted_renderer, request.accepted_media_type = renderers.JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(summary="Release: deletes the system disk, never a data disk", request=None,
                    responses={202: InstanceSerializer, **ERRORS})  # fmt: skip

@@ -9,6 +9,7 @@ from console.errors import ServiceError
 from ..choices import Backend, TermEnd
 from ..estimator import LIMITS, check_positive
 from ..images import image_name
+from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent
 from ..services import cost_so_far
 
@@ -171,7 +172,8 @@ class InstanceEventSerializer(serializers.ModelSerializer):
 
 
 class InstanceSerializer(serializers.ModelSerializer):
-    """An instance. ``access`` details of the simulated backend carry ``"simulated": true``."""
+    """An instance. ``access`` details of the simulated backend carry ``"simulated": true``. ``env`` holds the plain
+    variables with their values; ``secrets`` only names the secrets it boots with."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
     zone = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -183,6 +185,8 @@ class InstanceSerializer(serializers.ModelSerializer):
     status_display = serializers.CharField(source="get_status_display", read_only=True)
     image_name = serializers.SerializerMethodField()
     price_per_hour = serializers.DecimalField(max_digits=16, decimal_places=6, read_only=True, allow_null=True)
+    env = serializers.DictField(child=serializers.CharField(), read_only=True)
+    secrets = serializers.ListField(child=serializers.CharField(), source="secret_names", read_only=True)
 
     class Meta:
         model = Instance
@@ -191,7 +195,7 @@ class InstanceSerializer(serializers.ModelSerializer):
             "zone", "chip", "backend", "cards", "spec", "node", "image", "image_name", "plan", "spot",
             "term_end_action", "term_ends_at", "price_per_hour", "access", "backend_name",
             "auto_shutdown_at", "idle_shutdown_minutes", "idle_threshold_percent",
-            "running_since", "stopped_at", "release_at", "created_at",
+            "running_since", "stopped_at", "release_at", "created_at", "start_command", "env", "secrets",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -212,7 +216,35 @@ class InstanceDetailSerializer(InstanceSerializer):
         return str(cost_so_far(instance, instance.events.all()))
 
 
-class InstanceCreateSerializer(serializers.Serializer):
+class BootOptionsSerializer(serializers.Serializer):
+    """What a launched instance boots with (``instances.environment`` checks them: a refusal names the field)."""
+
+    start_command = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        default="",
+        help_text="Run with /bin/sh -c at every boot (at most 4096 bytes); its output is the instance's logs. "
+        "Empty: the image's default.",
+    )
+    env = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=dict,
+        help_text="Plain environment variables, NAME → text value (at most 64, values up to 4096 bytes). Names are "
+        "letters, digits and underscores; HOME, PATH, the card-visibility variables and names starting with "
+        "GPUCLOUD_, JUPYTER_ or SLURM_ are the platform's. Shown again in the instance's details: not for secrets.",
+    )
+    secrets = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        default=list,
+        max_length=64,
+        help_text="Names of your secrets (/api/v1/secrets) given to the instance as variables of the same name.",
+    )
+
+
+class InstanceCreateSerializer(BootOptionsSerializer):
     """Launch: give ``chip`` (a slug) or ``backend`` (npu, mlu, dcu, cuda: the cheapest chip of that family with
     free cards is picked) or ``no_card``."""
 
@@ -237,6 +269,20 @@ class InstanceCreateSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=201), required=False, default=list, max_length=16,
         help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
     )  # fmt: skip
+
+
+class InstanceLogsQuerySerializer(serializers.Serializer):
+    tail = serializers.IntegerField(
+        required=False, default=DEFAULT_TAIL, min_value=1, max_value=MAX_TAIL, help_text="How many lines, newest last."
+    )
+
+
+class InstanceLogsSerializer(serializers.Serializer):
+    """The tail of what the start command wrote, stdout and stderr together, oldest line first."""
+
+    lines = serializers.ListField(child=serializers.CharField(allow_blank=True))
+    simulated = serializers.BooleanField(help_text="True on the simulated backend: there is no machine, so no logs.")
+    live = serializers.BooleanField(help_text="The instance is live: more lines may come (the CLI's --follow).")
 
 
 class InstanceStartSerializer(serializers.Serializer):

@@ -4,6 +4,7 @@ from rest_framework.routers import SimpleRouter
 from . import views
 from .agent import AgentReportView
 from .instances import InstanceViewSet
+from .secrets import SecretViewSet
 
 router = SimpleRouter()
 # DRF's constructor takes only True/False; the attribute accepts a pattern, so both /chips and /chips/ work.
@@ -12,6 +13,7 @@ router.register("chips", views.ChipViewSet, basename="api-chip")
 router.register("zones", views.ZoneViewSet, basename="api-zone")
 router.register("specs", views.InstanceSpecViewSet, basename="api-spec")
 router.register("instances", InstanceViewSet, basename="api-instance")
+router.register("secrets", SecretViewSet, basename="api-secret")
 
 urlpatterns = [
     re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),

@@ -42,9 +42,11 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
 
+from ..environment import boot_environment
 from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, TransientBackendError
 
 ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD"})
@@ -312,6 +314,7 @@ class SlurmBackend(Backend):
                 return job
         return self._latest(client.jobs(), self.job_name(instance, config))
 
+    @sensitive_variables("description")
     def submit(self, instance) -> str:
         config = self.config(instance)
         client = self.client(config)
@@ -331,13 +334,16 @@ class SlurmBackend(Backend):
                 ) from exc
             raise
 
+    # The job's environment holds the owner's secrets: Django's error reports list a failing frame's variables.
+    @sensitive_variables("job")
     def job_description(self, instance, config: dict) -> tuple[str, dict]:
         root = self.root(config)
         logs = root / "logs"
         _make_dirs(logs, like=root)
         family = instance.chip.backend if instance.chip_id else "cpu"
+        # -I (isolated): the owner's variables reach the agent too, and PYTHONPATH or PYTHONHOME must not change it.
         command = [
-            config.get("agent_python", "python3"), config["agent_path"], "--instance", str(instance.public_id),
+            config.get("agent_python", "python3"), "-I", config["agent_path"], "--instance", str(instance.public_id),
             "--root", str(root), "--family", family, "--console", config.get("console_url", ""),
             "--interval", str(config.get("heartbeat_seconds", 15)),
         ]  # fmt: skip
@@ -345,23 +351,52 @@ class SlurmBackend(Backend):
             "name": self.job_name(instance, config),
             "partition": config["spot_partition"] if instance.spot else config["partition"],
             "current_working_directory": str(root),
-            "standard_output": str(logs / f"{instance.public_id}-%j.log"),
+            "standard_output": str(logs / log_name(instance.public_id, "%j")),
             "requeue": bool(instance.spot),
-            "environment": {
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-                "LANG": "C.UTF-8",
-                "GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id),
-            },
+            "environment": self.job_environment(instance),
         }
         if instance.chip_id:
             gres_type, offset = self.gres(instance, config)
             job["gres"] = f"gpu:{gres_type}:{instance.cards}"
             command += ["--offset", str(offset)]
-        workload = config.get("workload") or []
+        # The owner's start command is the workload the agent runs (and signals); without one, the zone's default.
+        workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if workload:
             command += ["--", *workload]
         # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.
         return "#!/bin/bash\nexec " + shlex.join(command) + "\n", job
+
+    def job_environment(self, instance) -> dict:
+        """The job's environment, which the agent passes on to the workload: the platform's defaults, the owner's
+        variables and secrets (``boot_environment``: names the platform sets are refused at launch), and the agent's
+        own credential, which the agent keeps from the workload. Slurm keeps it with the job for its operators only;
+        its REST job listings do not show it."""
+        # Unbuffered Python output: the logs panel shows a running script's prints as they come, not in 4 KB bursts.
+        defaults = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+        return defaults | boot_environment(instance) | {"GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id)}
+
+    def logs(self, instance, *, tail: int = 200) -> str:
+        """The end of the current job's output file: the start command's stdout and stderr, with the agent's own
+        lines (the job has no separate error file). Read backwards from the end, so a long run's log costs only the
+        tail; a job whose file is not there yet has no logs."""
+        path = self.log_file(instance)
+        if path is None:
+            return ""
+        try:
+            return tail_file(path, tail)
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise TransientBackendError(f"cannot read the instance's log {path}: {exc}") from exc
+
+    def log_file(self, instance, config=None) -> Path | None:
+        """The current job's output file; before the console knows the job, the instance's newest one."""
+        folder = self.root(config or self.config(instance)) / "logs"
+        job_id = str(instance.backend_job_id or "")
+        if job_id.isdigit():
+            return folder / log_name(instance.public_id, job_id)
+        files = list(folder.glob(log_name(instance.public_id, "*")))
+        return max(files, key=lambda path: path.stat().st_mtime, default=None)
 
     def stop(self, instance, *, grace_seconds: float) -> None:
         config = self.config(instance)
@@ -486,6 +521,33 @@ class SlurmBackend(Backend):
 
     def unmount(self, instance, target: str) -> None:
         self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], {"target": target}, drop=True))
+
+
+def log_name(public_id, job_id: str) -> str:
+    """The name of a job's output file under the instance root's ``logs/`` (``%j``: Slurm puts the job id in)."""
+    return f"{public_id}-{job_id}.log"
+
+
+def tail_file(path: Path, lines: int, *, block: int = 64 * 1024, max_bytes: int = 4 * 1024 * 1024) -> str:
+    """The last ``lines`` lines of ``path`` as text (UTF-8; bytes that are not show as U+FFFD), read in blocks from
+    the end until enough line ends are seen: the cost is the tail's, not the file's. At most ``max_bytes`` are read,
+    so a line longer than that is cut at its start."""
+    with path.open("rb") as file:
+        end = file.seek(0, os.SEEK_END)
+        start, chunks, line_ends = end, [], 0
+        # One more line end than lines: the first line read is whole only if the line end before it was read too.
+        while start > 0 and line_ends <= lines and end - start < max_bytes:
+            size = min(block, start, max_bytes - (end - start))
+            start -= size
+            file.seek(start)
+            chunk = file.read(size)
+            chunks.append(chunk)
+            line_ends += chunk.count(b"\n")
+    data = b"".join(reversed(chunks))
+    if start > 0 and line_ends > lines:
+        data = data.split(b"\n", 1)[1]  # the partial first line (a multi-byte character may be cut there too)
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.removesuffix("\n").split("\n")[-lines:]) if text else ""
 
 
 def _add_once(items: list, value) -> None:

@@ -12,7 +12,7 @@ from billing.quote import load_price_book
 from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import TokenScopePermission
 from console.ops.audit import client_ip
-from instances.api.serializers import InstanceSerializer
+from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
 
 from ..choices import ImageCategory, ImageSort, OperatingSystem
@@ -112,7 +112,10 @@ class ImageDetailSerializer(ImageSerializer):
         read_only_fields = fields
 
 
-class CloneSerializer(serializers.Serializer):
+class CloneSerializer(BootOptionsSerializer):
+    """The boot options (start command, variables, secrets) are a launched clone's, as for POST /api/v1/instances;
+    a copy into your images ignores them."""
+
     target = serializers.ChoiceField(
         choices=[("instance", "instance"), ("my_images", "my_images")], default="instance",
         help_text="instance: launch it on the cheapest compatible chip with free cards (one-click clone); "
@@ -242,7 +245,8 @@ class ImageCloneView(APIView):
         if body.validated_data["target"] == "my_images":
             copy = services.clone_to_mine(request.user, services.get_image(request.user, key), name)
             return Response({"image": _detail(request, copy)}, status=status.HTTP_201_CREATED)
-        instance = clone.clone_and_launch(request.user, key, name=name)
+        boot = {field: body.validated_data[field] for field in ("start_command", "env", "secrets")}
+        instance = clone.clone_and_launch(request.user, key, name=name, **boot)
         data = InstanceSerializer(instance, context={"request": request}).data
         location = reverse("api-instance-detail", args=[instance.public_id])
         return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})

@@ -71,10 +71,11 @@ def launch_url(image: Image, offers: list[ChipOffer]) -> str | None:
     return f"{reverse('instances:launch')}?{urlencode(params)}"
 
 
-def clone_and_launch(user, image_key, *, name: str = "") -> Instance:
+def clone_and_launch(user, image_key, *, name: str = "", start_command: str = "", env=None, secrets=()) -> Instance:
     """Launch the image ``image_key`` that ``user`` may see, pay-as-you-go where :func:`clone_placement` puts it,
-    named ``name`` (or after the image). The launch checks the balance, reserves the cards and counts the launch
-    in the image's usage.
+    named ``name`` (or after the image), booting with ``start_command``, the variables ``env`` and the user's
+    ``secrets`` (names) as any launch does. The launch checks them and the balance, reserves the cards and counts
+    the launch in the image's usage.
 
     Raises NotFound for an image the user may not see, ServiceError (``not_offered``) when no chip it runs on is
     offered, and what the launch raises: PaymentRequired, CapacityError naming where cards are free."""
@@ -88,5 +89,8 @@ def clone_and_launch(user, image_key, *, name: str = "") -> Instance:
         chip=placement.chip,
         no_card=placement.no_card,
         cards=placement.cards,
+        start_command=start_command,
+        env=env,
+        secrets=secrets,
     )
     return launch(user, request)

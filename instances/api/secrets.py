@@ -1,0 +1,96 @@
+"""/api/v1/secrets: the caller's secrets by name. Values go in (POST, PUT) and never come out."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.response import Response
+
+from .. import secrets
+from ..models import Secret
+from .serializers import ErrorSerializer
+
+
+class SecretSerializer(serializers.ModelSerializer):
+    """A secret as the API shows it: its name and when it changed, never its value."""
+
+    class Meta:
+        model = Secret
+        fields = ["name", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+def _value_field():
+    return serializers.CharField(
+        write_only=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The value (at most 32 KB of text), taken as sent: kept encrypted and never shown again.",
+    )
+
+
+class SecretCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=200,
+        help_text="The environment variable it becomes: letters, digits and underscores, not a digit first.",
+    )
+    value = _value_field()
+
+
+class SecretValueSerializer(serializers.Serializer):
+    value = _value_field()
+
+
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Bad name or value, with a message saying what to change."),
+    404: OpenApiResponse(ErrorSerializer, description="No such secret."),
+}
+
+
+@extend_schema(tags=["secrets"])
+@extend_schema_view(
+    list=extend_schema(summary="Your secrets: names and when they changed, never values"),
+    retrieve=extend_schema(
+        summary="One secret's name and dates (never its value)", responses={200: SecretSerializer, 404: ERRORS[404]}
+    ),
+)
+class SecretViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = SecretSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "put", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return Secret.objects.for_user(self.request.user)
+
+    def get_object(self):
+        return secrets.get_secret(self.request.user, self.kwargs["name"])
+
+    @extend_schema(
+        summary="Save a new secret (a name you already use: 409, replace it with PUT)",
+        request=SecretCreateSerializer,
+        responses={201: SecretSerializer, **ERRORS, 409: OpenApiResponse(ErrorSerializer, description="Name taken.")},
+    )
+    def create(self, request):
+        body = SecretCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        secret = secrets.create_secret(request.user, body.validated_data["name"], body.validated_data["value"])
+        return Response(SecretSerializer(secret).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Set a secret's value, creating it if need be; instances get it at their next boot",
+        request=SecretValueSerializer,
+        responses={200: SecretSerializer, 201: SecretSerializer, **ERRORS},
+    )
+    def update(self, request, name=None):
+        body = SecretValueSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        secret, created = secrets.put_secret(request.user, self.kwargs["name"], body.validated_data["value"])
+        return Response(
+            SecretSerializer(secret).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+    @extend_schema(
+        summary="Delete a secret; instances that name it boot without it from now on", responses={204: None, **ERRORS}
+    )
+    def destroy(self, request, name=None):
+        secrets.delete_secret(request.user, self.kwargs["name"])
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -24,7 +24,7 @@ from .fake_jupyter import STATUS, FakeJupyter
 
 
 @pytest.fixture
-def instance(console_server, launch, owner):
+def instance(launch, owner):
     return launch()
 
 
@@ -167,6 +167,7 @@ def test_an_instance_without_jupyter_answers_503_and_other_websockets_404(consol
 
 def test_under_wsgi_the_answer_is_read_whole_and_still_right(jupyter, owner):
     # The test client is WSGI: the view reads Jupyter's answer before returning, as gunicorn or runserver would need.
+    # (No console_server here, so this test runs with the database tests, before any browser test's event loop.)
     client = Client()
     client.force_login(owner)
 

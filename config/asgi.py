@@ -10,6 +10,10 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Under ASGI each request's database work runs on a thread of its own, so a connection kept for reuse would stay open
+# per request: the web process closes its connection when a request ends, as Django advises for ASGI. (Workers keep
+# theirs for CONN_MAX_AGE seconds.)
+os.environ.setdefault("CONN_MAX_AGE", "0")
 django_application = get_asgi_application()
 
 # Imported once Django is set up (get_asgi_application above), as the proxy reads models and settings.

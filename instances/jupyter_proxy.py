@@ -34,6 +34,7 @@ from django.http import Http404, StreamingHttpResponse
 from django.http.cookie import parse_cookie
 from django.http.request import split_domain_port, validate_host
 from django.shortcuts import render
+from django.urls import get_resolver
 from django.utils.encoding import escape_uri_path
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -96,12 +97,15 @@ def trusted_origin(origin: str | None, host: str) -> bool:
 
 @csrf_exempt  # JupyterLab sends Jupyter's XSRF header, not Django's; the origin check below stands in for both
 async def lab(request, public_id: str, path: str = ""):
-    server = await _server_or_404(await request.auser(), public_id)
+    try:
+        server = await sync_to_async(lab_server)(await request.auser(), public_id)
+    except NotFound as exc:
+        return await _refusal(request, Http404(str(exc.message)))
     if server is None:
         message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
         return await _unavailable(request, public_id, 503, message)
     if request.method not in READ_METHODS and not trusted_origin(request.headers.get("Origin"), request.get_host()):
-        raise PermissionDenied
+        return await _refusal(request, PermissionDenied())
     client = async_client(timeout=TIMEOUT, socket=server.socket)
     try:
         upstream = await client.send(_upstream_request(client, request, server), stream=True)
@@ -115,11 +119,11 @@ async def lab(request, public_id: str, path: str = ""):
     return await _relay(request, server, client, upstream)
 
 
-async def _server_or_404(user, public_id):
-    try:
-        return await sync_to_async(lab_server)(user, public_id)
-    except NotFound as exc:
-        raise Http404(str(exc.message)) from exc
+async def _refusal(request, exception):
+    """The console's 404 or 403 page, rendered on this request's thread. (Raised, Django would render it on a shared
+    worker thread, where nothing closes the database connection the page opens.)"""
+    handler = get_resolver().resolve_error_handler(404 if isinstance(exception, Http404) else 403)
+    return await sync_to_async(handler)(request, exception)
 
 
 async def _unavailable(request, public_id, status, message):

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import uvicorn
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.test import Client
 from websockets.sync.client import ClientConnection, connect
 
@@ -55,8 +56,16 @@ def console_server(transactional_db):
     """The console under uvicorn on 127.0.0.1 (``console_server.url``), as ``make run`` serves it."""
     from config.asgi import application
 
-    with ServerThread(application) as server:
-        yield server
+    # As config.asgi has it in the web process: each request's thread closes its connection when the request ends
+    # (else PostgreSQL keeps them, and the test database cannot be dropped).
+    database = connections.settings[DEFAULT_DB_ALIAS]
+    kept = database.get("CONN_MAX_AGE", 0)
+    database["CONN_MAX_AGE"] = 0
+    try:
+        with ServerThread(application) as server:
+            yield server
+    finally:
+        database["CONN_MAX_AGE"] = kept
 
 
 def login_cookies(user) -> dict[str, str]:

@@ -31,7 +31,11 @@ run: install messages
 	$(BIN)/python manage.py load_inference_templates
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py seed_staff
-	@if [ "$(BACKEND)" = slurm ]; then scripts/slurm-local.sh start && $(BIN)/python manage.py use_slurm; else $(BIN)/python manage.py use_slurm --off >/dev/null; fi
+	@case "$(BACKEND)" in \
+	  slurm) $(BIN)/python manage.py use_local --off >/dev/null && scripts/slurm-local.sh start && $(BIN)/python manage.py use_slurm ;; \
+	  simulated) $(BIN)/python manage.py use_slurm --off >/dev/null && $(BIN)/python manage.py use_local --off ;; \
+	  *) $(BIN)/python manage.py use_slurm --off >/dev/null && $(BIN)/python manage.py use_local --install ;; \
+	esac
 	@echo ""
 	@echo "  Console:  http://$(HOST):$(PORT)/"
 	@echo "  Health:   http://$(HOST):$(PORT)/healthz"

@@ -1,6 +1,7 @@
 """Root pytest configuration: personas, the API client, and the rule that CI never skips real services.
 
-Tests that need a real service carry a marker (``postgres``, ``redis``, ``browser``, ``slurm``). Outside CI they
+Tests that need a real service carry a marker (``postgres``, ``redis``, ``browser``, ``slurm``, ``sandbox``). Outside
+CI they
 skip with a reason when the service is not configured; with ``CI=true`` a skip of a marked test is a failure,
 so CI proves that PostgreSQL, Redis, Chromium and Slurm were really used.
 """
@@ -16,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.catalog",
     "storage.tests.fixtures",
     "instances.tests.fixtures",
+    "instances.tests.local_fixtures",
     "instances.tests.slurm_fixtures",
     "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
@@ -23,7 +25,7 @@ pytest_plugins = [
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-SERVICE_MARKERS = ("postgres", "redis", "browser", "slurm")
+SERVICE_MARKERS = ("postgres", "redis", "browser", "slurm", "sandbox")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,6 +12,7 @@ from files: ``SECRET_KEY_FILE=/run/secrets/key`` is read in place of ``SECRET_KE
   ``manage.py check --deploy``.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -402,6 +403,32 @@ SLURM = {
     "heartbeat_seconds": env.float("SLURM_HEARTBEAT_SECONDS", default=15),
     "job_prefix": env.str("SLURM_JOB_PREFIX", default="inst-"),
 }
+# The local backend (`instances/backends/local.py`): instances as bubblewrap sandboxes on this host, the default
+# of `make run` where the host allows it (root, bwrap). Each sandbox's home, sockets and mount hub live under
+# LOCAL_SANDBOX_ROOT; data disks under its disks/, users' cloud storage under shared/, hub items under
+# LOCAL_HUB_ROOT. Sandbox users are host uids LOCAL_SANDBOX_UID_BASE + the owner's id. The runtime (JupyterLab,
+# numpy) is built once into LOCAL_RUNTIME_DIR from the host's system Python.
+LOCAL_SANDBOX_ROOT = Path(env.str("LOCAL_SANDBOX_ROOT", default=str(DATA_DIR / "sandboxes")))
+LOCAL_HUB_ROOT = Path(env.str("LOCAL_HUB_ROOT", default=str(LOCAL_SANDBOX_ROOT / "hub")))
+LOCAL_RUNTIME_DIR = Path(
+    env.str(
+        "LOCAL_RUNTIME_DIR",
+        default="/opt/gpucloud/runtime" if os.geteuid() == 0 else str(Path.home() / ".cache/gpucloud/runtime"),
+    )
+)
+LOCAL_RUNTIME_PYTHON = env.str("LOCAL_RUNTIME_PYTHON", default="")
+LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=200000)
+LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
+LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
+LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)
+LOCAL_AGENT_CONSOLE_URL = env.str("LOCAL_AGENT_CONSOLE_URL", default=SITE_URL)
+LOCAL_HEARTBEAT_SECONDS = env.float("LOCAL_HEARTBEAT_SECONDS", default=15)
+
+SLURM_ZONES = {
+    "cn-east-xc": {"partition": "xinchuang"},
+    "cn-east-a": {"partition": "nvidia"},
+}
+
 SLURM_ZONES = {
     "cn-east-xc": {"partition": "xinchuang"},
     "cn-east-a": {"partition": "nvidia"},

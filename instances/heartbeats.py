@@ -95,3 +95,18 @@ def training_curves(instance: Instance) -> dict[str, list[tuple[int, float]]]:
 
 def latest(instance: Instance) -> AgentReport | None:
     return AgentReport.objects.filter(instance=instance).order_by("-at", "-id").first()
+
+
+def metric_points(instance: Instance, *, minutes: int = 30) -> list:
+    """The card utilisation and memory the agent reported, one point per minute (the minute's last report)."""
+    from .backends.base import MetricPoint
+
+    since = timezone.now() - timedelta(minutes=minutes)
+    rows = AgentReport.objects.filter(instance__public_id=instance.public_id, at__gte=since).order_by("at")
+    points: dict = {}
+    for row in rows.only("at", "card_utilisation", "memory_used"):
+        points[row.at.replace(second=0, microsecond=0)] = row
+    return [
+        MetricPoint(at=at, card_utilisation=row.card_utilisation, memory_used=row.memory_used)
+        for at, row in points.items()
+    ]

@@ -33,13 +33,12 @@ import os
 import shlex
 import shutil
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import requests
 from django.conf import settings
 from django.db.models import Max
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
@@ -472,17 +471,9 @@ class SlurmBackend(Backend):
         client.cancel(job["job_id"])
 
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
-        from ..models import AgentReport
+        from ..heartbeats import metric_points
 
-        since = timezone.now() - timedelta(minutes=minutes)
-        rows = AgentReport.objects.filter(instance__public_id=instance.public_id, at__gte=since).order_by("at")
-        points: dict = {}
-        for row in rows.only("at", "card_utilisation", "memory_used"):
-            points[row.at.replace(second=0, microsecond=0)] = row  # the minute's last report
-        return [
-            MetricPoint(at=at, card_utilisation=row.card_utilisation, memory_used=row.memory_used)
-            for at, row in points.items()
-        ]
+        return metric_points(instance, minutes=minutes)
 
     # Disks and mounts: a layout file on the system disk, applied at once here and by the agent on each heartbeat
     def _edit_layout(self, instance, change) -> None:

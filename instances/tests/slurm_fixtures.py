@@ -21,6 +21,7 @@ from instances.backends.slurm import SlurmClient
 from instances.choices import TRANSITIONAL
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
 
@@ -109,11 +110,13 @@ def on_slurm(request, settings, catalog):
 ON_SLURM = pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.django_db(transaction=True)])
 
 
-@pytest.fixture(params=[pytest.param("simulated", marks=pytest.mark.django_db), ON_SLURM])
+@pytest.fixture(params=[pytest.param("simulated", marks=pytest.mark.django_db), ON_SLURM, ON_LOCAL])
 def driver(request, lifecycle):
     """The same lifecycle tests on each backend: ``driver.settle()``, ``driver.reclaim(spot)``, …"""
     if request.param == "slurm":
         return SlurmDriver(request.getfixturevalue("on_slurm"), request.getfixturevalue("owner"))
+    if request.param == "local":
+        return LocalDriver(request.getfixturevalue("on_local"), request.getfixturevalue("owner"))
     return SimulatedDriver()
 
 

@@ -63,6 +63,7 @@ def main(argv=None) -> int:
     if checkpoint.exists():
         state = json.loads(checkpoint.read_text())
         print(f"resuming from step {state['step']}", flush=True)
+    print(f"quick start: training a logistic-regression classifier for {options.steps} steps", flush=True)
 
     def save_and_exit(signum, _frame):
         checkpoint.parent.mkdir(parents=True, exist_ok=True)

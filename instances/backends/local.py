@@ -1,0 +1,744 @@
+"""The local backend: each instance is a bubblewrap sandbox on the console's own host.
+
+A machine is a process tree the worker starts and leaves running (it survives a worker restart; reconcile finds
+it again by the pid recorded when it started):
+
+    instance agent (agent/gpucloud_agent.py, on the host, as the instance owner's sandbox user)
+      └─ bwrap: its own user, PID, IPC, UTS, mount and network namespaces
+           └─ /opt/gpucloud/boot/init: JupyterLab on a Unix socket, then the start command
+
+Inside, the user is root of a user namespace that maps to one unprivileged host user per owner
+(``LOCAL_SANDBOX_UID_BASE`` + the owner's id): files it writes on the host belong to that user, and everything
+else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr`` and
+``/etc`` read-only, the runtime (``instances.runtime``) read-only, its home (the system disk, writable), a socket
+folder, and the mount hub ``/mnt/gpucloud`` (data disks, the owner's cloud storage, hub items read-only) that
+``/root/data``, ``/root/shared``, ``/root/public`` and ``/root/datasets`` point into. There is no network
+interface but its own loopback: PostgreSQL, Redis and the console on the host's 127.0.0.1 are out of reach.
+
+The mount hub is a shared mount on the host, so a disk or a hub item mounted while the machine runs appears
+inside at once (mount propagation), without a restart.
+
+Limits, per instance, through a cgroup (v2 when the host delegates one, else v1): memory (``LOCAL_MEMORY_MB``),
+processes (``LOCAL_PIDS``) and CPU (``LOCAL_CPUS``). Without a writable cgroup tree the limits are not enforced
+and the log says so.
+
+Stop sends SIGUSR1 (the checkpoint signal) to the machine's processes through the agent, and kills the sandbox
+after the grace period; start brings the same home back; release deletes it. Data disks and cloud storage live
+outside the instance's folder and survive.
+
+It needs root (to switch to the sandbox users, mount and create cgroups) and ``bwrap``; :func:`availability`
+says whether this host can run it, and ``make run`` falls back to the simulated backend when it cannot.
+"""
+
+import json
+import logging
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from agent import gpucloud_agent as agent_module
+
+from .. import runtime
+from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
+
+log = logging.getLogger(__name__)
+
+BWRAP = "/usr/bin/bwrap"
+MOUNT_HUB = "/mnt/gpucloud"  # inside the sandbox
+SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket
+BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
+WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
+JUPYTER_SOCKET = "jupyter.sock"
+# The top-level folders of /root that lead into the mount hub.
+HUB_LINKS = ("data", "shared", "public", "datasets")
+MIN_GRACE = 1.0  # seconds
+LOG_BYTES = 2 * 1024 * 1024  # the start command's log keeps its last 2 MB across restarts
+
+
+# Where things are --------------------------------------------------------------------------------------------
+
+
+def sandbox_root() -> Path:
+    return Path(settings.LOCAL_SANDBOX_ROOT)
+
+
+def folder(public_id) -> Path:
+    """The instance's folder on the host: ``root/`` (its home, the system disk), ``run/``, ``boot/``, ``mnt/``,
+    ``state.json`` and ``console.log``. Only the host's root writes anything but ``root/`` and ``run/``."""
+    return sandbox_root() / "instances" / str(public_id)
+
+
+def sandbox_uid(instance) -> int:
+    return int(settings.LOCAL_SANDBOX_UID_BASE) + int(instance.owner_id)
+
+
+# The host ----------------------------------------------------------------------------------------------------
+
+
+def availability() -> tuple[bool, str]:
+    """Whether this host can run sandboxes, and why not."""
+    if os.geteuid() != 0:
+        return False, "the local backend needs root (sandbox users, mounts and cgroups)"
+    if not Path(BWRAP).exists():
+        return False, "bubblewrap is not installed (apt-get install bubblewrap)"
+    for tool in ("setpriv", "nsenter", "mount", "umount"):
+        if not shutil.which(tool):
+            return False, f"{tool} is missing (util-linux)"
+    probe = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BWRAP, "--unshare-user", "--unshare-pid",
+         "--unshare-net", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
+         "/lib64", "--symlink", "usr/bin", "/bin", "/bin/true"],
+        capture_output=True, text=True, cwd="/", check=False,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        return False, f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    return True, ""
+
+
+class Cgroup:
+    """One instance's cgroup: v2 (``/sys/fs/cgroup/gpucloud/<id>``) or v1 (one folder per controller)."""
+
+    ROOT = Path("/sys/fs/cgroup")
+
+    def __init__(self, name: str):
+        self.name = name
+        if (self.ROOT / "cgroup.controllers").exists():
+            self.paths = {"unified": self.ROOT / "gpucloud" / name}
+        else:
+            self.paths = {c: self.ROOT / c / "gpucloud" / name for c in ("memory", "pids", "cpu")}
+
+    def create(self) -> bool:
+        """Make the cgroup and write its limits; False when this host gives no writable cgroup tree."""
+        memory = int(settings.LOCAL_MEMORY_MB) * 1024 * 1024
+        pids, cpus = int(settings.LOCAL_PIDS), float(settings.LOCAL_CPUS)
+        try:
+            if "unified" in self.paths:
+                parent = self.paths["unified"].parent
+                parent.mkdir(exist_ok=True)
+                (parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                path = self.paths["unified"]
+                path.mkdir(exist_ok=True)
+                (path / "memory.max").write_text(str(memory))
+                (path / "memory.swap.max").write_text("0")
+                (path / "pids.max").write_text(str(pids))
+                (path / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
+            else:
+                for path in self.paths.values():
+                    path.mkdir(parents=True, exist_ok=True)
+                (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(memory))
+                (self.paths["pids"] / "pids.max").write_text(str(pids))
+                (self.paths["cpu"] / "cpu.cfs_period_us").write_text("100000")
+                (self.paths["cpu"] / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+            return True
+        except OSError as exc:
+            log.warning("no cgroup limits for sandbox %s: %s", self.name, exc)
+            return False
+
+    def procs_files(self) -> list[Path]:
+        return [path / "cgroup.procs" for path in self.paths.values() if path.exists()]
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for procs in self.procs_files():
+            try:
+                found |= {int(p) for p in procs.read_text().split()}
+            except OSError:
+                pass
+        return found
+
+    def remove(self) -> None:
+        for path in self.paths.values():
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # still has processes (they are being killed) or never existed
+
+
+# Processes ---------------------------------------------------------------------------------------------------
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (with the pid, it names one process for good)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int, started: str | None) -> bool:
+    if not pid:
+        return False
+    now = _start_time(pid)
+    if now is None or (started is not None and now != started):
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+# State -------------------------------------------------------------------------------------------------------
+
+
+def read_state(public_id) -> dict:
+    try:
+        return json.loads((folder(public_id) / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_state(public_id, state: dict) -> None:
+    path = folder(public_id) / "state.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _at(epoch: float | None) -> datetime | None:
+    return datetime.fromtimestamp(epoch, UTC) if epoch else None
+
+
+class LocalBackend(Backend):
+    name = "local"
+    simulated = False
+
+    # Lifecycle -----------------------------------------------------------------------------------------------
+
+    def submit(self, instance) -> str:
+        ok, why = availability()
+        if not ok:
+            raise BackendError(why)
+        state = read_state(instance.public_id)
+        if state.get("released"):
+            raise BackendError("this instance's sandbox was released")
+        if self._running(state):
+            return state["job_id"]  # already started: retries and reconcile land here
+        try:
+            runtime_path = runtime.ensure()
+        except runtime.RuntimeUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        self._kill(instance.public_id, state)  # leftovers of a previous run
+        base = folder(instance.public_id)
+        uid = sandbox_uid(instance)
+        _make_traversable(base.parent)
+        home, run, boot, mnt = base / "root", base / "run", base / "boot", base / "mnt"
+        for path, owner, mode in ((base, 0, 0o711), (home, uid, 0o700), (home / ".gpucloud", uid, 0o755),
+                                  (run, uid, 0o700), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
+            path.mkdir(parents=True, exist_ok=True)
+            os.chown(path, owner, owner)
+            os.chmod(path, mode)
+        for name in HUB_LINKS:
+            (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
+            link = home / name
+            if not link.exists() and not link.is_symlink():
+                link.symlink_to(f"{MOUNT_HUB}/{name}")
+                os.lchown(link, uid, uid)
+        (run / JUPYTER_SOCKET).unlink(missing_ok=True)
+        token = secrets.token_hex(24)
+        self._write_boot(instance, boot, uid, token)
+        self._mount_all(instance.public_id, state)
+        cgroup = Cgroup(str(instance.public_id))
+        limited = cgroup.create()
+        logfile = base / "console.log"
+        _trim(logfile)
+        job_id = f"local-{instance.public_id.hex[:12]}-{int(_now())}"
+        argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None)
+        pidfile = base / "agent.pid"
+        pidfile.unlink(missing_ok=True)
+        # setsid --fork: the agent's parent is the host's init, not the worker, so a worker restart leaves the
+        # machine running and nothing waits on it; the agent writes its own pid (as root, before it drops to the
+        # sandbox user) into the instance's root-owned folder.
+        argv = ["setsid", "--fork", argv[0], argv[1], f"echo $$ > {shlex.quote(str(pidfile))}; {argv[2]}", *argv[3:]]
+        with open(logfile, "ab") as out, open(base / "agent.log", "ab") as agent_log:
+            out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
+            out.flush()
+            subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                     "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id)},
+            )  # fmt: skip
+        pid = _wait_for_pid(pidfile)
+        write_state(instance.public_id, {
+            **{k: v for k, v in state.items() if k in ("mounts",)},
+            "job_id": job_id, "pid": pid, "started": _start_time(pid), "submitted_at": _now(),
+            "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
+        })  # fmt: skip
+        if not limited:
+            log.warning("sandbox %s runs without memory, process and CPU limits (no writable cgroup)", job_id)
+        return job_id
+
+    def stop(self, instance, *, grace_seconds: float) -> None:
+        state = read_state(instance.public_id)
+        if not state.get("pid"):
+            return
+        if not self._running(state):
+            self._kill(instance.public_id, state)
+            return
+        if state.get("signalled_at") is None:
+            state["signalled_at"] = _now()
+            state["stop_at"] = state["signalled_at"] + grace_seconds
+            write_state(instance.public_id, state)
+            try:
+                os.kill(state["pid"], signal.SIGUSR1)  # the agent writes the checkpoint marker and passes it on
+            except ProcessLookupError:
+                pass
+            if grace_seconds < MIN_GRACE:
+                self._wait_for_marker(instance.public_id, since=state["signalled_at"])
+        if _now() >= state.get("stop_at", 0):
+            self._kill(instance.public_id, state)
+
+    def release(self, instance) -> None:
+        state = read_state(instance.public_id)
+        self._kill(instance.public_id, state)
+        base = folder(instance.public_id)
+        if base.exists():
+            shutil.rmtree(base / "root", ignore_errors=True)
+            shutil.rmtree(base / "run", ignore_errors=True)
+            shutil.rmtree(base / "boot", ignore_errors=True)
+            write_state(instance.public_id, {"released": _now()})
+
+    def status(self, instance) -> BackendStatus:
+        state = read_state(instance.public_id)
+        if not state:
+            return BackendStatus(Phase.ABSENT)
+        if state.get("released"):
+            return BackendStatus(Phase.RELEASED, since=_at(state["released"]))
+        if not self._running(state):
+            self._kill(instance.public_id, state)
+            ended = state.get("ended_at") or _now()
+            if state.get("signalled_at") is not None or state.get("killed"):
+                return BackendStatus(Phase.STOPPED, since=_at(ended))
+            return BackendStatus(Phase.FAILED, since=_at(ended), message=self._last_words(instance.public_id))
+        if state.get("signalled_at") is not None:
+            if _now() >= state.get("stop_at", 0):
+                self._kill(instance.public_id, state)
+                return BackendStatus(Phase.STOPPED, since=_at(state["stop_at"]))
+            return BackendStatus(Phase.STOPPING, since=_at(state["signalled_at"]), ready_in=state["stop_at"] - _now())
+        if not state.get("ready_at"):
+            if not self._jupyter_answers(instance.public_id, state):
+                return BackendStatus(Phase.BOOTING, since=_at(state["submitted_at"]), ready_in=1.0)
+            state["ready_at"] = _now()
+            write_state(instance.public_id, state)
+        return BackendStatus(Phase.RUNNING, since=_at(state["ready_at"]), access=self._access(state))
+
+    def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
+        from ..heartbeats import metric_points
+
+        return metric_points(instance, minutes=minutes)
+
+    # Disks and mounts: bind mounts under the instance's mount hub ------------------------------------------
+
+    def attach_disk(self, instance, disk_id: str) -> None:
+        source = sandbox_root() / "disks" / str(disk_id)
+        _make_owned(source, sandbox_uid(instance))
+        self._add_mount(instance, f"/root/data/{disk_id}", str(source), read_only=False)
+
+    def detach_disk(self, instance, disk_id: str) -> None:
+        self.unmount(instance, f"/root/data/{disk_id}")
+
+    def mount(self, instance, source: str, target: str) -> None:
+        if source.startswith("cloudstorage/") or target == "/root/shared":
+            path = sandbox_root() / "shared" / source.rsplit("/", 1)[-1]
+            _make_owned(path, sandbox_uid(instance))
+            self._add_mount(instance, target, str(path), read_only=False)
+            return
+        path = Path(source) if source.startswith("/") else Path(settings.LOCAL_HUB_ROOT) / source
+        path.mkdir(parents=True, exist_ok=True)
+        self._add_mount(instance, target, str(path), read_only=True)
+
+    def unmount(self, instance, target: str) -> None:
+        state = read_state(instance.public_id)
+        mounts = state.get("mounts", {})
+        if target in mounts:
+            point = self._mount_point(instance.public_id, target)
+            if point is not None:
+                _umount(point)
+            del mounts[target]
+            write_state(instance.public_id, {**state, "mounts": mounts})
+
+    def _mount_point(self, public_id, target: str) -> Path | None:
+        relative = Path(target).relative_to("/root") if target.startswith("/root/") else None
+        if relative is None or ".." in relative.parts or relative.parts[0] not in HUB_LINKS:
+            return None
+        return folder(public_id) / "mnt" / relative
+
+    def _add_mount(self, instance, target: str, source: str, *, read_only: bool) -> None:
+        if self._mount_point(instance.public_id, target) is None:
+            raise BackendError(f"cannot mount at {target}")
+        folder(instance.public_id).mkdir(parents=True, exist_ok=True)
+        state = read_state(instance.public_id)
+        if state.get("released"):
+            raise BackendError("this instance's sandbox was released")
+        mounts = state.get("mounts", {})
+        mounts[target] = {"source": source, "read_only": read_only}
+        state["mounts"] = mounts
+        write_state(instance.public_id, state)
+        if self._running(state):
+            self._mount_all(instance.public_id, state)  # propagates into the running sandbox
+
+    def _mount_all(self, public_id, state: dict) -> None:
+        """Make the host's mount hub match the recorded mounts (a shared mount: the sandbox sees changes)."""
+        mnt = folder(public_id) / "mnt"
+        mnt.mkdir(parents=True, exist_ok=True)
+        if not _is_mount_point(mnt):
+            _run(["mount", "--bind", str(mnt), str(mnt)])
+            _run(["mount", "--make-shared", str(mnt)])
+        for target, entry in state.get("mounts", {}).items():
+            point = self._mount_point(public_id, target)
+            if point is None or _is_mount_point(point):
+                continue
+            point.mkdir(parents=True, exist_ok=True)
+            options = ["-o", "ro"] if entry.get("read_only") else []
+            _run(["mount", "--bind", *options, entry["source"], str(point)])
+
+    def _unmount_all(self, public_id) -> None:
+        mnt = folder(public_id) / "mnt"
+        if _is_mount_point(mnt):
+            _umount(mnt)
+
+    # Entering the machine ------------------------------------------------------------------------------------
+
+    def jupyter(self, instance) -> JupyterServer | None:
+        state = read_state(instance.public_id)
+        if not self._running(state) or state.get("signalled_at") is not None:
+            return None
+        return JupyterServer(
+            token=state["token"], base_path=lab_path(instance.public_id),
+            socket=str(folder(instance.public_id) / "run" / JUPYTER_SOCKET),
+        )  # fmt: skip
+
+    def enter_argv(self, instance, command: str | None) -> list[str]:
+        state = read_state(instance.public_id)
+        pid = self._sandbox_pid(state) if self._running(state) else None
+        if pid is None or state.get("signalled_at") is not None:
+            raise BackendError("the instance is not running")
+        join = " ".join(f"echo $$ > {shlex.quote(str(p))};" for p in Cgroup(str(instance.public_id)).procs_files())
+        inner = [
+            "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
+            "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
+            f"PATH={_sandbox_path()}", f"TERM={os.environ.get('TERM', 'xterm-256color')}",
+            "/bin/sh", "-c", f'cd /root; . {BOOT_DIR}/env; exec "$@"', "sh",
+        ]  # fmt: skip
+        inner += ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
+        nsenter = ["nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd", *inner]
+        return ["/bin/sh", "-c", f'{join} exec "$@"', "sh", *nsenter]
+
+    def home_path(self, instance):
+        state = read_state(instance.public_id)
+        return folder(instance.public_id) / "root" if self._running(state) else None
+
+    def logs(self, instance, *, tail: int = 200) -> str:
+        return tail_lines(folder(instance.public_id) / "console.log", tail)
+
+    def system_disk_usage(self, instance) -> int:
+        home = folder(instance.public_id) / "root"
+        if not home.exists():
+            raise BackendError("the system disk was released with the instance")
+        total = 0
+        for dirpath, _dirs, files in os.walk(home):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    pass
+        return total
+
+    def snapshot_system_disk(self, instance) -> int:
+        """The home is the image: saving one keeps a copy under ``images/<instance>``."""
+        home = folder(instance.public_id) / "root"
+        target = sandbox_root() / "images" / str(instance.public_id)
+        if not target.exists():
+            shutil.copytree(home, target, symlinks=True)
+        return self.system_disk_usage(instance)
+
+    # Internals -------------------------------------------------------------------------------------------------
+
+    def _running(self, state: dict) -> bool:
+        return bool(state.get("pid")) and not state.get("killed") and _alive(state["pid"], state.get("started"))
+
+    def _sandbox_pid(self, state: dict) -> int | None:
+        """A process inside the sandbox: the agent's child is bwrap, whose child is the namespace's first."""
+        for outer in _children(state["pid"]):
+            if Path(_exe(outer)).name != "bwrap":
+                continue
+            inner = _children(outer)
+            if inner:
+                return inner[0]
+        return None
+
+    def _kill(self, public_id, state: dict) -> None:
+        """Every process of the machine gone, its mounts undone, its cgroup removed. Idempotent."""
+        pid = state.get("pid")
+        if pid and _alive(pid, state.get("started")):
+            for child in _children(pid):
+                _signal(child, signal.SIGKILL)  # bwrap: the namespace's processes die with it
+            _signal(pid, signal.SIGKILL)
+        cgroup = Cgroup(str(public_id))
+        for _ in range(50):
+            left = cgroup.pids()
+            if not left:
+                break
+            for each in left:
+                _signal(each, signal.SIGKILL)
+            time.sleep(0.05)
+        if pid:
+            for _ in range(50):  # the agent is the worker's grandchild at most: reaped by init or by Popen
+                if not _alive(pid, state.get("started")):
+                    break
+                time.sleep(0.05)
+        cgroup.remove()
+        if folder(public_id).exists():
+            self._unmount_all(public_id)
+        if pid and not state.get("killed"):
+            state.update(killed=True, ended_at=state.get("ended_at") or _now())
+            if folder(public_id).exists():
+                write_state(public_id, state)
+
+    def _wait_for_marker(self, public_id, *, since: float) -> None:
+        """Give the agent a moment to write the checkpoint marker before a stop with no grace period kills it."""
+        marker = folder(public_id) / "root" / agent_module.MARKER
+        deadline = time.monotonic() + MIN_GRACE
+        while time.monotonic() < deadline:
+            try:
+                if marker.stat().st_mtime >= since - 0.01:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    def _jupyter_answers(self, public_id, state: dict) -> bool:
+        path = folder(public_id) / "run" / JUPYTER_SOCKET
+        if not path.exists():
+            return False
+        request = (
+            f"GET {lab_path(public_id)}api/status HTTP/1.0\r\nHost: localhost\r\n"
+            f"Authorization: token {state['token']}\r\n\r\n"
+        ).encode()
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.settimeout(2)
+                client.connect(str(path))
+                client.sendall(request)
+                head = client.recv(64)
+        except OSError:
+            return False
+        return head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200")
+
+    def _access(self, state: dict) -> dict:
+        return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
+                "sandbox": True, "jupyter": True, "ssh": True}  # fmt: skip
+
+    def _last_words(self, public_id) -> str:
+        last = tail_lines(folder(public_id) / "console.log", 1).strip()
+        return f"the machine exited: {last[:200]}" if last else "the machine exited"
+
+    def _write_boot(self, instance, boot: Path, uid: int, token: str) -> None:
+        from ..environment import boot_environment
+
+        environment = {"JUPYTER_TOKEN": token, **boot_environment(instance)}
+        env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
+        files = {
+            "env": "\n".join(env_lines) + "\n",
+            "init": INIT_SCRIPT.format(base_url=lab_path(instance.public_id), socket=f"{SOCKET_DIR}/{JUPYTER_SOCKET}"),
+            "start": (instance.start_command or DEFAULT_START) + "\n",
+        }
+        os.chmod(boot, 0o700)
+        for name, text in files.items():
+            path = boot / name
+            path.unlink(missing_ok=True)
+            path.write_text(text)
+            os.chown(path, uid, uid)
+            os.chmod(path, 0o400)
+        os.chmod(boot, 0o500)
+
+    def _argv(self, instance, base: Path, uid: int, runtime_path: Path, cgroup: Cgroup | None) -> list[str]:
+        prefix = runtime.python_prefix()
+        bwrap = [
+            BWRAP, "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-net", "--die-with-parent", "--hostname", f"gpu-{instance.public_id.hex[:8]}",
+            "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+            "--symlink", "usr/sbin", "/sbin",
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var", "--dir", "/var/tmp",
+            "--ro-bind", str(runtime_path), str(runtime_path),
+            *(["--ro-bind", str(prefix), str(prefix)] if prefix else []),
+            "--bind", str(base / "root"), "/root",
+            "--bind", str(base / "run"), SOCKET_DIR,
+            "--ro-bind", str(base / "boot"), BOOT_DIR,
+            "--ro-bind", str(Path(agent_module.__file__).resolve().parent.parent / "instances" / "workloads"),
+            WORKLOADS_DIR,
+            "--bind", str(base / "mnt"), MOUNT_HUB,
+            "--clearenv",
+            "--setenv", "HOME", "/root", "--setenv", "USER", "root", "--setenv", "SHELL", "/bin/bash",
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", _sandbox_path(runtime_path),
+            "--setenv", "GPUCLOUD_INSTANCE", str(instance.public_id),
+            "--setenv", "GPUCLOUD_SCALARS", f"/root/{agent_module.SCALARS_FILE}",
+            "--setenv", "GPUCLOUD_CHECKPOINT_MARKER", f"/root/{agent_module.MARKER}",
+            "--setenv", "QUICKSTART_CHECKPOINT", "/root/.gpucloud/quickstart.json",
+            "--chdir", "/root", "/bin/sh", f"{BOOT_DIR}/init",
+        ]  # fmt: skip
+        # The workload ignores SIGUSR1 on the way in, so the checkpoint signal the agent passes to its process
+        # group does not end bwrap or JupyterLab; the start command gets the default action back (init).
+        workload = ["/bin/sh", "-c", "trap '' USR1; exec \"$@\"", "sh", *bwrap]
+        agent = [
+            str(runtime.system_python()), str(Path(agent_module.__file__).resolve()), "--instance",
+            str(instance.public_id), "--root", str(sandbox_root()), "--family", "cpu",
+            "--console", settings.LOCAL_AGENT_CONSOLE_URL, "--interval", str(settings.LOCAL_HEARTBEAT_SECONDS),
+            "--", *workload,
+        ]  # fmt: skip
+        switch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
+        join = " ".join(f"echo $$ > {shlex.quote(str(p))};" for p in (cgroup.procs_files() if cgroup else []))
+        return ["/bin/sh", "-c", f'{join} exec "$@"', "sh", *switch, *agent]
+
+
+DEFAULT_START = (
+    "# No start command was given: the quick-start training script runs on the CPU and charts its curve.\n"
+    f"exec python {WORKLOADS_DIR}/quickstart_train.py"
+)
+
+# The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
+# the start command with SIGUSR1's default action restored and its output in the instance's log.
+INIT_SCRIPT = """\
+. /opt/gpucloud/boot/env
+mkdir -p /root/.gpucloud
+setsid jupyter lab --no-browser --allow-root --ServerApp.sock={socket} --ServerApp.sock_mode=0600 \\
+  --ServerApp.base_url={base_url} --ServerApp.root_dir=/root --LabApp.news_url=None \\
+  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\
+  >/run/gpucloud/jupyter.log 2>&1 &
+python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
+  /bin/sh /opt/gpucloud/boot/start 2>&1
+echo "== start command exited with status $? =="
+wait
+"""
+
+
+def lab_path(public_id) -> str:
+    return f"/instances/{public_id}/lab/"
+
+
+def _sandbox_path(runtime_path: Path | None = None) -> str:
+    runtime_path = runtime_path or runtime.path()
+    return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def agent_module_token(public_id) -> str:
+    from .slurm import agent_token
+
+    return agent_token(public_id)
+
+
+def tail_lines(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a file, read from its end (a long log costs no more than a short one)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            block, data = 8192, b""
+            while size > 0 and data.count(b"\n") <= lines:
+                step = min(block, size)
+                size -= step
+                f.seek(size)
+                data = f.read(step) + data
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _trim(path: Path) -> None:
+    try:
+        if path.stat().st_size > LOG_BYTES:
+            with path.open("rb") as f:
+                f.seek(-LOG_BYTES // 2, os.SEEK_END)
+                keep = f.read()
+            path.write_bytes(keep)
+    except OSError:
+        pass
+
+
+def _make_owned(path: Path, uid: int) -> None:
+    _make_traversable(path.parent)
+    path.mkdir(exist_ok=True)
+    if path.stat().st_uid != uid:
+        os.chown(path, uid, uid)
+
+
+def _make_traversable(path: Path) -> None:
+    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
+    Search without read: nobody can list them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for each in (path, *path.parents):
+        mode = each.stat().st_mode
+        if mode & 0o001 == 0:
+            os.chmod(each, mode | 0o001)
+
+
+def _wait_for_pid(pidfile: Path, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            time.sleep(0.02)
+    raise TransientBackendError("the machine's agent did not start")
+
+
+def _signal(pid: int, signum) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _is_mount_point(path: Path) -> bool:
+    try:
+        return os.path.ismount(path)
+    except OSError:
+        return False
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TransientBackendError(f"{' '.join(argv[:2])} failed: {done.stderr.strip()[:200]}")
+
+
+def _umount(path: Path) -> None:
+    subprocess.run(["umount", "-R", "-l", str(path)], capture_output=True, check=False)

@@ -1,0 +1,198 @@
+"""The local backend from inside and outside: a real bubblewrap sandbox per instance.
+
+What the owner notices: the machine comes up with JupyterLab answering, a shell inside runs commands, the home
+keeps its files across a stop and a start, release deletes it while data disks keep theirs. What nobody inside
+may do: read the console's database, settings or data folder, another user's storage or another instance's
+home; reach PostgreSQL, Redis or the console over the network; take the host down with a fork bomb or a memory
+hog.
+"""
+
+import os
+import shlex
+import socket
+
+import pytest
+from django.conf import settings as django_settings
+
+from instances import services
+from instances.backends import get_backend, local
+from instances.choices import Status
+from instances.models import Instance
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
+
+
+def fresh(instance):
+    return Instance.objects.with_related().get(pk=instance.pk)
+
+
+def processes_of(uid: int) -> list[int]:
+    """The live (not zombie) processes of a host user."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = open(f"/proc/{entry}/status").read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def running(on_local, launch):
+    def run(**fields):
+        fields.setdefault("chip", "ascend-910b")
+        fields.setdefault("cards", 1)
+        instance = launch(**fields)
+        on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
+        return fresh(instance)
+
+    return run
+
+
+def test_a_launched_instance_runs_jupyterlab_and_a_shell_inside(on_local, running):
+    instance = running()
+    assert instance.access["simulated"] is False
+
+    server = get_backend("local").jupyter(instance)
+    assert server.socket and server.base_path == f"/instances/{instance.public_id}/lab/"
+
+    done = on_local.run(
+        instance, "echo $((6*7)); hostname; id -u; python -c 'import numpy; print(numpy.arange(3).sum())'"
+    )
+    assert done.returncode == 0, done.stderr
+    answer, hostname, uid, numpy_sum = done.stdout.split()
+    assert answer == "42" and hostname.startswith("gpu-") and uid == "0" and numpy_sum == "3"
+
+    # Exit statuses pass through; the home is the instance's own.
+    assert on_local.run(instance, "exit 3").returncode == 3
+    on_local.run(instance, "echo 你好 > /root/hello.txt")
+    assert (on_local.home(instance) / "hello.txt").read_text(encoding="utf-8") == "你好\n"
+
+
+def test_nothing_of_the_host_is_reachable_from_inside(on_local, running, tmp_path):
+    instance = running()
+    other = running(name="other")
+    console_port = int(django_settings.LOCAL_AGENT_CONSOLE_URL.rsplit(":", 1)[1].split("/")[0])
+    database = django_settings.DATABASES["default"]["NAME"]
+    probes = {
+        "the console's data folder": f"ls {django_settings.DATA_DIR}",
+        "the console's code and settings": f"cat {django_settings.BASE_DIR / 'config' / 'settings.py'}",
+        "the database file": f"cat {database}",
+        "another instance's home": f"ls {on_local.home(other)}",
+        "the sandbox root": f"ls {on_local.root}",
+        "the host's password hashes": "cat /etc/shadow",
+    }
+    for what, command in probes.items():
+        done = on_local.run(instance, command)
+        assert done.returncode != 0, f"{what} was readable from inside: {done.stdout[:200]}"
+
+    for port in (5432, 6379, console_port):
+        code = f"import socket; s = socket.socket(); s.settimeout(2); print(s.connect_ex(('127.0.0.1', {port})))"
+        done = on_local.run(instance, f'python -c "{code}"')
+        assert done.stdout.strip() != "0", f"port {port} of the host answered from inside"
+    # The host itself still answers on the console's port: the refusal above is the sandbox's doing.
+    with socket.create_connection(("127.0.0.1", console_port), timeout=2):
+        pass
+
+    # The environment holds nothing of the console's.
+    done = on_local.run(instance, "env")
+    for secret in ("SECRET_KEY", "DATABASE_URL", "GPUCLOUD_AGENT_TOKEN", "STRIPE"):
+        assert secret not in done.stdout
+
+
+def test_a_fork_bomb_and_a_memory_hog_are_contained(on_local, running, settings):
+    settings.LOCAL_PIDS = 64
+    settings.LOCAL_MEMORY_MB = 256
+    victim = running(name="victim")
+    neighbour = running(name="neighbour")
+
+    fork_bomb = (
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(3)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError:\n"
+        "    print('capped', n)\n"
+    )
+    bomb = on_local.run(victim, f"python -c {shlex.quote(fork_bomb)}", timeout=60)
+    assert "capped" in bomb.stdout
+    hog = on_local.run(victim, "python -c \"b = bytearray(1024 * 1024 * 1024); print('allocated')\"", timeout=60)
+    assert "allocated" not in hog.stdout and hog.returncode != 0
+
+    # The neighbour and the host keep working.
+    assert on_local.run(neighbour, "echo ok").stdout.strip() == "ok"
+    assert os.fork  # the test process itself is alive and forking below
+    assert on_local.run(neighbour, "python -c 'print(1 + 1)'").stdout.strip() == "2"
+
+
+def test_stop_kills_every_process_start_brings_the_home_back_release_deletes_it(on_local, running):
+    instance = running()
+    on_local.run(instance, "echo kept > /root/notes.txt; (sleep 300 & sleep 300 &) >/dev/null 2>&1")
+    uid = local.sandbox_uid(instance)
+    assert len(processes_of(uid)) >= 3  # the agent, bwrap, JupyterLab, the sleeps…
+
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    assert processes_of(uid) == []
+    assert get_backend("local").jupyter(fresh(instance)) is None
+
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
+    assert on_local.run(fresh(instance), "cat /root/notes.txt").stdout == "kept\n"
+
+    services.release(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
+    assert not on_local.home(instance).exists()
+
+
+def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance(on_local, running):
+    instance = running()
+    backend = get_backend("local")
+
+    # Attached while the machine runs: the disk appears inside at once, writable.
+    backend.attach_disk(instance, "disk-1")
+    done = on_local.run(instance, "echo 数据 > /root/data/disk-1/kept.txt && cat /root/data/disk-1/kept.txt")
+    assert done.stdout == "数据\n", done.stderr
+
+    # A hub item is read-only inside, whatever the user tries.
+    item = on_local.root / "hub" / "qwen" / "Qwen2-7B"
+    item.mkdir(parents=True)
+    (item / "config.json").write_text('{"model_type": "qwen2"}')
+    backend.mount(instance, "qwen/Qwen2-7B", "/root/public/qwen/Qwen2-7B")
+    assert on_local.run(instance, "cat /root/public/qwen/Qwen2-7B/config.json").stdout == '{"model_type": "qwen2"}'
+    assert on_local.run(instance, "echo x > /root/public/qwen/Qwen2-7B/config.json").returncode != 0
+    assert on_local.run(instance, "rm /root/public/qwen/Qwen2-7B/config.json").returncode != 0
+    assert (item / "config.json").exists()
+
+    # The owner's cloud storage is /root/shared.
+    backend.mount(instance, f"cloudstorage/{instance.owner.public_id}", "/root/shared")
+    on_local.run(instance, "echo shared > /root/shared/from-inside.txt")
+    assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").read_text() == "shared\n"
+
+    services.release(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
+    assert not on_local.home(instance).exists()
+    assert (on_local.root / "disks" / "disk-1" / "kept.txt").read_text(encoding="utf-8") == "数据\n"
+    assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").exists()
+
+
+def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_console(on_local, running):
+    instance = running()
+
+    def curve():
+        return get_backend("local").training_curves(fresh(instance)).get("loss", [])
+
+    on_local.settle(until=lambda: len(curve()) >= 3, timeout=60, message="the quick-start curve")
+    steps = [step for step, _value in curve()]
+    assert steps == sorted(steps) and steps[0] >= 1
+    assert fresh(instance).agent_reports.exists()
+    assert "quick" in get_backend("local").logs(fresh(instance), tail=50).lower()

@@ -1,0 +1,136 @@
+"""In real headless Chromium, against the console under uvicorn with a real Celery worker: a new user launches
+the quick-start image on the local backend (a real sandbox), opens JupyterLab from the instance page, runs a
+notebook cell, runs a command in the terminal, sees the terminal's file in JupyterLab's file browser, and finds
+the real training run's curve on the instance page.
+"""
+
+import re
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from playwright.sync_api import expect
+
+from billing import wallet
+from catalog.models import Node
+from console.models import WorkerHeartbeat
+from instances.models import Instance, TrainingScalar
+from instances.tests.local_fixtures import LocalHost, local_unavailable
+from tests.fixtures.services import screenshot, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def sandboxes(settings, monkeypatch, console_server, catalog):
+    """Every node on the local backend, with this test's own sandbox root, for the worker and the web server."""
+    why = local_unavailable()
+    if why:
+        pytest.skip(f"no local sandboxes here: {why}")
+    root = Path(tempfile.mkdtemp(prefix="gpucloud-sbx-", dir="/tmp"))
+    values = {
+        "LOCAL_SANDBOX_ROOT": str(root),
+        "LOCAL_AGENT_CONSOLE_URL": console_server.url,
+        "LOCAL_HEARTBEAT_SECONDS": "1",
+        "INSTANCES_STOP_GRACE_SECONDS": "1",
+        "INSTANCES_RECONCILE_SECONDS": "2",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)  # the worker process reads them at start
+    settings.LOCAL_SANDBOX_ROOT = root
+    settings.LOCAL_AGENT_CONSOLE_URL = console_server.url
+    Node.objects.update(backend_name="local")
+    queue = Path(settings.DATA_DIR) / "broker" / "queue"
+    for message in queue.glob("*") if queue.exists() else []:
+        message.unlink(missing_ok=True)
+    host = LocalHost(root)
+    yield host
+    host.kill_all()
+
+
+def _log_in(page, server, user):
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": server.url}])
+
+
+def test_a_new_user_enters_the_machine_from_the_instance_page(
+    page,
+    console_server,
+    sandboxes,
+    owner,
+    worker_process,  # noqa: F811
+):
+    wallet.adjust_balance(user=owner, amount=Decimal("50"), reason="browser test", staff=None, idempotency_key="bm")
+    worker_process(name="machine")
+    wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
+    _log_in(page, console_server, owner)
+
+    # Launch from the wizard: the quick-start image on one 910B card.
+    page.goto(f"{console_server.url}/instances/new/")
+    page.select_option("#id_chip", "ascend-910b")
+    page.wait_for_selector("#id_image option[value=mindspore-2\\.3-cann8]", state="attached")
+    page.wait_for_load_state("networkidle")  # the wizard's live price redraws the form
+    page.fill("#id_name", "first-machine")
+    expect(page.locator("#id_name")).to_have_value("first-machine")
+    expect(page.locator("#price-payable")).to_contain_text("1.71")
+    page.click("#launch-button")
+    page.wait_for_url("**/instances/*-*/")
+    page.wait_for_selector('#instance-badge[data-status="running"]', timeout=60_000)
+    instance = Instance.objects.get(name="first-machine")
+    expect(page.locator("#sandbox-runtime")).to_be_visible()
+    expect(page.locator("#no-machine")).to_have_count(0)
+    screenshot(page, "machine-01-running")
+
+    # JupyterLab opens under the console's own URL, in a new tab; no token in any URL.
+    with page.context.expect_page() as opened:
+        page.click("#open-jupyterlab")
+    lab = opened.value
+    lab.set_default_timeout(60_000)
+    lab.wait_for_selector(".jp-Launcher", timeout=90_000)
+    assert lab.url.startswith(f"{console_server.url}/instances/{instance.public_id}/lab/")
+    assert "token" not in lab.url
+
+    try:
+        # A notebook cell runs in the machine's kernel.
+        lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
+        lab.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
+        expect(lab.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible(timeout=60_000)
+        lab.locator(".jp-Notebook .jp-Cell .cm-content").first.click()
+        lab.keyboard.type("import numpy; print(numpy.arange(3).sum())")
+        lab.keyboard.press("Shift+Enter")
+        expect(lab.locator(".jp-OutputArea-output").first).to_have_text("3", timeout=60_000)
+        screenshot(lab, "machine-02-notebook")
+
+        # The terminal runs commands (with Chinese text); what it writes shows in the file browser.
+        lab.locator('[data-command="launcher:create"]').first.click()
+        lab.locator('.jp-LauncherCard[data-category="Other"][title*="erminal"], '
+                    '.jp-LauncherCard[data-category="Other"]:has-text("Terminal"), '
+                    '.jp-LauncherCard[data-category="Other"]:has-text("终端")').first.click()  # fmt: skip
+        lab.wait_for_selector(".jp-Terminal .xterm-helper-textarea", state="attached")
+        lab.locator(".jp-Terminal").last.click()
+        lab.keyboard.type("nproc > nproc.txt; echo 你好，机器 > 终端.txt\n")
+        home = sandboxes.home(instance)
+        wait_until(lambda: (home / "终端.txt").exists() and (home / "nproc.txt").exists(), timeout=30,
+                   message="the terminal's files")  # fmt: skip
+        assert (home / "终端.txt").read_text(encoding="utf-8") == "你好，机器\n"
+        assert int((home / "nproc.txt").read_text()) >= 1
+        lab.locator('[data-command="filebrowser:refresh"]').first.click()
+        expect(lab.locator(".jp-DirListing-item", has_text="终端.txt")).to_be_visible(timeout=30_000)
+        screenshot(lab, "machine-03-terminal")
+    except Exception:
+        screenshot(lab, "machine-lab-failure")
+        raise
+    lab.close()
+
+    # Back on the instance page: the curve is the real run's, forwarded by the agent; no "simulated" label.
+    wait_until(lambda: TrainingScalar.objects.filter(instance=instance, tag="loss").count() >= 3, timeout=60,
+               message="the quick-start run's scalars")  # fmt: skip
+    page.reload()
+    expect(page.locator("#training-chart")).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"))
+    expect(page.locator("#training-title .badge")).to_have_count(0)
+    screenshot(page, "machine-04-curve")

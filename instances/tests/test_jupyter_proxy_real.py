@@ -1,6 +1,6 @@
-"""The JupyterLab proxy in front of a real JupyterLab, when one is installed: ``JUPYTER_PYTHON=/path/to/python``
-names a Python with ``jupyterlab`` (skipped without it). JupyterLab listens on a Unix socket with the console path as
-its base_url, as the local backend starts it; the console runs under uvicorn.
+"""The JupyterLab proxy in front of a real JupyterLab: the local backend's runtime, or the Python that
+``JUPYTER_PYTHON=/path/to/python`` names (skipped without either). JupyterLab listens on a Unix socket with the
+console path as its base_url, as the local backend starts it; the console runs under uvicorn.
 
 It proves what the fake cannot: JupyterLab's page comes through without its token, Jupyter accepts the token header
 and skips its XSRF check for the writes JupyterLab makes without Django's token, and a kernel runs code over the
@@ -23,8 +23,21 @@ from playwright.sync_api import expect
 from instances.backends import JupyterServer, get_backend
 from tests.asgi_server import browser, login_cookies, open_websocket
 
-JUPYTER_PYTHON = os.environ.get("JUPYTER_PYTHON", "")
-pytestmark = pytest.mark.skipif(not JUPYTER_PYTHON, reason="set JUPYTER_PYTHON to a Python that has jupyterlab")
+
+def _jupyter_python() -> str:
+    """``JUPYTER_PYTHON``, else the local backend's runtime once built (``manage.py use_local --check``; CI does)."""
+    from instances import runtime
+
+    if os.environ.get("JUPYTER_PYTHON"):
+        return os.environ["JUPYTER_PYTHON"]
+    return str(runtime.path() / "bin" / "python") if runtime.is_ready() else ""
+
+
+JUPYTER_PYTHON = _jupyter_python()
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(not JUPYTER_PYTHON, reason="no JupyterLab runtime: run manage.py use_local --check"),
+]
 
 
 @pytest.fixture

@@ -421,7 +421,11 @@ LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=200000)
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)
-LOCAL_AGENT_CONSOLE_URL = env.str("LOCAL_AGENT_CONSOLE_URL", default=SITE_URL)
+# The agent reports to the web server on this host directly (make run's HOST and PORT), not through the public URL.
+_web_host = env.str("HOST", default="127.0.0.1").replace("0.0.0.0", "127.0.0.1")
+LOCAL_AGENT_CONSOLE_URL = env.str(
+    "LOCAL_AGENT_CONSOLE_URL", default=f"http://{_web_host}:{env.int('PORT', default=8000)}"
+)
 LOCAL_HEARTBEAT_SECONDS = env.float("LOCAL_HEARTBEAT_SECONDS", default=15)
 
 SLURM_ZONES = {

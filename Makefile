@@ -42,7 +42,8 @@ run: install messages
 	@echo "  API docs: http://$(HOST):$(PORT)/api/docs/"
 	@echo "  Ctrl-C stops the web server, the Celery worker and beat together."
 	@echo ""
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho -f Procfile start
+	@# honcho gives each process its own PORT: the agents on this host report to the web server's.
+	LOCAL_AGENT_CONSOLE_URL="$${LOCAL_AGENT_CONSOLE_URL:-http://127.0.0.1:$(PORT)}" PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho -f Procfile start
 
 test: install messages
 	DATA_DIR=$(CURDIR)/var/test $(BIN)/pytest $(PYTEST_ARGS)

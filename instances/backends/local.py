@@ -33,6 +33,7 @@ says whether this host can run it, and ``make run`` falls back to the simulated 
 import json
 import logging
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -380,7 +381,10 @@ class LocalBackend(Backend):
             _make_owned(path, sandbox_uid(instance))
             self._add_mount(instance, target, str(path), read_only=False)
             return
-        path = Path(source) if source.startswith("/") else Path(settings.LOCAL_HUB_ROOT) / source
+        # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.
+        if source.startswith("/") or ".." in Path(source).parts:
+            raise BackendError(f"cannot mount {source}")
+        path = Path(settings.LOCAL_HUB_ROOT) / source
         path.mkdir(parents=True, exist_ok=True)
         self._add_mount(instance, target, str(path), read_only=True)
 
@@ -419,7 +423,9 @@ class LocalBackend(Backend):
         mnt = folder(public_id) / "mnt"
         mnt.mkdir(parents=True, exist_ok=True)
         if not _is_mount_point(mnt):
+            # A peer group of its own: mounts below it reach the sandbox (a slave of it) and nothing else.
             _run(["mount", "--bind", str(mnt), str(mnt)])
+            _run(["mount", "--make-private", str(mnt)])
             _run(["mount", "--make-shared", str(mnt)])
         for target, entry in state.get("mounts", {}).items():
             point = self._mount_point(public_id, target)
@@ -430,9 +436,14 @@ class LocalBackend(Backend):
             _run(["mount", "--bind", *options, entry["source"], str(point)])
 
     def _unmount_all(self, public_id) -> None:
-        mnt = folder(public_id) / "mnt"
-        if _is_mount_point(mnt):
-            _umount(mnt)
+        """Undo every mount under the instance's mount hub, the hub's own bind included."""
+        mnt = str(folder(public_id) / "mnt")
+        for _ in range(20):
+            points = [p for p in _mount_points() if p == mnt or p.startswith(mnt + "/")]
+            if not points:
+                return
+            for point in sorted(set(points), key=len, reverse=True):
+                _umount(Path(point))
 
     # Entering the machine ------------------------------------------------------------------------------------
 
@@ -727,11 +738,15 @@ def _signal(pid: int, signum) -> None:
         pass
 
 
+def _mount_points() -> list[str]:
+    """Every mount point of this mount namespace, as /proc/self/mountinfo lists them (octal escapes undone)."""
+    with open("/proc/self/mountinfo") as info:
+        return [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in info]
+
+
 def _is_mount_point(path: Path) -> bool:
-    try:
-        return os.path.ismount(path)
-    except OSError:
-        return False
+    # Not os.path.ismount: a bind mount from the same file system has the same device as its parent.
+    return str(path) in _mount_points()
 
 
 def _run(argv: list[str]) -> None:
@@ -741,4 +756,4 @@ def _run(argv: list[str]) -> None:
 
 
 def _umount(path: Path) -> None:
-    subprocess.run(["umount", "-R", "-l", str(path)], capture_output=True, check=False)
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)

@@ -42,6 +42,10 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
+def mounts_under(path) -> list[str]:
+    return [p for p in local._mount_points() if p == str(path) or p.startswith(f"{path}/")]
+
+
 @pytest.fixture
 def running(on_local, launch):
     def run(**fields):
@@ -143,6 +147,7 @@ def test_stop_kills_every_process_start_brings_the_home_back_release_deletes_it(
     services.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
     assert processes_of(uid) == []
+    assert mounts_under(on_local.folder(instance)) == []
     assert get_backend("local").jupyter(fresh(instance)) is None
 
     services.start(fresh(instance))
@@ -178,9 +183,14 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     on_local.run(instance, "echo shared > /root/shared/from-inside.txt")
     assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").read_text() == "shared\n"
 
+    # Attaching again while running stacks nothing: each mount is made once.
+    backend.attach_disk(fresh(instance), "disk-1")
+    assert len(mounts_under(on_local.folder(instance))) == 4  # the hub itself, the disk, the item, the storage
+
     services.release(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
     assert not on_local.home(instance).exists()
+    assert mounts_under(on_local.folder(instance)) == []
     assert (on_local.root / "disks" / "disk-1" / "kept.txt").read_text(encoding="utf-8") == "数据\n"
     assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").exists()
 

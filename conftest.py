@@ -19,6 +19,7 @@ pytest_plugins = [
     "instances.tests.fixtures",
     "instances.tests.local_fixtures",
     "instances.tests.slurm_fixtures",
+    "instances.tests.ssh_fixtures",
     "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
     "console.ops.tests.fixtures",

@@ -438,6 +438,13 @@ SLURM_ZONES = {
     "cn-east-a": {"partition": "nvidia"},
 }
 
+# The SSH gateway (`manage.py ssh_gateway`): ssh, scp and SFTP into running instances, logged in with the owner's
+# SSH keys. It listens on SSH_GATEWAY_HOST:SSH_GATEWAY_PORT; instance pages tell users to connect to
+# SSH_GATEWAY_PUBLIC_HOST (by default the host name the page was asked for). Its host key is made once, in DATA_DIR.
+SSH_GATEWAY_HOST = env.str("SSH_GATEWAY_HOST", default="127.0.0.1")
+SSH_GATEWAY_PORT = env.int("SSH_GATEWAY_PORT", default=2222)
+SSH_GATEWAY_PUBLIC_HOST = env.str("SSH_GATEWAY_PUBLIC_HOST", default="")
+
 # The share of the compute that other users spend on a community image that is paid to its author (SPEC §7).
 # A decimal string: money is never a float.
 IMAGE_AUTHOR_SHARE = env.str("IMAGE_AUTHOR_SHARE", default="0.03")

@@ -3,7 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 
 from .errors import ServiceError
-from .models import ApiToken, AuditEntry, CapacitySnapshot, EnterpriseVerification, User, WorkerHeartbeat
+from .models import ApiToken, AuditEntry, CapacitySnapshot, EnterpriseVerification, SSHKey, User, WorkerHeartbeat
 
 
 @admin.register(User)
@@ -36,6 +36,18 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # tokens are issued by their owner, who alone sees the secret
+
+
+@admin.register(SSHKey)
+class SSHKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "key_type", "fingerprint", "created_at", "last_used_at"]
+    list_filter = ["key_type"]
+    search_fields = ["name", "fingerprint", "user__email"]
+    list_select_related = ["user"]
+    readonly_fields = ["public_id", "user", "key_type", "fingerprint", "public_key", "created_at", "last_used_at"]
+
+    def has_add_permission(self, request):
+        return False  # keys are added by their owner, through the checks of console.ssh_keys
 
 
 @admin.register(WorkerHeartbeat)

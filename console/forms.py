@@ -44,3 +44,20 @@ class EnterpriseVerificationForm(forms.Form):
     contact_phone = forms.CharField(
         label=_("Contact phone"), max_length=32, error_messages={"required": _("Enter a contact phone number.")}
     )
+
+
+class SSHKeyForm(forms.Form):
+    """The fields are only collected here: ``console.ssh_keys.add_ssh_key`` checks the key and the name."""
+
+    public_key = forms.CharField(
+        label=_("Public key"),
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "placeholder": "ssh-ed25519 AAAA… you@laptop"}),
+        help_text=_("The contents of your .pub file, e.g. ~/.ssh/id_ed25519.pub. Never paste a private key."),
+        error_messages={"required": _("Paste a public key (the contents of a .pub file).")},
+    )
+    name = forms.CharField(
+        label=_("Name"),
+        required=False,
+        max_length=100,
+        help_text=_("Optional: the key's comment (e.g. you@laptop) is used when empty."),
+    )

@@ -1,4 +1,4 @@
-"""Accounts, API tokens, enterprise verification and the worker heartbeat."""
+"""Accounts, API tokens, SSH keys, enterprise verification and the worker heartbeat."""
 
 import uuid
 
@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .querysets import ApiTokenQuerySet, EnterpriseVerificationQuerySet
+from .querysets import ApiTokenQuerySet, EnterpriseVerificationQuerySet, SSHKeyQuerySet
 
 
 class UserManager(BaseUserManager):
@@ -88,6 +88,34 @@ class ApiToken(models.Model):
     @property
     def can_write(self) -> bool:
         return self.scope == self.Scope.READ_WRITE
+
+
+class SSHKey(models.Model):
+    """A public key its owner logs in with through the SSH gateway (``ssh -p 2222 <instance-id>@host``).
+
+    Only public keys are stored, as one OpenSSH line; the SHA-256 fingerprint identifies the key at login and is
+    unique per user. ``console.ssh_keys`` adds and removes them.
+    """
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="ssh_keys")
+    name = models.CharField(_("name"), max_length=100)
+    public_key = models.TextField(_("public key"), editable=False)
+    fingerprint = models.CharField(_("fingerprint"), max_length=64, editable=False)
+    key_type = models.CharField(_("key type"), max_length=32, editable=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+
+    objects = SSHKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("SSH key")
+        verbose_name_plural = _("SSH keys")
+        ordering = ["-created_at", "-pk"]
+        constraints = [models.UniqueConstraint(fields=["user", "fingerprint"], name="one_ssh_key_per_fingerprint")]
+
+    def __str__(self):
+        return f"{self.name} ({self.fingerprint})"
 
 
 class WorkerHeartbeat(models.Model):

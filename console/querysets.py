@@ -14,6 +14,14 @@ class ApiTokenQuerySet(models.QuerySet):
         return self.filter(revoked_at__isnull=True)
 
 
+class SSHKeyQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The SSH keys ``user`` may see or delete: their own. Anonymous users get none."""
+        if not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(user=user)
+
+
 class EnterpriseVerificationQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
         """A user's own applications (staff review the queue through ``console.ops``, never through this)."""

@@ -20,9 +20,10 @@ from catalog.models import Chip, Zone
 from config.asgi import application as console_application
 from config.celery import app
 from console import services as console_services
+from console import ssh_keys
 from console.bench import benchmark, size
 from console.models import User, WorkerHeartbeat
-from instances import services
+from instances import services, ssh_gateway
 from instances.backends import JupyterServer, get_backend
 from instances.models import Instance
 from instances.tests.fake_jupyter import FakeJupyter
@@ -379,3 +380,49 @@ def _host_shell(instance, command):
     """The simulated machine entered as /bin/sh on this host: the benchmark measures the gateway, not a backend's
     own way in (nsenter into a sandbox adds its few milliseconds on top)."""
     return ["/bin/sh", "-c", command] if command is not None else ["/bin/sh", "-l"]
+
+
+# The SSH gateway ---------------------------------------------------------------------------------------------
+
+SSH_ROUNDS = size(50, 5)
+
+
+def _host_shell(instance, command):
+    """The simulated machine entered as /bin/sh on this host: the benchmark measures the gateway, not a backend's
+    own way in (nsenter into a sandbox adds its few milliseconds on top)."""
+    return ["/bin/sh", "-c", command] if command is not None else ["/bin/sh", "-l"]
+
+
+@benchmark("SSH gateway: connect → first command (ssh … true)")
+def ssh_round_trip(report):
+    """`ssh -p PORT <instance-id>@127.0.0.1 true` with the system OpenSSH client, end to end: TCP, key exchange,
+    the owner's-key lookup, the session, the program and its exit status."""
+    os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
+    _capacity(1)
+    user = _user("bench-ssh@example.com")
+    request = services.LaunchRequest(name="bench-ssh", chip="ascend-910b", image="pytorch-2.2-cann8")
+    instance = services.launch(user, request)
+    while Instance.objects.get(pk=instance.pk).status != "running":
+        services.advance(instance.pk, "running")
+    backend = get_backend(Instance.objects.get(pk=instance.pk).backend_name)
+    backend.enter_argv = _host_shell  # shadows the backend's method for this run
+    with tempfile.TemporaryDirectory() as folder:
+        key = Path(folder) / "id_ed25519"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        ssh_keys.add_ssh_key(user, public_key=key.with_suffix(".pub").read_text())
+        gateway = ssh_gateway.GatewayThread("127.0.0.1", 0, ssh_gateway.load_host_key(Path(folder) / "host_key"))
+        options = ("BatchMode=yes", "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR")
+        argv = ["ssh", "-p", str(gateway.port), "-i", str(key), "-F", "/dev/null"]
+        argv += [arg for option in options for arg in ("-o", option)]
+        argv += [f"{instance.public_id}@127.0.0.1", "true"]
+        durations = []
+        try:
+            for _ in range(SSH_ROUNDS):
+                with report.timer() as t:
+                    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+                durations.append(t.seconds)
+        finally:
+            gateway.stop()
+            del backend.enter_argv
+            app.control.purge()
+    report.add_latencies("ssh … true", durations, note="system OpenSSH client; Ed25519 keys; /bin/sh as the machine")

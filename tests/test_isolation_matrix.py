@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+import asyncssh
 import pytest
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -58,6 +59,7 @@ STAFF_PREFIXES = ("ops/", settings.ADMIN_URL)
 # route name → the owner's object's ids for it (``o`` is the ``owned`` fixture).
 COVERED = {
     "console:revoke-token": lambda o: {"public_id": o["token"].public_id},
+    "console:delete-ssh-key": lambda o: {"public_id": o["ssh_key"].public_id},
     "instances:detail": lambda o: {"public_id": o["instance"].public_id},
     "instances:start": lambda o: {"public_id": o["instance"].public_id},
     "instances:stop": lambda o: {"public_id": o["instance"].public_id},
@@ -99,11 +101,13 @@ COVERED = {
     "endpoints:release": lambda o: {"public_id": o["endpoint"].public_id},
     "endpoints:scale-to-zero": lambda o: {"public_id": o["endpoint"].public_id},
     "api-token-detail": lambda o: {"public_id": o["token"].public_id},
+    "api-ssh-key-detail": lambda o: {"public_id": o["ssh_key"].public_id},
     "api-instance-detail": lambda o: {"id": o["instance"].public_id},
     "api-instance-release": lambda o: {"id": o["instance"].public_id},
     "api-instance-start": lambda o: {"id": o["instance"].public_id},
     "api-instance-stop": lambda o: {"id": o["instance"].public_id},
     "api-instance-training": lambda o: {"id": o["instance"].public_id},
+    "api-instance-ssh": lambda o: {"id": o["instance"].public_id},
     "api-instance-logs": lambda o: {"id": o["instance"].public_id},
     "api-secret-detail": lambda o: {"name": o["secret"].name},
     "api-instance-mounts": lambda o: {"id": o["instance"].public_id},
@@ -182,6 +186,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     token, a secret, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
     from billing import payments
     from console import services as console
+    from console import ssh_keys
     from instances import secrets as instance_secrets
     from instances import services as instances
     from instances.tests.fixtures import settle
@@ -209,6 +214,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["file"] = store_file(owner, "/datasets/train.jsonl", b'{"q": 1}\n')
     objects["upload"] = storage.create_upload(owner, folder_path="/", filename="big.bin", length=10)
     objects["token"] = console.create_api_token(owner, name="ci", scope="read").token
+    objects["ssh_key"] = ssh_keys.add_ssh_key(owner, public_key=_public_key())
     objects["secret"] = instance_secrets.put_secret(owner, "HF_TOKEN", "hf-matrix-value")[0]
     objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
@@ -222,6 +228,10 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["endpoint"] = endpoint
     objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
     return objects
+
+
+def _public_key() -> str:
+    return asyncssh.generate_private_key("ssh-ed25519", comment="matrix").export_public_key().decode()
 
 
 def _clients(owner, teammate, stranger, api: bool):

@@ -1,10 +1,11 @@
 from django.urls import path
 
-from . import verification, views
+from . import ssh_keys, verification, views
 from .routers import Router
 
 router = Router()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
+router.register("ssh-keys", ssh_keys.SSHKeyViewSet, basename="api-ssh-key")
 
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),

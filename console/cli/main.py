@@ -7,8 +7,8 @@ import sys
 from .client import Api, CliError
 
 COMMAND_MODULES = [
-    "console.cli.account", "console.cli.secrets", "instances.cli", "inference.cli", "marketplace.cli", "storage.cli",
-    "billing.cli",
+    "console.cli.account", "console.cli.secrets", "console.cli.ssh", "instances.cli", "inference.cli",
+    "marketplace.cli", "storage.cli", "billing.cli",
 ]  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from . import views
 from .agent import AgentReportView
 from .instances import InstanceViewSet
 from .secrets import SecretViewSet
+from .ssh import InstanceSSHView
 
 router = SimpleRouter()
 # DRF's constructor takes only True/False; the attribute accepts a pattern, so both /chips and /chips/ work.
@@ -18,5 +19,6 @@ router.register("secrets", SecretViewSet, basename="api-secret")
 urlpatterns = [
     re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),
     re_path(r"^agent/instances/(?P<id>[^/]+)/reports/?$", AgentReportView.as_view(), name="api-agent-reports"),
+    re_path(r"^instances/(?P<id>[^/]+)/ssh/?$", InstanceSSHView.as_view(), name="api-instance-ssh"),
     *router.urls,
 ]

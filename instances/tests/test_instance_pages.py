@@ -87,7 +87,7 @@ def test_the_detail_page_labels_simulated_access_and_metrics(english, launch):
     settle()
     html = english.get(instance.get_absolute_url()).content.decode()
     assert "there is no machine to enter" in html and fresh(instance).access["node"] in html
-    assert "ssh " not in html.lower() and "jupyter.sim" not in html
+    assert "ssh -p" not in html and 'id="ssh-command"' not in html and "jupyter.sim" not in html
     assert "instances/metrics.js" in html and "vendor/chartjs/chart.umd.min.js" in html
     data = english.get(reverse("instances:metrics", args=[instance.public_id])).json()
     assert data["simulated"] is True and len(data["labels"]) >= 1

@@ -261,7 +261,9 @@ class LocalBackend(Backend):
         uid = sandbox_uid(instance)
         _make_traversable(base.parent)
         home, run, boot, mnt = base / "root", base / "run", base / "boot", base / "mnt"
-        for path, owner, mode in ((base, 0, 0o711), (home, uid, 0o700), (home / ".gpucloud", uid, 0o755),
+        # base/.gpucloud: the agent's own files (it runs as the sandbox user, outside the sandbox).
+        for path, owner, mode in ((base, 0, 0o711), (base / ".gpucloud", uid, 0o700), (home, uid, 0o700),
+                                  (home / ".gpucloud", uid, 0o755),
                                   (run, uid, 0o700), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
             path.mkdir(parents=True, exist_ok=True)
             os.chown(path, owner, owner)

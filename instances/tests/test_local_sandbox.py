@@ -206,3 +206,22 @@ def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_co
     assert steps == sorted(steps) and steps[0] >= 1
     assert fresh(instance).agent_reports.exists()
     assert "quick" in get_backend("local").logs(fresh(instance), tail=50).lower()
+
+
+def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local, running, console_server, stranger):
+    from tests.asgi_server import browser
+
+    instance = running()
+    on_local.run(instance, "cd /root && (nohup python -m http.server 7860 >/dev/null 2>&1 &)")
+    (on_local.home(instance) / "gradio-says.txt").write_text("你好")
+    owner, other = browser(console_server, instance.owner), browser(console_server, stranger)
+
+    def answer():
+        response = owner.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt")
+        return response if response.status_code == 200 else None
+
+    from tests.fixtures.services import wait_until
+
+    response = wait_until(answer, timeout=30, message="the app on port 7860 through the console")
+    assert response.content.decode() == "你好"
+    assert other.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt").status_code == 404

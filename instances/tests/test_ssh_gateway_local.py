@@ -1,0 +1,73 @@
+"""The SSH gateway into real machines of the local backend (bubblewrap sandboxes): the system OpenSSH client, the
+gateway, and the backend's own way in (nsenter) and home folder — no fake."""
+
+import pytest
+
+from instances import services
+from instances.choices import Status
+from instances.models import Instance
+from instances.tests.ssh_fixtures import scp, ssh
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
+
+
+def fresh(instance):
+    return Instance.objects.with_related().get(pk=instance.pk)
+
+
+@pytest.fixture
+def machine(on_local, launch):
+    instance = launch(chip="ascend-910b", cards=1)
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
+    return fresh(instance)
+
+
+def test_commands_run_inside_the_machine_with_their_status(gateway, machine, owner_key):
+    result = ssh(gateway.port, owner_key, machine.public_id, "echo $((6*7)); cd && pwd; exit 3")
+    assert result.returncode == 3, result.stderr
+    assert result.stdout.split() == [b"42", b"/root"]
+
+
+def test_a_pty_session_inside_the_machine(gateway, machine, owner_key):
+    # The terminal is the gateway's pty: a terminal inside, though the sandbox's own /dev/pts does not name it.
+    command = "[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; exit 4"
+    result = ssh(gateway.port, owner_key, machine.public_id, "-tt", command)
+    output = result.stdout.decode().replace("\r", "")
+    assert result.returncode == 4, output
+    assert "on-a-terminal" in output
+
+
+def test_scp_copies_into_the_home_and_back_owned_by_the_machines_user(gateway, machine, owner_key, on_local, tmp_path):
+    local_file = tmp_path / "data.bin"
+    local_file.write_bytes(b"x" * 100_000)
+    target = f"{machine.public_id}@127.0.0.1:"
+    assert scp(gateway.port, owner_key, str(local_file), target).returncode == 0
+    home = on_local.home(machine)
+    assert (home / "data.bin").read_bytes() == local_file.read_bytes()
+    assert (home / "data.bin").stat().st_uid == home.stat().st_uid
+    seen = ssh(gateway.port, owner_key, machine.public_id, "wc -c < /root/data.bin; echo hi > /root/made.txt")
+    assert seen.stdout.split() == [b"100000"]
+    back = tmp_path / "made.txt"
+    assert scp(gateway.port, owner_key, target + "made.txt", str(back)).returncode == 0
+    assert back.read_text() == "hi\n"
+
+
+def test_a_stopped_machine_is_refused(gateway, machine, owner_key, on_local):
+    services.stop(fresh(machine))
+    on_local.settle(until=lambda: fresh(machine).status == Status.STOPPED, message="the machine to stop")
+    result = ssh(gateway.port, owner_key, machine.public_id, "true")
+    assert result.returncode == 255 and b"Permission denied" in result.stderr
+
+
+def test_an_interactive_login_shell_inside_the_machine(gateway, machine, owner_key):
+    result = ssh(gateway.port, owner_key, machine.public_id, "-tt", input=b"echo $((6*7))\nexit 5\n")
+    assert result.returncode == 5 and b"42" in result.stdout
+
+
+def test_a_symlink_made_inside_does_not_lead_sftp_out_of_the_home(gateway, machine, owner_key, tmp_path):
+    made = ssh(gateway.port, owner_key, machine.public_id, "ln -s / /root/escape && ln -s /etc/hostname /root/h")
+    assert made.returncode == 0, made.stderr
+    target = f"{machine.public_id}@127.0.0.1:"
+    for path in ("escape/etc/hostname", "h", "../../../etc/hostname"):
+        got = tmp_path / "got"
+        assert scp(gateway.port, owner_key, target + path, str(got)).returncode != 0 and not got.exists(), path

@@ -444,6 +444,8 @@ SLURM_ZONES = {
 SSH_GATEWAY_HOST = env.str("SSH_GATEWAY_HOST", default="127.0.0.1")
 SSH_GATEWAY_PORT = env.int("SSH_GATEWAY_PORT", default=2222)
 SSH_GATEWAY_PUBLIC_HOST = env.str("SSH_GATEWAY_PUBLIC_HOST", default="")
+# OpenSSH's SFTP server, run inside the machine for SFTP and scp (Debian: openssh-sftp-server).
+SSH_SFTP_SERVER = env.str("SSH_SFTP_SERVER", default="/usr/lib/openssh/sftp-server")
 
 # The share of the compute that other users spend on a community image that is paid to its author (SPEC §7).
 # A decimal string: money is never a float.

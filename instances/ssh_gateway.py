@@ -5,15 +5,18 @@ The SSH user name is the instance's public id (with or without dashes). Only pub
 is let in when it is one of the instance owner's SSH keys (``console.SSHKey``) and the instance is running; no
 passwords, keyboard-interactive, port, agent or X11 forwarding. A session runs what the instance's backend says
 enters the machine (``Backend.enter_argv``) under a pty when the client asked for one, with pipes otherwise, and
-hands back its exit status. SFTP and scp are served from the backend's home folder of the instance
-(``Backend.home_path``).
+hands back its exit status. SFTP (and scp, which speaks SFTP or, with ``-O``, runs ``scp -t`` as a command) is
+OpenSSH's own ``sftp-server`` started inside the machine the same way: files are read and written there, as the
+machine's user, never by the gateway on the host (where a symlink made inside could lead it anywhere).
 """
 
 import asyncio
 import fcntl
+import inspect
 import logging
 import os
 import pty
+import shlex
 import signal
 import socket
 import struct
@@ -26,6 +29,8 @@ from pathlib import Path
 
 import asyncssh
 from asgiref.sync import sync_to_async
+from asyncssh.constants import EXTENDED_DATA_STDERR
+from asyncssh.stream import SSHReader, SSHWriter
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone, translation
@@ -36,7 +41,6 @@ from console.models import SSHKey
 from .backends import BackendError, get_backend
 from .choices import Status
 from .models import Instance
-from .ssh_files import HomeSFTPServer, RefusingSFTPServer
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +158,21 @@ def enter_argv(instance_pk: int, command: str | None) -> list[str]:
     return get_backend(instance.backend_name).enter_argv(instance, command)
 
 
-def home_path(instance_pk: int) -> Path | None:
-    instance = _running_instance(instance_pk)
-    return get_backend(instance.backend_name).home_path(instance)
+class GatewayProcess(asyncssh.SSHServerProcess):
+    """A session channel whose every request reaches the gateway's process handler, the SFTP subsystem included
+    (asyncssh would otherwise serve SFTP itself, on the host): SFTP is OpenSSH's sftp-server inside the machine."""
+
+    def subsystem_requested(self, subsystem: str) -> bool:
+        return subsystem == "sftp"
+
+    def session_started(self) -> None:
+        # asyncssh's own session_started with its SFTP and scp branches left out.
+        stdin = SSHReader(self, self._chan)
+        stdout = SSHWriter(self, self._chan)
+        stderr = SSHWriter(self, self._chan, EXTENDED_DATA_STDERR)
+        handler = self._session_factory(stdin, stdout, stderr)
+        if inspect.isawaitable(handler):
+            self._conn.create_task(handler, stdin.logger)
 
 
 class GatewayServer(asyncssh.SSHServer):
@@ -169,6 +185,9 @@ class GatewayServer(asyncssh.SSHServer):
         self.peer = ""
         # asyncssh asks about a key twice (the client's query, then its signature): one lookup per key.
         self._checked: dict[str, Grant | None] = {}
+
+    def session_requested(self):
+        return GatewayProcess(self.gateway.session, None, 0, False)
 
     def connection_made(self, conn):
         self.peer = conn.get_extra_info("peername", ("?", 0))[0]
@@ -377,8 +396,15 @@ async def _reported_status(ours: socket.socket, child: asyncio.subprocess.Proces
 
 
 async def _run(process, grant: Grant) -> None:
+    command = process.command
+    if process.subsystem == "sftp":
+        command = f"exec {shlex.quote(settings.SSH_SFTP_SERVER)}"
+    elif process.subsystem:
+        _say(process, _("This gateway offers no %(name)s subsystem.") % {"name": process.subsystem})
+        process.exit(1)
+        return
     try:
-        argv = await _db(enter_argv)(grant.instance_pk, process.command)
+        argv = await _db(enter_argv)(grant.instance_pk, command)
     except BackendError as exc:
         _say(process, exc)
         process.exit(1)
@@ -411,9 +437,6 @@ class Gateway:
             port,
             server_factory=lambda: GatewayServer(self),
             server_host_keys=[host_key],
-            process_factory=self.session,
-            sftp_factory=self.sftp,
-            allow_scp=True,
             encoding=None,
             line_editor=False,
             agent_forwarding=False,
@@ -439,19 +462,6 @@ class Gateway:
         if not work.cancelled() and (error := work.exception()) is not None:
             log.error("ssh session failed", exc_info=error)
             process.exit(1)
-
-    async def sftp(self, chan):
-        grant = chan.get_connection().get_owner().grant
-        try:
-            home = await _db(home_path)(grant.instance_pk)
-        except BackendError as exc:
-            home, reason = None, exc
-        else:
-            reason = _("This instance has no files to transfer: its backend gives no home folder.")
-        if home is None:
-            with translation.override(_language(chan.get_environment())):
-                return RefusingSFTPServer(chan, str(reason))
-        return HomeSFTPServer(chan, chroot=os.fsencode(home))
 
     async def close(self) -> None:
         if self.acceptor is not None:

@@ -64,10 +64,18 @@ def test_an_interactive_login_shell_inside_the_machine(gateway, machine, owner_k
     assert result.returncode == 5 and b"42" in result.stdout
 
 
-def test_a_symlink_made_inside_does_not_lead_sftp_out_of_the_home(gateway, machine, owner_key, tmp_path):
-    made = ssh(gateway.port, owner_key, machine.public_id, "ln -s / /root/escape && ln -s /etc/hostname /root/h")
+def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(gateway, machine, owner_key, tmp_path):
+    from django.conf import settings
+
+    console_file = settings.BASE_DIR / "config" / "settings.py"
+    made = ssh(gateway.port, owner_key, machine.public_id, f"ln -s / /root/escape && ln -s {console_file} /root/s")
     assert made.returncode == 0, made.stderr
     target = f"{machine.public_id}@127.0.0.1:"
-    for path in ("escape/etc/hostname", "h", "../../../etc/hostname"):
+    # The console's files do not exist inside, through a symlink or not; the host's secrets stay unreadable.
+    for path in ("s", f"escape{console_file}", str(console_file), "/etc/shadow", "escape/etc/shadow"):
         got = tmp_path / "got"
         assert scp(gateway.port, owner_key, target + path, str(got)).returncode != 0 and not got.exists(), path
+    # What the machine can read, SFTP can: its own hostname file, through the symlink too.
+    got = tmp_path / "hostname"
+    assert scp(gateway.port, owner_key, target + "escape/proc/sys/kernel/hostname", str(got)).returncode == 0
+    assert got.read_text().startswith("gpu-")

@@ -225,3 +225,27 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
     response = wait_until(answer, timeout=30, message="the app on port 7860 through the console")
     assert response.content.decode() == "你好"
     assert other.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt").status_code == 404
+
+
+def test_the_start_command_runs_at_boot_with_the_variables_and_secrets_and_its_output_is_the_log(
+    on_local, running, owner
+):
+    from instances.secrets import create_secret
+
+    create_secret(owner, "HF_TOKEN", "hf_s3cr3t")
+    instance = running(
+        start_command='echo "hello $GREETING"; echo "token ${#HF_TOKEN} chars"; echo 中文输出; exit 7',
+        env={"GREETING": "世界"},
+        secrets=["HF_TOKEN"],
+    )
+    backend = get_backend("local")
+
+    def log():
+        return backend.logs(fresh(instance), tail=20)
+
+    on_local.settle(until=lambda: "exited with status 7" in log(), timeout=30, message="the start command")
+    assert "hello 世界" in log() and "token 9 chars" in log() and "中文输出" in log()
+    assert "hf_s3cr3t" not in log()  # the command printed its length, not the value
+    # A shell in the machine has the same variables; the machine stays up after its start command ends.
+    assert on_local.run(fresh(instance), 'echo "$GREETING $HF_TOKEN"').stdout == "世界 hf_s3cr3t\n"
+    assert fresh(instance).status == Status.RUNNING

@@ -249,3 +249,16 @@ def test_the_start_command_runs_at_boot_with_the_variables_and_secrets_and_its_o
     # A shell in the machine has the same variables; the machine stays up after its start command ends.
     assert on_local.run(fresh(instance), 'echo "$GREETING $HF_TOKEN"').stdout == "世界 hf_s3cr3t\n"
     assert fresh(instance).status == Status.RUNNING
+
+
+def test_a_worker_restart_finds_its_machines_again(on_local, running):
+    from instances import backends
+
+    instance = running()
+    on_local.run(instance, "echo before > /root/f")
+    backends._instances.clear()  # a new worker process: no memory of what it started
+
+    services.reconcile()
+    assert fresh(instance).status == Status.RUNNING
+    assert get_backend("local").jupyter(fresh(instance)) is not None
+    assert on_local.run(fresh(instance), "cat /root/f").stdout == "before\n"

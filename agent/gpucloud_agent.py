@@ -13,7 +13,15 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
 * reports a heartbeat with metrics to the console every ``--interval`` seconds, authenticated by the instance's
   own token (``GPUCLOUD_AGENT_TOKEN`` in the environment, never on the command line). Metrics come from the
   vendor's tool when it is installed (npu-smi, cnmon, hy-smi, nvidia-smi); otherwise from the host's CPU and
-  memory, labelled ``host``.
+  memory, labelled ``host``;
+* with ``--jupyter <python>``, runs JupyterLab beside the workload: on the node's own address and a free port, with
+  the console's lab path as its base URL, the instance's home as its root and ``JUPYTER_TOKEN`` (from the job's
+  environment) as its password. It has a session of its own and ignores SIGUSR1, so the checkpoint signal is the
+  workload's alone, and it ends with the agent. The first report waits until it answers (``--jupyter-wait`` at
+  most), so the instance is running with its lab; every report then carries its address, which the console checks
+  before its proxy goes there (``backends.slurm.lab_address_allowed``);
+* writes the workload's environment to the system disk (``.gpucloud/environment``, readable by the jobs' user
+  only), so a shell the console opens in the job (``srun --overlap``) gets the same variables and secrets.
 """
 
 import argparse
@@ -21,8 +29,10 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,6 +55,8 @@ VENDOR_TOOLS = {"npu": "npu-smi", "mlu": "cnmon", "dcu": "hy-smi", "cuda": "nvid
 
 MARKER = ".gpucloud/checkpoint.json"  # under the system disk's /root
 LAYOUT = ".gpucloud/layout.json"  # under the system disk: the disks and mounts, kept across restarts
+ENVIRONMENT = ".gpucloud/environment"  # under the system disk: the workload's variables, for shells in the job
+JUPYTER_LOG = ".gpucloud/jupyter.log"  # under the system disk, beside the home JupyterLab shows
 
 
 # Cards ---------------------------------------------------------------------------------------------------------
@@ -81,6 +93,29 @@ def vendor_environment(family: str, cards: list[int], environ: dict) -> dict:
     if variable:
         env[variable] = ",".join(str(c) for c in cards)
     return env
+
+
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Set per process (a shell sets its own) or per Slurm step (the shell's step has its own ids and cards).
+_NOT_SHARED = ("PWD", "OLDPWD", "SHLVL", "_")
+
+
+def write_environment(system: Path, env: dict) -> Path:
+    """The workload's environment as a shell script (``export`` lines) on the system disk, readable by the jobs'
+    user only: it holds the owner's secrets. A shell in the job sources it; Slurm's global-index GPU variables,
+    which its step brings along, are unset first, as the workload never had them."""
+    lines = [f"unset {' '.join(SLURM_GPU_VARIABLES)}"]
+    for name, value in sorted(env.items()):
+        if _VARIABLE_NAME.match(name) and name not in _NOT_SHARED and not name.startswith(("SLURM_", "SLURMD_")):
+            lines.append(f"export {name}={shlex.quote(value)}")
+    path = system / ENVIRONMENT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        file.write("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path
 
 
 # Directories ---------------------------------------------------------------------------------------------------
@@ -356,6 +391,145 @@ class ScalarTail:
             return []
 
 
+# JupyterLab ----------------------------------------------------------------------------------------------------
+
+
+def node_address(environ: dict) -> str:
+    """The node's own address, where JupyterLab listens: its Slurm name (``SLURMD_NODENAME``) resolved, as the
+    console resolves the job's node when it checks the address this agent reports."""
+    name = environ.get("SLURMD_NODENAME") or socket.gethostname()
+    try:
+        return socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except (OSError, IndexError):
+        return name
+
+
+def free_port(host: str) -> int:
+    """A port nothing listens on at ``host`` now (JupyterLab takes it a moment later, or exits if it cannot)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def jupyter_command(program: str, *, host: str, port: int, base_url: str, root_dir: Path) -> list[str]:
+    """JupyterLab's argv: ``program`` is a Python with JupyterLab installed, or a ``jupyter`` script. Its token comes
+    from ``JUPYTER_TOKEN`` in the environment, never the command line. It ignores SIGUSR1 (its kernels too, unless
+    their code sets a handler): the checkpoint signal is for the workload."""
+    start = [program, "lab"] if Path(program).name.startswith("jupyter") else [program, "-m", "jupyterlab"]
+    options = [
+        "--no-browser",
+        f"--ServerApp.ip={host}",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.base_url={base_url}",
+        f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    if os.geteuid() == 0:
+        options.append("--allow-root")
+    return ["/bin/sh", "-c", 'trap "" USR1; exec "$@"', "sh", *start, *options]
+
+
+class JupyterLab:
+    """The instance's JupyterLab on the node: started beside the workload, probed until it answers, stopped with
+    the agent. ``url`` (``http://<node address>:<port>``) is set while it answers, for the reports."""
+
+    PROBE_EVERY = 0.5  # seconds
+
+    def __init__(self, program: str, *, host: str, base_url: str, root_dir: Path, log: Path):
+        self.program = program
+        self.host = host
+        self.base_url = base_url
+        self.root_dir = root_dir
+        self.log = log
+        self.process: subprocess.Popen | None = None
+        self.url: str | None = None
+        self.failed = False
+        self.next_probe = 0.0
+        self.token = ""
+        self.candidate = ""
+
+    def start(self, env: dict) -> None:
+        self.token = env.get("JUPYTER_TOKEN", "")
+        if not self.token:
+            self._give_up("no JUPYTER_TOKEN in the job's environment: JupyterLab is not started")
+            return
+        try:
+            port = free_port(self.host)
+            command = jupyter_command(
+                self.program, host=self.host, port=port, base_url=self.base_url, root_dir=self.root_dir
+            )
+            self.candidate = f"http://{f'[{self.host}]' if ':' in self.host else self.host}:{port}"
+            with open(self.log, "ab") as log:
+                # A session of its own: a signal for the workload's process group never reaches it.
+                self.process = subprocess.Popen(
+                    command,
+                    env=env,
+                    cwd=self.root_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            self._give_up(f"cannot start JupyterLab ({self.program}): {exc}")
+
+    @property
+    def settled(self) -> bool:
+        """It answers, or it never will."""
+        return self.url is not None or self.failed
+
+    def check(self, now: float) -> bool:
+        """Probe it when due; True when it has just begun to answer."""
+        if self.process is None or self.failed:
+            return False
+        code = self.process.poll()
+        if code is not None:
+            self.url = None
+            self._give_up(f"JupyterLab exited with status {code} (its log: {self.log})")
+            return False
+        if self.url is not None or now < self.next_probe:
+            return False
+        self.next_probe = now + self.PROBE_EVERY
+        if self._answers():
+            self.url = self.candidate
+            return True
+        return False
+
+    def _answers(self) -> bool:
+        request = urllib.request.Request(
+            f"{self.candidate}{self.base_url}api/status", headers={"Authorization": f"token {self.token}"}
+        )
+        # No proxy from the job's environment: the address is the node's own.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=1) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def stop(self, wait: float = 5.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _give_up(self, message: str) -> None:
+        if not self.failed:
+            sys.stderr.write(f"agent: {message}\n")
+            sys.stderr.flush()
+        self.failed = True
+
+
 # The agent -----------------------------------------------------------------------------------------------------
 
 
@@ -376,6 +550,15 @@ class Agent:
         self.layout: dict = {}
         self.scalars = ScalarTail(self.system / "root" / SCALARS_FILE)
         self.unsent: list[dict] = []  # scalars of a report that failed: sent with the next one
+        self.lab: JupyterLab | None = None
+        if options.jupyter:
+            self.lab = JupyterLab(
+                options.jupyter,
+                host=options.jupyter_host or node_address(environ),
+                base_url=f"/instances/{options.instance}/lab/",
+                root_dir=self.system / "root",
+                log=self.system / JUPYTER_LOG,
+            )
 
     def lay_out(self) -> None:
         os.umask(0o002)  # the console's user shares the group: it hot-plugs links and deletes the system disk
@@ -385,16 +568,23 @@ class Agent:
         self.layout = read_layout(self.system)
         apply_layout(self.root, self.system, self.layout)
 
-    def start_workload(self) -> None:
+    def workload_environment(self) -> dict:
         env = vendor_environment(self.options.family, self.cards, self.environ)
         env["HOME"] = str(self.system / "root")
         env["GPUCLOUD_INSTANCE"] = self.options.instance
         env["GPUCLOUD_CHECKPOINT_MARKER"] = str(self.system / "root" / MARKER)
         env["GPUCLOUD_SCALARS"] = str(self.scalars.path)  # JSON lines: the training curves on the instance page
-        self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
         env.pop("GPUCLOUD_AGENT_TOKEN", None)  # the workload never sees the agent's credential
+        return env
+
+    def start_workload(self) -> None:
+        env = self.workload_environment()
+        self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
+        write_environment(self.system, env)
         command = self.options.workload or ["sleep", "infinity"]
         self.workload = subprocess.Popen(command, env=env, cwd=self.system / "root", start_new_session=True)
+        if self.lab is not None:
+            self.lab.start(env)
 
     def on_signal(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
@@ -422,6 +612,7 @@ class Agent:
             "metrics": collect_metrics(self.options.family, self.cards, self.host),
             "checkpoint": self.checkpoint,
             "scalars": self.unsent + self.scalars.read(MAX_SCALARS_PER_REPORT - len(self.unsent)),
+            "jupyter": {"url": self.lab.url} if self.lab is not None and self.lab.url else None,
         }
         url = f"{self.options.console.rstrip('/')}/api/v1/agent/instances/{self.options.instance}/reports"
         request = urllib.request.Request(
@@ -442,15 +633,31 @@ class Agent:
         self.lay_out()
         signal.signal(signal.SIGUSR1, self.on_signal)
         signal.signal(signal.SIGTERM, self.on_signal)
-        self.start_workload()
-        self.report("started")
-        next_report = time.monotonic() + self.options.interval
+        try:
+            self.start_workload()
+            return self.supervise()
+        finally:
+            if self.lab is not None:
+                self.lab.stop()
+
+    def supervise(self) -> int:
+        began = time.monotonic()
+        next_report = None  # the first report waits for JupyterLab: the instance is running once it is there
         while True:
             code = self.workload.poll()
+            now = time.monotonic()
+            answering = self.lab is not None and self.lab.check(now)
+            if next_report is None:
+                if code is None and self._waiting_for_lab(began, now):
+                    time.sleep(0.1)
+                    continue
+                self.report("started")
+                next_report = now + self.options.interval
+            elif answering:
+                self.report("heartbeat")  # the lab's address without waiting for the next beat
             if code is not None:
                 self.report("exited")
                 return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
-            now = time.monotonic()
             if self.stopping_since is not None and now - self.stopping_since > self.options.grace:
                 self._forward(signal.SIGKILL)
             if now >= next_report and self.stopping_since is None:
@@ -460,6 +667,13 @@ class Agent:
                 self.report("heartbeat")
                 next_report = now + self.options.interval
             time.sleep(0.1)
+
+    def _waiting_for_lab(self, began: float, now: float) -> bool:
+        """Whether the first report still waits for JupyterLab: until it answers or fails, a stop begins, or
+        ``--jupyter-wait`` has passed (the instance then runs without it)."""
+        if self.lab is None or self.lab.settled or self.stopping_since is not None:
+            return False
+        return now - began <= self.options.jupyter_wait
 
 
 def parse_args(argv):
@@ -471,6 +685,11 @@ def parse_args(argv):
     parser.add_argument("--console", default="", help="the console's base URL for reports")
     parser.add_argument("--interval", type=float, default=15.0, help="seconds between heartbeats")
     parser.add_argument("--grace", type=float, default=20.0, help="seconds the workload gets after SIGTERM")
+    parser.add_argument("--jupyter", default="", help="a Python with JupyterLab (or its jupyter): run it beside")
+    parser.add_argument("--jupyter-host", default="", help="JupyterLab's address (default: the node's own)")
+    parser.add_argument(
+        "--jupyter-wait", type=float, default=60.0, help="seconds the first report waits for JupyterLab to answer"
+    )
     parser.add_argument("workload", nargs=argparse.REMAINDER, help="-- the command to run (default: sleep)")
     options = parser.parse_args(argv)
     if options.workload and options.workload[0] == "--":

@@ -402,6 +402,9 @@ SLURM = {
     "console_url": env.str("SLURM_CONSOLE_URL", default=SITE_URL),
     "heartbeat_seconds": env.float("SLURM_HEARTBEAT_SECONDS", default=15),
     "job_prefix": env.str("SLURM_JOB_PREFIX", default="inst-"),
+    # What runs JupyterLab in each job, at a path every node sees: a Python with JupyterLab (or its `jupyter`).
+    # Empty: the local backend's runtime (LOCAL_RUNTIME_DIR) once it is built here; "off": no JupyterLab.
+    "jupyter_python": env.str("SLURM_JUPYTER_PYTHON", default=""),
 }
 # The local backend (`instances/backends/local.py`): instances as bubblewrap sandboxes on this host, the default
 # of `make run` where the host allows it (root, bwrap). Each sandbox's home, sockets and mount hub live under

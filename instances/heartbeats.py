@@ -1,4 +1,5 @@
-"""What instance agents report (the Slurm backend's jobs): heartbeats, card metrics and checkpoint markers.
+"""What instance agents report (the Slurm backend's jobs): heartbeats, card metrics, checkpoint markers and where
+the job's JupyterLab answers.
 
 An agent authenticates with its instance's own token (``backends.slurm.agent_token``), never with a user's API
 token or session. A report for a missing instance, a released one or with the wrong token is the same 404, so a
@@ -56,6 +57,7 @@ def record(instance: Instance, report: dict) -> AgentReport:
             "cards": report.get("cards", []),
             "per_card": metrics.get("cards", []),
             "checkpoint": report.get("checkpoint"),
+            "jupyter": report.get("jupyter"),  # {"url": …} while the job's JupyterLab answers
         },
     )
 

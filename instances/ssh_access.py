@@ -27,7 +27,7 @@ class SSHAccess:
 
 def refusal(instance: Instance) -> str | None:
     """Why the gateway cannot open a shell in ``instance`` now, or None when it can. The simulated backend runs
-    no machine, and a backend that keeps the base class's ``enter_argv`` (Slurm, for now) refuses every login:
+    no machine, and a backend that keeps the base class's ``enter_argv`` refuses every login:
     neither is offered a command that cannot work."""
     if instance.kind != Instance.Kind.INSTANCE:
         return _("An inference endpoint has no shell to log in to.")

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import heartbeats
+from ..backends.slurm import lab_address
 
 EVENTS = ["started", "heartbeat", "checkpoint", "exited"]
 SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "host"]
@@ -51,6 +52,20 @@ class ScalarSerializer(serializers.Serializer):
         return value
 
 
+class JupyterAddressSerializer(serializers.Serializer):
+    url = serializers.CharField(
+        max_length=300, help_text="Where the instance's JupyterLab answers: http://<the node's address>:<port>."
+    )
+
+    def validate_url(self, value):
+        # The agent runs as the owner's unix user, so this is the owner's word: the one shape the proxy may use, on
+        # an unprivileged port. Whether the host is the job's node is checked where the address is used
+        # (backends.slurm.lab_address_allowed): only Slurm knows the node.
+        if lab_address(value) is None:
+            raise serializers.ValidationError(_("A JupyterLab address is http://<node>:<port>, on port 1024 or above."))
+        return value
+
+
 class AgentReportSerializer(serializers.Serializer):
     event = serializers.ChoiceField(choices=EVENTS)
     job_id = serializers.CharField(max_length=64, allow_blank=True)
@@ -63,6 +78,7 @@ class AgentReportSerializer(serializers.Serializer):
         child=ScalarSerializer(), max_length=1000, required=False, default=list,
         help_text="Training scalars the workload logged since the last report.",
     )  # fmt: skip
+    jupyter = JupyterAddressSerializer(allow_null=True, required=False, default=None)
 
 
 class AgentAnswerSerializer(serializers.Serializer):
@@ -104,4 +120,5 @@ def _plain(data: dict) -> dict:
     if checkpoint:
         checkpoint = {**checkpoint, "at": checkpoint["at"].isoformat()}
     plain = {key: value for key, value in data.items() if key != "scalars"}
-    return {**plain, "checkpoint": checkpoint, "metrics": dict(data["metrics"])}
+    jupyter = dict(data["jupyter"]) if data.get("jupyter") else None
+    return {**plain, "checkpoint": checkpoint, "metrics": dict(data["metrics"]), "jupyter": jupyter}

@@ -23,6 +23,23 @@ The mapping:
 Finished jobs vanish from Slurm after ``MinJobAge``: an absent job is reported as ``ABSENT`` and the lifecycle
 reads it by the instance's wanted state. The instance is RUNNING (and billed) only once its agent has reported
 from this job, so a job that never got its cards, or whose agent never came up, costs nothing.
+
+Getting into the machine:
+
+* JupyterLab runs in the job beside the workload (the agent's ``--jupyter``, from the zone's ``jupyter_python``;
+  by default the local backend's runtime once it is built here, which the nodes must see at the same path). Its
+  password is ``JUPYTER_TOKEN`` in the job's environment, derived per instance from the secret key. The agent
+  reports where it listens, and the console's proxy (``/instances/<id>/lab/``) goes there — but an agent runs as
+  the same unix user as the owner's code, so its word is the owner's. **The rule**: the console uses a reported
+  address only when it is ``http://<host>:<port>`` with ``<host>`` the job's own node (its ``batch_host`` as Slurm
+  reports it, or an address that name resolves to: 127.0.0.1 on the single-node local cluster) and ``<port>``
+  1024 or above (:func:`lab_address_allowed`). The proxy then reaches nothing the job could not reach itself from
+  its node, and no system service there: never another host, never the console's own host unless that host is
+  the job's node.
+* A shell is ``srun --jobid <job> --overlap`` from the console's host, as the jobs' user (the console switches to
+  it when it runs as root), with a pty when the caller has a terminal, in the instance's home and with the
+  workload's environment, which the agent writes to the system disk. The home folder is the system disk's
+  ``root/``.
 """
 
 import base64
@@ -30,11 +47,14 @@ import hashlib
 import hmac
 import json
 import os
+import pwd
 import shlex
 import shutil
+import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -45,8 +65,11 @@ from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
 
+from .. import runtime
+from ..choices import Status
 from ..environment import boot_environment
-from .base import Backend, BackendError, BackendStatus, MetricPoint, Phase, TransientBackendError
+from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
+from .local import lab_path
 
 ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD"})
 ENDED_STATES = frozenset(
@@ -74,6 +97,59 @@ def agent_token(public_id) -> str:
 
 def check_agent_token(public_id, token: str) -> bool:
     return bool(token) and hmac.compare_digest(agent_token(public_id), token)
+
+
+def jupyter_token(public_id) -> str:
+    """The password of the instance's JupyterLab (``JUPYTER_TOKEN`` in its job): derived like the agent's token,
+    never stored. The console's proxy signs every request with it; it never reaches a page."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"instance-jupyter|{public_id}".encode(), hashlib.sha256)
+    return digest.hexdigest()
+
+
+def jupyter_python(config: dict) -> str:
+    """What runs JupyterLab in the job: the zone's ``jupyter_python`` (a Python with JupyterLab, or its
+    ``jupyter``), else the local backend's runtime when it has been built here; ``off``: no JupyterLab."""
+    configured = config.get("jupyter_python", "")
+    if configured:
+        return "" if configured == "off" else configured
+    return str(runtime.path() / "bin" / "python") if runtime.is_ready() else ""
+
+
+def lab_address(url) -> tuple[str, int] | None:
+    """The host and port of a JupyterLab address an agent reported, when it has the one shape allowed:
+    ``http://<host>:<port>``, nothing else, on a port from 1024 (below are the node's system services)."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "http" or not parts.hostname or port is None or port < 1024:
+        return None
+    if parts.username or parts.password or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return None
+    return parts.hostname, port
+
+
+def node_addresses(node: str) -> set[str]:
+    """The job's node by its Slurm name and every address that name resolves to."""
+    if not node:
+        return set()
+    found = {node.lower()}
+    try:
+        found |= {info[4][0] for info in socket.getaddrinfo(node, None, type=socket.SOCK_STREAM)}
+    except OSError:
+        pass
+    return found
+
+
+def lab_address_allowed(url, node: str) -> bool:
+    """Whether the console's proxy may go to ``url``, the JupyterLab address the agent of a job on ``node``
+    reported: the right shape (:func:`lab_address`) and the job's own node. The agent runs as the same unix user as
+    the owner's code, so anything else could turn the proxy on another host or on the console's own services."""
+    address = lab_address(url)
+    return address is not None and address[0] in node_addresses(node)
 
 
 def _b64(data: bytes) -> bytes:
@@ -220,8 +296,9 @@ ENDED_MESSAGES = {
 
 
 def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, cards: int, chip: str,
-              spot_partition: str, now: float | None = None) -> BackendStatus:  # fmt: skip
-    """What a Slurm job means for its instance. ``reported``: the agent has reported from this job."""
+              spot_partition: str, now: float | None = None, lab: bool = False) -> BackendStatus:  # fmt: skip
+    """What a Slurm job means for its instance. ``reported``: the agent has reported from this job; ``lab``: its
+    latest report gives a JupyterLab address the console may use."""
     if job is None:
         return BackendStatus(Phase.ABSENT)
     now = now if now is not None else time.time()
@@ -239,7 +316,7 @@ def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, ca
         return BackendStatus(Phase.STOPPING, since=_at(signalled), ready_in=left)
     if state == "RUNNING":
         if reported:
-            return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=_access(job))
+            return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=_access(job, lab=lab))
         return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5,
                              message=_("starting the instance agent"))  # fmt: skip
     if state in {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"}:
@@ -253,13 +330,20 @@ def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, ca
     return BackendStatus(Phase.FAILED, since=ended, message=str(ENDED_MESSAGES.get(state, state.lower())))
 
 
-def _access(job: dict) -> dict:
-    node = job.get("batch_host") or job.get("nodes") or ""
+def job_node(job: dict) -> str:
+    return job.get("batch_host") or job.get("nodes") or ""
+
+
+def _access(job: dict, *, lab: bool = False) -> dict:
+    """What the instance page offers: a shell (``srun`` into the job) always, JupyterLab once the agent reported
+    where it answers."""
     return {
         "simulated": False,
-        "node": node,
+        "node": job_node(job),
         "job_id": str(job["job_id"]),
         "attach_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
+        "ssh": True,
+        "jupyter": lab,
     }
 
 
@@ -358,6 +442,8 @@ class SlurmBackend(Backend):
             gres_type, offset = self.gres(instance, config)
             job["gres"] = f"gpu:{gres_type}:{instance.cards}"
             command += ["--offset", str(offset)]
+        if lab := jupyter_python(config):
+            command += ["--jupyter", lab]
         # The owner's start command is the workload the agent runs (and signals); without one, the zone's default.
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if workload:
@@ -367,12 +453,17 @@ class SlurmBackend(Backend):
 
     def job_environment(self, instance) -> dict:
         """The job's environment, which the agent passes on to the workload: the platform's defaults, the owner's
-        variables and secrets (``boot_environment``: names the platform sets are refused at launch), and the agent's
-        own credential, which the agent keeps from the workload. Slurm keeps it with the job for its operators only;
-        its REST job listings do not show it."""
+        variables and secrets (``boot_environment``: names the platform sets are refused at launch), JupyterLab's
+        password (the owner's own server, so the workload may see it), and the agent's own credential, which the
+        agent keeps from the workload. Slurm keeps it with the job for its operators only; its REST job listings do
+        not show it."""
         # Unbuffered Python output: the logs panel shows a running script's prints as they come, not in 4 KB bursts.
         defaults = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
-        return defaults | boot_environment(instance) | {"GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id)}
+        credentials = {
+            "JUPYTER_TOKEN": jupyter_token(instance.public_id),
+            "GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id),
+        }
+        return defaults | boot_environment(instance) | credentials
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The end of the current job's output file: the start command's stdout and stderr, with the agent's own
@@ -443,20 +534,22 @@ class SlurmBackend(Backend):
                     newest[job.get("name")] = job
             latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
             reported = _reported(latest)
+            labs = _labs(latest)
             starts = _run_starts([i for i, _c in members if i.status == "starting"])
             for instance, config in members:
                 job = latest[instance.public_id]
                 if job is not None and instance.public_id in starts and _ended_before(job, starts[instance.public_id]):
                     job = None  # the previous run's job: this run has not been submitted yet
-                result[instance.public_id] = self._phase(instance, config, job, reported)
+                result[instance.public_id] = self._phase(instance, config, job, reported, labs)
         return result
 
-    def _phase(self, instance, config, job, reported) -> BackendStatus:
+    def _phase(self, instance, config, job, reported, labs) -> BackendStatus:
         key = (instance.public_id, str(job["job_id"])) if job else None
         status = job_phase(
             job, wanted=instance.wanted, reported=key in reported or not config.get("require_heartbeat", True),
             grace=_grace(instance), cards=instance.cards, spot_partition=config["spot_partition"],
             chip=instance.chip.label if instance.chip_id else "",
+            lab=bool(job) and lab_address_allowed(labs.get(key), job_node(job)),
         )  # fmt: skip
         if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
             self._hold_preempted(config, job, status.since)
@@ -474,6 +567,57 @@ class SlurmBackend(Backend):
         from ..heartbeats import metric_points
 
         return metric_points(instance, minutes=minutes)
+
+    # Entering the machine: JupyterLab in the job, a shell through srun, SFTP in the home
+
+    def jupyter(self, instance) -> JupyterServer | None:
+        """The running job's JupyterLab, from its agent's latest report, when the address is one the console may
+        use (:func:`lab_address_allowed`): read from the database, as the proxy asks on every request."""
+        if instance.status != Status.RUNNING or not instance.backend_job_id:
+            return None
+        url = _lab_url(instance)
+        if not lab_address_allowed(url, (instance.access or {}).get("node", "")):
+            return None
+        return JupyterServer(token=jupyter_token(instance.public_id), base_path=lab_path(instance.public_id), url=url)
+
+    def enter_argv(self, instance, command: str | None) -> list[str]:
+        """``srun --overlap`` into the running job: as the jobs' user, in the instance's home, with the workload's
+        environment (the agent's file), ``--pty`` when the caller's stdin is a terminal. srun passes the exit status
+        through; ``-QQ`` keeps its own notes ("task 0: Exited with exit code 1") out of the user's output, and
+        ``--unbuffered`` passes output on as it comes (srun holds it back to whole lines otherwise, which stalls a
+        byte protocol such as SFTP's)."""
+        config = self.config(instance)
+        job_id = self._running_job_id(instance, config)
+        system = self.system_disk(instance, config)
+        environment = system / agent_module.ENVIRONMENT
+        program = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
+        inside = ["/bin/sh", "-c", f'. {shlex.quote(str(environment))} && cd "$HOME" && exec "$@"', "sh", *program]
+        # --export=TERM: nothing of the console's environment reaches the machine but the terminal's type.
+        srun = ["srun", "-QQ", "--jobid", job_id, "--overlap", "--unbuffered", "--export=TERM"]
+        srun += ["--chdir", str(system / "root"), *inside]
+        pty_when_a_terminal = 'if [ -t 0 ]; then srun=$1; shift; exec "$srun" --pty "$@"; fi; exec "$@"'
+        return [*self._as_jobs_user(config), "/bin/sh", "-c", pty_when_a_terminal, "sh", *srun]
+
+    def _running_job_id(self, instance, config: dict) -> str:
+        """The instance's job, asked of Slurm: srun's own errors are kept quiet, so a job that is gone is told here."""
+        job = self._current_job(instance, config) if instance.status == Status.RUNNING else None
+        if job is None or job.get("job_state") != "RUNNING" or _tagged_time(job, CHECKPOINT_TAG) is not None:
+            raise BackendError(_("The instance is not running."))
+        return str(job["job_id"])
+
+    def _as_jobs_user(self, config: dict) -> list[str]:
+        """Slurm lets only a job's own user (or its operators) start steps in it: a console running as root becomes
+        the jobs' user first."""
+        if os.geteuid() != 0:
+            return []
+        return ["setpriv", f"--reuid={config['user']}", f"--regid={_group_of(config['user'])}", "--init-groups", "--"]
+
+    def home_path(self, instance):
+        """The system disk's ``root/``: the instance's home on every node of the zone."""
+        if instance.status != Status.RUNNING:
+            return None
+        home = self.system_disk(instance) / "root"
+        return home if home.is_dir() else None
 
     # Disks and mounts: a layout file on the system disk, applied at once here and by the agent on each heartbeat
     def _edit_layout(self, instance, change) -> None:
@@ -600,6 +744,35 @@ def _reported(latest: dict) -> set:
         return set()
     rows = AgentReport.objects.filter(instance__public_id__in=list(latest), job_id__in=jobs)
     return set(rows.values_list("instance__public_id", "job_id").distinct())
+
+
+def _labs(latest: dict) -> dict:
+    """(public id, job id) → the JupyterLab address in that job's latest report, where there is one: one query."""
+    from ..models import AgentReport
+
+    jobs = {str(j["job_id"]) for j in latest.values() if j}
+    if not jobs:
+        return {}
+    mine = AgentReport.objects.filter(instance__public_id__in=list(latest), job_id__in=jobs)
+    newest = mine.values("instance_id", "job_id").annotate(last=Max("id")).values("last").order_by()
+    rows = AgentReport.objects.filter(id__in=newest).values_list("instance__public_id", "job_id", "data__jupyter")
+    return {(public_id, job_id): lab.get("url") for public_id, job_id, lab in rows if isinstance(lab, dict)}
+
+
+def _lab_url(instance) -> str | None:
+    """The JupyterLab address in the latest report of the instance's current job."""
+    from ..models import AgentReport
+
+    reports = AgentReport.objects.filter(instance=instance, job_id=str(instance.backend_job_id))
+    lab = reports.order_by("-at", "-id").values_list("data__jupyter", flat=True).first()
+    return lab.get("url") if isinstance(lab, dict) else None
+
+
+def _group_of(user: str) -> int:
+    try:
+        return pwd.getpwnam(user).pw_gid
+    except KeyError as exc:
+        raise BackendError(f"no user {user!r} on the console's host to run srun as") from exc
 
 
 def _run_starts(starting) -> dict:

@@ -1,11 +1,13 @@
 """The instance agent: card mapping, the instance's directories, vendor metrics from recorded tool outputs, and the
 checkpoint marker. Pure Python: no database, no cluster."""
 
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -164,3 +166,80 @@ def test_a_workload_that_ignores_term_is_killed_after_the_grace(tmp_path):
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=15)
     assert 4.5 < time.monotonic() - started < 10
+
+
+def test_the_workloads_environment_is_written_for_shells_readable_by_the_jobs_user_only(tmp_path):
+    env = {"HF_TOKEN": "it's a \"secret\"\nwith a line", "EPOCHS": "3", "SLURM_JOB_ID": "42", "PWD": "/tmp",
+           "BASH_FUNC_f%%": "() { :; }", "MLU_VISIBLE_DEVICES": "0,1"}  # fmt: skip
+    path = agent.write_environment(tmp_path, env)
+    assert path == tmp_path / agent.ENVIRONMENT and path.stat().st_mode & 0o777 == 0o600
+
+    # Sourced by a shell that has Slurm's step variables, it gives the workload's values and unsets the global cards
+    step = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "16,17", "SLURM_JOB_ID": "42", "SLURM_STEP_ID": "3"}
+    shown = subprocess.run(["/bin/sh", "-c", f". {path} && env"], env=step, capture_output=True, text=True, check=True)
+    assert f"HF_TOKEN={env['HF_TOKEN']}\n" in shown.stdout and "EPOCHS=3\n" in shown.stdout
+    assert "CUDA_VISIBLE_DEVICES" not in shown.stdout and "MLU_VISIBLE_DEVICES=0,1\n" in shown.stdout
+    assert "SLURM_STEP_ID=3\n" in shown.stdout  # the shell's own step, not the batch step's
+
+
+FAKE_LAB = """\
+import http.server, os, signal, sys
+port = int(next(a for a in sys.argv if a.startswith("--ServerApp.port=")).split("=")[1])
+ignored = signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+open(os.path.join(os.path.dirname(sys.argv[0]), "lab.pid"), "w").write(f"{os.getpid()} {os.getsid(0)} {ignored}")
+class Status(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "token " + os.environ["JUPYTER_TOKEN"]
+        self.send_response(200 if ok else 403)
+        self.end_headers()
+http.server.HTTPServer(("127.0.0.1", port), Status).serve_forever()
+"""
+
+
+class Console(http.server.BaseHTTPRequestHandler):
+    """The console's report endpoint, recording what the agent sends."""
+
+    reports: list = []
+
+    def do_POST(self):
+        Console.reports.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"wanted": "running"}')
+
+    def log_message(self, *args):
+        pass
+
+
+def test_jupyterlab_runs_beside_the_workload_is_reported_once_it_answers_and_ends_with_the_agent(tmp_path):
+    # Given a JupyterLab stand-in (a "jupyter" script answering its status with the token) and a console
+    lab = tmp_path / "bin" / "jupyter"
+    lab.parent.mkdir()
+    lab.write_text(f"#!{sys.executable}\n{FAKE_LAB}")
+    lab.chmod(0o755)
+    Console.reports = []
+    console = http.server.HTTPServer(("127.0.0.1", 0), Console)
+    threading.Thread(target=console.serve_forever, daemon=True).start()
+
+    # When the agent runs a short workload with it
+    env = {"GPUCLOUD_AGENT_TOKEN": "gca_x", "JUPYTER_TOKEN": "lab-secret", "SLURMD_NODENAME": "localhost"}
+    command = [sys.executable, str(AGENT), "--instance", "abc", "--root", str(tmp_path), "--family", "cpu",
+               "--console", f"http://127.0.0.1:{console.server_port}", "--interval", "60", "--jupyter", str(lab),
+               "--", "sleep", "3"]  # fmt: skip
+    process = subprocess.Popen(command, env={"PATH": os.environ["PATH"], **env})
+    try:
+        assert process.wait(timeout=30) == 0
+    finally:
+        console.shutdown()
+
+    # Then the first report came once the lab answered, with its address on the node's own address
+    first = Console.reports[0]
+    assert first["event"] == "started" and first["jupyter"]["url"].startswith("http://127.0.0.1:")
+    assert Console.reports[-1]["event"] == "exited"
+    # and the lab ran in a session of its own, deaf to the checkpoint signal, and ended with the agent
+    pid, session, ignored = (tmp_path / "bin" / "lab.pid").read_text().split()
+    assert session == pid and ignored == "True"
+    assert not Path(f"/proc/{pid}").exists()
+    # and a shell in the job finds the workload's environment, the lab's token in it, the agent's not
+    environment = (tmp_path / "instances" / "abc" / agent.ENVIRONMENT).read_text()
+    assert "export JUPYTER_TOKEN=lab-secret" in environment and "GPUCLOUD_AGENT_TOKEN" not in environment

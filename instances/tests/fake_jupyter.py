@@ -1,6 +1,6 @@
-"""A stand-in for an instance's Jupyter server, as an ASGI application to serve on a Unix socket (tests and the
-proxy benchmark). Like Jupyter it answers under its ``base_url`` only and refuses any request without
-``Authorization: token <token>`` (403); it records what it was sent.
+"""A stand-in for an instance's Jupyter server, as an ASGI application to serve on a Unix socket (the proxy's
+tests; its benchmark runs a real JupyterLab). Like Jupyter it answers under its ``base_url`` only and refuses any
+request without ``Authorization: token <token>`` (403); it records what it was sent.
 
 Under the base path: ``api/status`` (Jupyter's JSON), ``lab`` (a page with the token in its page config, as
 JupyterLab writes it, and the cookies and headers Jupyter sets), ``files/<n>`` (n bytes), ``api/echo`` (the digest

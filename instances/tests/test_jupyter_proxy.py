@@ -179,3 +179,18 @@ def test_under_wsgi_the_answer_is_read_whole_and_still_right(jupyter, owner):
 
 async def _read(response) -> bytes:
     return b"".join([chunk async for chunk in response.streaming_content])
+
+
+def test_the_token_is_cut_from_jupyters_own_text_but_user_files_download_unscanned():
+    from types import SimpleNamespace
+
+    from instances.jupyter_proxy import _may_hold_token
+
+    server = JupyterServer(token="t", base_path="/instances/abc/lab/", socket="/tmp/s")
+    page = SimpleNamespace(path="/instances/abc/lab/tree")
+    listing = SimpleNamespace(path="/instances/abc/lab/api/contents")
+    download = SimpleNamespace(path="/instances/abc/lab/files/data.csv")
+    assert _may_hold_token(page, server, "text/html; charset=UTF-8")
+    assert _may_hold_token(listing, server, "application/json")
+    assert not _may_hold_token(listing, server, "image/png")
+    assert not _may_hold_token(download, server, "text/csv")

@@ -436,11 +436,6 @@ SLURM_ZONES = {
     "cn-east-a": {"partition": "nvidia"},
 }
 
-SLURM_ZONES = {
-    "cn-east-xc": {"partition": "xinchuang"},
-    "cn-east-a": {"partition": "nvidia"},
-}
-
 # The SSH gateway (`manage.py ssh_gateway`): ssh, scp and SFTP into running instances, logged in with the owner's
 # SSH keys. It listens on SSH_GATEWAY_HOST:SSH_GATEWAY_PORT; instance pages tell users to connect to
 # SSH_GATEWAY_PUBLIC_HOST (by default the host name the page was asked for). Its host key is made once, in DATA_DIR.

@@ -236,6 +236,135 @@ def _bare_sbatch() -> float:
         subprocess.run(["scancel", job], check=False)
 
 
+LOCAL_RUNS = size(5, 2)
+
+
+@benchmark("Instances on the local backend: launch → JupyterLab answering, vs JupyterLab started bare")
+def local_launch_to_jupyter(report):
+    """What a user waits for after a launch on ``make run``'s default: launch, the sandbox, JupyterLab answering
+    on its socket, reconcile seeing it (the instance is running). Floor: the same runtime's JupyterLab started
+    directly on a socket, no sandbox, no console. Skipped where the host cannot run sandboxes."""
+    import tempfile
+
+    from catalog.models import Node
+    from instances import runtime
+    from instances.backends import TransientBackendError, local
+
+    ok, why = local.availability()
+    if not ok:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError(f"CI=true and no sandboxes here: {why}")
+        report.add("skipped", 0, unit="", note=f"no local sandboxes here: {why}")
+        return
+    runtime.ensure()
+    settings.LOCAL_SANDBOX_ROOT = Path(tempfile.mkdtemp(prefix="gpucloud-bench-", dir="/tmp"))
+    Node.objects.update(backend_name="local")
+    user = _user("bench-local@example.com")
+    request = services.LaunchRequest(name="bench-local", chip="ascend-910b", image="pytorch-2.2-cann8")
+    console, bare = [], []
+    try:
+        for _ in range(LOCAL_RUNS):
+            start = time.perf_counter()
+            instance = services.launch(user, request)
+            while Instance.objects.get(pk=instance.pk).status != "running":
+                services.advance(instance.pk, "running")
+                if time.perf_counter() - start > 120:
+                    raise RuntimeError("a local launch did not reach running within 120 s")
+                time.sleep(0.05)
+            console.append(time.perf_counter() - start)
+            services.release(Instance.objects.with_related().get(pk=instance.pk))
+            while Instance.objects.get(pk=instance.pk).status != "released":
+                try:
+                    services.advance(instance.pk, "released")
+                except TransientBackendError:
+                    time.sleep(0.05)
+            bare.append(_bare_jupyter(runtime.path()))
+    finally:
+        shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)
+    report.add_latencies("launch → JupyterLab answering", console, note="sandbox, JupyterLab, reconcile; target ≤ 15 s")
+    report.add_latencies("bare JupyterLab → answering", bare, note="the runtime's JupyterLab on a socket, no sandbox")
+    ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
+    report.add("sandbox + console overhead (median ratio)", ratio, unit="×", note=f"n={LOCAL_RUNS} each")
+
+
+def _bare_jupyter(runtime_path: Path) -> float:
+    import socket as sockets
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="gpucloud-bare-", dir="/tmp"))
+    sock = folder / "jl.sock"
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [str(runtime_path / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.sock={sock}",
+         "--IdentityProvider.token=bench", f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while True:
+            if time.perf_counter() - start > 120:
+                raise RuntimeError("a bare JupyterLab did not answer within 120 s")
+            if sock.exists():
+                try:
+                    with sockets.socket(sockets.AF_UNIX) as client:
+                        client.connect(str(sock))
+                        client.sendall(b"GET /api/status HTTP/1.0\r\nAuthorization: token bench\r\n\r\n")
+                        if client.recv(16).startswith(b"HTTP/1.1 200"):
+                            return time.perf_counter() - start
+                except OSError:
+                    pass
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# The SSH gateway ---------------------------------------------------------------------------------------------
+
+SSH_ROUNDS = size(50, 5)
+
+
+def _host_shell(instance, command):
+    """The simulated machine entered as /bin/sh on this host: the benchmark measures the gateway, not a backend's
+    own way in (nsenter into a sandbox adds its few milliseconds on top)."""
+    return ["/bin/sh", "-c", command] if command is not None else ["/bin/sh", "-l"]
+
+
+@benchmark("SSH gateway: connect → first command (ssh … true)")
+def ssh_round_trip(report):
+    """`ssh -p PORT <instance-id>@127.0.0.1 true` with the system OpenSSH client, end to end: TCP, key exchange,
+    the owner's-key lookup, the session, the program and its exit status."""
+    os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
+    _capacity(1)
+    user = _user("bench-ssh@example.com")
+    request = services.LaunchRequest(name="bench-ssh", chip="ascend-910b", image="pytorch-2.2-cann8")
+    instance = services.launch(user, request)
+    while Instance.objects.get(pk=instance.pk).status != "running":
+        services.advance(instance.pk, "running")
+    backend = get_backend(Instance.objects.get(pk=instance.pk).backend_name)
+    backend.enter_argv = _host_shell  # shadows the backend's method for this run
+    with tempfile.TemporaryDirectory() as folder:
+        key = Path(folder) / "id_ed25519"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        ssh_keys.add_ssh_key(user, public_key=key.with_suffix(".pub").read_text())
+        gateway = ssh_gateway.GatewayThread("127.0.0.1", 0, ssh_gateway.load_host_key(Path(folder) / "host_key"))
+        options = ("BatchMode=yes", "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR")
+        argv = ["ssh", "-p", str(gateway.port), "-i", str(key), "-F", "/dev/null"]
+        argv += [arg for option in options for arg in ("-o", option)]
+        argv += [f"{instance.public_id}@127.0.0.1", "true"]
+        durations = []
+        try:
+            for _ in range(SSH_ROUNDS):
+                with report.timer() as t:
+                    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+                durations.append(t.seconds)
+        finally:
+            gateway.stop()
+            del backend.enter_argv
+            app.control.purge()
+    report.add_latencies("ssh … true", durations, note="system OpenSSH client; Ed25519 keys; /bin/sh as the machine")
+
+
 # The JupyterLab proxy ------------------------------------------------------------------------------------------
 
 PROXY_DOWNLOAD_BYTES = 10 * 1024 * 1024
@@ -336,143 +465,3 @@ def _proxy_downloads(server: JupyterServer, console_url: str, user, path) -> dic
             if round_:  # the first round warms both servers up (JupyterLab's file manager, the console's imports)
                 times[name].append(time.perf_counter() - start)
     return times
-
-
-LOCAL_RUNS = size(5, 2)
-
-
-@benchmark("Instances on the local backend: launch → JupyterLab answering, vs JupyterLab started bare")
-def local_launch_to_jupyter(report):
-    """What a user waits for after a launch on ``make run``'s default: launch, the sandbox, JupyterLab answering
-    on its socket, reconcile seeing it (the instance is running). Floor: the same runtime's JupyterLab started
-    directly on a socket, no sandbox, no console. Skipped where the host cannot run sandboxes."""
-    import tempfile
-
-    from catalog.models import Node
-    from instances import runtime
-    from instances.backends import TransientBackendError, local
-
-    ok, why = local.availability()
-    if not ok:
-        if os.environ.get("CI") == "true":
-            raise RuntimeError(f"CI=true and no sandboxes here: {why}")
-        report.add("skipped", 0, unit="", note=f"no local sandboxes here: {why}")
-        return
-    runtime.ensure()
-    settings.LOCAL_SANDBOX_ROOT = Path(tempfile.mkdtemp(prefix="gpucloud-bench-", dir="/tmp"))
-    Node.objects.update(backend_name="local")
-    user = _user("bench-local@example.com")
-    request = services.LaunchRequest(name="bench-local", chip="ascend-910b", image="pytorch-2.2-cann8")
-    console, bare = [], []
-    try:
-        for _ in range(LOCAL_RUNS):
-            start = time.perf_counter()
-            instance = services.launch(user, request)
-            while Instance.objects.get(pk=instance.pk).status != "running":
-                services.advance(instance.pk, "running")
-                if time.perf_counter() - start > 120:
-                    raise RuntimeError("a local launch did not reach running within 120 s")
-                time.sleep(0.05)
-            console.append(time.perf_counter() - start)
-            services.release(Instance.objects.with_related().get(pk=instance.pk))
-            while Instance.objects.get(pk=instance.pk).status != "released":
-                try:
-                    services.advance(instance.pk, "released")
-                except TransientBackendError:
-                    time.sleep(0.05)
-            bare.append(_bare_jupyter(runtime.path()))
-    finally:
-        shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)
-    report.add_latencies("launch → JupyterLab answering", console, note="sandbox, JupyterLab, reconcile; target ≤ 15 s")
-    report.add_latencies("bare JupyterLab → answering", bare, note="the runtime's JupyterLab on a socket, no sandbox")
-    ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
-    report.add("sandbox + console overhead (median ratio)", ratio, unit="×", note=f"n={LOCAL_RUNS} each")
-
-
-def _bare_jupyter(runtime_path: Path) -> float:
-    import socket as sockets
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="gpucloud-bare-", dir="/tmp"))
-    sock = folder / "jl.sock"
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        [str(runtime_path / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.sock={sock}",
-         "--IdentityProvider.token=bench", f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        while True:
-            if time.perf_counter() - start > 120:
-                raise RuntimeError("a bare JupyterLab did not answer within 120 s")
-            if sock.exists():
-                try:
-                    with sockets.socket(sockets.AF_UNIX) as client:
-                        client.connect(str(sock))
-                        client.sendall(b"GET /api/status HTTP/1.0\r\nAuthorization: token bench\r\n\r\n")
-                        if client.recv(16).startswith(b"HTTP/1.1 200"):
-                            return time.perf_counter() - start
-                except OSError:
-                    pass
-            time.sleep(0.05)
-    finally:
-        process.kill()
-        process.wait()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-# The SSH gateway ---------------------------------------------------------------------------------------------
-
-SSH_ROUNDS = size(50, 5)
-
-
-def _host_shell(instance, command):
-    """The simulated machine entered as /bin/sh on this host: the benchmark measures the gateway, not a backend's
-    own way in (nsenter into a sandbox adds its few milliseconds on top)."""
-    return ["/bin/sh", "-c", command] if command is not None else ["/bin/sh", "-l"]
-
-
-# The SSH gateway ---------------------------------------------------------------------------------------------
-
-SSH_ROUNDS = size(50, 5)
-
-
-def _host_shell(instance, command):
-    """The simulated machine entered as /bin/sh on this host: the benchmark measures the gateway, not a backend's
-    own way in (nsenter into a sandbox adds its few milliseconds on top)."""
-    return ["/bin/sh", "-c", command] if command is not None else ["/bin/sh", "-l"]
-
-
-@benchmark("SSH gateway: connect → first command (ssh … true)")
-def ssh_round_trip(report):
-    """`ssh -p PORT <instance-id>@127.0.0.1 true` with the system OpenSSH client, end to end: TCP, key exchange,
-    the owner's-key lookup, the session, the program and its exit status."""
-    os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
-    _capacity(1)
-    user = _user("bench-ssh@example.com")
-    request = services.LaunchRequest(name="bench-ssh", chip="ascend-910b", image="pytorch-2.2-cann8")
-    instance = services.launch(user, request)
-    while Instance.objects.get(pk=instance.pk).status != "running":
-        services.advance(instance.pk, "running")
-    backend = get_backend(Instance.objects.get(pk=instance.pk).backend_name)
-    backend.enter_argv = _host_shell  # shadows the backend's method for this run
-    with tempfile.TemporaryDirectory() as folder:
-        key = Path(folder) / "id_ed25519"
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-        ssh_keys.add_ssh_key(user, public_key=key.with_suffix(".pub").read_text())
-        gateway = ssh_gateway.GatewayThread("127.0.0.1", 0, ssh_gateway.load_host_key(Path(folder) / "host_key"))
-        options = ("BatchMode=yes", "StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null", "LogLevel=ERROR")
-        argv = ["ssh", "-p", str(gateway.port), "-i", str(key), "-F", "/dev/null"]
-        argv += [arg for option in options for arg in ("-o", option)]
-        argv += [f"{instance.public_id}@127.0.0.1", "true"]
-        durations = []
-        try:
-            for _ in range(SSH_ROUNDS):
-                with report.timer() as t:
-                    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
-                durations.append(t.seconds)
-        finally:
-            gateway.stop()
-            del backend.enter_argv
-            app.control.purge()
-    report.add_latencies("ssh … true", durations, note="system OpenSSH client; Ed25519 keys; /bin/sh as the machine")

@@ -168,7 +168,7 @@ def slurm_launch_overhead(report):
     from django.core.wsgi import get_wsgi_application
 
     from catalog.models import Node
-    from instances.backends import BackendError, TransientBackendError
+    from instances.backends import BackendError
     from instances.backends.slurm import SlurmClient
 
     try:
@@ -196,20 +196,7 @@ def slurm_launch_overhead(report):
     console, bare = [], []
     try:
         for _ in range(SLURM_RUNS):
-            start = time.perf_counter()
-            instance = services.launch(user, request)
-            while Instance.objects.get(pk=instance.pk).status != "running":
-                services.advance(instance.pk, "running")
-                if time.perf_counter() - start > 60:
-                    raise RuntimeError("a console launch did not reach running within 60 s")
-                time.sleep(0.02)
-            console.append(time.perf_counter() - start)
-            services.release(Instance.objects.with_related().get(pk=instance.pk))
-            while Instance.objects.get(pk=instance.pk).status != "released":
-                try:
-                    services.advance(instance.pk, "released")
-                except TransientBackendError:
-                    time.sleep(0.05)  # the job is ending; its system disk goes after it
+            console.append(_launch_until_running_then_release(user, request, timeout=60))
             bare.append(_bare_sbatch())
     finally:
         server.shutdown()
@@ -217,6 +204,27 @@ def slurm_launch_overhead(report):
     report.add_latencies("bare sbatch → RUNNING", bare, note="sbatch --gres=gpu:mlu370:1, squeue polled")
     ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
     report.add("platform overhead (median ratio)", ratio, unit="×", note=f"n={SLURM_RUNS} each, same cluster")
+
+
+def _launch_until_running_then_release(user, request, *, timeout: float) -> float:
+    """Seconds from the launch until the instance runs (driven here, as the worker would); then it is released."""
+    from instances.backends import TransientBackendError
+
+    start = time.perf_counter()
+    instance = services.launch(user, request)
+    while Instance.objects.get(pk=instance.pk).status != "running":
+        services.advance(instance.pk, "running")
+        if time.perf_counter() - start > timeout:
+            raise RuntimeError(f"a launch did not reach running within {timeout:.0f} s")
+        time.sleep(0.02)
+    took = time.perf_counter() - start
+    services.release(Instance.objects.with_related().get(pk=instance.pk))
+    while Instance.objects.get(pk=instance.pk).status != "released":
+        try:
+            services.advance(instance.pk, "released")
+        except TransientBackendError:
+            time.sleep(0.05)  # the machine is ending; its system disk goes after it
+    return took
 
 
 def _bare_sbatch() -> float:
@@ -248,7 +256,7 @@ def local_launch_to_jupyter(report):
 
     from catalog.models import Node
     from instances import runtime
-    from instances.backends import TransientBackendError, local
+    from instances.backends import local
 
     ok, why = local.availability()
     if not ok:
@@ -264,20 +272,7 @@ def local_launch_to_jupyter(report):
     console, bare = [], []
     try:
         for _ in range(LOCAL_RUNS):
-            start = time.perf_counter()
-            instance = services.launch(user, request)
-            while Instance.objects.get(pk=instance.pk).status != "running":
-                services.advance(instance.pk, "running")
-                if time.perf_counter() - start > 120:
-                    raise RuntimeError("a local launch did not reach running within 120 s")
-                time.sleep(0.05)
-            console.append(time.perf_counter() - start)
-            services.release(Instance.objects.with_related().get(pk=instance.pk))
-            while Instance.objects.get(pk=instance.pk).status != "released":
-                try:
-                    services.advance(instance.pk, "released")
-                except TransientBackendError:
-                    time.sleep(0.05)
+            console.append(_launch_until_running_then_release(user, request, timeout=120))
             bare.append(_bare_jupyter(runtime.path()))
     finally:
         shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)

@@ -10,6 +10,7 @@ the rate frozen at ``open_usage``, billed minutes = ceil((end − start) / 60 s)
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -124,6 +125,21 @@ def eager_tasks():
     app.conf.task_always_eager = True
     yield app
     app.conf.task_always_eager = before
+
+
+def settle_until(until=None, *, timeout: float, message: str, describe=lambda: "") -> None:
+    """Reconcile beats, as the worker runs them, until ``until()`` holds, or without it until no instance is on its
+    way somewhere; a real backend takes its time, so this waits between beats and fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        services.reconcile()
+        if until is not None and until():
+            return
+        if until is None and not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
+            return
+        time.sleep(0.2)
+    states = list(Instance.objects.values_list("name", "status", "status_detail"))
+    raise AssertionError(f"timed out waiting for {message}: {states}{describe()}")
 
 
 def settle(rounds: int = 10) -> None:

@@ -7,7 +7,6 @@ kills every machine of the test when it ends. Outside CI the tests skip where th
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,8 @@ import pytest
 from catalog.models import Node
 from instances import services
 from instances.backends import get_backend, local
-from instances.choices import TRANSITIONAL
 from instances.models import Instance
+from instances.tests.fixtures import settle_until
 
 
 class LocalHost:
@@ -32,16 +31,7 @@ class LocalHost:
         return self.folder(instance) / "root"
 
     def settle(self, until=None, timeout: float = 90.0, message: str = "the instances to settle") -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            services.reconcile()
-            if until is not None and until():
-                return
-            if until is None and not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
-                return
-            time.sleep(0.2)
-        states = list(Instance.objects.values_list("name", "status", "status_detail"))
-        raise AssertionError(f"timed out waiting for {message}: {states}")
+        settle_until(until, timeout=timeout, message=message)
 
     def run(self, instance, command: str, timeout: float = 30) -> "subprocess.CompletedProcess":  # noqa: F821
         """``command`` run inside the instance, as an SSH session would run it."""

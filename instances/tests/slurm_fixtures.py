@@ -18,9 +18,8 @@ from catalog.models import Node
 from instances import services
 from instances.backends import get_backend
 from instances.backends.slurm import SlurmClient
-from instances.choices import TRANSITIONAL
 from instances.models import Instance
-from instances.tests.fixtures import settle
+from instances.tests.fixtures import settle, settle_until
 from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
@@ -50,16 +49,7 @@ class SlurmCluster:
 
     def settle(self, until=None, timeout: float = 60.0, message: str = "the instances to settle") -> None:
         """Run reconcile beats until ``until()`` holds, or without it until nothing is on its way somewhere."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            services.reconcile()
-            if until is not None and until():
-                return
-            if until is None and not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
-                return
-            time.sleep(0.2)
-        states = list(Instance.objects.values_list("name", "status", "status_detail"))
-        raise AssertionError(f"timed out waiting for {message}: {states}; jobs: {self._job_summary()}")
+        settle_until(until, timeout=timeout, message=message, describe=lambda: f"; jobs: {self._job_summary()}")
 
     def _job_summary(self):
         return [(j["job_id"], j["name"][-8:], j["job_state"], j["state_reason"]) for j in self.jobs()]

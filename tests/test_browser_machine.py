@@ -127,6 +127,8 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
         raise
     lab.close()
 
+    expect(page.locator("#terminal-hint")).to_be_visible()
+
     # Back on the instance page: the curve is the real run's, forwarded by the agent; no "simulated" label.
     wait_until(lambda: TrainingScalar.objects.filter(instance=instance, tag="loss").count() >= 3, timeout=60,
                message="the quick-start run's scalars")  # fmt: skip

@@ -65,7 +65,7 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
     server = get_backend("slurm").jupyter(instance)
     assert server is not None and server.url.startswith("http://127.0.0.1:")
     page = browser(console_server, owner).get(instance.get_absolute_url())
-    assert 'id="open-jupyterlab"' in page.text and 'id="open-terminal"' in page.text
+    assert 'id="open-jupyterlab"' in page.text and 'id="terminal-hint"' in page.text
 
     # When the owner opens it through the console, it answers without showing its token
     base = server.base_path

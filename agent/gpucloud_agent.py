@@ -588,7 +588,10 @@ class Agent:
 
     def on_signal(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
-        self.checkpoint = write_marker(self.system, signal_name=name, job_id=self.job_id, restart=self.restart)
+        try:
+            self.checkpoint = write_marker(self.system, signal_name=name, job_id=self.job_id, restart=self.restart)
+        except OSError as exc:  # the home's .gpucloud is not writable (the user replaced it): pass the signal on
+            sys.stderr.write(f"agent: cannot write the checkpoint marker: {exc}\n")
         self._forward(signum)
         if signum == signal.SIGTERM and self.stopping_since is None:
             self.stopping_since = time.monotonic()

@@ -420,7 +420,7 @@ LOCAL_RUNTIME_DIR = Path(
     )
 )
 LOCAL_RUNTIME_PYTHON = env.str("LOCAL_RUNTIME_PYTHON", default="")
-LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=200000)
+LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=1_000_000_000)  # above /etc/subuid ranges
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)

@@ -184,7 +184,7 @@ class GatewayServer(asyncssh.SSHServer):
         self.grant: Grant | None = None
         self.peer = ""
         # asyncssh asks about a key twice (the client's query, then its signature): one lookup per key.
-        self._checked: dict[str, Grant | None] = {}
+        self._checked: dict[tuple, Grant | None] = {}
 
     def session_requested(self):
         return GatewayProcess(self.gateway.session, None, 0, False)
@@ -211,12 +211,13 @@ class GatewayServer(asyncssh.SSHServer):
     async def validate_public_key(self, username, key):
         if self.instance_id is None:
             return False
-        fingerprint = key.get_fingerprint("sha256")
-        if fingerprint not in self._checked and len(self._checked) >= MAX_KEYS_PER_CONNECTION:
+        # Per instance and key: a client may change the user name between attempts.
+        asked = (self.instance_id, key.get_fingerprint("sha256"))
+        if asked not in self._checked and len(self._checked) >= MAX_KEYS_PER_CONNECTION:
             return False
-        if fingerprint not in self._checked:
-            self._checked[fingerprint] = await _db(find_grant)(self.instance_id, fingerprint)
-        grant = self._checked[fingerprint]
+        if asked not in self._checked:
+            self._checked[asked] = await _db(find_grant)(*asked)
+        grant = self._checked[asked]
         if grant is not None:
             self.grant = grant
         return grant is not None

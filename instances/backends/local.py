@@ -30,6 +30,7 @@ It needs root (to switch to the sandbox users, mount and create cgroups) and ``b
 says whether this host can run it, and ``make run`` falls back to the simulated backend when it cannot.
 """
 
+import fcntl
 import json
 import logging
 import os
@@ -39,13 +40,16 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
 
@@ -59,7 +63,8 @@ MOUNT_HUB = "/mnt/gpucloud"  # inside the sandbox
 SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket
 BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
 WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
-JUPYTER_SOCKET = "jupyter.sock"
+JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
+LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "public", "datasets")
 MIN_GRACE = 1.0  # seconds
@@ -222,11 +227,23 @@ def read_state(public_id) -> dict:
 
 
 def write_state(public_id, state: dict) -> None:
+    """Replace the state file whole (a unique temporary file, renamed: a reader never sees half of it)."""
     path = folder(public_id) / "state.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-")
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(state, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def update_state(public_id, **changes) -> dict:
+    """Change some keys of the state file, under a lock: the web process (mounts) and the worker (the machine's
+    life) write it at the same time, and neither may undo the other's keys."""
+    with open(folder(public_id) / "state.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = read_state(public_id)
+        state.update(changes)
+        write_state(public_id, state)
+        return state
 
 
 def _now() -> float:
@@ -249,7 +266,7 @@ class LocalBackend(Backend):
             raise BackendError(why)
         state = read_state(instance.public_id)
         if state.get("released"):
-            raise BackendError("this instance's sandbox was released")
+            raise BackendError(_("This instance's machine was released."))
         if self._running(state):
             return state["job_id"]  # already started: retries and reconcile land here
         try:
@@ -262,19 +279,16 @@ class LocalBackend(Backend):
         _make_traversable(base.parent)
         home, run, boot, mnt = base / "root", base / "run", base / "boot", base / "mnt"
         # base/.gpucloud: the agent's own files (it runs as the sandbox user, outside the sandbox).
+        # Root creates and hands over only the folders directly in the instance's root-owned folder, which the
+        # machine cannot replace; inside the home and the socket folder the machine's own processes (init, the
+        # agent as the sandbox user) make what they need, so no symlink made inside can lead root anywhere.
         for path, owner, mode in ((base, 0, 0o711), (base / ".gpucloud", uid, 0o700), (home, uid, 0o700),
-                                  (home / ".gpucloud", uid, 0o755),
                                   (run, uid, 0o700), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
-            path.mkdir(parents=True, exist_ok=True)
-            os.chown(path, owner, owner)
-            os.chmod(path, mode)
+            _own_folder(path, owner, mode)
         for name in HUB_LINKS:
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
-            link = home / name
-            if not link.exists() and not link.is_symlink():
-                link.symlink_to(f"{MOUNT_HUB}/{name}")
-                os.lchown(link, uid, uid)
-        (run / JUPYTER_SOCKET).unlink(missing_ok=True)
+        (base / LAB_SOCKET).unlink(missing_ok=True)
+        (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
         token = secrets.token_hex(24)
         self._write_boot(instance, boot, uid, token)
         self._mount_all(instance.public_id, state)
@@ -316,9 +330,8 @@ class LocalBackend(Backend):
             self._kill(instance.public_id, state)
             return
         if state.get("signalled_at") is None:
-            state["signalled_at"] = _now()
-            state["stop_at"] = state["signalled_at"] + grace_seconds
-            write_state(instance.public_id, state)
+            now = _now()
+            state = update_state(instance.public_id, signalled_at=now, stop_at=now + grace_seconds)
             try:
                 os.kill(state["pid"], signal.SIGUSR1)  # the agent writes the checkpoint marker and passes it on
             except ProcessLookupError:
@@ -358,8 +371,7 @@ class LocalBackend(Backend):
         if not state.get("ready_at"):
             if not self._jupyter_answers(instance.public_id, state):
                 return BackendStatus(Phase.BOOTING, since=_at(state["submitted_at"]), ready_in=1.0)
-            state["ready_at"] = _now()
-            write_state(instance.public_id, state)
+            state = update_state(instance.public_id, ready_at=_now())
         return BackendStatus(Phase.RUNNING, since=_at(state["ready_at"]), access=self._access(state))
 
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
@@ -385,7 +397,7 @@ class LocalBackend(Backend):
             return
         # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.
         if source.startswith("/") or ".." in Path(source).parts:
-            raise BackendError(f"cannot mount {source}")
+            raise BackendError(_("%(source)s cannot be mounted.") % {"source": source})
         path = Path(settings.LOCAL_HUB_ROOT) / source
         path.mkdir(parents=True, exist_ok=True)
         self._add_mount(instance, target, str(path), read_only=True)
@@ -398,7 +410,7 @@ class LocalBackend(Backend):
             if point is not None:
                 _umount(point)
             del mounts[target]
-            write_state(instance.public_id, {**state, "mounts": mounts})
+            update_state(instance.public_id, mounts=mounts)
 
     def _mount_point(self, public_id, target: str) -> Path | None:
         relative = Path(target).relative_to("/root") if target.startswith("/root/") else None
@@ -408,15 +420,13 @@ class LocalBackend(Backend):
 
     def _add_mount(self, instance, target: str, source: str, *, read_only: bool) -> None:
         if self._mount_point(instance.public_id, target) is None:
-            raise BackendError(f"cannot mount at {target}")
+            raise BackendError(_("Nothing can be mounted at %(path)s.") % {"path": target})
         folder(instance.public_id).mkdir(parents=True, exist_ok=True)
         state = read_state(instance.public_id)
         if state.get("released"):
-            raise BackendError("this instance's sandbox was released")
-        mounts = state.get("mounts", {})
-        mounts[target] = {"source": source, "read_only": read_only}
-        state["mounts"] = mounts
-        write_state(instance.public_id, state)
+            raise BackendError(_("This instance's machine was released."))
+        mounts = {**state.get("mounts", {}), target: {"source": source, "read_only": read_only}}
+        state = update_state(instance.public_id, mounts=mounts)
         if self._running(state):
             self._mount_all(instance.public_id, state)  # propagates into the running sandbox
 
@@ -440,7 +450,7 @@ class LocalBackend(Backend):
     def _unmount_all(self, public_id) -> None:
         """Undo every mount under the instance's mount hub, the hub's own bind included."""
         mnt = str(folder(public_id) / "mnt")
-        for _ in range(20):
+        for _attempt in range(20):
             points = [p for p in _mount_points() if p == mnt or p.startswith(mnt + "/")]
             if not points:
                 return
@@ -453,26 +463,28 @@ class LocalBackend(Backend):
         state = read_state(instance.public_id)
         if not self._running(state) or state.get("signalled_at") is not None:
             return None
-        return JupyterServer(
-            token=state["token"], base_path=lab_path(instance.public_id),
-            socket=str(folder(instance.public_id) / "run" / JUPYTER_SOCKET),
-        )  # fmt: skip
+        socket_path = _lab_socket(instance.public_id, state)
+        if socket_path is None:
+            return None
+        return JupyterServer(token=state["token"], base_path=lab_path(instance.public_id), socket=str(socket_path))
 
     def enter_argv(self, instance, command: str | None) -> list[str]:
         state = read_state(instance.public_id)
         pid = self._sandbox_pid(state) if self._running(state) else None
         if pid is None or state.get("signalled_at") is not None:
-            raise BackendError("the instance is not running")
+            raise BackendError(_("The instance is not running."))
         join = " ".join(f"echo $$ > {shlex.quote(str(p))};" for p in Cgroup(str(instance.public_id)).procs_files())
+        # Inside: every capability dropped, a clean environment with the caller's TERM (the outer shell hands it
+        # in as the inner one's $0) and the instance's variables; the outer shell joins the machine's cgroup.
         inner = [
-            "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
+            "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
+            "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
             "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
-            f"PATH={_sandbox_path()}", f"TERM={os.environ.get('TERM', 'xterm-256color')}",
-            "/bin/sh", "-c", f'cd /root; . {BOOT_DIR}/env; exec "$@"', "sh",
+            f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; exec "$@"',
         ]  # fmt: skip
-        inner += ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
-        nsenter = ["nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd", *inner]
-        return ["/bin/sh", "-c", f'{join} exec "$@"', "sh", *nsenter]
+        script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" "$@"'
+        command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
+        return ["/bin/sh", "-c", script, "sh", *command_argv]
 
     def home_path(self, instance):
         state = read_state(instance.public_id)
@@ -525,7 +537,7 @@ class LocalBackend(Backend):
                 _signal(child, signal.SIGKILL)  # bwrap: the namespace's processes die with it
             _signal(pid, signal.SIGKILL)
         cgroup = Cgroup(str(public_id))
-        for _ in range(50):
+        for _attempt in range(50):
             left = cgroup.pids()
             if not left:
                 break
@@ -533,7 +545,7 @@ class LocalBackend(Backend):
                 _signal(each, signal.SIGKILL)
             time.sleep(0.05)
         if pid:
-            for _ in range(50):  # the agent is the worker's grandchild at most: reaped by init or by Popen
+            for _attempt in range(50):  # the agent is the worker's grandchild at most: reaped by init or by Popen
                 if not _alive(pid, state.get("started")):
                     break
                 time.sleep(0.05)
@@ -543,7 +555,7 @@ class LocalBackend(Backend):
         if pid and not state.get("killed"):
             state.update(killed=True, ended_at=state.get("ended_at") or _now())
             if folder(public_id).exists():
-                write_state(public_id, state)
+                update_state(public_id, killed=True, ended_at=state["ended_at"])
 
     def _wait_for_marker(self, public_id, *, since: float) -> None:
         """Give the agent a moment to write the checkpoint marker before a stop with no grace period kills it."""
@@ -558,8 +570,8 @@ class LocalBackend(Backend):
             time.sleep(0.02)
 
     def _jupyter_answers(self, public_id, state: dict) -> bool:
-        path = folder(public_id) / "run" / JUPYTER_SOCKET
-        if not path.exists():
+        path = _lab_socket(public_id, state)
+        if path is None:
             return False
         request = (
             f"GET {lab_path(public_id)}api/status HTTP/1.0\r\nHost: localhost\r\n"
@@ -652,6 +664,9 @@ DEFAULT_START = (
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud
+for name in data shared public datasets; do
+  [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name"
+done
 setsid jupyter lab --no-browser --allow-root --ServerApp.sock={socket} --ServerApp.sock_mode=0600 \\
   --ServerApp.base_url={base_url} --ServerApp.root_dir=/root --LabApp.news_url=None \\
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\
@@ -678,18 +693,26 @@ def agent_module_token(public_id) -> str:
     return agent_token(public_id)
 
 
+TAIL_BYTES = 1024 * 1024  # a log's tail is read from at most its last megabyte
+
+
 def tail_lines(path: Path, lines: int) -> str:
-    """The last ``lines`` lines of a file, read from its end (a long log costs no more than a short one)."""
+    """The last ``lines`` lines of a file, read from its end and from at most its last ``TAIL_BYTES`` (a long
+    log, or one endless line, costs no more than a short one)."""
     try:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
-            block, data = 8192, b""
-            while size > 0 and data.count(b"\n") <= lines:
-                step = min(block, size)
+            blocks, newlines, read = [], 0, 0
+            while size > 0 and newlines <= lines and read < TAIL_BYTES:
+                step = min(65536, size, TAIL_BYTES - read)
                 size -= step
                 f.seek(size)
-                data = f.read(step) + data
+                block = f.read(step)
+                blocks.append(block)
+                newlines += block.count(b"\n")
+                read += step
+            data = b"".join(reversed(blocks))
     except OSError:
         return ""
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
@@ -704,6 +727,49 @@ def _trim(path: Path) -> None:
             path.write_bytes(keep)
     except OSError:
         pass
+
+
+def _own_folder(path: Path, owner: int, mode: int) -> None:
+    """``path`` a real folder (not a symlink) owned by ``owner`` with ``mode``; its parent is root's."""
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchown(fd, owner, owner)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _lab_socket(public_id, state: dict) -> Path | None:
+    """The socket the console may connect to: a hard link, in the instance's root-owned folder, to the socket
+    JupyterLab made in the machine's socket folder. It is (re)made only from a socket of the machine's user and
+    checked after it is made, so a symlink or another file put there from inside never leads the console (root)
+    to one of the host's sockets; once made, nothing the machine does changes where it leads."""
+    base = folder(public_id)
+    link, made = base / LAB_SOCKET, base / "run" / JUPYTER_SOCKET
+    uid = state.get("uid")
+
+    def ours(path: Path):
+        try:
+            found = os.lstat(path)
+        except OSError:
+            return None
+        return found if stat.S_ISSOCK(found.st_mode) and found.st_uid == uid else None
+
+    current, fresh = ours(link), ours(made)
+    if current is not None and (fresh is None or fresh.st_ino == current.st_ino):
+        return link
+    if fresh is None:
+        return None
+    link.unlink(missing_ok=True)  # JupyterLab made a new socket (it restarted), or the link is not a socket
+    try:
+        os.link(made, link, follow_symlinks=False)
+    except OSError:
+        return None
+    if ours(link) is None:  # swapped between the check and the link: never use it
+        link.unlink(missing_ok=True)
+        return None
+    return link
 
 
 def _make_owned(path: Path, uid: int) -> None:
@@ -754,7 +820,8 @@ def _is_mount_point(path: Path) -> bool:
 def _run(argv: list[str]) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise TransientBackendError(f"{' '.join(argv[:2])} failed: {done.stderr.strip()[:200]}")
+        log.warning("%s failed: %s", " ".join(argv), done.stderr.strip()[:500])  # host paths stay in the log
+        raise TransientBackendError(_("The machine's mounts could not be changed; trying again."))
 
 
 def _umount(path: Path) -> None:

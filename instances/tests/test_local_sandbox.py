@@ -262,3 +262,36 @@ def test_a_worker_restart_finds_its_machines_again(on_local, running):
     assert fresh(instance).status == Status.RUNNING
     assert get_backend("local").jupyter(fresh(instance)) is not None
     assert on_local.run(fresh(instance), "cat /root/f").stdout == "before\n"
+
+
+def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, running, settings):
+    import stat as stats
+
+    instance = running()
+    etc_before = os.stat("/etc")
+    target = "/var/run/postgresql/.s.PGSQL.5432" if os.path.exists("/var/run/postgresql") else "/dev/log"
+    done = on_local.run(
+        instance,
+        "rm -rf /root/.gpucloud /root/data && ln -s /etc /root/.gpucloud && ln -s /etc /root/data"
+        f" && rm -f /run/gpucloud/jupyter.sock && ln -s {target} /run/gpucloud/jupyter.sock",
+    )
+    assert done.returncode == 0, done.stderr
+
+    # The console keeps talking to the JupyterLab it checked, not to what the machine's socket path now names.
+    server = get_backend("local").jupyter(fresh(instance))
+    assert server is not None and stats.S_ISSOCK(os.lstat(server.socket).st_mode)
+    assert os.lstat(server.socket).st_uid == local.sandbox_uid(instance)
+    # Once that link is gone (say, JupyterLab restarted), a symlink in its place is never followed.
+    os.unlink(server.socket)
+    assert get_backend("local").jupyter(fresh(instance)) is None
+
+    # A stop and a start (root prepares the machine again) leave the host's /etc as it was.
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
+    etc_after = os.stat("/etc")
+    assert (etc_after.st_uid, etc_after.st_gid, etc_after.st_mode) == (
+        etc_before.st_uid, etc_before.st_gid, etc_before.st_mode,
+    )  # fmt: skip
+    assert not os.path.exists("/etc/checkpoint.json")

@@ -265,7 +265,11 @@ def local_launch_to_jupyter(report):
         report.add("skipped", 0, unit="", note=f"no local sandboxes here: {why}")
         return
     runtime.ensure()
+    # This benchmark's own sandbox root and nodes; both are given back at the end, so no later benchmark starts
+    # real machines.
+    previous_root = settings.LOCAL_SANDBOX_ROOT
     settings.LOCAL_SANDBOX_ROOT = Path(tempfile.mkdtemp(prefix="gpucloud-bench-", dir="/tmp"))
+    backends_before = dict(Node.objects.values_list("pk", "backend_name"))
     Node.objects.update(backend_name="local")
     user = _user("bench-local@example.com")
     request = services.LaunchRequest(name="bench-local", chip="ascend-910b", image="pytorch-2.2-cann8")
@@ -275,7 +279,13 @@ def local_launch_to_jupyter(report):
             console.append(_launch_until_running_then_release(user, request, timeout=120))
             bare.append(_bare_jupyter(runtime.path()))
     finally:
+        backend = local.LocalBackend()
+        for folder in (settings.LOCAL_SANDBOX_ROOT / "instances").glob("*"):
+            backend._kill(folder.name, local.read_state(folder.name))  # every process and mount gone first
         shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)
+        settings.LOCAL_SANDBOX_ROOT = previous_root
+        for pk, name in backends_before.items():
+            Node.objects.filter(pk=pk).update(backend_name=name)
     report.add_latencies("launch → JupyterLab answering", console, note="sandbox, JupyterLab, reconcile; target ≤ 15 s")
     report.add_latencies("bare JupyterLab → answering", bare, note="the runtime's JupyterLab on a socket, no sandbox")
     ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]

@@ -67,6 +67,11 @@ JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where Jupyter
 LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "public", "datasets")
+# The instance's own copy of the agent and of the quick-start workload, in a root-owned folder of the instance's
+# folder: the sandbox user reads and runs them there, never in the console's checkout (which may be private).
+TOOLS = "tools"
+AGENT_FILE = "gpucloud_agent.py"
+WORKLOADS_SOURCE = Path(__file__).resolve().parents[1] / "workloads"
 MIN_GRACE = 1.0  # seconds
 LOG_BYTES = 2 * 1024 * 1024  # the start command's log keeps its last 2 MB across restarts
 
@@ -287,6 +292,7 @@ class LocalBackend(Backend):
             _own_folder(path, owner, mode)
         for name in HUB_LINKS:
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
+        _copy_tools(base / TOOLS)
         (base / LAB_SOCKET).unlink(missing_ok=True)
         (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
         token = secrets.token_hex(24)
@@ -628,8 +634,7 @@ class LocalBackend(Backend):
             "--bind", str(base / "root"), "/root",
             "--bind", str(base / "run"), SOCKET_DIR,
             "--ro-bind", str(base / "boot"), BOOT_DIR,
-            "--ro-bind", str(Path(agent_module.__file__).resolve().parent.parent / "instances" / "workloads"),
-            WORKLOADS_DIR,
+            "--ro-bind", str(base / TOOLS / "workloads"), WORKLOADS_DIR,
             "--bind", str(base / "mnt"), MOUNT_HUB,
             "--clearenv",
             "--setenv", "HOME", "/root", "--setenv", "USER", "root", "--setenv", "SHELL", "/bin/bash",
@@ -644,7 +649,7 @@ class LocalBackend(Backend):
         # group does not end bwrap or JupyterLab; the start command gets the default action back (init).
         workload = ["/bin/sh", "-c", "trap '' USR1; exec \"$@\"", "sh", *bwrap]
         agent = [
-            str(runtime.system_python()), str(Path(agent_module.__file__).resolve()), "--instance",
+            str(runtime.system_python()), str(base / TOOLS / AGENT_FILE), "--instance",
             str(instance.public_id), "--root", str(sandbox_root()), "--family", "cpu",
             "--console", settings.LOCAL_AGENT_CONSOLE_URL, "--interval", str(settings.LOCAL_HEARTBEAT_SECONDS),
             "--", *workload,
@@ -770,6 +775,26 @@ def _lab_socket(public_id, state: dict) -> Path | None:
         link.unlink(missing_ok=True)
         return None
     return link
+
+
+def _copy_tools(tools: Path) -> None:
+    """A fresh copy of the agent and the workloads in ``tools`` (root's, readable by all): a machine started after
+    an upgrade runs the new agent, and nothing the sandbox user could write is run."""
+    staging = Path(tempfile.mkdtemp(prefix=".tools-", dir=tools.parent))
+    try:
+        os.chmod(staging, 0o755)
+        shutil.copyfile(agent_module.__file__, staging / AGENT_FILE)
+        (staging / "workloads").mkdir(mode=0o755)
+        for source in WORKLOADS_SOURCE.glob("*.py"):
+            shutil.copyfile(source, staging / "workloads" / source.name)
+        for path in (staging / AGENT_FILE, *(staging / "workloads").iterdir()):
+            os.chmod(path, 0o644)
+        os.chmod(staging / "workloads", 0o755)
+        if tools.is_dir() and not tools.is_symlink():
+            shutil.rmtree(tools)
+        os.replace(staging, tools)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _make_owned(path: Path, uid: int) -> None:

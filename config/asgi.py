@@ -1,8 +1,9 @@
-"""ASGI entry point (``uvicorn config.asgi:application``): Django for HTTP; websockets routed before Django, which
-cannot hold one.
+"""ASGI entry point (``uvicorn config.asgi:application``): Django for the console; the instances' labs before it.
 
-A websocket under ``/instances/<id>/lab/`` (a JupyterLab kernel or terminal) goes to the JupyterLab proxy; any
-other websocket is refused with 404. The lifespan protocol is acknowledged: the console has nothing to start.
+A request to a lab host (``<instance-id>.<LAB_DOMAIN>``: JupyterLab's pages, files, kernels and terminals, and the
+web apps on its exposed ports) goes to the JupyterLab proxy, HTTP and websockets alike; it never reaches the
+console's views. Any other websocket is refused with 404. The lifespan protocol is acknowledged: the console has
+nothing to start.
 """
 
 import os
@@ -17,19 +18,23 @@ os.environ.setdefault("CONN_MAX_AGE", "0")
 django_application = get_asgi_application()
 
 # Imported once Django is set up (get_asgi_application above), as the proxy reads models and settings.
-from instances.jupyter_proxy import LAB_PATH, deny, lab_websocket  # noqa: E402
+from instances.jupyter_proxy import deny, lab_application, lab_label  # noqa: E402
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "http":
+    if scope["type"] in ("http", "websocket") and lab_label(_host(scope)) is not None:
+        await lab_application(scope, receive, send)
+    elif scope["type"] == "http":
         await django_application(scope, receive, send)
-    elif scope["type"] == "websocket" and LAB_PATH.match(scope["path"]):
-        await lab_websocket(scope, receive, send)
     elif scope["type"] == "websocket":
         await receive()  # the handshake's websocket.connect
         await deny(scope, send, 404)
     elif scope["type"] == "lifespan":
         await _lifespan(receive, send)
+
+
+def _host(scope) -> str:
+    return next((value.decode("latin-1") for key, value in scope["headers"] if key == b"host"), "")
 
 
 async def _lifespan(receive, send):

@@ -52,6 +52,13 @@ SECRET_KEY = env.str("SECRET_KEY", default="development-only-key-not-for-product
 # (console/encryption.py), keep working while SECRET_KEY is rotated.
 SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+# Each instance's JupyterLab answers on an origin of its own, <instance-id>.<LAB_DOMAIN> on the console's port, so
+# nothing that runs in a lab can act on the console as its user (instances/jupyter_proxy.py). Browsers take every
+# *.localhost name to this machine; a deployment names a wildcard domain that points at the console (ideally not a
+# subdomain of the console's own, like GitHub's githubusercontent.com), with a wildcard certificate.
+LAB_DOMAIN = env.str("LAB_DOMAIN", default="lab.localhost").strip(".").lower()
+LAB_SESSION_SECONDS = env.int("LAB_SESSION_SECONDS", default=12 * 3600)  # a lab's cookie, before the console again
+LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how long a lab trusts its last look-up
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 

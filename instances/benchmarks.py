@@ -12,6 +12,7 @@ import uuid
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -458,7 +459,11 @@ def _wait_until_answering(client: httpx.Client, url: str, process: subprocess.Po
 def _proxy_downloads(server: JupyterServer, console_url: str, user, path) -> dict[str, list[float]]:
     direct = httpx.Client(transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost",
                           headers={"Authorization": f"token {server.token}"}, timeout=60)  # fmt: skip
-    proxied = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
+    console = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
+    handoff = urlsplit(console.get(path).headers["location"])  # to the lab's own origin, as a browser goes
+    proxied = httpx.Client(base_url=console_url, headers={"Host": handoff.netloc}, timeout=60)
+    if proxied.get(f"{handoff.path}?{handoff.query}").status_code != 302:  # the lab's cookie, and on to the lab
+        raise RuntimeError("the lab did not take the console's handoff")
     times: dict[str, list[float]] = {"direct": [], "proxied": []}
     for round_ in range(PROXY_ROUNDS + 1):
         for name, client in (("direct", direct), ("proxied", proxied)):

@@ -1,44 +1,62 @@
-"""JupyterLab through the console: ``/instances/<id>/lab/…`` reverse-proxied to the instance's Jupyter server.
+"""JupyterLab through the console, on an origin of its own per instance.
 
-HTTP goes through the async view :func:`lab`. A Django view cannot hold a websocket (kernels, terminals), so
-``config/asgi.py`` routes those to :func:`lab_websocket`. Both admit the instance's owner only — anyone else, signed
-in or not, gets the 404 of a missing instance — ask the backend where the server answers (``jupyter()``), and sign
-every request to it with the server's token in an ``Authorization`` header. The token never reaches the browser:
-it is cut out of the text Jupyter sends (JupyterLab writes it into its page; the user's own files go on unscanned, see
+A lab runs whatever its owner (or a notebook, an HTML file, a web app on an exposed port) puts in it. Served on the
+console's origin, its script could call the console as the signed-in user. So each instance's lab answers at its
+own host name, ``<instance-id>.<LAB_DOMAIN>`` on the console's port (``lab.localhost`` by default: browsers take
+every ``*.localhost`` name to this machine), as JupyterHub's ``subdomain_host`` does. The console's cookies are
+host-only, so they never reach a lab, and one lab cannot read another's.
+
+Entering goes in two steps:
+
+1. :func:`lab` — the console's own ``/instances/<id>/lab/…`` (the instance page links there). It admits the
+   instance's owner only (anyone else, signed in or not, gets the 404 of a missing instance) and answers with a
+   redirect to the lab's origin carrying a one-time handoff signed by the console, valid for a minute.
+2. :func:`lab_application` — the ASGI application for lab hosts (``config/asgi.py`` routes them here, before
+   Django). ``/_lab/login`` spends the handoff and sets the lab's own cookie: host-only, HttpOnly, signed, bound to
+   the user, the instance and the user's password (a password change ends it). Every other request must carry that
+   cookie; ownership and the instance's Jupyter server are looked up again every few seconds
+   (``LAB_AUTH_CACHE_SECONDS``), so a released or transferred instance closes within that.
+
+Requests go to the instance's Jupyter server (a Unix socket on the local backend, the address the agent reported on
+Slurm) signed with the server's token in an ``Authorization`` header. The token never reaches the browser: it is cut
+out of the text Jupyter sends (JupyterLab writes it into its page; the user's own files go on unscanned, see
 :func:`_may_hold_token`). The browser's cookies and credentials never reach the machine, and the cookies Jupyter sets
-stay inside the lab's path.
+stay inside the lab's path. Jupyter skips its own XSRF check for token-signed requests, so the proxy checks origins
+instead: a websocket, and any request but GET, HEAD and OPTIONS, must come from the lab's own origin. Paths and
+queries are forwarded unchanged, because the server's ``base_url`` is the lab path.
 
-Jupyter skips its own XSRF check for token-signed requests, so the console checks origins instead: a websocket, and
-any request but GET, HEAD and OPTIONS, must come from the console's own origin. Everything the machine answers is
-untrusted (its owner runs any code there): headers that would reach beyond the lab are dropped.
-
-Paths and queries are forwarded unchanged, because the server's ``base_url`` is the console path.
+HTTP is answered at the ASGI level, not through Django's request cycle: a lab page loads hundreds of files, and each
+one costs only the cookie check and the relay.
 """
 
 import asyncio
 import re
+import secrets
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
-from importlib import import_module
-from types import SimpleNamespace
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib import auth
-from django.core.exceptions import PermissionDenied
-from django.core.handlers.asgi import ASGIRequest
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.core.cache import cache
 from django.db import close_old_connections
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect
 from django.http.cookie import parse_cookie
-from django.http.request import split_domain_port, validate_host
+from django.http.request import split_domain_port
 from django.shortcuts import render
-from django.urls import get_resolver
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import translation
+from django.utils.crypto import constant_time_compare
 from django.utils.encoding import escape_uri_path
 from django.utils.translation import gettext as _
-from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
@@ -46,9 +64,15 @@ from console.errors import NotFound
 from console.upstream import async_client
 
 from .backends import JupyterServer, get_backend
+from .backends.local import lab_path
 from .lifecycle import get_instance
 
 LAB_PATH = re.compile(r"^/instances/(?P<public_id>[^/]+)/lab/")
+LOGIN_PATH = "/_lab/login"
+COOKIE_NAME = "gpucloud_lab"
+HANDOFF_SALT = "instances.lab.handoff"
+COOKIE_SALT = "instances.lab.cookie"
+HANDOFF_SECONDS = 60
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 HOP_BY_HOP = frozenset(
     {
@@ -62,10 +86,10 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-# The browser's credentials are for the console. Jupyter is signed in with its token and addressed as localhost
+# The browser's credentials are the lab's own cookie. Jupyter is signed in with its token and addressed as localhost
 # (its host check refuses other names); its answers come uncompressed so the token can be cut out of them.
 NOT_FORWARDED = HOP_BY_HOP | {"host", "cookie", "authorization", "origin", "accept-encoding", "content-length"}
-# Headers that would act beyond the lab's path: on the console's other pages, cookies or transport security.
+# Headers that would act beyond the lab's path: other cookies, or transport security for the whole host name.
 NOT_RETURNED = HOP_BY_HOP | {
     "content-length",
     "set-cookie",
@@ -75,10 +99,8 @@ NOT_RETURNED = HOP_BY_HOP | {
     "alt-svc",
 }
 TIMEOUT = httpx.Timeout(connect=5, read=600, write=60, pool=5)
-BODY_BLOCK = 64 * 1024
 # Answers go on in blocks of up to 256 KB (httpx reads the socket 64 KB at a time): each block costs the ASGI server
-# a send and the event loop a turn, so a download takes 4 times fewer. (Larger blocks measured slower: reading and
-# sending overlap less.)
+# a send and the event loop a turn. (Larger blocks measured slower: reading and sending overlap less.)
 RELAY_BLOCK = 256 * 1024
 WEBSOCKET_MAX_MESSAGE = 64 * 1024 * 1024  # a notebook output with large images; far above Jupyter's usual messages
 
@@ -90,50 +112,295 @@ def lab_server(user, public_id) -> JupyterServer | None:
     return get_backend(instance.backend_name).jupyter(instance)
 
 
-def trusted_origin(origin: str | None, host: str) -> bool:
-    """Whether a browser's ``Origin`` is the console itself (or one the operator trusts for CSRF)."""
-    if not origin:
-        return False
-    return urlsplit(origin).netloc == host or origin in settings.CSRF_TRUSTED_ORIGINS
+# Lab origins -------------------------------------------------------------------------------------------------------
+
+
+def lab_domain() -> str:
+    return settings.LAB_DOMAIN.strip(".").lower()
+
+
+def lab_label(host: str) -> str | None:
+    """The instance a ``Host`` header names on the lab domain (``""`` for a malformed one); None for any other
+    host, which is the console's."""
+    name = split_domain_port(host)[0] if host else ""
+    suffix = "." + lab_domain()
+    if not name.endswith(suffix):
+        return None
+    label = name.removesuffix(suffix)
+    return label if label and "." not in label else ""
+
+
+def lab_origin(public_id, console_host: str, scheme: str) -> str:
+    """The lab's origin, beside the console at ``console_host``: the instance's name on the lab domain, on the
+    console's port."""
+    port = split_domain_port(console_host)[1]
+    return f"{scheme}://{public_id}.{lab_domain()}{':' + port if port else ''}"
+
+
+# The console's side: the handoff --------------------------------------------------------------------------------
+
+
+@require_safe
+def lab(request, public_id: str, path: str = ""):
+    """``/instances/<id>/lab/…`` on the console: the owner is sent on to the same path on the lab's origin, with
+    a one-time handoff; anyone else gets 404."""
+    try:
+        instance = get_instance(request.user, public_id, "change")
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+    if get_backend(instance.backend_name).jupyter(instance) is None:
+        message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
+        return _unavailable_page(request, instance.public_id, 503, message)
+    if lab_domain().endswith("localhost") and not _loopback(split_domain_port(request.get_host())[0]):
+        # *.localhost reaches the browser's own machine: from anywhere else, the operator must name a lab domain.
+        message = _(
+            "JupyterLab opens on an address of its own, which this console has not been given for visitors from "
+            "other machines. The operator sets LAB_DOMAIN to a wildcard domain that leads to the console."
+        )
+        return _unavailable_page(request, instance.public_id, 503, message)
+    query = request.META.get("QUERY_STRING", "")
+    target = lab_path(instance.public_id) + escape_uri_path(path) + (f"?{query}" if query else "")
+    origin = lab_origin(instance.public_id, request.get_host(), request.scheme)
+    handoff = signing.dumps(
+        {
+            "u": request.user.pk,
+            "i": str(instance.public_id),
+            "h": request.user.get_session_auth_hash(),
+            "n": secrets.token_urlsafe(16),
+            "p": target,
+            "l": translation.get_language(),
+            "o": f"{request.scheme}://{request.get_host()}",
+        },
+        salt=HANDOFF_SALT,
+        compress=True,
+    )
+    response = HttpResponseRedirect(f"{origin}{LOGIN_PATH}?t={handoff}")
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "::1", "[::1]", "localhost") or host.endswith(".localhost")
+
+
+def _unavailable_page(request, public_id, status, message):
+    context = {"public_id": public_id, "status": status, "message": message}
+    return render(request, "instances/lab_unavailable.html", context, status=status)
+
+
+# The lab's side ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a lab cookie admits: ``server`` (None while the instance has no Jupyter), for a while."""
+
+    server: JupyterServer | None
+    expires: float
+
+
+_grants: dict[str, Grant] = {}
+_GRANTS_KEPT = 4096
+
+
+async def lab_application(scope, receive, send) -> None:
+    """The ASGI application for every request to a lab host (``config/asgi.py`` routes them here)."""
+    page = _Page(scope)
+    if scope["type"] == "websocket":
+        if (await receive())["type"] != "websocket.connect":
+            return
+        return await _websocket(scope, receive, send, page)
+    if scope["type"] != "http":
+        return
+    if page.label and scope["path"] == LOGIN_PATH and scope["method"] == "GET":
+        return await _login(scope, send, page)
+    match = LAB_PATH.match(scope["path"])
+    if not page.label or not match or match["public_id"].lower() != page.label:
+        return await page.error(send, 404)
+    payload = page.cookie_payload()
+    if payload is None:
+        return await _no_cookie(scope, send, page)
+    grant = await _grant(page.cookie, payload)
+    if grant is None:  # its user signed out everywhere (a new password) or lost the instance: the console decides
+        return await _no_cookie(scope, send, page)
+    if grant.server is None:
+        return await page.error(send, 503)
+    if scope["method"] not in READ_METHODS and _header(scope, "origin") != page.origin:
+        return await page.error(send, 403)
+    await _proxy(scope, receive, send, page, grant)
+
+
+class _Page:
+    """One request to a lab host: which instance it names, its origin, its lab cookie, and the pages it answers
+    with in the user's language."""
+
+    def __init__(self, scope):
+        self.scope = scope
+        host = _header(scope, "host")
+        self.label = (lab_label(host) or "").lower()
+        scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+        self.origin = f"{scheme}://{host.lower()}"
+        self.secure = scheme == "https"
+        self.cookie = parse_cookie(_header(scope, "cookie")).get(COOKIE_NAME, "")
+        self._payload = None
+
+    def cookie_payload(self) -> dict | None:
+        """The signed, unexpired payload of the lab cookie, if it is for this instance."""
+        if self._payload is None and self.cookie:
+            try:
+                payload = signing.loads(self.cookie, salt=COOKIE_SALT, max_age=settings.LAB_SESSION_SECONDS)
+            except signing.BadSignature:
+                return None
+            if isinstance(payload, dict) and payload.get("i") == self.label:
+                self._payload = payload
+        return self._payload
+
+    def expired_payload(self) -> dict | None:
+        """The payload of a lab cookie the console signed for this instance, however old (to send its user back)."""
+        try:
+            payload = signing.loads(self.cookie, salt=COOKIE_SALT)
+        except signing.BadSignature:
+            return None
+        return payload if isinstance(payload, dict) and payload.get("i") == self.label else None
+
+    async def error(self, send, status: int, *, language: str = "") -> None:
+        payload = self._payload or {}
+        language = language or payload.get("l") or settings.LANGUAGE_CODE
+        body = await sync_to_async(_error_page)(status, language, self.label, payload.get("o", ""))
+        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store")]
+        await _respond(send, status, headers, body)
+
+
+def _error_page(status: int, language: str, public_id: str, console: str) -> bytes:
+    with translation.override(language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE):
+        messages = {
+            404: _("No such instance."),
+            403: _("This request did not come from the instance's JupyterLab page."),
+            502: _(
+                "JupyterLab on this instance is not answering. It may still be starting, or it has stopped; "
+                "try again in a moment."
+            ),
+            503: _("JupyterLab is not running on this instance. It runs while the instance is running."),
+        }
+        back = console + reverse("instances:detail", args=[public_id]) if console and public_id else ""
+        context = {"status": status, "message": messages.get(status, HTTPStatus(status).phrase), "back": back}
+        return render_to_string("instances/lab_error.html", context).encode()
+
+
+async def _login(scope, send, page: _Page) -> None:
+    """Spend a handoff from the console: set the lab's cookie and go on to the page it was for."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("t") or [""]
+    try:
+        handoff = signing.loads(values[0], salt=HANDOFF_SALT, max_age=HANDOFF_SECONDS)
+    except signing.BadSignature:
+        return await page.error(send, 404)
+    if (
+        not isinstance(handoff, dict)
+        or handoff.get("i") != page.label
+        or not str(handoff.get("p", "")).startswith(lab_path(page.label))
+    ):
+        return await page.error(send, 404)
+    # One use: a handoff seen again (a copied link, a replayed request) admits nobody.
+    if not await cache.aadd(f"lab-handoff:{handoff['n']}", 1, HANDOFF_SECONDS * 2):
+        return await page.error(send, 404, language=handoff.get("l", ""))
+    kept = {key: handoff[key] for key in ("u", "i", "h", "l", "o")}
+    cookie_value = signing.dumps(kept, salt=COOKIE_SALT, compress=True)
+    if await _grant(cookie_value, kept) is None:
+        return await page.error(send, 404, language=handoff.get("l", ""))
+    cookie = SimpleCookie()
+    cookie[COOKIE_NAME] = cookie_value
+    morsel = cookie[COOKIE_NAME]
+    morsel["path"], morsel["httponly"], morsel["samesite"] = "/", True, "Lax"
+    morsel["max-age"] = settings.LAB_SESSION_SECONDS
+    if page.secure:
+        morsel["secure"] = True
+    headers = [
+        (b"location", handoff["p"].encode("latin-1")),
+        (b"set-cookie", morsel.OutputString().encode("latin-1")),
+        (b"cache-control", b"no-store"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await _respond(send, 302, headers, b"")
+
+
+async def _no_cookie(scope, send, page: _Page) -> None:
+    """A lab page opened without a valid cookie (a bookmark, an expired one, one whose user changed their password):
+    a page load goes back through the console, which admits the owner again; anything else is refused."""
+    payload = page.expired_payload() if page.cookie else None
+    console = (payload or {}).get("o") or settings.SITE_URL.rstrip("/")
+    if scope["method"] not in ("GET", "HEAD"):
+        return await page.error(send, 404)
+    target = scope.get("raw_path") or scope["path"].encode()
+    query = scope.get("query_string", b"")
+    location = console.encode("latin-1") + target + (b"?" + query if query else b"")
+    await _respond(send, 302, [(b"location", location), (b"cache-control", b"no-store")], b"")
+
+
+async def _grant(cookie: str, payload: dict) -> Grant | None:
+    """What the cookie admits, looked up at most every LAB_AUTH_CACHE_SECONDS; None for nobody."""
+    now = time.monotonic()
+    grant = _grants.get(cookie)
+    if grant is not None and grant.expires > now:
+        return grant
+    try:
+        server = await sync_to_async(_authorize)(payload)
+    except NotFound:
+        _grants.pop(cookie, None)
+        return None
+    if len(_grants) >= _GRANTS_KEPT:
+        for key in [key for key, kept in _grants.items() if kept.expires <= now] or list(_grants)[: _GRANTS_KEPT // 2]:
+            _grants.pop(key, None)
+    grant = Grant(server=server, expires=now + settings.LAB_AUTH_CACHE_SECONDS)
+    _grants[cookie] = grant
+    return grant
+
+
+def _forget(cookie: str) -> None:
+    _grants.pop(cookie, None)
+
+
+def _authorize(payload: dict) -> JupyterServer | None:
+    """The Jupyter server the payload's user may enter: an active user whose password has not changed since, and who
+    may still change the instance. Raises NotFound otherwise."""
+    close_old_connections()  # outside Django's request cycle nobody else closes a connection gone bad or old
+    try:
+        user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
+        if user is None or not constant_time_compare(user.get_session_auth_hash(), str(payload.get("h", ""))):
+            raise NotFound(_("No such instance."))
+        return lab_server(user, payload.get("i"))
+    finally:
+        close_old_connections()
 
 
 # HTTP -----------------------------------------------------------------------------------------------------------
 
 
-@csrf_exempt  # JupyterLab sends Jupyter's XSRF header, not Django's; the origin check below stands in for both
-async def lab(request, public_id: str, path: str = ""):
-    try:
-        server = await sync_to_async(lab_server)(await request.auser(), public_id)
-    except NotFound as exc:
-        return await _refusal(request, Http404(str(exc.message)))
-    if server is None:
-        message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
-        return await _unavailable(request, public_id, 503, message)
-    if request.method not in READ_METHODS and not trusted_origin(request.headers.get("Origin"), request.get_host()):
-        return await _refusal(request, PermissionDenied())
+async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
+    server = grant.server
     client = async_client(timeout=TIMEOUT, socket=server.socket)
     try:
-        upstream = await client.send(_upstream_request(client, request, server), stream=True)
+        upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
     except httpx.HTTPError:
         await client.aclose()
-        message = _(
-            "JupyterLab on this instance is not answering. It may still be starting, or it has stopped; "
-            "try again in a moment."
-        )
-        return await _unavailable(request, public_id, 502, message)
-    return await _relay(request, server, client, upstream)
-
-
-async def _refusal(request, exception):
-    """The console's 404 or 403 page, rendered on this request's thread. (Raised, Django would render it on a shared
-    worker thread, where nothing closes the database connection the page opens.)"""
-    handler = get_resolver().resolve_error_handler(404 if isinstance(exception, Http404) else 403)
-    return await sync_to_async(handler)(request, exception)
-
-
-async def _unavailable(request, public_id, status, message):
-    context = {"public_id": public_id, "status": status, "message": message}
-    return await sync_to_async(render)(request, "instances/lab_unavailable.html", context, status=status)
+        _forget(page.cookie)  # the server may have moved or restarted with a new token: look again next time
+        return await page.error(send, 502)
+    try:
+        text = _may_hold_token(scope["path"], server, upstream.headers.get("content-type", ""))
+        headers = _returned_headers(upstream, server, keep_length=not text)
+        await send({"type": "http.response.start", "status": upstream.status_code, "headers": headers})
+        chunks = upstream.aiter_raw(RELAY_BLOCK)
+        if text and server.token:
+            chunks = _without(server.token.encode(), chunks)
+        if scope["method"] != "HEAD":
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except (httpx.HTTPError, OSError):
+        pass  # the machine or the browser went away mid-answer: nothing more can be said to either
+    finally:
+        await upstream.aclose()
+        await client.aclose()
 
 
 def _upstream_origin(server: JupyterServer) -> str:
@@ -143,80 +410,50 @@ def _upstream_origin(server: JupyterServer) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _target(request) -> str:
+def _target(scope) -> str:
     """The path and query as the browser sent them, percent-encoding included (the ASGI server's raw path)."""
-    raw = getattr(request, "scope", {}).get("raw_path")
-    path = raw.decode("latin-1") if raw else escape_uri_path(request.path)
-    query = request.META.get("QUERY_STRING", "")
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else escape_uri_path(scope["path"])
+    query = scope.get("query_string", b"").decode("latin-1")
     return f"{path}?{query}" if query else path
 
 
-def _content_length(request) -> int:
-    try:
-        return max(int(request.META.get("CONTENT_LENGTH") or 0), 0)
-    except ValueError:
-        return 0
-
-
-def _upstream_request(client, request, server: JupyterServer) -> httpx.Request:
-    named = {name.strip().lower() for name in request.headers.get("Connection", "").split(",")}
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in NOT_FORWARDED | named and v}
-    headers |= {"Authorization": f"token {server.token}", "Accept-Encoding": "identity"}
-    length = _content_length(request)
-    if length:
-        headers["Content-Length"] = str(length)
-    body = _request_body(request) if length else None
+def _upstream_request(client, scope, receive, server: JupyterServer) -> httpx.Request:
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+    named = {n.strip().lower() for k, v in headers if k.lower() == "connection" for n in v.split(",")}
+    forwarded = [(k, v) for k, v in headers if k.lower() not in NOT_FORWARDED | named and v]
+    forwarded += [("Authorization", f"token {server.token}"), ("Accept-Encoding", "identity")]
+    length = _header(scope, "content-length")
+    has_body = bool(length and length != "0") or "chunked" in _header(scope, "transfer-encoding").lower()
+    if length.isdigit() and has_body:
+        forwarded.append(("Content-Length", length))
     return client.build_request(
-        request.method, _upstream_origin(server) + _target(request), headers=headers, content=body
+        scope["method"],
+        _upstream_origin(server) + _target(scope),
+        headers=forwarded,
+        content=_request_body(receive) if has_body else None,
     )
 
 
-async def _request_body(request) -> AsyncIterator[bytes]:
-    # Django's ASGI handler has the whole body (in memory, or spooled to a file past FILE_UPLOAD_MAX_MEMORY_SIZE)
-    # before a view runs; it goes on in blocks, with no limit of the console's (notebooks and uploads are the lab's).
-    while block := request.read(BODY_BLOCK):
-        yield block
+async def _request_body(receive) -> AsyncIterator[bytes]:
+    """The browser's body as it arrives, with no limit of the console's (notebooks and uploads are the lab's)."""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise httpx.ReadError("the browser went away")
+        if message.get("body"):
+            yield message["body"]
+        if not message.get("more_body"):
+            return
 
 
-async def _relay(request, server, client, upstream) -> StreamingHttpResponse:
-    text = _may_hold_token(request, server, upstream.headers.get("content-type", ""))
-    if isinstance(request, ASGIRequest):
-        chunks = _streamed(client, upstream)
-    else:
-        # Under WSGI (the test client, runserver) Django reads the body on another event loop, after this one has
-        # ended: read it here, whole.
-        chunks = _replayed([chunk async for chunk in _streamed(client, upstream)])
-    body = _without(server.token.encode(), chunks) if text and server.token else chunks
-    response = StreamingHttpResponse(body, status=upstream.status_code)
-    _copy_headers(upstream, response, server, keep_length=not text)
-    # JupyterLab needs eval and inline styles, which the console's Content-Security-Policy forbids: Jupyter's own
-    # policy (frame-ancestors 'self') stands instead, and framing by the console's own pages only.
-    response._csp_exempt = True
-    response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
-    return response
-
-
-async def _streamed(client, upstream) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in upstream.aiter_raw(RELAY_BLOCK):
-            yield chunk
-    finally:
-        await upstream.aclose()
-        await client.aclose()
-
-
-async def _replayed(chunks: list[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
-
-
-def _may_hold_token(request, server: JupyterServer, content_type: str) -> bool:
+def _may_hold_token(path: str, server: JupyterServer, content_type: str) -> bool:
     """Whether the token is cut out of this answer. Jupyter writes it into the pages it renders (JupyterLab's page
     config), and any text of its own (pages, API answers, scripts) is scanned. Under ``files/`` Jupyter sends the
     bytes of the user's own files unchanged (downloads, often large): they go on unscanned, at full speed, as
     Jupyter never writes its token there; a file that holds it was put there by the machine's owner, who can read
     the token on the machine anyway."""
-    if request.path.startswith(f"{server.base_path}files/"):
+    if path.startswith(f"{server.base_path}files/"):
         return False
     kind = content_type.split(";")[0].strip().lower()
     return kind.startswith("text/") or kind.endswith(("json", "javascript", "xml"))
@@ -235,67 +472,77 @@ async def _without(secret: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator
         yield held
 
 
-def _copy_headers(upstream, response, server: JupyterServer, *, keep_length: bool) -> None:
+def _returned_headers(upstream, server: JupyterServer, *, keep_length: bool) -> list[tuple[bytes, bytes]]:
     named = {name.strip().lower() for name in upstream.headers.get("connection", "").split(",")}
-    if "content-type" not in upstream.headers:
-        del response.headers["Content-Type"]
+    returned: list[tuple[bytes, bytes]] = []
     for name, value in upstream.headers.multi_items():
         lower = name.lower()
         if lower == "set-cookie":
-            _keep_in_lab(response, value, server.base_path)
-        elif lower == "content-length" and keep_length:
-            response.headers[name] = value
+            value = _kept_in_lab(value, server.base_path)
+            if not value:
+                continue
         elif lower == "location":
-            response.headers[name] = _local(value, _upstream_origin(server))
-        elif lower not in NOT_RETURNED | named and not lower.startswith("access-control-"):
-            # CORS answers are dropped: the lab is only ever read by the console's own origin.
-            response.headers[name] = f"{response.headers[name]}, {value}" if name in response.headers else value
+            value = _local(value, _upstream_origin(server))
+        elif lower == "content-length" and not keep_length:
+            continue
+        elif lower in NOT_RETURNED - {"set-cookie", "content-length"} | named or lower.startswith("access-control-"):
+            continue  # CORS answers too: a lab is only ever read by its own origin
+        returned.append((lower.encode("latin-1"), value.encode("latin-1")))
+    if not any(name == b"x-frame-options" for name, _value in returned):
+        returned.append((b"x-frame-options", b"SAMEORIGIN"))
+    return returned
 
 
-def _keep_in_lab(response, header: str, base_path: str) -> None:
-    """A cookie Jupyter sets, confined to the lab's path (whatever path or domain it named); never one named like
-    the console's own cookies."""
+def _kept_in_lab(header: str, base_path: str) -> str:
+    """A cookie Jupyter sets, confined to the lab's path (whatever path or domain it named); never one named like the
+    lab's or the console's own."""
     jar = SimpleCookie()
     try:
         jar.load(header)
     except CookieError:
-        return
-    own = {settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME, settings.LANGUAGE_COOKIE_NAME}
+        return ""
+    kept = []
+    own = {COOKIE_NAME, settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME, settings.LANGUAGE_COOKIE_NAME}
     for name, morsel in jar.items():
-        if name not in own:
+        if name not in own:  # the console's names too, should a deployment ever share cookies with its labs
             morsel["path"], morsel["domain"] = base_path, ""
-            response.cookies[name] = morsel
+            kept.append(morsel.OutputString())
+    return kept[0] if len(kept) == 1 else ""
 
 
 def _local(location: str, upstream_origin: str) -> str:
-    """A redirect to the upstream's own address, as a path on the console."""
+    """A redirect to the upstream's own address, as a path on the lab's origin."""
     parts = urlsplit(location)
     if parts.netloc and f"{parts.scheme}://{parts.netloc}" == upstream_origin:
         return urlunsplit(("", "", parts.path, parts.query, parts.fragment))
     return location
 
 
+async def _respond(send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 # Websockets ------------------------------------------------------------------------------------------------------
 
 
-async def lab_websocket(scope, receive, send) -> None:
-    """The ASGI application for a websocket under a lab path (config/asgi.py routes it here)."""
-    if (await receive())["type"] != "websocket.connect":
-        return
-    host = _header(scope, "host")
-    if not validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS):
-        return await deny(scope, send, 400)
-    if not trusted_origin(_header(scope, "origin"), host):
-        return await deny(scope, send, 403)
-    try:
-        server = await sync_to_async(_server_for_scope)(scope)
-    except NotFound:
+async def _websocket(scope, receive, send, page: _Page) -> None:
+    match = LAB_PATH.match(scope["path"])
+    if not page.label or not match or match["public_id"].lower() != page.label:
         return await deny(scope, send, 404)
-    if server is None:
+    if _header(scope, "origin") != page.origin:
+        return await deny(scope, send, 403)
+    payload = page.cookie_payload()
+    grant = await _grant(page.cookie, payload) if payload else None
+    if grant is None:
+        return await deny(scope, send, 404)
+    if grant.server is None:
         return await deny(scope, send, 503)
     try:
-        upstream = await _connect(server, scope)
+        upstream = await _connect(grant.server, scope)
     except (OSError, TimeoutError, WebSocketException):
+        _forget(page.cookie)
         return await deny(scope, send, 502)
     try:
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
@@ -321,28 +568,7 @@ def _header(scope, name: str) -> str:
     return next((value.decode("latin-1") for key, value in scope["headers"] if key.lower() == wanted), "")
 
 
-def _server_for_scope(scope) -> JupyterServer | None:
-    # Outside Django's request cycle nobody else closes a connection that has gone bad or old.
-    close_old_connections()
-    try:
-        return lab_server(_session_user(scope), LAB_PATH.match(scope["path"])["public_id"])
-    finally:
-        close_old_connections()
-
-
-def _session_user(scope):
-    """The user of the session cookie the handshake carries (anonymous without one), as Django's middleware finds
-    it: the same session engine, the same checks (active user, password not changed since)."""
-    cookies = parse_cookie(_header(scope, "cookie"))
-    store = import_module(settings.SESSION_ENGINE).SessionStore(cookies.get(settings.SESSION_COOKIE_NAME))
-    return auth.get_user(SimpleNamespace(session=store))
-
-
 async def _connect(server: JupyterServer, scope) -> ClientConnection:
-    raw = scope.get("raw_path")
-    path = raw.decode("latin-1") if raw else escape_uri_path(scope["path"])
-    query = scope.get("query_string", b"").decode("latin-1")
-    target = f"{path}?{query}" if query else path
     options = {
         "additional_headers": {"Authorization": f"token {server.token}"},
         "subprotocols": scope.get("subprotocols") or None,
@@ -350,7 +576,7 @@ async def _connect(server: JupyterServer, scope) -> ClientConnection:
         "max_size": WEBSOCKET_MAX_MESSAGE,
         "open_timeout": TIMEOUT.connect,
     }
-    uri = "ws" + _upstream_origin(server).removeprefix("http") + target
+    uri = "ws" + _upstream_origin(server).removeprefix("http") + _target(scope)
     if server.socket:
         return await unix_connect(server.socket, uri, **options)
     return await connect(uri, **options)

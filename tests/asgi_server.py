@@ -1,13 +1,16 @@
 """Real ASGI servers for tests and benchmarks: uvicorn in a thread, on a Unix socket or a free TCP port.
 
-``console_server`` serves the console itself (``config.asgi:application``: Django plus the websocket routes) on the
-test database, committed (``transactional_db``) so the server's threads see what the test made. ``browser`` and
-``open_websocket`` talk to it as a browser does, with a user's session cookie (``login_cookies``) or none.
+``console_server`` serves the console itself (``config.asgi:application``: Django plus the labs) on the test
+database, committed (``transactional_db``) so the server's threads see what the test made. ``browser`` and
+``open_websocket`` talk to it as a browser does, with a user's session cookie (``login_cookies``) or none;
+``lab_browser`` enters an instance's lab as a browser does (through the console's handoff to the lab's own origin),
+and ``open_websocket(..., lab=client)`` opens a websocket there with that lab's cookie.
 """
 
 import socket
 import threading
 import time
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -81,9 +84,48 @@ def browser(server: ServerThread, user=None) -> httpx.Client:
     return httpx.Client(base_url=server.url, cookies=cookies, follow_redirects=False, timeout=30)
 
 
-def open_websocket(server: ServerThread, path: str, user=None, *, origin: str = "", **options) -> ClientConnection:
-    """A websocket to ``server`` as a page of its own origin (or ``origin``) opens it, with ``user``'s session."""
-    cookies = login_cookies(user) if user else {}
+def lab_host(server: ServerThread, public_id) -> str:
+    """The ``Host`` of an instance's lab beside ``server``: its own name on the lab domain, on the console's port."""
+    return f"{public_id}.{settings.LAB_DOMAIN}:{urlsplit(server.url).port}"
+
+
+def lab_browser(server: ServerThread, user, public_id, *, language: str = "") -> httpx.Client:
+    """An HTTP client on ``public_id``'s lab origin holding the lab's cookie, got as a browser gets it: ``user``
+    opens the lab on the console, which sends it to the lab's origin with a one-time handoff. (The client connects
+    to the console's address and names the lab's host in the ``Host`` header: ``*.localhost`` resolves to this
+    machine in browsers, not in every resolver.)"""
+    console = browser(server, user)
+    if language:
+        console.cookies.set(settings.LANGUAGE_COOKIE_NAME, language)
+    handoff = console.get(f"/instances/{public_id}/lab/")
+    assert handoff.status_code == 302, handoff.text
+    location = urlsplit(handoff.headers["location"])
+    lab = httpx.Client(base_url=server.url, headers={"Host": location.netloc}, follow_redirects=False, timeout=30)
+    login = lab.get(f"{location.path}?{location.query}")
+    assert login.status_code == 302, login.text
+    return lab
+
+
+def lab_origin(server: ServerThread, public_id) -> str:
+    return f"http://{lab_host(server, public_id)}"
+
+
+def open_websocket(
+    server: ServerThread, path: str, user=None, *, origin: str = "", lab: httpx.Client | None = None, **options
+) -> ClientConnection:
+    """A websocket to ``server`` as a page of its own origin (or ``origin``) opens it: with ``user``'s session on
+    the console, or on a lab's origin with the cookie ``lab`` (a ``lab_browser``) holds."""
+    if lab is not None:
+        host = lab.headers["host"]
+        cookies = dict(lab.cookies)
+        origin = origin or f"http://{host}"
+    else:
+        host = ""
+        cookies = login_cookies(user) if user else {}
     headers = {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else {}
     uri = server.url.replace("http", "ws", 1) + path
+    if host:  # the lab's name in the URI (and so in Host), over a socket to the console's address
+        address = urlsplit(server.url)
+        options["sock"] = socket.create_connection((address.hostname, address.port), timeout=10)
+        uri = f"ws://{host}{path}"
     return connect(uri, origin=origin or server.url, additional_headers=headers, open_timeout=10, **options)

@@ -19,6 +19,7 @@ from catalog.models import Node
 from console.models import WorkerHeartbeat
 from instances.models import Instance, TrainingScalar
 from instances.tests.local_fixtures import LocalHost, local_unavailable
+from tests.asgi_server import lab_origin
 from tests.fixtures.services import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
@@ -86,13 +87,13 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
     expect(page.locator("#no-machine")).to_have_count(0)
     screenshot(page, "machine-01-running")
 
-    # JupyterLab opens under the console's own URL, in a new tab; no token in any URL.
+    # JupyterLab opens in a new tab, on the instance's own origin beside the console; no token in any URL.
     with page.context.expect_page() as opened:
         page.click("#open-jupyterlab")
     lab = opened.value
     lab.set_default_timeout(60_000)
     lab.wait_for_selector(".jp-Launcher", timeout=90_000)
-    assert lab.url.startswith(f"{console_server.url}/instances/{instance.public_id}/lab/")
+    assert lab.url.startswith(f"{lab_origin(console_server, instance.public_id)}/instances/{instance.public_id}/lab/")
     assert "token" not in lab.url
 
     try:

@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from instances.backends import JupyterServer, get_backend
-from tests.asgi_server import browser, login_cookies, open_websocket
+from tests.asgi_server import lab_browser, lab_origin, login_cookies, open_websocket
 
 
 def _jupyter_python() -> str:
@@ -78,23 +78,24 @@ def _wait_until_up(server: JupyterServer, process) -> None:
 
 
 def test_jupyterlab_pages_writes_and_kernels_work_through_the_console(console_server, jupyterlab, owner):
-    client = browser(console_server, owner)
     base = jupyterlab.base_path
+    client = lab_browser(console_server, owner, base.split("/")[2])
+    origin = f"http://{client.headers['host']}"
 
     page = client.get(f"{base}lab")
     assert page.status_code == 200 and "jupyter-config-data" in page.text
     assert jupyterlab.token not in page.text and '"token": ""' in page.text
     assert any(f"Path={base}" in cookie for cookie in page.headers.get_list("set-cookie"))
 
-    # A write as JupyterLab makes it: same origin, no Django CSRF token and no Jupyter XSRF header.
-    created = client.post(f"{base}api/kernels", json={"name": "python3"}, headers={"Origin": console_server.url})
+    # A write as JupyterLab makes it: from the lab's origin, with no Jupyter XSRF header.
+    created = client.post(f"{base}api/kernels", json={"name": "python3"}, headers={"Origin": origin})
     assert created.status_code == 201, created.text
     kernel = created.json()["id"]
 
-    with open_websocket(console_server, f"{base}api/kernels/{kernel}/channels?session_id=s1", owner) as ws:
+    with open_websocket(console_server, f"{base}api/kernels/{kernel}/channels?session_id=s1", lab=client) as ws:
         ws.send(json.dumps(_execute_request("print(6 * 7)")))
         assert _printed(ws) == "42\n"
-    assert client.delete(f"{base}api/kernels/{kernel}", headers={"Origin": console_server.url}).status_code == 204
+    assert client.delete(f"{base}api/kernels/{kernel}", headers={"Origin": origin}).status_code == 204
 
 
 def _execute_request(code: str) -> dict:
@@ -122,7 +123,8 @@ def test_jupyterlab_runs_a_notebook_in_chromium_through_the_console(console_serv
     errors = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
 
-    page.goto(f"{console_server.url}{jupyterlab.base_path}lab")
+    page.goto(f"{console_server.url}{jupyterlab.base_path}lab")  # the console hands the page on to the lab's origin
+    assert page.url.startswith(lab_origin(console_server, jupyterlab.base_path.split("/")[2]) + jupyterlab.base_path)
     page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click(timeout=60_000)
     # The kernel's status comes over the proxied websocket; a cell run before it is connected is not run.
     expect(page.locator(".jp-StatusBar-Widget", has_text="| Idle")).to_be_visible(timeout=60_000)

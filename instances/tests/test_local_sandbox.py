@@ -209,12 +209,12 @@ def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_co
 
 
 def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local, running, console_server, stranger):
-    from tests.asgi_server import browser
+    from tests.asgi_server import browser, lab_browser
 
     instance = running()
     on_local.run(instance, "cd /root && (nohup python -m http.server 7860 >/dev/null 2>&1 &)")
     (on_local.home(instance) / "gradio-says.txt").write_text("你好")
-    owner, other = browser(console_server, instance.owner), browser(console_server, stranger)
+    owner, other = lab_browser(console_server, instance.owner, instance.public_id), browser(console_server, stranger)
 
     def answer():
         response = owner.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt")

@@ -20,7 +20,7 @@ from instances.choices import Status
 from instances.models import Instance
 from instances.tests.ssh_fixtures import ssh
 from instances.tests.test_jupyter_proxy_real import _execute_request, _printed
-from tests.asgi_server import browser, open_websocket
+from tests.asgi_server import browser, lab_browser, open_websocket
 
 pytestmark = [
     pytest.mark.slurm,
@@ -69,14 +69,16 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
 
     # When the owner opens it through the console, it answers without showing its token
     base = server.base_path
-    lab = browser(console_server, owner).get(f"{base}lab")
+    client = lab_browser(console_server, owner, instance.public_id)
+    lab = client.get(f"{base}lab")
     assert lab.status_code == 200 and "jupyter-config-data" in lab.text and server.token not in lab.text
     # and a kernel on the node runs code, as the jobs' user, in the instance's home
-    client = browser(console_server, owner)
-    created = client.post(f"{base}api/kernels", json={"name": "python3"}, headers={"Origin": console_server.url})
+    created = client.post(
+        f"{base}api/kernels", json={"name": "python3"}, headers={"Origin": f"http://{client.headers['host']}"}
+    )
     assert created.status_code == 201, created.text
     channels = f"{base}api/kernels/{created.json()['id']}/channels?session_id=s1"
-    with open_websocket(console_server, channels, owner) as ws:
+    with open_websocket(console_server, channels, lab=client) as ws:
         ws.send(json.dumps(_execute_request("import os, getpass; print(getpass.getuser(), os.getcwd())")))
         assert _printed(ws) == f"gpucloud {on_slurm.system_disk(instance) / 'root'}\n"
 
@@ -90,6 +92,7 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
     assert fresh(instance).status == Status.STOPPED
     assert get_backend("slurm").jupyter(fresh(instance)) is None
     assert browser(console_server, owner).get(f"{base}lab").status_code == 503
+    assert client.get(f"{base}lab").status_code == 503
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}{base}api/status", timeout=5)
 

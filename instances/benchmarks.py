@@ -375,13 +375,15 @@ def ssh_round_trip(report):
 
 PROXY_DOWNLOAD_BYTES = 10 * 1024 * 1024
 PROXY_ROUNDS = size(10, 3)
+PROXY_CALLS = size(200, 20)
 
 
-@benchmark("JupyterLab proxy: a 10 MB download through the console vs straight from the socket")
+@benchmark("JupyterLab proxy: a 10 MB download and a small API call through the console vs straight from the socket")
 def jupyter_proxy_overhead(report):
     """A 10 MB CSV file downloaded from a real JupyterLab (the local backend's runtime, on a Unix socket, under the
-    instance's lab path) as a browser downloads it: through the console (uvicorn serving config.asgi on 127.0.0.1)
-    and straight from the socket, by the same client code. JupyterLab, the console and the client are three
+    instance's lab path) as a browser downloads it, and a small API call (``api/contents``, of which a lab page makes
+    dozens): through the console (uvicorn serving config.asgi on 127.0.0.1, on the lab's own origin) and straight
+    from the socket, by the same client code. JupyterLab, the console and the client are three
     processes, as in production. Skipped where the runtime cannot be built."""
     from instances import runtime
 
@@ -403,12 +405,17 @@ def jupyter_proxy_overhead(report):
     try:
         with _jupyter_process(jupyter, server, folder), _console_process(server, instance) as console:
             times = _proxy_downloads(server, console, user, f"{server.base_path}files/data.csv")
+            calls = _proxy_downloads(server, console, user, f"{server.base_path}api/contents", rounds=PROXY_CALLS)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     report.add_latencies("10 MB straight from the socket", times["direct"], note="JupyterLab's /files/, httpx")
     report.add_latencies("10 MB through the console", times["proxied"], note="uvicorn process, httpx, socket")
     ratio = statistics.median(times["proxied"]) / statistics.median(times["direct"])
-    report.add("through the console ÷ straight (p50)", ratio, unit="×", note=f"{PROXY_ROUNDS} downloads each")
+    report.add("10 MB: through the console ÷ straight (p50)", ratio, unit="×", note=f"{PROXY_ROUNDS} downloads each")
+    report.add_latencies("api/contents straight from the socket", calls["direct"], note="a kept connection")
+    report.add_latencies("api/contents through the console", calls["proxied"], note="kept connections both hops")
+    ratio = statistics.median(calls["proxied"]) / statistics.median(calls["direct"])
+    report.add("api/contents: through the console ÷ straight (p50)", ratio, unit="×", note=f"{PROXY_CALLS} calls each")
 
 
 @contextmanager
@@ -456,7 +463,7 @@ def _wait_until_answering(client: httpx.Client, url: str, process: subprocess.Po
             time.sleep(0.05)
 
 
-def _proxy_downloads(server: JupyterServer, console_url: str, user, path) -> dict[str, list[float]]:
+def _proxy_downloads(server: JupyterServer, console_url: str, user, path, *, rounds: int = 0) -> dict[str, list[float]]:
     direct = httpx.Client(transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost",
                           headers={"Authorization": f"token {server.token}"}, timeout=60)  # fmt: skip
     console = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
@@ -465,12 +472,12 @@ def _proxy_downloads(server: JupyterServer, console_url: str, user, path) -> dic
     if proxied.get(f"{handoff.path}?{handoff.query}").status_code != 302:  # the lab's cookie, and on to the lab
         raise RuntimeError("the lab did not take the console's handoff")
     times: dict[str, list[float]] = {"direct": [], "proxied": []}
-    for round_ in range(PROXY_ROUNDS + 1):
+    for round_ in range((rounds or PROXY_ROUNDS) + 1):
         for name, client in (("direct", direct), ("proxied", proxied)):
             start = time.perf_counter()
             with client.stream("GET", path) as response:
                 received = sum(len(chunk) for chunk in response.iter_raw())
-            if response.status_code != 200 or received != PROXY_DOWNLOAD_BYTES:
+            if response.status_code != 200 or (not rounds and received != PROXY_DOWNLOAD_BYTES):
                 raise RuntimeError(f"{name}: {response.status_code}, {received} bytes")
             if round_:  # the first round warms both servers up (JupyterLab's file manager, the console's imports)
                 times[name].append(time.perf_counter() - start)

@@ -61,7 +61,7 @@ from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from console.errors import NotFound
-from console.upstream import async_client
+from console.upstream import pooled_client
 
 from .backends import JupyterServer, get_backend
 from .backends.local import lab_path
@@ -378,11 +378,16 @@ def _authorize(payload: dict) -> JupyterServer | None:
 
 async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
     server = grant.server
-    client = async_client(timeout=TIMEOUT, socket=server.socket)
+    client = pooled_client(timeout=TIMEOUT, socket=server.socket, origin=_upstream_origin(server))
+    # A kept connection the server had just closed (it restarted, or timed it out) fails at once: a request without a
+    # body is sent once more, on a new connection.
+    retried = () if _has_body(scope) else (httpx.RemoteProtocolError, httpx.ReadError)
     try:
-        upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
+        try:
+            upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
+        except retried:
+            upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
     except httpx.HTTPError:
-        await client.aclose()
         _forget(page.cookie)  # the server may have moved or restarted with a new token: look again next time
         return await page.error(send, 502)
     try:
@@ -400,7 +405,6 @@ async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
         pass  # the machine or the browser went away mid-answer: nothing more can be said to either
     finally:
         await upstream.aclose()
-        await client.aclose()
 
 
 def _upstream_origin(server: JupyterServer) -> str:
@@ -424,7 +428,7 @@ def _upstream_request(client, scope, receive, server: JupyterServer) -> httpx.Re
     forwarded = [(k, v) for k, v in headers if k.lower() not in NOT_FORWARDED | named and v]
     forwarded += [("Authorization", f"token {server.token}"), ("Accept-Encoding", "identity")]
     length = _header(scope, "content-length")
-    has_body = bool(length and length != "0") or "chunked" in _header(scope, "transfer-encoding").lower()
+    has_body = _has_body(scope)
     if length.isdigit() and has_body:
         forwarded.append(("Content-Length", length))
     return client.build_request(
@@ -433,6 +437,11 @@ def _upstream_request(client, scope, receive, server: JupyterServer) -> httpx.Re
         headers=forwarded,
         content=_request_body(receive) if has_body else None,
     )
+
+
+def _has_body(scope) -> bool:
+    length = _header(scope, "content-length")
+    return bool(length and length != "0") or "chunked" in _header(scope, "transfer-encoding").lower()
 
 
 async def _request_body(receive) -> AsyncIterator[bytes]:

@@ -266,3 +266,12 @@ def test_from_another_machine_the_lab_needs_a_lab_domain_and_says_so(owner, inst
     response = client.get(f"/instances/{instance.public_id}/lab/")
     assert response.status_code == 302
     assert response["Location"].startswith(f"http://{instance.public_id}.lab.example.net:8000/_lab/login?t=")
+
+
+def test_the_lab_survives_a_jupyter_restart_on_the_same_socket(lab, jupyter):
+    for _ in range(5):
+        assert lab.get(f"{jupyter.base_path}api/status").status_code == 200
+    jupyter.thread.__exit__(None, None, None)
+    with ServerThread(jupyter, uds=jupyter.socket):  # JupyterLab back on the same socket, as after a restart
+        assert lab.get(f"{jupyter.base_path}api/status").json() == STATUS
+    assert lab.get(f"{jupyter.base_path}api/status").status_code == 502

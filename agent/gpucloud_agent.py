@@ -21,7 +21,10 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
   most), so the instance is running with its lab; every report then carries its address, which the console checks
   before its proxy goes there (``backends.slurm.lab_address_allowed``);
 * writes the workload's environment to the system disk (``.gpucloud/environment``, readable by the jobs' user
-  only), so a shell the console opens in the job (``srun --overlap``) gets the same variables and secrets.
+  only), so a shell the console opens in the job (``srun --overlap``) gets the same variables and secrets;
+* with ``--private`` (the job runs as its owner's own account), keeps everything it writes to that account: its
+  folders 0700 and its files 0600 (the system disk itself is 0700), while the workload and JupyterLab create files
+  with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group.
 """
 
 import argparse
@@ -450,7 +453,7 @@ class JupyterLab:
         self.token = ""
         self.candidate = ""
 
-    def start(self, env: dict) -> None:
+    def start(self, env: dict, umask: int = -1) -> None:
         self.token = env.get("JUPYTER_TOKEN", "")
         if not self.token:
             self._give_up("no JUPYTER_TOKEN in the job's environment: JupyterLab is not started")
@@ -471,6 +474,7 @@ class JupyterLab:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    umask=umask,
                 )
         except OSError as exc:
             self._give_up(f"cannot start JupyterLab ({self.program}): {exc}")
@@ -561,12 +565,21 @@ class Agent:
             )
 
     def lay_out(self) -> None:
-        os.umask(0o002)  # the console's user shares the group: it hot-plugs links and deletes the system disk
+        # Private: the account's alone. Shared: the console's user shares the group (it hot-plugs links and deletes
+        # the system disk).
+        os.umask(0o077 if self.options.private else 0o002)
         self.system.mkdir(parents=True, exist_ok=True)
+        if self.options.private:
+            self.system.chmod(0o700)
         # The console writes the layout (``backends.slurm``: disks, /root/shared, hub items); the agent applies it
         # at start and on every heartbeat, so hot-plugged disks and mounts appear on whichever node runs it.
         self.layout = read_layout(self.system)
         apply_layout(self.root, self.system, self.layout)
+
+    @property
+    def child_umask(self) -> int:
+        """The workload's and JupyterLab's umask: the usual 022 in a private system disk, else the agent's own."""
+        return 0o022 if self.options.private else -1
 
     def workload_environment(self) -> dict:
         env = vendor_environment(self.options.family, self.cards, self.environ)
@@ -582,9 +595,11 @@ class Agent:
         self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
         write_environment(self.system, env)
         command = self.options.workload or ["sleep", "infinity"]
-        self.workload = subprocess.Popen(command, env=env, cwd=self.system / "root", start_new_session=True)
+        self.workload = subprocess.Popen(
+            command, env=env, cwd=self.system / "root", start_new_session=True, umask=self.child_umask
+        )
         if self.lab is not None:
-            self.lab.start(env)
+            self.lab.start(env, umask=self.child_umask)
 
     def on_signal(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
@@ -693,6 +708,9 @@ def parse_args(argv):
     parser.add_argument(
         "--jupyter-wait", type=float, default=60.0, help="seconds the first report waits for JupyterLab to answer"
     )
+    parser.add_argument(
+        "--private", action="store_true", help="the job runs as its owner's own account: keep what it writes to it"
+    )
     parser.add_argument("workload", nargs=argparse.REMAINDER, help="-- the command to run (default: sleep)")
     options = parser.parse_args(argv)
     if options.workload and options.workload[0] == "--":
@@ -701,7 +719,22 @@ def parse_args(argv):
 
 
 def main(argv=None) -> int:
-    return Agent(parse_args(sys.argv[1:] if argv is None else argv), dict(os.environ)).run()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--write-layout"]:
+        return write_layout_main(argv[1:], sys.stdin.read())
+    return Agent(parse_args(argv), dict(os.environ)).run()
+
+
+def write_layout_main(argv, text: str) -> int:
+    """``--write-layout <root> <system disk>`` with the layout as JSON on stdin: write it and apply it at once. The
+    console runs this as the instance's own account when it hot-plugs a disk or a mount, so the links are made with
+    that account's rights alone, whatever the account made of its system disk."""
+    root, system = Path(argv[0]), Path(argv[1])
+    layout = json.loads(text)
+    previous = read_layout(system)
+    write_layout(system, layout)
+    apply_layout(root, system, layout, previous=previous)
+    return 0
 
 
 if __name__ == "__main__":

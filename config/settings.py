@@ -388,12 +388,18 @@ ADMIN_URL = env.str("ADMIN_URL", default="admin/")
 
 # The Slurm compute backend. Cluster-wide values; SLURM_ZONES overrides them per zone. A zone runs on
 # Slurm when its nodes say backend_name="slurm" (`manage.py use_slurm`, run by `make run BACKEND=slurm`).
-# Jobs run as SLURM_USER; the console talks to slurmrestd with SLURM_JWT (or SLURM_JWT_FILE), or signs its own
-# token with the cluster's HS256 key (SLURM_JWT_KEY_FILE, readable by the console's user only).
+# The console talks to slurmrestd as SLURM_USER with SLURM_JWT (or SLURM_JWT_FILE), or signs its own tokens with
+# the cluster's HS256 key (SLURM_JWT_KEY_FILE, readable by the console's user only). Each owner's jobs run as their
+# own unix account, SLURM_JOB_USER_TEMPLATE with {owner} the owner's id, so no tenant can read another's processes,
+# secrets or files; the console creates a missing account (uid and gid SLURM_JOB_UID_BASE + the owner's id) when
+# the base is set and it runs as root on the cluster's host, else the accounts come from the cluster's directory.
+# An empty template runs every job as SLURM_USER: a shared account, where launches with secrets are refused.
 SLURM = {
     "rest_url": env.str("SLURM_REST_URL", default="http://127.0.0.1:6820"),
     "api_version": "v0.0.38",
     "user": env.str("SLURM_USER", default="gpucloud"),
+    "job_user_template": env.str("SLURM_JOB_USER_TEMPLATE", default="gpucloud-u{owner}"),
+    "job_uid_base": env.int("SLURM_JOB_UID_BASE", default=0 if PRODUCTION else 1_500_000_000),
     "token": env.str("SLURM_JWT", default=""),
     "jwt_key_file": env.str("SLURM_JWT_KEY_FILE", default="/var/lib/slurm/slurmctld/jwt_hs256.key"),
     "partition": "xinchuang",
@@ -431,6 +437,12 @@ LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=1_000_000_000
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)
+# Each home (the system disk) is an ext4 image of the instance's system disk size, loop-mounted: "auto" where this
+# host has loop devices and mkfs.ext4 (else a plain folder without a size limit, and the instance page says so),
+# "on" to refuse to start a machine without the limit, "off" for plain folders.
+LOCAL_HOME_QUOTA = env.str("LOCAL_HOME_QUOTA", default="auto").lower()
+if LOCAL_HOME_QUOTA not in ("auto", "on", "off"):
+    raise ImproperlyConfigured(f"LOCAL_HOME_QUOTA must be 'auto', 'on' or 'off', not {LOCAL_HOME_QUOTA!r}.")
 # The agent reports to the web server on this host directly (make run's HOST and PORT), not through the public URL.
 _web_host = env.str("HOST", default="127.0.0.1").replace("0.0.0.0", "127.0.0.1")
 LOCAL_AGENT_CONSOLE_URL = env.str(

@@ -13,10 +13,12 @@ from billing.quote import Quote, load_price_book, quote
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from catalog.services import get_chip, get_zone, zone_offers
 from console.errors import ServiceError
+from console.field_errors import FieldError
 from console.validators import clean_display_name
 
 from . import attachments, billing, conf
-from .backends import BackendError
+from .backends import BackendError, get_backend
+from .backends.base import SECRETS_NEED_OWN_ACCOUNT
 from .capacity import out_of_capacity, reclaim_from_spot, reserve
 from .choices import (
     Backend,
@@ -174,11 +176,13 @@ def _create(
                 node, victims = reclaim_from_spot(nodes, request.cards) or (None, [])
             if node is None:
                 return None
+        backend_name = node.backend_name if node else _zone_backend(candidate.zone)
+        _check_secrets_kept_apart(backend_name, candidate.zone, boot)
         instance = Instance.objects.create(
             owner=user, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
             cards=candidate.spec.cards, node=node, reserved_cards=candidate.spec.cards if node else 0, plan=plan,
             spot=request.spot, term_end_action=request.term_end_action, image=image,
-            backend_name=node.backend_name if node else _zone_backend(candidate.zone),
+            backend_name=backend_name,
             auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
             status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING, price_per_hour=candidate.quote.payable_per_hour,
             start_command=boot.start_command, env=boot.env, secret_names=list(boot.secret_names),
@@ -192,6 +196,13 @@ def _create(
             _reclaim(victim)
         _enqueue("provision", instance, Wanted.RUNNING)
     return instance
+
+
+def _check_secrets_kept_apart(backend_name: str, zone: Zone, boot: BootOptions) -> None:
+    """Secrets go only to machines that run apart from other owners' (FieldError on ``secrets`` otherwise; the
+    transaction rolls the reservation back)."""
+    if boot.secret_names and not get_backend(backend_name).isolates_owners(zone):
+        raise FieldError("secrets", str(SECRETS_NEED_OWN_ACCOUNT), code="secrets_on_shared_account")
 
 
 def _reclaim(victim: Instance) -> None:

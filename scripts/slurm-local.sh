@@ -14,7 +14,9 @@
 # global indexes a800 0-7, ascend910b 8-15, mlu370 16-23, z100 24-31 (the console's gres_offsets). Partitions:
 # nvidia and xinchuang (on-demand, never preempted) and spot (PriorityTier=1, preempted jobs are requeued).
 # slurmrestd refuses to run as root: it runs as the system user `slurmrestd` with rest_auth/jwt on
-# 127.0.0.1:$RESTD_PORT. Jobs run as $JOB_USER (created here), which owns the console's root for instances.
+# 127.0.0.1:$RESTD_PORT. $JOB_USER (created here) owns the console's root for instances and is the user the console
+# talks to slurmrestd as. Each owner's jobs run as their own account, gpucloud-u<owner id>, which the console creates
+# when it runs as root (SLURM_JOB_UID_BASE: uid and gid are the base + the owner's id).
 #
 # Idempotent: a second `start` skips what is running. It never uses pkill or killall: `stop` signals exactly the
 # PIDs `start` recorded in /run/slurm-local, after checking /proc/PID/exe.
@@ -22,6 +24,8 @@ set -euo pipefail
 
 RESTD_PORT=${RESTD_PORT:-6820}
 JOB_USER=${SLURM_JOB_USER:-gpucloud}
+JOB_USER_TEMPLATE=${SLURM_JOB_USER_TEMPLATE-gpucloud-u\{owner\}}
+JOB_UID_BASE=${SLURM_JOB_UID_BASE:-1500000000}
 GPUCLOUD_ROOT=${SLURM_ROOT:-/var/lib/gpucloud}
 PIDDIR=/run/slurm-local
 LOGDIR=/var/log/slurm
@@ -315,6 +319,8 @@ export SLURM_REST_URL=http://127.0.0.1:$RESTD_PORT
 export SLURM_JWT_KEY_FILE=$JWT_KEY
 export SLURM_USER=$JOB_USER
 export SLURM_ROOT=$GPUCLOUD_ROOT
+export SLURM_JOB_USER_TEMPLATE='$JOB_USER_TEMPLATE'
+export SLURM_JOB_UID_BASE=$JOB_UID_BASE
 EOF
 }
 

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from instances.backends.slurm import log_name
+from instances.backends.slurm import SlurmBackend, log_name
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from tests.fixtures.services import screenshot, wait_until
@@ -43,8 +43,10 @@ def test_the_logs_panel_follows_the_job_output(page, live_server, owner, launch,
     instance = launch(start_command="python train.py", env={"EPOCHS": "3"})
     settle()
     Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", backend_job_id="7")
-    (tmp_path / "logs").mkdir()
-    log = tmp_path / "logs" / log_name(instance.public_id, "7")
+    backend = SlurmBackend()
+    folder = backend.log_folder(backend.config(instance))
+    folder.mkdir(parents=True)
+    log = folder / log_name(instance.public_id, "7")
     _append(log, "开始训练：中文输出\n" + "".join(f"step {n}\n" for n in range(1, 80)))
     _log_in(page, live_server, owner)
 

@@ -9,6 +9,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.utils.translation import gettext_lazy
+
+# Why a launch with secrets is refused where every owner's machine runs as the same unix user.
+SECRETS_NEED_OWN_ACCOUNT = gettext_lazy(
+    "This zone runs every instance under one shared unix account, where other users' code could read your secrets: "
+    "launch without secrets here, or in a zone whose instances run under your own account."
+)
+
 
 class BackendError(Exception):
     """A permanent refusal: the instance fails with this message."""
@@ -121,6 +129,11 @@ class Backend(ABC):
         """Snapshot the stopped instance's system disk into an image; returns its size in bytes. Idempotent."""
         raise BackendError(f"The {self.name} backend cannot save instances as images yet.")
 
+    def isolates_owners(self, zone) -> bool:
+        """Whether each owner's machines in ``zone`` run apart from other owners' (their own user): only then does
+        a machine get its owner's secrets. The simulated backend runs nothing; the others say."""
+        return True
+
     # Entering the machine. Backends that run no real machine (simulated) keep these defaults.
 
     def jupyter(self, instance) -> JupyterServer | None:
@@ -132,10 +145,6 @@ class Backend(ABC):
         running instance, or a login shell when ``command`` is None. The SSH gateway runs it under a pty or with
         pipes. Raises BackendError when the instance cannot be entered."""
         raise BackendError(f"The {self.name} backend has no machine to enter.")
-
-    def home_path(self, instance):
-        """The host folder that is the running instance's ``/root`` (SFTP and scp are rooted there), or None."""
-        return None
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The last ``tail`` lines of what the instance's start command wrote (stdout and stderr together)."""

@@ -481,20 +481,20 @@ class LocalBackend(Backend):
             raise BackendError(_("The instance is not running."))
         join = " ".join(f"echo $$ > {shlex.quote(str(p))};" for p in Cgroup(str(instance.public_id)).procs_files())
         # Inside: every capability dropped, a clean environment with the caller's TERM (the outer shell hands it
-        # in as the inner one's $0) and the instance's variables; the outer shell joins the machine's cgroup.
+        # in as the inner one's $0) and the instance's variables; the outer shell joins the machine's cgroup. On a
+        # terminal, the command runs under script(1) on a pty of the machine's own /dev/pts, which does not name the
+        # caller's: tty, and any program that asks for its terminal's name, finds one.
+        on_a_pty = 'if [ -t 0 ]; then exec /usr/bin/script -qefc "$1" /dev/null; fi; shift; exec "$@"'
         inner = [
             "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
             "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
             "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
-            f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; exec "$@"',
+            f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
         ]  # fmt: skip
-        script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" "$@"'
         command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
+        whole = shlex.quote(shlex.join(command_argv))
+        script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" {whole} "$@"'
         return ["/bin/sh", "-c", script, "sh", *command_argv]
-
-    def home_path(self, instance):
-        state = read_state(instance.public_id)
-        return folder(instance.public_id) / "root" if self._running(state) else None
 
     def logs(self, instance, *, tail: int = 200) -> str:
         return tail_lines(folder(instance.public_id) / "console.log", tail)

@@ -20,6 +20,15 @@ The mapping:
   which submits a new job — and marks it ``preempted`` so the state survives until the job vanishes;
 * release → cancel and delete the system disk; data disks stay.
 
+Tenants apart: each owner's jobs run as the owner's own unix account (``job_user_template``, e.g.
+``gpucloud-u{owner}``), so one tenant's code cannot read another's processes (``/proc/<pid>/environ`` holds the
+secrets, ``JUPYTER_TOKEN`` and the agent's token) or files. The console submits as that account (a JWT it signs for
+it, or a token of root or SlurmUser, which may act for any user), creates the account when it is missing and
+``job_uid_base`` is set and the console is root on the cluster's host, and gives the account its folders with mode
+0700: the system disk, the data disks, the owner's storage and a log folder of its own; the agent writes its files
+0600. With an empty template every job runs as ``user``, a shared account: nothing keeps tenants apart, so launches
+with secrets are refused (:meth:`SlurmBackend.isolates_owners`) and the instance page says the machine is shared.
+
 Finished jobs vanish from Slurm after ``MinJobAge``: an absent job is reported as ``ABSENT`` and the lifecycle
 reads it by the instance's wanted state. The instance is RUNNING (and billed) only once its agent has reported
 from this job, so a job that never got its cards, or whose agent never came up, costs nothing.
@@ -36,13 +45,14 @@ Getting into the machine:
   1024 or above (:func:`lab_address_allowed`). The proxy then reaches nothing the job could not reach itself from
   its node, and no system service there: never another host, never the console's own host unless that host is
   the job's node.
-* A shell is ``srun --jobid <job> --overlap`` from the console's host, as the jobs' user (the console switches to
-  it when it runs as root), with a pty when the caller has a terminal, in the instance's home and with the
+* A shell is ``srun --jobid <job> --overlap`` from the console's host, as the instance's account (the console
+  switches to it when it runs as root), with a pty when the caller has a terminal, in the instance's home and with the
   workload's environment, which the agent writes to the system disk. The home folder is the system disk's
   ``root/``.
 """
 
 import base64
+import errno
 import hashlib
 import hmac
 import json
@@ -51,7 +61,11 @@ import pwd
 import shlex
 import shutil
 import socket
+import stat
+import subprocess
 import time
+import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -68,7 +82,16 @@ from agent import gpucloud_agent as agent_module
 from .. import runtime
 from ..choices import Status
 from ..environment import boot_environment
-from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
+from .base import (
+    SECRETS_NEED_OWN_ACCOUNT,
+    Backend,
+    BackendError,
+    BackendStatus,
+    JupyterServer,
+    MetricPoint,
+    Phase,
+    TransientBackendError,
+)
 from .local import lab_path
 
 ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD"})
@@ -87,6 +110,56 @@ def zone_settings(zone_slug: str) -> dict:
     merged = dict(getattr(settings, "SLURM", {}))
     merged.update(getattr(settings, "SLURM_ZONES", {}).get(zone_slug, {}))
     return merged
+
+
+def job_account(config: dict, owner_id) -> str:
+    """The unix account the owner's jobs run as: ``job_user_template`` with the owner's id, or the shared ``user``
+    when the template is empty."""
+    template = config.get("job_user_template", "")
+    return template.format(owner=owner_id) if template else config["user"]
+
+
+def per_owner_accounts(config: dict) -> bool:
+    return bool(config.get("job_user_template"))
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    uid: int
+    gid: int
+
+
+def ensure_account(config: dict, owner_id) -> Account:
+    """The owner's unix account on the console's host, created first when it is missing and ``job_uid_base`` is set
+    and the console is root (uid and gid: the base + the owner's id, the same on every host that creates it)."""
+    name = job_account(config, owner_id)
+    account = find_account(name)
+    if account is None and per_owner_accounts(config) and int(config.get("job_uid_base") or 0) and os.geteuid() == 0:
+        _create_account(name, int(config["job_uid_base"]) + int(owner_id))
+        account = find_account(name)
+    if account is None:
+        raise BackendError(_("The cluster has no unix account %(name)s to run this instance as.") % {"name": name})
+    return account
+
+
+def find_account(name: str) -> Account | None:
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return Account(name, entry.pw_uid, entry.pw_gid)
+
+
+def _create_account(name: str, uid: int) -> None:
+    """A system account without a password, a home or a lastlog entry (the instance's home is its system disk). Two
+    workers may race: the loser's error is ignored and the account looked up again."""
+    subprocess.run(["groupadd", "--gid", str(uid), name], capture_output=True, check=False)
+    subprocess.run(
+        ["useradd", "--no-log-init", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/bash",
+         "--uid", str(uid), "--gid", str(uid), name],
+        capture_output=True, check=False,
+    )  # fmt: skip
 
 
 def agent_token(public_id) -> str:
@@ -296,9 +369,10 @@ ENDED_MESSAGES = {
 
 
 def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, cards: int, chip: str,
-              spot_partition: str, now: float | None = None, lab: bool = False) -> BackendStatus:  # fmt: skip
+              spot_partition: str, now: float | None = None, lab: bool = False,
+              shared: bool = False) -> BackendStatus:  # fmt: skip
     """What a Slurm job means for its instance. ``reported``: the agent has reported from this job; ``lab``: its
-    latest report gives a JupyterLab address the console may use."""
+    latest report gives a JupyterLab address the console may use; ``shared``: it runs as the shared account."""
     if job is None:
         return BackendStatus(Phase.ABSENT)
     now = now if now is not None else time.time()
@@ -316,7 +390,8 @@ def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, ca
         return BackendStatus(Phase.STOPPING, since=_at(signalled), ready_in=left)
     if state == "RUNNING":
         if reported:
-            return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=_access(job, lab=lab))
+            access = _access(job, lab=lab, shared=shared)
+            return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=access)
         return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5,
                              message=_("starting the instance agent"))  # fmt: skip
     if state in {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"}:
@@ -334,9 +409,9 @@ def job_node(job: dict) -> str:
     return job.get("batch_host") or job.get("nodes") or ""
 
 
-def _access(job: dict, *, lab: bool = False) -> dict:
+def _access(job: dict, *, lab: bool = False, shared: bool = False) -> dict:
     """What the instance page offers: a shell (``srun`` into the job) always, JupyterLab once the agent reported
-    where it answers."""
+    where it answers; ``shared_account`` when the job runs as the account every owner's jobs share."""
     return {
         "simulated": False,
         "node": job_node(job),
@@ -344,6 +419,7 @@ def _access(job: dict, *, lab: bool = False) -> dict:
         "attach_command": f"srun --jobid {job['job_id']} --overlap --pty bash",
         "ssh": True,
         "jupyter": lab,
+        "shared_account": shared,
     }
 
 
@@ -359,13 +435,22 @@ class SlurmBackend(Backend):
 
     # Configuration
     def config(self, instance) -> dict:
-        return zone_settings(instance.zone.slug)
+        """The zone's settings, with ``job_user``: the account the instance's jobs run as."""
+        config = zone_settings(instance.zone.slug)
+        return config | {"job_user": job_account(config, instance.owner_id)}
 
-    def client(self, config: dict) -> SlurmClient:
-        key = (config["rest_url"], config["user"], config.get("token", ""), config.get("jwt_key_file", ""))
+    def client(self, config: dict, *, as_console: bool = False) -> SlurmClient:
+        """A client acting as the instance's account (``job_user``): Slurm lets a job's own user submit, signal and
+        cancel it. ``as_console``: as the console's ``user``, for reading the queue."""
+        user = config["user"] if as_console else config.get("job_user", config["user"])
+        key = (config["rest_url"], user, config.get("token", ""), config.get("jwt_key_file", ""))
         if key not in self._clients:
-            self._clients[key] = SlurmClient(config)
+            self._clients[key] = SlurmClient(config | {"user": user})
         return self._clients[key]
+
+    def isolates_owners(self, zone) -> bool:
+        """Whether the zone's jobs run as their owner's own account: only then are secrets injected."""
+        return per_owner_accounts(zone_settings(zone.slug))
 
     def job_name(self, instance, config=None) -> str:
         config = config or self.config(instance)
@@ -405,7 +490,8 @@ class SlurmBackend(Backend):
         if job and job.get("job_state") in ACTIVE_STATES and not job.get("comment"):
             if not (job.get("restart_cnt", 0) > 0 and instance.spot):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here
-        script, description = self.job_description(instance, config)
+        account = self.prepare_account(instance, config)
+        script, description = self.job_description(instance, config, account)
         try:
             return client.submit(script, description)
         except SlurmError as exc:
@@ -417,12 +503,31 @@ class SlurmBackend(Backend):
                 ) from exc
             raise
 
+    def prepare_account(self, instance, config: dict) -> Account | None:
+        """With per-owner accounts: the owner's account, and the instance's folders (system disk, data disks, the
+        owner's storage, its log folder) made or handed over to it with mode 0700. None with the shared account."""
+        root = self.root(config)
+        _make_dirs(root / "logs", like=root)
+        if not per_owner_accounts(config):
+            return None
+        account = ensure_account(config, instance.owner_id)
+        system = self.system_disk(instance, config)
+        _make_dirs(system.parent, like=root)
+        for folder in (system, self.log_folder(config)):
+            _make_private(folder, account, like=root)
+        return account  # data disks and storage are the account's from attachments.apply, after every submit
+
+    def log_folder(self, config: dict) -> Path:
+        """Where the jobs' output files go: ``logs/`` of the root, and a folder of the account's own in it with
+        per-owner accounts (Slurm writes them as the job's user, readable by all)."""
+        logs = self.root(config) / "logs"
+        return logs / config["job_user"] if per_owner_accounts(config) else logs
+
     # The job's environment holds the owner's secrets: Django's error reports list a failing frame's variables.
     @sensitive_variables("job")
-    def job_description(self, instance, config: dict) -> tuple[str, dict]:
+    def job_description(self, instance, config: dict, account: Account | None = None) -> tuple[str, dict]:
         root = self.root(config)
-        logs = root / "logs"
-        _make_dirs(logs, like=root)
+        logs = self.log_folder(config)
         family = instance.chip.backend if instance.chip_id else "cpu"
         # -I (isolated): the owner's variables reach the agent too, and PYTHONPATH or PYTHONHOME must not change it.
         command = [
@@ -436,7 +541,7 @@ class SlurmBackend(Backend):
             "current_working_directory": str(root),
             "standard_output": str(logs / log_name(instance.public_id, "%j")),
             "requeue": bool(instance.spot),
-            "environment": self.job_environment(instance),
+            "environment": self.job_environment(instance, config),
         }
         if instance.chip_id:
             gres_type, offset = self.gres(instance, config)
@@ -444,6 +549,8 @@ class SlurmBackend(Backend):
             command += ["--offset", str(offset)]
         if lab := jupyter_python(config):
             command += ["--jupyter", lab]
+        if account is not None:
+            command += ["--private"]
         # The owner's start command is the workload the agent runs (and signals); without one, the zone's default.
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if workload:
@@ -451,12 +558,14 @@ class SlurmBackend(Backend):
         # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.
         return "#!/bin/bash\nexec " + shlex.join(command) + "\n", job
 
-    def job_environment(self, instance) -> dict:
+    def job_environment(self, instance, config: dict) -> dict:
         """The job's environment, which the agent passes on to the workload: the platform's defaults, the owner's
         variables and secrets (``boot_environment``: names the platform sets are refused at launch), JupyterLab's
         password (the owner's own server, so the workload may see it), and the agent's own credential, which the
         agent keeps from the workload. Slurm keeps it with the job for its operators only; its REST job listings do
-        not show it."""
+        not show it. A job of the shared account gets no secrets: every tenant's code could read them."""
+        if instance.secret_names and not per_owner_accounts(config):
+            raise BackendError(SECRETS_NEED_OWN_ACCOUNT)
         # Unbuffered Python output: the logs panel shows a running script's prints as they come, not in 4 KB bursts.
         defaults = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
         credentials = {
@@ -481,12 +590,12 @@ class SlurmBackend(Backend):
 
     def log_file(self, instance, config=None) -> Path | None:
         """The current job's output file; before the console knows the job, the instance's newest one."""
-        folder = self.root(config or self.config(instance)) / "logs"
+        folder = self.log_folder(config or self.config(instance))
         job_id = str(instance.backend_job_id or "")
         if job_id.isdigit():
             return folder / log_name(instance.public_id, job_id)
         files = list(folder.glob(log_name(instance.public_id, "*")))
-        return max(files, key=lambda path: path.stat().st_mtime, default=None)
+        return max(files, key=lambda path: path.lstat().st_mtime, default=None)
 
     def stop(self, instance, *, grace_seconds: float) -> None:
         config = self.config(instance)
@@ -529,7 +638,7 @@ class SlurmBackend(Backend):
             by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
         for members in by_cluster.values():
             newest: dict[str, dict] = {}
-            for job in self.client(members[0][1]).jobs():
+            for job in self.client(members[0][1], as_console=True).jobs():
                 if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
                     newest[job.get("name")] = job
             latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
@@ -550,6 +659,7 @@ class SlurmBackend(Backend):
             grace=_grace(instance), cards=instance.cards, spot_partition=config["spot_partition"],
             chip=instance.chip.label if instance.chip_id else "",
             lab=bool(job) and lab_address_allowed(labs.get(key), job_node(job)),
+            shared=not per_owner_accounts(config),
         )  # fmt: skip
         if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
             self._hold_preempted(config, job, status.since)
@@ -581,7 +691,7 @@ class SlurmBackend(Backend):
         return JupyterServer(token=jupyter_token(instance.public_id), base_path=lab_path(instance.public_id), url=url)
 
     def enter_argv(self, instance, command: str | None) -> list[str]:
-        """``srun --overlap`` into the running job: as the jobs' user, in the instance's home, with the workload's
+        """``srun --overlap`` into the running job: as the instance's account, in its home, with the workload's
         environment (the agent's file), ``--pty`` when the caller's stdin is a terminal. srun passes the exit status
         through; ``-QQ`` keeps its own notes ("task 0: Exited with exit code 1") out of the user's output, and
         ``--unbuffered`` passes output on as it comes (srun holds it back to whole lines otherwise, which stalls a
@@ -607,42 +717,66 @@ class SlurmBackend(Backend):
 
     def _as_jobs_user(self, config: dict) -> list[str]:
         """Slurm lets only a job's own user (or its operators) start steps in it: a console running as root becomes
-        the jobs' user first."""
+        the instance's account first."""
         if os.geteuid() != 0:
             return []
-        return ["setpriv", f"--reuid={config['user']}", f"--regid={_group_of(config['user'])}", "--init-groups", "--"]
-
-    def home_path(self, instance):
-        """The system disk's ``root/``: the instance's home on every node of the zone."""
-        if instance.status != Status.RUNNING:
-            return None
-        home = self.system_disk(instance) / "root"
-        return home if home.is_dir() else None
+        user = config["job_user"]
+        return ["setpriv", f"--reuid={user}", f"--regid={_group_of(user)}", "--init-groups", "--"]
 
     # Disks and mounts: a layout file on the system disk, applied at once here and by the agent on each heartbeat
-    def _edit_layout(self, instance, change) -> None:
+    def _edit_layout(self, instance, change, disk: str = "") -> None:
+        """Change the layout with ``change``; ``disk``: the data disk being attached, which the account gets."""
         config = self.config(instance)
         root, system = self.root(config), self.system_disk(instance, config)
+        if per_owner_accounts(config):
+            self._edit_layout_as_account(instance, config, change, disk)
+            return
         _make_dirs(system / ".gpucloud", like=root)
         previous = agent_module.read_layout(system)
         layout = {"disks": list(previous.get("disks", [])), "mounts": list(previous.get("mounts", []))}
         change(layout)
         agent_module.write_layout(system, layout)
         made = agent_module.apply_layout(root, system, layout, previous=previous)
-        _give_to_jobs(root, [system / agent_module.LAYOUT, *made])
+        owner = root.stat()
+        _give_to(owner.st_uid, owner.st_gid, [system / agent_module.LAYOUT, *made])
 
-    def _source(self, config: dict, source: str, target: str) -> str:
+    def _edit_layout_as_account(self, instance, config: dict, change, disk: str) -> None:
+        """The system disk is the account's: the console (root) gives the account the disk being attached, and the
+        account itself writes the layout and makes the links (the agent's ``--write-layout``), so no link the
+        account made there leads root anywhere. The layout the account could edit is only read, never trusted for a
+        path root acts on."""
+        root, system = self.root(config), self.system_disk(instance, config)
+        account = ensure_account(config, instance.owner_id)
+        _make_private(system, account, like=root)
+        previous = _read_private_layout(system)
+        layout = {"disks": list(previous.get("disks", [])), "mounts": list(previous.get("mounts", []))}
+        change(layout)
+        if disk:
+            _make_private(root / "disks" / str(uuid.UUID(disk)), account, like=root)
+        # The agent as the jobs run it: a Python and a file the account can read, wherever the console lives.
+        agent = [config.get("agent_python", "python3"), "-I", config["agent_path"]]
+        done = subprocess.run(
+            [*agent, "--write-layout", str(root), str(system)],
+            input=json.dumps(layout), capture_output=True, text=True, user=account.uid, group=account.gid,
+            extra_groups=[], umask=0o077, cwd="/", env={"PATH": "/usr/bin:/bin"}, check=False, timeout=60,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise BackendError(f"writing the layout as {account.name} failed: {done.stderr.strip()[-500:]}")
+
+    def _source(self, config: dict, source: str, target: str, owner_id) -> str:
         """Where a mount's source lives on the nodes: the owner's storage, a hub item, or an absolute path."""
         if source.startswith("/"):
             return source
         if source.startswith("cloudstorage/") or target == "/root/shared":
             shared = Path(config.get("shared_root") or self.root(config) / "shared") / source.rsplit("/", 1)[-1]
             _make_dirs(shared, like=self.root(config))
+            if per_owner_accounts(config):
+                _make_private(shared, ensure_account(config, owner_id), like=self.root(config))
             return str(shared)
         return str(Path(config.get("hub_root") or self.root(config) / "hub") / source)
 
     def attach_disk(self, instance, disk_id: str) -> None:
-        self._edit_layout(instance, lambda layout: _add_once(layout["disks"], str(disk_id)))
+        self._edit_layout(instance, lambda layout: _add_once(layout["disks"], str(disk_id)), disk=str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:
         self._edit_layout(instance, lambda layout: _remove(layout["disks"], str(disk_id)))
@@ -650,7 +784,7 @@ class SlurmBackend(Backend):
     def mount(self, instance, source: str, target: str) -> None:
         if not target.startswith("/root/") or ".." in target.split("/"):
             raise BackendError(f"mounts go under /root/, not {target!r}")
-        entry = {"source": self._source(self.config(instance), source, target), "target": target,
+        entry = {"source": self._source(self.config(instance), source, target, instance.owner_id), "target": target,
                  "read_only": target != "/root/shared"}  # fmt: skip
         self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], entry))
 
@@ -666,8 +800,19 @@ def log_name(public_id, job_id: str) -> str:
 def tail_file(path: Path, lines: int, *, block: int = 64 * 1024, max_bytes: int = 4 * 1024 * 1024) -> str:
     """The last ``lines`` lines of ``path`` as text (UTF-8; bytes that are not show as U+FFFD), read in blocks from
     the end until enough line ends are seen: the cost is the tail's, not the file's. At most ``max_bytes`` are read,
-    so a line longer than that is cut at its start."""
-    with path.open("rb") as file:
+    so a line longer than that is cut at its start. The jobs' user writes the folder the file is in: a link or
+    anything but a regular file there is read as no file (FileNotFoundError), so it never leads the console
+    elsewhere."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileNotFoundError(errno.ENOENT, "a link, not the job's output file", str(path)) from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
+    with os.fdopen(fd, "rb") as file:
         end = file.seek(0, os.SEEK_END)
         start, chunks, line_ends = end, [], 0
         # One more line end than lines: the first line read is whole only if the line end before it was read too.
@@ -718,15 +863,58 @@ def _make_dirs(path: Path, *, like: Path) -> None:
         pass  # not root: the directories are ours, which the deployment makes group-writable for the agent
 
 
-def _give_to_jobs(root: Path, paths) -> None:
-    """Hand what the console made on a system disk to the jobs' user (the owner of the root): the agent runs as
-    that user and must write there. Without the right to (the console is not root), group permissions serve."""
-    owner = root.stat()
+def _give_to(uid: int, gid: int, paths) -> None:
+    """Hand what the console made on a system disk to the jobs' user: the agent runs as that user and must write
+    there. Without the right to (the console is not root, with the shared account), group permissions serve."""
     for path in paths:
         try:
-            os.lchown(path, owner.st_uid, owner.st_gid)
+            os.lchown(path, uid, gid)
         except (PermissionError, FileNotFoundError):
             return
+
+
+def _read_private_layout(system: Path) -> dict:
+    """The layout on a system disk its account owns, read without following a link the account may have made."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW
+    fds = []
+    try:
+        fds.append(os.open(system, flags | os.O_DIRECTORY))
+        fds.append(os.open(".gpucloud", flags | os.O_DIRECTORY, dir_fd=fds[-1]))
+        # Non-blocking and a regular file only: a FIFO there would hang the console.
+        fds.append(os.open("layout.json", flags | os.O_NONBLOCK, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
+            return {}
+        with os.fdopen(os.dup(fds[-1]), "rb") as file:
+            layout = json.loads(file.read(1024 * 1024))
+    except (OSError, ValueError):
+        return {}
+    finally:
+        for fd in fds:
+            os.close(fd)
+    # What the account wrote there may have any shape: only well-formed entries are kept.
+    disks = layout.get("disks") if isinstance(layout, dict) else None
+    mounts = layout.get("mounts") if isinstance(layout, dict) else None
+    return {
+        "disks": [d for d in disks if isinstance(d, str)] if isinstance(disks, list) else [],
+        "mounts": [m for m in mounts if isinstance(m, dict) and isinstance(m.get("target"), str)]
+        if isinstance(mounts, list)
+        else [],
+    }
+
+
+def _make_private(folder: Path, account: Account, *, like: Path) -> None:
+    """``folder`` made (its parents owned like ``like``) and given to ``account`` with mode 0700. A folder another
+    user owned (made before per-owner accounts) is handed over with everything in it; links are never followed."""
+    if folder.is_symlink():
+        raise BackendError(f"{folder} is a symbolic link, not a folder to give to {account.name}")
+    _make_dirs(folder, like=like)
+    info = folder.lstat()
+    if (info.st_uid, info.st_gid) != (account.uid, account.gid):
+        os.lchown(folder, account.uid, account.gid)
+        for parent, dirs, files in os.walk(folder):
+            for name in dirs + files:
+                os.lchown(os.path.join(parent, name), account.uid, account.gid)
+    folder.chmod(0o700)
 
 
 def _grace(instance) -> float:

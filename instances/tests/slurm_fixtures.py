@@ -3,10 +3,14 @@
 ``on_slurm`` points the Xinchuang zone's MLU370 and 910B nodes at the Slurm backend, gives this test its own job
 name prefix and instance root (so its jobs and directories are told apart and cleaned up), starts a live console
 for the agents' reports, and cancels every job of the test when it ends so the next test finds the cards free.
+Each owner's jobs run as their own unix account, ``gpctest-u<owner id>``, which the console creates (the tests run
+as root, as CI does) and the fixture deletes afterwards.
 """
 
 import os
+import pwd
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +27,8 @@ from instances.tests.fixtures import settle, settle_until
 from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
+TEST_ACCOUNTS = "gpctest-u"
+TEST_UID_BASE = 1_600_000_000
 
 
 class SlurmCluster:
@@ -30,7 +36,8 @@ class SlurmCluster:
 
     def __init__(self, config: dict):
         self.config = config
-        self.client = SlurmClient(config)
+        # As SlurmUser, an operator: the test cancels jobs of every owner's account.
+        self.client = SlurmClient(config | {"user": "slurm"})
         self.prefix = config["job_prefix"]
         self.root = Path(config["root"])
 
@@ -86,15 +93,36 @@ def on_slurm(request, settings, catalog):
         "job_prefix": f"t{uuid.uuid4().hex[:6]}-",
         "root": str(root),
         "heartbeat_seconds": 2,
+        "job_user_template": TEST_ACCOUNTS + "{owner}",
+        "job_uid_base": TEST_UID_BASE,
     }
+    accounts_before = _test_accounts()
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug__in=SLURM_CHIPS).update(backend_name="slurm")
     get_backend("slurm")  # the registry's shared instance: its clients follow the settings per call
     cluster = SlurmCluster(settings.SLURM)
     yield cluster
-    cluster.cancel_all()
+    try:
+        cluster.cancel_all()
+    finally:
+        _delete_accounts(_test_accounts() - accounts_before)
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its jobs' logs under logs/
+
+
+def _delete_accounts(names, timeout: float = 15.0) -> None:
+    """userdel refuses while a process of the account lives: what a cancelled job started may take a moment."""
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while subprocess.run(["userdel", name], capture_output=True, check=False).returncode == 8:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        subprocess.run(["groupdel", name], capture_output=True, check=False)
+
+
+def _test_accounts() -> set[str]:
+    return {entry.pw_name for entry in pwd.getpwall() if entry.pw_name.startswith(TEST_ACCOUNTS)}
 
 
 ON_SLURM = pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.django_db(transaction=True)])

@@ -2,9 +2,9 @@
 process, and the system OpenSSH client (``/usr/bin/ssh``, ``/usr/bin/scp``) to talk to it.
 
 THE FAKE — ``host_shell`` — is the one stand-in: it makes the simulated backend enterable by running ``/bin/sh``
-on this host in a temporary home folder (``enter_argv`` and ``home_path`` monkeypatched, ``simulated`` off). The
-gateway, the keys, the database and the client are all real. To run the same tests against real machines, give
-them a running instance of the local backend (``on_local``) in place of ``host_shell``'s.
+on this host in a temporary home folder (``enter_argv`` monkeypatched, ``simulated`` off). The gateway, the keys,
+the database and the client are all real. To run the same tests against real machines, give them a running
+instance of the local backend (``on_local``) in place of ``host_shell``'s.
 """
 
 import shutil
@@ -44,7 +44,6 @@ def host_shell(monkeypatch, tmp_path) -> Path:
         return ["/usr/bin/env", "-C", str(home), f"HOME={home}", *shell]
 
     monkeypatch.setattr(SimulatedBackend, "enter_argv", enter_argv)
-    monkeypatch.setattr(SimulatedBackend, "home_path", lambda self, instance: home)
     monkeypatch.setattr(SimulatedBackend, "simulated", False)
     return home
 

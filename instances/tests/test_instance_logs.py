@@ -67,8 +67,10 @@ def slurm_instance(launch, settings, tmp_path):
     settle()
     Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", backend_job_id="42")
     instance.refresh_from_db()
-    (tmp_path / "logs").mkdir(exist_ok=True)
-    log = tmp_path / "logs" / log_name(instance.public_id, "42")
+    backend = SlurmBackend()
+    folder = backend.log_folder(backend.config(instance))
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / log_name(instance.public_id, "42")
     log.write_bytes(
         "第 1 步：损失 2.31\n".encode() + b"step 2 \xff\n" + b"".join(b"step %d\n" % n for n in range(3, 301))
     )

@@ -142,7 +142,7 @@ def test_jupyterlab_runs_from_the_configured_python_the_local_runtime_or_not_at_
 def test_a_shell_is_srun_into_the_job_as_the_jobs_user_in_the_home_with_the_workloads_environment(
     running, monkeypatch, settings
 ):
-    settings.SLURM = {**settings.SLURM, "root": "/srv/gpucloud", "user": "root"}
+    settings.SLURM = {**settings.SLURM, "root": "/srv/gpucloud", "user": "root", "job_user_template": ""}
     backend = SlurmBackend()
     monkeypatch.setattr(backend, "_current_job", lambda instance, config: {"job_id": 31, "job_state": "RUNNING"})
 

@@ -172,10 +172,11 @@ class Stub:
         self.public_id = "5b6f4a3e-0000-4000-8000-000000000009"
         self.zone = type("Zone", (), {"slug": "cn-east-xc"})()
         self.backend_job_id = ""
+        self.owner_id = 7
 
 
 def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp_path):
-    settings.SLURM = {**settings.SLURM, "root": str(tmp_path)}
+    settings.SLURM = {**settings.SLURM, "root": str(tmp_path), "job_user_template": ""}
     backend, instance = SlurmBackend(), Stub()
     system = tmp_path / "instances" / instance.public_id
     backend.mount(instance, "cloudstorage/u-1", "/root/shared")

@@ -72,7 +72,7 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
     client = lab_browser(console_server, owner, instance.public_id)
     lab = client.get(f"{base}lab")
     assert lab.status_code == 200 and "jupyter-config-data" in lab.text and server.token not in lab.text
-    # and a kernel on the node runs code, as the jobs' user, in the instance's home
+    # and a kernel on the node runs code, as the owner's own account, in the instance's home
     created = client.post(
         f"{base}api/kernels", json={"name": "python3"}, headers={"Origin": f"http://{client.headers['host']}"}
     )
@@ -80,7 +80,7 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
     channels = f"{base}api/kernels/{created.json()['id']}/channels?session_id=s1"
     with open_websocket(console_server, channels, lab=client) as ws:
         ws.send(json.dumps(_execute_request("import os, getpass; print(getpass.getuser(), os.getcwd())")))
-        assert _printed(ws) == f"gpucloud {on_slurm.system_disk(instance) / 'root'}\n"
+        assert _printed(ws) == f"gpctest-u{owner.pk} {on_slurm.system_disk(instance) / 'root'}\n"
 
     # A stranger gets the 404 of a missing instance; nobody signed in gets no further
     assert browser(console_server, stranger).get(f"{base}lab").status_code == 404
@@ -97,7 +97,9 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
         httpx.get(f"{server.url}{base}api/status", timeout=5)
 
 
-def test_a_shell_runs_in_the_job_as_its_user_in_its_home_with_its_environment(on_slurm, slurm_instance, monkeypatch):
+def test_a_shell_runs_in_the_job_as_its_owners_account_in_its_home_with_its_environment(
+    on_slurm, slurm_instance, monkeypatch, owner
+):
     instance = slurm_instance
     monkeypatch.setenv("CONSOLE_ONLY", "the console's own variable")
 
@@ -108,7 +110,7 @@ def test_a_shell_runs_in_the_job_as_its_user_in_its_home_with_its_environment(on
         instance, 'id -un; pwd; echo "$HOME|$EPOCHS|$HF_TOKEN|$MLU_VISIBLE_DEVICES|${CUDA_VISIBLE_DEVICES-unset}"'
     )
     home = str(on_slurm.system_disk(instance) / "root")
-    assert done.stdout.splitlines() == ["gpucloud", home, f"{home}|3|hf_secret_value|0,1|unset"]
+    assert done.stdout.splitlines() == [f"gpctest-u{owner.pk}", home, f"{home}|3|hf_secret_value|0,1|unset"]
     # The agent's credential and the console's own environment stay out
     done = enter(instance, "env")
     assert "GPUCLOUD_AGENT_TOKEN" not in done.stdout and "CONSOLE_ONLY" not in done.stdout

@@ -29,12 +29,12 @@ def test_commands_run_inside_the_machine_with_their_status(gateway, machine, own
 
 
 def test_a_pty_session_inside_the_machine(gateway, machine, owner_key):
-    # The terminal is the gateway's pty: a terminal inside, though the sandbox's own /dev/pts does not name it.
-    command = "[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; exit 4"
+    # A terminal inside, with a name in the machine's own /dev/pts (the gateway's pty is not in it)
+    command = "[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; tty; exit 4"
     result = ssh(gateway.port, owner_key, machine.public_id, "-tt", command)
     output = result.stdout.decode().replace("\r", "")
     assert result.returncode == 4, output
-    assert "on-a-terminal" in output
+    assert "on-a-terminal\n/dev/pts/" in output and "not a tty" not in output
 
 
 def test_scp_copies_into_the_home_and_back_owned_by_the_machines_user(gateway, machine, owner_key, on_local, tmp_path):

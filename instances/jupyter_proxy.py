@@ -228,7 +228,19 @@ async def lab_application(scope, receive, send) -> None:
         return await page.error(send, 503)
     if scope["method"] not in READ_METHODS and _header(scope, "origin") != page.origin:
         return await page.error(send, 403)
-    await _proxy(scope, receive, send, page, grant)
+    if await _proxy(scope, receive, send, grant.server):
+        return
+    # The server did not answer where the last look-up said: look again (the machine may have stopped, or moved).
+    _forget(page.cookie)
+    fresh = await _grant(page.cookie, payload)
+    if fresh is None:
+        return await _no_cookie(scope, send, page)
+    if fresh.server is None:
+        return await page.error(send, 503)
+    if fresh.server != grant.server and not _has_body(scope) and await _proxy(scope, receive, send, fresh.server):
+        return
+    _forget(page.cookie)
+    await page.error(send, 502)
 
 
 class _Page:
@@ -376,8 +388,9 @@ def _authorize(payload: dict) -> JupyterServer | None:
 # HTTP -----------------------------------------------------------------------------------------------------------
 
 
-async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
-    server = grant.server
+async def _proxy(scope, receive, send, server: JupyterServer) -> bool:
+    """Relay the request to ``server`` and its answer back; False, with nothing sent, when the server cannot be
+    reached."""
     client = pooled_client(timeout=TIMEOUT, socket=server.socket, origin=_upstream_origin(server))
     # A kept connection the server had just closed (it restarted, or timed it out) fails at once: a request without a
     # body is sent once more, on a new connection.
@@ -388,8 +401,7 @@ async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
         except retried:
             upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
     except httpx.HTTPError:
-        _forget(page.cookie)  # the server may have moved or restarted with a new token: look again next time
-        return await page.error(send, 502)
+        return False
     try:
         text = _may_hold_token(scope["path"], server, upstream.headers.get("content-type", ""))
         headers = _returned_headers(upstream, server, keep_length=not text)
@@ -405,6 +417,7 @@ async def _proxy(scope, receive, send, page: _Page, grant: Grant) -> None:
         pass  # the machine or the browser went away mid-answer: nothing more can be said to either
     finally:
         await upstream.aclose()
+    return True
 
 
 def _upstream_origin(server: JupyterServer) -> str:

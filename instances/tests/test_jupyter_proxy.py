@@ -275,3 +275,15 @@ def test_the_lab_survives_a_jupyter_restart_on_the_same_socket(lab, jupyter):
     with ServerThread(jupyter, uds=jupyter.socket):  # JupyterLab back on the same socket, as after a restart
         assert lab.get(f"{jupyter.base_path}api/status").json() == STATUS
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 502
+
+
+def test_a_lab_whose_machine_stopped_says_so_at_once_despite_the_kept_look_up(lab, jupyter, instance, monkeypatch,
+                                                                             settings):  # fmt: skip
+    settings.LAB_AUTH_CACHE_SECONDS = 60
+    assert lab.get(f"{jupyter.base_path}api/status").status_code == 200  # looked up and kept for a minute
+    jupyter.thread.__exit__(None, None, None)
+    monkeypatch.setattr(get_backend(instance.backend_name), "jupyter", lambda inst: None)  # the machine stopped
+
+    response = lab.get(f"{jupyter.base_path}api/status")
+
+    assert response.status_code == 503 and "此实例上没有运行 JupyterLab" in response.text

@@ -43,7 +43,7 @@ from .ledger import (
     system_account,
     user_accounts,
 )
-from .models import Plan, UsageSession
+from .models import Plan, UsageSession, Wallet
 from .money import ZERO
 from .quote import Quote
 from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial
@@ -131,9 +131,16 @@ def close_usage(*, resource_id: uuid.UUID, ended_at: datetime) -> UsageSession |
     """
     now = timezone.now()
     with transaction.atomic():
-        session = _lock(UsageSession.objects.open().filter(resource_id=resource_id)).first()
+        # Waits for a tick that is charging this session rather than skipping it (a session left open would go on
+        # billing a stopped resource). Then the owner's wallet row, before the ledger's accounts: the order every
+        # other money path takes them in (the funds gate locks the wallet, then posts), so that a stop inside a
+        # caller's transaction and a concurrent charge of the same user cannot deadlock when this charge raises an
+        # alert that writes the wallet row.
+        session = UsageSession.objects.open().filter(resource_id=resource_id).select_for_update().first()
         if session is None:
             return None
+        Wallet.objects.bulk_create([Wallet(user_id=session.user_id)], ignore_conflicts=True)
+        Wallet.objects.select_for_update().filter(user_id=session.user_id).first()
         session.ended_at = max(ended_at, session.started_at)
         UsageSession.objects.filter(pk=session.pk).update(ended_at=session.ended_at)
         outcome = charge_sessions([session], now)

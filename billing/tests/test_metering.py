@@ -286,3 +286,92 @@ def test_a_broken_arrears_handler_never_breaks_metering(catalog, owner, monkeypa
 
     assert report.charged == 1
     assert wallet.compute_balance(owner) == Decimal("-0.24")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_while_a_tick_charges_the_session_waits_for_it_and_closes_the_session(catalog, owner, fund):
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    fund(owner, "100")
+    resource = uuid.uuid4()
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)
+    open_usage(user=owner, kind="instance", resource_id=resource, quote=q, started_at=START)
+    held, done = threading.Event(), threading.Event()
+
+    def tick_holding_the_session():
+        try:
+            with transaction.atomic():
+                list(UsageSession.objects.select_for_update().filter(resource_id=resource))  # as meter() locks it
+                held.set()
+                time.sleep(0.5)
+        finally:
+            done.set()
+            connection.close()
+
+    thread = threading.Thread(target=tick_holding_the_session)
+    thread.start()
+    held.wait(10)
+    closed = close_usage(resource_id=resource, ended_at=START + timedelta(minutes=10))
+    thread.join()
+
+    assert done.is_set() and closed is not None
+    session = UsageSession.objects.get(resource_id=resource)
+    assert session.ended_at == START + timedelta(minutes=10) and session.charged == Decimal("0.80")
+    meter(START + timedelta(minutes=60))  # nothing more is billed for the stopped resource
+    session.refresh_from_db()
+    assert session.charged == Decimal("0.80")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_and_a_concurrent_charge_of_the_same_user_do_not_deadlock(catalog, owner, fund):
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    from billing.models import Notification
+
+    fund(owner, "2.00")  # low: charging the stopped run raises a low-balance alert, which writes the wallet row
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute
+    stopped, other = uuid.uuid4(), uuid.uuid4()
+    open_usage(user=owner, kind="instance", resource_id=stopped, quote=q, started_at=START)
+    open_usage(user=owner, kind="disk", resource_id=other, quote=q, started_at=START)
+    wallet_held = threading.Event()
+    errors = []
+
+    def charge_under_the_wallet_lock():  # as the funds gate does: the wallet row first, then a posting
+        try:
+            with transaction.atomic():
+                wallet.lock_wallet(owner)
+                wallet_held.set()
+                time.sleep(0.5)  # the stop below starts meanwhile
+                metering.charge_sessions(
+                    list(UsageSession.objects.filter(resource_id=other)), START + timedelta(minutes=5)
+                )
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=charge_under_the_wallet_lock)
+    thread.start()
+    wallet_held.wait(10)
+    try:
+        with transaction.atomic():  # a stop runs inside the lifecycle's own transaction
+            close_usage(resource_id=stopped, ended_at=START + timedelta(minutes=10))
+    except Exception as exc:
+        errors.append(exc)
+    thread.join()
+
+    assert errors == []
+    assert {s.resource_id: s.charged for s in UsageSession.objects.all()} == {
+        stopped: Decimal("0.80"),
+        other: Decimal("0.40"),
+    }
+    assert Notification.objects.filter(user=owner, kind="low_balance").count() == 1
+    assert ledger.check() == []

@@ -50,6 +50,7 @@ def sandboxes(settings, monkeypatch, console_server, catalog):
     host = LocalHost(root)
     yield host
     host.kill_all()
+    host.undo_mounts()  # no home image stays mounted or on a loop device after the test
 
 
 def _log_in(page, server, user):

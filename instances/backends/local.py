@@ -20,11 +20,12 @@ inside at once (mount propagation), without a restart.
 
 Limits, per instance, through a cgroup (v2 when the host delegates one, else v1): memory (``LOCAL_MEMORY_MB``),
 processes (``LOCAL_PIDS``) and CPU (``LOCAL_CPUS``). Without a writable cgroup tree the limits are not enforced
-and the log says so.
+and the log and the instance page say so. The home holds at most the spec's system disk: it is an ext4 image,
+loop-mounted (``local_home``), or a plain folder without a limit where the host cannot loop-mount one.
 
-Stop sends SIGUSR1 (the checkpoint signal) to the machine's processes through the agent, and kills the sandbox
-after the grace period; start brings the same home back; release deletes it. Data disks and cloud storage live
-outside the instance's folder and survive.
+Stop sends SIGUSR1 (the checkpoint signal) to the machine's processes through the agent, kills the sandbox after
+the grace period and unmounts the home; start mounts the same home again; release deletes it. Data disks and
+cloud storage live outside the instance's folder and survive.
 
 It needs root (to switch to the sandbox users, mount and create cgroups) and ``bwrap``; :func:`availability`
 says whether this host can run it, and ``make run`` falls back to the simulated backend when it cannot.
@@ -54,6 +55,7 @@ from django.utils.translation import gettext as _
 from agent import gpucloud_agent as agent_module
 
 from .. import runtime
+from . import local_home
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -84,8 +86,9 @@ def sandbox_root() -> Path:
 
 
 def folder(public_id) -> Path:
-    """The instance's folder on the host: ``root/`` (its home, the system disk), ``run/``, ``boot/``, ``mnt/``,
-    ``state.json`` and ``console.log``. Only the host's root writes anything but ``root/`` and ``run/``."""
+    """The instance's folder on the host: ``root/`` (its home, the system disk, where ``root.img`` is mounted),
+    ``run/``, ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the host's root writes anything but
+    ``root/`` and ``run/``."""
     return sandbox_root() / "instances" / str(public_id)
 
 
@@ -292,6 +295,8 @@ class LocalBackend(Backend):
             _own_folder(path, owner, mode)
         for name in HUB_LINKS:
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
+        disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
+        _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
         _copy_tools(base / TOOLS)
         (base / LAB_SOCKET).unlink(missing_ok=True)
         (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
@@ -323,6 +328,7 @@ class LocalBackend(Backend):
             **{k: v for k, v in state.items() if k in ("mounts",)},
             "job_id": job_id, "pid": pid, "started": _start_time(pid), "submitted_at": _now(),
             "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
+            "disk_gb": disk_gb,
         })  # fmt: skip
         if not limited:
             log.warning("sandbox %s runs without memory, process and CPU limits (no writable cgroup)", job_id)
@@ -352,7 +358,7 @@ class LocalBackend(Backend):
         self._kill(instance.public_id, state)
         base = folder(instance.public_id)
         if base.exists():
-            shutil.rmtree(base / "root", ignore_errors=True)
+            local_home.delete(base)
             shutil.rmtree(base / "run", ignore_errors=True)
             shutil.rmtree(base / "boot", ignore_errors=True)
             write_state(instance.public_id, {"released": _now()})
@@ -369,6 +375,8 @@ class LocalBackend(Backend):
             if state.get("signalled_at") is not None or state.get("killed"):
                 return BackendStatus(Phase.STOPPED, since=_at(ended))
             return BackendStatus(Phase.FAILED, since=_at(ended), message=self._last_words(instance.public_id))
+        if state.get("disk_gb"):
+            local_home.ensure_mounted(folder(instance.public_id))
         if state.get("signalled_at") is not None:
             if _now() >= state.get("stop_at", 0):
                 self._kill(instance.public_id, state)
@@ -500,24 +508,25 @@ class LocalBackend(Backend):
         return tail_lines(folder(instance.public_id) / "console.log", tail)
 
     def system_disk_usage(self, instance) -> int:
-        home = folder(instance.public_id) / "root"
-        if not home.exists():
+        base = folder(instance.public_id)
+        if not (base / "root").exists():
             raise BackendError("the system disk was released with the instance")
         total = 0
-        for dirpath, _dirs, files in os.walk(home):
-            for name in files:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
-                except OSError:
-                    pass
+        with local_home.opened(base) as home:
+            for dirpath, _dirs, files in os.walk(home):
+                for name in files:
+                    try:
+                        total += os.lstat(os.path.join(dirpath, name)).st_size
+                    except OSError:
+                        pass
         return total
 
     def snapshot_system_disk(self, instance) -> int:
         """The home is the image: saving one keeps a copy under ``images/<instance>``."""
-        home = folder(instance.public_id) / "root"
         target = sandbox_root() / "images" / str(instance.public_id)
         if not target.exists():
-            shutil.copytree(home, target, symlinks=True)
+            with local_home.opened(folder(instance.public_id)) as home:
+                shutil.copytree(home, target, symlinks=True)
         return self.system_disk_usage(instance)
 
     # Internals -------------------------------------------------------------------------------------------------
@@ -558,6 +567,7 @@ class LocalBackend(Backend):
         cgroup.remove()
         if folder(public_id).exists():
             self._unmount_all(public_id)
+            local_home.unmount(folder(public_id))
         if pid and not state.get("killed"):
             state.update(killed=True, ended_at=state.get("ended_at") or _now())
             if folder(public_id).exists():
@@ -594,8 +604,10 @@ class LocalBackend(Backend):
         return head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200")
 
     def _access(self, state: dict) -> dict:
+        # disk_gb: the size the home is limited to (0: none on this host); limited: whether the cgroup limits are.
         return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
-                "sandbox": True, "jupyter": True, "ssh": True}  # fmt: skip
+                "sandbox": True, "jupyter": True, "ssh": True, "disk_gb": state.get("disk_gb", 0),
+                "limited": state.get("limited", False)}  # fmt: skip
 
     def _last_words(self, public_id) -> str:
         last = tail_lines(folder(public_id) / "console.log", 1).strip()

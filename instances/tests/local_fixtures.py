@@ -2,18 +2,22 @@
 
 ``on_local`` points every node of the catalog at the local backend, gives the test its own sandbox root (so its
 machines, homes and disks are told apart and cleaned up), starts a live console for the agents' reports, and
-kills every machine of the test when it ends. Outside CI the tests skip where the host cannot run sandboxes.
+kills every machine of the test when it ends. Homes are loop-mounted ext4 images: the test fails if any mount or
+loop device of its sandbox root outlives its machines, and its teardown undoes them either way, so none is left on
+the host for the next test or the next CI job. Outside CI the tests skip where the host cannot run sandboxes.
 """
 
 import shutil
+import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from catalog.models import Node
 from instances import services
-from instances.backends import get_backend, local
+from instances.backends import get_backend, local, local_home
 from instances.models import Instance
 from instances.tests.fixtures import settle_until
 
@@ -29,6 +33,32 @@ class LocalHost:
 
     def home(self, instance) -> Path:
         return self.folder(instance) / "root"
+
+    @contextmanager
+    def stopped_home(self, instance):
+        """A stopped instance's home, mounted for the while when it is an image (as the backend reads it)."""
+        with local_home.opened(self.folder(instance)) as home:
+            yield home
+
+    def mounts(self) -> list[str]:
+        return [p for p in local._mount_points() if p.startswith(f"{self.root}/")]
+
+    def loop_devices(self) -> list[str]:
+        """The loop devices whose backing file is in this test's sandbox root."""
+        found = []
+        for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+            try:
+                if backing.read_text().startswith(f"{self.root}/"):
+                    found.append(f"/dev/{backing.parent.parent.name}")
+            except OSError:
+                pass
+        return found
+
+    def undo_mounts(self) -> None:
+        for point in sorted(self.mounts(), key=len, reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+        for device in self.loop_devices():
+            subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
 
     def settle(self, until=None, timeout: float = 90.0, message: str = "the instances to settle") -> None:
         settle_until(until, timeout=timeout, message=message)
@@ -67,6 +97,9 @@ def on_local(request, settings, catalog):
     host = LocalHost(root)
     yield host
     host.kill_all()
+    leaked = host.mounts(), host.loop_devices()
+    host.undo_mounts()
+    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs
@@ -108,4 +141,5 @@ class LocalDriver:
         return self.host.home(instance).exists()
 
     def checkpointed(self, instance) -> bool:
-        return (self.host.home(instance) / ".gpucloud" / "checkpoint.json").exists()
+        with self.host.stopped_home(instance) as home:
+            return (home / ".gpucloud" / "checkpoint.json").exists()

@@ -9,13 +9,14 @@ hog.
 
 import os
 import shlex
+import shutil
 import socket
 
 import pytest
 from django.conf import settings as django_settings
 
 from instances import services
-from instances.backends import get_backend, local
+from instances.backends import get_backend, local, local_home
 from instances.choices import Status
 from instances.models import Instance
 
@@ -185,7 +186,7 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
 
     # Attaching again while running stacks nothing: each mount is made once.
     backend.attach_disk(fresh(instance), "disk-1")
-    assert len(mounts_under(on_local.folder(instance))) == 4  # the hub itself, the disk, the item, the storage
+    assert len(mounts_under(on_local.folder(instance) / "mnt")) == 4  # the hub itself, the disk, the item, the storage
 
     services.release(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
@@ -295,3 +296,73 @@ def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, runnin
         etc_before.st_uid, etc_before.st_gid, etc_before.st_mode,
     )  # fmt: skip
     assert not os.path.exists("/etc/checkpoint.json")
+
+
+def test_the_home_holds_no_more_than_the_system_disk_and_keeps_its_files_across_a_stop_and_a_start(on_local, running):
+    from catalog.models import InstanceSpec
+
+    # Given a spec with a 1 GB system disk, and a neighbour on the same host.
+    InstanceSpec.objects.filter(chip__slug="ascend-910b", cards=1).update(system_disk_gb=1)
+    instance = running()
+    neighbour = running(name="neighbour")
+    image = on_local.folder(instance) / local_home.IMAGE
+    assert instance.access["disk_gb"] == 1 and image.stat().st_size == 1024**3
+    assert image.stat().st_blocks * 512 < 64 * 1024**2  # sparse: the host gives only what is used
+    assert image.stat().st_uid == 0 and image.stat().st_mode & 0o077 == 0  # nothing inside can reach the image
+    done = on_local.run(instance, "ls -A /root; df -k /root | tail -1")
+    assert "lost+found" not in done.stdout and int(done.stdout.split()[-5]) < 1024 * 1024, done.stdout
+
+    # When the machine writes past its size, the write fails inside…
+    on_local.run(instance, "echo kept > /root/notes.txt")
+    fill = on_local.run(instance, "dd if=/dev/zero of=/root/fill bs=1M count=1200", timeout=120)
+    assert fill.returncode != 0 and "No space left on device" in fill.stderr
+    # …and nothing else notices: the host has its space, the neighbour and the console keep writing.
+    assert shutil.disk_usage(on_local.root).free > 2 * 1024**3
+    assert on_local.run(neighbour, "echo ok > /root/ok && cat /root/ok").stdout == "ok\n"
+    assert on_local.run(instance, "rm /root/fill && echo freed > /root/after.txt").returncode == 0
+
+    # A stop unmounts the home once the machine's processes are gone; a start mounts the same files again.
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    assert mounts_under(on_local.folder(instance)) == [] and local_home.loop_devices(image) == []
+    assert get_backend("local").system_disk_usage(fresh(instance)) >= len("kept\n") + len("freed\n")
+    assert mounts_under(on_local.folder(instance)) == []  # measured through a mount of its own, undone
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
+    assert on_local.run(fresh(instance), "cat /root/notes.txt /root/after.txt").stdout == "kept\nfreed\n"
+
+    # Release deletes the image, and no loop device holds it any more.
+    services.release(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
+    assert not image.exists() and not on_local.home(instance).exists()
+    assert mounts_under(on_local.folder(instance)) == [] and local_home.loop_devices(image) == []
+
+
+def test_a_plain_folder_home_from_before_images_keeps_its_files_and_says_it_has_no_limit(on_local, running, launch):
+    # Given an instance whose home was a plain folder before homes were images (made as the old backend made it).
+    instance = running()
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    folder = on_local.folder(instance)
+    (folder / local_home.IMAGE).unlink()
+    (on_local.home(instance) / "old.txt").write_text("from before\n")
+    os.chown(on_local.home(instance) / "old.txt", local.sandbox_uid(instance), local.sandbox_uid(instance))
+
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
+    assert on_local.run(fresh(instance), "cat /root/old.txt").stdout == "from before\n"
+    assert fresh(instance).access["disk_gb"] == 0 and not (folder / local_home.IMAGE).exists()
+    assert mounts_under(on_local.home(instance)) == []
+
+
+def test_without_loop_devices_a_new_home_is_a_plain_folder_and_the_page_says_so(
+    on_local, running, settings, client, owner
+):
+    settings.LOCAL_HOME_QUOTA = "off"  # as on a host without /dev/loop-control
+    instance = running()
+    assert instance.access["disk_gb"] == 0
+    assert not (on_local.folder(instance) / local_home.IMAGE).exists()
+    assert on_local.run(instance, "echo ok > /root/ok && cat /root/ok").stdout == "ok\n"
+    client.force_login(owner)
+    page = client.get(instance.get_absolute_url()).content.decode()
+    assert 'id="sandbox-disk-unlimited"' in page and 'id="sandbox-disk"' not in page

@@ -1,109 +1,137 @@
-"""Fixtures for the instance lifecycle: a fake of the money side of the billing contract, zero timings, helpers.
+"""Fixtures for the instance lifecycle: the real money side, zero timings, helpers.
 
-The lifecycle tests that take ``lifecycle`` (or ``fake_billing``) are about the state machine, the backends and
-capacity, not money: they run against ``FakeBilling``, put in place of the ``billing.wallet`` and
-``billing.metering`` functions that ``instances.billing`` calls. It follows the contract: per-minute sessions at
-the rate frozen at ``open_usage``, billed minutes = ceil((end − start) / 60 s), charged = to_cents(rate × minutes
-/ 60). The contract itself runs against the real ledger in ``test_billing_contract.py`` and
-``tests/test_funds_gate.py``.
+The lifecycle tests take ``lifecycle``: the catalog, zero timings and the real billing — the funds gate, usage
+sessions, up-front charges and the ledger. A user who launches or starts an instance is funded with ¥10,000 of cash
+(a staff adjustment, through the ledger) just before the funds gate first looks at their wallet, so a launch is
+refused only where a test sets the balance (``balances``); users who never launch keep the wallet the test gave
+them. What the tests read about money (``sessions_of``, ``charged``,
+``upfront``, ``balances``) is read from billing's own tables by :class:`Ledger`.
 """
 
-import math
-import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime
+import uuid
 from decimal import Decimal
-from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
-from billing.money import to_cents
-from console.errors import PaymentRequired
+from billing import rules, wallet
+from billing.choices import COMPUTE_KINDS, TransactionKind
+from billing.models import LedgerTransaction, UsageSession
 from instances import billing as instances_billing
 from instances import services
 from instances.choices import TRANSITIONAL
 from instances.models import Instance
 
 
-@dataclass
-class FakeSession:
-    resource_id: object
-    user_id: int
-    started_at: datetime
-    per_hour: Decimal
-    ended_at: datetime | None = None
+class Session:
+    """A usage session as the lifecycle tests read it: live, each attribute read from billing's table when asked,
+    as a session is closed and charged after a test took hold of it."""
 
-    def charged(self, now=None) -> Decimal:
-        end = self.ended_at or now or timezone.now()
-        minutes = math.ceil(max((end - self.started_at).total_seconds(), 0) / 60)
-        return to_cents(self.per_hour * minutes / 60)
+    def __init__(self, pk: int):
+        self.pk = pk
+
+    @classmethod
+    def of(cls, row: UsageSession) -> "Session":
+        return cls(row.pk)
+
+    def _row(self) -> UsageSession:
+        return UsageSession.objects.get(pk=self.pk)
+
+    resource_id = property(lambda self: self._row().resource_id)
+    user_id = property(lambda self: self._row().user_id)
+    started_at = property(lambda self: self._row().started_at)
+    ended_at = property(lambda self: self._row().ended_at)
+    per_hour = property(lambda self: self._row().payable_per_hour)
+    charged = property(lambda self: self._row().charged)
+
+    def due(self, now=None) -> Decimal:
+        """What the session costs up to its end (or ``now`` while open), by billing's own minute rule."""
+        row = self._row()
+        if row.ended_at is not None:
+            return row.charged
+        end = now or timezone.now()
+        return rules.minutes_cost(row.payable_per_hour, rules.billed_minutes(row.started_at, end))
+
+    def __eq__(self, other):
+        return isinstance(other, Session) and other.pk == self.pk
+
+    def __hash__(self):
+        return hash(self.pk)
+
+    def __repr__(self):
+        return f"Session({self._row()!r})"
 
 
-class FakeBilling:
+class Balances:
+    """``ledger.balances[user_pk] = amount`` sets what the user may spend on compute, through a staff adjustment
+    of their cash (the ledger's own path)."""
+
+    def __init__(self, funded: set[int]):
+        self.funded = funded
+
+    def __setitem__(self, user_pk: int, amount) -> None:
+        self.funded.add(user_pk)
+        user = get_user_model().objects.get(pk=user_pk)
+        delta = Decimal(amount) - wallet.compute_balance(user)
+        if delta:
+            wallet.adjust_balance(user=user, amount=delta, reason="test balance", staff=None,
+                                  idempotency_key=f"test-balance:{uuid.uuid4()}")  # fmt: skip
+
+    def __getitem__(self, user_pk: int) -> Decimal:
+        return wallet.compute_balance(get_user_model().objects.get(pk=user_pk))
+
+
+class Ledger:
+    default_balance = Decimal("10000")
+
     def __init__(self):
-        self.balances: dict[int, Decimal] = {}
-        self.default_balance = Decimal("10000")
-        self.sessions: list[FakeSession] = []
-        self.upfront: list[tuple] = []
-        self.lock = threading.Lock()
+        self.funded: set[int] = set()  # users whose balance the test set: never funded
+        self.balances = Balances(self.funded)
 
-    def balance(self, user) -> Decimal:
-        return self.balances.get(user.pk, self.default_balance)
+    def fund(self, user) -> None:
+        wallet.adjust_balance(user=user, amount=self.default_balance, reason="test funds", staff=None,
+                              idempotency_key=f"test-funds:{user.pk}")  # fmt: skip
 
-    def check_launch_funds(self, user, quote, *, pending_per_hour=0):
-        need = quote.payable_per_hour if quote.plan_slug == "payg" else quote.payable_total
-        if self.balance(user) < need:
-            raise PaymentRequired(
-                _("Launching needs ¥%(need)s; your balance is ¥%(balance)s.")
-                % {"need": need, "balance": self.balance(user)}
-            )
+    @property
+    def sessions(self) -> list[Session]:
+        """Every metered session of instances and endpoints (prepaid terms are up-front charges, not sessions)."""
+        rows = UsageSession.objects.filter(kind__in=COMPUTE_KINDS).order_by("started_at", "pk")
+        return [Session.of(row) for row in rows]
 
-    def open_usage(self, *, user, kind, resource_id, quote, started_at, label=""):
-        with self.lock:
-            for s in self.sessions:
-                if s.resource_id == resource_id and s.started_at == started_at:
-                    return s
-            session = FakeSession(resource_id, user.pk, started_at, quote.payable_per_hour)
-            self.sessions.append(session)
-            return session
+    @property
+    def upfront(self) -> list[tuple]:
+        rows = LedgerTransaction.objects.filter(kind=TransactionKind.UPFRONT).order_by("pk")
+        return [(row.idempotency_key, row.resource_id) for row in rows]
 
-    def close_usage(self, *, resource_id, ended_at):
-        with self.lock:
-            for s in self.sessions:
-                if s.resource_id == resource_id and s.ended_at is None:
-                    s.ended_at = ended_at
-                    return s
-        return None
+    def sessions_of(self, instance) -> list[Session]:
+        rows = UsageSession.objects.filter(resource_id=instance.public_id).order_by("started_at", "pk")
+        return [Session.of(row) for row in rows]
 
-    def charge_upfront(self, *, user, quote, resource_id, idempotency_key, kind="instance"):
-        with self.lock:
-            if idempotency_key not in {u[0] for u in self.upfront}:
-                self.upfront.append((idempotency_key, resource_id, quote.payable_total))
-
-    # What tests look at
-    def sessions_of(self, instance) -> list[FakeSession]:
-        return [s for s in self.sessions if s.resource_id == instance.public_id]
-
-    def open_sessions(self) -> list[FakeSession]:
-        return [s for s in self.sessions if s.ended_at is None]
+    def open_sessions(self) -> list[Session]:
+        return [Session.of(row) for row in UsageSession.objects.open().filter(kind__in=COMPUTE_KINDS).order_by("pk")]
 
     def charged(self, instance, now=None) -> Decimal:
-        return sum((s.charged(now) for s in self.sessions_of(instance)), Decimal("0"))
+        return sum((s.due(now) for s in self.sessions_of(instance)), Decimal("0"))
 
 
 @pytest.fixture
-def fake_billing(monkeypatch):
-    fake = FakeBilling()
-    functions = {"open_usage": fake.open_usage, "close_usage": fake.close_usage}
-    money_side = SimpleNamespace(
-        lock_wallet=lambda user: None, check_launch_funds=fake.check_launch_funds, charge_upfront=fake.charge_upfront
-    )
-    monkeypatch.setattr(instances_billing, "wallet", money_side)
-    monkeypatch.setattr(instances_billing, "metering", SimpleNamespace(**functions))
-    return fake
+def real_ledger(db, monkeypatch):
+    """The real money side; a user is funded with ``Ledger.default_balance`` of cash before the funds gate first
+    looks at their wallet, unless the test set their balance."""
+    ledger = Ledger()
+    gate = instances_billing.check_launch_funds
+
+    def funded_gate(user, quote, **kwargs):
+        # Inside the launch's transaction: a launch refused later rolls the funds back with it, and the next one
+        # funds again (once per user: the adjustment's idempotency key).
+        if user.pk not in ledger.funded:
+            ledger.fund(user)
+        return gate(user, quote, **kwargs)
+
+    monkeypatch.setattr(instances_billing, "check_launch_funds", funded_gate)
+    return ledger
 
 
 @pytest.fixture
@@ -151,9 +179,9 @@ def settle(rounds: int = 10) -> None:
 
 
 @pytest.fixture
-def lifecycle(catalog, fake_billing, instant):
-    """The catalog, zero timings and the fake money side: everything a lifecycle test needs."""
-    return fake_billing
+def lifecycle(catalog, real_ledger, instant):
+    """The catalog, zero timings and the real money side with funded users: everything a lifecycle test needs."""
+    return real_ledger
 
 
 @pytest.fixture

@@ -224,6 +224,6 @@ def _wait_for(condition, what: str, timeout: float = 30) -> None:
 def _alive(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going while its status is read
         return False
     return "State:\tZ" not in status  # a zombie has ended; its parent has not collected it yet

@@ -392,7 +392,8 @@ ADMIN_URL = env.str("ADMIN_URL", default="admin/")
 # the cluster's HS256 key (SLURM_JWT_KEY_FILE, readable by the console's user only). Each owner's jobs run as their
 # own unix account, SLURM_JOB_USER_TEMPLATE with {owner} the owner's id, so no tenant can read another's processes,
 # secrets or files; the console creates a missing account (uid and gid SLURM_JOB_UID_BASE + the owner's id) when
-# the base is set and it runs as root on the cluster's host, else the accounts come from the cluster's directory.
+# the base is set; else the accounts come from the cluster's directory (LDAP/SSSD). Either way the console (worker
+# and SSH gateway) runs as root: it hands the accounts their folders.
 # An empty template runs every job as SLURM_USER: a shared account, where launches with secrets are refused.
 SLURM = {
     "rest_url": env.str("SLURM_REST_URL", default="http://127.0.0.1:6820"),

@@ -140,6 +140,12 @@ def ensure_account(config: dict, owner_id) -> Account:
         account = find_account(name)
     if account is None:
         raise BackendError(_("The cluster has no unix account %(name)s to run this instance as.") % {"name": name})
+    if os.geteuid() not in (0, account.uid):
+        # Its folders are handed to the account and its layout written as it: only root can do either.
+        raise BackendError(
+            _("The console cannot run this instance as its owner's own account %(name)s: it does not run as root.")
+            % {"name": name}
+        )
     return account
 
 
@@ -908,13 +914,24 @@ def _make_private(folder: Path, account: Account, *, like: Path) -> None:
     if folder.is_symlink():
         raise BackendError(f"{folder} is a symbolic link, not a folder to give to {account.name}")
     _make_dirs(folder, like=like)
-    info = folder.lstat()
-    if (info.st_uid, info.st_gid) != (account.uid, account.gid):
-        os.lchown(folder, account.uid, account.gid)
-        for parent, dirs, files in os.walk(folder):
-            for name in dirs + files:
-                os.lchown(os.path.join(parent, name), account.uid, account.gid)
-    folder.chmod(0o700)
+    top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(top)
+        if info.st_uid != account.uid:
+            # Everything inside first, the folder itself last. The walk holds each folder open and names entries
+            # relative to it, never by a path: a folder swapped for a link while it runs is not followed, so
+            # nothing outside is ever given away.
+            for _path, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
+                for name in dirs + files:
+                    try:
+                        os.chown(name, account.uid, account.gid, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        pass  # removed while the walk ran
+        if (info.st_uid, info.st_gid) != (account.uid, account.gid):
+            os.fchown(top, account.uid, account.gid)
+        os.fchmod(top, 0o700)
+    finally:
+        os.close(top)
 
 
 def _grace(instance) -> float:

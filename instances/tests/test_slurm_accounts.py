@@ -210,3 +210,24 @@ def test_each_owners_jobs_run_as_their_own_account_and_no_tenant_reads_anothers_
         denied = _enter(theirs, f"cat {path}/* {path}")
         assert "Permission denied" in denied.stderr and VALUE not in denied.stdout, path
     assert VALUE not in _enter(theirs, f"grep -rs {VALUE} {on_slurm.root}").stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="hands folders over with chown: needs root")
+def test_handing_a_folder_over_never_follows_a_link_out_of_it(tmp_path):
+    from instances.backends.slurm import Account, _make_private
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shadow").write_text("root's")
+    disk = tmp_path / "disks" / "d1"
+    (disk / "sub").mkdir(parents=True)
+    (disk / "sub" / "file").write_text("the tenant's")
+    (disk / "link-to-file").symlink_to(outside / "shadow")
+    (disk / "link-to-folder").symlink_to(outside)
+    os.chown(disk, 4242, 4242)  # made under another account before
+
+    _make_private(disk, Account(name="gpctest-u9", uid=4343, gid=4343), like=tmp_path)
+
+    assert (disk.stat().st_uid, disk.stat().st_mode & 0o777) == (4343, 0o700)
+    assert (disk / "sub" / "file").stat().st_uid == 4343 and (disk / "link-to-file").lstat().st_uid == 4343
+    assert (outside / "shadow").stat().st_uid == 0 and outside.stat().st_uid == 0  # nothing outside given away

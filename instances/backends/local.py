@@ -296,33 +296,44 @@ class LocalBackend(Backend):
         for name in HUB_LINKS:
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
         disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
-        _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
-        _copy_tools(base / TOOLS)
-        (base / LAB_SOCKET).unlink(missing_ok=True)
-        (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
-        token = secrets.token_hex(24)
-        self._write_boot(instance, boot, uid, token)
-        self._mount_all(instance.public_id, state)
-        cgroup = Cgroup(str(instance.public_id))
-        limited = cgroup.create()
-        logfile = base / "console.log"
-        _trim(logfile)
-        job_id = f"local-{instance.public_id.hex[:12]}-{int(_now())}"
-        argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None)
-        pidfile = base / "agent.pid"
-        pidfile.unlink(missing_ok=True)
-        # setsid --fork: the agent's parent is the host's init, not the worker, so a worker restart leaves the
-        # machine running and nothing waits on it; the agent writes its own pid (as root, before it drops to the
-        # sandbox user) into the instance's root-owned folder.
-        argv = ["setsid", "--fork", argv[0], argv[1], f"echo $$ > {shlex.quote(str(pidfile))}; {argv[2]}", *argv[3:]]
-        with open(logfile, "ab") as out, open(base / "agent.log", "ab") as agent_log:
-            out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
-            out.flush()
-            subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-                     "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id)},
-            )  # fmt: skip
+        try:
+            _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
+            _copy_tools(base / TOOLS)
+            (base / LAB_SOCKET).unlink(missing_ok=True)
+            (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
+            token = secrets.token_hex(24)
+            self._write_boot(instance, boot, uid, token)
+            self._mount_all(instance.public_id, state)
+            cgroup = Cgroup(str(instance.public_id))
+            limited = cgroup.create()
+            logfile = base / "console.log"
+            _trim(logfile)
+            job_id = f"local-{instance.public_id.hex[:12]}-{int(_now())}"
+            argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None)
+            pidfile = base / "agent.pid"
+            pidfile.unlink(missing_ok=True)
+            # setsid --fork: the agent's parent is the host's init, not the worker, so a worker restart leaves the
+            # machine running and nothing waits on it; the agent writes its own pid (as root, before it drops to the
+            # sandbox user) into the instance's root-owned folder.
+            argv = [
+                "setsid",
+                "--fork",
+                argv[0],
+                argv[1],
+                f"echo $$ > {shlex.quote(str(pidfile))}; {argv[2]}",
+                *argv[3:],
+            ]
+            with open(logfile, "ab") as out, open(base / "agent.log", "ab") as agent_log:
+                out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
+                out.flush()
+                subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,
+                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                         "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id)},
+                )  # fmt: skip
+        except BaseException:
+            local_home.unmount(base)  # the machine never started: its home does not stay mounted
+            raise
         pid = _wait_for_pid(pidfile)
         write_state(instance.public_id, {
             **{k: v for k, v in state.items() if k in ("mounts",)},
@@ -376,7 +387,9 @@ class LocalBackend(Backend):
                 return BackendStatus(Phase.STOPPED, since=_at(ended))
             return BackendStatus(Phase.FAILED, since=_at(ended), message=self._last_words(instance.public_id))
         if state.get("disk_gb"):
-            local_home.ensure_mounted(folder(instance.public_id))
+            local_home.ensure_mounted(
+                folder(instance.public_id), alive=lambda: self._running(read_state(instance.public_id))
+            )
         if state.get("signalled_at") is not None:
             if _now() >= state.get("stop_at", 0):
                 self._kill(instance.public_id, state)

@@ -114,18 +114,26 @@ def _make_image(image: Path, uid: int, size_gb: int) -> bool:
         os.replace(staging, image)
     except (OSError, TransientBackendError) as exc:
         staging.unlink(missing_ok=True)
-        _no_image(image, str(exc))
-        return False
+        return _no_image_after_failure(image, str(exc))
     try:
         _mount(image, image.with_name(HOME))
     except TransientBackendError as exc:
         image.unlink(missing_ok=True)
-        _no_image(image, f"it could not be mounted ({exc})")
-        return False
+        return _no_image_after_failure(image, f"it could not be mounted ({exc})")
     # An empty home, as a plain folder would be: lost+found (root's, nobody's inside) is made again by e2fsck
     # when it needs one.
     shutil.rmtree(image.with_name(HOME) / "lost+found", ignore_errors=True)
     return True
+
+
+def _no_image_after_failure(image: Path, why: str) -> bool:
+    """A home whose image could not be made or mounted on a host that can make them (no loop device free, the
+    host's disk full) is not made a plain folder, which it would stay once the machine wrote to it: the start is
+    tried again later. Only a host that cannot make images at all gets plain folders."""
+    if not unavailable():
+        raise TransientBackendError(f"the instance's system disk could not be made ready: {why}")
+    _no_image(image, why)
+    return False
 
 
 def _no_image(image: Path, why: str) -> None:
@@ -136,13 +144,15 @@ def _no_image(image: Path, why: str) -> None:
     log.warning("the home of sandbox %s is a plain folder without a size limit: %s", image.parent.name, why)
 
 
-def ensure_mounted(base: Path) -> None:
+def ensure_mounted(base: Path, *, alive) -> None:
     """A running machine's image home mounted on the host too (a worker restarted after it was unmounted there):
-    through the loop device the machine already uses, never a second one."""
+    through the loop device the machine already uses, never a second one. ``alive()`` is asked again under the
+    lock, so a stop that unmounted the home meanwhile is not undone by a mount nobody would take down."""
     image = base / IMAGE
     if image.exists() and not _is_mounted(base / HOME):
         with _locked(base):
-            _mount(image, base / HOME)
+            if alive() and not _is_mounted(base / HOME):
+                _mount(image, base / HOME)
 
 
 def unmount(base: Path) -> None:

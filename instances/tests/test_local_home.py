@@ -101,3 +101,23 @@ def test_the_instance_page_says_how_big_the_home_may_grow_or_that_it_has_no_limi
     unlimited = page(disk_gb=0, limited=False)
     assert 'id="sandbox-disk-unlimited"' in unlimited and 'id="sandbox-unlimited"' in unlimited
     assert "sandbox-disk-unlimited" not in page()  # an instance started before the backend said either
+
+
+@needs_loop
+def test_an_image_that_cannot_be_made_on_a_capable_host_is_tried_again_never_left_a_folder(base, monkeypatch):
+    from instances.backends import TransientBackendError
+
+    real_run = local_home._run
+
+    def full_disk(argv):
+        if argv[0] == "mkfs.ext4":
+            raise TransientBackendError("mkfs.ext4: No space left on device")
+        return real_run(argv)
+
+    monkeypatch.setattr(local_home, "_run", full_disk)
+    with pytest.raises(TransientBackendError):
+        local_home.prepare(base, UID, 1)
+    assert not (base / local_home.IMAGE).exists() and not any((base / local_home.HOME).iterdir())
+
+    monkeypatch.setattr(local_home, "_run", real_run)  # the host has room again: the next start makes the image
+    assert local_home.prepare(base, UID, 1) == 1 and local_home._is_mounted(base / local_home.HOME)

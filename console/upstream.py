@@ -23,14 +23,18 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def async_client(*, timeout: httpx.Timeout, socket: str = "") -> httpx.AsyncClient:
+def async_client(*, timeout: httpx.Timeout, socket: str = "", limits: httpx.Limits | None = None) -> httpx.AsyncClient:
     """A client for one request; ``socket`` sends it over that Unix socket whatever host the URL names."""
-    transport = httpx.AsyncHTTPTransport(uds=socket or None, verify=_tls_context())
+    transport = httpx.AsyncHTTPTransport(uds=socket or None, verify=_tls_context(), limits=limits or httpx.Limits())
     return httpx.AsyncClient(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)
 
 
-POOLED_UPSTREAMS = 256  # per event loop; the least recently used client beyond that is closed
+POOLED_UPSTREAMS = 128  # per event loop; the least recently used client beyond that is closed, later
+# A few idle connections per upstream (a lab page's bursts), closed after a while unused: 128 upstreams hold at most
+# 512 idle sockets, well inside a process's usual 1,024 open files.
+POOLED_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=4, keepalive_expiry=30)
 _pools: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_closing: set = set()
 
 
 def pooled_client(*, timeout: httpx.Timeout, socket: str = "", origin: str = "") -> httpx.AsyncClient:
@@ -41,9 +45,16 @@ def pooled_client(*, timeout: httpx.Timeout, socket: str = "", origin: str = "")
     key = (socket, origin)
     client = pool.get(key)
     if client is None or client.is_closed:
-        client = pool[key] = async_client(timeout=timeout, socket=socket)
+        client = pool[key] = async_client(timeout=timeout, socket=socket, limits=POOLED_LIMITS)
         while len(pool) > POOLED_UPSTREAMS:
             _key, oldest = pool.popitem(last=False)
-            loop.create_task(oldest.aclose())
+            # Closed once whatever it may still be relaying (a long download) has had its read timeout to finish.
+            loop.call_later(timeout.read or 0, _close, loop, oldest)
     pool.move_to_end(key)
     return client
+
+
+def _close(loop, client: httpx.AsyncClient) -> None:
+    task = loop.create_task(client.aclose())
+    _closing.add(task)  # held until done: a task nobody references may be collected before it runs
+    task.add_done_callback(_closing.discard)

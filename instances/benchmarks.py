@@ -467,9 +467,15 @@ def _proxy_downloads(server: JupyterServer, console_url: str, user, path, *, rou
     direct = httpx.Client(transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost",
                           headers={"Authorization": f"token {server.token}"}, timeout=60)  # fmt: skip
     console = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
-    handoff = urlsplit(console.get(path).headers["location"])  # to the lab's own origin, as a browser goes
-    proxied = httpx.Client(base_url=console_url, headers={"Host": handoff.netloc}, timeout=60)
-    if proxied.get(f"{handoff.path}?{handoff.query}").status_code != 302:  # the lab's cookie, and on to the lab
+    response = console.get(path)  # to the lab's own origin and back once, as a browser goes, for the lab's cookie
+    proxied = httpx.Client(base_url=console_url, headers={"Host": urlsplit(response.headers["location"]).netloc},
+                           timeout=60)  # fmt: skip
+    for _step in range(3):
+        location = urlsplit(response.headers["location"])
+        response = (proxied if location.netloc == proxied.headers["host"] else console).get(
+            f"{location.path}?{location.query}"
+        )
+    if "gpucloud_lab" not in proxied.cookies:
         raise RuntimeError("the lab did not take the console's handoff")
     times: dict[str, list[float]] = {"direct": [], "proxied": []}
     for round_ in range((rounds or PROXY_ROUNDS) + 1):

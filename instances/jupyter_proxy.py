@@ -6,12 +6,16 @@ own host name, ``<instance-id>.<LAB_DOMAIN>`` on the console's port (``lab.local
 every ``*.localhost`` name to this machine), as JupyterHub's ``subdomain_host`` does. The console's cookies are
 host-only, so they never reach a lab, and one lab cannot read another's.
 
-Entering goes in two steps:
+Entering goes back and forth once, as an OAuth sign-in does:
 
 1. :func:`lab` — the console's own ``/instances/<id>/lab/…`` (the instance page links there). It admits the
-   instance's owner only (anyone else, signed in or not, gets the 404 of a missing instance) and answers with a
-   redirect to the lab's origin carrying a one-time handoff signed by the console, valid for a minute.
-2. :func:`lab_application` — the ASGI application for lab hosts (``config/asgi.py`` routes them here, before
+   instance's owner only (anyone else, signed in or not, gets the 404 of a missing instance) and sends the browser
+   to the lab's ``/_lab/start``, which sets a random state cookie there and sends it back to the console's
+   :func:`lab_handoff` with the state's digest.
+2. :func:`lab_handoff` admits the owner again and answers with a redirect to the lab's ``/_lab/login``, carrying a
+   handoff signed by the console: one use, a minute, and bound to that state, so it works only in the browser that
+   began the entry (a link to a handoff logs nobody else in).
+3. :func:`lab_application` — the ASGI application for lab hosts (``config/asgi.py`` routes them here, before
    Django). ``/_lab/login`` spends the handoff and sets the lab's own cookie: host-only, HttpOnly, signed, bound to
    the user, the instance and the user's password (a password change ends it). Every other request must carry that
    cookie; ownership and the instance's Jupyter server are looked up again every few seconds
@@ -30,6 +34,8 @@ one costs only the cookie check and the relay.
 """
 
 import asyncio
+import hashlib
+import hmac
 import re
 import secrets
 import time
@@ -37,7 +43,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 from asgiref.sync import sync_to_async
@@ -68,8 +74,11 @@ from .backends.local import lab_path
 from .lifecycle import get_instance
 
 LAB_PATH = re.compile(r"^/instances/(?P<public_id>[^/]+)/lab/")
+START_PATH = "/_lab/start"
 LOGIN_PATH = "/_lab/login"
 COOKIE_NAME = "gpucloud_lab"
+STATE_COOKIE = "gpucloud_lab_state"
+START_SALT = "instances.lab.start"
 HANDOFF_SALT = "instances.lab.handoff"
 COOKIE_SALT = "instances.lab.cookie"
 HANDOFF_SECONDS = 60
@@ -142,39 +151,69 @@ def lab_origin(public_id, console_host: str, scheme: str) -> str:
 
 @require_safe
 def lab(request, public_id: str, path: str = ""):
-    """``/instances/<id>/lab/…`` on the console: the owner is sent on to the same path on the lab's origin, with
-    a one-time handoff; anyone else gets 404."""
-    try:
-        instance = get_instance(request.user, public_id, "change")
-    except NotFound as exc:
-        raise Http404(str(exc.message)) from exc
-    if get_backend(instance.backend_name).jupyter(instance) is None:
-        message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
-        return _unavailable_page(request, instance.public_id, 503, message)
-    if lab_domain().endswith("localhost") and not _loopback(split_domain_port(request.get_host())[0]):
-        # *.localhost reaches the browser's own machine: from anywhere else, the operator must name a lab domain.
-        message = _(
-            "JupyterLab opens on an address of its own, which this console has not been given for visitors from "
-            "other machines. The operator sets LAB_DOMAIN to a wildcard domain that leads to the console."
-        )
-        return _unavailable_page(request, instance.public_id, 503, message)
+    """``/instances/<id>/lab/…`` on the console: the owner is sent to the lab's origin to begin entering the same
+    path there; anyone else gets 404."""
+    instance, refusal = _enterable(request, public_id)
+    if refusal is not None:
+        return refusal
     query = request.META.get("QUERY_STRING", "")
     target = lab_path(instance.public_id) + escape_uri_path(path) + (f"?{query}" if query else "")
-    origin = lab_origin(instance.public_id, request.get_host(), request.scheme)
+    start = signing.dumps({"p": target, "o": _console_origin(request)}, salt=START_SALT, compress=True)
+    return _redirect(f"{lab_origin(instance.public_id, request.get_host(), request.scheme)}{START_PATH}?r={start}")
+
+
+@require_safe
+def lab_handoff(request, public_id: str):
+    """The console's half of entering a lab: the lab's origin sent the browser back with the digest of a state
+    cookie it set there; the owner gets a one-time handoff bound to that browser's cookie."""
+    instance, refusal = _enterable(request, public_id)
+    if refusal is not None:
+        return refusal
+    state, target = request.GET.get("s", ""), request.GET.get("p", "")
+    if not re.fullmatch(r"[0-9a-f]{64}", state) or not target.startswith(lab_path(instance.public_id)):
+        raise Http404(_("No such instance."))
     handoff = signing.dumps(
         {
             "u": request.user.pk,
             "i": str(instance.public_id),
             "h": request.user.get_session_auth_hash(),
             "n": secrets.token_urlsafe(16),
+            "s": state,
             "p": target,
             "l": translation.get_language(),
-            "o": f"{request.scheme}://{request.get_host()}",
+            "o": _console_origin(request),
         },
         salt=HANDOFF_SALT,
         compress=True,
     )
-    response = HttpResponseRedirect(f"{origin}{LOGIN_PATH}?t={handoff}")
+    return _redirect(f"{lab_origin(instance.public_id, request.get_host(), request.scheme)}{LOGIN_PATH}?t={handoff}")
+
+
+def _enterable(request, public_id):
+    """The instance whose lab the request's user may enter now, or the page that says why not."""
+    try:
+        instance = get_instance(request.user, public_id, "change")
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+    if get_backend(instance.backend_name).jupyter(instance) is None:
+        message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
+        return instance, _unavailable_page(request, instance.public_id, 503, message)
+    if lab_domain().endswith("localhost") and not _loopback(split_domain_port(request.get_host())[0]):
+        # *.localhost reaches the browser's own machine: from anywhere else, the operator must name a lab domain.
+        message = _(
+            "JupyterLab opens on an address of its own, which this console has not been given for visitors from "
+            "other machines. The operator sets LAB_DOMAIN to a wildcard domain that leads to the console."
+        )
+        return instance, _unavailable_page(request, instance.public_id, 503, message)
+    return instance, None
+
+
+def _console_origin(request) -> str:
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def _redirect(url: str) -> HttpResponseRedirect:
+    response = HttpResponseRedirect(url)
     response["Cache-Control"] = "no-store"
     response["Referrer-Policy"] = "no-referrer"
     return response
@@ -213,6 +252,8 @@ async def lab_application(scope, receive, send) -> None:
         return await _websocket(scope, receive, send, page)
     if scope["type"] != "http":
         return
+    if page.label and scope["path"] == START_PATH and scope["method"] == "GET":
+        return await _start(scope, send, page)
     if page.label and scope["path"] == LOGIN_PATH and scope["method"] == "GET":
         return await _login(scope, send, page)
     match = LAB_PATH.match(scope["path"])
@@ -237,7 +278,8 @@ async def lab_application(scope, receive, send) -> None:
         return await _no_cookie(scope, send, page)
     if fresh.server is None:
         return await page.error(send, 503)
-    if fresh.server != grant.server and not _has_body(scope) and await _proxy(scope, receive, send, fresh.server):
+    moved = fresh.server != grant.server and scope["method"] in READ_METHODS and not _has_body(scope)
+    if moved and await _proxy(scope, receive, send, fresh.server):
         return
     _forget(page.cookie)
     await page.error(send, 502)
@@ -300,8 +342,46 @@ def _error_page(status: int, language: str, public_id: str, console: str) -> byt
         return render_to_string("instances/lab_error.html", context).encode()
 
 
+async def _start(scope, send, page: _Page) -> None:
+    """Begin entering the lab: a state cookie of this browser's on the lab's origin, and back to the console with its
+    digest, which the console signs into the handoff. So a handoff opens the lab only in the browser that began
+    the entry: a link to someone else's handoff logs nobody in to that lab."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("r") or [""]
+    try:
+        start = signing.loads(values[0], salt=START_SALT, max_age=HANDOFF_SECONDS)
+    except signing.BadSignature:
+        return await page.error(send, 404)
+    if not isinstance(start, dict) or not str(start.get("p", "")).startswith(lab_path(page.label)):
+        return await page.error(send, 404)
+    state = secrets.token_urlsafe(32)
+    back = reverse("instances:lab-handoff", args=[page.label])
+    query = urlencode({"s": _digest(state), "p": start["p"]})
+    headers = [
+        (b"location", f"{start['o']}{back}?{query}".encode("latin-1")),
+        (b"set-cookie", _cookie(STATE_COOKIE, state, HANDOFF_SECONDS * 2, page.secure).encode("latin-1")),
+        (b"cache-control", b"no-store"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await _respond(send, 302, headers, b"")
+
+
+def _digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def _cookie(name: str, value: str, max_age: int, secure: bool) -> str:
+    jar = SimpleCookie()
+    jar[name] = value
+    morsel = jar[name]
+    morsel["path"], morsel["httponly"], morsel["samesite"], morsel["max-age"] = "/", True, "Lax", max_age
+    if secure:
+        morsel["secure"] = True
+    return morsel.OutputString()
+
+
 async def _login(scope, send, page: _Page) -> None:
-    """Spend a handoff from the console: set the lab's cookie and go on to the page it was for."""
+    """Spend a handoff from the console, in the browser that began the entry: set the lab's cookie and go on to the
+    page it was for."""
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("t") or [""]
     try:
         handoff = signing.loads(values[0], salt=HANDOFF_SALT, max_age=HANDOFF_SECONDS)
@@ -313,6 +393,9 @@ async def _login(scope, send, page: _Page) -> None:
         or not str(handoff.get("p", "")).startswith(lab_path(page.label))
     ):
         return await page.error(send, 404)
+    state = parse_cookie(_header(scope, "cookie")).get(STATE_COOKIE, "")
+    if not state or not hmac.compare_digest(_digest(state), str(handoff.get("s", ""))):
+        return await page.error(send, 404, language=handoff.get("l", ""))  # another browser began this entry
     # One use: a handoff seen again (a copied link, a replayed request) admits nobody.
     if not await cache.aadd(f"lab-handoff:{handoff['n']}", 1, HANDOFF_SECONDS * 2):
         return await page.error(send, 404, language=handoff.get("l", ""))
@@ -320,16 +403,10 @@ async def _login(scope, send, page: _Page) -> None:
     cookie_value = signing.dumps(kept, salt=COOKIE_SALT, compress=True)
     if await _grant(cookie_value, kept) is None:
         return await page.error(send, 404, language=handoff.get("l", ""))
-    cookie = SimpleCookie()
-    cookie[COOKIE_NAME] = cookie_value
-    morsel = cookie[COOKIE_NAME]
-    morsel["path"], morsel["httponly"], morsel["samesite"] = "/", True, "Lax"
-    morsel["max-age"] = settings.LAB_SESSION_SECONDS
-    if page.secure:
-        morsel["secure"] = True
     headers = [
         (b"location", handoff["p"].encode("latin-1")),
-        (b"set-cookie", morsel.OutputString().encode("latin-1")),
+        (b"set-cookie", _cookie(COOKIE_NAME, cookie_value, settings.LAB_SESSION_SECONDS, page.secure).encode()),
+        (b"set-cookie", _cookie(STATE_COOKIE, "", 0, page.secure).encode()),
         (b"cache-control", b"no-store"),
         (b"referrer-policy", b"no-referrer"),
     ]
@@ -392,9 +469,10 @@ async def _proxy(scope, receive, send, server: JupyterServer) -> bool:
     """Relay the request to ``server`` and its answer back; False, with nothing sent, when the server cannot be
     reached."""
     client = pooled_client(timeout=TIMEOUT, socket=server.socket, origin=_upstream_origin(server))
-    # A kept connection the server had just closed (it restarted, or timed it out) fails at once: a request without a
-    # body is sent once more, on a new connection.
-    retried = () if _has_body(scope) else (httpx.RemoteProtocolError, httpx.ReadError)
+    # A kept connection the server had just closed (it restarted, or timed it out) fails at once: a read is sent once
+    # more, on a new connection. (A write is not: the server may have acted on it before the connection failed.)
+    safe = scope["method"] in READ_METHODS and not _has_body(scope)
+    retried = (httpx.RemoteProtocolError, httpx.ReadError) if safe else ()
     try:
         try:
             upstream = await client.send(_upstream_request(client, scope, receive, server), stream=True)
@@ -524,7 +602,8 @@ def _kept_in_lab(header: str, base_path: str) -> str:
     except CookieError:
         return ""
     kept = []
-    own = {COOKIE_NAME, settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME, settings.LANGUAGE_COOKIE_NAME}
+    own = {COOKIE_NAME, STATE_COOKIE, settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME}
+    own.add(settings.LANGUAGE_COOKIE_NAME)
     for name, morsel in jar.items():
         if name not in own:  # the console's names too, should a deployment ever share cookies with its labs
             morsel["path"], morsel["domain"] = base_path, ""

@@ -18,6 +18,7 @@ urlpatterns = [
     path("instances/<str:public_id>/training/", views.training, name="training"),
     # JupyterLab, proxied; its websockets are routed in config/asgi.py.
     re_path(r"^instances/(?P<public_id>[^/]+)/lab/(?P<path>.*)$", jupyter_proxy.lab, name="lab"),
+    path("instances/<str:public_id>/lab-handoff/", jupyter_proxy.lab_handoff, name="lab-handoff"),
     path("instances/<str:public_id>/logs/", views.logs, name="logs"),
     # The account's secrets, beside its API tokens (/console/tokens/): instances are what they are for.
     path("console/secrets/", secret_views.secret_list, name="secrets"),

@@ -91,18 +91,20 @@ def lab_host(server: ServerThread, public_id) -> str:
 
 def lab_browser(server: ServerThread, user, public_id, *, language: str = "") -> httpx.Client:
     """An HTTP client on ``public_id``'s lab origin holding the lab's cookie, got as a browser gets it: ``user``
-    opens the lab on the console, which sends it to the lab's origin with a one-time handoff. (The client connects
-    to the console's address and names the lab's host in the ``Host`` header: ``*.localhost`` resolves to this
-    machine in browsers, not in every resolver.)"""
+    opens the lab on the console, and the browser goes to the lab's origin and back once (the state that binds the
+    handoff to it) before the lab takes the handoff. (The clients connect to the console's address and name the
+    host in the ``Host`` header: ``*.localhost`` resolves to this machine in browsers, not in every resolver.)"""
     console = browser(server, user)
     if language:
         console.cookies.set(settings.LANGUAGE_COOKIE_NAME, language)
-    handoff = console.get(f"/instances/{public_id}/lab/")
-    assert handoff.status_code == 302, handoff.text
-    location = urlsplit(handoff.headers["location"])
-    lab = httpx.Client(base_url=server.url, headers={"Host": location.netloc}, follow_redirects=False, timeout=30)
-    login = lab.get(f"{location.path}?{location.query}")
-    assert login.status_code == 302, login.text
+    lab = httpx.Client(base_url=server.url, headers={"Host": lab_host(server, public_id)}, timeout=30)
+    response = console.get(f"/instances/{public_id}/lab/")
+    for _step in range(3):  # to the lab's start, back to the console's handoff, to the lab's login
+        assert response.status_code == 302, response.text
+        location = urlsplit(response.headers["location"])
+        client = lab if location.netloc == lab.headers["host"] else console
+        response = client.get(f"{location.path}?{location.query}")
+    assert response.status_code == 302 and "gpucloud_lab" in lab.cookies, response.text
     return lab
 
 

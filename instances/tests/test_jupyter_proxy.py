@@ -55,29 +55,43 @@ def lab(console_server, jupyter, owner, instance):
     client.close()
 
 
-def test_the_console_sends_the_owner_to_the_labs_own_origin_with_a_one_time_handoff(
+def test_the_console_sends_the_owner_to_the_labs_own_origin_with_a_one_time_handoff_for_this_browser(
     console_server, jupyter, owner, instance
 ):
     console = browser(console_server, owner)
+    host = lab_host(console_server, instance.public_id)
+    lab = httpx.Client(base_url=console_server.url, headers={"Host": host})
 
-    handoff = console.get(f"{jupyter.base_path}tree?path=a%20b")
+    # The console sends the owner to the lab's origin, which sets a state cookie and sends the browser back
+    start = urlsplit(console.get(f"{jupyter.base_path}tree?path=a%20b").headers["location"])
+    assert f"{start.scheme}://{start.netloc}" == lab_origin(console_server, instance.public_id)
+    assert start.path == "/_lab/start"
+    back = lab.get(f"{start.path}?{start.query}")
+    assert back.status_code == 302 and "gpucloud_lab_state" in lab.cookies
+    back = urlsplit(back.headers["location"])
+    # and the console answers with a handoff bound to that state
+    handoff = console.get(f"{back.path}?{back.query}")
+    assert handoff.status_code == 302 and jupyter.token not in handoff.headers["location"]
+    login = urlsplit(handoff.headers["location"])
+    assert login.netloc == host and login.path == "/_lab/login"
 
-    assert handoff.status_code == 302
-    location = urlsplit(handoff.headers["location"])
-    assert f"{location.scheme}://{location.netloc}" == lab_origin(console_server, instance.public_id)
-    assert location.path == "/_lab/login" and jupyter.token not in handoff.headers["location"]
-    # The handoff opens the lab once, on its own host only, and leads to the page asked for.
-    other = httpx.Client(base_url=console_server.url, headers={"Host": location.netloc})
-    elsewhere = httpx.Client(base_url=console_server.url, headers={"Host": f"other.{location.netloc}"})
-    assert elsewhere.get(f"{location.path}?{location.query}").status_code == 404
-    login = other.get(f"{location.path}?{location.query}")
-    assert login.status_code == 302 and login.headers["location"] == f"{jupyter.base_path}tree?path=a%20b"
-    cookie = login.headers["set-cookie"]
-    assert "gpucloud_lab=" in cookie and "HttpOnly" in cookie and "Domain" not in cookie and "Path=/" in cookie
-    replayed = httpx.Client(base_url=console_server.url, headers={"Host": location.netloc})
-    assert replayed.get(f"{location.path}?{location.query}").status_code == 404
-    assert replayed.get(f"{jupyter.base_path}api/status").status_code == 302  # no cookie: back to the console
-    assert other.get(f"{jupyter.base_path}api/status").json() == STATUS
+    # Another browser (no state cookie: a link someone was sent), or another lab's host, gets nothing from it
+    stranger_browser = httpx.Client(base_url=console_server.url, headers={"Host": host})
+    assert stranger_browser.get(f"{login.path}?{login.query}").status_code == 404
+    elsewhere = httpx.Client(base_url=console_server.url, headers={"Host": f"other.{host}"})
+    assert elsewhere.get(f"{login.path}?{login.query}").status_code == 404
+    # The browser that began it gets the lab, once, and lands on the page asked for
+    entered = lab.get(f"{login.path}?{login.query}")
+    assert entered.status_code == 302 and entered.headers["location"] == f"{jupyter.base_path}tree?path=a%20b"
+    cookie = next(c for c in entered.headers.get_list("set-cookie") if c.startswith("gpucloud_lab="))
+    assert "HttpOnly" in cookie and "Domain" not in cookie and "Path=/" in cookie
+    assert lab.get(f"{jupyter.base_path}api/status").json() == STATUS
+    replayed = httpx.Client(base_url=console_server.url, headers={"Host": host}, cookies={
+        "gpucloud_lab_state": "whatever"})  # fmt: skip
+    assert replayed.get(f"{login.path}?{login.query}").status_code == 404
+    assert replayed.get(f"{jupyter.base_path}api/status").status_code == 302  # no lab cookie: back to the console
+    # A handoff asked for without the lab's start is refused
+    assert console.get(f"/instances/{instance.public_id}/lab-handoff/?s=x&p=/etc").status_code == 404
 
 
 def test_the_owner_reaches_jupyter_and_the_token_goes_as_a_header_only(lab, jupyter):
@@ -265,7 +279,7 @@ def test_from_another_machine_the_lab_needs_a_lab_domain_and_says_so(owner, inst
     settings.LAB_DOMAIN = "lab.example.net"
     response = client.get(f"/instances/{instance.public_id}/lab/")
     assert response.status_code == 302
-    assert response["Location"].startswith(f"http://{instance.public_id}.lab.example.net:8000/_lab/login?t=")
+    assert response["Location"].startswith(f"http://{instance.public_id}.lab.example.net:8000/_lab/start?r=")
 
 
 def test_the_lab_survives_a_jupyter_restart_on_the_same_socket(lab, jupyter):

@@ -2,10 +2,11 @@
 cards and create the instance in one transaction; provisioning runs in a task (``lifecycle.advance``)."""
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -152,12 +153,34 @@ def launch(user, request: LaunchRequest) -> Instance:
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
     attachments.check_launch(user, request)
     for candidate in candidates:
-        instance = _create(user, name, candidate, image.slug, request, book, boot)
+        instance = _retried(_create, user, name, candidate, image.slug, request, book, boot)
         if instance is not None:
             record_launch(image.slug)
             return instance
     what = _("%(cards)s× %(chip)s") % {"cards": request.cards, "chip": candidates[0].chip.label}
     raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
+
+
+RETRIED_SQLSTATES = frozenset({"40P01", "40001"})  # PostgreSQL: deadlock detected, serialization failure
+
+
+def _retried(create, *args, attempts: int = 3):
+    """``create(*args)`` run again when PostgreSQL broke a deadlock or a serialization conflict by aborting its
+    transaction (two launches reclaiming each other's spot cards lock both owners' wallets in opposite orders): the
+    transaction was rolled back whole, so running it again is safe. Anything else, and the last failure, goes on."""
+    for attempt in range(attempts):
+        try:
+            return create(*args)
+        except OperationalError as exc:
+            state = getattr(exc.__cause__, "sqlstate", None)
+            if (
+                state not in RETRIED_SQLSTATES
+                or attempt == attempts - 1
+                or transaction.get_connection().in_atomic_block  # a caller's transaction is lost with it
+            ):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _create(

@@ -207,3 +207,27 @@ def test_arrears_stop_pay_as_you_go_instances_with_the_checkpoint_signal(launch,
     assert payg.status == Status.STOPPED and daily.status == Status.RUNNING
     assert payg.events.filter(reason=Reason.ARREARS).exists()
     assert lifecycle.open_sessions() == []
+
+
+@pytest.mark.django_db(transaction=True)  # the launch's own transaction is the outermost, as in a request
+def test_a_launch_whose_transaction_postgresql_aborts_for_a_deadlock_runs_again_and_launches_once(
+    launch, lifecycle, monkeypatch
+):
+    import psycopg.errors
+    from django.db import OperationalError
+
+    from instances import billing as instances_billing
+
+    gate, calls = instances_billing.check_launch_funds, []
+
+    def deadlocked_once(user, quote, **kwargs):
+        gate(user, quote, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:  # as Django raises what psycopg reports
+            raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
+
+    monkeypatch.setattr(instances_billing, "check_launch_funds", deadlocked_once)
+    instance = launch(cards=2)
+
+    assert len(calls) == 2 and Instance.objects.count() == 1
+    assert sum(Node.objects.values_list("cards_reserved", flat=True)) == 2 == fresh(instance).reserved_cards

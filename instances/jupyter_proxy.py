@@ -170,7 +170,9 @@ def lab_handoff(request, public_id: str):
     if refusal is not None:
         return refusal
     state, target = request.GET.get("s", ""), request.GET.get("p", "")
-    if not re.fullmatch(r"[0-9a-f]{64}", state) or not target.startswith(lab_path(instance.public_id)):
+    # The lab's start sends the path it was given, percent-encoded: printable ASCII only, fit for a Location header.
+    fits = re.fullmatch(r"[\x21-\x7e]+", target) and target.startswith(lab_path(instance.public_id))
+    if not re.fullmatch(r"[0-9a-f]{64}", state) or not fits:
         raise Http404(_("No such instance."))
     handoff = signing.dumps(
         {

@@ -90,8 +90,10 @@ def test_the_console_sends_the_owner_to_the_labs_own_origin_with_a_one_time_hand
         "gpucloud_lab_state": "whatever"})  # fmt: skip
     assert replayed.get(f"{login.path}?{login.query}").status_code == 404
     assert replayed.get(f"{jupyter.base_path}api/status").status_code == 302  # no lab cookie: back to the console
-    # A handoff asked for without the lab's start is refused
+    # A handoff asked for without the lab's start, or for a path no lab page has, is refused
     assert console.get(f"/instances/{instance.public_id}/lab-handoff/?s=x&p=/etc").status_code == 404
+    crlf = f"{jupyter.base_path}x%0d%0aSet-Cookie:%20a=b"
+    assert console.get(f"/instances/{instance.public_id}/lab-handoff/?s={'a' * 64}&p={crlf}").status_code == 404
 
 
 def test_the_owner_reaches_jupyter_and_the_token_goes_as_a_header_only(lab, jupyter):

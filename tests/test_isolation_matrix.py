@@ -71,6 +71,7 @@ COVERED = {
     "instances:secret-replace": lambda o: {"name": o["secret"].name},
     "instances:secret-delete": lambda o: {"name": o["secret"].name},
     "instances:lab": lambda o: {"public_id": o["instance"].public_id, "path": "api/status"},
+    "instances:lab-handoff": lambda o: {"public_id": o["instance"].public_id},
     "billing:sandbox-checkout": lambda o: {"public_id": o["topup"].public_id},
     "marketplace:hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),

@@ -73,12 +73,14 @@ def _free_port() -> int:
 def _wait_for(url: str, seconds: float = 60) -> None:
     import requests
 
+    # A server still starting may refuse the connection or accept it and answer late (gunicorn's workers are
+    # still importing Django): both mean "not yet".
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            requests.get(url, timeout=2)
+            requests.get(url, timeout=10)
             return
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.2)
     raise RuntimeError(f"{url} did not answer within {seconds} s")
 

@@ -1,6 +1,7 @@
-"""A small benchmark harness: ``make bench`` runs every app's ``benchmarks.py`` and writes the README table.
+"""A small benchmark harness: ``make bench`` runs every module of this package and writes the README table.
 
-An app registers a benchmark with::
+The benchmarks live here, one module per app (``pages``, ``instances``, ``billing``…), outside the apps they
+measure. A module registers a benchmark with::
 
     from console.bench import benchmark
 

@@ -1,15 +1,13 @@
 """Entry point of the `gpucloud` command."""
 
 import argparse
-import importlib
 import sys
 
+from . import account, billing, inference, instances, marketplace, secrets, ssh, storage
 from .client import Api, CliError
 
-COMMAND_MODULES = [
-    "console.cli.account", "console.cli.secrets", "console.cli.ssh", "instances.cli", "inference.cli",
-    "marketplace.cli", "storage.cli", "billing.cli",
-]  # fmt: skip
+# Each module adds its subcommands; the CLI is a plain HTTP client of the API and imports nothing of the apps.
+COMMAND_MODULES = [account, secrets, ssh, instances, inference, marketplace, storage, billing]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,13 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--lang", help="language of messages, e.g. en or zh-hans")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in COMMAND_MODULES:
         module.register(commands)
     return parser
 

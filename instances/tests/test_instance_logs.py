@@ -7,9 +7,9 @@ from argparse import Namespace
 import pytest
 from django.urls import reverse
 
+from console.cli.instances import logs as cli_logs
 from instances.backends import TransientBackendError
 from instances.backends.slurm import SlurmBackend, log_name, tail_file
-from instances.cli import logs as cli_logs
 from instances.logs import as_lines
 from instances.models import Instance
 from instances.tests.fixtures import settle

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from console import services as console_services
+from console.cli import storage as storage_cli
 from console.cli.main import main
-from storage import cli as storage_cli
 from storage.models import Entry, Upload
 
 from .fixtures import MB

@@ -11,10 +11,9 @@ from django.conf import settings
 
 from console.bench import benchmark, size
 from console.models import WorkerHeartbeat
+from inference import services as endpoints
 from instances import conf
 from instances.models import Instance
-
-from . import services as endpoints
 
 DEPLOYS = size(3, 1)
 

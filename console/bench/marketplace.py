@@ -5,9 +5,8 @@ from django.db import connection
 from django.test import Client
 
 from console.bench import benchmark, size
-
-from .hub import search, services, synthetic
-from .models import HubItem
+from marketplace.hub import search, services, synthetic
+from marketplace.models import HubItem
 
 ITEMS = size(100_000, 5_000)
 ROUNDS = size(5, 1)

@@ -17,7 +17,7 @@ from urllib.parse import urljoin
 
 import requests
 
-from console.cli.client import Api, CliError, config_path, output
+from .client import Api, CliError, config_path, output
 
 REMOTE = "remote:"
 CHUNK_BYTES = 8 * 1024 * 1024

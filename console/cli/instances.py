@@ -3,7 +3,7 @@
 
 import time
 
-from console.cli.client import Api, CliError, output
+from .client import Api, CliError, output
 
 COLUMNS = [
     ("ID", "id"),

@@ -1,6 +1,6 @@
 """`gpucloud endpoints deploy|ls|stop|start|rm` and `gpucloud endpoints keys create|rm` (inference endpoints)."""
 
-from console.cli.client import Api, output
+from .client import Api, output
 
 COLUMNS = [
     ("ID", "id"),

@@ -3,7 +3,7 @@
 
 from decimal import Decimal
 
-from console.cli.client import Api, CliError, output
+from .client import Api, CliError, output
 
 SIZE_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 

@@ -122,7 +122,7 @@ def http_load(report):
             "BENCH_SESSION": session,
         }
         subprocess.run(
-            [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "bench" / "locustfile.py"),
+            [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "locustfile.py"),
              "--headless", "--only-summary", "-u", str(LOAD_USERS), "-r", str(LOAD_USERS), "-t", f"{LOAD_SECONDS}s",
              "--host", f"http://127.0.0.1:{port}", "--csv", str(out / "run"), "--exit-code-on-error", "0"],
             env=locust_env, cwd=settings.BASE_DIR, check=True, capture_output=True,

@@ -1,6 +1,6 @@
 """`gpucloud balance` and `gpucloud topup AMOUNT`."""
 
-from console.cli.client import Api, output
+from .client import Api, output
 
 
 def balance(api: Api, args):

@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
+TEST_DATA_DIR ?= $(CURDIR)/var/test
 export PORT HOST
 
 .PHONY: run test install messages lint format migrations-check bench vendor clean
@@ -46,7 +47,7 @@ run: install messages
 	LOCAL_AGENT_CONSOLE_URL="$${LOCAL_AGENT_CONSOLE_URL:-http://127.0.0.1:$(PORT)}" PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho -f Procfile start
 
 test: install messages
-	DATA_DIR=$(CURDIR)/var/test $(BIN)/pytest $(PYTEST_ARGS)
+	DATA_DIR=$(TEST_DATA_DIR) $(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -11,5 +11,6 @@ urlpatterns = [
     path("", include("storage.api.urls")),
     path("", include("marketplace.api.urls")),
     path("", include("inference.api")),
+    path("", include("teams.api.urls")),
     path("<path:unknown>", console_api.not_found),
 ]

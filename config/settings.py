@@ -61,6 +61,8 @@ LAB_SESSION_SECONDS = env.int("LAB_SESSION_SECONDS", default=12 * 3600)  # a lab
 LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how long a lab trusts its last look-up
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
+# How long a team invitation's link works.
+TEAM_INVITATION_DAYS = env.int("TEAM_INVITATION_DAYS", default=7)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -87,6 +89,7 @@ INSTALLED_APPS = [
     "billing",
     "storage",
     "inference",
+    "teams",
 ]
 
 MIDDLEWARE = [

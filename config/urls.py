@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("storage.urls")),
     path("", include("inference.urls")),
     path("", include("marketplace.inference.urls")),
+    path("teams/", include("teams.urls")),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("healthz", console_views.healthz, name="healthz"),

@@ -28,6 +28,13 @@ class NotFound(ServiceError):
     code = "not_found"
 
 
+class Forbidden(ServiceError):
+    """The caller may see the object but their role does not allow this action."""
+
+    status = 403
+    code = "permission_denied"
+
+
 class Conflict(ServiceError):
     """The object is not in a state that allows the action (e.g. stopping a stopped instance)."""
 

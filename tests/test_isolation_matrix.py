@@ -133,6 +133,14 @@ COVERED = {
     "api-endpoint-start": lambda o: {"id": o["endpoint"].public_id},
     "api-endpoint-keys": lambda o: {"id": o["endpoint"].public_id},
     "api-endpoint-key": lambda o: {"id": o["endpoint"].public_id, "key_id": o["endpoint_key"].public_id},
+    "teams:detail": lambda o: {"slug": o["team"].slug},
+    "teams:invite": lambda o: {"slug": o["team"].slug},
+    "teams:member-role": lambda o: {"slug": o["team"].slug, "user_id": o["team"].created_by.public_id},
+    "teams:member-remove": lambda o: {"slug": o["team"].slug, "user_id": o["team"].created_by.public_id},
+    "teams:invitation-revoke": lambda o: {"slug": o["team"].slug, "invitation_id": o["invitation"].public_id},
+    "api-team": lambda o: {"slug": o["team"].slug},
+    "api-team-invite": lambda o: {"slug": o["team"].slug},
+    "api-team-member": lambda o: {"slug": o["team"].slug, "user_id": o["team"].created_by.public_id},
 }
 
 # Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
@@ -147,6 +155,7 @@ NOT_COVERED = {
     "api-agent-reports": "authenticated by the instance agent's own token, never a user's (instances/tests)",
     "account_confirm_email": "allauth's e-mail confirmation key: a secret, not an object id",
     "account_reset_password_from_key": "allauth's password-reset key: a secret, not an object id",
+    "teams:invitation": "a signed invitation link: a secret, not an object id (teams/tests/test_teams.py)",
     None: "the API's catch-all (api/v1/<path>) and the admin's catch-all: JSON/HTML 404 for anything",
 }
 
@@ -184,7 +193,8 @@ def _fund(user, amount="500"):
 @pytest.fixture
 def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
-    token, a secret, a private hub model, a private image, a sandbox top-up, and an inference endpoint with a key."""
+    token, a secret, a private hub model, a private image, a sandbox top-up, an inference endpoint with a key, and a
+    team with an open invitation."""
     from billing import payments
     from console import services as console
     from console import ssh_keys
@@ -228,6 +238,10 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     settle()
     objects["endpoint"] = endpoint
     objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
+    from teams import services as teams
+
+    objects["team"] = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
+    objects["invitation"] = teams.invite(teams.membership(owner, "matrix-lab"), "invitee@example.com", "developer")
     return objects
 
 

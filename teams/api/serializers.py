@@ -1,0 +1,44 @@
+from rest_framework import serializers
+
+from ..roles import Role
+
+
+class TeamCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=80)
+    slug = serializers.CharField(max_length=40, help_text="Lower-case letters, digits and hyphens.")
+
+
+class MembershipSerializer(serializers.Serializer):
+    """A team as one of its members sees it in a list."""
+
+    slug = serializers.CharField(source="team.slug")
+    name = serializers.CharField(source="team.name")
+    role = serializers.CharField()
+    members = serializers.IntegerField(required=False)
+
+
+class MemberSerializer(serializers.Serializer):
+    user_id = serializers.UUIDField(source="user.public_id")
+    email = serializers.EmailField(source="user.email")
+    role = serializers.CharField()
+    joined_at = serializers.DateTimeField()
+
+
+class InvitationRequestSerializer(serializers.Serializer):
+    email = serializers.CharField(max_length=254)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
+
+
+class InvitationSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    email = serializers.EmailField()
+    role = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+class AcceptSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=500, help_text="The token at the end of the invitation link.")
+
+
+class RoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)

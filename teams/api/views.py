@@ -1,0 +1,78 @@
+"""Teams over the API: list and create, one team's members, invite, accept an invitation, change a role, remove.
+
+Every call checks the caller's membership first (404 outside the team) and the role in the service (403)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import services
+from .serializers import (
+    AcceptSerializer,
+    InvitationRequestSerializer,
+    InvitationSerializer,
+    MemberSerializer,
+    MembershipSerializer,
+    RoleSerializer,
+    TeamCreateSerializer,
+)
+
+
+def _valid(serializer_class, request):
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class TeamListView(APIView):
+    @extend_schema(tags=["teams"], responses={200: MembershipSerializer(many=True)}, summary="Your teams")
+    def get(self, request):
+        return Response(MembershipSerializer(services.teams_of(request.user), many=True).data)
+
+    @extend_schema(tags=["teams"], request=TeamCreateSerializer, responses={201: MembershipSerializer})
+    def post(self, request):
+        team = services.create_team(request.user, **_valid(TeamCreateSerializer, request))
+        return Response(MembershipSerializer(services.membership(request.user, team.slug)).data, status=201)
+
+
+class TeamDetailView(APIView):
+    @extend_schema(tags=["teams"], responses={200: MemberSerializer(many=True)}, summary="A team's members")
+    def get(self, request, slug):
+        member = services.membership(request.user, slug)
+        members = member.team.memberships.select_related("user").order_by("joined_at", "id")
+        return Response(
+            {
+                **MembershipSerializer(member).data,
+                "members": MemberSerializer(members, many=True).data,
+            }
+        )
+
+
+class InvitationView(APIView):
+    @extend_schema(tags=["teams"], request=InvitationRequestSerializer, responses={201: InvitationSerializer})
+    def post(self, request, slug):
+        member = services.membership(request.user, slug)
+        data = _valid(InvitationRequestSerializer, request)
+        invitation = services.invite(member, data["email"], data["role"])
+        return Response(InvitationSerializer(invitation).data, status=status.HTTP_201_CREATED)
+
+
+class AcceptView(APIView):
+    @extend_schema(tags=["teams"], request=AcceptSerializer, responses={200: MembershipSerializer})
+    def post(self, request):
+        joined = services.accept(request.user, _valid(AcceptSerializer, request)["token"])
+        return Response(MembershipSerializer(joined).data)
+
+
+class MemberView(APIView):
+    @extend_schema(tags=["teams"], request=RoleSerializer, responses={200: MemberSerializer})
+    def patch(self, request, slug, user_id):
+        member = services.membership(request.user, slug)
+        changed = services.change_role(member, user_id, _valid(RoleSerializer, request)["role"])
+        return Response(MemberSerializer(changed).data)
+
+    @extend_schema(tags=["teams"], responses={204: None}, summary="Remove a member, or leave with your own id")
+    def delete(self, request, slug, user_id):
+        services.remove_member(services.membership(request.user, slug), user_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,106 @@
+"""Teams: a group of people who share resources and, in time, one wallet. A person belongs to a team through a
+membership with one role; people join by a signed, expiring e-mail invitation."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from .roles import Role
+
+
+class Team(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.SlugField(_("short name"), max_length=40, unique=True)
+    name = models.CharField(_("name"), max_length=80)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="teams_created", verbose_name=_("created by")
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices)
+    joined_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("team member")
+        verbose_name_plural = _("team members")
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Invitation(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(_("e-mail address"))
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="team_invitations_sent"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("team invitation")
+        verbose_name_plural = _("team invitations")
+        constraints = [
+            # One open invitation per address and team: inviting again renews it.
+            models.UniqueConstraint(
+                fields=["team", "email"],
+                condition=Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="one_open_invitation_per_address",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.team}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class TeamEvent(models.Model):
+    """The team's audit log: who did what, when. Written by the services, read by owners and admins."""
+
+    class Action(models.TextChoices):
+        CREATED = "created", _("created the team")
+        INVITED = "invited", _("invited")
+        INVITATION_REVOKED = "invitation_revoked", _("withdrew the invitation of")
+        JOINED = "joined", _("joined")
+        ROLE_CHANGED = "role_changed", _("changed the role of")
+        REMOVED = "removed", _("removed")
+        LEFT = "left", _("left the team")
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    action = models.CharField(max_length=32, choices=Action.choices)
+    subject = models.CharField(max_length=254, blank=True)  # the e-mail address the action was about
+    detail = models.CharField(max_length=200, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.action} {self.subject}"

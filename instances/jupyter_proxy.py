@@ -17,8 +17,9 @@ Entering goes back and forth once, as an OAuth sign-in does:
    began the entry (a link to a handoff logs nobody else in).
 3. :func:`lab_application` — the ASGI application for lab hosts (``config/asgi.py`` routes them here, before
    Django). ``/_lab/login`` spends the handoff and sets the lab's own cookie: host-only, HttpOnly, signed, bound to
-   the user, the instance and the user's password (a password change ends it). Every other request must carry that
-   cookie; ownership and the instance's Jupyter server are looked up again every few seconds
+   the user, the instance, the user's password (a password change ends it) and the console session it was entered
+   from (sealed with ``console.encryption``): signing out of the console ends it too. Every other request must
+   carry that cookie; ownership and the instance's Jupyter server are looked up again every few seconds
    (``LAB_AUTH_CACHE_SECONDS``), so a released or transferred instance closes within that.
 
 Requests go to the instance's Jupyter server (a Unix socket on the local backend, the address the agent reported on
@@ -43,12 +44,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
+from importlib import import_module
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.cache import cache
 from django.db import close_old_connections
@@ -66,6 +69,7 @@ from django.views.decorators.http import require_safe
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from console import encryption
 from console.errors import NotFound
 from console.upstream import pooled_client
 
@@ -150,9 +154,10 @@ def lab_origin(public_id, console_host: str, scheme: str) -> str:
 
 
 @require_safe
+@login_required
 def lab(request, public_id: str, path: str = ""):
     """``/instances/<id>/lab/…`` on the console: the owner is sent to the lab's origin to begin entering the same
-    path there; anyone else gets 404."""
+    path there; someone signed out signs in first, anyone else gets 404."""
     instance, refusal = _enterable(request, public_id)
     if refusal is not None:
         return refusal
@@ -179,6 +184,7 @@ def lab_handoff(request, public_id: str):
             "u": request.user.pk,
             "i": str(instance.public_id),
             "h": request.user.get_session_auth_hash(),
+            "k": encryption.encrypt(request.session.session_key or ""),
             "n": secrets.token_urlsafe(16),
             "s": state,
             "p": target,
@@ -401,7 +407,7 @@ async def _login(scope, send, page: _Page) -> None:
     # One use: a handoff seen again (a copied link, a replayed request) admits nobody.
     if not await cache.aadd(f"lab-handoff:{handoff['n']}", 1, HANDOFF_SECONDS * 2):
         return await page.error(send, 404, language=handoff.get("l", ""))
-    kept = {key: handoff[key] for key in ("u", "i", "h", "l", "o")}
+    kept = {key: handoff[key] for key in ("u", "i", "h", "k", "l", "o")}
     cookie_value = signing.dumps(kept, salt=COOKIE_SALT, compress=True)
     if await _grant(cookie_value, kept) is None:
         return await page.error(send, 404, language=handoff.get("l", ""))
@@ -452,16 +458,28 @@ def _forget(cookie: str) -> None:
 
 
 def _authorize(payload: dict) -> JupyterServer | None:
-    """The Jupyter server the payload's user may enter: an active user whose password has not changed since, and who
-    may still change the instance. Raises NotFound otherwise."""
+    """The Jupyter server the payload's user may enter: an active user whose password has not changed since, still
+    signed in to the console session the lab was entered from, and who may still change the instance. Raises
+    NotFound otherwise."""
     close_old_connections()  # outside Django's request cycle nobody else closes a connection gone bad or old
     try:
         user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
         if user is None or not constant_time_compare(user.get_session_auth_hash(), str(payload.get("h", ""))):
             raise NotFound(_("No such instance."))
+        if not _console_session_alive(payload.get("k")):
+            raise NotFound(_("No such instance."))
         return lab_server(user, payload.get("i"))
     finally:
         close_old_connections()
+
+
+def _console_session_alive(sealed) -> bool:
+    """Whether the console session a lab cookie was entered from still exists (signing out deletes it)."""
+    try:
+        key = encryption.decrypt(str(sealed or ""))
+    except encryption.DecryptionError:
+        return False
+    return bool(key) and import_module(settings.SESSION_ENGINE).SessionStore().exists(key)
 
 
 # HTTP -----------------------------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ def lab_browser(server: ServerThread, user, public_id, *, language: str = "") ->
         client = lab if location.netloc == lab.headers["host"] else console
         response = client.get(f"{location.path}?{location.query}")
     assert response.status_code == 302 and "gpucloud_lab" in lab.cookies, response.text
+    lab.console = console  # the same browser on the console's origin (to sign out, say)
     return lab
 
 

@@ -10,6 +10,7 @@ answer is a 502 page in the user's language; a password change closes the lab.
 
 import hashlib
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -130,10 +131,14 @@ def test_a_redirect_to_jupyters_own_address_becomes_a_lab_path(lab, jupyter):
     assert response.status_code == 302 and response.headers["location"] == f"{jupyter.base_path}lab"
 
 
-def test_strangers_and_anonymous_visitors_get_404_and_jupyter_sees_nothing(console_server, jupyter, stranger, instance):
+def test_strangers_get_404_anonymous_visitors_sign_in_first_and_jupyter_sees_nothing(
+    console_server, jupyter, stranger, instance
+):
     host = lab_host(console_server, instance.public_id)
+    assert browser(console_server, stranger).get(f"{jupyter.base_path}api/status").status_code == 404
+    signed_out = browser(console_server).get(f"{jupyter.base_path}api/status")
+    assert signed_out.status_code == 302 and "/accounts/login/" in signed_out.headers["location"]
     for user in (stranger, None):
-        assert browser(console_server, user).get(f"{jupyter.base_path}api/status").status_code == 404
         # On the lab's origin the console's session admits nobody: a page load goes back to the console.
         on_lab = browser(console_server, user)
         on_lab.headers["Host"] = host
@@ -168,6 +173,17 @@ def test_a_password_change_closes_the_lab(lab, jupyter, owner, instance):
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 302  # back to the console, to sign in again
     assert lab.put(f"{jupyter.base_path}api/echo", content=b"x", headers={"Origin": f"http://{lab.headers['host']}"}
                    ).status_code == 404  # fmt: skip
+
+
+def test_signing_out_of_the_console_closes_the_lab(lab, jupyter):
+    assert lab.get(f"{jupyter.base_path}api/status").status_code == 200
+    console = lab.console
+    form = console.get("/accounts/logout/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+    assert console.post("/accounts/logout/", data={"csrfmiddlewaretoken": token}).status_code == 302
+    assert lab.get(f"{jupyter.base_path}api/status").status_code == 302
+    back = urlsplit(lab.get(f"{jupyter.base_path}lab").headers["location"])  # a page load goes back to the console
+    assert "/accounts/login/" in console.get(f"{back.path}?{back.query}").headers["location"]  # which asks to sign in
 
 
 def test_a_websocket_round_trips_text_and_binary_with_the_subprotocol(console_server, lab, jupyter):

@@ -33,7 +33,18 @@ def email_subject(subject) -> str:
     return prefix + force_str(subject)
 
 
+# A page an anonymous visitor was sent from (a team invitation, say) puts its path here: after signing up, verifying
+# the address and logging in, possibly in another tab, the first login lands back on it.
+AFTER_LOGIN_SESSION_KEY = "after_login"
+
+
 class AccountAdapter(DefaultAccountAdapter):
+    def get_login_redirect_url(self, request) -> str:
+        target = request.session.pop(AFTER_LOGIN_SESSION_KEY, "")
+        if isinstance(target, str) and target.startswith("/") and not target.startswith("//"):
+            return target
+        return super().get_login_redirect_url(request)
+
     def format_email_subject(self, subject) -> str:
         return email_subject(subject)
 

@@ -5,13 +5,14 @@ Every team action names one of these permissions; :func:`can` is the only place 
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Role(models.TextChoices):
     OWNER = "owner", _("Owner")
     ADMIN = "admin", _("Admin")
     DEVELOPER = "developer", _("Developer")
-    BILLING = "billing", _("Billing")
+    BILLING = "billing", pgettext_lazy("team role", "Billing")
     READ_ONLY = "read_only", _("Read-only")
 
 

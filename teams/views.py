@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from console.account_adapter import AFTER_LOGIN_SESSION_KEY
 from console.errors import Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
@@ -164,6 +165,8 @@ def invitation(request, token):
         return render(request, "teams/invitation.html", {"gone": str(exc.message)}, status=404)
     here = reverse("teams:invitation", args=[token])
     context = {"invitation": invite, "next": here, "error": ""}
+    if not request.user.is_authenticated:
+        request.session[AFTER_LOGIN_SESSION_KEY] = here  # signing up and verifying first: the login comes back here
     if request.method == "POST":
         if not request.user.is_authenticated:
             return redirect(f"{reverse('account_login')}?next={here}")

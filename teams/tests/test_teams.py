@@ -256,3 +256,17 @@ def test_leaving_through_the_api(owner, team):
     assert api.delete(f"/api/v1/teams/{team.slug}/members/{developer.public_id}").status_code == 204
     assert api.get(f"/api/v1/teams/{team.slug}").status_code == 404
     assert team.events.filter(action="left").exists()
+
+
+def test_the_first_login_after_opening_an_invitation_comes_back_to_it_and_nowhere_else(client, team, owner):
+    with_link = services.invite(services.membership(owner, team.slug), "student@example.com", Role.DEVELOPER)
+    path = reverse("teams:invitation", args=[services.invitation_token(with_link)])
+    student = UserFactory(email="student@example.com")
+    client.get(path)  # signed out: the page remembers itself for after the login
+    login = {"login": student.email, "password": "correct horse battery"}
+    assert client.post(reverse("account_login"), login)["Location"] == path
+    client.logout()
+    session = client.session
+    session["after_login"] = "//evil.example/"
+    session.save()
+    assert client.post(reverse("account_login"), login)["Location"] == reverse("console:dashboard")

@@ -1,0 +1,78 @@
+"""In real headless Chromium: an owner creates a team and invites a newcomer by e-mail; the newcomer opens the link,
+signs up with that address, verifies it, logs in, lands back on the invitation and joins; the owner sees them."""
+
+import re
+
+import pytest
+from django.conf import settings
+from django.core import mail
+from django.test import Client
+
+from tests.fixtures.services import screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _log_in(context, live_server, user):
+    client = Client()
+    client.force_login(user)
+    context.add_cookies(
+        [
+            {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+             "url": live_server.url},
+            {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "url": live_server.url},
+        ]
+    )  # fmt: skip
+
+
+def test_an_owner_invites_a_newcomer_who_signs_up_from_the_email_and_joins(page, browser, live_server, owner):
+    owner_page = page
+    _log_in(owner_page.context, live_server, owner)
+    owner_page.goto(f"{live_server.url}/console/")
+    owner_page.locator("#account-menu").click()
+    owner_page.get_by_role("link", name="Teams").click()
+    owner_page.fill("input[name=name]", "视觉实验室")
+    owner_page.fill("input[name=slug]", "vision-lab")
+    owner_page.get_by_role("button", name="Create team").click()
+    owner_page.wait_for_url("**/teams/vision-lab/")
+    owner_page.fill("#invite-form input[name=email]", "newcomer@example.com")
+    owner_page.select_option("#invite-form select[name=role]", "developer")
+    owner_page.get_by_role("button", name="Send invitation").click()
+    owner_page.wait_for_url("**/teams/vision-lab/")
+    assert owner_page.locator("#invitation-table").get_by_text("newcomer@example.com").is_visible()
+    screenshot(owner_page, "teams-01-invited")
+
+    # The newcomer, in a browser of their own, opens the link from the e-mail
+    assert [m.to for m in mail.outbox] == [["newcomer@example.com"]]
+    link = re.search(r"/teams/invitations/\S+/", mail.outbox[0].body).group(0)
+    newcomer = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844}).new_page()
+    newcomer.goto(f"{live_server.url}{link}")
+    assert "视觉实验室" in newcomer.locator("#invitation").inner_text()
+    screenshot(newcomer, "teams-02-invitation-phone")
+    newcomer.locator("#invitation a[href*='/accounts/signup/']").click()
+    newcomer.fill("input[name=email]", "newcomer@example.com")
+    newcomer.fill("input[name=password1]", "Kunpeng-Ascend-910B")
+    newcomer.fill("input[name=password2]", "Kunpeng-Ascend-910B")
+    newcomer.locator("main form button[type=submit]").click()
+    newcomer.wait_for_url("**/accounts/confirm-email/")
+    confirm = re.search(r"/accounts/confirm-email/\S+/", mail.outbox[-1].body).group(0)
+    newcomer.goto(f"{live_server.url}{confirm}")
+    newcomer.locator("main form button[type=submit]").click()
+    newcomer.wait_for_url("**/accounts/login/")
+    newcomer.fill("input[name=login]", "newcomer@example.com")
+    newcomer.fill("input[name=password]", "Kunpeng-Ascend-910B")
+    newcomer.locator("main form button[type=submit]").click()
+
+    # The first login lands back on the invitation
+    newcomer.wait_for_url(f"**{link}")
+    newcomer.locator("#accept-invitation").click()
+    newcomer.wait_for_url("**/teams/vision-lab/")
+    assert "newcomer@example.com" in newcomer.locator("#member-table").inner_text()
+    assert newcomer.locator("#invite-form").count() == 0  # a developer does not invite
+    screenshot(newcomer, "teams-03-joined-phone")
+    newcomer.context.close()
+
+    owner_page.reload()
+    members = owner_page.locator("#member-table").inner_text()
+    assert "newcomer@example.com" in members and "Developer" in members
+    assert "joined" in owner_page.locator("#team-events").inner_text()

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from console import identity
 from console.errors import NotFound, ServiceError, Unavailable
 
 from . import arrears
@@ -78,6 +79,7 @@ def check_amount(value) -> Decimal:
 def start_topup(user, amount, *, base_url: str) -> TopUp:
     """Create a checkout for ``amount`` CNY; the user pays on ``topup.checkout_url``. Nothing is credited yet."""
     amount = check_amount(amount)
+    identity.require(user, "topup", amount=amount)
     check_rate(user)
     public_id = uuid.uuid4()
     if settings.STRIPE_SECRET_KEY:

@@ -61,6 +61,11 @@ LAB_SESSION_SECONDS = env.int("LAB_SESSION_SECONDS", default=12 * 3600)  # a lab
 LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how long a lab trusts its last look-up
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
+# Personal real-name verification (console/identity.py): who confirms a name and ID number, and which actions need
+# it: "topup" (a top-up over REAL_NAME_TOPUP_LIMIT yuan) and "team" (creating a team).
+IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="console.identity.DevelopmentProvider")
+REAL_NAME_REQUIRED_FOR = env.list("REAL_NAME_REQUIRED_FOR", default=["topup"])
+REAL_NAME_TOPUP_LIMIT = env.str("REAL_NAME_TOPUP_LIMIT", default="1000")
 # How long a team invitation's link works.
 TEAM_INVITATION_DAYS = env.int("TEAM_INVITATION_DAYS", default=7)
 

@@ -3,7 +3,16 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 
 from .errors import ServiceError
-from .models import ApiToken, AuditEntry, CapacitySnapshot, EnterpriseVerification, SSHKey, User, WorkerHeartbeat
+from .models import (
+    ApiToken,
+    AuditEntry,
+    CapacitySnapshot,
+    EnterpriseVerification,
+    RealNameVerification,
+    SSHKey,
+    User,
+    WorkerHeartbeat,
+)
 
 
 @admin.register(User)
@@ -67,6 +76,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(RealNameVerification)
+class RealNameVerificationAdmin(ReadOnlyAdmin):
+    """Masked: the name's first character and the number's last four; the whole number is never stored."""
+
+    list_display = ["user", "masked_name", "masked_number", "provider", "verified_at"]
+    fields = readonly_fields = ["user", "masked_name", "masked_number", "document", "provider", "verified_at"]
+    search_fields = ["user__email"]
+    list_select_related = ["user"]
 
 
 @admin.register(EnterpriseVerification)

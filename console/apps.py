@@ -7,4 +7,4 @@ class ConsoleConfig(AppConfig):
     verbose_name = _("Console")
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects allauth's e-mail confirmation to our service)
+        from . import checks, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)

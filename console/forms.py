@@ -61,3 +61,16 @@ class SSHKeyForm(forms.Form):
         max_length=100,
         help_text=_("Optional: the key's comment (e.g. you@laptop) is used when empty."),
     )
+
+
+class RealNameForm(forms.Form):
+    real_name = forms.CharField(
+        label=_("Name"), max_length=60, error_messages={"required": _("Enter your name as it is on your ID card.")}
+    )
+    number = forms.CharField(
+        label=_("ID number"),
+        max_length=30,
+        help_text=_("The 18 characters on your mainland resident identity card. Only its last four are kept."),
+        error_messages={"required": _("Enter your ID number.")},
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )

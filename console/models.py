@@ -184,4 +184,39 @@ class EnterpriseVerification(models.Model):
 
 
 # The back office's models (audit log, capacity snapshots) live in console/ops but belong to this app.
+class RealNameVerification(models.Model):
+    """A person's real-name verification (个人实名认证): the name and a keyed hash of the ID number, never the number.
+
+    ``console.identity`` checks the number's form, asks the identity provider, and keeps only its hash (to refuse a
+    second account with the same number) and its last four characters (shown masked). One number verifies one
+    account.
+    """
+
+    class Document(models.TextChoices):
+        MAINLAND_ID = "mainland_id", _("Mainland resident identity card")
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="real_name")
+    real_name = models.CharField(_("name"), max_length=60)
+    document = models.CharField(_("document"), max_length=16, choices=Document.choices, default=Document.MAINLAND_ID)
+    number_hash = models.CharField(max_length=64, unique=True, editable=False)
+    number_last4 = models.CharField(max_length=4, editable=False)
+    provider = models.CharField(max_length=40, editable=False)
+    verified_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("real-name verification")
+        verbose_name_plural = _("real-name verifications")
+
+    def __str__(self) -> str:
+        return f"{self.masked_name} {self.masked_number}"
+
+    @property
+    def masked_name(self) -> str:
+        return self.real_name[:1] + "*" * max(len(self.real_name) - 1, 1)
+
+    @property
+    def masked_number(self) -> str:
+        return "*" * 14 + self.number_last4
+
+
 from .ops.models import AuditEntry, CapacitySnapshot  # noqa: E402, F401

@@ -13,4 +13,5 @@ urlpatterns = [
     path("console/ssh-keys/", ssh_key_views.ssh_key_list, name="ssh-keys"),
     path("console/ssh-keys/<uuid:public_id>/delete/", ssh_key_views.delete_ssh_key, name="delete-ssh-key"),
     path("console/enterprise/", verification_views.enterprise_verification, name="enterprise-verification"),
+    path("console/real-name/", verification_views.real_name, name="real-name"),
 ]

@@ -1,14 +1,20 @@
-"""The user's enterprise verification page: apply, see the status and, after a rejection, the reason."""
+"""The verification pages: enterprise verification (apply, the status and, after a rejection, the reason) and
+personal real-name verification."""
 
+from decimal import Decimal
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from . import verification
+from . import identity, verification
 from .errors import ServiceError
-from .forms import EnterpriseVerificationForm
+from .field_errors import FieldError
+from .forms import EnterpriseVerificationForm, RealNameForm
 
 
 def _page(request, form, status=200):
@@ -31,3 +37,35 @@ def enterprise_verification(request):
         return _page(request, form, status=400)
     messages.success(request, _("Application sent. We review it within one working day."))
     return redirect("console:enterprise-verification")
+
+
+def _real_name_page(request, form, status=200):
+    context = {
+        "verification": identity.status(request.user),
+        "form": form,
+        "simulated": getattr(identity.provider(), "simulated", False),
+        "required_for_topup": identity.needed_for("topup", Decimal("Infinity")),
+        "required_for_team": identity.needed_for("team"),
+        "topup_limit": settings.REAL_NAME_TOPUP_LIMIT,
+    }
+    return render(request, "console/real_name.html", context, status=status)
+
+
+@sensitive_post_parameters("number")
+@login_required
+@require_http_methods(["GET", "POST"])
+def real_name(request):
+    if request.method == "GET":
+        return _real_name_page(request, RealNameForm())
+    form = RealNameForm(request.POST)
+    if not form.is_valid():
+        return _real_name_page(request, form, status=400)
+    try:
+        identity.verify(request.user, **form.cleaned_data)
+    except ServiceError as exc:
+        form.add_error(exc.field if isinstance(exc, FieldError) and exc.field in form.fields else None, exc.message)
+        form.data = form.data.copy()
+        form.data["number"] = ""  # the number is never sent back, not even into the form after an error
+        return _real_name_page(request, form, status=exc.status)
+    messages.success(request, _("Verified. Thank you."))
+    return redirect("console:real-name")

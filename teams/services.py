@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from console import identity
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
@@ -113,6 +114,7 @@ def create_team(user, *, name: str, slug: str) -> Team:
     slug = clean_slug(slug)
     if not _has_verified_email(user):
         raise Forbidden(_("Verify your e-mail address before you create a team."), code="unverified")
+    identity.require(user, "team")
     if Membership.objects.filter(user=user, role=Role.OWNER).count() >= MAX_TEAMS_PER_USER:
         raise ServiceError(
             _("You own %(n)s teams, the most one person may own.") % {"n": MAX_TEAMS_PER_USER}, code="too_many_teams"

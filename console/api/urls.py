@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import ssh_keys, verification, views
+from . import real_name, ssh_keys, verification, views
 from .routers import Router
 
 router = Router()
@@ -9,6 +9,7 @@ router.register("ssh-keys", ssh_keys.SSHKeyViewSet, basename="api-ssh-key")
 
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),
+    path("real-name", real_name.RealNameView.as_view(), name="api-real-name"),
     path(
         "enterprise-verification", verification.EnterpriseVerificationView.as_view(), name="api-enterprise-verification"
     ),

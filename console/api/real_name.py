@@ -1,0 +1,41 @@
+"""``/api/v1/real-name``: the caller's real-name verification — verify (POST), see it, masked (GET)."""
+
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import identity
+
+
+class RealNameRequestSerializer(serializers.Serializer):
+    real_name = serializers.CharField(max_length=60)
+    number = serializers.CharField(max_length=30, write_only=True, help_text="The 18-character mainland ID number.")
+
+
+class RealNameSerializer(serializers.Serializer):
+    name = serializers.CharField(source="masked_name", help_text="Masked: the first character only.")
+    number = serializers.CharField(source="masked_number", help_text="Masked: the last four characters only.")
+    document = serializers.CharField()
+    verified_at = serializers.DateTimeField()
+
+
+class RealNameView(APIView):
+    @extend_schema(
+        tags=["account"],
+        responses={200: RealNameSerializer, 404: OpenApiResponse(description="Not verified yet.")},
+    )
+    def get(self, request):
+        verified = identity.status(request.user)
+        if verified is None:
+            raise NotFound(_("Your account is not verified yet."))
+        return Response(RealNameSerializer(verified).data)
+
+    @extend_schema(tags=["account"], request=RealNameRequestSerializer, responses={201: RealNameSerializer})
+    def post(self, request):
+        serializer = RealNameRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        verified = identity.verify(request.user, **serializer.validated_data)
+        return Response(RealNameSerializer(verified).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,31 @@
+"""System checks of the console's own settings."""
+
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.core.checks import Error, Warning, register
+from django.utils.module_loading import import_string
+
+
+@register()
+def real_name_settings(app_configs, **kwargs):
+    from .identity import ACTIONS
+
+    problems = []
+    unknown = set(settings.REAL_NAME_REQUIRED_FOR) - ACTIONS
+    if unknown:
+        problems.append(Error(f"REAL_NAME_REQUIRED_FOR names unknown actions {sorted(unknown)}; known: "
+                              f"{sorted(ACTIONS)}.", id="console.E001"))  # fmt: skip
+    try:
+        Decimal(settings.REAL_NAME_TOPUP_LIMIT)
+    except InvalidOperation:
+        problems.append(Error("REAL_NAME_TOPUP_LIMIT must be an amount in yuan, e.g. 1000.", id="console.E002"))
+    try:
+        provider = import_string(settings.IDENTITY_PROVIDER)
+    except ImportError as exc:
+        problems.append(Error(f"IDENTITY_PROVIDER cannot be imported: {exc}", id="console.E003"))
+    else:
+        if getattr(provider, "simulated", False) and getattr(settings, "PRODUCTION", False):
+            problems.append(Warning("IDENTITY_PROVIDER is the development provider: real-name verification checks "
+                                    "nothing against a register.", id="console.W001"))  # fmt: skip
+    return problems

@@ -1,0 +1,158 @@
+"""Personal real-name verification (个人实名认证) and the one check of which actions need it.
+
+A person gives their name and mainland ID number. The number's form is checked here (18 characters, a plausible
+region and date of birth, the ISO 7064 MOD 11-2 check character), then the identity provider confirms the pair
+(``IDENTITY_PROVIDER``: the development provider accepts every well-formed number and says so; a real one, such as
+a carrier or public-security check service, plugs in as a class with the same ``verify`` method). Only a keyed hash
+of the number (to refuse the same number on a second account) and its last four characters are kept: the number
+never appears in full on a page, in the API, a log line or the admin.
+
+The operator chooses what needs it (``REAL_NAME_REQUIRED_FOR``): ``topup`` (a top-up over
+``REAL_NAME_TOPUP_LIMIT`` yuan) and ``team`` (creating a team). :func:`require` is the one check.
+"""
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.module_loading import import_string
+from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_variables
+
+from .errors import Conflict, ServiceError
+from .field_errors import FieldError
+from .models import RealNameVerification
+
+WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+CHECK_CHARACTERS = "10X98765432"
+# The provinces' two-digit codes (GB/T 2260), Hong Kong, Macao and Taiwan residents' codes included.
+PROVINCES = frozenset(
+    {11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62,
+     63, 64, 65, 71, 81, 82, 83}
+)  # fmt: skip
+NAME = re.compile(r"^[\u3400-\u9fff\u00b7·A-Za-z][\u3400-\u9fff\u00b7·A-Za-z .'-]{0,58}[\u3400-\u9fff\u00b7·A-Za-z.]?$")
+ACTIONS = {"topup", "team"}
+
+
+class RealNameRequired(ServiceError):
+    status = 403
+    code = "real_name_required"
+
+
+def check_character(first17: str) -> str:
+    """The ISO 7064 MOD 11-2 check character that completes the first 17 digits of an ID number."""
+    return CHECK_CHARACTERS[sum(int(d) * w for d, w in zip(first17, WEIGHTS, strict=True)) % 11]
+
+
+@sensitive_variables("value", "number")
+def clean_number(value: str, today: date | None = None) -> str:
+    """The number in upper case without spaces, or a FieldError that says what is wrong with it."""
+    number = re.sub(r"\s", "", value or "").upper()
+    if not re.fullmatch(r"\d{17}[\dX]", number):
+        raise FieldError("number", _("An ID number has 18 characters: 17 digits and a digit or X."), code="invalid_id")
+    today = today or timezone.localdate()
+    try:
+        born = date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
+    except ValueError:
+        born = None
+    if int(number[:2]) not in PROVINCES or born is None or not date(1900, 1, 1) <= born <= today:
+        raise FieldError("number", _("This is not a valid ID number: check the region and date of birth."),
+                         code="invalid_id")  # fmt: skip
+    if check_character(number[:17]) != number[17]:
+        raise FieldError("number", _("This ID number's last character does not match: check it for a typo."),
+                         code="invalid_id")  # fmt: skip
+    return number
+
+
+def clean_name(value: str) -> str:
+    name = re.sub(r"\s+", " ", (value or "").strip())
+    if not NAME.match(name):
+        raise FieldError("real_name", _("Enter your name as it is on your ID card."), code="invalid_name")
+    return name
+
+
+def _hash(number: str) -> str:
+    key = hashlib.sha256(("gpucloud.identity:" + settings.SECRET_KEY).encode()).digest()
+    return hmac.new(key, number.encode(), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Answer:
+    ok: bool
+    reason: str = ""
+
+
+class DevelopmentProvider:
+    """Accepts every well-formed number with any name, for development and tests; it checks nothing against a
+    register, and the verification page says so while it is configured."""
+
+    name = "development"
+    simulated = True
+
+    def verify(self, real_name: str, number: str) -> Answer:
+        return Answer(ok=True)
+
+
+def provider():
+    return import_string(settings.IDENTITY_PROVIDER)()
+
+
+def status(user) -> RealNameVerification | None:
+    return RealNameVerification.objects.filter(user=user).first()
+
+
+@sensitive_variables("number")
+def verify(user, *, real_name: str, number: str) -> RealNameVerification:
+    """Verify ``user`` as the holder of ``number``. Refused when already verified, when the number is malformed or
+    verifies another account, or when the provider does not confirm the pair (with its reason)."""
+    if status(user) is not None:
+        raise Conflict(_("Your account is already verified."), code="already_verified")
+    real_name, number = clean_name(real_name), clean_number(number)
+    digest = _hash(number)
+    if RealNameVerification.objects.filter(number_hash=digest).exists():
+        raise FieldError("number", _("This ID number already verifies another account."), code="id_in_use")
+    checker = provider()
+    answer = checker.verify(real_name, number)
+    if not answer.ok:
+        raise ServiceError(
+            _("The name and ID number could not be verified: %(reason)s") % {"reason": answer.reason},
+            code="not_verified",
+        )
+    try:
+        with transaction.atomic():
+            return RealNameVerification.objects.create(
+                user=user, real_name=real_name, number_hash=digest, number_last4=number[-4:], provider=checker.name
+            )
+    except IntegrityError as exc:  # the same number, or this account, verified at the same moment elsewhere
+        raise Conflict(_("This ID number already verifies another account."), code="id_in_use") from exc
+
+
+def needed_for(action: str, amount: Decimal | None = None) -> bool:
+    """Whether the operator requires verification for ``action`` (of ``amount``, for a top-up)."""
+    if action not in set(settings.REAL_NAME_REQUIRED_FOR):
+        return False
+    if action == "topup":
+        return amount is not None and amount > Decimal(settings.REAL_NAME_TOPUP_LIMIT)
+    return True
+
+
+def require(user, action: str, *, amount: Decimal | None = None) -> None:
+    """Raise RealNameRequired, saying why and where to verify, when ``action`` needs a verification ``user`` lacks."""
+    if not needed_for(action, amount) or status(user) is not None:
+        return
+    where = reverse("console:real-name")
+    if action == "topup":
+        message = _("Top-ups over ¥%(limit)s need real-name verification first: verify at %(url)s") % {
+            "limit": settings.REAL_NAME_TOPUP_LIMIT,
+            "url": where,
+        }
+    else:
+        message = _("Creating a team needs real-name verification first: verify at %(url)s") % {"url": where}
+    raise RealNameRequired(message)

@@ -1,0 +1,128 @@
+"""Personal real-name verification: the ID number's form, one number per account, masking everywhere, and the
+operator's choice of what needs it (top-ups over a limit, creating a team)."""
+
+import logging
+from datetime import date
+
+import pytest
+from django.urls import reverse
+
+from console import identity
+from console.models import RealNameVerification
+from tests.fixtures.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def number(region="110105", born="19491231", sequence="002") -> str:
+    """A well-formed ID number: the check character computed, not copied."""
+    first17 = region + born + sequence
+    return first17 + identity.check_character(first17)
+
+
+VALID = number()  # 11010519491231002X: its check character is X
+
+
+@pytest.fixture(autouse=True)
+def english(client, settings):
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+
+
+def test_the_check_character_follows_iso_7064_including_x():
+    assert VALID == "11010519491231002X"
+    assert identity.clean_number(" 110105 19491231 002x ") == VALID  # spaces and a lower-case x are fine
+    # 4·7 + 4·9 + 0·10 + … + 3·2 = 260, and 260 mod 11 = 7, the position of "5" in "10X98765432"
+    assert identity.clean_number(number("440308", "19900307", "123")) == "440308199003071235"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "11010519491231002",  # 17 characters
+        "1101051949123100XX",  # X only at the end
+        "110105194912310021",  # wrong check character
+        "990105194912310020",  # no such province
+        number(born="19491332"),  # no such date
+        number(born="18991231"),  # before 1900
+        number(born="20991231"),  # born in the future
+        "",
+    ],
+)
+def test_malformed_numbers_are_refused_with_the_reason(bad):
+    with pytest.raises(identity.FieldError) as refused:
+        identity.clean_number(bad, today=date(2026, 12, 1))
+    assert refused.value.field == "number" and refused.value.code == "invalid_id"
+
+
+def test_verifying_on_the_page_keeps_only_a_masked_number(client, owner, caplog):
+    client.force_login(owner)
+    page = client.get(reverse("console:real-name"))
+    assert "Development provider" in page.content.decode()  # the simulated provider says so
+    with caplog.at_level(logging.DEBUG):
+        response = client.post(reverse("console:real-name"), {"real_name": "张三丰", "number": VALID}, follow=True)
+    html = response.content.decode()
+    assert response.status_code == 200 and "**************002X" in html and "张**" in html
+    assert VALID not in html and "张三丰" not in html
+    assert VALID not in caplog.text
+    row = RealNameVerification.objects.get(user=owner)
+    assert VALID not in str(row.__dict__) and row.number_last4 == "002X"
+
+
+def test_a_refused_number_is_not_sent_back_into_the_form(client, owner):
+    client.force_login(owner)
+    bad = "110105194912310021"
+    response = client.post(reverse("console:real-name"), {"real_name": "张三", "number": bad})
+    assert response.status_code == 400 and "does not match" in response.content.decode()
+    assert bad not in response.content.decode()
+
+
+def test_one_number_verifies_one_account(owner, stranger):
+    identity.verify(owner, real_name="张三", number=VALID)
+    with pytest.raises(identity.FieldError) as refused:
+        identity.verify(stranger, real_name="李四", number=VALID.lower())
+    assert refused.value.code == "id_in_use"
+    with pytest.raises(identity.Conflict):
+        identity.verify(owner, real_name="张三", number=number(sequence="005"))
+
+
+def test_the_api_verifies_and_answers_masked(owner_api):
+    assert owner_api.get("/api/v1/real-name").status_code == 404
+    bad = owner_api.post("/api/v1/real-name", {"real_name": "张三", "number": "123"}, format="json")
+    assert bad.status_code == 400 and bad.json()["errors"]["number"]
+    done = owner_api.post("/api/v1/real-name", {"real_name": "张三", "number": VALID}, format="json")
+    assert done.status_code == 201
+    body = owner_api.get("/api/v1/real-name").json()
+    assert body["number"] == "**************002X" and body["name"] == "张*"
+    assert VALID not in done.content.decode()
+
+
+def test_the_admin_list_shows_the_number_masked(client, owner, settings):
+    identity.verify(owner, real_name="张三", number=VALID)
+    staff = UserFactory(email="root@example.com", is_staff=True, is_superuser=True)
+    client.force_login(staff)
+    html = client.get(reverse("admin:console_realnameverification_changelist")).content.decode()
+    assert "**************002X" in html and VALID not in html
+
+
+def test_a_top_up_over_the_limit_needs_verification_first(client, owner, owner_api, settings):
+    settings.REAL_NAME_REQUIRED_FOR = ["topup"]
+    settings.REAL_NAME_TOPUP_LIMIT = "1000"
+    assert owner_api.post("/api/v1/topups", {"amount": "1000"}, format="json").status_code == 201
+    refused = owner_api.post("/api/v1/topups", {"amount": "1000.01"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "real_name_required"
+    assert reverse("console:real-name") in refused.json()["message"]
+    client.force_login(owner)
+    page = client.post(reverse("billing:topup"), {"amount": "2000"})
+    assert page.status_code == 403 and reverse("console:real-name") in page.content.decode()
+    identity.verify(owner, real_name="张三", number=VALID)
+    assert owner_api.post("/api/v1/topups", {"amount": "2000"}, format="json").status_code == 201
+
+
+def test_creating_a_team_needs_verification_when_the_operator_says_so(owner, settings):
+    from teams import services as teams
+
+    settings.REAL_NAME_REQUIRED_FOR = ["topup", "team"]
+    with pytest.raises(identity.RealNameRequired):
+        teams.create_team(owner, name="Lab", slug="lab")
+    identity.verify(owner, real_name="张三", number=VALID)
+    assert teams.create_team(owner, name="Lab", slug="lab").slug == "lab"

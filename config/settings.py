@@ -64,6 +64,8 @@ SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 # Personal real-name verification (console/identity.py): who confirms a name and ID number, and which actions need
 # it: "topup" (a top-up over REAL_NAME_TOPUP_LIMIT yuan) and "team" (creating a team).
 IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="console.identity.DevelopmentProvider")
+# Keys the fingerprint that keeps one ID number to one account; it must never change once numbers are verified.
+IDENTITY_HASH_KEY = env.str("IDENTITY_HASH_KEY", default=SECRET_KEY)
 REAL_NAME_REQUIRED_FOR = env.list("REAL_NAME_REQUIRED_FOR", default=["topup"])
 REAL_NAME_TOPUP_LIMIT = env.str("REAL_NAME_TOPUP_LIMIT", default="1000")
 # How long a team invitation's link works.

@@ -11,6 +11,7 @@ from allauth.account import app_settings
 from allauth.account.adapter import DefaultAccountAdapter
 from django.conf import settings
 from django.utils.encoding import force_str
+from django.utils.http import url_has_allowed_host_and_scheme
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,11 @@ AFTER_LOGIN_SESSION_KEY = "after_login"
 class AccountAdapter(DefaultAccountAdapter):
     def get_login_redirect_url(self, request) -> str:
         target = request.session.pop(AFTER_LOGIN_SESSION_KEY, "")
-        if isinstance(target, str) and target.startswith("/") and not target.startswith("//"):
+        if (
+            isinstance(target, str)
+            and target.startswith("/")
+            and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+        ):
             return target
         return super().get_login_redirect_url(request)
 

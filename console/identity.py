@@ -13,12 +13,14 @@ The operator chooses what needs it (``REAL_NAME_REQUIRED_FOR``): ``topup`` (a to
 
 import hashlib
 import hmac
+import logging
 import re
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -26,10 +28,11 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
-from .errors import Conflict, ServiceError
+from .errors import Conflict, ServiceError, Unavailable
 from .field_errors import FieldError
 from .models import RealNameVerification
 
+log = logging.getLogger(__name__)
 WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 CHECK_CHARACTERS = "10X98765432"
 # The provinces' two-digit codes (GB/T 2260), Hong Kong, Macao and Taiwan residents' codes included.
@@ -37,7 +40,9 @@ PROVINCES = frozenset(
     {11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62,
      63, 64, 65, 71, 81, 82, 83}
 )  # fmt: skip
-NAME = re.compile(r"^[\u3400-\u9fff\u00b7·A-Za-z][\u3400-\u9fff\u00b7·A-Za-z .'-]{0,58}[\u3400-\u9fff\u00b7·A-Za-z.]?$")
+_HAN = "\u3400-\u9fff\U00020000-\U0003134f"  # CJK unified ideographs, extensions A to G (𠮷 included)
+NAME = re.compile(rf"^[{_HAN}·A-Za-z][{_HAN}· A-Za-z.'-]{{0,59}}$")
+ATTEMPTS_PER_DAY = 10
 ACTIONS = {"topup", "team"}
 
 
@@ -79,7 +84,9 @@ def clean_name(value: str) -> str:
 
 
 def _hash(number: str) -> str:
-    key = hashlib.sha256(("gpucloud.identity:" + settings.SECRET_KEY).encode()).digest()
+    # Its own key (IDENTITY_HASH_KEY, by default SECRET_KEY): it must never change, or a number verified before
+    # would no longer be recognised on a second account.
+    key = hashlib.sha256(("gpucloud.identity:" + settings.IDENTITY_HASH_KEY).encode()).digest()
     return hmac.new(key, number.encode(), hashlib.sha256).hexdigest()
 
 
@@ -108,23 +115,38 @@ def status(user) -> RealNameVerification | None:
     return RealNameVerification.objects.filter(user=user).first()
 
 
-@sensitive_variables("number")
+def _count_attempt(user) -> None:
+    """At most ATTEMPTS_PER_DAY tries a day: nobody can use the form to find out which numbers are registered."""
+    key = f"identity-attempts:{user.pk}:{timezone.localdate().isoformat()}"
+    cache.add(key, 0, 60 * 60 * 25)
+    if cache.incr(key) > ATTEMPTS_PER_DAY:
+        raise ServiceError(
+            _("Too many attempts today: try again tomorrow, or contact support."), code="too_many_attempts"
+        )
+
+
+@sensitive_variables()
 def verify(user, *, real_name: str, number: str) -> RealNameVerification:
-    """Verify ``user`` as the holder of ``number``. Refused when already verified, when the number is malformed or
-    verifies another account, or when the provider does not confirm the pair (with its reason)."""
+    """Verify ``user`` as the holder of ``number``. Refused when already verified, when the number is malformed,
+    when the provider does not confirm the pair (with its reason), or when the number verifies another account."""
     if status(user) is not None:
         raise Conflict(_("Your account is already verified."), code="already_verified")
     real_name, number = clean_name(real_name), clean_number(number)
-    digest = _hash(number)
-    if RealNameVerification.objects.filter(number_hash=digest).exists():
-        raise FieldError("number", _("This ID number already verifies another account."), code="id_in_use")
+    _count_attempt(user)
     checker = provider()
-    answer = checker.verify(real_name, number)
+    try:
+        answer = checker.verify(real_name, number)
+    except Exception as exc:  # noqa: BLE001 (a provider that is down or answers nonsense: say so, never a 500)
+        log.warning("identity provider %s failed: %s", checker.name, type(exc).__name__)
+        raise Unavailable(_("Verification is not available right now: try again in a few minutes.")) from None
     if not answer.ok:
         raise ServiceError(
             _("The name and ID number could not be verified: %(reason)s") % {"reason": answer.reason},
             code="not_verified",
         )
+    digest = _hash(number)  # asked only for a pair the provider confirmed
+    if RealNameVerification.objects.filter(number_hash=digest).exists():
+        raise FieldError("number", _("This ID number already verifies another account."), code="id_in_use")
     try:
         with transaction.atomic():
             return RealNameVerification.objects.create(

@@ -58,14 +58,16 @@ def real_name(request):
     if request.method == "GET":
         return _real_name_page(request, RealNameForm())
     form = RealNameForm(request.POST)
-    if not form.is_valid():
-        return _real_name_page(request, form, status=400)
-    try:
-        identity.verify(request.user, **form.cleaned_data)
-    except ServiceError as exc:
-        form.add_error(exc.field if isinstance(exc, FieldError) and exc.field in form.fields else None, exc.message)
-        form.data = form.data.copy()
-        form.data["number"] = ""  # the number is never sent back, not even into the form after an error
-        return _real_name_page(request, form, status=exc.status)
-    messages.success(request, _("Verified. Thank you."))
-    return redirect("console:real-name")
+    status = 400
+    if form.is_valid():
+        try:
+            identity.verify(request.user, **form.cleaned_data)
+        except ServiceError as exc:
+            form.add_error(exc.field if isinstance(exc, FieldError) and exc.field in form.fields else None, exc.message)
+            status = exc.status
+        else:
+            messages.success(request, _("Verified. Thank you."))
+            return redirect("console:real-name")
+    form.data = form.data.copy()
+    form.data["number"] = ""  # the number is never sent back, not even into the form after an error
+    return _real_name_page(request, form, status=status)

@@ -50,7 +50,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.cache import cache
@@ -466,20 +466,24 @@ def _authorize(payload: dict) -> JupyterServer | None:
         user = get_user_model().objects.filter(pk=payload.get("u"), is_active=True).first()
         if user is None or not constant_time_compare(user.get_session_auth_hash(), str(payload.get("h", ""))):
             raise NotFound(_("No such instance."))
-        if not _console_session_alive(payload.get("k")):
+        if not _console_session_alive(payload.get("k"), user):
             raise NotFound(_("No such instance."))
         return lab_server(user, payload.get("i"))
     finally:
         close_old_connections()
 
 
-def _console_session_alive(sealed) -> bool:
-    """Whether the console session a lab cookie was entered from still exists (signing out deletes it)."""
+def _console_session_alive(sealed, user) -> bool:
+    """Whether the console session a lab cookie was entered from is still ``user``'s, unexpired (signing out
+    deletes it)."""
     try:
         key = encryption.decrypt(str(sealed or ""))
     except encryption.DecryptionError:
         return False
-    return bool(key) and import_module(settings.SESSION_ENGINE).SessionStore().exists(key)
+    if not key:
+        return False
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=key).load()
+    return session.get(SESSION_KEY) == str(user.pk)
 
 
 # HTTP -----------------------------------------------------------------------------------------------------------
@@ -667,7 +671,7 @@ async def _websocket(scope, receive, send, page: _Page) -> None:
         return await deny(scope, send, 502)
     try:
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-        await _pump(receive, send, upstream)
+        await _pump(receive, send, upstream, still_admitted=lambda: _grant(page.cookie, payload))
     finally:
         await upstream.close()
 
@@ -703,11 +707,13 @@ async def _connect(server: JupyterServer, scope) -> ClientConnection:
     return await connect(uri, **options)
 
 
-async def _pump(receive, send, upstream: ClientConnection) -> None:
+async def _pump(receive, send, upstream: ClientConnection, still_admitted) -> None:
     """Frames both ways, text as text and binary as binary, until either side closes; the browser learns the
-    machine's close code."""
-    browser_gone = asyncio.Event()
+    machine's close code. A kernel's or terminal's socket stays open for hours, so the cookie that opened it is
+    checked again every LAB_AUTH_CACHE_SECONDS: signing out, a new password or losing the instance closes it (1008)."""
+    browser_gone, revoked = asyncio.Event(), asyncio.Event()
     from_browser = asyncio.create_task(_from_browser(receive, upstream, browser_gone))
+    watcher = asyncio.create_task(_watch(still_admitted, upstream, revoked))
     try:
         async for data in upstream:
             await send({"type": "websocket.send", "bytes" if isinstance(data, bytes) else "text": data})
@@ -717,8 +723,19 @@ async def _pump(receive, send, upstream: ClientConnection) -> None:
         browser_gone.set()
     finally:
         from_browser.cancel()
+        watcher.cancel()
     if not browser_gone.is_set():
-        await send({"type": "websocket.close", "code": _close_code(upstream.close_code)})
+        code = 1008 if revoked.is_set() else _close_code(upstream.close_code)
+        await send({"type": "websocket.close", "code": code})
+
+
+async def _watch(still_admitted, upstream: ClientConnection, revoked: asyncio.Event) -> None:
+    while True:
+        await asyncio.sleep(max(float(settings.LAB_AUTH_CACHE_SECONDS), 1.0))
+        if await still_admitted() is None:
+            revoked.set()
+            await upstream.close()
+            return
 
 
 async def _from_browser(receive, upstream: ClientConnection, gone: asyncio.Event) -> None:

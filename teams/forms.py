@@ -15,7 +15,7 @@ class TeamForm(forms.Form):
 
 
 class InvitationForm(forms.Form):
-    email = forms.EmailField(label=_("E-mail address"))
+    email = forms.EmailField(label=_("E-mail address"), max_length=254)
     role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.DEVELOPER)
 
     def __init__(self, *args, member=None, **kwargs):

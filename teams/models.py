@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from .roles import Role
 
@@ -84,13 +85,13 @@ class TeamEvent(models.Model):
     """The team's audit log: who did what, when. Written by the services, read by owners and admins."""
 
     class Action(models.TextChoices):
-        CREATED = "created", _("created the team")
-        INVITED = "invited", _("invited")
-        INVITATION_REVOKED = "invitation_revoked", _("withdrew the invitation of")
-        JOINED = "joined", _("joined")
-        ROLE_CHANGED = "role_changed", _("changed the role of")
-        REMOVED = "removed", _("removed")
-        LEFT = "left", _("left the team")
+        CREATED = "created", pgettext_lazy("team event", "created the team")
+        INVITED = "invited", pgettext_lazy("team event", "invited")
+        INVITATION_REVOKED = "invitation_revoked", pgettext_lazy("team event", "withdrew the invitation of")
+        JOINED = "joined", pgettext_lazy("team event", "joined")
+        ROLE_CHANGED = "role_changed", pgettext_lazy("team event", "changed the role of")
+        REMOVED = "removed", pgettext_lazy("team event", "removed")
+        LEFT = "left", pgettext_lazy("team event", "left the team")
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")

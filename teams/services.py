@@ -5,7 +5,9 @@ outside the team) and checks the role against :mod:`teams.roles` before it chang
 row of the team's audit log in the same transaction.
 """
 
+import logging
 import re
+import uuid
 from datetime import timedelta
 
 from allauth.account.models import EmailAddress
@@ -25,6 +27,7 @@ from . import roles
 from .models import Invitation, Membership, Team, TeamEvent
 from .roles import Role
 
+log = logging.getLogger(__name__)
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
 MAX_TEAMS_PER_USER = 20
 MAX_OPEN_INVITATIONS = 100
@@ -71,6 +74,17 @@ def membership(user, slug: str) -> Membership:
     return found
 
 
+def _locked(member: Membership) -> Membership:
+    """Lock the team (one change of its members or invitations at a time) and read the actor's membership again
+    under the lock: a request already on its way when its sender was demoted or removed acts with what is true now.
+    Call inside a transaction."""
+    Team.objects.select_for_update().get(pk=member.team_id)
+    fresh = Membership.objects.select_related("team", "user").filter(pk=member.pk).first()
+    if fresh is None:
+        raise NotFound(_("No such team."))
+    return fresh
+
+
 def require(member: Membership, permission: str) -> None:
     if not roles.can(member.role, permission):
         raise Forbidden(
@@ -109,8 +123,8 @@ def clean_slug(slug: str) -> str:
 def create_team(user, *, name: str, slug: str) -> Team:
     """A new team with ``user`` as its owner. Only a user with a verified e-mail address may create one."""
     name = (name or "").strip()
-    if not name or len(name) > 80:
-        raise FieldError("name", _("Give the team a name of 1–80 characters."), code="invalid_name")
+    if not name or len(name) > 80 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise FieldError("name", _("Give the team a name of 1–80 characters, on one line."), code="invalid_name")
     slug = clean_slug(slug)
     if not _has_verified_email(user):
         raise Forbidden(_("Verify your e-mail address before you create a team."), code="unverified")
@@ -162,13 +176,16 @@ def invite(member: Membership, email: str, role: str) -> Invitation:
         validate_email(email)
     except ValidationError as exc:
         raise FieldError("email", _("Enter a valid e-mail address."), code="invalid_email") from exc
-    role = _check_role(member, role)
-    team = member.team
-    if team.memberships.filter(user__email__iexact=email).exists():
-        raise Conflict(_("%(email)s is already a member of %(team)s.") % {"email": email, "team": team.name})
+    if role not in Role.values:
+        raise FieldError("role", _("Choose one of the roles."), code="invalid_role")
     now = timezone.now()
     with transaction.atomic():
-        Team.objects.select_for_update().get(pk=team.pk)  # invitations of one team are written one at a time
+        member = _locked(member)
+        require(member, roles.MEMBERS)
+        role = _check_role(member, role)
+        team = member.team
+        if team.memberships.filter(user__email__iexact=email).exists():
+            raise Conflict(_("%(email)s is already a member of %(team)s.") % {"email": email, "team": team.name})
         open_ones = team.invitations.filter(accepted_at__isnull=True, revoked_at__isnull=True)
         open_ones.filter(email__iexact=email).update(revoked_at=now)
         if open_ones.filter(expires_at__gt=now).count() >= MAX_OPEN_INVITATIONS:
@@ -205,7 +222,10 @@ def _send_invitation(invitation: Invitation) -> None:
             "expires": timezone.localtime(invitation.expires_at).strftime("%Y-%m-%d %H:%M"),
             "url": invitation_url(invitation),
         }
-    send_mail(subject, body, None, [invitation.email])
+    try:
+        send_mail(subject, body, None, [invitation.email])
+    except Exception:  # the invitation stands (inviting again sends it again); a mail server's failure is logged
+        log.exception("the invitation to %s could not be e-mailed", invitation.email)
 
 
 def read_invitation(token: str) -> Invitation:
@@ -241,18 +261,21 @@ def accept(user, token: str) -> Membership:
         locked.accepted_at, locked.accepted_by = timezone.now(), user
         locked.save(update_fields=["accepted_at", "accepted_by"])
         if created:
-            _log(invitation.team, user, TeamEvent.Action.JOINED, subject=user.email, detail=invitation.role)
+            _log(invitation.team, user, TeamEvent.Action.JOINED, detail=invitation.role)
     return joined
 
 
 def revoke_invitation(member: Membership, public_id) -> None:
     require(member, roles.MEMBERS)
-    invitation = member.team.invitations.filter(public_id=public_id, accepted_at__isnull=True).first()
-    if invitation is None or invitation.revoked_at is not None:
-        raise NotFound(_("No such open invitation."))
-    invitation.revoked_at = timezone.now()
-    invitation.save(update_fields=["revoked_at"])
-    _log(member.team, member.user, TeamEvent.Action.INVITATION_REVOKED, subject=invitation.email)
+    with transaction.atomic():
+        member = _locked(member)
+        require(member, roles.MEMBERS)
+        invitation = member.team.invitations.filter(public_id=public_id, accepted_at__isnull=True).first()
+        if invitation is None or invitation.revoked_at is not None:
+            raise NotFound(_("No such open invitation."))
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+        _log(member.team, member.user, TeamEvent.Action.INVITATION_REVOKED, subject=invitation.email)
 
 
 # Members ------------------------------------------------------------------------------------------------------
@@ -270,13 +293,15 @@ def _other(member: Membership, user_public_id) -> Membership:
 
 
 def _is_uuid(value) -> bool:
-    import uuid
-
     try:
         uuid.UUID(str(value))
     except ValueError:
         return False
     return True
+
+
+def is_self(user, user_public_id) -> bool:
+    return _is_uuid(user_public_id) and uuid.UUID(str(user_public_id)) == user.public_id
 
 
 def _owners_left(team, without: Membership) -> int:
@@ -288,7 +313,9 @@ def change_role(member: Membership, user_public_id, role: str) -> Membership:
     require(member, roles.MEMBERS)
     role = _check_role(member, role)
     with transaction.atomic():
-        Team.objects.select_for_update().get(pk=member.team_id)  # two owners demoting each other: one at a time
+        member = _locked(member)  # two owners demoting each other: one at a time, each with the role it has now
+        require(member, roles.MEMBERS)
+        role = _check_role(member, role)
         other = _other(member, user_public_id)
         if other.role == Role.OWNER and role != Role.OWNER:
             require(member, roles.OWN)
@@ -303,11 +330,13 @@ def change_role(member: Membership, user_public_id, role: str) -> Membership:
 
 def remove_member(member: Membership, user_public_id) -> None:
     """Remove a member (or, with their own id, leave). They lose access at once; what the team owns stays."""
-    leaving = str(member.user.public_id) == str(user_public_id)
+    leaving = is_self(member.user, user_public_id)
     if not leaving:
         require(member, roles.MEMBERS)
     with transaction.atomic():
-        Team.objects.select_for_update().get(pk=member.team_id)
+        member = _locked(member)
+        if not leaving:
+            require(member, roles.MEMBERS)
         other = _other(member, user_public_id)
         if other.role == Role.OWNER:
             if not leaving:
@@ -316,7 +345,7 @@ def remove_member(member: Membership, user_public_id) -> None:
                 raise Conflict(_("A team needs an owner: make someone else owner first."), code="last_owner")
         other.delete()
         if leaving:
-            _log(member.team, member.user, TeamEvent.Action.LEFT, subject=member.user.email)
+            _log(member.team, member.user, TeamEvent.Action.LEFT)
         else:
             _log(member.team, member.user, TeamEvent.Action.REMOVED, subject=other.user.email)
 

@@ -40,12 +40,14 @@ def team_list(request):
                 team = services.create_team(request.user, **form.cleaned_data)
             except ServiceError as exc:
                 _refuse(form, exc)
+                status = exc.status
             else:
                 messages.success(
                     request, _("Team %(team)s created. Invite the people you work with.") % {"team": team.name}
                 )
                 return redirect("teams:detail", team.slug)
-        status = 400
+        else:
+            status = 400
     context = {
         "memberships": services.teams_of(request.user),
         "invitations": [(i, services.invitation_token(i)) for i in services.open_invitations_for(request.user)],
@@ -135,7 +137,7 @@ def member_role(request, slug, user_id):
 @login_required
 @require_POST
 def member_remove(request, slug, user_id):
-    leaving = str(request.user.public_id) == str(user_id)
+    leaving = services.is_self(request.user, user_id)
     refused = _act(
         request,
         slug,

@@ -1,6 +1,8 @@
 """``/api/v1/real-name``: the caller's real-name verification — verify (POST), see it, masked (GET)."""
 
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_variables
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -34,6 +36,7 @@ class RealNameView(APIView):
         return Response(RealNameSerializer(verified).data)
 
     @extend_schema(tags=["account"], request=RealNameRequestSerializer, responses={201: RealNameSerializer})
+    @method_decorator(sensitive_variables())
     def post(self, request):
         serializer = RealNameRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -54,26 +54,82 @@ def test_malformed_numbers_are_refused_with_the_reason(bad):
     assert refused.value.field == "number" and refused.value.code == "invalid_id"
 
 
-def test_verifying_on_the_page_keeps_only_a_masked_number(client, owner, caplog):
+def test_verifying_on_the_page_keeps_only_a_masked_number(client, owner):
     client.force_login(owner)
     page = client.get(reverse("console:real-name"))
     assert "Development provider" in page.content.decode()  # the simulated provider says so
-    with caplog.at_level(logging.DEBUG):
-        response = client.post(reverse("console:real-name"), {"real_name": "张三丰", "number": VALID}, follow=True)
+    response = client.post(reverse("console:real-name"), {"real_name": "张三丰", "number": VALID}, follow=True)
     html = response.content.decode()
     assert response.status_code == 200 and "**************002X" in html and "张**" in html
     assert VALID not in html and "张三丰" not in html
-    assert VALID not in caplog.text
     row = RealNameVerification.objects.get(user=owner)
-    assert VALID not in str(row.__dict__) and row.number_last4 == "002X"
+    assert row.number_last4 == "002X" and len(row.number_hash) == 64
 
 
-def test_a_refused_number_is_not_sent_back_into_the_form(client, owner):
+@pytest.mark.parametrize(
+    "posted",
+    [
+        {"real_name": "张三", "number": "110105194912310021"},  # the service refuses the number
+        {"real_name": "", "number": VALID},  # the form refuses the name
+        {"real_name": "张" * 61, "number": VALID},  # too long a name
+    ],
+)
+def test_a_refused_form_never_sends_the_number_back(client, owner, posted):
     client.force_login(owner)
-    bad = "110105194912310021"
-    response = client.post(reverse("console:real-name"), {"real_name": "张三", "number": bad})
-    assert response.status_code == 400 and "does not match" in response.content.decode()
-    assert bad not in response.content.decode()
+    response = client.post(reverse("console:real-name"), posted)
+    assert response.status_code == 400
+    assert posted["number"] not in response.content.decode()
+
+
+def test_a_failing_provider_is_a_clear_503_and_its_error_never_logs_the_number(client, owner, settings, caplog):
+    settings.IDENTITY_PROVIDER = "console.tests.test_real_name.BrokenProvider"
+    client.force_login(owner)
+    with caplog.at_level(logging.DEBUG):
+        response = client.post(reverse("console:real-name"), {"real_name": "张三", "number": VALID})
+    assert response.status_code == 503 and "not available right now" in response.content.decode()
+    assert "identity provider" in caplog.text and VALID not in caplog.text
+    assert VALID not in response.content.decode()
+
+
+class BrokenProvider:
+    name = "broken"
+
+    def verify(self, real_name, number):
+        raise RuntimeError(f"upstream refused {number}")  # an error that carries the number
+
+
+class RejectingProvider:
+    name = "rejecting"
+
+    def verify(self, real_name, number):
+        return identity.Answer(ok=False, reason="the name does not match the number")
+
+
+def test_whether_a_number_is_in_use_is_told_only_for_a_pair_the_provider_confirms(owner, stranger, settings):
+    identity.verify(owner, real_name="张三", number=VALID)
+    settings.IDENTITY_PROVIDER = "console.tests.test_real_name.RejectingProvider"
+    with pytest.raises(identity.ServiceError) as refused:
+        identity.verify(stranger, real_name="王五", number=VALID)
+    assert refused.value.code == "not_verified" and "does not match" in str(refused.value.message)
+
+
+def test_well_formed_attempts_are_limited_per_day(owner, settings):
+    settings.IDENTITY_PROVIDER = "console.tests.test_real_name.RejectingProvider"
+    for sequence in range(identity.ATTEMPTS_PER_DAY):
+        with pytest.raises(identity.ServiceError) as refused:
+            identity.verify(owner, real_name="张三", number=number(sequence=f"{sequence:03d}"))
+        assert refused.value.code == "not_verified"
+    settings.IDENTITY_PROVIDER = "console.identity.DevelopmentProvider"
+    with pytest.raises(identity.ServiceError) as refused:
+        identity.verify(owner, real_name="张三", number=VALID)
+    assert refused.value.code == "too_many_attempts"
+
+
+def test_names_with_rare_characters_and_interpuncts_are_accepted():
+    assert identity.clean_name("𠮷野 家") == "𠮷野 家"
+    assert identity.clean_name("阿依古丽·买买提") == "阿依古丽·买买提"
+    with pytest.raises(identity.FieldError):
+        identity.clean_name("<script>")
 
 
 def test_one_number_verifies_one_account(owner, stranger):

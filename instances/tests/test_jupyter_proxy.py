@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from django.contrib.sessions.models import Session
 from django.test import Client
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -184,6 +185,17 @@ def test_signing_out_of_the_console_closes_the_lab(lab, jupyter):
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 302
     back = urlsplit(lab.get(f"{jupyter.base_path}lab").headers["location"])  # a page load goes back to the console
     assert "/accounts/login/" in console.get(f"{back.path}?{back.query}").headers["location"]  # which asks to sign in
+
+
+def test_signing_out_closes_an_open_websocket_too(console_server, lab, jupyter):
+    with open_websocket(console_server, f"{jupyter.base_path}api/kernels/k1/channels", lab=lab) as ws:
+        ws.send("before")
+        assert ws.recv(timeout=10) == "before"
+        lab.console.cookies.clear()
+        Session.objects.all().delete()  # what signing out does to the console session, in every browser tab
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+    assert closed.value.rcvd.code == 1008
 
 
 def test_a_websocket_round_trips_text_and_binary_with_the_subprotocol(console_server, lab, jupyter):

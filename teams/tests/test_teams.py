@@ -188,7 +188,7 @@ def test_an_unverified_user_cannot_create_a_team(client):
     unverified = UserFactory(verified=False)
     client.force_login(unverified)
     response = client.post(reverse("teams:list"), {"name": "Lab", "slug": "lab"})
-    assert response.status_code == 400 and "Verify" in response.content.decode()
+    assert response.status_code == 403 and "Verify" in response.content.decode()
 
 
 def test_the_team_pages_in_chinese(client, owner, team, settings):
@@ -270,3 +270,65 @@ def test_the_first_login_after_opening_an_invitation_comes_back_to_it_and_nowher
     session["after_login"] = "//evil.example/"
     session.save()
     assert client.post(reverse("account_login"), login)["Location"] == reverse("console:dashboard")
+
+
+@pytest.mark.parametrize("role", [Role.DEVELOPER, Role.BILLING, Role.READ_ONLY])
+def test_members_without_the_members_permission_change_no_role_and_remove_nobody(client, team, owner, role):
+    someone, other = UserFactory(), UserFactory()
+    _join(team, someone, role)
+    _join(team, other, Role.DEVELOPER)
+    client.force_login(someone)
+    promote = client.post(reverse("teams:member-role", args=[team.slug, other.public_id]), {"role": Role.ADMIN})
+    remove = client.post(reverse("teams:member-remove", args=[team.slug, other.public_id]))
+    assert (promote.status_code, remove.status_code) == (403, 403)
+    assert Membership.objects.get(user=other).role == Role.DEVELOPER
+    assert client.post(reverse("teams:member-role", args=[team.slug, someone.public_id]), {"role": "owner"}
+                       ).status_code == 403  # fmt: skip
+
+
+def test_a_request_on_its_way_when_its_sender_was_demoted_acts_with_the_new_role(team, owner):
+    second, third = UserFactory(), UserFactory()
+    _join(team, second, Role.OWNER)
+    _join(team, third, Role.OWNER)
+    seen_before = services.membership(second, team.slug)  # read as the request began: still an owner
+    services.change_role(services.membership(owner, team.slug), second.public_id, Role.READ_ONLY)
+    with pytest.raises(services.Forbidden):
+        services.change_role(seen_before, third.public_id, Role.READ_ONLY)
+    with pytest.raises(services.Forbidden):
+        services.invite(seen_before, "late@example.com", Role.ADMIN)
+    assert Membership.objects.get(user=third).role == Role.OWNER
+
+
+def test_a_sole_owner_cannot_demote_themselves_through_the_api(owner, team):
+    api = _token_client(owner)
+    refused = api.patch(f"/api/v1/teams/{team.slug}/members/{owner.public_id}", {"role": "admin"}, format="json")
+    assert refused.status_code == 409 and refused.json()["code"] == "last_owner"
+    assert Membership.objects.get(user=owner).role == Role.OWNER
+
+
+def test_a_removal_by_an_upper_case_id_of_oneself_is_leaving(client, team):
+    developer = UserFactory()
+    _join(team, developer, Role.DEVELOPER)
+    client.force_login(developer)
+    response = client.post(reverse("teams:member-remove", args=[team.slug, str(developer.public_id).upper()]))
+    assert response.status_code == 302 and response["Location"] == reverse("teams:list")
+    assert team.events.filter(action="left").exists()
+
+
+def test_odd_input_is_refused_plainly(client, owner, team):
+    client.force_login(owner)
+    two_lines = client.post(reverse("teams:list"), {"name": "Lab\r\nBcc: x@example.com", "slug": "lab-two"})
+    assert two_lines.status_code == 400 and not Membership.objects.filter(team__slug="lab-two").exists()
+    long_address = "a" * 250 + "@example.com"
+    response = client.post(reverse("teams:invite", args=[team.slug]), {"email": long_address, "role": "developer"})
+    assert response.status_code == 400 and not Invitation.objects.exists()
+    assert client.post(reverse("teams:member-role", args=[team.slug, "not-a-uuid"]), {"role": "admin"}
+                       ).status_code == 404  # fmt: skip
+
+
+def test_the_after_login_page_must_be_on_this_site(client, owner):
+    session = client.session
+    session["after_login"] = "/\\evil.example/"
+    session.save()
+    response = client.post(reverse("account_login"), {"login": owner.email, "password": "correct horse battery"})
+    assert response["Location"] == reverse("console:dashboard")

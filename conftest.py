@@ -65,3 +65,37 @@ def _empty_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+# Rows every test database keeps from its migration: the content types and permissions Django creates after
+# migrating. A flush leaves them (with their ids) instead of deleting them and creating them again after every test.
+KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
+
+
+def pytest_configure(config):
+    # A transactional test (a live server, threads, a worker) empties the tables when it ends. On PostgreSQL,
+    # Django does that with one TRUNCATE of all ~80 tables, which makes new files for each table and index, and then
+    # creates every content type and permission again: about a second per test here. Deleting the few rows a test
+    # wrote costs milliseconds. Every foreign key Django creates on PostgreSQL is DEFERRABLE INITIALLY DEFERRED and
+    # the flush runs in one transaction, so the order of the deletes does not matter. A flush that must reset
+    # sequences still does what Django does.
+    from django.core.management.commands import flush
+    from django.db.backends.postgresql import base as postgresql
+    from django.db.backends.sqlite3 import base as sqlite3
+
+    PostgreSQL, SQLite = postgresql.DatabaseWrapper.ops_class, sqlite3.DatabaseWrapper.ops_class
+
+    def keeping(original, delete):
+        def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+            if reset_sequences or allow_cascade:
+                return original(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+            tables = [table for table in tables if table not in KEPT_BY_FLUSH]
+            if not delete:
+                return original(self, style, tables)
+            return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};" for t in tables]
+
+        return sql_flush
+
+    PostgreSQL.sql_flush = keeping(PostgreSQL.sql_flush, delete=True)
+    SQLite.sql_flush = keeping(SQLite.sql_flush, delete=False)  # SQLite's flush deletes already
+    flush.emit_post_migrate_signal = lambda *args, **kwargs: None  # what it would create was kept

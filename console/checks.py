@@ -3,7 +3,7 @@
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import Error, Info, register
 from django.utils.module_loading import import_string
 
 
@@ -26,6 +26,7 @@ def real_name_settings(app_configs, **kwargs):
         problems.append(Error(f"IDENTITY_PROVIDER cannot be imported: {exc}", id="console.E003"))
     else:
         if getattr(provider, "simulated", False) and getattr(settings, "PRODUCTION", False):
-            problems.append(Warning("IDENTITY_PROVIDER is the development provider: real-name verification checks "
-                                    "nothing against a register.", id="console.W001"))  # fmt: skip
+            problems.append(Info("IDENTITY_PROVIDER is the development provider, which verifies nobody in production: "
+                                 "actions that need real-name verification stay closed until a real provider is set.",
+                                 id="console.I001"))  # fmt: skip
     return problems

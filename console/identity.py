@@ -98,12 +98,15 @@ class Answer:
 
 class DevelopmentProvider:
     """Accepts every well-formed number with any name, for development and tests; it checks nothing against a
-    register, and the verification page says so while it is configured."""
+    register, and the verification page says so while it is configured. In production it verifies nobody, so
+    what needs verification stays closed until the operator sets a real provider."""
 
     name = "development"
     simulated = True
 
     def verify(self, real_name: str, number: str) -> Answer:
+        if settings.PRODUCTION:
+            return Answer(ok=False, reason=_("real-name verification is not set up on this console yet."))
         return Answer(ok=True)
 
 

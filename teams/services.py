@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -55,8 +56,6 @@ def _log(team, actor, action, subject="", detail="") -> None:
 
 def teams_of(user):
     """The user's memberships, each with its team and the team's member count, by team name."""
-    from django.db.models import Count
-
     return (
         Membership.objects.filter(user=user)
         .select_related("team")
@@ -68,8 +67,12 @@ def teams_of(user):
 def membership(user, slug: str) -> Membership:
     """The user's membership of the team ``slug``; NotFound for a team they are not in (or that does not exist):
     a stranger cannot tell the two apart."""
-    found = Membership.objects.select_related("team").filter(user=user, team__slug=slug).first()
-    if found is None or not user.is_authenticated:
+    found = (
+        Membership.objects.select_related("team").filter(user=user, team__slug=slug).first()
+        if user.is_authenticated
+        else None
+    )
+    if found is None:
         raise NotFound(_("No such team."))
     return found
 
@@ -111,7 +114,9 @@ def open_invitations_for(user):
 
 def clean_slug(slug: str) -> str:
     slug = (slug or "").strip().lower()
-    if not SLUG.match(slug) or slug in RESERVED_SLUGS:
+    if slug in RESERVED_SLUGS:
+        raise FieldError("slug", _("“%(slug)s” is reserved; choose another.") % {"slug": slug}, code="invalid_slug")
+    if not SLUG.match(slug):
         raise FieldError(
             "slug",
             _("Use 1–40 lower-case letters, digits and hyphens, starting and ending with a letter or digit."),

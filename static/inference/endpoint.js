@@ -1,5 +1,5 @@
 // The endpoint page: the request chart (requests and errors per minute, mean latency) from the chart URL, redrawn
-// every 10 s; and confirmation for forms that carry data-confirm.
+// every 10 s. (Forms that carry data-confirm ask first through js/csp.js, on every page.)
 (function () {
   "use strict";
 
@@ -44,11 +44,6 @@
       load();
       setInterval(load, 10000);
     }
-    document.querySelectorAll("form[data-confirm]").forEach(function (form) {
-      form.addEventListener("submit", function (event) {
-        if (!window.confirm(form.dataset.confirm)) event.preventDefault();
-      });
-    });
   }
 
   document.addEventListener("DOMContentLoaded", start);

@@ -10,3 +10,10 @@
   document.addEventListener("DOMContentLoaded", function () { applyWidths(document); });
   document.addEventListener("htmx:afterSwap", function (event) { applyWidths(event.target); });
 })();
+
+// A form that asks before it is sent carries data-confirm="question" (an onsubmit="" handler would be inline
+// script, which the Content-Security-Policy blocks).
+document.addEventListener("submit", function (event) {
+  var question = event.target.getAttribute && event.target.getAttribute("data-confirm");
+  if (question && !window.confirm(question)) event.preventDefault();
+});

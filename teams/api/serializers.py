@@ -42,3 +42,9 @@ class AcceptSerializer(serializers.Serializer):
 
 class RoleSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
+
+
+class TeamDetailSerializer(MembershipSerializer):
+    """A team as one of its members sees it, with every member."""
+
+    members = MemberSerializer(many=True, source="team_members")

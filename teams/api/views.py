@@ -16,6 +16,7 @@ from .serializers import (
     MembershipSerializer,
     RoleSerializer,
     TeamCreateSerializer,
+    TeamDetailSerializer,
 )
 
 
@@ -37,16 +38,14 @@ class TeamListView(APIView):
 
 
 class TeamDetailView(APIView):
-    @extend_schema(tags=["teams"], responses={200: MemberSerializer(many=True)}, summary="A team's members")
+    @extend_schema(
+        tags=["teams"], responses={200: TeamDetailSerializer}, summary="A team and its members",
+        operation_id="teams_retrieve",
+    )  # fmt: skip
     def get(self, request, slug):
         member = services.membership(request.user, slug)
-        members = member.team.memberships.select_related("user").order_by("joined_at", "id")
-        return Response(
-            {
-                **MembershipSerializer(member).data,
-                "members": MemberSerializer(members, many=True).data,
-            }
-        )
+        member.team_members = member.team.memberships.select_related("user").order_by("joined_at", "id")
+        return Response(TeamDetailSerializer(member).data)
 
 
 class InvitationView(APIView):

@@ -42,7 +42,7 @@ def _worker():
 
 @benchmark("Inference: deploy a template → endpoint ready (embedded default)", quick=False)
 def deploy_to_ready(report):
-    from instances.benchmarks import _user
+    from console.bench.instances import _user
 
     for name in ("INSTANCES_SIM_PULL_SECONDS", "INSTANCES_SIM_BOOT_SECONDS"):
         os.environ.pop(name, None)  # the defaults, as `make run` has them

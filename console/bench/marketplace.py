@@ -94,9 +94,8 @@ def _ensure_images(report) -> None:
 
     from console.models import User
     from console.ops import roles
-
-    from .images import catalog, services
-    from .models import Image
+    from marketplace.images import catalog, services
+    from marketplace.models import Image
 
     catalog.load()
     missing = IMAGES - Image.objects.listed().count()

@@ -82,9 +82,10 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
         ws.send(json.dumps(_execute_request("import os, getpass; print(getpass.getuser(), os.getcwd())")))
         assert _printed(ws) == f"gpctest-u{owner.pk} {on_slurm.system_disk(instance) / 'root'}\n"
 
-    # A stranger gets the 404 of a missing instance; nobody signed in gets no further
+    # A stranger gets the 404 of a missing instance; nobody signed in gets further than the sign-in page
     assert browser(console_server, stranger).get(f"{base}lab").status_code == 404
-    assert browser(console_server).get(f"{base}lab").status_code == 404
+    signed_out = browser(console_server).get(f"{base}lab")
+    assert signed_out.status_code == 302 and "/accounts/login/" in signed_out.headers["location"]
 
     # When the owner stops the instance, JupyterLab is gone with the job
     services.stop(fresh(instance))

@@ -76,14 +76,17 @@ def check_amount(value) -> Decimal:
     return amount
 
 
-def start_topup(user, amount, *, base_url: str) -> TopUp:
-    """Create a checkout for ``amount`` CNY; the user pays on ``topup.checkout_url``. Nothing is credited yet."""
+def start_topup(user, amount, *, base_url: str, by=None) -> TopUp:
+    """Create a checkout for ``amount`` CNY into ``user``'s wallet (a person's, or a team's account); ``by`` pays
+    on ``topup.checkout_url`` (the user when omitted): their identity and their rate are the ones checked. Nothing
+    is credited yet."""
     amount = check_amount(amount)
-    identity.require(user, "topup", amount=amount)
-    check_rate(user)
+    payer = by or user
+    identity.require(payer, "topup", amount=amount)
+    check_rate(payer)
     public_id = uuid.uuid4()
     if settings.STRIPE_SECRET_KEY:
-        session = _stripe_checkout(user, amount, public_id, base_url.rstrip("/"))
+        session = _stripe_checkout(user, amount, public_id, base_url.rstrip("/"), payer)
         return TopUp.objects.create(
             public_id=public_id,
             user=user,
@@ -104,7 +107,7 @@ def start_topup(user, amount, *, base_url: str) -> TopUp:
     )
 
 
-def _stripe_checkout(user, amount: Decimal, public_id: uuid.UUID, base_url: str):
+def _stripe_checkout(user, amount: Decimal, public_id: uuid.UUID, base_url: str, payer):
     methods = list(settings.STRIPE_PAYMENT_METHODS)
     metadata = {"topup": str(public_id), "user": str(user.public_id)}
     params = {
@@ -121,7 +124,7 @@ def _stripe_checkout(user, amount: Decimal, public_id: uuid.UUID, base_url: str)
         ],
         "payment_method_types": methods,
         "client_reference_id": str(public_id),
-        "customer_email": user.email,
+        "customer_email": payer.email,
         "metadata": metadata,
         "payment_intent_data": {"metadata": metadata},
         "success_url": base_url + reverse("billing:topup-success") + f"?topup={public_id}",

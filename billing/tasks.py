@@ -7,6 +7,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from console.account_adapter import email_subject
+from teams.accounts import recipients
 
 from . import metering, wallet
 from .models import Notification
@@ -36,4 +37,6 @@ def email_notification(notification_id: int):
         path = notification.params.get("path")
         link = _("Open it: %(url)s") if path else _("Your wallet: %(url)s")
         body = notification.message + "\n\n" + link % {"url": settings.SITE_URL + (path or "/billing/")}
-    send_mail(subject, body, None, [notification.user.email])
+    to = recipients(notification.user)  # a team's wallet: the members whose role covers billing
+    if to:
+        send_mail(subject, body, None, to)

@@ -6,6 +6,7 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -14,8 +15,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
+from teams import roles
+from teams.context import acting
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import hourly, payments, statements, wallet
 from .arrears import retention_days
@@ -46,8 +51,18 @@ def wallet_context(user) -> dict:
     }
 
 
+def _account(request):
+    """Whose wallet the pages show: the person's, or in a team's context the team's (its billing permission)."""
+    context = acting(request)
+    try:
+        context.require(roles.BILLING)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
+    return context.account
+
+
 def _wallet_page(request, *, topup_form=None, cap_form=None, status=200):
-    user = request.user
+    user = _account(request)
     context = wallet_context(user) | {
         "recent": LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk")[:10],
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
@@ -72,12 +87,14 @@ def topup(request):
     if not form.is_valid():
         return _wallet_page(request, topup_form=form, status=400)
     try:
+        account = _account(request)
         started = payments.start_topup(
-            request.user, form.cleaned_data["amount"], base_url=request.build_absolute_uri("/")
+            account, form.cleaned_data["amount"], base_url=request.build_absolute_uri("/"), by=request.user
         )
     except ServiceError as exc:
         form.add_error("amount", exc.message)
         return _wallet_page(request, topup_form=form, status=exc.status if exc.status < 500 else 400)
+    record(account, request.user, TeamEvent.Action.TOPUP_STARTED, subject=f"¥{started.amount}")
     return redirect(started.checkout_url)
 
 
@@ -88,7 +105,7 @@ def spending_cap(request):
     if not form.is_valid():
         return _wallet_page(request, cap_form=form, status=400)
     try:
-        wallet.set_spending_cap(request.user, form.cleaned_data["spending_cap"])
+        wallet.set_spending_cap(_account(request), form.cleaned_data["spending_cap"])
     except ServiceError as exc:
         form.add_error("spending_cap", exc.message)
         return _wallet_page(request, cap_form=form, status=400)
@@ -101,7 +118,7 @@ def spending_cap(request):
 def transactions(request):
     form = TransactionFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
-    qs = statements.filtered_transactions(request.user, **{k: v for k, v in filters.items() if v})
+    qs = statements.filtered_transactions(_account(request), **{k: v for k, v in filters.items() if v})
     if request.GET.get("format") == "csv" and not form.errors:
         out = io.StringIO()
         statements.transactions_csv(qs, out)
@@ -127,14 +144,15 @@ def statement(request):
         month = statements.parse_month(form.cleaned_data.get("month") if form.is_bound else None)
         status = 200
     if request.GET.get("format") == "csv" and status == 200:
-        result = statements.month_statement(request.user, month)
+        result = statements.month_statement(_account(request), month)
         out = io.StringIO()
         statements.statement_csv(result, out)
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="statement-{month:%Y-%m}.csv"'
         return response
-    page = Paginator(statements.grouped_rows(request.user, month), PAGE_SIZE).get_page(request.GET.get("page"))
-    result = statements.month_statement(request.user, month, rows=page.object_list)
+    account = _account(request)
+    page = Paginator(statements.grouped_rows(account, month), PAGE_SIZE).get_page(request.GET.get("page"))
+    result = statements.month_statement(account, month, rows=page.object_list)
     context = {"form": form, "statement": result, "page": page, "month_value": f"{month:%Y-%m}"}
     return render(request, "billing/statements.html", context, status=status)
 
@@ -142,7 +160,7 @@ def statement(request):
 def _topup_or_404(request):
     try:
         public_id = uuid.UUID(request.GET.get("topup") or "")
-        return payments.get_topup(request.user, public_id)
+        return payments.get_topup(_account(request), public_id)
     except (NotFound, ValueError) as exc:  # a malformed id is a missing top-up too
         raise Http404 from exc
 
@@ -161,7 +179,7 @@ def topup_cancel(request):
     button to cancel it while it is pending); cancelling is a POST, so no link or prefetch changes anything."""
     topup = _topup_or_404(request)
     if request.method == "POST":
-        payments.cancel_topup(request.user, topup.public_id)
+        payments.cancel_topup(_account(request), topup.public_id)
         return redirect(f"{reverse('billing:topup-cancel')}?topup={topup.public_id}")
     return render(request, "billing/topup_result.html", {"topup": topup, "outcome": "cancel"})
 
@@ -172,17 +190,17 @@ def sandbox_checkout(request, public_id):
     if not payments.sandbox_enabled():
         raise Http404
     try:
-        topup = payments.get_topup(request.user, public_id)
+        topup = payments.get_topup(_account(request), public_id)
     except NotFound as exc:
         raise Http404 from exc
     if not topup.is_sandbox:
         raise Http404
     if request.method == "POST":
         if request.POST.get("action") == "cancel":
-            payments.cancel_topup(request.user, public_id)
+            payments.cancel_topup(_account(request), public_id)
             return redirect(f"{reverse('billing:topup-cancel')}?topup={public_id}")
         try:
-            payments.pay_sandbox(request.user, public_id)
+            payments.pay_sandbox(_account(request), public_id)
         except ServiceError as exc:
             return render(request, "billing/sandbox_checkout.html", {"topup": topup, "error": exc.message}, status=400)
         return redirect(f"{reverse('billing:topup-success')}?topup={public_id}")

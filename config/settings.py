@@ -131,6 +131,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.navigation",
+                "teams.context.context_processor",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

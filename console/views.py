@@ -110,7 +110,9 @@ def error_400(request, exception=None):
 
 
 def error_403(request, exception=None):
-    return _error(request, 403, "permission_denied", _("You do not have permission to do that."))
+    # A refusal that says why (a team role that does not allow the action) is shown as it is.
+    message = str(exception) if exception is not None and str(exception) else ""
+    return _error(request, 403, "permission_denied", message or _("You do not have permission to do that."))
 
 
 def error_404(request, exception=None):

@@ -135,12 +135,13 @@ def _zone_backend(zone: Zone) -> str:
     return Node.objects.filter(zone=zone).values_list("backend_name", flat=True).first() or "simulated"
 
 
-def launch(user, request: LaunchRequest) -> Instance:
+def launch(user, request: LaunchRequest, *, by=None) -> Instance:
     """Check the request and the balance, reserve the cards and create the instance; provisioning runs in a task.
 
     Raises ServiceError (400) for bad input (a FieldError naming the field for the start command, the variables and
     the secrets), PaymentRequired (402) without one hour of balance (or the prepaid term), CapacityError (503)
-    naming where cards are free when no node has room.
+    naming where cards are free when no node has room. ``user`` owns the instance and pays for it (a person, or a
+    team's account); ``by`` is the person who asked, the owner when omitted.
     """
     name = _clean_name(request.name)
     if request.term_end_action not in TermEnd.values:
@@ -153,7 +154,7 @@ def launch(user, request: LaunchRequest) -> Instance:
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
     attachments.check_launch(user, request)
     for candidate in candidates:
-        instance = _retried(_create, user, name, candidate, image.slug, request, book, boot)
+        instance = _retried(_create, user, name, candidate, image.slug, request, book, boot, by or user)
         if instance is not None:
             record_launch(image.slug)
             return instance
@@ -184,7 +185,7 @@ def _retried(create, *args, attempts: int = 3):
 
 
 def _create(
-    user, name, candidate: Candidate, image: str, request: LaunchRequest, book, boot: BootOptions
+    user, name, candidate: Candidate, image: str, request: LaunchRequest, book, boot: BootOptions, by
 ) -> Instance | None:
     plan = book.plans[candidate.quote.plan_slug]
     with transaction.atomic():
@@ -202,7 +203,7 @@ def _create(
         backend_name = node.backend_name if node else _zone_backend(candidate.zone)
         _check_secrets_kept_apart(backend_name, candidate.zone, boot)
         instance = Instance.objects.create(
-            owner=user, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
+            owner=user, launched_by=by, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
             cards=candidate.spec.cards, node=node, reserved_cards=candidate.spec.cards if node else 0, plan=plan,
             spot=request.spot, term_end_action=request.term_end_action, image=image,
             backend_name=backend_name,

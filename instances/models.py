@@ -32,6 +32,11 @@ class Instance(models.Model):
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances")
+    # Who launched it: the owner, or for a team's instance the member (kept when they leave the team).
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        verbose_name=_("launched by"),
+    )  # fmt: skip
     name = models.CharField(_("name"), max_length=64)
     kind = models.CharField(
         _("kind"), max_length=16, choices=Kind.choices, default=Kind.INSTANCE,

@@ -2,13 +2,16 @@
 
 from django.db import models
 
+from teams.access import owned
+
 
 class InstanceQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
-        """The instances ``user`` may see or act on: their own. Teams (later) widen this, in this one place."""
+        """The instances ``user`` may see (``view``) or act on (any other action): their own, and their teams' as
+        their role allows."""
         if user is None or not user.is_authenticated:
             return self.none()
-        return self.filter(owner=user)
+        return self.filter(owned(user, action))
 
     def with_related(self):
         return self.select_related("zone", "chip", "spec", "plan", "node")

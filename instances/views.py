@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import Http404, HttpResponse, JsonResponse, QueryDict
@@ -14,8 +15,13 @@ from billing.models import Plan
 from billing.quote import quote_disk
 from catalog.models import Chip, Zone
 from console.chart_time import minute_label
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
+from teams import roles
+from teams.accounts import team_of
+from teams.context import acting
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import services, shutdown
 from .backends import get_backend
@@ -34,7 +40,7 @@ SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 def instance_list(request):
     """The current instances (live status), or with ``?show=released`` the released ones: when they ran and
     what they cost."""
-    mine = Instance.objects.for_user(request.user).with_related().not_endpoints()
+    mine = Instance.objects.for_user(request.user).filter(owner=acting(request).account).with_related().not_endpoints()
     if request.GET.get("show") == "released":
         return _released_list(request, mine)
     page = Paginator(mine.visible(), PAGE_SIZE).get_page(request.GET.get("page"))
@@ -69,7 +75,7 @@ def _wizard_form(request, data=None):
         zones=Zone.objects.active().select_related("region"),
         chips=list(Chip.objects.rentable().order_by("sort_order")),
         plans=Plan.objects.active(),
-        user=request.user,
+        user=acting(request).account,
     )
 
 
@@ -78,7 +84,7 @@ def _preview(request, form):
     if not form.is_valid():
         return None, ""
     try:
-        return services.preview(request.user, form.launch_request()), ""
+        return services.preview(acting(request).account, form.launch_request()), ""
     except ServiceError as exc:
         return None, str(exc.message)
 
@@ -139,11 +145,14 @@ def _launch(request):
     price_form = _price_form(request, request.POST)
     quote, problem = _preview(request, price_form)
     if form.is_valid():
+        context = acting(request)
         try:
-            instance = services.launch(request.user, form.launch_request())
+            context.require(roles.OPERATE)
+            instance = services.launch(context.account, form.launch_request(), by=request.user)
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
+            record(instance.owner, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
             messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
             if request.htmx:
                 response = HttpResponse(status=204)
@@ -158,11 +167,15 @@ def _launch(request):
 
 
 def _own(request, public_id) -> Instance:
-    """The caller's instance; a missing one and someone else's are the same 404 page."""
+    """The caller's instance (or their team's): reading it needs the view permission, a POST the operate one. A
+    missing one and someone else's are the same 404 page; a team role that may see but not act gets a 403."""
+    action = "view" if request.method in ("GET", "HEAD") else "change"
     try:
-        return services.get_instance(request.user, public_id)
+        return services.get_instance(request.user, public_id, action)
     except NotFound as exc:
         raise Http404(str(exc.message)) from exc
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _detail_context(instance, error=""):
@@ -198,8 +211,15 @@ def detail(request, public_id):
         # brings the panels below the status along, out of band.
         changed = request.GET.get("seen") != instance.status
         return _status_partial(request, instance, refresh_panels=changed)
-    context = _detail_context(instance) | _panels_context(request.user, instance)
+    context = _detail_context(instance) | _panels_context(_owner(request, instance), instance)
+    # A team's instance names its team and who launched it (no query for one's own).
+    context["team"] = team_of(instance.owner) if instance.owner_id != request.user.pk else None
     return render(request, "instances/detail.html", context)
+
+
+def _owner(request, instance):
+    """The instance's owner, with no query when it is the caller."""
+    return request.user if instance.owner_id == request.user.pk else instance.owner
 
 
 def _panels_context(user, instance) -> dict:
@@ -212,7 +232,7 @@ def _panels_context(user, instance) -> dict:
 def _status_partial(request, instance, error="", *, refresh_panels=True):
     context = _detail_context(instance, error)
     if refresh_panels:
-        context |= _panels_context(request.user, instance) | {"refresh_panels": True}
+        context |= _panels_context(_owner(request, instance), instance) | {"refresh_panels": True}
     return render(request, "instances/detail.html#status", context)
 
 
@@ -253,8 +273,9 @@ def _endpoint_url(instance) -> str:
     return endpoint.get_absolute_url() if endpoint else reverse("endpoints:list")
 
 
-def _act(request, public_id, operation):
-    """Run one service operation on the caller's instance; the page shows what happened or why not."""
+def _act(request, public_id, operation, event):
+    """Run one service operation on the caller's instance; the page shows what happened or why not. A team's
+    instance gets a line in the team's audit log."""
     instance = _own(request, public_id)
     error = ""
     try:
@@ -263,6 +284,8 @@ def _act(request, public_id, operation):
         error = str(exc.message)
     except ServiceError as exc:
         error = str(exc.message)
+    else:
+        record(instance.owner, request.user, event, subject=instance.name)
     if wants_partial(request):
         return _status_partial(request, _fetch(request, public_id), error)
     if error:
@@ -274,19 +297,21 @@ def _act(request, public_id, operation):
 @require_POST
 def start(request, public_id):
     no_card = request.POST.get("no_card") == "1"
-    return _act(request, public_id, lambda instance: services.start(instance, no_card=no_card))
+    return _act(
+        request, public_id, lambda instance: services.start(instance, no_card=no_card), TeamEvent.Action.STARTED
+    )
 
 
 @login_required
 @require_POST
 def stop(request, public_id):
-    return _act(request, public_id, services.stop)
+    return _act(request, public_id, services.stop, TeamEvent.Action.STOPPED)
 
 
 @login_required
 @require_POST
 def release(request, public_id):
-    return _act(request, public_id, services.release)
+    return _act(request, public_id, services.release, TeamEvent.Action.RELEASED)
 
 
 @login_required

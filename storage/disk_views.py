@@ -7,6 +7,7 @@ Someone else's disk or instance is the same 404 as a missing one.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from billing.quote import storage_price
 from catalog.models import Zone
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from instances import attachments
 from instances.backends import get_backend
@@ -151,10 +152,15 @@ def panel_context(user, instance: Instance, *, error: str = "", hub_q: str = "")
 
 
 def _own_instance(request, public_id) -> Instance:
+    """The instance of the panel: reading it needs the view permission, changing its disks and mounts (a POST) the
+    operate one (a team role that may only see gets a 403)."""
+    action = "view" if request.method in ("GET", "HEAD") else "change"
     try:
-        return get_instance(request.user, public_id)
+        return get_instance(request.user, public_id, action)
     except NotFound as exc:
         raise Http404(exc.message) from exc
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _panel_act(request, public_id, operation):
@@ -168,7 +174,13 @@ def _panel_act(request, public_id, operation):
         error = exc.message
     if wants_partial(request):
         instance = _own_instance(request, public_id)
-        return render(request, f"{PANEL_TEMPLATE}#panel", panel_context(request.user, instance, error=error))
+        return render(
+            request,
+            f"{PANEL_TEMPLATE}#panel",
+            panel_context(
+                request.user if instance.owner_id == request.user.pk else instance.owner, instance, error=error
+            ),
+        )
     if error:
         messages.error(request, error)
     return redirect(reverse("instances:detail", args=[instance.public_id]) + "#attachments")

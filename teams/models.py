@@ -14,6 +14,10 @@ from .roles import Role
 
 
 class Team(models.Model):
+    """A team. Its ``account`` is a user row that owns what the team owns and holds its wallet: the ledger, the
+    funds gate, metering and every ownership filter work for a team as they do for a person. Nobody signs in as
+    it (no usable password, an address under ``.invalid`` that no mail reaches, no verified e-mail)."""
+
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     slug = models.SlugField(_("short name"), max_length=40, unique=True)
     name = models.CharField(_("name"), max_length=80)
@@ -21,6 +25,9 @@ class Team(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="teams_created", verbose_name=_("created by")
     )
     created_at = models.DateTimeField(default=timezone.now)
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="team_account", verbose_name=_("account")
+    )
 
     class Meta:
         verbose_name = _("team")
@@ -92,11 +99,16 @@ class TeamEvent(models.Model):
         ROLE_CHANGED = "role_changed", pgettext_lazy("team event", "changed the role of")
         REMOVED = "removed", pgettext_lazy("team event", "removed")
         LEFT = "left", pgettext_lazy("team event", "left the team")
+        LAUNCHED = "launched", pgettext_lazy("team event", "launched the instance")
+        STARTED = "started", pgettext_lazy("team event", "started the instance")
+        STOPPED = "stopped", pgettext_lazy("team event", "stopped the instance")
+        RELEASED = "released", pgettext_lazy("team event", "released the instance")
+        TOPUP_STARTED = "topup_started", pgettext_lazy("team event", "started a top-up of")
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     action = models.CharField(max_length=32, choices=Action.choices)
-    subject = models.CharField(max_length=254, blank=True)  # the e-mail address the action was about
+    subject = models.CharField(max_length=254, blank=True)  # the e-mail address or the resource it was about
     detail = models.CharField(max_length=200, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -24,7 +24,7 @@ from console import identity
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
-from . import roles
+from . import accounts, roles
 from .models import Invitation, Membership, Team, TeamEvent
 from .roles import Role
 
@@ -33,7 +33,7 @@ SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
 MAX_TEAMS_PER_USER = 20
 MAX_OPEN_INVITATIONS = 100
 INVITATION_SALT = "teams.invitation"
-RESERVED_SLUGS = frozenset({"invitations", "new", "personal"})  # words the team pages' addresses use
+RESERVED_SLUGS = frozenset({"invitations", "new", "personal", "switch"})  # words the team pages' addresses use
 
 
 def invitation_days() -> int:
@@ -140,7 +140,7 @@ def create_team(user, *, name: str, slug: str) -> Team:
         )
     try:
         with transaction.atomic():
-            team = Team.objects.create(name=name, slug=slug, created_by=user)
+            team = Team.objects.create(name=name, slug=slug, created_by=user, account=accounts.new_account())
             Membership.objects.create(team=team, user=user, role=Role.OWNER)
             _log(team, user, TeamEvent.Action.CREATED)
     except IntegrityError as exc:
@@ -358,3 +358,14 @@ def remove_member(member: Membership, user_public_id) -> None:
 def events(member: Membership, limit: int = 50):
     require(member, roles.MEMBERS)
     return member.team.events.select_related("actor")[:limit]
+
+
+# What members do with the team's resources --------------------------------------------------------------------
+
+
+def record(account, actor, action: str, subject: str = "", detail: str = "") -> None:
+    """Write ``actor``'s ``action`` on a resource ``account`` owns into the team's audit log; nothing for a person's
+    own resources."""
+    team = accounts.team_of(account) if accounts.ACCOUNT_DOMAIN in getattr(account, "email", "") else None
+    if team is not None:
+        _log(team, actor, action, subject=subject, detail=detail)

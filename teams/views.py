@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -12,7 +13,7 @@ from console.account_adapter import AFTER_LOGIN_SESSION_KEY
 from console.errors import Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
-from . import roles, services
+from . import context, roles, services
 from .forms import InvitationForm, TeamForm
 from .roles import Role
 
@@ -182,3 +183,28 @@ def invitation(request, token):
         messages.success(request, _("You joined %(team)s.") % {"team": joined.team.name})
         return redirect("teams:detail", joined.team.slug)
     return render(request, "teams/invitation.html", context)
+
+
+@login_required
+@require_POST
+def switch(request):
+    """Work in a team (``team`` = its short name) or personally (empty) from now on in this session; back to
+    ``next`` when it is a page of this site, else to the instances."""
+    slug = request.POST.get("team", "").strip()
+    try:
+        now = context.switch(request, slug)
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+    if now.team:
+        messages.success(
+            request,
+            _("You are working in %(team)s: lists show its resources, its wallet pays.") % {"team": now.team.name},
+        )
+    else:
+        messages.success(request, _("You are working on your own account."))
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = reverse("instances:list")
+    return redirect(target)

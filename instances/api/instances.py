@@ -6,6 +6,9 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from teams.models import TeamEvent
+from teams.services import record
+
 from .. import services
 from ..models import Instance
 from .serializers import (
@@ -54,14 +57,17 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def get_queryset(self):
         instances = Instance.objects.for_user(self.request.user).with_related()
         if self.action == "list":
-            instances = instances.not_endpoints()  # listed by /api/v1/endpoints
+            # The list is the caller's own; a team's instances are reached by their id.
+            instances = instances.filter(owner=self.request.user).not_endpoints()  # listed by /api/v1/endpoints
             if self.request.query_params.get("all") not in {"1", "true"}:
                 instances = instances.visible()
         return instances
 
     def get_object(self):
-        # One lookup for every action: a malformed id, a missing instance and someone else's are the same 404.
-        return services.get_instance(self.request.user, self.kwargs["id"])
+        # One lookup for every action: a malformed id, a missing instance and someone else's are the same 404; a
+        # team role that may read but not act gets a 403 for a POST.
+        action = "view" if self.request.method in ("GET", "HEAD") else "change"
+        return services.get_instance(self.request.user, self.kwargs["id"], action)
 
     @extend_schema(summary="An instance with its events and cost so far",
                    responses={200: InstanceDetailSerializer, 404: ERRORS[404]})  # fmt: skip
@@ -88,6 +94,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         options.is_valid(raise_exception=True)
         instance = self.get_object()
         services.start(instance, no_card=options.validated_data["no_card"])
+        record(instance.owner, request.user, TeamEvent.Action.STARTED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Stop: checkpoint signal, grace period, stop; billing stops now", request=None,
@@ -95,6 +102,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def stop(self, request, id=None):
         instance = services.stop(self.get_object())
+        record(instance.owner, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Training curves: the scalars the workload logged (simulated on the simulated backend)",
@@ -136,4 +144,5 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def release(self, request, id=None):
         instance = services.release(self.get_object())
+        record(instance.owner, request.user, TeamEvent.Action.RELEASED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)

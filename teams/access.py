@@ -1,0 +1,49 @@
+"""Who may reach what a team owns: the one ownership filter every queryset of team-ownable objects uses.
+
+A person reaches their own objects, and the objects of each team they belong to whose role allows the action:
+``view`` needs the VIEW permission, anything else (``change``, ``delete``…) OPERATE. The filter is a subquery, so a
+page lists team objects with no extra query.
+"""
+
+from django.db.models import Q
+from django.utils.translation import gettext as _
+
+from console.errors import Forbidden
+
+from . import roles
+from .models import Membership, Team
+
+VIEW_ACTIONS = frozenset({"view"})
+
+
+def permission_for(action: str) -> str:
+    return roles.VIEW if action in VIEW_ACTIONS else roles.OPERATE
+
+
+def roles_allowed(permission: str) -> list[str]:
+    return [role for role, granted in roles.PERMISSIONS.items() if permission in granted]
+
+
+def account_ids(user, action: str = "view"):
+    """The ids of the team accounts whose objects ``user`` may ``action`` (a subquery)."""
+    permission = permission_for(action)
+    return Team.objects.filter(memberships__user=user, memberships__role__in=roles_allowed(permission)).values(
+        "account_id"
+    )
+
+
+def owned(user, action: str = "view", field: str = "owner") -> Q:
+    """``field`` is ``user``, or the account of a team ``user`` may ``action`` the objects of."""
+    return Q(**{field: user}) | Q(**{f"{field}__in": account_ids(user, action)})
+
+
+def refuse(user, account) -> None:  # account: a user or its id
+    """Raise Forbidden naming the team and the person's role: they may see ``account``'s object, not do this."""
+    account_id = getattr(account, "pk", account)
+    member = Membership.objects.select_related("team").filter(user=user, team__account_id=account_id).first()
+    if member is None:
+        return
+    raise Forbidden(
+        _("Your role in %(team)s (%(role)s) does not allow this.")
+        % {"team": member.team.name, "role": member.get_role_display()}
+    )

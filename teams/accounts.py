@@ -1,0 +1,46 @@
+"""A team's account: the user row that owns the team's resources and holds its wallet.
+
+Everything that bills or owns is keyed by a user, so a team gets one too. Nobody can sign in as it: its password is
+unusable, its address is under the ``.invalid`` top-level domain (RFC 2606: no mail is ever delivered there) and
+it has no verified e-mail address. Mail meant for it goes to the team's people instead (:func:`recipients`).
+"""
+
+import uuid
+
+from django.contrib.auth import get_user_model
+
+from . import roles
+
+ACCOUNT_DOMAIN = "teams.invalid"
+
+
+def new_account():
+    """A fresh account row for a team about to be created."""
+    user = get_user_model()(email=f"team-{uuid.uuid4().hex}@{ACCOUNT_DOMAIN}", is_active=True)
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
+def team_of(user):
+    """The team ``user`` is the account of, or None for a person."""
+    if user is None or not getattr(user, "pk", None):
+        return None
+    try:
+        return user.team_account
+    except user.__class__.team_account.RelatedObjectDoesNotExist:
+        return None
+
+
+def is_team_account(user) -> bool:
+    return bool(user and getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN)) and team_of(user) is not None
+
+
+def recipients(user) -> list[str]:
+    """Where mail about ``user``'s wallet goes: the person's address, or for a team the addresses of the members
+    whose role covers billing."""
+    team = team_of(user) if getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN) else None
+    if team is None:
+        return [user.email]
+    billing_roles = [role for role, granted in roles.PERMISSIONS.items() if roles.BILLING in granted]
+    return list(team.memberships.filter(role__in=billing_roles).order_by("id").values_list("user__email", flat=True))

@@ -1,0 +1,79 @@
+"""The context a person works in: their own account, or one team's.
+
+The console remembers the choice per session (the switch in the header); lists show the context's objects, a
+launch is owned and paid by the context's account. Addresses of single objects work in any context, subject to the
+ownership filter in :mod:`teams.access`. A context that stopped being true (the person left the team, or was
+removed) falls back to the personal one at the next request.
+"""
+
+from dataclasses import dataclass
+
+from django.utils.translation import gettext as _
+
+from console.errors import Forbidden
+
+from . import roles
+from .models import Membership
+
+SESSION_KEY = "teams.context"
+
+
+@dataclass(frozen=True)
+class Acting:
+    person: object
+    account: object  # who owns and pays: the person, or the team's account
+    membership: Membership | None = None
+
+    @property
+    def team(self):
+        return self.membership.team if self.membership else None
+
+    def can(self, permission: str) -> bool:
+        return self.membership is None or roles.can(self.membership.role, permission)
+
+    def require(self, permission: str) -> None:
+        if not self.can(permission):
+            raise Forbidden(
+                _("Your role in %(team)s (%(role)s) does not allow this.")
+                % {"team": self.team.name, "role": self.membership.get_role_display()}
+            )
+
+
+def acting(request) -> Acting:
+    """The request's context (computed once per request; no query in the personal context)."""
+    cached = getattr(request, "_teams_acting", None)
+    if cached is not None:
+        return cached
+    person = request.user
+    found = Acting(person=person, account=person)
+    session = getattr(request, "session", None)
+    slug = session.get(SESSION_KEY) if session is not None and person.is_authenticated else None
+    if slug:
+        member = Membership.objects.select_related("team__account").filter(user=person, team__slug=slug).first()
+        if member is None:
+            session.pop(SESSION_KEY, None)
+        else:
+            found = Acting(person=person, account=member.team.account, membership=member)
+    request._teams_acting = found
+    return found
+
+
+def switch(request, slug: str | None) -> Acting:
+    """Work as the team ``slug`` (or personally, for an empty slug) from now on in this session."""
+    request._teams_acting = None
+    if not slug:
+        request.session.pop(SESSION_KEY, None)
+    else:
+        from .services import membership
+
+        membership(request.user, slug)  # NotFound for a team the person is not in
+        request.session[SESSION_KEY] = slug
+    return acting(request)
+
+
+def context_processor(request):
+    """``acting`` for the header's context badge: no query in the personal context, the one the request's pages
+    share in a team's."""
+    if not getattr(request, "user", None) or not request.user.is_authenticated:
+        return {}
+    return {"acting": acting(request)}

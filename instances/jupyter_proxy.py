@@ -54,6 +54,7 @@ from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.db import close_old_connections
 from django.http import Http404, HttpResponseRedirect
 from django.http.cookie import parse_cookie
@@ -70,7 +71,7 @@ from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from console import encryption
-from console.errors import NotFound
+from console.errors import Forbidden, NotFound
 from console.upstream import pooled_client
 
 from .backends import JupyterServer, get_backend
@@ -121,7 +122,10 @@ WEBSOCKET_MAX_MESSAGE = 64 * 1024 * 1024  # a notebook output with large images;
 def lab_server(user, public_id) -> JupyterServer | None:
     """The Jupyter server of ``user``'s instance ``public_id`` (None while it has none). Entering a machine is a
     change, not a view; anyone else's instance and a missing one raise the same NotFound."""
-    instance = get_instance(user, public_id, "change")
+    try:
+        instance = get_instance(user, public_id, "change")
+    except Forbidden as exc:  # a team role that may only look at the instance does not enter it either
+        raise NotFound(str(exc.message)) from exc
     return get_backend(instance.backend_name).jupyter(instance)
 
 
@@ -203,6 +207,8 @@ def _enterable(request, public_id):
         instance = get_instance(request.user, public_id, "change")
     except NotFound as exc:
         raise Http404(str(exc.message)) from exc
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
     if get_backend(instance.backend_name).jupyter(instance) is None:
         message = _("JupyterLab is not running on this instance. It runs while the instance is running.")
         return instance, _unavailable_page(request, instance.public_id, 503, message)

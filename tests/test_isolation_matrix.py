@@ -352,3 +352,84 @@ def test_a_made_up_id_is_404_for_everyone_on_the_api(owner_api, stranger_api):
         for url in (f"/api/v1/instances/{uuid.uuid4()}/", f"/api/v1/disks/{uuid.uuid4()}/", "/api/v1/instances/x/"):
             response = client.get(url)
             assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
+# -- a team's objects ----------------------------------------------------------------------------------------------
+
+# The routes of what a team owns so far (its instances), with every persona a team brings: a member with each role,
+# a member of another team and a former member.
+TEAM_ROUTES = sorted(
+    name
+    for name in COVERED_ROUTES
+    if name.startswith(("instances:", "api-instance-", "storage:instance-"))
+    and name not in {"instances:secret-replace", "instances:secret-delete"}
+)
+
+
+@pytest.fixture
+def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
+    """A team with a running instance of its own, a member of each role, a member of another team and a former
+    member."""
+    from instances import services as instances
+    from instances.tests.fixtures import settle
+    from teams import services as teams
+    from teams.models import Membership
+    from teams.roles import Role
+    from tests.fixtures.factories import UserFactory
+
+    team = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
+    _fund(team.account)
+    instance = instances.launch(
+        team.account, instances.LaunchRequest(name="team-1", image="mindspore-2.3-cann8", chip="ascend-910b")
+    )
+    settle()
+    personas = {"owner": owner}
+    for role in (Role.ADMIN, Role.DEVELOPER, Role.BILLING, Role.READ_ONLY):
+        personas[role] = UserFactory(email=f"{role}@example.com")
+        Membership.objects.create(team=team, user=personas[role], role=role)
+    other = teams.create_team(UserFactory(email="other-owner@example.com"), name="Other", slug="other-lab")
+    personas["other team"] = other.created_by
+    personas["former"] = UserFactory(email="former@example.com")
+    Membership.objects.create(team=team, user=personas["former"], role=Role.DEVELOPER)
+    teams.remove_member(teams.membership(owner, "matrix-lab"), str(personas["former"].public_id))
+    return {"instance": instance, "team": team, "personas": personas}
+
+
+def _persona_client(user, api: bool):
+    from console import services as console
+
+    client = APIClient()
+    if api:
+        token = console.create_api_token(user, name="m", scope="read_write").plaintext
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    else:
+        client.force_login(user)
+    return client
+
+
+# Entering the machine (JupyterLab) is acting on it, even by a GET.
+ENTERING = {"instances:lab", "instances:lab-handoff"}
+
+
+@pytest.mark.parametrize("name", TEAM_ROUTES)
+def test_a_team_instance_is_read_by_every_member_changed_by_operators_and_reached_by_nobody_else(name, team_owned):
+    route = next(r for r in id_routes() if r.name == name)
+    url = reverse(name, kwargs=COVERED[name](team_owned))
+    missing = reverse(name, kwargs={k: MISSING if "id" in k else "no-such" for k in route.kwargs})
+    people = team_owned["personas"]
+    clients = {persona: _persona_client(user, route.is_api) for persona, user in people.items()}
+    outsider = _persona_client(people["former"], route.is_api)
+    for method in ("get", "post", "delete"):
+        missing_status = _call(outsider, method, missing)
+        outsiders = {p: _call(clients[p], method, url) for p in ("former", "other team")}
+        assert set(outsiders.values()) <= {missing_status}, f"{method.upper()} {url}: {outsiders} vs {missing_status}"
+        watchers = {p: _call(clients[p], method, url) for p in ("billing", "read_only")}
+        assert 500 not in watchers.values(), f"{method.upper()} {url}: {watchers}"
+        if method == "get" and name not in ENTERING:
+            # A role that may see the team's instances reads what an operator reads.
+            operator = _call(clients["developer"], method, url)
+            assert set(watchers.values()) == {operator}, f"GET {url}: {watchers} vs the developer's {operator}"
+            assert operator != 404, f"GET {url}: a member cannot read it"
+        else:
+            # Seeing is not acting: refused (403), or the same answer as for an id that does not exist.
+            assert set(watchers.values()) <= {403, 405, missing_status}, f"{method.upper()} {url}: {watchers}"

@@ -2,12 +2,15 @@
 signs up with that address, verifies it, logs in, lands back on the invitation and joins; the owner sees them."""
 
 import re
+from decimal import Decimal
 
 import pytest
 from django.conf import settings
 from django.core import mail
 from django.test import Client
 
+from billing import wallet
+from teams.models import Team
 from tests.fixtures.services import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -76,3 +79,22 @@ def test_an_owner_invites_a_newcomer_who_signs_up_from_the_email_and_joins(page,
     members = owner_page.locator("#member-table").inner_text()
     assert "newcomer@example.com" in members and "Developer" in members
     assert "joined" in owner_page.locator("#team-events").inner_text()
+
+    # The owner works in the team: the header names it, the wallet is the team's, and a sandbox top-up fills it
+    owner_page.goto(f"{live_server.url}/teams/")
+    owner_page.locator("#work-in-vision-lab").click()
+    owner_page.wait_for_url("**/instances/")
+    assert "视觉实验室" in owner_page.locator("#context-team").inner_text()
+    assert "Instances of 视觉实验室" in owner_page.locator("h1").inner_text()
+    owner_page.goto(f"{live_server.url}/billing/")
+    assert "Wallet of 视觉实验室" in owner_page.locator("h1").inner_text()
+    owner_page.fill("#topup input[name=amount]", "100")
+    owner_page.locator("#topup button[type=submit]").click()
+    owner_page.locator("#sandbox-pay").click()
+    owner_page.wait_for_url("**/billing/topup/success/**")
+    assert wallet.summary(Team.objects.get(slug="vision-lab").account).cash == Decimal("100.00")
+    assert wallet.summary(owner).cash == Decimal("0")
+    screenshot(owner_page, "teams-04-team-topped-up")
+    owner_page.locator("#context-personal").click()
+    owner_page.wait_for_load_state()
+    assert owner_page.locator("#context-team").count() == 0

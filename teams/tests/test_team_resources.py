@@ -10,10 +10,10 @@ from django.urls import reverse
 from billing import wallet
 from billing.models import TopUp
 from instances.models import Instance
+from instances.tests.fixtures import settle
 from teams import services
 from teams.models import Membership, TeamEvent
 from teams.roles import Role
-from instances.tests.fixtures import settle
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
 

@@ -152,7 +152,7 @@ def _launch(request):
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
-            record(instance.owner, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
+            record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
             messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
             if request.htmx:
                 response = HttpResponse(status=204)
@@ -285,7 +285,7 @@ def _act(request, public_id, operation, event):
     except ServiceError as exc:
         error = str(exc.message)
     else:
-        record(instance.owner, request.user, event, subject=instance.name)
+        record(instance, request.user, event, subject=instance.name)
     if wants_partial(request):
         return _status_partial(request, _fetch(request, public_id), error)
     if error:

@@ -94,7 +94,10 @@ def _mount_choices(user, item) -> list[dict]:
     if not user.is_authenticated:
         return []
     instances = list(
-        Instance.objects.for_user(user).not_endpoints().filter(status__in=MOUNTABLE).with_related()[:MOUNT_CHOICES]
+        Instance.objects.for_user(user, "change")
+        .not_endpoints()
+        .filter(status__in=MOUNTABLE)
+        .with_related()[:MOUNT_CHOICES]
     )
     mounted = set(HubMount.objects.filter(instance__in=instances, repo=item.repo).values_list("instance_id", flat=True))
     return [{"instance": i, "mounted": i.pk in mounted} for i in instances]

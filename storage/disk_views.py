@@ -37,7 +37,7 @@ def _disks_context(user, error: str = "", form=None) -> dict:
     rows = list(disks.user_disks(user))
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
-    attachable = Instance.objects.for_user(user).not_endpoints().filter(status__in=disks.ATTACHABLE)
+    attachable = Instance.objects.for_user(user).filter(owner=user).not_endpoints().filter(status__in=disks.ATTACHABLE)
     for instance in attachable.order_by("name"):
         instances_by_zone.setdefault(instance.zone_id, []).append(instance)
     for disk in rows:
@@ -190,14 +190,14 @@ def _panel_act(request, public_id, operation):
 @require_POST
 def instance_mount(request, public_id):
     repo = request.POST.get("repo", "").strip()
-    return _panel_act(request, public_id, lambda instance: mounts.mount(request.user, instance, repo))
+    return _panel_act(request, public_id, lambda instance: mounts.mount(instance.owner, instance, repo))
 
 
 @login_required
 @require_POST
 def instance_unmount(request, public_id):
     repo = request.POST.get("repo", "").strip()
-    return _panel_act(request, public_id, lambda instance: mounts.unmount(request.user, instance, repo))
+    return _panel_act(request, public_id, lambda instance: mounts.unmount(instance.owner, instance, repo))
 
 
 @login_required

@@ -81,7 +81,7 @@ def find_disk(user, name_or_id: str) -> CloudDisk:
 
 def attachable_instances(user, disk: CloudDisk):
     """The user's instances in the disk's zone that may take a disk now (the page's attach menu)."""
-    instances = Instance.objects.for_user(user).not_endpoints()
+    instances = Instance.objects.for_user(user, "change").filter(owner_id=disk.owner_id).not_endpoints()
     return instances.filter(zone_id=disk.zone_id, status__in=ATTACHABLE).order_by("name")
 
 
@@ -278,6 +278,14 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
     with transaction.atomic():
         disk = _locked(user, disk_id)
         instance = _instance_for(user, instance_id)
+        if disk.owner_id != instance.owner_id:
+            # A person's disk and a team's instance (or the other way): whoever pays for the disk must own the
+            # machine that reads it, and keep it when they leave the team.
+            raise ServiceError(
+                _("Disk “%(disk)s” and instance “%(instance)s” belong to different accounts: a disk attaches only "
+                  "to instances of its own account.") % {"disk": disk.name, "instance": instance.name},
+                code="other_account",
+            )  # fmt: skip
         if disk.zone_id != instance.zone_id:
             raise ServiceError(
                 _("Disk “%(disk)s” is in %(disk_zone)s and instance “%(instance)s” in %(zone)s: a disk attaches only "

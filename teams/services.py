@@ -363,9 +363,13 @@ def events(member: Membership, limit: int = 50):
 # What members do with the team's resources --------------------------------------------------------------------
 
 
-def record(account, actor, action: str, subject: str = "", detail: str = "") -> None:
-    """Write ``actor``'s ``action`` on a resource ``account`` owns into the team's audit log; nothing for a person's
-    own resources."""
+def record(resource, actor, action: str, subject: str = "", detail: str = "") -> None:
+    """Write ``actor``'s ``action`` on ``resource`` (anything with an ``owner``, or the owning account itself) into
+    the team's audit log when a team owns it; nothing, and no query, for one's own."""
+    owner_id = getattr(resource, "owner_id", getattr(resource, "pk", None))
+    if owner_id == actor.pk:
+        return
+    account = getattr(resource, "owner", resource)
     team = accounts.team_of(account) if accounts.ACCOUNT_DOMAIN in getattr(account, "email", "") else None
     if team is not None:
         _log(team, actor, action, subject=subject, detail=detail)

@@ -94,7 +94,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         options.is_valid(raise_exception=True)
         instance = self.get_object()
         services.start(instance, no_card=options.validated_data["no_card"])
-        record(instance.owner, request.user, TeamEvent.Action.STARTED, subject=instance.name)
+        record(instance, request.user, TeamEvent.Action.STARTED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Stop: checkpoint signal, grace period, stop; billing stops now", request=None,
@@ -102,7 +102,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def stop(self, request, id=None):
         instance = services.stop(self.get_object())
-        record(instance.owner, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
+        record(instance, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Training curves: the scalars the workload logged (simulated on the simulated backend)",
@@ -144,5 +144,5 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def release(self, request, id=None):
         instance = services.release(self.get_object())
-        record(instance.owner, request.user, TeamEvent.Action.RELEASED, subject=instance.name)
+        record(instance, request.user, TeamEvent.Action.RELEASED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)

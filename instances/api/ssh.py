@@ -1,9 +1,12 @@
 """``/api/v1/instances/{id}/ssh``: the command that logs in to a running instance (``gpucloud ssh`` runs it)."""
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from console.errors import Conflict
 
 from .. import services
 from ..ssh_access import require_ssh_access
@@ -28,5 +31,11 @@ class InstanceSSHView(APIView):
     )
     def get(self, request, id):
         instance = services.get_instance(request.user, id)
+        if instance.owner_id != request.user.pk:
+            # The gateway lets in the owner's keys; a team's account has none.
+            raise Conflict(
+                _("SSH into a team's instance is not available yet: use JupyterLab and its terminal."),
+                code="team_instance",
+            )
         access = require_ssh_access(instance, request.get_host())
         return Response(SSHAccessSerializer(access).data)

@@ -15,4 +15,7 @@ def instance_ssh(context, instance):
     access = ssh_access(instance, request.get_host())
     if access is None:
         return None
+    if instance.owner_id != request.user.pk:
+        # The gateway lets in the owner's keys; a team's account has none, so no command that leads nowhere.
+        return {"team": True}
     return {"access": access, "has_keys": SSHKey.objects.for_user(request.user).exists()}

@@ -340,6 +340,13 @@ def _stopped_instance(user, instance_id) -> Instance:
     from instances.services import get_instance
 
     instance = get_instance(user, instance_id, action="change")
+    if instance.owner_id != user.pk:
+        # A team's machine is the team's: a member may not take a private copy of it home.
+        raise Conflict(
+            _("“%(name)s” belongs to a team: saving a team's instance as an image is not available yet.")
+            % {"name": instance.name},
+            code="team_instance",
+        )
     if instance.status != Status.STOPPED:
         raise Conflict(
             _("Only a stopped instance can be saved as an image; “%(name)s” is %(status)s.")

@@ -118,7 +118,7 @@ class InstanceMountsView(APIView):
         instance = get_instance(request.user, id, "change")
         body = MountCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        made = mounts.mount(request.user, instance, body.validated_data["repo"])
+        made = mounts.mount(instance.owner, instance, body.validated_data["repo"])  # the owner's hub items
         row = {"repo": made.repo, "kind": made.kind, "target": made.target, "read_only": True,
                "created_at": made.created_at}  # fmt: skip
         return Response(MountSerializer(row).data, status=status.HTTP_201_CREATED)
@@ -129,5 +129,5 @@ class InstanceMountView(APIView):
     @extend_schema(summary="Unmount a hub item", responses={204: None, **ERRORS})
     def delete(self, request, id, org, name):
         instance = get_instance(request.user, id, "change")
-        mounts.unmount(request.user, instance, f"{org}/{name}")
+        mounts.unmount(instance.owner, instance, f"{org}/{name}")
         return Response(status=status.HTTP_204_NO_CONTENT)

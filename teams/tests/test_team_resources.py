@@ -211,3 +211,29 @@ def test_the_list_costs_one_query_more_in_a_team_context_however_many_instances(
         launch(user=team.account, name=f"team-{n}")
     more, html = queries(client)
     assert more == in_team and "team-7" in html
+
+
+def test_a_member_mixes_nothing_of_their_own_into_a_team_instance(launch, team, owner):
+    from console.errors import Conflict, ServiceError
+    from marketplace.images import services as images
+    from storage import disks
+
+    instance = launch(user=team.account, name="shared-run")
+    settle()
+    developer = _member(team, Role.DEVELOPER)
+    launch(user=developer, name="mine")  # funds the developer, so the disk below is theirs to pay
+    disk = disks.create(developer, name="my-data", size_gb=20, zone=instance.zone)
+    with pytest.raises(ServiceError) as refused:
+        disks.attach(developer, disk.public_id, instance.public_id)
+    assert refused.value.code == "other_account"
+    assert [i.name for i in disks.attachable_instances(developer, disk)] == ["mine"]
+
+    answer = _token_client(developer).get(f"/api/v1/instances/{instance.public_id}/ssh")
+    assert answer.status_code == 409 and answer.json()["code"] == "team_instance"
+
+    client = _browser(developer)
+    client.post(reverse("instances:stop", args=[instance.public_id]))
+    settle()
+    with pytest.raises(Conflict) as not_yet:
+        images.save_instance_as_image(developer, instance.public_id, name="take-home")
+    assert not_yet.value.code == "team_instance"

@@ -21,6 +21,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, Sum
 
+from teams import budgets as team_budgets
+from teams.accounts import member_email, team_name
+
 from . import rules
 from .choices import SPEND_KINDS, AccountKind, NotificationKind
 from .models import LedgerTransaction, Notification, UsageSession, Wallet
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 
 REASON_ARREARS = "arrears"
 REASON_SPENDING_CAP = "spending_cap"
+REASON_MEMBER_BUDGET = "member_budget"
 
 
 @dataclass
@@ -38,9 +42,11 @@ class Alerts:
 
     low: list[tuple[int, Decimal, Decimal]] = field(default_factory=list)
     stop: list[tuple[int, str, Decimal]] = field(default_factory=list)
+    # Team members whose month's spend of the team's wallet reached their budget: (account, member, budget).
+    budget: list[tuple[int, int, Decimal]] = field(default_factory=list)
 
     def __bool__(self):
-        return bool(self.low or self.stop)
+        return bool(self.low or self.stop or self.budget)
 
 
 def retention_days() -> int:
@@ -113,28 +119,41 @@ def follow_up(alerts: Alerts, now: datetime) -> None:
             else:
                 notify(uid, NotificationKind.ARREARS, days=retention_days())
         transaction.on_commit(lambda uid=uid, reason=reason: call_handler(uid, reason))
+    for account_id, member_id, budget in alerts.budget:
+        # The member's pay-as-you-go instances on the team's wallet stop as in arrears; the member and the team's
+        # billing people are told, once per metering period.
+        if not team_budgets.claim_stop(account_id, member_id, period):
+            continue
+        params = {"budget": str(budget), "team": team_name(account_id)}
+        notify(member_id, NotificationKind.MEMBER_BUDGET, **params)
+        notify(account_id, NotificationKind.MEMBER_BUDGET, member=member_email(member_id), **params)
+        transaction.on_commit(lambda a=account_id, m=member_id: call_handler(a, REASON_MEMBER_BUDGET, member_id=m))
 
 
-_handler: Callable[[int, str], object] | None = None
+_handler: Callable[..., object] | None = None
 
 
-def register_handler(handler: Callable[[int, str], object]) -> None:
+def register_handler(handler: Callable[..., object]) -> None:
     """Set what stops a user's pay-as-you-go resources when they reach zero or their spending cap."""
     global _handler
     _handler = handler
 
 
-def registered_handler() -> Callable[[int, str], object] | None:
+def registered_handler() -> Callable[..., object] | None:
     return _handler
 
 
-def call_handler(user_id: int, reason: str) -> None:
-    """Call the registered arrears handler; a failure is logged, never breaks metering."""
+def call_handler(user_id: int, reason: str, *, member_id: int | None = None) -> None:
+    """Call the registered arrears handler (for ``member_id``: only what that member runs on ``user_id``'s wallet);
+    a failure is logged, never breaks metering."""
     if _handler is None:
         log.critical("no arrears handler is registered: user %s was not stopped (%s)", user_id, reason)
         return
     try:
-        _handler(user_id, reason)
+        if member_id is None:
+            _handler(user_id, reason)
+        else:
+            _handler(user_id, reason, member_id=member_id)
     except Exception:  # the handler belongs to another app; metering must go on whatever it does
         log.exception("arrears handler failed for user %s", user_id)
 

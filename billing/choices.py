@@ -114,3 +114,4 @@ class NotificationKind(models.TextChoices):
     DISK_DELETED = "disk_deleted", _("Disk deleted")
     SPOT_PREEMPTED = "spot_preempted", _("Spot instance reclaimed")
     RELEASE_REMINDER = "release_reminder", _("Instance to be released")
+    MEMBER_BUDGET = "member_budget", _("Monthly budget reached")

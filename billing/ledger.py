@@ -72,6 +72,7 @@ class Posting:
     subsidy: SubsidyBooking | None = None
     created_by_id: int | None = None
     at: datetime | None = None
+    member_id: int | None = None  # a team's spend: the member it was for
 
 
 # --- Accounts -----------------------------------------------------------------------------------------------------
@@ -290,6 +291,7 @@ def _transaction_row(p: Posting, at: datetime, user_amount: Decimal) -> LedgerTr
         reference=p.reference[:255],
         provider_reference=p.provider_reference[:255],
         created_by_id=p.created_by_id,
+        member_id=p.member_id,
         created_at=at,
     )
 

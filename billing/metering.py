@@ -29,7 +29,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import Conflict, ServiceError
 
-from . import arrears
+from . import arrears, budgets
 from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
 from .ledger import (
     Posting,
@@ -79,8 +79,11 @@ due_amount = minutes_cost
 # --- Opening and closing ----------------------------------------------------------------------------------------------
 
 
-def open_usage(*, user, kind: str, resource_id: uuid.UUID, quote: Quote, started_at: datetime, label: str = ""):
+def open_usage(
+    *, user, kind: str, resource_id: uuid.UUID, quote: Quote, started_at: datetime, label: str = "", member_id=None
+):
     """Start metering ``resource_id`` from ``started_at`` at ``quote``'s price. Idempotent per (resource, start).
+    ``member_id``: on a team's wallet, the member it runs for (their budget counts its charges).
 
     A prepaid (daily/monthly) quote opens a session metered at zero: the plan was charged up front.
     Raises Conflict if another session of the resource is still open.
@@ -95,6 +98,7 @@ def open_usage(*, user, kind: str, resource_id: uuid.UUID, quote: Quote, started
     user_accounts([user.pk])  # the tick then never has to create a wallet
     session = UsageSession(
         user=user,
+        member_id=member_id,
         kind=kind,
         resource_id=resource_id,
         label=label[:200],
@@ -253,6 +257,7 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
         UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]
     )
     outcome.alerts = arrears.assess(buckets, now)
+    outcome.alerts.budget = budgets.assess([d.session for d in dues], now)
     return outcome
 
 
@@ -282,6 +287,7 @@ def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, bud
         minutes=minutes,
         subsidy=SubsidyBooking(s.programme_id, s.user_id, month, booked) if booked else None,
         at=now,
+        member_id=s.member_id,
     )
 
 

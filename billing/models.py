@@ -329,6 +329,11 @@ class UsageSession(models.Model):
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="usage_sessions")
+    # On a team's wallet: the member the resource runs for; its charges carry it.
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        verbose_name=_("team member"),
+    )  # fmt: skip
     kind = models.CharField(_("kind"), max_length=16, choices=UsageKind.choices)
     resource_id = models.UUIDField(_("resource"))
     label = models.CharField(_("label"), max_length=200, blank=True)
@@ -445,6 +450,11 @@ class LedgerTransaction(AppendOnlyModel):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # On a team's wallet: the member the spend was for (who launched the resource), for budgets and statements.
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        verbose_name=_("team member"),
+    )  # fmt: skip
     created_at = models.DateTimeField(_("at"), default=timezone.now, editable=False)
 
     objects = LedgerTransactionQuerySet.as_manager()
@@ -456,6 +466,7 @@ class LedgerTransaction(AppendOnlyModel):
         indexes = [
             models.Index(fields=["user", "-created_at"]),
             models.Index(fields=["user", "kind", "created_at"]),
+            models.Index(fields=["user", "member", "created_at"], name="ledger_member_spend"),
         ]
 
     def __str__(self):
@@ -571,6 +582,25 @@ class Notification(models.Model):
                 gettext(
                     "Your balance has run out. Pay-as-you-go instances are being stopped (with the checkpoint signal); "
                     "disks and storage are kept for %(days)s days. Top up to continue."
+                )
+                % p
+            )
+        if self.kind == NotificationKind.MEMBER_BUDGET:
+            p = {**p, "budget": format_cny(p.get("budget"))}
+            if p.get("member"):
+                return (
+                    gettext(
+                        "%(member)s reached their monthly budget of %(budget)s in %(team)s. Their pay-as-you-go "
+                        "instances on the team's wallet are being stopped (with the checkpoint signal); disks are "
+                        "kept. Raise the budget on the team's page to let them continue."
+                    )
+                    % p
+                )
+            return (
+                gettext(
+                    "You reached your monthly budget of %(budget)s in %(team)s. Your pay-as-you-go instances on the "
+                    "team's wallet are being stopped (with the checkpoint signal); disks are kept. Ask an owner, "
+                    "admin or billing member of the team to raise it."
                 )
                 % p
             )

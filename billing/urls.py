@@ -14,5 +14,7 @@ urlpatterns = [
     path("billing/spending-cap/", wallet_views.spending_cap, name="spending-cap"),
     path("billing/transactions/", wallet_views.transactions, name="transactions"),
     path("billing/statements/", wallet_views.statement, name="statements"),
+    path("billing/members/", wallet_views.members, name="members"),
+    path("billing/members/<str:user_id>/budget/", wallet_views.member_budget, name="member-budget"),
     path("billing/stripe/webhook", wallet_views.stripe_webhook, name="stripe-webhook"),
 ]

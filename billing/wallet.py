@@ -159,7 +159,8 @@ def daily_spend(user, days: int = 30) -> list[tuple[date, Decimal]]:
     return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
 
 
-def _needed_to_launch(quote: Quote) -> Decimal:
+def needed_to_launch(quote: Quote) -> Decimal:
+    """What the gate asks to be there for a launch: one hour pay-as-you-go, or the whole prepaid term."""
     period = Plan.objects.filter(slug=quote.plan_slug).values_list("period_minutes", flat=True).first()
     if period and period > 1:
         return quote.payable_total
@@ -168,7 +169,7 @@ def _needed_to_launch(quote: Quote) -> Decimal:
 
 def check_launch_funds(user, quote: Quote, *, pending_per_hour: Decimal = ZERO) -> None:
     """The funds gate for compute: one hour pay-as-you-go, or the whole prepaid plan (see :func:`require_funds`)."""
-    needed = _needed_to_launch(quote)
+    needed = needed_to_launch(quote)
     prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
     require_funds(user, needed, compute=True, pending_per_hour=pending_per_hour, upfront=prepaid)
 
@@ -253,7 +254,7 @@ def _insufficient(needed: Decimal, balance: Decimal, committed: Decimal, compute
 
 
 def charge_upfront(
-    *, user, quote: Quote, resource_id, idempotency_key: str, kind: str = UsageKind.INSTANCE
+    *, user, quote: Quote, resource_id, idempotency_key: str, kind: str = UsageKind.INSTANCE, member_id=None
 ) -> LedgerTransaction:
     """Charge a daily or monthly plan in full before it starts: trial credit first, then cash.
 
@@ -310,6 +311,7 @@ def charge_upfront(
             resource_id=resource_id,
             subsidy=booking,
             at=now,
+            member_id=member_id,
         )
         payouts = shares.postings([(charge, amount, idempotency_key)], now)
         return post_batch([posting, *payouts], locked=locked, programmes=programmes)[0]

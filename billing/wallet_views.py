@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -18,14 +19,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from teams import roles
+from teams import services as team_services
 from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
 
-from . import hourly, payments, statements, wallet
+from . import budgets, hourly, payments, statements, wallet
 from .arrears import retention_days
 from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm
 from .models import LedgerTransaction, Notification
+from .money import ZERO
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50
@@ -155,6 +158,51 @@ def statement(request):
     result = statements.month_statement(account, month, rows=page.object_list)
     context = {"form": form, "statement": result, "page": page, "month_value": f"{month:%Y-%m}"}
     return render(request, "billing/statements.html", context, status=status)
+
+
+def _team_context(request):
+    """The team context with the billing permission, or 404 in the personal one (a person has no members)."""
+    context = acting(request)
+    if context.team is None:
+        raise Http404(_("Work in a team to see its members' spending."))
+    _account(request)
+    return context
+
+
+@login_required
+@require_GET
+def members(request):
+    """The team's members: each one's monthly budget (set here), what they spent of the team's wallet this month
+    and what is left."""
+    context = _team_context(request)
+    return _members_page(request, context)
+
+
+def _members_page(request, context, *, error_for=None, error="", status=200):
+    team = context.team
+    rows = list(team.memberships.select_related("user").order_by("joined_at", "id"))
+    spent = budgets.spent(team.account_id, [m.user_id for m in rows])
+    for row in rows:
+        row.spent = spent.get(row.user_id, ZERO)
+        row.left = None if row.monthly_budget is None else max(row.monthly_budget - row.spent, ZERO)
+        row.error = error if row.user_id == error_for else ""
+    page = {"team": team, "rows": rows, "month": timezone.localdate().replace(day=1)}
+    return render(request, "billing/members.html", page, status=status)
+
+
+@login_required
+@require_POST
+def member_budget(request, user_id):
+    context = _team_context(request)
+    try:
+        changed = team_services.set_budget(context.membership, user_id, request.POST.get("monthly_budget", ""))
+    except NotFound as exc:
+        raise Http404(str(exc.message)) from exc
+    except ServiceError as exc:
+        target = context.team.memberships.filter(user__public_id=user_id).values_list("user_id", flat=True).first()
+        return _members_page(request, context, error_for=target, error=str(exc.message), status=400)
+    messages.success(request, _("Budget of %(email)s saved.") % {"email": changed.user.email})
+    return redirect("billing:members")
 
 
 def _topup_or_404(request):

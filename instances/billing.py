@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from billing import arrears, metering, wallet
+from billing import arrears, budgets, metering, wallet
 
 from .choices import Status
 from .models import Instance
@@ -29,10 +29,23 @@ def check_launch_funds(user, quote, *, exclude=None) -> None:
     wallet.check_launch_funds(user, quote, pending_per_hour=_pending_per_hour(user, exclude))
 
 
-def _pending_per_hour(user, exclude=None):
+def check_member_budget(user, by, quote, *, exclude=None) -> None:
+    """On a team's wallet (``user`` the team's account, ``by`` the member or their id, whose budget the instance
+    spends): refuse a launch or a start past the member's monthly budget. Call after :func:`check_launch_funds`,
+    which took the wallet's lock."""
+    member_id = getattr(by, "pk", by)
+    if member_id is None or member_id == user.pk:
+        return
+    pending = _pending_per_hour(user, exclude, launched_by=member_id)
+    budgets.check_launch(user.pk, member_id, wallet.needed_to_launch(quote), pending_per_hour=pending)
+
+
+def _pending_per_hour(user, exclude=None, *, launched_by=None):
     """What the user's instances on their way up (not billed yet) will take once running: an hour of a
     pay-as-you-go one, the whole term of a prepaid one whose term is not paid yet (it is charged when it runs)."""
     starting = Instance.objects.filter(owner=user, status__in=(Status.CREATING, Status.STARTING))
+    if launched_by is not None:
+        starting = starting.filter(launched_by_id=launched_by)
     if exclude is not None:
         starting = starting.exclude(pk=exclude.pk)
     now = timezone.now()
@@ -47,10 +60,16 @@ def _kind(instance) -> str:
     return getattr(instance, "kind", KIND) or KIND
 
 
+def _member_id(instance):
+    """On a team's instance, the member who launched it: the team's charges for it count against their budget."""
+    by = getattr(instance, "launched_by_id", None)
+    return by if by is not None and by != instance.owner_id else None
+
+
 def open_usage(instance, quote, started_at: datetime):
     return metering.open_usage(
         user=instance.owner, kind=_kind(instance), resource_id=instance.public_id, quote=quote,
-        started_at=started_at, label=instance.name,
+        started_at=started_at, label=instance.name, member_id=_member_id(instance),
     )  # fmt: skip
 
 
@@ -62,6 +81,7 @@ def charge_upfront(instance, quote, term_key: str):
     return wallet.charge_upfront(
         user=instance.owner, quote=quote, resource_id=instance.public_id,
         idempotency_key=f"instance:{instance.public_id}:term:{term_key}", kind=_kind(instance),
+        member_id=_member_id(instance),
     )  # fmt: skip
 
 

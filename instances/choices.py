@@ -94,6 +94,7 @@ class Reason(models.TextChoices):
     PREEMPTED = "preempted", _("Spot capacity reclaimed")
     ARREARS = "arrears", _("Stopped for arrears")
     SPENDING_CAP = "spending_cap", _("Stopped at the monthly spending cap")
+    MEMBER_BUDGET = "member_budget", _("Stopped at the member's monthly budget in the team")
     AUTO_SHUTDOWN_TIME = "auto_shutdown_time", _("Auto-shutdown at the scheduled time")
     AUTO_SHUTDOWN_IDLE = "auto_shutdown_idle", _("Auto-shutdown after idle minutes")
     TERM_ENDED = "term_ended", _("The prepaid term ended")

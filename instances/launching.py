@@ -192,6 +192,7 @@ def _create(
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
         # locks the owner's wallet until this launch commits, so concurrent launches see each other.
         billing.check_launch_funds(user, candidate.quote)
+        billing.check_member_budget(user, by, candidate.quote)
         node, victims = None, []
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)

@@ -116,6 +116,7 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
     with transaction.atomic():
         if not in_paid_term:
             billing.check_launch_funds(instance.owner, q, exclude=instance)
+            billing.check_member_budget(instance.owner, instance.launched_by_id, q, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.
         free(instance)
@@ -180,15 +181,22 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
     return instance
 
 
-def stop_for_arrears(user_id: int, reason: str) -> int:
+def stop_for_arrears(user_id: int, reason: str, *, member_id: int | None = None) -> int:
     """Billing's arrears handler (registered in ``InstancesConfig.ready``): stop the user's pay-as-you-go
-    instances with the checkpoint signal. ``reason`` names the cause (zero balance or the monthly spending cap).
+    instances with the checkpoint signal, or with ``member_id`` only those that member launched on the user's (a
+    team's) wallet. ``reason`` names the cause (zero balance, the monthly spending cap, the member's budget).
     Returns how many."""
-    code = Reason.SPENDING_CAP if "cap" in (reason or "").lower() else Reason.ARREARS
+    reason_text = (reason or "").lower()
+    if member_id is not None or "budget" in reason_text:
+        code = Reason.MEMBER_BUDGET
+    else:
+        code = Reason.SPENDING_CAP if "cap" in reason_text else Reason.ARREARS
     stopped = 0
     instances = Instance.objects.with_related().filter(
         owner_id=user_id, status__in=[Status.RUNNING, Status.STARTING], plan__period_minutes=1
     )
+    if member_id is not None:
+        instances = instances.filter(launched_by_id=member_id)
     for instance in instances:
         try:
             stop(instance, reason=code, detail=reason or "")

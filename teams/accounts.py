@@ -44,3 +44,13 @@ def recipients(user) -> list[str]:
         return [user.email]
     billing_roles = [role for role, granted in roles.PERMISSIONS.items() if roles.BILLING in granted]
     return list(team.memberships.filter(role__in=billing_roles).order_by("id").values_list("user__email", flat=True))
+
+
+def team_name(account_id: int) -> str:
+    from .models import Team
+
+    return Team.objects.filter(account_id=account_id).values_list("name", flat=True).first() or ""
+
+
+def member_email(user_id: int) -> str:
+    return get_user_model().objects.filter(pk=user_id).values_list("email", flat=True).first() or ""

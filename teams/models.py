@@ -42,11 +42,22 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
     role = models.CharField(_("role"), max_length=16, choices=Role.choices)
     joined_at = models.DateTimeField(default=timezone.now)
+    monthly_budget = models.DecimalField(
+        _("monthly budget (CNY)"), max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text=_("What the member may spend of the team's wallet in a calendar month. Empty: no budget."),
+    )  # fmt: skip
+    # The metering period in which the budget stop was last asked (at most one stop and one notice per period).
+    budget_stop_period = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("team member")
         verbose_name_plural = _("team members")
-        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team")]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team"),
+            models.CheckConstraint(
+                condition=Q(monthly_budget__isnull=True) | Q(monthly_budget__gte=0), name="budget_not_negative"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
@@ -104,6 +115,7 @@ class TeamEvent(models.Model):
         STOPPED = "stopped", pgettext_lazy("team event", "stopped the instance")
         RELEASED = "released", pgettext_lazy("team event", "released the instance")
         TOPUP_STARTED = "topup_started", pgettext_lazy("team event", "started a top-up of")
+        BUDGET_CHANGED = "budget_changed", pgettext_lazy("team event", "changed the monthly budget of")
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")

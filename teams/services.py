@@ -24,7 +24,7 @@ from console import identity
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
-from . import accounts, roles
+from . import accounts, budgets, roles
 from .models import Invitation, Membership, Team, TeamEvent
 from .roles import Role
 
@@ -330,6 +330,23 @@ def change_role(member: Membership, user_public_id, role: str) -> Membership:
             other.role = role
             other.save(update_fields=["role"])
             _log(member.team, member.user, TeamEvent.Action.ROLE_CHANGED, subject=other.user.email, detail=role)
+    return other
+
+
+def set_budget(member: Membership, user_public_id, value) -> Membership:
+    """Set (or clear, with an empty value) a member's monthly budget: the billing permission."""
+    require(member, roles.BILLING)
+    amount = budgets.clean_budget(value)
+    with transaction.atomic():
+        member = _locked(member)
+        require(member, roles.BILLING)
+        other = _other(member, user_public_id)
+        other.monthly_budget = amount
+        # A new budget is a new limit: a stop already asked this period does not hold the next one back.
+        other.budget_stop_period = None
+        other.save(update_fields=["monthly_budget", "budget_stop_period"])
+        _log(member.team, member.user, TeamEvent.Action.BUDGET_CHANGED, subject=other.user.email,
+             detail="—" if amount is None else f"¥{amount}")  # fmt: skip
     return other
 
 

@@ -155,6 +155,7 @@ NOT_COVERED = {
     "api-agent-reports": "authenticated by the instance agent's own token, never a user's (instances/tests)",
     "account_confirm_email": "allauth's e-mail confirmation key: a secret, not an object id",
     "account_reset_password_from_key": "allauth's password-reset key: a secret, not an object id",
+    "billing:member-budget": "a member's budget, set in the team's context only (teams/tests/test_team_budgets.py)",
     "teams:invitation": "a signed invitation link: a secret, not an object id (teams/tests/test_teams.py)",
     None: "the API's catch-all (api/v1/<path>) and the admin's catch-all: JSON/HTML 404 for anything",
 }

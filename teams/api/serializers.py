@@ -22,6 +22,12 @@ class MemberSerializer(serializers.Serializer):
     email = serializers.EmailField(source="user.email")
     role = serializers.CharField()
     joined_at = serializers.DateTimeField()
+    monthly_budget = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        allow_null=True,
+        help_text="CNY per calendar month of the team's wallet; null: none",
+    )
 
 
 class InvitationRequestSerializer(serializers.Serializer):
@@ -40,8 +46,16 @@ class AcceptSerializer(serializers.Serializer):
     token = serializers.CharField(max_length=500, help_text="The token at the end of the invitation link.")
 
 
-class RoleSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+class MemberChangeSerializer(serializers.Serializer):
+    """A new role, a new monthly budget (CNY as a string; null or "" for none), or both."""
+
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    monthly_budget = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=32)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Give a role, a monthly_budget, or both.")
+        return attrs
 
 
 class TeamDetailSerializer(MembershipSerializer):

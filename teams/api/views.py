@@ -2,6 +2,7 @@
 
 Every call checks the caller's membership first (404 outside the team) and the role in the service (403)."""
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -12,9 +13,9 @@ from .serializers import (
     AcceptSerializer,
     InvitationRequestSerializer,
     InvitationSerializer,
+    MemberChangeSerializer,
     MemberSerializer,
     MembershipSerializer,
-    RoleSerializer,
     TeamCreateSerializer,
     TeamDetailSerializer,
 )
@@ -65,10 +66,21 @@ class AcceptView(APIView):
 
 
 class MemberView(APIView):
-    @extend_schema(tags=["teams"], request=RoleSerializer, responses={200: MemberSerializer})
+    @extend_schema(
+        tags=["teams"],
+        request=MemberChangeSerializer,
+        responses={200: MemberSerializer},
+        summary="Change a member's role (members permission) or monthly budget (billing permission)",
+    )
     def patch(self, request, slug, user_id):
         member = services.membership(request.user, slug)
-        changed = services.change_role(member, user_id, _valid(RoleSerializer, request)["role"])
+        data = _valid(MemberChangeSerializer, request)
+        with transaction.atomic():  # both or neither
+            changed = None
+            if "role" in data:
+                changed = services.change_role(member, user_id, data["role"])
+            if "monthly_budget" in data:
+                changed = services.set_budget(member, user_id, data["monthly_budget"])
         return Response(MemberSerializer(changed).data)
 
     @extend_schema(tags=["teams"], responses={204: None}, summary="Remove a member, or leave with your own id")

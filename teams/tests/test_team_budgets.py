@@ -1,0 +1,163 @@
+"""Members' monthly budgets on a team's wallet: set by the billing roles, the gate at launch, the stop when running
+usage reaches the budget (notice, checkpoint signal, disks kept), and who is told."""
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from billing import budgets, metering, wallet
+from billing.models import LedgerTransaction, Notification
+from instances import services as instances
+from instances.choices import Reason, Status
+from instances.models import Instance
+from instances.tests.fixtures import settle
+from teams import services
+from teams.models import Membership, TeamEvent
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
+from tests.fixtures.personas import _token_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def team(owner):
+    team = services.create_team(owner, name="视觉实验室", slug="vision-lab")
+    wallet.adjust_balance(user=team.account, amount=Decimal("500"), reason="test", staff=None,
+                          idempotency_key=str(uuid.uuid4()))  # fmt: skip
+    return team
+
+
+def _member(team, role, email=None):
+    user = UserFactory(email=email or f"{role}@example.com")
+    Membership.objects.create(team=team, user=user, role=role)
+    return user
+
+
+def _browser(user, team_slug="vision-lab") -> Client:
+    client = Client()
+    client.cookies["django_language"] = "en"
+    client.force_login(user)
+    client.post(reverse("teams:switch"), {"team": team_slug})
+    return client
+
+
+def _launch(team, member, name="run"):
+    request = instances.LaunchRequest(name=name, chip="mlu370-x8", image="pytorch-2.2-neuware")  # ¥1.53 an hour
+    return instances.launch(team.account, request, by=member)
+
+
+def _budget(team, owner, member, amount):
+    services.set_budget(services.membership(owner, team.slug), member.public_id, amount)
+
+
+def test_billing_roles_set_budgets_on_the_members_page_and_others_cannot(team, owner):
+    developer = _member(team, Role.DEVELOPER)
+    billing = _member(team, Role.BILLING)
+    client = _browser(billing)
+    page = client.get(reverse("billing:members"))
+    assert page.status_code == 200 and "Members' spending in 视觉实验室" in page.content.decode()
+    url = reverse("billing:member-budget", args=[developer.public_id])
+    assert client.post(url, {"monthly_budget": "5"}).status_code == 302
+    assert Membership.objects.get(user=developer).monthly_budget == Decimal("5.00")
+    event = TeamEvent.objects.get(action="budget_changed")
+    assert (event.actor, event.subject, event.detail) == (billing, "developer@example.com", "¥5.00")
+
+    for bad in ("-1", "abc", "1.234", "NaN", "1e9"):
+        refused = client.post(url, {"monthly_budget": bad})
+        assert refused.status_code == 400 and "Enter a budget in yuan" in refused.content.decode(), bad
+    assert Membership.objects.get(user=developer).monthly_budget == Decimal("5.00")  # nothing half-written
+    assert client.post(url, {"monthly_budget": ""}).status_code == 302
+    assert Membership.objects.get(user=developer).monthly_budget is None
+
+    other = _browser(developer)
+    assert other.get(reverse("billing:members")).status_code == 403
+    assert other.post(url, {"monthly_budget": "999"}).status_code == 403
+    assert Membership.objects.get(user=developer).monthly_budget is None
+    personal = Client()
+    personal.force_login(billing)
+    assert personal.get(reverse("billing:members")).status_code == 404  # a person has no members
+
+
+def test_the_api_sets_a_budget_with_the_billing_permission(team, owner):
+    developer = _member(team, Role.DEVELOPER)
+    url = f"/api/v1/teams/vision-lab/members/{developer.public_id}"
+    answer = _token_client(owner).patch(url, {"monthly_budget": "12.50"}, format="json")
+    assert answer.status_code == 200 and answer.json()["monthly_budget"] == "12.50"
+    refused = _token_client(developer).patch(url, {"monthly_budget": "1000"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    bad = _token_client(owner).patch(url, {"monthly_budget": "-3"}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_budget"
+    both = _token_client(owner).patch(url, {"role": "read_only", "monthly_budget": "oops"}, format="json")
+    assert both.status_code == 400
+    assert Membership.objects.get(user=developer).role == Role.DEVELOPER  # neither change happened
+    assert _token_client(owner).patch(url, {}, format="json").status_code == 400
+
+
+def test_a_launch_past_the_members_budget_is_refused_with_what_is_left(catalog, instant, team, owner):
+    developer = _member(team, Role.DEVELOPER)
+    _budget(team, owner, developer, "2")
+    _launch(team, developer, "first")  # ¥1.53 of ¥2
+    with pytest.raises(budgets.BudgetExceeded) as refused:
+        _launch(team, developer, "second")  # one more hour of both is ¥3.06
+    assert "Your monthly budget in 视觉实验室 is ¥2.00" in str(refused.value.message)
+    assert Instance.objects.count() == 1
+    # The budget is the member's: the owner (no budget) launches on the same wallet.
+    _launch(team, owner, "owners")
+    assert Instance.objects.count() == 2
+
+    client = _browser(developer)
+    form = {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "third",
+            "term_end_action": "continue"}  # fmt: skip
+    page = client.post(reverse("instances:launch"), form)
+    assert page.status_code == 400 and "Your monthly budget in 视觉实验室" in page.content.decode()
+
+
+def test_running_usage_that_reaches_the_budget_stops_that_members_instances_and_tells_them(
+    catalog, instant, eager_tasks, team, owner, mailoutbox, django_capture_on_commit_callbacks
+):
+    developer = _member(team, Role.DEVELOPER)
+    colleague = _member(team, Role.DEVELOPER, "colleague@example.com")
+    billing = _member(team, Role.BILLING)
+    _budget(team, owner, developer, "5")
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        mine = _launch(team, developer, "mine")
+        theirs = _launch(team, colleague, "theirs")
+        settle()
+        clock.shift(timedelta(minutes=150))  # ¥3.83 of ¥5: nothing happens yet
+        with django_capture_on_commit_callbacks(execute=True):
+            metering.meter()
+        assert Instance.objects.get(pk=mine.pk).wanted == "running"
+        clock.shift(timedelta(minutes=50))  # 200 minutes: ¥5.10
+        with django_capture_on_commit_callbacks(execute=True):
+            metering.meter()
+            metering.meter()  # the next tick asks nothing again
+        settle()
+        assert budgets.spent(team.account_id, [developer.pk])[developer.pk] == Decimal("5.10")
+        page = _browser(billing).get(reverse("billing:members")).content.decode()
+        assert 'data-spent="5.10"' in page
+        later = timezone.now()
+    mine, theirs = Instance.objects.get(pk=mine.pk), Instance.objects.get(pk=theirs.pk)
+    assert mine.status == Status.STOPPED and mine.events.filter(reason=Reason.MEMBER_BUDGET).exists()
+    assert theirs.status == Status.RUNNING  # a colleague without a budget runs on
+    charged = LedgerTransaction.objects.filter(user=team.account, kind="usage")
+    assert set(charged.values_list("member_id", flat=True)) == {developer.pk, colleague.pk}
+
+    told = Notification.objects.filter(kind="member_budget")
+    assert sorted(n.user_id for n in told) == sorted([developer.pk, team.account_id])
+    assert "You reached your monthly budget of ¥5.00 in 视觉实验室" in told.get(user=developer).message
+    to = sorted(address for m in mailoutbox for address in m.to)
+    assert to == sorted(["developer@example.com", "owner@example.com", billing.email])
+
+    # A start past the budget is refused; raising it lets the member go on.
+    with time_machine.travel(later, tick=False):
+        with pytest.raises(budgets.BudgetExceeded):
+            instances.start(Instance.objects.with_related().get(pk=mine.pk))
+        _budget(team, owner, developer, "50")
+        instances.start(Instance.objects.with_related().get(pk=mine.pk))

@@ -592,7 +592,7 @@ class Notification(models.Model):
                     gettext(
                         "%(member)s reached their monthly budget of %(budget)s in %(team)s. Their pay-as-you-go "
                         "instances on the team's wallet are being stopped (with the checkpoint signal); disks are "
-                        "kept. Raise the budget on the team's page to let them continue."
+                        "kept. Raise their budget on the members' spending page to let them continue."
                     )
                     % p
                 )

@@ -21,6 +21,20 @@ class ApiTokenForm(forms.Form):
         error_messages={"invalid_choice": _("Choose read or read and write.")},
     )
 
+    team = forms.ChoiceField(
+        label=_("For"),
+        required=False,
+        help_text=_("A team's token acts in that team (its instances and wallet, as your role allows) and reaches "
+                    "nothing personal."),
+        error_messages={"invalid_choice": _("Choose yourself or one of your teams.")},
+    )  # fmt: skip
+
+    def __init__(self, *args, teams=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].choices = [("", _("Me (personal)")), *((t.slug, t.name) for t in teams)]
+        if not teams:
+            self.fields["team"].widget = forms.HiddenInput()
+
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
         if not name:

@@ -27,8 +27,9 @@ class IssuedToken:
     plaintext: str
 
 
-def create_api_token(user, *, name: str, scope: str) -> IssuedToken:
-    """Issue a token; the plaintext is returned once and never stored."""
+def create_api_token(user, *, name: str, scope: str, team=None) -> IssuedToken:
+    """Issue a token, for the person or for one of their teams (``team``, checked by the caller with
+    ``teams.services.team_for_token``); the plaintext is returned once and never stored."""
     trimmed = name.strip() if isinstance(name, str) else ""
     if not trimmed:
         raise ServiceError(_("Give the token a name."), code="name_required")
@@ -44,7 +45,7 @@ def create_api_token(user, *, name: str, scope: str) -> IssuedToken:
         )
     issued = keys.issue(
         lambda prefix, digest: ApiToken.objects.create(
-            user=user, name=name, scope=scope, prefix=prefix, token_hash=digest
+            user=user, team=team, name=name, scope=scope, prefix=prefix, token_hash=digest
         ),
         prefix=TOKEN_PREFIX, hex_bytes=4, separator="_",
     )  # fmt: skip

@@ -12,6 +12,9 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from teams.models import Membership
+from teams.services import team_for_token
+
 from . import onboarding, services
 from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
@@ -37,26 +40,34 @@ def dashboard(request):
 
 
 def _token_page(request, form, issued=None, status=200):
-    tokens = ApiToken.objects.for_user(request.user).order_by("revoked_at", "-created_at")
+    tokens = ApiToken.objects.for_user(request.user).select_related("team").order_by("revoked_at", "-created_at")
     context = {"form": form, "tokens": tokens, "issued": issued}
     template = "console/tokens.html#token-panel" if wants_partial(request) else "console/tokens.html"
     return render(request, template, context, status=status)
+
+
+def _token_form(request, data=None) -> ApiTokenForm:
+    return ApiTokenForm(
+        data, teams=[m.team for m in Membership.objects.filter(user=request.user).select_related("team")]
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens(request):
     if request.method == "GET":
-        return _token_page(request, ApiTokenForm())
-    form = ApiTokenForm(request.POST)
+        return _token_page(request, _token_form(request))
+    form = _token_form(request, request.POST)
     if not form.is_valid():
         return _token_page(request, form, status=400)
     try:
-        issued = services.create_api_token(request.user, **form.cleaned_data)
+        data = form.cleaned_data
+        team = team_for_token(request.user, data["team"])
+        issued = services.create_api_token(request.user, name=data["name"], scope=data["scope"], team=team)
     except ServiceError as exc:
         form.add_error(None, exc.message)
         return _token_page(request, form, status=400)
-    return _token_page(request, ApiTokenForm(), issued=issued)
+    return _token_page(request, _token_form(request), issued=issued)
 
 
 @login_required
@@ -68,10 +79,10 @@ def revoke_token(request, public_id):
         raise Http404(exc.message) from exc  # someone else's token: the same 404 as a missing one
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return redirect("console:tokens") if not wants_partial(request) else _token_page(request, ApiTokenForm())
+        return redirect("console:tokens") if not wants_partial(request) else _token_page(request, _token_form(request))
     messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
     if wants_partial(request):
-        return _token_page(request, ApiTokenForm())
+        return _token_page(request, _token_form(request))
     return redirect("console:tokens")
 
 

@@ -33,7 +33,11 @@ def account_ids(user, action: str = "view"):
 
 
 def owned(user, action: str = "view", field: str = "owner") -> Q:
-    """``field`` is ``user``, or the account of a team ``user`` may ``action`` the objects of."""
+    """``field`` is ``user``, or the account of a team ``user`` may ``action`` the objects of. Through a team's API
+    token, only that team's account (and only while the person's role allows it)."""
+    team_id = getattr(user, "token_team_id", None)
+    if team_id is not None:
+        return Q(**{f"{field}__in": account_ids(user, action).filter(pk=team_id)})
     return Q(**{field: user}) | Q(**{f"{field}__in": account_ids(user, action)})
 
 

@@ -9,6 +9,7 @@ removed) falls back to the personal one at the next request.
 from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
+from rest_framework.request import Request
 
 from console.errors import Forbidden
 
@@ -40,12 +41,22 @@ class Acting:
 
 
 def acting(request) -> Acting:
-    """The request's context (computed once per request; no query in the personal context)."""
+    """The request's context (computed once per request; no query in the personal context). In the API it is the
+    token's: a team's token acts in that team, any other request personally; never a header or a session."""
     cached = getattr(request, "_teams_acting", None)
     if cached is not None:
         return cached
     person = request.user
     found = Acting(person=person, account=person)
+    if isinstance(request, Request):
+        team_id = getattr(request.auth, "team_id", None)
+        if team_id is not None:
+            member = Membership.objects.select_related("team__account").filter(user=person, team_id=team_id).first()
+            if member is None:
+                raise Forbidden(_("This API token is for a team you are no longer a member of."), code="not_a_member")
+            found = Acting(person=person, account=member.team.account, membership=member)
+        request._teams_acting = found
+        return found
     session = getattr(request, "session", None)
     slug = session.get(SESSION_KEY) if session is not None and person.is_authenticated else None
     if slug:

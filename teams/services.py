@@ -390,3 +390,15 @@ def record(resource, actor, action: str, subject: str = "", detail: str = "") ->
     team = accounts.team_of(account) if accounts.ACCOUNT_DOMAIN in getattr(account, "email", "") else None
     if team is not None:
         _log(team, actor, action, subject=subject, detail=detail)
+
+
+def team_for_token(user, slug) -> Team | None:
+    """The team an API token is to be issued for (None for a personal one): one the person belongs to."""
+    if slug in (None, ""):
+        return None
+    if not isinstance(slug, str):
+        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team")
+    try:
+        return membership(user, slug.strip()).team
+    except NotFound as exc:
+        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team") from exc

@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 from catalog import services as catalog_services
 from catalog.models import InstanceSpec
 from console.errors import ServiceError
+from teams import roles
+from teams.context import acting
 
 from .. import payments, statements, wallet
 from ..models import TopUp
@@ -26,6 +28,13 @@ from .serializers import (
     TransactionSerializer,
     WalletSerializer,
 )
+
+
+def _account(request):
+    """Whose wallet: the caller's, or through a team's token the team's (the billing permission, else 403)."""
+    context = acting(request)
+    context.require(roles.BILLING)
+    return context.account
 
 
 def _spec(slug):
@@ -67,21 +76,23 @@ class QuoteView(APIView):
 
 
 class WalletView(APIView):
+    team_scoped = True  # a team's token reads and tops up the team's wallet (the billing permission)
     """The caller's balances; PATCH sets the monthly spending cap."""
 
     @extend_schema(tags=["billing"], responses={200: WalletSerializer}, summary="Wallet balances")
     def get(self, request):
-        return Response(WalletSerializer(wallet.summary(request.user)).data)
+        return Response(WalletSerializer(wallet.summary(_account(request))).data)
 
     @extend_schema(tags=["billing"], request=SpendingCapSerializer, responses={200: WalletSerializer})
     def patch(self, request):
         serializer = SpendingCapSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        wallet.set_spending_cap(request.user, serializer.validated_data["spending_cap"])
-        return Response(WalletSerializer(wallet.summary(request.user)).data)
+        wallet.set_spending_cap(_account(request), serializer.validated_data["spending_cap"])
+        return Response(WalletSerializer(wallet.summary(_account(request))).data)
 
 
 class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    team_scoped = True  # a team's token reads and tops up the team's wallet (the billing permission)
     """The caller's ledger transactions, newest first; filter with ?kind=&since=&until= (dates)."""
 
     serializer_class = TransactionSerializer
@@ -89,7 +100,7 @@ class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self):
         params = TransactionFilterSerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
-        return statements.filtered_transactions(self.request.user, **params.validated_data)
+        return statements.filtered_transactions(_account(self.request), **params.validated_data)
 
     @extend_schema(tags=["billing"], parameters=[TransactionFilterSerializer])
     def list(self, request, *args, **kwargs):
@@ -97,6 +108,7 @@ class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
 
 class StatementView(APIView):
+    team_scoped = True  # a team's token reads and tops up the team's wallet (the billing permission)
     """The caller's monthly statement per resource (?month=YYYY-MM, default this month)."""
 
     @extend_schema(tags=["billing"], parameters=[StatementRequestSerializer], responses={200: StatementSerializer})
@@ -104,10 +116,11 @@ class StatementView(APIView):
         params = StatementRequestSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         month = statements.parse_month(params.validated_data.get("month"))
-        return Response(StatementSerializer(statements.month_statement(request.user, month)).data)
+        return Response(StatementSerializer(statements.month_statement(_account(request), month)).data)
 
 
 class TopUpViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    team_scoped = True  # a team's token reads and tops up the team's wallet (the billing permission)
     """Top-ups: POST creates a checkout and returns its URL; the wallet is credited once the payment completes."""
 
     serializer_class = TopUpSerializer
@@ -115,12 +128,14 @@ class TopUpViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     lookup_value_regex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
     def get_queryset(self):
-        return TopUp.objects.for_user(self.request.user).order_by("-created_at")
+        return TopUp.objects.for_user(_account(self.request)).order_by("-created_at")
 
     @extend_schema(tags=["billing"], request=TopUpRequestSerializer, responses={201: TopUpSerializer})
     def create(self, request):
         serializer = TopUpRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         base_url = request.build_absolute_uri("/")
-        topup = payments.start_topup(request.user, serializer.validated_data["amount"], base_url=base_url)
+        topup = payments.start_topup(
+            _account(request), serializer.validated_data["amount"], base_url=base_url, by=request.user
+        )
         return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)

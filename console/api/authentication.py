@@ -19,7 +19,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         token = tokens.authenticate_token(header[1])
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
-        return token.user, token
+        user = token.user
+        # A team's token: the ownership filter (teams.access) reaches that team's objects and nothing personal.
+        user.token_team_id = token.team_id
+        return user, token
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'

@@ -5,14 +5,27 @@ from rest_framework import permissions
 
 from ..models import ApiToken
 
+READ_ONLY = _("This API token is read-only; create a read-write token to make changes.")
+TEAM_ONLY = _(
+    "This API token is for a team: it reaches the team's instances, wallet and teams, nothing else. Use a "
+    "personal token for the rest."
+)
+
 
 class TokenScopePermission(permissions.BasePermission):
-    """A read-only token may only use safe methods. Session (browser) requests are not limited by scope."""
+    """A read-only token may only use safe methods; a team's token only the views that act in a team
+    (``team_scoped = True``). Session (browser) requests are not limited by scope."""
 
-    message = _("This API token is read-only; create a read-write token to make changes.")
+    message = READ_ONLY
 
     def has_permission(self, request, view):
         token = request.auth
-        if isinstance(token, ApiToken) and not token.can_write:
+        if not isinstance(token, ApiToken):
+            return True
+        if token.team_id is not None and not getattr(view, "team_scoped", False):
+            self.message = TEAM_ONLY
+            return False
+        if not token.can_write:
+            self.message = READ_ONLY
             return request.method in permissions.SAFE_METHODS
         return True

@@ -23,10 +23,14 @@ class MeSerializer(serializers.ModelSerializer):
 class ApiTokenSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     active = serializers.BooleanField(source="is_active", read_only=True)
+    team = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, help_text="The team the token acts in (give its short name to create one); "
+        "null: personal."
+    )  # fmt: skip
 
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "scope", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
+        fields = ["id", "name", "scope", "team", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
 
 

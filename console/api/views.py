@@ -9,6 +9,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from teams.services import team_for_token
+
 from .. import services
 from ..models import ApiToken
 from .serializers import ApiTokenSerializer, IssuedTokenSerializer, MeSerializer
@@ -36,7 +38,8 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         scope = data.get("scope", ApiToken.Scope.READ)
-        issued = services.create_api_token(request.user, name=data["name"], scope=scope)
+        team = team_for_token(request.user, request.data.get("team") if hasattr(request.data, "get") else None)
+        issued = services.create_api_token(request.user, name=data["name"], scope=scope, team=team)
         data = IssuedTokenSerializer(issued.token).data | {"token": issued.plaintext}
         return Response(data, status=status.HTTP_201_CREATED)
 

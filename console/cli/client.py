@@ -48,7 +48,14 @@ class Api:
     def from_args(cls, args) -> "Api":
         config = load_config()
         url = args.url or os.environ.get("GPUCLOUD_URL") or config.get("url") or DEFAULT_URL
-        token = args.token or os.environ.get("GPUCLOUD_TOKEN") or config.get("token")
+        team = getattr(args, "team", None)
+        if team and not args.token:
+            # A team's commands go with that team's token: the API takes the team from the token, nothing else.
+            token = config.get("team_tokens", {}).get(team)
+            if not token:
+                raise CliError(f"no token saved for team {team}: run `gpucloud teams token {team}` first")
+        else:
+            token = args.token or os.environ.get("GPUCLOUD_TOKEN") or config.get("token")
         return cls(url, token, getattr(args, "lang", None))
 
     def request(self, method: str, path: str, **kwargs):

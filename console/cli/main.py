@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Xinchuang GPU Cloud from the command line.")
     parser.add_argument("--url", help="console URL (default: saved by login, or $GPUCLOUD_URL)")
     parser.add_argument("--token", help="API token (default: saved by login, or $GPUCLOUD_TOKEN)")
+    parser.add_argument("--team", help="act in this team, with its token saved by `gpucloud teams token SLUG`")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--lang", help="language of messages, e.g. en or zh-hans")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,6 +1,6 @@
 """`gpucloud teams ls|show|create|invite|accept|leave`."""
 
-from .client import Api, output
+from .client import Api, CliError, load_config, output, save_config
 
 
 def ls(api: Api, args):
@@ -37,6 +37,30 @@ def accept(api: Api, args):
     print(f"You joined {data['name']} ({data['slug']}) as {data['role']}.")
 
 
+def token(api: Api, args):
+    """Issue a read-write token for the team with the saved personal one, and save it for `--team SLUG`."""
+    issued = api.post("tokens", {"name": args.name, "scope": "read_write", "team": args.slug})
+    config = load_config()
+    config.setdefault("team_tokens", {})[args.slug] = issued["token"]
+    path = save_config(config)
+    print(f"Saved a token for {args.slug} in {path}: use `gpucloud --team {args.slug} …`.")
+
+
+def budget(api: Api, args):
+    """Set (or with "none" clear) a member's monthly budget, by their e-mail address."""
+    members = api.get(f"teams/{args.slug}")["members"]
+    member = next((m for m in members if m["email"].lower() == args.email.lower()), None)
+    if member is None:
+        raise CliError(f"{args.email} is not a member of {args.slug}")
+    amount = None if args.amount.lower() in {"none", "-"} else args.amount
+    data = api.request("PATCH", f"teams/{args.slug}/members/{member['user_id']}", json={"monthly_budget": amount})
+    if args.json:
+        output(args, data)
+        return
+    shown = f"¥{data['monthly_budget']}" if data["monthly_budget"] is not None else "none"
+    print(f"Monthly budget of {data['email']} in {args.slug}: {shown}.")
+
+
 def leave(api: Api, args):
     me = api.get("me")
     api.delete(f"teams/{args.slug}/members/{me['id']}")
@@ -63,6 +87,15 @@ def register(commands):
     p = sub.add_parser("accept", help="accept an invitation: pass the link from the e-mail")
     p.add_argument("link")
     p.set_defaults(handler=accept)
+    p = sub.add_parser("token", help="issue a token for a team and save it for `gpucloud --team SLUG …`")
+    p.add_argument("slug")
+    p.add_argument("--name", default="gpucloud CLI")
+    p.set_defaults(handler=token)
+    p = sub.add_parser("budget", help="set a member's monthly budget in CNY (or `none`)")
+    p.add_argument("slug")
+    p.add_argument("email")
+    p.add_argument("amount")
+    p.set_defaults(handler=budget)
     p = sub.add_parser("leave", help="leave a team")
     p.add_argument("slug")
     p.set_defaults(handler=leave)

@@ -6,6 +6,8 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from teams import roles
+from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
 
@@ -50,6 +52,7 @@ class PlainTextRenderer(renderers.BaseRenderer):
 @extend_schema_view(list=extend_schema(summary="Your instances (released ones with ?all=1)"))
 class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = InstanceSerializer
+    team_scoped = True  # a team's token lists, launches and acts on the team's instances
     lookup_field = "public_id"
     lookup_url_kwarg = "id"
     lookup_value_regex = "[^/]+"
@@ -57,8 +60,10 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def get_queryset(self):
         instances = Instance.objects.for_user(self.request.user).with_related()
         if self.action == "list":
-            # The list is the caller's own; a team's instances are reached by their id.
-            instances = instances.filter(owner=self.request.user).not_endpoints()  # listed by /api/v1/endpoints
+            # The list is the context's: the caller's own, or through a team's token the team's.
+            instances = instances.filter(
+                owner=acting(self.request).account
+            ).not_endpoints()  # listed by /api/v1/endpoints
             if self.request.query_params.get("all") not in {"1", "true"}:
                 instances = instances.visible()
         return instances
@@ -83,7 +88,12 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def create(self, request):
         serializer = InstanceCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        instance = services.launch(request.user, services.LaunchRequest(**serializer.validated_data))
+        context = acting(request)
+        context.require(roles.OPERATE)
+        instance = services.launch(
+            context.account, services.LaunchRequest(**serializer.validated_data), by=request.user
+        )
+        record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(summary="Start a stopped or preempted instance (relaunch)", request=InstanceStartSerializer,

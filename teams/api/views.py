@@ -28,6 +28,8 @@ def _valid(serializer_class, request):
 
 
 class TeamListView(APIView):
+    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+
     @extend_schema(tags=["teams"], responses={200: MembershipSerializer(many=True)}, summary="Your teams")
     def get(self, request):
         return Response(MembershipSerializer(services.teams_of(request.user), many=True).data)
@@ -39,6 +41,8 @@ class TeamListView(APIView):
 
 
 class TeamDetailView(APIView):
+    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+
     @extend_schema(
         tags=["teams"], responses={200: TeamDetailSerializer}, summary="A team and its members",
         operation_id="teams_retrieve",
@@ -50,6 +54,8 @@ class TeamDetailView(APIView):
 
 
 class InvitationView(APIView):
+    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+
     @extend_schema(tags=["teams"], request=InvitationRequestSerializer, responses={201: InvitationSerializer})
     def post(self, request, slug):
         member = services.membership(request.user, slug)
@@ -59,6 +65,8 @@ class InvitationView(APIView):
 
 
 class AcceptView(APIView):
+    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+
     @extend_schema(tags=["teams"], request=AcceptSerializer, responses={200: MembershipSerializer})
     def post(self, request):
         joined = services.accept(request.user, _valid(AcceptSerializer, request)["token"])
@@ -66,6 +74,8 @@ class AcceptView(APIView):
 
 
 class MemberView(APIView):
+    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+
     @extend_schema(
         tags=["teams"],
         request=MemberChangeSerializer,

@@ -43,3 +43,46 @@ def test_a_team_from_the_command_line(cli, owner, mailoutbox):
     assert cli(student, "teams", "leave", "nlp-lab")[0] == 0
     code, _, err = cli(student, "teams", "show", "nlp-lab")
     assert code != 0 and "No such team" in err
+
+
+def test_a_teams_token_and_budgets_from_the_command_line(live_server, tmp_path, monkeypatch, capsys, owner, catalog):
+    from decimal import Decimal
+
+    from instances.models import Instance
+    from teams import services as teams
+    from teams.models import Membership
+
+    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    developer = UserFactory(email="dev@example.com")
+    Membership.objects.create(team=team, user=developer, role="developer")
+
+    def run(*argv):
+        code = main(["--url", live_server.url, "--lang", "en", *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    personal = console_services.create_api_token(owner, name="cli", scope="read_write").plaintext
+    assert run("--token", personal, "login")[0] == 0
+    code, _, err = run("--team", "vision-lab", "instances", "ls")
+    assert code != 0 and "gpucloud teams token vision-lab" in err
+    code, out, _ = run("teams", "token", "vision-lab")
+    assert code == 0 and "gpucloud --team vision-lab" in out
+
+    code, out, _ = run("teams", "budget", "vision-lab", "dev@example.com", "5")
+    assert code == 0 and "Monthly budget of dev@example.com in vision-lab: ¥5.00." in out
+    assert Membership.objects.get(user=developer).monthly_budget == Decimal("5.00")
+    code, _, err = run("teams", "budget", "vision-lab", "dev@example.com", "lots")
+    assert code != 0 and "Enter a budget in yuan" in err
+
+    from billing import wallet
+
+    wallet.adjust_balance(user=team.account, amount=Decimal("50"), reason="t", staff=None, idempotency_key="cli-t")
+    code, out, err = run("--team", "vision-lab", "--json", "instances", "create", "--name", "lab-run", "--chip",
+                         "mlu370-x8", "--image", "pytorch-2.2-neuware")  # fmt: skip
+    assert code == 0, err
+    assert Instance.objects.get(name="lab-run").owner == team.account
+    code, out, _ = run("--team", "vision-lab", "instances", "ls")
+    assert code == 0 and "lab-run" in out
+    code, out, _ = run("instances", "ls")  # the personal token: the person's own instances
+    assert code == 0 and "lab-run" not in out

@@ -2,6 +2,7 @@
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from .models import ApiToken
 
@@ -22,7 +23,7 @@ class ApiTokenForm(forms.Form):
     )
 
     team = forms.ChoiceField(
-        label=_("For"),
+        label=pgettext_lazy("api token", "For"),
         required=False,
         help_text=_("A team's token acts in that team (its instances and wallet, as your role allows) and reaches "
                     "nothing personal."),

@@ -1,16 +1,24 @@
 """In real headless Chromium: an owner creates a team and invites a newcomer by e-mail; the newcomer opens the link,
-signs up with that address, verifies it, logs in, lands back on the invitation and joins; the owner sees them."""
+signs up with that address, verifies it, logs in, lands back on the invitation and joins; the owner works in the
+team, tops its wallet up in the sandbox checkout and gives the newcomer a budget of ¥5; the newcomer, on a phone,
+launches on the team's wallet; the budget stop fires at ¥5 with the instance stopped (its disk kept), and the
+team's members page and statement show the newcomer's spend."""
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+import time_machine
 from django.conf import settings
 from django.core import mail
 from django.test import Client
+from django.utils import timezone
 
-from billing import wallet
-from teams.models import Team
+from billing import metering, wallet
+from instances.models import Instance
+from instances.tests.fixtures import settle
+from teams.models import Membership, Team
 from tests.fixtures.services import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +36,9 @@ def _log_in(context, live_server, user):
     )  # fmt: skip
 
 
-def test_an_owner_invites_a_newcomer_who_signs_up_from_the_email_and_joins(page, browser, live_server, owner):
+def test_an_owner_invites_a_newcomer_who_budgets_and_pays_for_them_on_the_team(
+    page, browser, live_server, owner, catalog, instant
+):
     owner_page = page
     _log_in(owner_page.context, live_server, owner)
     owner_page.goto(f"{live_server.url}/console/")
@@ -73,7 +83,6 @@ def test_an_owner_invites_a_newcomer_who_signs_up_from_the_email_and_joins(page,
     assert "newcomer@example.com" in newcomer.locator("#member-table").inner_text()
     assert newcomer.locator("#invite-form").count() == 0  # a developer does not invite
     screenshot(newcomer, "teams-03-joined-phone")
-    newcomer.context.close()
 
     owner_page.reload()
     members = owner_page.locator("#member-table").inner_text()
@@ -95,6 +104,54 @@ def test_an_owner_invites_a_newcomer_who_signs_up_from_the_email_and_joins(page,
     assert wallet.summary(Team.objects.get(slug="vision-lab").account).cash == Decimal("100.00")
     assert wallet.summary(owner).cash == Decimal("0")
     screenshot(owner_page, "teams-04-team-topped-up")
+
+    # The owner gives the newcomer a budget of ¥5 a month
+    owner_page.goto(f"{live_server.url}/billing/members/")
+    newcomer_id = Membership.objects.get(user__email="newcomer@example.com").user.public_id
+    row = owner_page.locator(f"#spend-{newcomer_id}")
+    row.locator("input[name=monthly_budget]").fill("5")
+    row.get_by_role("button", name="Save").click()
+    owner_page.wait_for_url("**/billing/members/")
+    assert Membership.objects.get(user__email="newcomer@example.com").monthly_budget == Decimal("5.00")
+
+    # The newcomer, on the phone, works in the team and launches on its wallet
+    newcomer.goto(f"{live_server.url}/teams/")
+    newcomer.locator("#work-in-vision-lab").click()
+    newcomer.wait_for_url("**/instances/")
+    newcomer.goto(f"{live_server.url}/instances/new/")
+    assert newcomer.locator("#team-launch-note").is_visible()
+    newcomer.select_option("#id_chip", "mlu370-x8")
+    newcomer.wait_for_selector("#id_image option[value=pytorch-2\\.2-neuware]", state="attached")
+    newcomer.fill("#id_name", "newcomer-run")
+    newcomer.click("#launch-button")
+    newcomer.wait_for_url("**/instances/*-*/")
+    instance = Instance.objects.get(name="newcomer-run")
+    assert instance.owner.team_account.slug == "vision-lab"
+    screenshot(newcomer, "teams-05-launched-on-the-team-phone")
+
+    # It runs until the newcomer's spend reaches ¥5 (¥1.53 an hour: at about 196 minutes); the tick then stops it
+    settle()
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        for minutes in (150, 50):
+            clock.shift(timedelta(minutes=minutes))
+            metering.meter()
+            settle()
+        instance.refresh_from_db()
+        assert instance.status == "stopped" and instance.events.filter(reason="member_budget").exists()
+        newcomer.reload()
+        assert newcomer.locator("#instance-badge").get_attribute("data-status") == "stopped"
+        assert newcomer.locator("#release-countdown").is_visible()  # stopped, not released: its disk is kept
+        screenshot(newcomer, "teams-06-stopped-at-the-budget-phone")
+
+        # The team's members page and statement show the newcomer's spend
+        owner_page.goto(f"{live_server.url}/billing/members/")
+        assert owner_page.locator(f"#spend-{newcomer_id} [data-spent]").get_attribute("data-spent") == "5.10"
+        screenshot(owner_page, "teams-07-members-spending")
+        owner_page.goto(f"{live_server.url}/billing/statements/")
+        assert "newcomer-run" in owner_page.locator("#statement").inner_text()
+    newcomer.context.close()
+    assert [m.to for m in mail.outbox if "budget" in m.body.lower()]  # the newcomer and the billing people are told
+
     owner_page.locator("#context-personal").click()
     owner_page.wait_for_load_state()
     assert owner_page.locator("#context-team").count() == 0

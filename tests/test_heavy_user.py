@@ -44,3 +44,23 @@ def test_the_long_history_is_what_the_pages_show(catalog):
     assert runs["transactions, last page"].body.decode().count('<td class="text-nowrap">') == remainder
     api = json.loads(runs["API: transactions"].body)
     assert api["count"] == history.transactions and len(api["results"]) == 50
+
+
+def test_a_teams_pages_run_one_query_more_in_its_context_however_many_members_and_instances(catalog):
+    small = heavy_user.build_team("small-lab", members=3, instances=8, transactions=20)
+    large = heavy_user.build_team("large-lab", members=50, instances=130, transactions=600)
+    few, many = _visit_team(small), _visit_team(large)
+    assert set(few) == set(heavy_user.TEAM_QUERY_BUDGET)
+    for label, run in many.items():
+        assert run.status == 200, (label, run.body[:300])
+        assert run.queries <= few[label].queries, f"{label}: {few[label].queries} queries grew to {run.queries}"
+        assert run.queries <= heavy_user.TEAM_QUERY_BUDGET[label], f"{label}: {run.queries} queries"
+    # The pages are the team's: its instances, its wallet, its members.
+    assert many["instance list"].body.decode().count("data-instance=") == 50
+    assert many["members' spending"].body.decode().count('id="spend-') == 50
+    assert json.loads(many["API: instances"].body)["count"] > 50
+
+
+def _visit_team(history: heavy_user.HeavyUser) -> dict[str, heavy_user.PageRun]:
+    clients = history.clients()
+    return {label: history.open(clients, url) for label, url in history.pages()}

@@ -20,12 +20,20 @@ class MeSerializer(serializers.ModelSerializer):
         return self.context["request"].LANGUAGE_CODE
 
 
+class TeamSlugField(serializers.CharField):
+    """A team by its short name: the token's team on the way out, the one asked for on the way in (checked by the
+    view against the caller's memberships, so a stranger's team and a missing one are the same error)."""
+
+    def to_representation(self, value):
+        return value.slug
+
+
 class ApiTokenSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     active = serializers.BooleanField(source="is_active", read_only=True)
-    team = serializers.SlugRelatedField(
-        slug_field="slug", read_only=True, help_text="The team the token acts in (give its short name to create one); "
-        "null: personal."
+    team = TeamSlugField(
+        required=False, allow_null=True, allow_blank=True, max_length=40,
+        help_text="The short name of the team the token acts in; null: a personal token.",
     )  # fmt: skip
 
     class Meta:

@@ -38,7 +38,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         scope = data.get("scope", ApiToken.Scope.READ)
-        team = team_for_token(request.user, request.data.get("team") if hasattr(request.data, "get") else None)
+        team = team_for_token(request.user, data.get("team"))
         issued = services.create_api_token(request.user, name=data["name"], scope=scope, team=team)
         data = IssuedTokenSerializer(issued.token).data | {"token": issued.plaintext}
         return Response(data, status=status.HTTP_201_CREATED)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -25,10 +25,14 @@ from billing.metering import meter
 from billing.models import LedgerTransaction, UsageSession
 from catalog.models import Chip, Zone
 from config.celery import app
+from console import services as console_services
 from console.models import User
 from instances import services
 from instances.choices import TRANSITIONAL
 from instances.models import Instance, InstanceEvent
+from teams import accounts, context
+from teams.models import Membership, Team
+from teams.roles import Role
 
 # The instances launched for real: (chip, image, what happens to it afterwards).
 TEMPLATES = [
@@ -50,14 +54,16 @@ INSTANT = {
 
 @dataclass
 class HeavyUser:
-    user: User
+    user: User  # who owns the history: a person, or a team's account
     instances: int
     transactions: int
     running: Instance
+    team: Team | None = None
+    person: User | None = None  # who opens the pages: the user, or a member of the team (its owner)
 
     def pages(self) -> list[tuple[str, str]]:
         """(label, URL) of what this user opens: the console pages and the API lists behind them."""
-        last_instances = math.ceil(Instance.objects.for_user(self.user).visible().count() / 50)
+        last_instances = math.ceil(Instance.objects.filter(owner=self.user).visible().count() / 50)
         last_transactions = math.ceil(self.transactions / 50)
         return [
             ("dashboard", reverse("console:dashboard")),
@@ -72,7 +78,25 @@ class HeavyUser:
             ("API: instances", "/api/v1/instances"),
             ("API: transactions", "/api/v1/transactions"),
             ("API: wallet", "/api/v1/wallet"),
-        ]
+        ] + ([("members' spending", reverse("billing:members"))] if self.team else [])
+
+    def clients(self):
+        """(page client, API client) for the person who opens the pages: a session, and for a team the team's
+        context in it and a token issued for the team (the API takes the team from the token)."""
+        person = self.person or self.user
+        pages = Client()
+        pages.force_login(person)
+        if self.team is None:
+            return pages, pages
+        session = pages.session
+        session[context.SESSION_KEY] = self.team.slug
+        session.save()
+        token = console_services.create_api_token(person, name="bench", scope="read", team=self.team).plaintext
+        return pages, Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    def open(self, clients, url: str) -> "PageRun":
+        pages, api = clients
+        return open_page(api if url.startswith("/api/") else pages, url)
 
 
 # The most queries each page may run, whatever the user's history (asserted by the tests and by `make bench`).
@@ -90,12 +114,15 @@ QUERY_BUDGET = {
     "API: transactions": 6,
     "API: wallet": 8,
 }
+# In a team's context a page reads the person's membership once more (the context), and the API authenticates a
+# team's token and reads the membership behind it; nothing grows with the members or the history.
+TEAM_QUERY_BUDGET = {label: budget + 1 for label, budget in QUERY_BUDGET.items()} | {"members' spending": 8}
 
 
-def build(email: str, *, instances: int = 1000, transactions: int = 10_000) -> HeavyUser:
-    """Create ``email`` with ``instances`` instances (2 running) and at least ``transactions`` ledger
-    transactions of their own (metering charges, top-ups and the trial credit)."""
-    user = User.objects.create_user(email=email, password=None)
+def build(email: str, *, instances: int = 1000, transactions: int = 10_000, user=None) -> HeavyUser:
+    """Create ``email`` (or take ``user``) with ``instances`` instances (2 running) and at least ``transactions``
+    ledger transactions of their own (metering charges, top-ups and the trial credit)."""
+    user = user or User.objects.create_user(email=email, password=None)
     wallet.adjust_balance(user=user, amount=Decimal("100000"), reason="bench funding", staff=None,
                           idempotency_key=f"heavy-fund:{user.pk}")  # fmt: skip
     _make_room()
@@ -113,6 +140,22 @@ def build(email: str, *, instances: int = 1000, transactions: int = 10_000) -> H
     count = LedgerTransaction.objects.filter(user=user).count()
     return HeavyUser(user=user, instances=Instance.objects.filter(owner=user).count(), transactions=count,
                      running=running)  # fmt: skip
+
+
+def build_team(slug: str, *, members: int = 50, instances: int = 1000, transactions: int = 10_000) -> HeavyUser:
+    """A team of ``members`` (its owner first) whose account has the long history of :func:`build`; the owner opens
+    the pages in the team's context."""
+    owner = User.objects.create_user(email=f"{slug}-owner@example.com", password=None)
+    team = Team.objects.create(slug=slug, name=f"Team {slug}", created_by=owner, account=accounts.new_account())
+    people = [owner] + User.objects.bulk_create(
+        [User(email=f"{slug}-member-{n}@example.com") for n in range(1, members)], batch_size=500
+    )
+    Membership.objects.bulk_create(
+        [Membership(team=team, user=p, role=Role.OWNER if p == owner else Role.DEVELOPER) for p in people]
+    )
+    history = build("", instances=instances, transactions=transactions, user=team.account)
+    history.team, history.person = team, owner
+    return history
 
 
 def _make_room() -> None:

@@ -50,12 +50,28 @@ def history_pages(report):
         history = _history()
     note = f"{history.instances:,} instances, {history.transactions:,} ledger transactions, through the services"
     report.add("build the history", t.seconds, unit="s", note=note)
-    client = Client()
-    client.force_login(history.user)
+    _measure_pages(report, history, heavy_user.QUERY_BUDGET)
+
+
+TEAM_MEMBERS = size(50, 10)
+
+
+@benchmark(f"Pages for a team of {TEAM_MEMBERS} members with {HISTORY}, in the team's context")
+def team_history_pages(report):
+    with report.timer() as t:
+        history = heavy_user.build_team("bench-team", members=TEAM_MEMBERS, instances=INSTANCES,
+                                        transactions=TRANSACTIONS)  # fmt: skip
+    note = f"{TEAM_MEMBERS} members; {history.instances:,} instances, {history.transactions:,} ledger transactions"
+    report.add("build the team's history", t.seconds, unit="s", note=note)
+    _measure_pages(report, history, heavy_user.TEAM_QUERY_BUDGET)
+
+
+def _measure_pages(report, history, budgets) -> None:
+    clients = history.clients()
     for label, url in history.pages():
-        heavy_user.open_page(client, url)  # warm: templates compiled, translations loaded
-        runs = [heavy_user.open_page(client, url) for _ in range(PAGE_ROUNDS)]
-        budget = heavy_user.QUERY_BUDGET[label]
+        history.open(clients, url)  # warm: templates compiled, translations loaded
+        runs = [history.open(clients, url) for _ in range(PAGE_ROUNDS)]
+        budget = budgets[label]
         for run in runs:
             if run.status != 200 or run.queries > budget:
                 raise RuntimeError(f"{label} ({url}): HTTP {run.status}, {run.queries} queries (budget {budget})")

@@ -37,7 +37,7 @@ def _team_client(user, slug="vision-lab", scope="read_write"):
     assert answer.status_code == 201, answer.content
     assert answer.json()["team"] == slug
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {answer.json()['token']}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {answer.json()['token']}", HTTP_ACCEPT_LANGUAGE="en")
     return client
 
 

@@ -199,7 +199,7 @@ def stop_for_arrears(user_id: int, reason: str, *, member_id: int | None = None)
         instances = instances.filter(launched_by_id=member_id)
     for instance in instances:
         try:
-            stop(instance, reason=code, detail=reason or "")
+            stop(instance, reason=code, detail="" if member_id is not None else reason or "")
         except Conflict:
             continue  # it moved meanwhile (a concurrent stop): nothing to do
         stopped += 1

@@ -40,7 +40,9 @@ SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 def instance_list(request):
     """The current instances (live status), or with ``?show=released`` the released ones: when they ran and
     what they cost."""
-    mine = Instance.objects.for_user(request.user).filter(owner=acting(request).account).with_related().not_endpoints()
+    # The context's account is the person's own or a team's they belong to (checked once per request by acting):
+    # its instances are theirs to see, so the list filters on the owner alone.
+    mine = Instance.objects.filter(owner=acting(request).account).with_related().not_endpoints()
     if request.GET.get("show") == "released":
         return _released_list(request, mine)
     page = Paginator(mine.visible(), PAGE_SIZE).get_page(request.GET.get("page"))

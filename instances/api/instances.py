@@ -58,14 +58,13 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        instances = Instance.objects.for_user(self.request.user).with_related()
-        if self.action == "list":
-            # The list is the context's: the caller's own, or through a team's token the team's.
-            instances = instances.filter(
-                owner=acting(self.request).account
-            ).not_endpoints()  # listed by /api/v1/endpoints
-            if self.request.query_params.get("all") not in {"1", "true"}:
-                instances = instances.visible()
+        if self.action != "list":
+            return Instance.objects.for_user(self.request.user).with_related()
+        # The list is the context's: the caller's own, or through a team's token the team's (acting checked the
+        # membership); endpoints are listed by /api/v1/endpoints.
+        instances = Instance.objects.filter(owner=acting(self.request).account).with_related().not_endpoints()
+        if self.request.query_params.get("all") not in {"1", "true"}:
+            instances = instances.visible()
         return instances
 
     def get_object(self):

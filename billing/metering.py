@@ -241,7 +241,9 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
             buckets[account.user_id][account.kind] = account
     programmes = lock_programmes(funded_by)
     month = month_of(now)
-    used = subsidy_used({(pid, d.session.user_id) for d in dues if (pid := d.session.programme_id) in funded_by}, month)
+    used = subsidy_used(
+        {(pid, _cap_subject(d.session)) for d in dues if (pid := d.session.programme_id) in funded_by}, month
+    )
     trial_left = {uid: usable_trial(b[AccountKind.USER_TRIAL], now) for uid, b in buckets.items()}
     budget_left = {pid: None if p.budget is None else max(p.budget - p.spent, ZERO) for pid, p in programmes.items()}
     context = (buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now)
@@ -285,17 +287,23 @@ def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, bud
         usage_session_id=s.pk,
         resource_id=s.resource_id,
         minutes=minutes,
-        subsidy=SubsidyBooking(s.programme_id, s.user_id, month, booked) if booked else None,
+        subsidy=SubsidyBooking(s.programme_id, _cap_subject(s), month, booked) if booked else None,
         at=now,
         member_id=s.member_id,
     )
 
 
+def _cap_subject(session) -> int:
+    """Whose monthly subsidy cap a charge counts against: the person's. On a team's wallet that is the member it
+    ran for, so a person's cap is one however many teams they launch through."""
+    return session.member_id or session.user_id
+
+
 def _fund_subsidy(due, programmes, used, budget_left) -> Decimal:
-    """What the programme pays of this charge: all of it, unless its budget or the user's cap runs out."""
+    """What the programme pays of this charge: all of it, unless its budget or the person's cap runs out."""
     s = due.session
     programme = programmes[s.programme_id]
-    key = (s.programme_id, s.user_id)
+    key = (s.programme_id, _cap_subject(s))
     limits = [budget_left[s.programme_id]]
     if programme.monthly_cap_per_user is not None:
         limits.append(max(programme.monthly_cap_per_user - used.get(key, ZERO), ZERO))

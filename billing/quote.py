@@ -77,8 +77,9 @@ def _load_usage(user, at, programmes) -> dict[int, Decimal]:
     return {row.programme_id: row.amount for row in rows}
 
 
-def load_price_book(*, at: datetime | None = None, user=None) -> PriceBook:
-    """Load a price book at ``at`` (default: now) for ``user`` (optional) in a fixed number of queries."""
+def load_price_book(*, at: datetime | None = None, user=None, person=None) -> PriceBook:
+    """Load a price book at ``at`` (default: now) for ``user`` (optional) in a fixed number of queries. ``person``:
+    whose monthly subsidy caps apply when ``user`` is a team's account (the member who launches), else the user's."""
     at = at or timezone.now()
     programmes = tuple(
         ProgrammeTerms.from_programme(p)
@@ -92,7 +93,7 @@ def load_price_book(*, at: datetime | None = None, user=None) -> PriceBook:
         programmes=programmes,
         offers=offers,
         user=user,
-        usage=_load_usage(user, at, programmes),
+        usage=_load_usage(person or user, at, programmes),
     )
 
 

@@ -293,10 +293,11 @@ def charge_upfront(
         booking = None
         if programme_id:
             month = rules.month_of(now)
-            used = subsidy_used([(programme_id, user.pk)], month).get((programme_id, user.pk), ZERO)
+            subject = member_id or user.pk  # a person's cap, also when they launch on a team's wallet
+            used = subsidy_used([(programme_id, subject)], month).get((programme_id, subject), ZERO)
             limit = available_subsidy(programmes[programme_id], used)
             booked = subsidy if limit is None else min(subsidy, limit)
-            booking = SubsidyBooking(programme_id, user.pk, month, booked) if booked > 0 else None
+            booking = SubsidyBooking(programme_id, subject, month, booked) if booked > 0 else None
         entries = rules.charge_entries(
             trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=amount, from_trial=from_trial,
             subsidy_account=funded_by[programme_id].pk if booking else None,

@@ -147,7 +147,7 @@ def launch(user, request: LaunchRequest, *, by=None) -> Instance:
     if request.term_end_action not in TermEnd.values:
         raise ServiceError(_("Choose what happens when a prepaid term ends."), code="invalid_term_end")
     boot = check_boot_options(user, start_command=request.start_command, env=request.env, secret_names=request.secrets)
-    book = load_price_book(user=user)
+    book = load_price_book(user=user, person=by)
     candidates = _candidates(request, user, book)
     family = candidates[0].chip.backend if candidates[0].chip else None
     image = get_image(request.image, family, user)
@@ -254,8 +254,9 @@ def _check_shutdown(at, idle_minutes) -> None:
         raise ServiceError(_("Idle minutes must be between 5 and 10080 (a week)."), code="invalid_auto_shutdown")
 
 
-def preview(user, request: LaunchRequest) -> Quote:
-    """The price the wizard shows for ``request`` (the chip the launch would pick first), or ServiceError."""
-    candidates = _candidates(request, user, load_price_book(user=user))
+def preview(user, request: LaunchRequest, *, by=None) -> Quote:
+    """The price the wizard shows for ``request`` (the chip the launch would pick first), or ServiceError; ``by``
+    as for :func:`launch`."""
+    candidates = _candidates(request, user, load_price_book(user=user, person=by))
     get_image(request.image, candidates[0].chip.backend if candidates[0].chip else None, user)
     return candidates[0].quote

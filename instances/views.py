@@ -86,7 +86,7 @@ def _preview(request, form):
     if not form.is_valid():
         return None, ""
     try:
-        return services.preview(acting(request).account, form.launch_request()), ""
+        return services.preview(acting(request).account, form.launch_request(), by=request.user), ""
     except ServiceError as exc:
         return None, str(exc.message)
 

@@ -161,3 +161,24 @@ def test_running_usage_that_reaches_the_budget_stops_that_members_instances_and_
             instances.start(Instance.objects.with_related().get(pk=mine.pk))
         _budget(team, owner, developer, "50")
         instances.start(Instance.objects.with_related().get(pk=mine.pk))
+
+
+def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, team, owner):
+    from billing.models import SubsidyProgramme, SubsidyUsage
+
+    SubsidyProgramme.objects.filter(slug="xinchuang-2026").update(monthly_cap_per_user=Decimal("0.05"))
+    developer = _member(team, Role.DEVELOPER)
+    request = instances.LaunchRequest(name="q", chip="mlu370-x8", image="pytorch-2.2-neuware")
+    assert instances.preview(team.account, request, by=developer).subsidy_per_hour > 0
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        _launch(team, developer, "subsidised")
+        settle()
+        clock.shift(timedelta(minutes=60))
+        metering.meter()
+        # The team's charges used the developer's cap, not a cap of the team's own.
+        usage = SubsidyUsage.objects.get()
+        assert (usage.user, usage.amount) == (developer, Decimal("0.05"))
+        # So the developer's next quote has no subsidy left, on the team's wallet as on their own; the owner's has.
+        assert instances.preview(team.account, request, by=developer).subsidy_per_hour == 0
+        assert instances.preview(developer, request).subsidy_per_hour == 0
+        assert instances.preview(team.account, request, by=owner).subsidy_per_hour > 0

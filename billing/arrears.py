@@ -124,9 +124,10 @@ def follow_up(alerts: Alerts, now: datetime) -> None:
         # billing people are told, once per metering period.
         if not team_budgets.claim_stop(account_id, member_id, period):
             continue
-        params = {"budget": str(budget), "team": team_name(account_id)}
-        notify(member_id, NotificationKind.MEMBER_BUDGET, **params)
-        notify(account_id, NotificationKind.MEMBER_BUDGET, member=member_email(member_id), **params)
+        if team_budgets.claim_notice(account_id, member_id, rules.month_start(now)):
+            params = {"budget": str(budget), "team": team_name(account_id)}
+            notify(member_id, NotificationKind.MEMBER_BUDGET, **params)
+            notify(account_id, NotificationKind.MEMBER_BUDGET, member=member_email(member_id), **params)
         transaction.on_commit(lambda a=account_id, m=member_id: call_handler(a, REASON_MEMBER_BUDGET, member_id=m))
 
 

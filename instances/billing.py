@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from billing import arrears, budgets, metering, wallet
+from billing.money import to_cents
 
 from .choices import Status
 from .models import Instance
@@ -29,7 +30,7 @@ def check_launch_funds(user, quote, *, exclude=None) -> None:
     wallet.check_launch_funds(user, quote, pending_per_hour=_pending_per_hour(user, exclude))
 
 
-def check_member_budget(user, by, quote, *, exclude=None) -> None:
+def check_member_budget(user, by, quote, *, exclude=None, extra_per_hour=0) -> None:
     """On a team's wallet (``user`` the team's account, ``by`` the member or their id, whose budget the instance
     spends): refuse a launch or a start past the member's monthly budget. Call after :func:`check_launch_funds`,
     which took the wallet's lock."""
@@ -37,7 +38,8 @@ def check_member_budget(user, by, quote, *, exclude=None) -> None:
     if member_id is None or member_id == user.pk:
         return
     pending = _pending_per_hour(user, exclude, launched_by=member_id)
-    budgets.check_launch(user.pk, member_id, wallet.needed_to_launch(quote), pending_per_hour=pending)
+    needed = wallet.needed_to_launch(quote) + to_cents(Decimal(extra_per_hour))  # and the launch's new data disk
+    budgets.check_launch(user.pk, member_id, needed, pending_per_hour=pending)
 
 
 def _pending_per_hour(user, exclude=None, *, launched_by=None):

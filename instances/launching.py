@@ -10,7 +10,7 @@ from django.db import OperationalError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.quote import Quote, load_price_book, quote
+from billing.quote import Quote, load_price_book, quote, quote_disk
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from catalog.services import get_chip, get_zone, zone_offers
 from console.errors import ServiceError
@@ -192,7 +192,8 @@ def _create(
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
         # locks the owner's wallet until this launch commits, so concurrent launches see each other.
         billing.check_launch_funds(user, candidate.quote)
-        billing.check_member_budget(user, by, candidate.quote)
+        disk_per_hour = quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
+        billing.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
         node, victims = None, []
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)

@@ -104,11 +104,13 @@ def stop(instance: Instance, *, reason: str = Reason.STOP_REQUESTED, detail: str
     return instance
 
 
-def start(instance: Instance, *, no_card: bool = False) -> Instance:
+def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
     """Start a stopped (or preempted, or failed) instance: on its node if it has room, else on another node of
     the zone (its disks follow), else — when asked — in no-card mode. Relaunching a preempted spot instance is
-    this same operation."""
+    this same operation. ``by``: who asks; a member who starts a team's instance runs it from now on, so its
+    charges count against their monthly budget (checked here), as if they had launched it."""
     check_move(instance, Status.STARTING)
+    runner = by.pk if by is not None and by.pk != instance.owner_id else instance.launched_by_id
     to_no_card = no_card and instance.chip_id is not None
     spec = _spec_for(None, 0) if to_no_card else instance.spec
     q = instance_quote(instance, spec=spec)
@@ -116,7 +118,7 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
     with transaction.atomic():
         if not in_paid_term:
             billing.check_launch_funds(instance.owner, q, exclude=instance)
-            billing.check_member_budget(instance.owner, instance.launched_by_id, q, exclude=instance)
+            billing.check_member_budget(instance.owner, runner, q, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.
         free(instance)
@@ -132,7 +134,7 @@ def start(instance: Instance, *, no_card: bool = False) -> Instance:
             detail = node.name
         transition(instance, Status.STARTING, reason=Reason.START_REQUESTED, detail=detail, wanted=Wanted.RUNNING,
                    stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0,
-                   price_per_hour=q.payable_per_hour)  # fmt: skip
+                   price_per_hour=q.payable_per_hour, launched_by_id=runner)  # fmt: skip
         _enqueue("start", instance, Wanted.RUNNING)
     return instance
 

@@ -299,9 +299,11 @@ def _act(request, public_id, operation, event):
 @require_POST
 def start(request, public_id):
     no_card = request.POST.get("no_card") == "1"
-    return _act(
-        request, public_id, lambda instance: services.start(instance, no_card=no_card), TeamEvent.Action.STARTED
-    )
+
+    def start_it(instance):
+        return services.start(instance, no_card=no_card, by=request.user)
+
+    return _act(request, public_id, start_it, TeamEvent.Action.STARTED)
 
 
 @login_required

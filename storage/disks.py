@@ -120,10 +120,10 @@ def _label(disk: CloudDisk) -> str:
     return f"{disk.name} ({disk.size_gb} GB)"
 
 
-def _open_usage(disk: CloudDisk, price: StorageQuote, started_at) -> None:
+def _open_usage(disk: CloudDisk, price: StorageQuote, started_at, member_id=None) -> None:
     metering.open_usage(
         user=disk.owner, kind=USAGE_KIND, resource_id=disk.public_id, quote=price, started_at=started_at,
-        label=_label(disk),
+        label=_label(disk), member_id=member_id,
     )  # fmt: skip
 
 
@@ -177,7 +177,9 @@ def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None)
             disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
             _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,
                    data={"per_gb_day": str(price.per_gb_day)})  # fmt: skip
-            _open_usage(disk, price, now)
+            # A data disk made with a team's instance is the launching member's spend, as the instance is.
+            by = getattr(instance, "launched_by_id", None)
+            _open_usage(disk, price, now, member_id=by if by is not None and by != user.pk else None)
             if instance is not None:
                 attach(user, disk.public_id, instance.public_id)
                 disk.refresh_from_db()

@@ -44,6 +44,18 @@ def claim_stop(account_id: int, member_id: int, period) -> bool:
     )
 
 
+def claim_notice(account_id: int, member_id: int, month_start) -> bool:
+    """True once a month (and again after the budget changes): the notice that the budget was reached goes out
+    once, though later charges (a disk kept) reach it again at every tick."""
+    from django.utils import timezone
+
+    return bool(
+        Membership.objects.filter(team__account_id=account_id, user_id=member_id)
+        .filter(Q(budget_alerted_at__isnull=True) | Q(budget_alerted_at__lt=month_start))
+        .update(budget_alerted_at=timezone.now())
+    )
+
+
 def clean_budget(value) -> Decimal | None:
     text = str(value if value is not None else "").strip().replace("¥", "").replace(",", "")
     if not text:
@@ -65,4 +77,4 @@ def clean_budget(value) -> Decimal | None:
             % {"max": f"{MAX_BUDGET:,.0f}"},
             code="invalid_budget",
         )
-    return amount.quantize(Decimal("0.01"))
+    return abs(amount.quantize(Decimal("0.01")))  # "-0" is 0.00

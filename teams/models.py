@@ -48,6 +48,8 @@ class Membership(models.Model):
     )  # fmt: skip
     # The metering period in which the budget stop was last asked (at most one stop and one notice per period).
     budget_stop_period = models.DateTimeField(null=True, blank=True)
+    # When the member and the billing people were last told the budget was reached (once a month per budget).
+    budget_alerted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("team member")

@@ -9,9 +9,12 @@ from rest_framework.views import APIView
 
 from catalog import services as catalog_services
 from catalog.models import InstanceSpec
+from console.api.permissions import PersonalTokenPermission
 from console.errors import ServiceError
 from teams import roles
 from teams.context import acting
+from teams.models import TeamEvent
+from teams.services import record
 
 from .. import payments, statements, wallet
 from ..models import TopUp
@@ -47,7 +50,7 @@ def _spec(slug):
 class QuoteView(APIView):
     """Price a run. Anonymous callers get the public price; an authenticated caller's subsidy cap is applied."""
 
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, PersonalTokenPermission]
 
     @extend_schema(
         tags=["billing"],
@@ -135,7 +138,7 @@ class TopUpViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         serializer = TopUpRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         base_url = request.build_absolute_uri("/")
-        topup = payments.start_topup(
-            _account(request), serializer.validated_data["amount"], base_url=base_url, by=request.user
-        )
+        account = _account(request)
+        topup = payments.start_topup(account, serializer.validated_data["amount"], base_url=base_url, by=request.user)
+        record(account, request.user, TeamEvent.Action.TOPUP_STARTED, subject=f"¥{topup.amount}")
         return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)

@@ -20,6 +20,12 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
         user = token.user
+        if (
+            token.team_id is not None
+            and not type(token).objects.filter(pk=token.pk, team__memberships__user_id=user.pk).exists()
+        ):
+            # A team's token stops working the moment its person leaves the team, on every route.
+            raise exceptions.AuthenticationFailed(_("This API token is for a team you are no longer a member of."))
         # A team's token: the ownership filter (teams.access) reaches that team's objects and nothing personal.
         user.token_team_id = token.team_id
         return user, token

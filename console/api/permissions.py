@@ -29,3 +29,16 @@ class TokenScopePermission(permissions.BasePermission):
             self.message = READ_ONLY
             return request.method in permissions.SAFE_METHODS
         return True
+
+
+class PersonalTokenPermission(permissions.BasePermission):
+    """Only the team part of the scope check, for public views that show a token's person more (their private
+    items, their subsidy): a team's token reaches nothing personal, so it is refused there."""
+
+    message = TEAM_ONLY
+
+    def has_permission(self, request, view):
+        token = request.auth
+        return not (
+            isinstance(token, ApiToken) and token.team_id is not None and not getattr(view, "team_scoped", False)
+        )

@@ -102,7 +102,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         options = InstanceStartSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         instance = self.get_object()
-        services.start(instance, no_card=options.validated_data["no_card"])
+        services.start(instance, no_card=options.validated_data["no_card"], by=request.user)
         record(instance, request.user, TeamEvent.Action.STARTED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from billing.quote import load_price_book
 from console.api.pagination import LimitOffsetPagination
-from console.api.permissions import TokenScopePermission
+from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 from console.ops.audit import client_ip
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
@@ -223,7 +223,7 @@ def _detail(request, image, *, reload: bool = True) -> dict:
 
 
 class ImageDetailView(APIView):
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, PersonalTokenPermission]
 
     @extend_schema(tags=["images"], responses={200: ImageDetailSerializer, 404: ERRORS[404]}, summary="One image")
     def get(self, request, key):

@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 
 from billing.quote import load_price_book
 from console.api.pagination import LimitOffsetPagination
-from console.api.permissions import TokenScopePermission
+from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 
 from ..hub import services
 from .serializers import HubItemDetailSerializer, HubItemSerializer, HubLikeSerializer, HubSearchQuerySerializer
@@ -35,7 +35,9 @@ class HubPagination(LimitOffsetPagination):
 
 
 class HubListView(APIView):
-    permission_classes = [AllowAny]
+    # Public, and with a token the caller's private items too: a team's token is refused (it reaches nothing
+    # personal), a read-only one only reads.
+    permission_classes = [AllowAny, PersonalTokenPermission]
     pagination_class = HubPagination
 
     @extend_schema(
@@ -57,7 +59,7 @@ class HubListView(APIView):
 
 
 class HubItemView(APIView):
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, PersonalTokenPermission]
 
     @extend_schema(tags=["hub"], responses={200: HubItemDetailSerializer}, summary="One model or dataset")
     def get(self, request, org, name):

@@ -3,12 +3,15 @@
 Every call checks the caller's membership first (404 outside the team) and the role in the service (403)."""
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services
+from console.errors import NotFound
+
+from .. import roles, services
 from .serializers import (
     AcceptSerializer,
     InvitationRequestSerializer,
@@ -27,8 +30,18 @@ def _valid(serializer_class, request):
     return serializer.validated_data
 
 
+def _membership(request, slug):
+    """The caller's membership of ``slug``; through a team's token only that team (another is the same 404 as one
+    the person is not in)."""
+    token_team = getattr(request.auth, "team_id", None)
+    member = services.membership(request.user, slug)
+    if token_team is not None and member.team_id != token_team:
+        raise NotFound(_("No such team."))
+    return member
+
+
 class TeamListView(APIView):
-    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+    # A team's token is for its own team: it neither lists the person's teams, creates one nor joins another.
 
     @extend_schema(tags=["teams"], responses={200: MembershipSerializer(many=True)}, summary="Your teams")
     def get(self, request):
@@ -41,31 +54,36 @@ class TeamListView(APIView):
 
 
 class TeamDetailView(APIView):
-    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+    team_scoped = True  # a team's token reaches its own team only (_membership)
 
     @extend_schema(
         tags=["teams"], responses={200: TeamDetailSerializer}, summary="A team and its members",
         operation_id="teams_retrieve",
     )  # fmt: skip
     def get(self, request, slug):
-        member = services.membership(request.user, slug)
-        member.team_members = member.team.memberships.select_related("user").order_by("joined_at", "id")
+        member = _membership(request, slug)
+        member.team_members = list(member.team.memberships.select_related("user").order_by("joined_at", "id"))
+        if not roles.can(member.role, roles.BILLING):
+            # Budgets are the billing roles' business: others see their own only.
+            for other in member.team_members:
+                if other.user_id != request.user.pk:
+                    other.monthly_budget = None
         return Response(TeamDetailSerializer(member).data)
 
 
 class InvitationView(APIView):
-    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+    team_scoped = True  # a team's token reaches its own team only (_membership)
 
     @extend_schema(tags=["teams"], request=InvitationRequestSerializer, responses={201: InvitationSerializer})
     def post(self, request, slug):
-        member = services.membership(request.user, slug)
+        member = _membership(request, slug)
         data = _valid(InvitationRequestSerializer, request)
         invitation = services.invite(member, data["email"], data["role"])
         return Response(InvitationSerializer(invitation).data, status=status.HTTP_201_CREATED)
 
 
 class AcceptView(APIView):
-    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+    # A team's token is for its own team: it neither lists the person's teams, creates one nor joins another.
 
     @extend_schema(tags=["teams"], request=AcceptSerializer, responses={200: MembershipSerializer})
     def post(self, request):
@@ -74,7 +92,7 @@ class AcceptView(APIView):
 
 
 class MemberView(APIView):
-    team_scoped = True  # teams are the person\'s: a team\'s token may read and change them as the role allows
+    team_scoped = True  # a team's token reaches its own team only (_membership)
 
     @extend_schema(
         tags=["teams"],
@@ -83,7 +101,7 @@ class MemberView(APIView):
         summary="Change a member's role (members permission) or monthly budget (billing permission)",
     )
     def patch(self, request, slug, user_id):
-        member = services.membership(request.user, slug)
+        member = _membership(request, slug)
         data = _valid(MemberChangeSerializer, request)
         with transaction.atomic():  # both or neither
             changed = None
@@ -95,5 +113,5 @@ class MemberView(APIView):
 
     @extend_schema(tags=["teams"], responses={204: None}, summary="Remove a member, or leave with your own id")
     def delete(self, request, slug, user_id):
-        services.remove_member(services.membership(request.user, slug), user_id)
+        services.remove_member(_membership(request, slug), user_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

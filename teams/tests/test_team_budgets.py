@@ -182,3 +182,45 @@ def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, te
         assert instances.preview(team.account, request, by=developer).subsidy_per_hour == 0
         assert instances.preview(developer, request).subsidy_per_hour == 0
         assert instances.preview(team.account, request, by=owner).subsidy_per_hour > 0
+
+
+def test_starting_a_colleagues_instance_runs_it_on_ones_own_budget(catalog, instant, team, owner):
+    colleague = _member(team, Role.DEVELOPER, "colleague@example.com")
+    broke = _member(team, Role.DEVELOPER, "broke@example.com")
+    _budget(team, owner, broke, "0")
+    theirs = _launch(team, colleague, "theirs")
+    settle()
+    instances.stop(Instance.objects.with_related().get(pk=theirs.pk))
+    settle()
+    with pytest.raises(budgets.BudgetExceeded):
+        instances.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
+    assert Instance.objects.get(pk=theirs.pk).launched_by == colleague
+    _budget(team, owner, broke, "10")
+    instances.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
+    assert Instance.objects.get(pk=theirs.pk).launched_by == broke  # now theirs to pay from their budget
+
+
+def test_a_launchs_data_disk_is_the_members_spend_and_the_notice_goes_once(
+    catalog, instant, eager_tasks, team, owner, django_capture_on_commit_callbacks
+):
+    from billing.models import UsageSession
+
+    developer = _member(team, Role.DEVELOPER)
+    _budget(team, owner, developer, "0.5")
+    request = instances.LaunchRequest(name="big", chip="mlu370-x8", image="pytorch-2.2-neuware", data_disk_gb=2000)
+    with pytest.raises(budgets.BudgetExceeded):  # ¥1.53 of compute and the disk's hour do not fit in ¥0.50
+        instances.launch(team.account, request, by=developer)
+    _budget(team, owner, developer, "3")
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instances.launch(team.account, request, by=developer)
+        settle()
+        assert set(UsageSession.objects.filter(user=team.account).values_list("kind", "member_id")) == {
+            ("instance", developer.pk), ("disk", developer.pk)
+        }
+        for _tick in range(5):  # the budget is reached, then the kept disk reaches it again at every tick
+            clock.shift(timedelta(minutes=60))
+            with django_capture_on_commit_callbacks(execute=True):
+                metering.meter()
+            settle()
+        assert Instance.objects.get(name="big").status == Status.STOPPED
+        assert Notification.objects.filter(kind="member_budget").count() == 2  # the member and the team, once

@@ -84,10 +84,33 @@ def test_a_team_token_does_what_the_role_allows_and_nothing_after_leaving(catalo
 
     services.remove_member(services.membership(owner, "vision-lab"), str(developer.public_id))
     gone = dev_api.get("/api/v1/instances")
-    assert gone.status_code == 403 and gone.json()["code"] == "not_a_member"
-    assert dev_api.get(f"/api/v1/instances/{running.public_id}").status_code == 404
-    assert dev_api.post(f"/api/v1/instances/{running.public_id}/stop").status_code == 404
+    assert gone.status_code == 401 and "no longer a member" in gone.json()["message"]
+    for method, path in [("get", f"/api/v1/instances/{running.public_id}"), ("get", "/api/v1/teams/vision-lab"),
+                         ("post", f"/api/v1/instances/{running.public_id}/stop"), ("get", "/api/v1/hub")]:  # fmt: skip
+        assert getattr(dev_api, method)(path).status_code == 401, path
     assert Instance.objects.get(pk=running.pk).wanted == "running"
+
+
+def test_a_team_token_reaches_its_own_team_only(team, owner, catalog):
+    from marketplace import seed as hub_catalog
+    from marketplace.hub import services as hub
+
+    other = services.create_team(owner, name="Other lab", slug="other-lab")
+    hub_catalog.load()
+    hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
+    api = _team_client(owner)
+    assert api.get("/api/v1/teams/vision-lab").status_code == 200
+    assert api.get("/api/v1/teams/other-lab").status_code == 404
+    member_url = f"/api/v1/teams/other-lab/members/{owner.public_id}"
+    assert api.patch(member_url, {"monthly_budget": "1"}, format="json").status_code == 404
+    invite = api.post("/api/v1/teams/other-lab/invitations", {"email": "x@example.com", "role": "owner"}, format="json")
+    assert invite.status_code == 404 and not other.invitations.exists()
+    assert api.get("/api/v1/teams").status_code == 403  # the person's teams are not the team's business
+    assert api.post("/api/v1/teams", {"name": "New", "slug": "new-lab"}, format="json").status_code == 403
+    # Public routes that show a token's person more (private hub items) refuse a team's token.
+    assert api.get("/api/v1/hub").status_code == 403
+    assert api.get("/api/v1/hub/owner-lab/secret-model").status_code == 403
+    assert _token_client(owner).get("/api/v1/hub/owner-lab/secret-model").status_code == 200
 
 
 def test_a_token_is_issued_only_for_ones_own_team(team, owner, stranger):

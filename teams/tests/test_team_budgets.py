@@ -215,7 +215,8 @@ def test_a_launchs_data_disk_is_the_members_spend_and_the_notice_goes_once(
         instances.launch(team.account, request, by=developer)
         settle()
         assert set(UsageSession.objects.filter(user=team.account).values_list("kind", "member_id")) == {
-            ("instance", developer.pk), ("disk", developer.pk)
+            ("instance", developer.pk),
+            ("disk", developer.pk),
         }
         for _tick in range(5):  # the budget is reached, then the kept disk reaches it again at every tick
             clock.shift(timedelta(minutes=60))

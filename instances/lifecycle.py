@@ -170,10 +170,18 @@ def release(instance: Instance, *, reason: str = Reason.RELEASE_REQUESTED) -> In
     return instance
 
 
+def _not_before_running(instance: Instance, at):
+    """When a running instance stopped, as the instance's own record says it: a backend's time (Slurm keeps whole
+    seconds) can fall before the moment the console saw it running and billing began; it stopped no earlier than
+    that, so the stop time and the end of its usage session are the same instant."""
+    since = instance.running_since if instance.status == Status.RUNNING else None
+    return max(at, since) if since is not None else at
+
+
 def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
     """Reclaim a running spot instance: the checkpoint signal with the notice window, billing stops at the
     preemption minute, disks are kept; the owner can relaunch it with one click."""
-    at = at or timezone.now()
+    at = _not_before_running(instance, at or timezone.now())
     with transaction.atomic():
         transition(instance, Status.PREEMPTED, reason=Reason.PREEMPTED, detail=detail, at=at, wanted=Wanted.STOPPED,
                    stop_requested_at=at, stopped_at=at, release_at=at + conf.release_after())  # fmt: skip
@@ -245,7 +253,7 @@ def _submit(instance: Instance) -> bool:
 def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
     """A permanent failure: free the cards; nothing is charged for a launch that never became healthy."""
     was_running = instance.status == Status.RUNNING
-    at = at or timezone.now()
+    at = _not_before_running(instance, at or timezone.now())
     with transaction.atomic():
         transition(instance, Status.FAILED, reason=reason, detail=detail, at=at, wanted=Wanted.STOPPED,
                    stopped_at=at, release_at=at + conf.release_after())  # fmt: skip

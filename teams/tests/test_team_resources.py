@@ -234,6 +234,12 @@ def test_a_member_mixes_nothing_of_their_own_into_a_team_instance(launch, team, 
     client = _browser(developer)
     client.post(reverse("instances:stop", args=[instance.public_id]))
     settle()
+    page = client.get(instance.get_absolute_url()).content.decode()
+    assert 'id="save-image-link"' not in page  # not offered for a team's instance (the service refuses it too)
+    mine = Instance.objects.get(name="mine")
+    client.post(reverse("instances:stop", args=[mine.public_id]))
+    settle()
+    assert 'id="save-image-link"' in client.get(mine.get_absolute_url()).content.decode()  # one's own: offered
     with pytest.raises(Conflict) as not_yet:
         images.save_instance_as_image(developer, instance.public_id, name="take-home")
     assert not_yet.value.code == "team_instance"

@@ -23,8 +23,8 @@ def new_account():
 
 
 def team_of(user):
-    """The team ``user`` is the account of, or None for a person."""
-    if user is None or not getattr(user, "pk", None):
+    """The team ``user`` is the account of, or None for a person (known from the address: no query for one)."""
+    if user is None or not getattr(user, "pk", None) or not getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN):
         return None
     try:
         return user.team_account
@@ -32,14 +32,10 @@ def team_of(user):
         return None
 
 
-def is_team_account(user) -> bool:
-    return bool(user and getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN)) and team_of(user) is not None
-
-
 def recipients(user) -> list[str]:
     """Where mail about ``user``'s wallet goes: the person's address, or for a team the addresses of the members
     whose role covers billing."""
-    team = team_of(user) if getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN) else None
+    team = team_of(user)
     if team is None:
         return [user.email]
     billing_roles = [role for role, granted in roles.PERMISSIONS.items() if roles.BILLING in granted]

@@ -387,7 +387,7 @@ def record(resource, actor, action: str, subject: str = "", detail: str = "") ->
     if owner_id == actor.pk:
         return
     account = getattr(resource, "owner", resource)
-    team = accounts.team_of(account) if accounts.ACCOUNT_DOMAIN in getattr(account, "email", "") else None
+    team = accounts.team_of(account)
     if team is not None:
         _log(team, actor, action, subject=subject, detail=detail)
 

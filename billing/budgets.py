@@ -89,9 +89,21 @@ def assess(sessions, now: datetime) -> list[tuple[int, int, Decimal]]:
     pairs = {(s.user_id, s.member_id) for s in sessions if s.member_id is not None}
     if not pairs:
         return []
-    budgets = team_budgets.budgets_for({a for a, _m in pairs}, {m for _a, m in pairs})
-    reached = []
-    for (account, member), budget in budgets.items():
-        if (account, member) in pairs and spent(account, [member], now).get(member, ZERO) >= budget:
-            reached.append((account, member, budget))
-    return reached
+    budgets = {k: v for k, v in team_budgets.budgets_for(*map(set, zip(*pairs, strict=True))).items() if k in pairs}
+    if not budgets:
+        return []
+    # One grouped sum for every budgeted member of the tick, not a query each: this runs inside the metering tick.
+    rows = (
+        LedgerTransaction.objects.filter(
+            user_id__in={a for a, _m in budgets},
+            member_id__in={m for _a, m in budgets},
+            kind__in=SPEND_KINDS,
+            created_at__gte=rules.month_start(now),
+            created_at__lte=now,
+        )  # fmt: skip
+        .values_list("user_id", "member_id")
+        .annotate(total=Sum("user_amount"))
+        .values_list("user_id", "member_id", "total")
+    )
+    totals = {(account, member): -summed(total) for account, member, total in rows}
+    return [(a, m, budget) for (a, m), budget in budgets.items() if totals.get((a, m), ZERO) >= budget]

@@ -15,7 +15,7 @@ from kombu.exceptions import OperationalError
 from billing.quote import Quote, quote
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
-from teams.access import refuse
+from teams.access import refuse_if_seen
 
 from . import attachments, billing, conf
 from .backends import BackendError, Phase, TransientBackendError, get_backend
@@ -41,11 +41,8 @@ def get_instance(user, public_id, action: str = "view") -> Instance:
         key = None
     instance = Instance.objects.for_user(user, action).with_related().filter(public_id=key).first() if key else None
     if instance is None:
-        if key and action != "view":
-            # A team member whose role may see the instance but not act on it is told so, not sent away.
-            seen = Instance.objects.for_user(user).filter(public_id=key).values_list("owner_id", flat=True).first()
-            if seen is not None:
-                refuse(user, seen)
+        if key:  # a team member whose role may see the instance but not act on it is told so, not sent away
+            refuse_if_seen(user, Instance.objects.all(), action, public_id=key)
         raise NotFound(_("No such instance."))
     return instance
 

@@ -22,6 +22,8 @@ from instances import attachments
 from instances.backends import get_backend
 from instances.models import Instance
 from instances.services import get_instance, get_zone
+from teams import roles
+from teams.context import account_for
 
 from . import disks, mounts
 from .choices import DiskStatus
@@ -33,11 +35,19 @@ PANEL_TEMPLATE = "storage/instance_panel.html"
 # The disks page ---------------------------------------------------------------------------------------------------
 
 
-def _disks_context(user, error: str = "", form=None) -> dict:
-    rows = list(disks.user_disks(user))
+def _account(request, permission: str = roles.VIEW):
+    """Whose disks the page shows and creates: the person's, or in a team's context the team's."""
+    try:
+        return account_for(request, permission)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
+
+
+def _disks_context(account, error: str = "", form=None) -> dict:
+    rows = list(disks.account_disks(account))
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
-    attachable = Instance.objects.for_user(user).filter(owner=user).not_endpoints().filter(status__in=disks.ATTACHABLE)
+    attachable = Instance.objects.filter(owner=account).not_endpoints().filter(status__in=disks.ATTACHABLE)
     for instance in attachable.order_by("name"):
         instances_by_zone.setdefault(instance.zone_id, []).append(instance)
     for disk in rows:
@@ -60,7 +70,7 @@ def _disks_context(user, error: str = "", form=None) -> dict:
 
 def _disks_page(request, *, status=200, error="", form=None):
     template = f"{DISKS_TEMPLATE}#disk-list" if wants_partial(request) else DISKS_TEMPLATE
-    context = _disks_context(request.user, error, form) | {"is_partial": wants_partial(request)}
+    context = _disks_context(_account(request), error, form) | {"is_partial": wants_partial(request)}
     return render(request, template, context, status=status)
 
 
@@ -90,8 +100,11 @@ def _disk_act(request, operation, success: str, form=None):
 def disk_create(request):
     form = {k: request.POST.get(k, "") for k in ("name", "size_gb", "zone")}
 
+    account = _account(request, roles.OPERATE)
+
     def create():
-        return disks.create(request.user, name=form["name"], size_gb=form["size_gb"], zone=get_zone(form["zone"]))
+        zone = get_zone(form["zone"])
+        return disks.create(account, name=form["name"], size_gb=form["size_gb"], zone=zone, by=request.user)
 
     return _disk_act(request, create, _("Disk “%(name)s” created."), form)
 
@@ -109,7 +122,7 @@ def disk_attach(request, public_id):
     instance_id = request.POST.get("instance", "")
 
     def attach():
-        disks.get_disk(request.user, public_id)  # someone else's disk: 404 before anything else
+        disks.get_disk(request.user, public_id, "change")  # someone else's disk: 404 (a watcher's: 403) first
         if not instance_id:
             raise ServiceError(_("Choose an instance to attach the disk to."), code="invalid_instance")
         return disks.attach(request.user, public_id, instance_id)
@@ -132,18 +145,21 @@ def disk_delete(request, public_id):
 # The instance page's disks-and-mounts panel ---------------------------------------------------------------------
 
 
-def panel_context(user, instance: Instance, *, error: str = "", hub_q: str = "") -> dict:
-    """What the panel shows: ``/root/shared`` (with the top of the tree), hub mounts, attached disks, and the
-    user's detached disks of the instance's zone to attach. A fixed number of queries."""
+def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> dict:
+    """What the panel shows: the owner's cloud storage (``/root/shared``, or a team's ``/root/shared-team``) with
+    the top of its tree, hub mounts, attached disks, and the owner's detached disks of the instance's zone to
+    attach. A fixed number of queries."""
     attached = list(disks.attached_to(instance))
-    spare = list(disks.user_disks(user).filter(zone_id=instance.zone_id, status=DiskStatus.AVAILABLE))
+    spare = list(disks.account_disks(instance.owner).filter(zone_id=instance.zone_id, status=DiskStatus.AVAILABLE))
+    shared_target = attachments.shared_target(instance)
     return {
         "instance": instance,
         "mounts": list(mounts.mounts_of(instance)),
         "attached_disks": attached,
         "spare_disks": spare,
-        "shared_target": attachments.SHARED_TARGET,
-        "shared_entries": attachments.shared_listing(user),
+        "shared_target": shared_target,
+        "team_shared": shared_target == attachments.TEAM_SHARED_TARGET,
+        "shared_entries": attachments.shared_listing(instance.owner),
         "panel_simulated": get_backend(instance.backend_name).simulated,
         "can_change": instance.status in attachments.MOUNTABLE,
         "panel_error": error,
@@ -177,9 +193,7 @@ def _panel_act(request, public_id, operation):
         return render(
             request,
             f"{PANEL_TEMPLATE}#panel",
-            panel_context(
-                request.user if instance.owner_id == request.user.pk else instance.owner, instance, error=error
-            ),
+            panel_context(instance, error=error),
         )
     if error:
         messages.error(request, error)

@@ -24,7 +24,7 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing import metering, wallet
+from billing import budgets, metering, wallet
 from billing.models import UsageSession
 from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
@@ -35,6 +35,7 @@ from console.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.choices import Status
 from instances.models import Instance
+from teams.access import refuse_if_seen
 
 from .choices import DiskReason, DiskStatus
 from .models import CloudDisk, DiskEvent
@@ -57,9 +58,15 @@ ATTACHABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, 
 # Lookups ---------------------------------------------------------------------------------------------------------
 
 
-def user_disks(user):
-    """The user's disks (not deleted), newest first, with their zone and instance: two joins, one query."""
-    return CloudDisk.objects.for_user(user).live().select_related("zone", "instance")
+def user_disks(user, action: str = "view"):
+    """The disks (not deleted) ``user`` may ``action``: their own and their teams' (by role), newest first, with
+    their zone and instance: two joins, one query."""
+    return CloudDisk.objects.for_user(user, action).live().select_related("zone", "instance")
+
+
+def account_disks(account):
+    """One account's disks (a person's, or a team's for its context): the disks page and the API's list."""
+    return CloudDisk.objects.filter(owner=account).live().select_related("zone", "instance")
 
 
 def get_disk(user, public_id, action: str = "view") -> CloudDisk:
@@ -67,8 +74,10 @@ def get_disk(user, public_id, action: str = "view") -> CloudDisk:
         key = uuid.UUID(str(public_id))
     except ValueError:
         key = None
-    disk = user_disks(user).filter(public_id=key).first() if key else None
+    disk = user_disks(user, action).filter(public_id=key).first() if key else None
     if disk is None:
+        if key:  # a team member whose role may only see the disk is told so
+            refuse_if_seen(user, CloudDisk.objects.live(), action, public_id=key)
         raise NotFound(_("No such disk."))
     return disk
 
@@ -157,29 +166,40 @@ def _check_limits(user, *, adding: int, grow_gb: int) -> None:
         )
 
 
-def _require_funds(user, per_hour, *, launching: Instance | None = None) -> None:
+def _require_funds(user, per_hour, *, launching: Instance | None = None, by=None) -> None:
     """Billing's funds gate for one more hour of disk (cash only). A disk created with its instance (the launch
-    wizard) counts that instance's first hour too: neither is billed yet, and together they must fit."""
+    wizard) counts that instance's first hour too: neither is billed yet, and together they must fit. On a team's
+    wallet, ``by`` (the member) must also have that hour left of their monthly budget."""
     pending = launching.price_per_hour or 0 if launching is not None and launching.status in LAUNCHING else 0
     wallet.require_funds(user, to_cents(per_hour), compute=False, pending_per_hour=pending)
+    if by is not None and launching is None:  # the launch checked the member's budget for both
+        budgets.check_launch(user.pk, by, to_cents(per_hour))
 
 
-def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None) -> CloudDisk:
-    """Create a disk in ``zone`` and start metering it; with ``instance`` (the launch wizard), attach it too.
-    Refused when the owner cannot pay its first hour on top of what already runs, or is over the disk limits."""
+def _member(account, by) -> int | None:
+    """Whose budget a team's disk spends: the member acting (None on a person's own wallet)."""
+    member_id = getattr(by, "pk", by)
+    return member_id if member_id is not None and member_id != account.pk else None
+
+
+def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None, by=None) -> CloudDisk:
+    """Create a disk of ``user`` (a person, or a team's account) in ``zone`` and start metering it; with
+    ``instance`` (the launch wizard), attach it too. ``by``: the member creating a team's disk, whose monthly
+    budget it spends. Refused when the owner cannot pay its first hour on top of what already runs, when the
+    member's budget cannot, or over the disk limits."""
     name, size = clean_name(name), clean_size(size_gb)
     price = quote_disk(size, zone=zone)
     now = timezone.now()
+    # A data disk made with a team's instance is the launching member's spend, as the instance is.
+    member_id = _member(user, instance.launched_by_id if instance is not None else by)
     try:
         with transaction.atomic():
-            _require_funds(user, price.payable_per_hour, launching=instance)
+            _require_funds(user, price.payable_per_hour, launching=instance, by=member_id)
             _check_limits(user, adding=1, grow_gb=size)
             disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
             _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,
                    data={"per_gb_day": str(price.per_gb_day)})  # fmt: skip
-            # A data disk made with a team's instance is the launching member's spend, as the instance is.
-            by = getattr(instance, "launched_by_id", None)
-            _open_usage(disk, price, now, member_id=by if by is not None and by != user.pk else None)
+            _open_usage(disk, price, now, member_id=member_id)
             if instance is not None:
                 attach(user, disk.public_id, instance.public_id)
                 disk.refresh_from_db()
@@ -194,10 +214,12 @@ def grow(user, public_id, size_gb) -> CloudDisk:
     with transaction.atomic():
         # The wallet first, then the disk: the one lock order (a launch locks the wallet before its disks).
         current = get_disk(user, public_id, "change")
+        account, member_id = current.owner, _member(current.owner, user)
         if size > current.size_gb:
             extra = quote_disk(size, zone=current.zone).payable_per_hour
-            _require_funds(user, extra - quote_disk(current.size_gb, zone=current.zone).payable_per_hour)
-            _check_limits(user, adding=0, grow_gb=size - current.size_gb)
+            _require_funds(account, extra - quote_disk(current.size_gb, zone=current.zone).payable_per_hour,
+                           by=member_id)  # fmt: skip
+            _check_limits(account, adding=0, grow_gb=size - current.size_gb)
         disk = _locked(user, public_id)
         if size <= disk.size_gb:
             raise ServiceError(
@@ -213,7 +235,8 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         disk.size_gb = size
         if session is not None:
             metering.close_usage(resource_id=disk.public_id, ended_at=resume_at)
-        _open_usage(disk, price, resume_at)
+        # The member who made a team's disk keeps paying for it from their budget; growing it adds to that.
+        _open_usage(disk, price, resume_at, member_id=session.member_id if session else member_id)
         _event(disk, disk.status, disk.status, DiskReason.GROWN, detail=f"{old_size} GB → {size} GB", at=now,
                data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)})  # fmt: skip
     return disk

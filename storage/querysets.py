@@ -2,10 +2,13 @@
 
 from django.db import models
 
+from teams.access import owned
+
 
 class _OwnedQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
-        """What ``user`` may see or change: only their own. Teams (SPEC §3) share nothing here yet."""
+        """What the account ``user`` owns. Files belong to one account: the person's own folder, or a team's (the
+        views pass the team's account after checking the member's role)."""
         if not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
@@ -28,7 +31,13 @@ class UploadQuerySet(_OwnedQuerySet):
         return self.filter(status="active")
 
 
-class CloudDiskQuerySet(_OwnedQuerySet):
+class CloudDiskQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The disks ``user`` may ``action``: their own, and their teams' as their role allows (``teams.access``)."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(owned(user, action))
+
     def live(self):
         """Every disk that has not been deleted."""
         return self.exclude(status="deleted")

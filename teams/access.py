@@ -51,3 +51,13 @@ def refuse(user, account) -> None:  # account: a user or its id
         _("Your role in %(team)s (%(role)s) does not allow this.")
         % {"team": member.team.name, "role": member.get_role_display()}
     )
+
+
+def refuse_if_seen(user, queryset, action: str, *conditions, field: str = "owner", **lookup) -> None:
+    """After a lookup for ``action`` found nothing: when ``user`` may still see the object (a team role that may
+    only look), say so with :func:`refuse` (403) rather than the 404 of a missing object. Nothing otherwise."""
+    if action in VIEW_ACTIONS or not getattr(user, "is_authenticated", False):
+        return
+    seen = queryset.filter(owned(user, "view", field), *conditions, **lookup).values_list(field, flat=True).first()
+    if seen is not None:
+        refuse(user, seen)

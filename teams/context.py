@@ -42,13 +42,14 @@ class Acting:
 
 def acting(request) -> Acting:
     """The request's context (computed once per request; no query in the personal context). In the API it is the
-    token's: a team's token acts in that team, any other request personally; never a header or a session."""
+    token's: a team's token acts in that team, a person's token personally, never a header a caller could set. A
+    call of the API from the console's own pages (the session's login, no token) acts in the pages' context."""
     cached = getattr(request, "_teams_acting", None)
     if cached is not None:
         return cached
     person = request.user
     found = Acting(person=person, account=person)
-    if isinstance(request, Request):
+    if isinstance(request, Request) and request.auth is not None:
         team_id = getattr(request.auth, "team_id", None)
         if team_id is not None:
             member = Membership.objects.select_related("team__account").filter(user=person, team_id=team_id).first()
@@ -67,6 +68,19 @@ def acting(request) -> Acting:
             found = Acting(person=person, account=member.team.account, membership=member)
     request._teams_acting = found
     return found
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def account_for(request, permission: str | None = None):
+    """The account the request acts for (the person, or the team of the context), once the context's role allows
+    ``permission``: by default VIEW to read (a safe method) and OPERATE to change. Forbidden (403) otherwise."""
+    context = acting(request)
+    if permission is None:
+        permission = roles.VIEW if request.method in SAFE_METHODS else roles.OPERATE
+    context.require(permission)
+    return context.account
 
 
 def switch(request, slug: str | None) -> Acting:

@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 from instances import attachments
 from instances.api.serializers import ErrorSerializer
 from instances.services import get_instance, get_zone
+from teams import roles
+from teams.context import account_for
 
 from .. import disks, mounts
 from .serializers import (
@@ -41,8 +43,10 @@ class DiskViewSet(viewsets.GenericViewSet):
     lookup_url_kwarg = "id"
     lookup_value_regex = "[^/]+"
 
+    team_scoped = True  # a team's token lists, creates and acts on the team's disks
+
     def get_queryset(self):
-        return disks.user_disks(self.request.user)
+        return disks.account_disks(account_for(self.request, roles.VIEW))
 
     def _one(self, disk, code=status.HTTP_200_OK):
         return Response(DiskSerializer(disk, context={}).data, status=code)
@@ -58,7 +62,9 @@ class DiskViewSet(viewsets.GenericViewSet):
         body = DiskCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        disk = disks.create(request.user, name=data["name"], size_gb=data["size_gb"], zone=get_zone(data["zone"]))
+        account = account_for(request, roles.OPERATE)
+        zone = get_zone(data["zone"])
+        disk = disks.create(account, name=data["name"], size_gb=data["size_gb"], zone=zone, by=request.user)
         return self._one(disk, status.HTTP_201_CREATED)
 
     @extend_schema(summary="A disk", responses={200: DiskSerializer, 404: ERRORS[404]})
@@ -94,8 +100,9 @@ class DiskViewSet(viewsets.GenericViewSet):
 
 
 def mount_rows(instance) -> list[dict]:
-    """The instance's mounts as the API and the page list them: ``/root/shared`` first, then hub items."""
-    target = attachments.SHARED_TARGET
+    """The instance's mounts as the API and the page list them: the owner's cloud storage first (``/root/shared``,
+    a team's ``/root/shared-team``), then hub items."""
+    target = attachments.shared_target(instance)
     rows = [{"repo": "", "kind": "storage", "target": target, "read_only": False, "created_at": None}]
     rows += [
         {"repo": m.repo, "kind": m.kind, "target": m.target, "read_only": True, "created_at": m.created_at}
@@ -106,6 +113,8 @@ def mount_rows(instance) -> list[dict]:
 
 @extend_schema(tags=["instances"])
 class InstanceMountsView(APIView):
+    team_scoped = True  # the ownership filter keeps a team's token to the team's instances
+
     @extend_schema(summary="An instance's mounts: /root/shared and hub items",
                    responses={200: MountSerializer(many=True), 404: ERRORS[404]})  # fmt: skip
     def get(self, request, id):
@@ -126,6 +135,8 @@ class InstanceMountsView(APIView):
 
 @extend_schema(tags=["instances"])
 class InstanceMountView(APIView):
+    team_scoped = True
+
     @extend_schema(summary="Unmount a hub item", responses={204: None, **ERRORS})
     def delete(self, request, id, org, name):
         instance = get_instance(request.user, id, "change")

@@ -3,7 +3,8 @@
 * Hub mounts: ``storage.mounts`` mounts and unmounts models and data sets of the hub (read-only, metadata handed to
   the backend, hot-plug on a running instance).
 * Data disks: ``storage.disks`` attaches and detaches them (hot-plug on a running instance).
-* ``/root/shared``: every instance of a user mounts their cloud storage there at each start.
+* ``/root/shared``: every instance of a person mounts their cloud storage there at each start; a team's instance
+  mounts the team's folder at ``/root/shared-team`` instead.
 
 The lifecycle calls two hooks: :func:`apply` right after the backend accepted a start (it hands the backend every
 mount and disk again — backends treat repeats as no-ops — so a restart on another node of the zone finds its disks
@@ -22,6 +23,7 @@ import logging
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
+from teams.accounts import is_account
 
 from .backends import BackendError, TransientBackendError, get_backend
 from .choices import Status
@@ -30,12 +32,20 @@ from .models import Instance
 log = logging.getLogger(__name__)
 
 SHARED_TARGET = "/root/shared"
+TEAM_SHARED_TARGET = "/root/shared-team"
 # Mounts change on instances that are up, on their way up, or resting; not on one going down or gone.
 MOUNTABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FAILED}
 
 
 def shared_source(user) -> str:
     return f"cloudstorage/{user.public_id}"
+
+
+def shared_target(instance: Instance) -> str:
+    """Where the instance's owner's cloud storage is mounted: a person's at ``/root/shared``, a team's folder at
+    ``/root/shared-team``. A team's machine never mounts a member's own folder: every member who may operate it
+    can enter it, and one member's files are not the others'."""
+    return TEAM_SHARED_TARGET if is_account(instance.owner) else SHARED_TARGET
 
 
 # Hot-plug --------------------------------------------------------------------------------------------------------
@@ -100,7 +110,7 @@ def apply(instance: Instance) -> None:
     from storage import disks, mounts
 
     backend = get_backend(instance.backend_name)
-    calls = [lambda: backend.mount(instance, shared_source(instance.owner), SHARED_TARGET)]
+    calls = [lambda: backend.mount(instance, shared_source(instance.owner), shared_target(instance))]
     calls += [lambda d=d: backend.attach_disk(instance, str(d.public_id)) for d in disks.attached_to(instance)]
     calls += [lambda m=m: backend.mount(instance, m.repo, m.target) for m in mounts.mounts_of(instance)]
     for call in calls:

@@ -228,7 +228,8 @@ def _panels_context(user, instance) -> dict:
     """The disks-and-mounts panel, the auto-shutdown panel and the logs: they depend on the status too."""
     from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
 
-    return panel_context(user, instance) | _shutdown_context(instance) | _logs_context(instance)
+    instance.owner = user  # known already: the panel reads it with no query
+    return panel_context(instance) | _shutdown_context(instance) | _logs_context(instance)
 
 
 def _status_partial(request, instance, error="", *, refresh_panels=True):

@@ -22,9 +22,14 @@ def new_account():
     return user
 
 
+def is_account(user) -> bool:
+    """Whether ``user`` is a team's account, known from its address (no query)."""
+    return bool(user is not None and getattr(user, "pk", None) and user.email.endswith("@" + ACCOUNT_DOMAIN))
+
+
 def team_of(user):
     """The team ``user`` is the account of, or None for a person (known from the address: no query for one)."""
-    if user is None or not getattr(user, "pk", None) or not getattr(user, "email", "").endswith("@" + ACCOUNT_DOMAIN):
+    if not is_account(user):
         return None
     try:
         return user.team_account

@@ -53,6 +53,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
+from teams.accounts import is_account
 
 from .. import runtime
 from . import local_home
@@ -68,7 +69,7 @@ WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start 
 JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
 LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
-HUB_LINKS = ("data", "shared", "public", "datasets")
+HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
 # The instance's own copy of the agent and of the quick-start workload, in a root-owned folder of the instance's
 # folder: the sandbox user reads and runs them there, never in the console's checkout (which may be private).
 TOOLS = "tools"
@@ -90,6 +91,12 @@ def folder(public_id) -> Path:
     ``run/``, ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the host's root writes anything but
     ``root/`` and ``run/``."""
     return sandbox_root() / "instances" / str(public_id)
+
+
+def hub_links(instance) -> tuple[str, ...]:
+    """The mount hub's folders the machine links into /root: a person's cloud storage at ``shared``, a team's at
+    ``shared-team`` (``instances.attachments.shared_target``)."""
+    return tuple(name for name in HUB_LINKS if name != ("shared" if is_account(instance.owner) else "shared-team"))
 
 
 def sandbox_uid(instance) -> int:
@@ -293,7 +300,7 @@ class LocalBackend(Backend):
         for path, owner, mode in ((base, 0, 0o711), (base / ".gpucloud", uid, 0o700), (home, uid, 0o700),
                                   (run, uid, 0o700), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
             _own_folder(path, owner, mode)
-        for name in HUB_LINKS:
+        for name in hub_links(instance):
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
         disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
         try:
@@ -694,7 +701,8 @@ DEFAULT_START = (
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud
-for name in data shared public datasets; do
+for name in data shared shared-team public datasets; do
+  [ -d "/mnt/gpucloud/$name" ] || continue
   [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name"
 done
 setsid jupyter lab --no-browser --allow-root --ServerApp.sock={socket} --ServerApp.sock_mode=0600 \\

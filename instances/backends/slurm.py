@@ -791,7 +791,7 @@ class SlurmBackend(Backend):
         if not target.startswith("/root/") or ".." in target.split("/"):
             raise BackendError(f"mounts go under /root/, not {target!r}")
         entry = {"source": self._source(self.config(instance), source, target, instance.owner_id), "target": target,
-                 "read_only": target != "/root/shared"}  # fmt: skip
+                 "read_only": not (source.startswith("cloudstorage/") or target == "/root/shared")}  # fmt: skip
         self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], entry))
 
     def unmount(self, instance, target: str) -> None:

@@ -196,6 +196,20 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").exists()
 
 
+def test_a_teams_machine_has_the_teams_folder_at_shared_team_and_no_members_own(on_local, running, owner):
+    from teams import services as teams
+
+    team = teams.create_team(owner, name="Vision", slug="vision")
+    instance = running(user=team.account, name="team-box")
+
+    # The start mounted the team's cloud storage, read-write; /root/shared (a person's own) is not there at all.
+    done = on_local.run(instance, "echo 团队 > /root/shared-team/note.txt && ls -d /root/shared || echo no-shared")
+    assert done.stdout.splitlines() == ["no-shared"], done.stderr
+    note = on_local.root / "shared" / str(team.account.public_id) / "note.txt"
+    assert note.read_text(encoding="utf-8") == "团队\n"
+    assert not (on_local.root / "shared" / str(owner.public_id)).exists()
+
+
 def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_console(on_local, running):
     instance = running()
 

@@ -197,3 +197,10 @@ def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp
     with pytest.raises(BackendError):
         backend.mount(instance, "x", "/etc/passwd")
     assert (tmp_path / "disks" / "disk-1").is_dir()  # detaching never deletes the disk
+
+    # A team's machine has the team's cloud storage at /root/shared-team: read-write, as a person's /root/shared.
+    backend.mount(instance, "cloudstorage/team-1", "/root/shared-team")
+    assert os.readlink(home / "shared-team") == str(tmp_path / "shared" / "team-1")
+    layout = json.loads((system / ".gpucloud" / "layout.json").read_text())
+    team_mount = next(m for m in layout["mounts"] if m["target"] == "/root/shared-team")
+    assert team_mount["read_only"] is False

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.errors import ServiceError
+from teams.context import account_for
 
 from .. import paths, quota, services
 from ..models import Upload
@@ -41,22 +42,24 @@ def download_response(entry, handle) -> FileResponse:
 class EntryViewSet(viewsets.GenericViewSet):
     """The caller's folders and files. A missing entry and someone else's answer the same 404."""
 
+    team_scoped = True  # a team's token (or the console in a team's context) works in the team's folder
+
     serializer_class = EntrySerializer
     lookup_field = "public_id"
     lookup_value_regex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
     def get_queryset(self):
-        return services.children(self.request.user, None)
+        return services.children(account_for(self.request), None)
 
     @extend_schema(parameters=[PATH_PARAM], responses={200: EntrySerializer(many=True), 404: NOTHING_AT_PATH})
     def list(self, request):
         """The contents of a folder: folders first, then files, by name."""
-        folder = services.find_folder(request.user, request.query_params.get("path", "/"))
-        page = self.paginate_queryset(services.children(request.user, folder))
+        folder = services.find_folder(account_for(request), request.query_params.get("path", "/"))
+        page = self.paginate_queryset(services.children(account_for(request), folder))
         return self.get_paginated_response(EntrySerializer(page, many=True).data)
 
     def retrieve(self, request, public_id=None):
-        return Response(EntrySerializer(services.get_entry(request.user, public_id)).data)
+        return Response(EntrySerializer(services.get_entry(account_for(request), public_id)).data)
 
     @extend_schema(request=EntryChangeSerializer, responses={200: EntrySerializer, 409: NAME_TAKEN})
     def partial_update(self, request, public_id=None):
@@ -65,9 +68,9 @@ class EntryViewSet(viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         if "folder" in data:
-            entry = services.move(request.user, public_id, data["folder"], data.get("name"))
+            entry = services.move(account_for(request), public_id, data["folder"], data.get("name"))
         elif "name" in data:
-            entry = services.rename(request.user, public_id, data["name"])
+            entry = services.rename(account_for(request), public_id, data["name"])
         else:
             raise ServiceError(_("Send a new name, a folder to move into, or both."), code="nothing_to_change")
         return Response(EntrySerializer(entry).data)
@@ -75,26 +78,28 @@ class EntryViewSet(viewsets.GenericViewSet):
     @extend_schema(responses={204: None})
     def destroy(self, request, public_id=None):
         """Delete a file, or a folder and everything in it."""
-        services.delete(request.user, public_id)
+        services.delete(account_for(request), public_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     @action(detail=True, methods=["get"])
     def download(self, request, public_id=None):
         """The file's bytes, streamed."""
-        return download_response(*services.open_file(request.user, public_id))
+        return download_response(*services.open_file(account_for(request), public_id))
 
     @extend_schema(parameters=[PATH_PARAM], responses={200: EntrySerializer, 404: NOTHING_AT_PATH})
     @action(detail=False, methods=["get"])
     def lookup(self, request):
         """The entry at a path (the root answers as a folder without an id)."""
-        entry = services.find(request.user, request.query_params.get("path", "/"))
+        entry = services.find(account_for(request), request.query_params.get("path", "/"))
         if entry is None:
             return Response(ROOT_FOLDER)
         return Response(EntrySerializer(entry).data)
 
 
 class FolderView(APIView):
+    team_scoped = True  # a team's token (or the console in a team's context) works in the team's folder
+
     @extend_schema(request=FolderCreateSerializer, responses={201: EntrySerializer, 409: NAME_TAKEN})
     def post(self, request):
         """Create a folder; missing parent folders are created too. An existing folder is a 409."""
@@ -104,16 +109,18 @@ class FolderView(APIView):
         if path == paths.ROOT:
             raise ServiceError(_("The root folder always exists."), code="exists")
         parent_path, name = paths.split(path)
-        parent = services.make_folders(request.user, parent_path)
-        folder = services.create_folder(request.user, parent, name)
+        parent = services.make_folders(account_for(request), parent_path)
+        folder = services.create_folder(account_for(request), parent, name)
         return Response(EntrySerializer(folder).data, status=status.HTTP_201_CREATED)
 
 
 class UsageView(APIView):
+    team_scoped = True  # a team's token (or the console in a team's context) works in the team's folder
+
     @extend_schema(responses=UsageSerializer)
     def get(self, request):
         """Bytes used and reserved, the free tier and the ceiling."""
-        usage = quota.usage(request.user)
+        usage = quota.usage(account_for(request))
         data = {k: getattr(usage, k) for k in ("used", "reserved", "free", "maximum", "billable", "available")}
         return Response(UsageSerializer(data).data)
 
@@ -131,6 +138,8 @@ class TusPreconditionFailed(ServiceError):
 
 class TusView(APIView):
     """Shared tus behaviour: every response carries ``Tus-Resumable``; OPTIONS needs no login (tus discovery)."""
+
+    team_scoped = True  # a team's token (or the console in a team's context) uploads into the team's folder
 
     def get_permissions(self):
         if self.request.method == "OPTIONS":
@@ -245,7 +254,7 @@ class UploadCollectionView(TusView):
         length = _header_int(request, "Upload-Length")
         metadata = _metadata(request.headers.get("Upload-Metadata", ""))
         upload = services.create_upload(
-            request.user,
+            account_for(request),
             folder_path=metadata.get("folder", "/"),
             filename=metadata.get("filename", metadata.get("name", "")),
             length=length,
@@ -259,12 +268,12 @@ class UploadCollectionView(TusView):
 class UploadView(TusView):
     @extend_schema(summary="Progress of an upload (JSON)", responses=upload_status)
     def get(self, request, public_id):
-        upload = services.get_upload(request.user, public_id)
+        upload = services.get_upload(account_for(request), public_id)
         return Response(_upload_data(upload), headers=_upload_headers(upload))
 
     @extend_schema(summary="Offset of an upload (tus HEAD)", responses={200: None})
     def head(self, request, public_id):
-        upload = services.get_upload(request.user, public_id)
+        upload = services.get_upload(account_for(request), public_id)
         return Response(status=status.HTTP_200_OK, headers=_upload_headers(upload))
 
     @extend_schema(
@@ -285,11 +294,11 @@ class UploadView(TusView):
         offset = _header_int(request, "Upload-Offset")
         content_length = int(request.META.get("CONTENT_LENGTH") or 0)
         upload = services.write_chunk(
-            request.user, public_id, offset=offset, stream=request.stream, content_length=content_length
+            account_for(request), public_id, offset=offset, stream=request.stream, content_length=content_length
         )
         return Response(status=status.HTTP_204_NO_CONTENT, headers=_upload_headers(upload))
 
     @extend_schema(summary="Cancel an upload (tus termination)", responses={204: None})
     def delete(self, request, public_id):
-        services.terminate_upload(request.user, public_id)
+        services.terminate_upload(account_for(request), public_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,7 +1,7 @@
 """The REST API of inference endpoints and templates (``/api/v1/endpoints``, ``/api/v1/inference-templates``).
 
-Owners only: a missing endpoint and someone else's answer the same 404. The calls to the model itself go to the
-OpenAI-compatible ``/v1/…`` paths with an endpoint key (``inference.proxy``).
+Owners (and a team's members, by role) only: a missing endpoint and someone else's answer the same 404. The calls
+to the model itself go to the OpenAI-compatible ``/v1/…`` paths with an endpoint key (``inference.proxy``).
 """
 
 from django.urls import re_path
@@ -12,6 +12,9 @@ from rest_framework.views import APIView
 
 from instances import services
 from marketplace.inference import services as inference
+from teams.context import account_for
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import services as endpoints
 
@@ -74,9 +77,11 @@ class TemplateListView(APIView):
 
 @extend_schema(tags=["inference"])
 class EndpointListView(APIView):
+    team_scoped = True  # a team's token lists and deploys the team's endpoints
+
     @extend_schema(summary="Your endpoints", responses=EndpointSerializer(many=True))
     def get(self, request):
-        rows = endpoints.endpoints_of(request.user)
+        rows = endpoints.endpoints_of(account_for(request))
         return Response([_endpoint(request, e) for e in rows])
 
     @extend_schema(summary="Deploy a template as an endpoint (the first key is returned once)",
@@ -84,7 +89,9 @@ class EndpointListView(APIView):
     def post(self, request):
         data = DeploySerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        endpoint = endpoints.deploy(request.user, endpoints.DeployRequest(**data.validated_data))
+        account = account_for(request)
+        endpoint = endpoints.deploy(account, endpoints.DeployRequest(**data.validated_data), by=request.user)
+        record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
         issued = endpoints.create_key(endpoint, name="default")
         body = _endpoint(request, endpoint) | {"key": issued.plaintext}
         return Response(body, status=status.HTTP_201_CREATED)
@@ -96,6 +103,8 @@ def _get(request, id, action="view"):
 
 @extend_schema(tags=["inference"])
 class EndpointDetailView(APIView):
+    team_scoped = True  # the ownership filter keeps a team's token to the team's endpoints
+
     @extend_schema(summary="An endpoint with its keys and request totals", responses=EndpointSerializer)
     def get(self, request, id):
         endpoint = _get(request, id)
@@ -109,25 +118,33 @@ class EndpointDetailView(APIView):
     def delete(self, request, id):
         endpoint = _get(request, id, "change")
         services.release(endpoint.instance)
+        record(endpoint.instance, request.user, TeamEvent.Action.RELEASED, subject=endpoint.instance.name)
         return Response(_endpoint(request, endpoint), status=status.HTTP_202_ACCEPTED)
 
 
 class _Action(APIView):
-    operation = None
+    team_scoped = True
+
+    def act(self, request, instance):
+        raise NotImplementedError
 
     @extend_schema(tags=["inference"], request=None, responses={202: EndpointSerializer})
     def post(self, request, id):
         endpoint = _get(request, id, "change")
-        type(self).operation(endpoint.instance)
+        self.act(request, endpoint.instance)
         return Response(_endpoint(request, endpoint), status=status.HTTP_202_ACCEPTED)
 
 
 class EndpointStopView(_Action):
-    operation = services.stop
+    def act(self, request, instance):
+        services.stop(instance)
+        record(instance, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
 
 
 class EndpointStartView(_Action):
-    operation = services.start
+    def act(self, request, instance):
+        services.start(instance, by=request.user)
+        record(instance, request.user, TeamEvent.Action.STARTED, subject=instance.name)
 
 
 class KeyCreateSerializer(serializers.Serializer):
@@ -136,6 +153,8 @@ class KeyCreateSerializer(serializers.Serializer):
 
 @extend_schema(tags=["inference"])
 class KeyListView(APIView):
+    team_scoped = True
+
     @extend_schema(summary="The endpoint's keys", responses=KeySerializer(many=True))
     def get(self, request, id):
         return Response(KeySerializer(_get(request, id).keys.all(), many=True).data)
@@ -151,6 +170,8 @@ class KeyListView(APIView):
 
 @extend_schema(tags=["inference"])
 class KeyDetailView(APIView):
+    team_scoped = True
+
     @extend_schema(summary="Revoke a key", responses={200: KeySerializer})
     def delete(self, request, id, key_id):
         key = endpoints.revoke_key(_get(request, id, "change"), key_id)

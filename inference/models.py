@@ -10,10 +10,13 @@ from django.utils.translation import gettext_lazy as _
 
 class EndpointQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
-        """The endpoints ``user`` may see or act on: those of their own instances (the same rule as instances)."""
+        """The endpoints ``user`` may ``action``: those of their own instances and of their teams' as their role
+        allows (the same rule as instances, ``teams.access``)."""
+        from teams.access import owned
+
         if user is None or not user.is_authenticated:
             return self.none()
-        return self.filter(instance__owner=user)
+        return self.filter(owned(user, action, "instance__owner"))
 
     def with_related(self):
         return self.select_related(

@@ -25,6 +25,7 @@ from console.errors import Conflict, NotFound, ServiceError
 from instances import services
 from instances.choices import Reason, Status
 from instances.models import Instance
+from teams.access import refuse_if_seen
 
 from .models import Endpoint, EndpointKey, EndpointRequest
 
@@ -46,13 +47,16 @@ def get_endpoint(user, public_id, action: str = "view") -> Endpoint:
         key = None
     endpoint = Endpoint.objects.for_user(user, action).with_related().filter(public_id=key).first() if key else None
     if endpoint is None:
+        if key:  # a team member whose role may only see the endpoint is told so
+            refuse_if_seen(user, Endpoint.objects.all(), action, field="instance__owner", public_id=key)
         raise NotFound(_("No such endpoint."))
     return endpoint
 
 
-def endpoints_of(user):
-    """The user's endpoints that are not released, newest first (a fixed number of queries)."""
-    return Endpoint.objects.for_user(user).with_related().exclude(instance__status=Status.RELEASED)
+def endpoints_of(account):
+    """One account's endpoints that are not released, newest first (a fixed number of queries): a person's, or a
+    team's in its context."""
+    return Endpoint.objects.filter(instance__owner=account).with_related().exclude(instance__status=Status.RELEASED)
 
 
 # Deploy ------------------------------------------------------------------------------------------------------
@@ -92,10 +96,11 @@ def _chip_order(user, template, chip: str) -> list[str]:
     return [o.chip.slug for o in offers if o.per_hour is not None]
 
 
-def deploy(user, request: DeployRequest) -> Endpoint:
-    """Launch ``request.template`` as an endpoint: an instance of kind endpoint running the template's image
+def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
+    """Launch ``request.template`` as an endpoint of ``user`` (a person, or a team's account with ``by`` the
+    member deploying it, whose budget it spends): an instance of kind endpoint running the template's image
     variant with its model mounted read-only, and the endpoint row beside it. The same checks as any launch
-    (balance, capacity) apply; on a full chip the next cheapest compatible one is tried."""
+    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried."""
     from marketplace.inference import services as inference
 
     try:
@@ -114,7 +119,7 @@ def deploy(user, request: DeployRequest) -> Endpoint:
         )
         try:
             with transaction.atomic():
-                instance = services.launch(user, launch)
+                instance = services.launch(user, launch, by=by)
                 # Same transaction as the launch: the provisioning task (on commit) sees the kind, so metering
                 # opens an "endpoint" usage session.
                 Instance.objects.filter(pk=instance.pk).update(kind=Instance.Kind.ENDPOINT)

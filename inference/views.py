@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -9,12 +10,16 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from instances import services
 from instances.backends import get_backend
 from instances.models import Instance
 from marketplace.inference import services as inference
+from teams import roles
+from teams.context import account_for
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import services as endpoints
 
@@ -25,7 +30,15 @@ NEW_KEY_SESSION = "endpoints:new-key"
 @login_required
 @require_GET
 def endpoint_list(request):
-    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(request.user)})
+    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(_account(request))})
+
+
+def _account(request, permission: str = roles.VIEW):
+    """Whose endpoints the page lists and deploys: the person's, or in a team's context the team's."""
+    try:
+        return account_for(request, permission)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _template_or_404(slug):
@@ -51,20 +64,23 @@ def deploy(request, slug):
     """GET: choose a chip (cheapest compatible first) and scale-to-zero; POST: deploy and go to the endpoint."""
     template = _template_or_404(slug)
     error, status = "", 200
+    account = _account(request, roles.OPERATE if request.method == "POST" else roles.VIEW)
     if request.method == "POST":
         try:
             endpoint = endpoints.deploy(
-                request.user,
+                account,
                 endpoints.DeployRequest(
                     template=slug, chip=request.POST.get("chip", ""), name=request.POST.get("name", ""),
                     idle_stop_minutes=_idle_minutes(request.POST.get("idle_stop_minutes")),
                 ),
+                by=request.user,
             )  # fmt: skip
         except ServiceError as exc:
             error, status = str(exc.message), 400 if exc.status < 500 else exc.status
         else:
+            record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
             return redirect(endpoint)
-    offers = inference.offers(template, load_price_book(user=request.user), user=request.user)
+    offers = inference.offers(template, load_price_book(user=account, person=request.user), user=account)
     context = {
         "template": template,
         "offers": offers,
@@ -107,6 +123,8 @@ def _own(request, public_id, action="view"):
         return endpoints.get_endpoint(request.user, public_id, action)
     except NotFound as exc:
         raise Http404(exc.message) from exc
+    except Forbidden as exc:  # a team's endpoint, and a role that may only see it
+        raise PermissionDenied(str(exc.message)) from exc
 
 
 @login_required
@@ -143,25 +161,28 @@ def revoke_key(request, public_id, key_id):
     return redirect(endpoint)
 
 
-def _act(request, public_id, operation):
+def _act(request, public_id, operation, event=None):
     endpoint = _own(request, public_id, "change")
     try:
         operation(endpoint)
     except ServiceError as exc:
         messages.error(request, str(exc.message))
+    else:
+        if event:
+            record(endpoint.instance, request.user, event, subject=endpoint.instance.name)
     return redirect(endpoint)
 
 
 @login_required
 @require_POST
 def stop(request, public_id):
-    return _act(request, public_id, lambda e: services.stop(e.instance))
+    return _act(request, public_id, lambda e: services.stop(e.instance), TeamEvent.Action.STOPPED)
 
 
 @login_required
 @require_POST
 def start(request, public_id):
-    return _act(request, public_id, lambda e: services.start(e.instance))
+    return _act(request, public_id, lambda e: services.start(e.instance, by=request.user), TeamEvent.Action.STARTED)
 
 
 @login_required
@@ -173,6 +194,7 @@ def release(request, public_id):
     except ServiceError as exc:
         messages.error(request, str(exc.message))
         return redirect(endpoint)
+    record(endpoint.instance, request.user, TeamEvent.Action.RELEASED, subject=endpoint.instance.name)
     return redirect(reverse("endpoints:list"))
 
 

@@ -44,17 +44,19 @@ class HubLikeQuerySet(models.QuerySet):
 
 class ImageQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
-        """``view``: listed images for everyone, plus the user's own in any state, plus (for staff, who review
-        them) images waiting for review. Any other action: the user's own images only; platform images change
-        through the back office."""
+        """``view``: listed images for everyone, plus the user's own and their teams' (private to the team) in any
+        state, plus (for staff, who review them) images waiting for review. Any other action: the user's own
+        images and their teams' as their role allows; platform images change through the back office."""
+        from teams.access import owned
+
         from .choices import ImageReview
 
         authenticated = getattr(user, "is_authenticated", False)
         if action != "view":
-            return self.filter(owner=user) if authenticated else self.none()
+            return self.filter(owned(user, action)) if authenticated else self.none()
         visible = Q(review_state=ImageReview.LISTED)
         if authenticated:
-            visible |= Q(owner=user)
+            visible |= owned(user, "view")
             if user.is_staff:
                 visible |= Q(review_state=ImageReview.PENDING)
         return self.filter(visible)

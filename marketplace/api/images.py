@@ -14,6 +14,9 @@ from console.api.permissions import PersonalTokenPermission, TokenScopePermissio
 from console.ops.audit import client_ip
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
+from teams.context import acting
+from teams.models import TeamEvent
+from teams.services import record
 
 from ..choices import ImageCategory, ImageSort, OperatingSystem
 from ..images import clone, services
@@ -76,7 +79,11 @@ class ImageSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_mine(self, image) -> bool:
-        return bool(image.owner_id) and image.owner_id == getattr(self.context["request"].user, "pk", None)
+        """Whether the image is the caller's own, or (in a team's context or through its token) the team's."""
+        request = self.context["request"]
+        if not image.owner_id or not request.user.is_authenticated:
+            return False
+        return image.owner_id in {request.user.pk, acting(request).account.pk}
 
     def get_url(self, image) -> str:
         return self.context["request"].build_absolute_uri(image.get_absolute_url())
@@ -174,6 +181,7 @@ PAGED_IMAGES = inline_serializer(
 
 class ImageListView(APIView):
     permission_classes = [AllowAny, TokenScopePermission]
+    team_scoped = True  # a team's token lists the team's images (mine=true) and saves the team's instances
 
     def get_permissions(self):
         if self.request.method == "POST":
@@ -188,8 +196,10 @@ class ImageListView(APIView):
     def get(self, request):
         query = ImageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        mine = query.validated_data["mine"]
+        account = acting(request).account if mine and request.user.is_authenticated else None
         images = services.search_images(
-            request.user, query.image_query(), query.validated_data["sort"], mine=query.validated_data["mine"]
+            request.user, query.image_query(), query.validated_data["sort"], mine=mine, account=account
         )
         paginator = ImagePagination()
         page = paginator.paginate_queryset(images, request, view=self)
@@ -247,6 +257,7 @@ class ImageCloneView(APIView):
             return Response({"image": _detail(request, copy)}, status=status.HTTP_201_CREATED)
         boot = {field: body.validated_data[field] for field in ("start_command", "env", "secrets")}
         instance = clone.clone_and_launch(request.user, key, name=name, **boot)
+        record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
         data = InstanceSerializer(instance, context={"request": request}).data
         location = reverse("api-instance-detail", args=[instance.public_id])
         return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})

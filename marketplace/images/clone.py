@@ -14,6 +14,7 @@ from billing.quote import load_price_book
 from console.errors import ServiceError
 from instances.models import Instance
 from instances.services import LaunchRequest, launch
+from teams.accounts import is_account
 
 from ..models import Image
 from .services import ChipOffer, chip_offers, get_image
@@ -77,10 +78,17 @@ def clone_and_launch(user, image_key, *, name: str = "", start_command: str = ""
     ``secrets`` (names) as any launch does. The launch checks them and the balance, reserves the cards and counts
     the launch in the image's usage.
 
+    A team's image launches in the team: the team owns and pays for the instance, out of ``user``'s budget, and
+    only a role that may operate the team's things may launch it (Forbidden otherwise).
+
     Raises NotFound for an image the user may not see, ServiceError (``not_offered``) when no chip it runs on is
     offered, and what the launch raises: PaymentRequired, CapacityError naming where cards are free."""
     image = get_image(user, image_key)
-    placement = clone_placement(image, chip_offers(image, load_price_book(user=user)))
+    account, by = user, None
+    if image.owner_id is not None and image.owner_id != user.pk and is_account(image.owner):
+        image = get_image(user, image_key, action="change")
+        account, by = image.owner, user
+    placement = clone_placement(image, chip_offers(image, load_price_book(user=account, person=user)))
     if placement is None:
         raise ServiceError(_("No chip this image runs on is offered yet."), code="not_offered")
     request = LaunchRequest(
@@ -93,4 +101,4 @@ def clone_and_launch(user, image_key, *, name: str = "", start_command: str = ""
         env=env,
         secrets=secrets,
     )
-    return launch(user, request)
+    return launch(account, request, by=by)

@@ -28,6 +28,8 @@ from instances import snapshots
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
 from instances.models import Instance, InstanceEvent
+from teams.access import refuse_if_seen
+from teams.accounts import is_account, team_name
 
 from ..choices import (
     CPU_ONLY,
@@ -77,6 +79,8 @@ def get_image(user, key, action: str = "view") -> Image:
         else None
     )
     if image is None:
+        if key:  # a team member whose role may only see the team's image is told so
+            refuse_if_seen(user, Image.objects.all(), action, _lookup(key))
         raise NotFound(_("No image “%(key)s” here.") % {"key": key})
     return image
 
@@ -89,9 +93,10 @@ def family_of_chip(slug: str) -> str:
     return family
 
 
-def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR, *, mine: bool = False):
+def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR, *, mine: bool = False, account=None):
     """The images ``user`` may see that match ``query`` in ``sort`` order, variants prefetched (a lazy queryset:
-    two queries per page whatever the number of images)."""
+    two queries per page whatever the number of images). ``mine``: only those of ``account`` (the context's: the
+    person, or a team; default the user)."""
     ordering = IMAGE_ORDERING.get(sort)
     if ordering is None:
         raise ServiceError(_("Unknown sort order “%(sort)s”.") % {"sort": sort}, code="invalid_sort")
@@ -104,7 +109,8 @@ def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR,
         )
     images = Image.objects.for_user(user, "view")
     if mine:
-        images = images.filter(owner=user) if getattr(user, "is_authenticated", False) else images.none()
+        authenticated = getattr(user, "is_authenticated", False)
+        images = images.filter(owner=account or user) if authenticated else images.none()
     images = search.apply(images, query).select_related("owner").prefetch_related("variants")
     heavy = ("description", "description_html", "description_zh", "description_zh_html", "search_text", "facet_text")
     return images.defer(*heavy).order_by(*ordering)
@@ -293,7 +299,8 @@ def _unique_slug(base: str) -> str:
 
 
 def _publisher_name(user) -> str:
-    return user.email.split("@", 1)[0][:100]
+    """The name an image shows as its publisher: a team's name, or the person's address before the @."""
+    return (team_name(user.pk) if is_account(user) else user.email.split("@", 1)[0])[:100]
 
 
 def _event(image: Image, old: str, new: str, reason: str = "", by=None) -> None:
@@ -318,15 +325,20 @@ def _copy_variants(image: Image, variants, size_bytes: int | None = None) -> lis
 @transaction.atomic
 def clone_to_mine(user, image: Image, name: str = "") -> Image:
     """ "Clone to my images": a private copy of ``image`` (all its variants) that ``user`` can launch, describe
-    and publish. Platform images stay as they are."""
+    and publish. Platform images stay as they are. A team's image stays in the team: its copy is the team's too,
+    made by a member whose role may operate the team's things."""
     if not getattr(user, "is_authenticated", False):
         raise Forbidden(_("Log in to clone images."))
+    owner = user
+    if image.owner_id is not None and image.owner_id != user.pk and is_account(image.owner):
+        image = get_image(user, image.public_id, action="change")
+        owner = image.owner
     name = _clean_name(name or _("%(name)s (my copy)") % {"name": image.name})[:MAX_NAME]
     copy = Image.objects.create(
         slug=_unique_slug(image.slug), name=name, name_zh="", summary=image.summary, summary_zh=image.summary_zh,
         description=image.description, description_html=render_description(image.description),
         description_zh=image.description_zh, description_zh_html=render_description(image.description_zh),
-        publisher=_publisher_name(user), owner=user, category=ImageCategory.COMMUNITY, tags=list(image.tags),
+        publisher=_publisher_name(owner), owner=owner, category=ImageCategory.COMMUNITY, tags=list(image.tags),
         frameworks=list(image.frameworks), size_bytes=image.size_bytes, review_state=ImageReview.DRAFT,
         status=ImageStatus.READY, cloned_from=image,
     )  # fmt: skip
@@ -340,13 +352,6 @@ def _stopped_instance(user, instance_id) -> Instance:
     from instances.services import get_instance
 
     instance = get_instance(user, instance_id, action="change")
-    if instance.owner_id != user.pk:
-        # A team's machine is the team's: a member may not take a private copy of it home.
-        raise Conflict(
-            _("“%(name)s” belongs to a team: saving a team's instance as an image is not available yet.")
-            % {"name": instance.name},
-            code="team_instance",
-        )
     if instance.status != Status.STOPPED:
         raise Conflict(
             _("Only a stopped instance can be saved as an image; “%(name)s” is %(status)s.")
@@ -363,7 +368,8 @@ def snapshot_size(user, instance_id) -> int:
 
 def save_instance_as_image(user, instance_id, *, name: str, description: str = "") -> Image:
     """Save the caller's stopped instance as a private image. The image is ``saving`` until the backend has
-    snapshotted the system disk (a task, enqueued on commit); then it is ready to launch, clone or publish."""
+    snapshotted the system disk (a task, enqueued on commit); then it is ready to launch, clone or publish. A
+    team's instance makes the team's image, private to the team: a member may not take a copy of it home."""
     from instances.images import find_variant
 
     name = _clean_name(name)
@@ -375,8 +381,8 @@ def save_instance_as_image(user, instance_id, *, name: str, description: str = "
     with transaction.atomic():
         image = Image.objects.create(
             slug=_unique_slug(name), name=name, description=description,
-            description_html=render_description(description), publisher=_publisher_name(user), owner=user,
-            category=ImageCategory.COMMUNITY, tags=list(base.image.tags) if base else [],
+            description_html=render_description(description), publisher=_publisher_name(instance.owner),
+            owner=instance.owner, category=ImageCategory.COMMUNITY, tags=list(base.image.tags) if base else [],
             frameworks=list(base.image.frameworks) if base else [], size_bytes=size,
             review_state=ImageReview.DRAFT, status=ImageStatus.SAVING, source_instance=instance.public_id,
             cloned_from=base.image if base else None,

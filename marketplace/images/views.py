@@ -3,6 +3,7 @@ my images, save an instance as an image, publish, rate, the author's earnings an
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -10,11 +11,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from console.ops import roles
 from console.ops.audit import client_ip
 from console.ops.views import staff_view
+from teams.context import acting
 
 from ..choices import ImageCategory, OperatingSystem
 from . import clone, services
@@ -36,7 +38,8 @@ def _search_page(request, *, mine: bool):
     if form.is_valid():
         try:
             query = form.image_query(services.family_of_chip)
-            images = services.search_images(request.user, query, form.sort_order(), mine=mine)
+            account = acting(request).account if mine else None
+            images = services.search_images(request.user, query, form.sort_order(), mine=mine, account=account)
             context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
         except ServiceError as exc:
             context["error"], status = str(exc.message), exc.status
@@ -69,6 +72,8 @@ def _image_or_404(request, slug, action="view"):
         return services.get_image(request.user, slug, action)
     except NotFound as exc:
         raise Http404(str(exc.message)) from exc
+    except Forbidden as exc:  # a team's image, and a role that may only see it
+        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _detail_context(request, image, **extra) -> dict:
@@ -111,6 +116,8 @@ def image_clone(request, slug):
     image = _image_or_404(request, slug)
     try:
         copy = services.clone_to_mine(request.user, image)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
     except ServiceError as exc:
         return _back(request, image, str(exc.message))
     messages.success(request, _("“%(name)s” is now in your images (private).") % {"name": copy.name})
@@ -158,6 +165,8 @@ def save_instance(request, instance_id):
         raise Http404(str(exc.message)) from exc
     try:
         context["size"] = services.snapshot_size(request.user, instance_id)
+    except Forbidden as exc:  # a team's instance, and a role that may only see it
+        raise PermissionDenied(str(exc.message)) from exc
     except ServiceError as exc:
         context["error"] = str(exc.message)
     if request.method == "POST" and not context["error"] and form.is_valid():

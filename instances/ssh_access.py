@@ -8,6 +8,7 @@ from django.http.request import split_domain_port
 from django.utils.translation import gettext as _
 
 from console.errors import Conflict
+from teams.access import owned
 
 from .backends import Backend, get_backend
 from .choices import Status
@@ -61,3 +62,9 @@ def require_ssh_access(instance: Instance, request_host: str) -> SSHAccess:
     if (reason := refusal(instance)) is not None:
         raise Conflict(reason, code="not_enterable")
     return SSHAccess(public_host(request_host), settings.SSH_GATEWAY_PORT, str(instance.public_id))
+
+
+def may_enter(user, instance: Instance) -> bool:
+    """Whether ``user``'s keys open ``instance`` at the gateway: they may operate it (its owner, or a member of its
+    team whose role may)."""
+    return Instance.objects.filter(owned(user, "change"), pk=instance.pk).exists()

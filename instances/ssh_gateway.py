@@ -37,6 +37,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
 from console.models import SSHKey
+from teams.access import owned
 
 from .backends import BackendError, get_backend
 from .choices import Status
@@ -125,20 +126,20 @@ def instance_id(username: str) -> uuid.UUID | None:
 
 
 def find_grant(public_id: uuid.UUID, fingerprint: str) -> Grant | None:
-    """The running instance ``public_id`` and its owner's key with ``fingerprint``, in one indexed query; None
-    when the instance is missing, not running, an endpoint, its owner is disabled, or the key is not theirs."""
-    row = (
-        Instance.objects.filter(
-            public_id=public_id,
-            kind=Instance.Kind.INSTANCE,
-            status=Status.RUNNING,
-            owner__is_active=True,
-            owner__ssh_keys__fingerprint=fingerprint,
-        )
-        .values_list("pk", "owner__ssh_keys__pk")
-        .first()
+    """The running instance ``public_id`` and the key with ``fingerprint`` of someone who may operate it: its
+    owner, or for a team's instance a member whose role may (``teams.access``, checked at each login, so a member
+    who left or lost the role is out at once). None when the instance is missing, not running, an endpoint, its
+    owner or the key's owner is disabled, or no such person has that key. One query per matching key (usually
+    one)."""
+    keys = SSHKey.objects.filter(fingerprint=fingerprint, user__is_active=True).values_list("pk", "user_id")
+    running = Instance.objects.filter(
+        public_id=public_id, kind=Instance.Kind.INSTANCE, status=Status.RUNNING, owner__is_active=True
     )
-    return Grant(*row) if row else None
+    for key_pk, user_id in keys:
+        instance_pk = running.filter(owned(user_id, "change")).values_list("pk", flat=True).first()
+        if instance_pk is not None:
+            return Grant(instance_pk, key_pk)
+    return None
 
 
 def record_login(grant: Grant) -> None:

@@ -3,7 +3,7 @@
 from django import template
 
 from console.models import SSHKey
-from instances.ssh_access import ssh_access
+from instances.ssh_access import may_enter, ssh_access
 
 register = template.Library()
 
@@ -15,7 +15,7 @@ def instance_ssh(context, instance):
     access = ssh_access(instance, request.get_host())
     if access is None:
         return None
-    if instance.owner_id != request.user.pk:
-        # The gateway lets in the owner's keys; a team's account has none, so no command that leads nowhere.
-        return {"team": True}
+    if instance.owner_id != request.user.pk and not may_enter(request.user, instance):
+        # The gateway lets in only the keys of people who may operate the instance: no command that leads nowhere.
+        return {"denied": True}
     return {"access": access, "has_keys": SSHKey.objects.for_user(request.user).exists()}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from console import ssh_keys
 from console.models import SSHKey
 from instances import services, ssh_gateway
 from instances.backends import BackendError
@@ -227,3 +228,36 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):  # gone, or going while its status is read
         return False
     return "State:\tZ" not in status  # a zombie has ended; its parent has not collected it yet
+
+
+def test_a_teams_instance_lets_in_the_keys_of_members_who_may_operate_it_and_no_one_else(
+    gateway, launch, host_shell, owner, owner_key, tmp_path
+):
+    from teams import services as teams
+    from teams.models import Membership
+    from teams.roles import Role
+    from tests.fixtures.factories import UserFactory
+
+    team = teams.create_team(owner, name="Vision", slug="vision")
+    instance = launch(user=team.account, name="team-box")
+    settle()
+    assert Instance.objects.get(pk=instance.pk).status == "running"
+    keys = {}
+    for role in (Role.DEVELOPER, Role.READ_ONLY, Role.BILLING):
+        person = UserFactory(email=f"{role}@example.com")
+        Membership.objects.create(team=team, user=person, role=role)
+        keys[role] = make_key(tmp_path / "keys", role)
+        ssh_keys.add_ssh_key(person, public_key=keys[role].public_text)
+
+    # The owner and a developer may operate the team's machine: their own keys open it.
+    for key in (owner_key, keys[Role.DEVELOPER]):
+        result = ssh(gateway.port, key, instance.public_id, "echo in")
+        assert result.returncode == 0 and result.stdout == b"in\n", result.stderr
+    # Roles that may only see it (or pay for it) are refused like a stranger.
+    for role in (Role.READ_ONLY, Role.BILLING):
+        result = ssh(gateway.port, keys[role], instance.public_id, "echo in")
+        assert result.returncode == 255 and b"Permission denied (publickey)" in result.stderr
+    # A member who leaves is out at the next login.
+    Membership.objects.filter(team=team, role=Role.DEVELOPER).delete()
+    result = ssh(gateway.port, keys[Role.DEVELOPER], instance.public_id, "echo in")
+    assert result.returncode == 255 and b"Permission denied" in result.stderr

@@ -1,14 +1,16 @@
 """Monthly statements per resource and the transaction list with its CSV export."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console import csvsafe
+from teams.accounts import is_account
 
 from .catalog_names import chip_names, plan_names, zone_names
 from .choices import SPEND_KINDS
@@ -30,17 +32,27 @@ class StatementLine:
     minutes: int
     charged: Decimal
     subsidy: Decimal
+    member: str = ""  # on a team's statement: the member whose use it was (their address)
+
+
+@dataclass(frozen=True)
+class MemberSpend:
+    member: str  # the member's address; empty for charges of the team's own (top-up fees, adjustments…)
+    minutes: int
+    charged: Decimal
 
 
 @dataclass(frozen=True)
 class Statement:
-    """A month's lines (all of them, or one page's) and the month's totals over every line."""
+    """A month's lines (all of them, or one page's) and the month's totals over every line; on a team's statement
+    also the month's totals per member."""
 
     month: date
     lines: list[StatementLine]
     minutes: int
     charged: Decimal
     subsidy: Decimal
+    members: list[MemberSpend] = field(default_factory=list)
 
 
 def parse_month(text: str | None) -> date:
@@ -58,10 +70,11 @@ def _spend(user, month: date):
 
 
 def grouped_rows(user, month: date):
-    """One row per resource charged in ``month``, most expensive first: a lazy queryset to page through."""
+    """One row per resource (and, on a team's wallet, per member who used it) charged in ``month``, most expensive
+    first: a lazy queryset to page through."""
     return (
         _spend(user, month)
-        .values("resource_id", "kind")
+        .values("resource_id", "kind", "member_id")
         .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
         .order_by("charged", "resource_id", "kind")  # charges are negative: the largest first
     )
@@ -71,12 +84,22 @@ def month_statement(user, month: date, rows=None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
     ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month. Three
-    queries whatever the number of rows.
+    queries whatever the number of rows; a team's statement two more (its members' names, the totals per member).
     """
     totals = _spend(user, month).aggregate(
         minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
     )
     rows = list(grouped_rows(user, month) if rows is None else rows)
+    per_member = []
+    if is_account(user):
+        per_member = list(
+            _spend(user, month)
+            .values("member_id")
+            .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"))
+            .order_by("charged", "member_id")
+        )
+    member_ids = {row["member_id"] for row in [*rows, *per_member] if row.get("member_id")}
+    emails = dict(get_user_model().objects.filter(pk__in=member_ids).values_list("pk", "email")) if member_ids else {}
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
     for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
@@ -101,6 +124,7 @@ def month_statement(user, month: date, rows=None) -> Statement:
                 minutes=row["minutes"] or 0,
                 charged=-summed(row["charged"]),
                 subsidy=summed(row["subsidy"]),
+                member=emails.get(row.get("member_id"), ""),
             )
         )
     return Statement(
@@ -109,6 +133,10 @@ def month_statement(user, month: date, rows=None) -> Statement:
         minutes=totals["minutes"] or 0,
         charged=-summed(totals["charged"]),
         subsidy=summed(totals["subsidy"]),
+        members=[
+            MemberSpend(emails.get(row["member_id"], ""), row["minutes"] or 0, -summed(row["charged"]))
+            for row in per_member
+        ],
     )
 
 
@@ -117,12 +145,12 @@ def statement_csv(statement: Statement, out) -> None:
     writer = csvsafe.writer(out)
     writer.writerow(
         [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
-         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan")]
+         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan"), _("Member")]
     )  # fmt: skip
     for line in statement.lines:
         writer.writerow(
             [line.resource_id or "", line.kind, line.label, line.chip, line.cards, line.minutes, line.charged,
-             line.subsidy, line.chip_name, line.zone_name, line.plan_name]
+             line.subsidy, line.chip_name, line.zone_name, line.plan_name, line.member]
         )  # fmt: skip
     writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
 

@@ -149,6 +149,13 @@ class StatementLineSerializer(serializers.Serializer):
     minutes = serializers.IntegerField()
     charged = _money()
     subsidy = _money()
+    member = serializers.CharField(help_text="On a team's statement: the member whose use it was (their address).")
+
+
+class MemberSpendSerializer(serializers.Serializer):
+    member = serializers.CharField(help_text="The member's address; empty for the team's own charges.")
+    minutes = serializers.IntegerField()
+    charged = _money()
 
 
 class StatementSerializer(serializers.Serializer):
@@ -158,6 +165,7 @@ class StatementSerializer(serializers.Serializer):
     minutes = serializers.IntegerField()
     charged = _money()
     subsidy = _money()
+    members = MemberSpendSerializer(many=True, help_text="A team's statement: the month's spend per member.")
 
     def get_month(self, obj) -> str:
         return f"{obj.month:%Y-%m}"

@@ -123,3 +123,30 @@ def test_folders_rename_and_delete_in_the_browser(page, live_server, owner, clou
     expect(page.locator("#storage-empty")).to_be_visible()
     screenshot(page, "storage-folders")
     assert not Entry.objects.exists()
+
+
+def test_in_a_teams_context_an_upload_lands_in_the_teams_folder_not_ones_own(
+    page, live_server, owner, cloud_storage, tmp_path
+):
+    from teams import services as teams
+
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    local = tmp_path / "标注.csv"
+    local.write_bytes(b"id,label\n1,cat\n")
+    _log_in(page, live_server, owner)
+    page.goto(f"{live_server.url}/teams/")
+    page.locator("#work-in-vision-lab").click()
+    expect(page.locator("#context-team")).to_contain_text("视觉实验室")
+
+    page.goto(f"{live_server.url}/storage/")
+    page.set_input_files("#storage-file-input", str(local))
+    expect(page.locator('#storage-table tr[data-entry="标注.csv"]')).to_be_visible(timeout=20_000)
+    entry = Entry.objects.get(name="标注.csv")
+    assert entry.owner == team.account and entry.size == len(local.read_bytes())
+
+    # Back in the personal context, one's own folder does not have it; the team's still does.
+    page.locator("#context-personal").click()
+    expect(page.locator("#context-team")).to_have_count(0)
+    page.goto(f"{live_server.url}/storage/")
+    expect(page.locator("#storage-empty")).to_be_visible()
+    assert not Entry.objects.filter(owner=owner).exists()

@@ -16,7 +16,7 @@ from decimal import Decimal
 import asyncssh
 import pytest
 from django.conf import settings
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from rest_framework.test import APIClient
 
 METHODS = ("get", "patch", "put", "post", "delete")
@@ -357,33 +357,63 @@ def test_a_made_up_id_is_404_for_everyone_on_the_api(owner_api, stranger_api):
 
 # -- a team's objects ----------------------------------------------------------------------------------------------
 
-# The routes of what a team owns so far (its instances), with every persona a team brings: a member with each role,
-# a member of another team and a former member.
+# The routes of what a team owns (its instances, disks, cloud storage, endpoints and images), with every persona a
+# team brings: a member with each role (working in the team's context: the console's switch, or a team's token
+# where the route takes one), a member of another team and a former member (each in their own context).
 TEAM_ROUTES = sorted(
     name
     for name in COVERED_ROUTES
-    if name.startswith(("instances:", "api-instance-", "storage:instance-"))
-    and name not in {"instances:secret-replace", "instances:secret-delete"}
-)
+    if name.startswith(
+        ("instances:", "api-instance-", "storage:", "api-disk-", "api-storage-", "endpoints:", "api-endpoint")
+    )
+    or name in {"marketplace:image", "marketplace:image-clone", "marketplace:image-publish",
+                "marketplace:save-instance", "api-image", "api-image-clone", "api-image-publish"}
+    if name not in {"instances:secret-replace", "instances:secret-delete"}
+)  # fmt: skip
 
 
 @pytest.fixture
 def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
-    """A team with a running instance of its own, a member of each role, a member of another team and a former
-    member."""
+    """A team with one of everything a team owns: a running instance with a disk attached, a folder, a file and an
+    upload in progress in the team's cloud storage, an endpoint with a key, and an image; a member of each role, a
+    member of another team and a former member."""
+    from inference import services as endpoints
     from instances import services as instances
     from instances.tests.fixtures import settle
+    from marketplace import seed as hub_catalog
+    from marketplace.images import services as images
+    from marketplace.inference import services as inference
+    from marketplace.models import Image
+    from storage import disks
+    from storage import services as storage
+    from storage.tests.fixtures import store_file
     from teams import services as teams
     from teams.models import Membership
     from teams.roles import Role
     from tests.fixtures.factories import UserFactory
 
     team = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
-    _fund(team.account)
-    instance = instances.launch(
-        team.account, instances.LaunchRequest(name="team-1", image="mindspore-2.3-cann8", chip="ascend-910b")
+    account = team.account
+    _fund(account)
+    hub_catalog.load()
+    inference.load()
+    objects = {"team": team}
+    objects["instance"] = instances.launch(
+        account, instances.LaunchRequest(name="team-1", image="mindspore-2.3-cann8", chip="ascend-910b"), by=owner
     )
     settle()
+    objects["instance"].refresh_from_db()
+    objects["disk"] = disks.create(account, name="team-data", size_gb=20, zone=objects["instance"].zone, by=owner)
+    disks.attach(owner, objects["disk"].public_id, objects["instance"].public_id)
+    objects["folder"] = storage.make_folders(account, "/datasets")
+    objects["file"] = store_file(account, "/datasets/train.jsonl", b'{"q": 1}\n')
+    objects["upload"] = storage.create_upload(account, folder_path="/", filename="big.bin", length=10)
+    endpoint = endpoints.deploy(account, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"), by=owner)
+    settle()
+    objects["endpoint"] = endpoint
+    objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
+    objects["image"] = images.clone_to_mine(account, Image.objects.get(slug="mindspore-2.3"))
+
     personas = {"owner": owner}
     for role in (Role.ADMIN, Role.DEVELOPER, Role.BILLING, Role.READ_ONLY):
         personas[role] = UserFactory(email=f"{role}@example.com")
@@ -393,41 +423,59 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     personas["former"] = UserFactory(email="former@example.com")
     Membership.objects.create(team=team, user=personas["former"], role=Role.DEVELOPER)
     teams.remove_member(teams.membership(owner, "matrix-lab"), str(personas["former"].public_id))
-    return {"instance": instance, "team": team, "personas": personas}
+    objects["personas"] = personas
+    return objects
 
 
-def _persona_client(user, api: bool):
+def _team_scoped(url: str) -> bool:
+    match = resolve(url)
+    view = getattr(match.func, "view_class", None) or getattr(match.func, "cls", None)
+    return getattr(view, "team_scoped", False)
+
+
+def _persona_client(user, api: bool, team=None, url: str = ""):
+    """A persona's client: in ``team``'s context when given (the console's switch; a team's token on an API route
+    that takes one), else their own."""
     from console import services as console
 
     client = APIClient()
     if api:
-        token = console.create_api_token(user, name="m", scope="read_write").plaintext
+        scoped = team if team is not None and _team_scoped(url) else None
+        token = console.create_api_token(user, name="m", scope="read_write", team=scoped).plaintext
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     else:
         client.force_login(user)
+        if team is not None:
+            assert client.post(reverse("teams:switch"), {"team": team.slug}).status_code == 302
     return client
 
 
-# Entering the machine (JupyterLab) is acting on it, even by a GET.
-ENTERING = {"instances:lab", "instances:lab-handoff"}
+# Entering the machine (JupyterLab, SSH) and preparing an image from it are acting on it, even by a GET.
+ACTING_GETS = {"instances:lab", "instances:lab-handoff", "api-instance-ssh", "marketplace:save-instance"}
+MEMBERS = ("owner", "admin", "developer", "billing", "read_only")
 
 
 @pytest.mark.parametrize("name", TEAM_ROUTES)
-def test_a_team_instance_is_read_by_every_member_changed_by_operators_and_reached_by_nobody_else(name, team_owned):
+def test_a_teams_object_is_read_by_every_member_changed_by_operators_and_reached_by_nobody_else(name, team_owned):
     route = next(r for r in id_routes() if r.name == name)
     url = reverse(name, kwargs=COVERED[name](team_owned))
     missing = reverse(name, kwargs={k: MISSING if "id" in k else "no-such" for k in route.kwargs})
     people = team_owned["personas"]
-    clients = {persona: _persona_client(user, route.is_api) for persona, user in people.items()}
+    team = team_owned["team"]
+    clients = {
+        persona: _persona_client(user, route.is_api, team if persona in MEMBERS else None, url)
+        for persona, user in people.items()
+    }
     outsider = _persona_client(people["former"], route.is_api)
+    body = BODIES.get(name, lambda o: None)(team_owned)
     for method in ("get", "post", "delete"):
-        missing_status = _call(outsider, method, missing)
-        outsiders = {p: _call(clients[p], method, url) for p in ("former", "other team")}
+        missing_status = _call(outsider, method, missing, body)
+        outsiders = {p: _call(clients[p], method, url, body) for p in ("former", "other team")}
         assert set(outsiders.values()) <= {missing_status}, f"{method.upper()} {url}: {outsiders} vs {missing_status}"
-        watchers = {p: _call(clients[p], method, url) for p in ("billing", "read_only")}
+        watchers = {p: _call(clients[p], method, url, body) for p in ("billing", "read_only")}
         assert 500 not in watchers.values(), f"{method.upper()} {url}: {watchers}"
-        if method == "get" and name not in ENTERING:
-            # A role that may see the team's instances reads what an operator reads.
+        if method == "get" and name not in ACTING_GETS:
+            # A role that may see the team's objects reads what an operator reads.
             operator = _call(clients["developer"], method, url)
             assert set(watchers.values()) == {operator}, f"GET {url}: {watchers} vs the developer's {operator}"
             assert operator != 404, f"GET {url}: a member cannot read it"

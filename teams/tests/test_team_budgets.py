@@ -225,3 +225,32 @@ def test_a_launchs_data_disk_is_the_members_spend_and_the_notice_goes_once(
             settle()
         assert Instance.objects.get(name="big").status == Status.STOPPED
         assert Notification.objects.filter(kind="member_budget").count() == 2  # the member and the team, once
+
+
+def test_the_teams_statement_shows_each_members_spend_and_each_resource_by_member(catalog, instant, team, owner):
+    developer, reader = _member(team, Role.DEVELOPER), _member(team, Role.READ_ONLY)
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        _launch(team, developer, "dev-run")
+        _launch(team, owner, "owner-run")
+        settle()
+        clock.shift(timedelta(minutes=60))
+        metering.meter()
+        spent = budgets.spent(team.account_id, [developer.pk, owner.pk])
+        assert spent[developer.pk] > 0 and spent[owner.pk] > 0
+
+        page = _browser(owner).get(reverse("billing:statements"))
+        assert page.status_code == 200
+        html = page.content.decode()
+        assert 'id="statement-members"' in html
+        assert "developer@example.com" in html and owner.email in html
+        members = _token_client(owner).get("/api/v1/statements")  # a person's own: no members
+        assert members.json()["members"] == []
+        api = _browser(owner).get("/api/v1/statements")  # the console in the team's context
+        by_member = {row["member"]: Decimal(row["charged"]) for row in api.json()["members"]}
+        assert by_member == {developer.email: spent[developer.pk], owner.email: spent[owner.pk]}
+        lines = {line["label"]: line["member"] for line in api.json()["lines"]}
+        assert lines == {"dev-run": developer.email, "owner-run": owner.email}
+        csv = _browser(owner).get(reverse("billing:statements"), {"format": "csv"}).content.decode()
+        assert "Member" in csv.splitlines()[0] and "developer@example.com" in csv
+    # A role without the billing permission does not read the team's statement.
+    assert _browser(reader).get(reverse("billing:statements")).status_code == 403

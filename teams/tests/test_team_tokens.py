@@ -58,7 +58,7 @@ def test_a_team_token_launches_lists_and_pays_in_the_team_and_reaches_nothing_pe
     team_cash = wallet.summary(team.account).cash
     assert Decimal(api.get("/api/v1/wallet").json()["cash"]) == team_cash != wallet.summary(owner).cash
 
-    refused = api.get("/api/v1/disks")
+    refused = api.get("/api/v1/ssh-keys")  # a person's own keys: not the team's
     assert refused.status_code == 403 and "for a team" in refused.json()["message"]
     # The personal token is unchanged: the person's own list, the team's instance by its id.
     mine = _token_client(owner)

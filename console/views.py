@@ -12,6 +12,8 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from teams import roles
+from teams.context import acting
 from teams.models import Membership
 from teams.services import team_for_token
 
@@ -31,9 +33,14 @@ def home(request):
 def dashboard(request):
     from billing.wallet_views import wallet_context
 
+    # In a team's context the wallet shown is the team's, to the roles that may read it; the others see their own
+    # and are told whose wallet the team's launches are paid from.
+    working = acting(request)
+    team_wallet = working.team is not None and working.can(roles.BILLING)
     context = {
         "active_tokens": ApiToken.objects.for_user(request.user).active().count(),
-    } | wallet_context(request.user)
+        "team_wallet": team_wallet,
+    } | wallet_context(working.account if team_wallet else request.user)
     if onboarding.needs_first_steps(request.user):
         context |= {"first_steps": True, "trial_buys": onboarding.trial_buys(request.user)}
     return render(request, "console/dashboard.html", context)

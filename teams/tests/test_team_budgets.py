@@ -254,3 +254,16 @@ def test_the_teams_statement_shows_each_members_spend_and_each_resource_by_membe
         assert "Member" in csv.splitlines()[0] and "developer@example.com" in csv
     # A role without the billing permission does not read the team's statement.
     assert _browser(reader).get(reverse("billing:statements")).status_code == 403
+
+
+def test_the_dashboard_in_a_teams_context_shows_the_teams_wallet_to_billing_roles_only(team, owner):
+    developer = _member(team, Role.DEVELOPER)
+    team_cash = wallet.summary(team.account).cash
+    assert team_cash != wallet.summary(owner).cash
+
+    billing_view = _browser(owner).get(reverse("console:dashboard")).content.decode()
+    assert 'id="dashboard-wallet-owner"' in billing_view and "The wallet of 视觉实验室" in billing_view
+    assert f"{team_cash:,.2f}" in billing_view
+    developer_view = _browser(developer).get(reverse("console:dashboard")).content.decode()
+    assert "Your own wallet. You are working in 视觉实验室" in developer_view
+    assert f"{team_cash:,.2f}" not in developer_view

@@ -197,14 +197,12 @@ class HubMount(models.Model):
     """A hub model or data set mounted read-only into an instance at ``target`` (``HubItem.mount_path``).
 
     A mount is metadata handed to the instance's backend, never a copy: the row exists while the item is
-    mounted; unmounting deletes it. ``repo`` keeps the name if the item is later deleted.
+    mounted; unmounting deletes it. The item is named by ``repo`` (no key into the hub, which sits above storage
+    in the layers), so the row keeps its name if the item is later deleted.
     """
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     instance = models.ForeignKey("instances.Instance", on_delete=models.CASCADE, related_name="hub_mounts")
-    item = models.ForeignKey(
-        "marketplace.HubItem", null=True, blank=True, on_delete=models.SET_NULL, related_name="mounts"
-    )
     repo = models.CharField(_("repository"), max_length=201)
     kind = models.CharField(_("kind"), max_length=8)
     target = models.CharField(_("mounted at"), max_length=300)

@@ -83,7 +83,7 @@ def _check_mountable(instance: Instance) -> None:
 
 def _record(instance: Instance, item) -> HubMount:
     """The mount's row, and one more mount on the item's counter (the hub's "most mounted" order)."""
-    made = HubMount.objects.create(instance=instance, item=item, repo=item.repo, kind=item.kind, target=item.mount_path)
+    made = HubMount.objects.create(instance=instance, repo=item.repo, kind=item.kind, target=item.mount_path)
     hub().record_mount(item)
     return made
 

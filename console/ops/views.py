@@ -1,8 +1,6 @@
 """The back-office pages under /ops/. Non-staff get 404 (the back office is not advertised); staff without the
 role for a page or action get 403. Views parse a form, call one service, and redirect or re-render."""
 
-from functools import wraps
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
@@ -23,6 +21,8 @@ from instances.choices import ACTIVE
 from instances.models import Instance
 
 from . import images, reports, roles, services
+from .access import forbidden as _forbidden
+from .access import staff_view
 from .audit import Actor
 from .forms import (
     AdjustBalanceForm,
@@ -39,31 +39,6 @@ from .forms import (
 from .models import AuditEntry
 
 PAGE_SIZE = 50
-
-
-def staff_view(permission: str | None = None):
-    """404 for anyone who is not active staff; 403 for staff without ``permission``."""
-
-    def decorate(view):
-        @wraps(view)
-        def wrapped(request, *args, **kwargs):
-            if not roles.is_staff(request.user):
-                raise Http404
-            if permission and not roles.can(request.user, permission):
-                return _forbidden(request)
-            try:
-                return view(request, *args, **kwargs)
-            except roles.Forbidden:
-                return _forbidden(request)
-
-        return wrapped
-
-    return decorate
-
-
-def _forbidden(request):
-    message = _("Your staff role does not allow this page or action.")
-    return render(request, "error.html", {"status": 403, "message": message}, status=403)
 
 
 def _back(request, default: str):

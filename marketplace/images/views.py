@@ -14,8 +14,8 @@ from billing.quote import load_price_book
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from console.ops import roles
+from console.ops.access import staff_view
 from console.ops.audit import client_ip
-from console.ops.views import staff_view
 from teams.context import acting
 
 from ..choices import ImageCategory, OperatingSystem

@@ -29,10 +29,11 @@ from billing.models import UsageSession
 from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
-from catalog.models import Zone
+from catalog.models import Node, Zone
 from console.errors import Conflict, NotFound, ServiceError
 from console.validators import clean_display_name
 from instances.attachments import backend_call
+from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
 from teams.access import refuse_if_seen
@@ -239,6 +240,11 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         _open_usage(disk, price, resume_at, member_id=session.member_id if session else member_id)
         _event(disk, disk.status, disk.status, DiskReason.GROWN, detail=f"{old_size} GB → {size} GB", at=now,
                data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)})  # fmt: skip
+        if disk.status == DiskStatus.ATTACHED and disk.instance_id is not None:
+            # The machine's file system grows with it (a running one at once; a refusal undoes the grow).
+            instance = Instance.objects.get(pk=disk.instance_id)
+            backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id), size),
+                         "disk grow")  # fmt: skip
     return disk
 
 
@@ -260,6 +266,18 @@ def _delete_locked(disk: CloudDisk, reason: str, at=None) -> None:
     at = at or timezone.now()
     _move(disk, DiskStatus.AVAILABLE, DiskStatus.DELETED, reason, at=at, deleted_at=at)
     metering.close_usage(resource_id=disk.public_id, ended_at=at)
+    transaction.on_commit(lambda: _erase(disk))
+
+
+def _erase(disk: CloudDisk) -> None:
+    """The deleted disk's bytes go from the backends of its zone (after the commit: a rolled-back delete keeps
+    them). A backend that cannot is logged; the disk is deleted for the user and billing either way."""
+    names = set(Node.objects.filter(zone_id=disk.zone_id).values_list("backend_name", flat=True))
+    for name in sorted(names):
+        try:
+            get_backend(name).delete_disk(str(disk.public_id))
+        except Exception:  # noqa: BLE001 - a backend's failure must not undo what the user already saw done
+            log.exception("backend %s could not erase deleted disk %s", name, disk.public_id)
 
 
 def _locked(user, public_id) -> CloudDisk:
@@ -326,7 +344,8 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
         _check_instance(instance)
         _move(disk, DiskStatus.AVAILABLE, DiskStatus.ATTACHING, DiskReason.ATTACH_REQUESTED,
               detail=instance.name, instance=instance)  # fmt: skip
-        backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id)), "disk attach")
+        backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id), disk.size_gb),
+                     "disk attach")  # fmt: skip
         hot = instance.status in HOT
         detail = instance.name if hot else _("%(name)s (at its next start)") % {"name": instance.name}
         _move(disk, DiskStatus.ATTACHING, DiskStatus.ATTACHED, DiskReason.ATTACHED, detail=detail)

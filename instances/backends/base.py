@@ -106,10 +106,15 @@ class Backend(ABC):
         return training_curves(instance)
 
     @abstractmethod
-    def attach_disk(self, instance, disk_id: str) -> None: ...
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+        """Make the data disk ``disk_id`` of ``size_gb`` GB (grown when it is larger than before) available in
+        the instance at ``/root/data/<disk_id>``. Idempotent."""
 
     @abstractmethod
     def detach_disk(self, instance, disk_id: str) -> None: ...
+
+    def delete_disk(self, disk_id: str) -> None:  # noqa: B027 - optional: most backends keep no bytes of their own
+        """The disk was deleted: its data goes. Nothing to do where the backend keeps no bytes of its own."""
 
     @abstractmethod
     def mount(self, instance, source: str, target: str) -> None:

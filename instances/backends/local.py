@@ -34,6 +34,7 @@ says whether this host can run it, and ``make run`` falls back to the simulated 
 import fcntl
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -56,7 +57,7 @@ from agent import gpucloud_agent as agent_module
 from teams.accounts import is_account
 
 from .. import runtime
-from . import local_home
+from . import local_home, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where Jupyter
 LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
+DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the smallest disk there is
 # The instance's own copy of the agent and of the quick-start workload, in a root-owned folder of the instance's
 # folder: the sandbox user reads and runs them there, never in the console's checkout (which may be private).
 TOOLS = "tools"
@@ -310,6 +312,9 @@ class LocalBackend(Backend):
             (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
+            for entry in state.get("mounts", {}).values():  # disks grown while this machine held them
+                if not entry.get("read_only"):
+                    local_volumes.grow_pending(Path(entry["source"]))
             self._mount_all(instance.public_id, state)
             cgroup = Cgroup(str(instance.public_id))
             limited = cgroup.create()
@@ -415,10 +420,14 @@ class LocalBackend(Backend):
 
     # Disks and mounts: bind mounts under the instance's mount hub ------------------------------------------
 
-    def attach_disk(self, instance, disk_id: str) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
         source = sandbox_root() / "disks" / str(disk_id)
-        _make_owned(source, sandbox_uid(instance))
+        _make_traversable(source.parent)
+        local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
         self._add_mount(instance, f"/root/data/{disk_id}", str(source), read_only=False)
+
+    def delete_disk(self, disk_id: str) -> None:
+        local_volumes.delete(sandbox_root() / "disks" / str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:
         self.unmount(instance, f"/root/data/{disk_id}")
@@ -426,7 +435,8 @@ class LocalBackend(Backend):
     def mount(self, instance, source: str, target: str) -> None:
         if source.startswith("cloudstorage/") or target == "/root/shared":
             path = sandbox_root() / "shared" / source.rsplit("/", 1)[-1]
-            _make_owned(path, sandbox_uid(instance))
+            _make_traversable(path.parent)
+            local_volumes.ensure(path, sandbox_uid(instance), math.ceil(settings.STORAGE_MAX_GB))
             self._add_mount(instance, target, str(path), read_only=False)
             return
         # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.
@@ -828,13 +838,6 @@ def _copy_tools(tools: Path) -> None:
         os.replace(staging, tools)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _make_owned(path: Path, uid: int) -> None:
-    _make_traversable(path.parent)
-    path.mkdir(exist_ok=True)
-    if path.stat().st_uid != uid:
-        os.chown(path, uid, uid)
 
 
 def _make_traversable(path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from catalog.models import Node
 from instances import services
-from instances.backends import get_backend, local, local_home
+from instances.backends import get_backend, local, local_home, local_volumes
 from instances.models import Instance
 from instances.tests.fixtures import settle_until
 
@@ -71,9 +71,12 @@ class LocalHost:
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
     def kill_all(self) -> None:
+        """Every machine killed, then the disks and storage folders unmounted (the host keeps them mounted while
+        they exist)."""
         backend = get_backend("local")
         for path in (self.root / "instances").glob("*"):
             backend._kill(path.name, local.read_state(path.name))
+        local_volumes.unmount_all(self.root)
 
 
 def local_unavailable() -> str:

@@ -196,6 +196,51 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").exists()
 
 
+FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
+
+
+def test_a_data_disk_holds_its_size_and_no_more_grows_while_running_and_its_bytes_go_with_it(on_local, running):
+    from storage import disks
+
+    instance = running()
+    disk = disks.create(instance.owner, name="small", size_gb=1, zone=instance.zone)
+    disks.attach(instance.owner, disk.public_id, instance.public_id)
+    inside = f"/root/data/{disk.public_id}"
+
+    # 1.2 GB does not fit on a 1 GB disk: the machine is told so, the host's disk is untouched.
+    full = on_local.run(instance, f"python -c '{FILL.format(mb=1200)}' {inside}/big")
+    assert full.returncode != 0 and "No space left on device" in full.stderr
+    # Grown to 2 GB (at once where the host may resize a mounted file system, else at the machine's next start),
+    # the same file system takes it, files kept.
+    on_local.run(instance, f"rm -f {inside}/big; echo 数据 > {inside}/kept.txt")
+    disks.grow(instance.owner, disk.public_id, 2)
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
+    fill = f"python -c '{FILL.format(mb=1200)}' {inside}/big"
+    done = on_local.run(fresh(instance), f"cat {inside}/kept.txt && {fill} && df -k {inside}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("数据\n")
+    assert int(done.stdout.splitlines()[-1].split()[1]) > 1_800_000  # KB: the file system is 2 GB now
+
+    # Deleted, its bytes leave the host.
+    disks.detach(instance.owner, disk.public_id)
+    assert on_local.run(fresh(instance), f"ls {inside}/big").returncode != 0
+    disks.delete(instance.owner, disk.public_id)  # committed at once here: the bytes go on commit
+    folder = on_local.root / "disks" / str(disk.public_id)
+    assert not folder.exists() and not folder.with_name(f"{disk.public_id}.img").exists()
+
+
+def test_the_cloud_storage_folder_is_limited_to_the_storage_ceiling(on_local, running, settings):
+    settings.STORAGE_MAX_GB = 1
+    instance = running()
+    full = on_local.run(instance, f"python -c '{FILL.format(mb=1200)}' /root/shared/big")
+    assert full.returncode != 0 and "No space left on device" in full.stderr
+    fits = on_local.run(instance, f"rm /root/shared/big; python -c '{FILL.format(mb=100)}' /root/shared/fits")
+    assert fits.returncode == 0, fits.stderr
+
+
 def test_a_teams_machine_has_the_teams_folder_at_shared_team_and_no_members_own(on_local, running, owner):
     from teams import services as teams
 

@@ -1,0 +1,186 @@
+"""The local backend's data disks and cloud-storage folders: each an ext4 file system of its size on the host.
+
+A data disk (``<sandbox root>/disks/<disk id>``) and an account's cloud storage as its machines see it
+(``<sandbox root>/shared/<account id>``) are folders that sandboxes bind-mount. Each is the mount point of a sparse
+ext4 image beside it (``<name>.img``) of the disk's size, or of the storage ceiling (``STORAGE_MAX_GB``) for cloud
+storage: writing past it fails inside with "No space left on device" instead of filling the host's disk, and the
+host gives the image only the blocks really used (sparse, mounted with ``discard``). An image is made at first use,
+grown when the disk grows (never shrunk; online where the host allows it, else at its machine's next start), stays
+mounted on the host while it exists (a machine that starts
+binds the mounted file system; after a reboot the next start mounts it again), and is deleted with its disk.
+
+Hosts that cannot make images fall back as homes do (``local_home``, ``LOCAL_HOME_QUOTA``): a plain folder without
+a limit, logged, or a refused start with ``LOCAL_HOME_QUOTA=on``. A folder that already holds files (made before
+volumes were images) stays a plain folder, with its files.
+"""
+
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.utils.translation import gettext as _
+
+from . import local_home
+from .base import BackendError, TransientBackendError
+
+log = logging.getLogger(__name__)
+
+GIB = local_home.GIB
+
+
+def image_of(folder: Path) -> Path:
+    return folder.with_name(f"{folder.name}.img")
+
+
+@contextmanager
+def _locked(folder: Path):
+    with open(folder.with_name(f".{folder.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def ensure(folder: Path, uid: int, size_gb: int) -> int:
+    """``folder`` ready to bind into a machine: its image made (its root owned by the sandbox user ``uid``) and
+    mounted, and at least ``size_gb`` GB. Returns the limit in GB, or 0 for a plain folder without one."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    image = image_of(folder)
+    with _locked(folder):
+        if not image.exists():
+            why = _why_a_folder(folder)
+            if why:
+                _no_image(folder, uid, why)
+                return 0
+            _make(image, uid, size_gb)
+        folder.mkdir(exist_ok=True)
+        local_home._mount(image, folder)
+        _grow(image, folder, size_gb)
+    return round(_fs_bytes(image) / GIB)
+
+
+def _why_a_folder(folder: Path) -> str:
+    if folder.exists() and any(folder.iterdir()):
+        return "it already holds files (made before volumes were images)"
+    if local_home.mode() == "off":
+        return "LOCAL_HOME_QUOTA is off"
+    return local_home.unavailable()
+
+
+def _no_image(folder: Path, uid: int, why: str) -> None:
+    if local_home.mode() == "on":
+        log.warning("no image for %s: %s", folder, why)
+        raise BackendError(_("This host cannot limit the size of the disk or the cloud storage folder."))
+    log.warning("%s is a plain folder without a size limit: %s", folder, why)
+    folder.mkdir(exist_ok=True)
+    if folder.stat().st_uid != uid:
+        os.chown(folder, uid, uid)
+
+
+def _make(image: Path, uid: int, size_gb: int) -> None:
+    """A new sparse image with an empty ext4 file system, made beside its place and renamed into it."""
+    staging = image.with_name(f".{image.name}.new")
+    staging.unlink(missing_ok=True)
+    steps = [
+        ["truncate", "-s", str(int(size_gb) * GIB), str(staging)],
+        ["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
+         f"root_owner={uid}:{uid},lazy_itable_init=1,lazy_journal_init=1", str(staging)],
+    ]  # fmt: skip
+    try:
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        for argv in steps:
+            local_home._run(argv)
+        os.replace(staging, image)
+    except (OSError, TransientBackendError) as exc:
+        staging.unlink(missing_ok=True)
+        raise TransientBackendError(_("The disk could not be made ready; trying again.")) from exc
+
+
+def _grow(image: Path, folder: Path, size_gb: int) -> None:
+    """Grow the file system to ``size_gb`` GB when it is smaller (never shrink): online while mounted where the
+    host allows it (resizing a mounted ext4 needs CAP_SYS_RESOURCE), else offline once nothing holds it. A running
+    machine holds it: then it grows at that machine's next start, and the log says so."""
+    wanted = int(size_gb) * GIB
+    if _fs_bytes(image) >= wanted:
+        return
+    if image.stat().st_size < wanted:
+        local_home._run(["truncate", "-s", str(wanted), str(image)])
+    devices = local_home.loop_devices(image)
+    if devices:
+        local_home._run(["losetup", "-c", devices[0]])
+        if _quiet(["resize2fs", devices[0]]):
+            return
+    local_home._unmount(image, folder)
+    if local_home.loop_devices(image):
+        _pending(folder).write_text(str(int(size_gb)))  # grow_pending does it before that machine's next start
+        log.info("%s grows to %s GB at its machine's next start (it is in use, and this host cannot resize a "
+                 "mounted file system)", folder, size_gb)  # fmt: skip
+    else:
+        # e2fsck: 0 clean, 1 errors corrected; resize2fs insists on a freshly checked file system.
+        if not _quiet(["e2fsck", "-f", "-p", str(image)], ok=(0, 1)) or not _quiet(["resize2fs", str(image)]):
+            log.warning("%s could not grow to %s GB", folder, size_gb)
+    local_home._mount(image, folder)
+
+
+def _pending(folder: Path) -> Path:
+    return folder.with_name(f".{folder.name}.grow")
+
+
+def grow_pending(folder: Path) -> None:
+    """A grow that had to wait for the machine using the volume to stop: done now, before it starts again (its
+    machine's binds are gone, so nothing holds the file system but the host's own mount)."""
+    pending = _pending(folder)
+    if not pending.exists():
+        return
+    image = image_of(folder)
+    with _locked(folder):
+        try:
+            wanted = int(pending.read_text())
+        except (OSError, ValueError):
+            wanted = 0
+        pending.unlink(missing_ok=True)
+        if wanted and image.exists():
+            _grow(image, folder, wanted)
+
+
+def _fs_bytes(image: Path) -> int:
+    """The size of the image's file system (its superblock), which may be less than the image file's."""
+    done = subprocess.run(["dumpe2fs", "-h", str(image)], capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # fmt: skip
+    fields = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
+    try:
+        return int(fields["Block count"]) * int(fields["Block size"])
+    except (KeyError, ValueError):
+        return image.stat().st_size
+
+
+def _quiet(argv: list[str], ok=(0,)) -> bool:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # fmt: skip
+    if done.returncode not in ok:
+        log.info("%s: %s", " ".join(argv), (done.stderr or done.stdout).strip()[-300:])
+    return done.returncode in ok
+
+
+def delete(folder: Path) -> None:
+    """The disk is deleted: its file system unmounted, its image and folder gone. Idempotent."""
+    image = image_of(folder)
+    with _locked(folder):
+        local_home._unmount(image, folder)
+        image.unlink(missing_ok=True)
+        if not local_home._is_mounted(folder):  # never delete through a mount that would not go
+            shutil.rmtree(folder, ignore_errors=True)
+    folder.with_name(f".{folder.name}.lock").unlink(missing_ok=True)
+    _pending(folder).unlink(missing_ok=True)
+
+
+def unmount_all(root: Path) -> None:
+    """Every volume under ``root`` unmounted (its files kept in its image): for a host going down, and tests."""
+    for parent in (root / "disks", root / "shared"):
+        for image in parent.glob("*.img") if parent.exists() else ():
+            folder = image.with_name(image.name[: -len(".img")])
+            with _locked(folder):
+                local_home._unmount(image, folder)

@@ -9,6 +9,7 @@ class Eligibility(models.TextChoices):
 
     EVERYONE = "everyone", _("Everyone")
     VERIFIED_ENTERPRISE = "verified_enterprise", _("Verified enterprises")
+    STUDENT = "student", _("Verified students")
 
 
 class TermUnit(models.TextChoices):

@@ -143,14 +143,16 @@ def month_statement(user, month: date, rows=None) -> Statement:
 def statement_csv(statement: Statement, out) -> None:
     # The chip column keeps the slug for scripts; the names people read follow at the end of each row.
     writer = csvsafe.writer(out)
+    # A team's statement adds the member each line was for, last.
+    team = bool(statement.members)
     writer.writerow(
         [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
-         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan"), _("Member")]
+         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan"), *([_("Member")] if team else [])]
     )  # fmt: skip
     for line in statement.lines:
         writer.writerow(
             [line.resource_id or "", line.kind, line.label, line.chip, line.cards, line.minutes, line.charged,
-             line.subsidy, line.chip_name, line.zone_name, line.plan_name, line.member]
+             line.subsidy, line.chip_name, line.zone_name, line.plan_name, *([line.member] if team else [])]
         )  # fmt: skip
     writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
 

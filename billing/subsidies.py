@@ -33,6 +33,19 @@ def is_verified_enterprise(user) -> bool:
     return memo
 
 
+def is_verified_student(user) -> bool:
+    """Whether ``user`` is a verified student now (``console.students``), read once per user object."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    memo = getattr(user, "_verified_student", None)
+    if memo is None:
+        from console.students import is_verified
+
+        memo = is_verified(user)
+        user._verified_student = memo
+    return memo
+
+
 # The month a subsidy counts against is the operator's local month (one rule: ``billing.rules.month_of``).
 usage_month = month_of
 
@@ -83,6 +96,8 @@ class ProgrammeTerms:
     def admits(self, user) -> bool:
         if self.eligibility == Eligibility.VERIFIED_ENTERPRISE:
             return is_verified_enterprise(user)
+        if self.eligibility == Eligibility.STUDENT:
+            return is_verified_student(user)
         return True
 
     def available(self, used_this_month: Decimal) -> Decimal | None:

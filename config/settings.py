@@ -68,6 +68,8 @@ IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="console.identity.Devel
 IDENTITY_HASH_KEY = env.str("IDENTITY_HASH_KEY", default=SECRET_KEY)
 REAL_NAME_REQUIRED_FOR = env.list("REAL_NAME_REQUIRED_FOR", default=["topup"])
 REAL_NAME_TOPUP_LIMIT = env.str("REAL_NAME_TOPUP_LIMIT", default="1000")
+# How long a student verification (a code mailed to a .edu.cn address) keeps the student programme's prices.
+STUDENT_VERIFIED_DAYS = env.int("STUDENT_VERIFIED_DAYS", default=365)
 # How long a team invitation's link works.
 TEAM_INVITATION_DAYS = env.int("TEAM_INVITATION_DAYS", default=7)
 

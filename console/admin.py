@@ -10,6 +10,7 @@ from .models import (
     EnterpriseVerification,
     RealNameVerification,
     SSHKey,
+    StudentVerification,
     User,
     WorkerHeartbeat,
 )
@@ -85,6 +86,16 @@ class RealNameVerificationAdmin(ReadOnlyAdmin):
     list_display = ["user", "masked_name", "masked_number", "provider", "verified_at"]
     fields = readonly_fields = ["user", "masked_name", "masked_number", "document", "provider", "verified_at"]
     search_fields = ["user__email"]
+    list_select_related = ["user"]
+
+
+@admin.register(StudentVerification)
+class StudentVerificationAdmin(ReadOnlyAdmin):
+    """A student's university address and how long the student prices apply; the code is never stored."""
+
+    list_display = ["user", "email", "verified_at", "expires_at"]
+    fields = readonly_fields = ["user", "email", "code_sent_at", "attempts", "verified_at", "expires_at"]
+    search_fields = ["user__email", "email"]
     list_select_related = ["user"]
 
 

@@ -89,3 +89,23 @@ class RealNameForm(forms.Form):
         error_messages={"required": _("Enter your ID number.")},
         widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
     )
+
+
+class StudentAddressForm(forms.Form):
+    email = forms.CharField(
+        label=_("University address"),
+        max_length=254,
+        help_text=_("Your mailbox at a university in mainland China: it ends in .edu.cn."),
+        error_messages={"required": _("Enter your university address.")},
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "placeholder": "name@pku.edu.cn"}),
+    )
+
+
+class StudentCodeForm(forms.Form):
+    code = forms.CharField(
+        label=_("Code"),
+        max_length=12,
+        help_text=_("The six digits in the mail we sent."),
+        error_messages={"required": _("Enter the code from the mail.")},
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "inputmode": "numeric"}),
+    )

@@ -4,6 +4,8 @@ import uuid
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -222,6 +224,36 @@ class RealNameVerification(models.Model):
     @property
     def masked_number(self) -> str:
         return "*" * 14 + self.number_last4
+
+
+class StudentVerification(models.Model):
+    """A student's verification (学生认证) through a university address under ``.edu.cn``: a code mailed there, typed
+    back on the console. Verified, the account gets the student programme's prices for ``STUDENT_VERIFIED_DAYS``.
+    Only a hash of the code is kept. One address verifies one account."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="student_verification")
+    email = models.EmailField(_("university address"), max_length=254)
+    code_hash = models.CharField(max_length=64, blank=True, editable=False)
+    code_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    attempts = models.PositiveSmallIntegerField(default=0, editable=False)
+    verified_at = models.DateTimeField(_("verified"), null=True, blank=True)
+    expires_at = models.DateTimeField(_("valid until"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("student verification")
+        verbose_name_plural = _("student verifications")
+        constraints = [
+            models.UniqueConstraint(
+                Lower("email"), condition=Q(verified_at__isnull=False), name="student_address_verifies_one_account"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.email
+
+    def is_valid(self, at=None) -> bool:
+        at = at or timezone.now()
+        return self.verified_at is not None and (self.expires_at is None or self.expires_at > at)
 
 
 from .ops.models import AuditEntry, CapacitySnapshot  # noqa: E402, F401

@@ -14,4 +14,5 @@ urlpatterns = [
     path("console/ssh-keys/<uuid:public_id>/delete/", ssh_key_views.delete_ssh_key, name="delete-ssh-key"),
     path("console/enterprise/", verification_views.enterprise_verification, name="enterprise-verification"),
     path("console/real-name/", verification_views.real_name, name="real-name"),
+    path("console/student/", verification_views.student, name="student"),
 ]

@@ -11,10 +11,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from . import identity, verification
+from . import identity, students, verification
 from .errors import ServiceError
 from .field_errors import FieldError
-from .forms import EnterpriseVerificationForm, RealNameForm
+from .forms import EnterpriseVerificationForm, RealNameForm, StudentAddressForm, StudentCodeForm
 
 
 def _page(request, form, status=200):
@@ -71,3 +71,45 @@ def real_name(request):
     form.data = form.data.copy()
     form.data["number"] = ""  # the number is never sent back, not even into the form after an error
     return _real_name_page(request, form, status=status)
+
+
+def _student_page(request, *, address_form=None, code_form=None, status=200):
+    from billing.models import SubsidyProgramme
+
+    context = {
+        "verification": students.status(request.user),
+        "programmes": list(SubsidyProgramme.objects.filter(eligibility="student", active=True)),
+        "address_form": address_form or StudentAddressForm(),
+        "code_form": code_form or StudentCodeForm(),
+        "code_minutes": students.CODE_MINUTES,
+    }
+    return render(request, "console/student.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def student(request):
+    """GET: the status, the programme and the forms; POST ``send``: mail a code; POST ``confirm``: check it."""
+    if request.method == "GET":
+        return _student_page(request)
+    if "code" in request.POST:
+        form = StudentCodeForm(request.POST)
+        if form.is_valid():
+            try:
+                students.confirm(request.user, form.cleaned_data["code"])
+            except ServiceError as exc:
+                form.add_error("code" if isinstance(exc, FieldError) else None, exc.message)
+                return _student_page(request, code_form=form, status=exc.status)
+            messages.success(request, _("Verified: the student prices apply from now on."))
+            return redirect("console:student")
+        return _student_page(request, code_form=form, status=400)
+    form = StudentAddressForm(request.POST)
+    if form.is_valid():
+        try:
+            sent = students.send_code(request.user, form.cleaned_data["email"])
+        except ServiceError as exc:
+            form.add_error("email" if isinstance(exc, FieldError) else None, exc.message)
+            return _student_page(request, address_form=form, status=exc.status)
+        messages.success(request, _("We sent a code to %(email)s.") % {"email": sent.email})
+        return redirect("console:student")
+    return _student_page(request, address_form=form, status=400)

@@ -86,3 +86,13 @@ def test_a_teams_token_and_budgets_from_the_command_line(live_server, tmp_path, 
     assert code == 0 and "lab-run" in out
     code, out, _ = run("instances", "ls")  # the personal token: the person's own instances
     assert code == 0 and "lab-run" not in out
+    # The team's disks and cloud storage with the same token: the team's, paid by its wallet.
+    code, out, err = run("--team", "vision-lab", "disks", "create", "lab-data", "--size", "20", "--zone", "cn-east-xc")
+    assert code == 0, err
+    from storage.models import CloudDisk, Entry
+
+    assert CloudDisk.objects.get(name="lab-data").owner == team.account
+    assert run("disks", "ls")[1].count("lab-data") == 0  # not among one's own
+    code, out, err = run("--team", "vision-lab", "storage", "mkdir", "/datasets")
+    assert code == 0, err
+    assert Entry.objects.get(name="datasets").owner == team.account

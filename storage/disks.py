@@ -217,9 +217,13 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         current = get_disk(user, public_id, "change")
         account, member_id = current.owner, _member(current.owner, user)
         if size > current.size_gb:
-            extra = quote_disk(size, zone=current.zone).payable_per_hour
-            _require_funds(account, extra - quote_disk(current.size_gb, zone=current.zone).payable_per_hour,
-                           by=member_id)  # fmt: skip
+            new_per_hour = quote_disk(size, zone=current.zone).payable_per_hour
+            extra = new_per_hour - quote_disk(current.size_gb, zone=current.zone).payable_per_hour
+            wallet.require_funds(account, to_cents(extra), compute=False)
+            if member_id is not None:
+                # On a team's wallet the member who grows the disk pays for all of it from now on, from their
+                # monthly budget (the next session below is theirs).
+                budgets.check_launch(account.pk, member_id, to_cents(new_per_hour))
             _check_limits(account, adding=0, grow_gb=size - current.size_gb)
         disk = _locked(user, public_id)
         if size <= disk.size_gb:
@@ -236,8 +240,7 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         disk.size_gb = size
         if session is not None:
             metering.close_usage(resource_id=disk.public_id, ended_at=resume_at)
-        # The member who made a team's disk keeps paying for it from their budget; growing it adds to that.
-        _open_usage(disk, price, resume_at, member_id=session.member_id if session else member_id)
+        _open_usage(disk, price, resume_at, member_id=member_id)
         _event(disk, disk.status, disk.status, DiskReason.GROWN, detail=f"{old_size} GB → {size} GB", at=now,
                data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)})  # fmt: skip
         if disk.status == DiskStatus.ATTACHED and disk.instance_id is not None:

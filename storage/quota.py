@@ -15,6 +15,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
+from teams.accounts import ACCOUNT_DOMAIN, is_account
 
 from .models import Entry, Upload
 
@@ -26,7 +27,11 @@ class QuotaExceeded(ServiceError):
     code = "quota_exceeded"
 
 
-def free_bytes() -> int:
+def free_bytes(user=None) -> int:
+    """The free tier: ``STORAGE_FREE_GB`` for a person; none for a team's account (it is per person, as the trial
+    credit is, so making teams adds no free space)."""
+    if user is not None and is_account(user):
+        return 0
     return int(settings.STORAGE_FREE_GB * GB)
 
 
@@ -72,7 +77,7 @@ class Usage:
 
 
 def usage(user) -> Usage:
-    return Usage(used=usage_bytes(user), reserved=reserved_bytes(user), free=free_bytes(), maximum=max_bytes())
+    return Usage(used=usage_bytes(user), reserved=reserved_bytes(user), free=free_bytes(user), maximum=max_bytes())
 
 
 def check(user, length: int, *, upload=None) -> None:
@@ -105,5 +110,12 @@ def usage_snapshot() -> list[UserUsage]:
     """Every user's stored bytes and the part beyond the free tier, in one query: the metering input for
     GB-day billing (billing multiplies ``billable_bytes`` by the period's length and the per-GB-day price)."""
     free = free_bytes()
-    rows = Entry.objects.files().values("owner_id").annotate(total=Sum("size")).order_by("owner_id")
-    return [UserUsage(row["owner_id"], row["total"] or 0, max(0, (row["total"] or 0) - free)) for row in rows]
+    rows = Entry.objects.files().values("owner_id", "owner__email").annotate(total=Sum("size")).order_by("owner_id")
+    return [
+        UserUsage(row["owner_id"], row["total"] or 0, max(0, (row["total"] or 0) - (0 if _team(row) else free)))
+        for row in rows
+    ]
+
+
+def _team(row) -> bool:
+    return row["owner__email"].endswith("@" + ACCOUNT_DOMAIN)

@@ -266,7 +266,7 @@ def _require_storage_funds(user, length: int) -> None:
     """Bytes past the free tier are billed per GB-day: an upload that takes the user there passes billing's funds
     and arrears gate for one hour of the extra GB (paid from cash, like every storage charge)."""
     before = quota.usage_bytes(user) + quota.reserved_bytes(user)
-    free = quota.free_bytes()
+    free = quota.free_bytes(user)
     if before + length <= free:
         return
     extra_gb = math.ceil((before + length - max(before, free)) / quota.GB)

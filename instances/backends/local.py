@@ -71,7 +71,7 @@ JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where Jupyter
 LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
-DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the smallest disk there is
+DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the size the console offers first
 # The instance's own copy of the agent and of the quick-start workload, in a root-owned folder of the instance's
 # folder: the sandbox user reads and runs them there, never in the console's checkout (which may be private).
 TOOLS = "tools"
@@ -312,9 +312,14 @@ class LocalBackend(Backend):
             (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
-            for entry in state.get("mounts", {}).values():  # disks grown while this machine held them
-                if not entry.get("read_only"):
-                    local_volumes.grow_pending(Path(entry["source"]))
+            # Disks and storage folders mounted on the host (and grown, if they grew while this machine held
+            # them) before it binds them; a deleted disk's goes from the machine's mounts.
+            mounts = state.get("mounts", {})
+            gone = [
+                t for t, e in mounts.items() if not e.get("read_only") and not local_volumes.ready(Path(e["source"]))
+            ]
+            if gone:
+                state = update_state(instance.public_id, mounts={t: e for t, e in mounts.items() if t not in gone})
             self._mount_all(instance.public_id, state)
             cgroup = Cgroup(str(instance.public_id))
             limited = cgroup.create()
@@ -486,6 +491,9 @@ class LocalBackend(Backend):
         for target, entry in state.get("mounts", {}).items():
             point = self._mount_point(public_id, target)
             if point is None or _is_mount_point(point):
+                continue
+            if not Path(entry["source"]).exists():
+                log.warning("%s: %s is gone, not mounted at %s", public_id, entry["source"], target)
                 continue
             point.mkdir(parents=True, exist_ok=True)
             options = ["-o", "ro"] if entry.get("read_only") else []

@@ -14,10 +14,9 @@ from billing.quote import load_price_book
 from console.errors import ServiceError
 from instances.models import Instance
 from instances.services import LaunchRequest, launch
-from teams.accounts import is_account
 
 from ..models import Image
-from .services import ChipOffer, chip_offers, get_image
+from .services import ChipOffer, chip_offers, get_image, team_private
 
 
 def clone_offer(offers: list[ChipOffer]) -> ChipOffer | None:
@@ -78,14 +77,14 @@ def clone_and_launch(user, image_key, *, name: str = "", start_command: str = ""
     ``secrets`` (names) as any launch does. The launch checks them and the balance, reserves the cards and counts
     the launch in the image's usage.
 
-    A team's image launches in the team: the team owns and pays for the instance, out of ``user``'s budget, and
+    A team's private image launches in the team: the team owns and pays for the instance, out of ``user``'s budget, and
     only a role that may operate the team's things may launch it (Forbidden otherwise).
 
     Raises NotFound for an image the user may not see, ServiceError (``not_offered``) when no chip it runs on is
     offered, and what the launch raises: PaymentRequired, CapacityError naming where cards are free."""
     image = get_image(user, image_key)
     account, by = user, None
-    if image.owner_id is not None and image.owner_id != user.pk and is_account(image.owner):
+    if team_private(user, image):
         image = get_image(user, image_key, action="change")
         account, by = image.owner, user
     placement = clone_placement(image, chip_offers(image, load_price_book(user=account, person=user)))

@@ -322,15 +322,26 @@ def _copy_variants(image: Image, variants, size_bytes: int | None = None) -> lis
     return ImageVariant.objects.bulk_create(copies)
 
 
+def team_private(user, image: Image) -> bool:
+    """Whether ``image`` is a team's and private to it (not listed for everyone), seen by someone other than the
+    team's account: it stays in the team, so copying or launching it happens in the team."""
+    return (
+        image.owner_id is not None
+        and image.owner_id != getattr(user, "pk", None)
+        and image.review_state != ImageReview.LISTED
+        and is_account(image.owner)
+    )
+
+
 @transaction.atomic
 def clone_to_mine(user, image: Image, name: str = "") -> Image:
     """ "Clone to my images": a private copy of ``image`` (all its variants) that ``user`` can launch, describe
-    and publish. Platform images stay as they are. A team's image stays in the team: its copy is the team's too,
-    made by a member whose role may operate the team's things."""
+    and publish. Platform images stay as they are. A team's private image stays in the team: its copy is the
+    team's too, made by a member whose role may operate the team's things (a listed one is copied like any other)."""
     if not getattr(user, "is_authenticated", False):
         raise Forbidden(_("Log in to clone images."))
     owner = user
-    if image.owner_id is not None and image.owner_id != user.pk and is_account(image.owner):
+    if team_private(user, image):
         image = get_image(user, image.public_id, action="change")
         owner = image.owner
     name = _clean_name(name or _("%(name)s (my copy)") % {"name": image.name})[:MAX_NAME]

@@ -16,9 +16,11 @@ from console.htmx import wants_partial
 from console.ops import roles
 from console.ops.access import staff_view
 from console.ops.audit import client_ip
+from teams.accounts import team_name
 from teams.context import acting
 
 from ..choices import ImageCategory, OperatingSystem
+from ..models import Image
 from . import clone, services
 from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, SaveImageForm
 
@@ -80,12 +82,18 @@ def _detail_context(request, image, **extra) -> dict:
     variants = list(image.variants.all())
     offers = services.chip_offers(image, load_price_book(user=request.user))
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
+    # A team's private image: its operators may publish it; it launches in the team's context only.
+    team_image = services.team_private(request.user, image)
+    if team_image:
+        is_owner = Image.objects.for_user(request.user, "change").filter(pk=image.pk).exists()
+    elsewhere = team_image and acting(request).account.pk != image.owner_id
     return {
         "image": image,
         "variants": variants,
         "offers": offers,
         "clone_offer": clone.clone_offer(offers),
-        "launch_url": clone.launch_url(image, offers) if image.is_ready else None,
+        "launch_url": clone.launch_url(image, offers) if image.is_ready and not elsewhere else None,
+        "launch_in_team": team_name(image.owner_id) if elsewhere else "",
         "is_owner": is_owner,
         "can_rate": not is_owner and services.ran_image(request.user, image),
         "ratings": list(services.ratings_of(image)),

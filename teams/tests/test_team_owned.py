@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from billing import budgets
 from billing.models import UsageSession
 from catalog.services import get_zone
 from inference import services as endpoints
@@ -188,12 +189,28 @@ def test_an_image_saved_from_a_teams_instance_is_private_to_the_team(launch, tea
     assert _browser(reader).get(image.get_absolute_url()).status_code == 404
 
 
-def test_members_budgets_count_a_team_disk_they_grow(catalog, team, owner):
+def test_the_member_who_grows_a_team_disk_pays_for_it_from_then_on_within_their_budget(catalog, team, owner):
     fund(team.account)
-    developer = _member(team, Role.DEVELOPER)
+    developer, colleague = _member(team, Role.DEVELOPER), _member(team, Role.ADMIN, "colleague@example.com")
     disk = disks.create(team.account, name="grows", size_gb=20, zone=get_zone("cn-east-xc"), by=developer)
     grown = disks.grow(developer, disk.public_id, 40)
     assert grown.size_gb == 40
     sessions = UsageSession.objects.filter(resource_id=disk.public_id).order_by("pk")
     assert [s.member_id for s in sessions] == [developer.pk, developer.pk]
     assert sessions.last().payable_per_hour > sessions.first().payable_per_hour > Decimal(0)
+
+    # A colleague without the budget for the whole disk cannot grow it onto anyone's budget.
+    services.set_budget(Membership.objects.get(user=owner, team=team), colleague.public_id, "0.01")
+    with pytest.raises(budgets.BudgetExceeded):
+        disks.grow(colleague, disk.public_id, 60)
+    assert CloudDisk.objects.get(pk=disk.pk).size_gb == 40
+    services.set_budget(Membership.objects.get(user=owner, team=team), colleague.public_id, "")
+    disks.grow(colleague, disk.public_id, 60)
+    assert UsageSession.objects.filter(resource_id=disk.public_id).order_by("pk").last().member_id == colleague.pk
+
+
+def test_a_team_has_no_free_storage_tier_of_its_own(team, owner):
+    from storage import quota
+
+    assert quota.usage(owner).free > 0
+    assert quota.usage(team.account).free == 0  # the free tier is per person: more teams add no free space

@@ -232,7 +232,8 @@ class StudentVerification(models.Model):
     Only a hash of the code is kept. One address verifies one account."""
 
     user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="student_verification")
-    email = models.EmailField(_("university address"), max_length=254)
+    email = models.EmailField(_("university address"), max_length=254, blank=True)
+    pending_email = models.EmailField(max_length=254, blank=True, editable=False)  # the code went there
     code_hash = models.CharField(max_length=64, blank=True, editable=False)
     code_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
     attempts = models.PositiveSmallIntegerField(default=0, editable=False)
@@ -243,9 +244,7 @@ class StudentVerification(models.Model):
         verbose_name = _("student verification")
         verbose_name_plural = _("student verifications")
         constraints = [
-            models.UniqueConstraint(
-                Lower("email"), condition=Q(verified_at__isnull=False), name="student_address_verifies_one_account"
-            )
+            models.UniqueConstraint(Lower("email"), condition=~Q(email=""), name="student_address_verifies_one_account")
         ]
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ account. Codes go out at most once a minute and ``CODES_PER_DAY`` times a day pe
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 from datetime import timedelta
@@ -24,10 +25,12 @@ from .errors import Conflict, ServiceError
 from .field_errors import FieldError
 from .models import StudentVerification
 
+log = logging.getLogger(__name__)
 CODE_MINUTES = 30
 MAX_ATTEMPTS = 5
 RESEND_SECONDS = 60
 CODES_PER_DAY = 10
+CODES_PER_ADDRESS = 5  # a day, whichever accounts ask: nobody can flood a student's mailbox
 # A mailbox of a university in mainland China: any host under edu.cn (pku.edu.cn, mails.tsinghua.edu.cn…).
 ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+edu\.cn$", re.IGNORECASE)
 
@@ -39,7 +42,7 @@ class TooManyCodes(ServiceError):
 
 def _digest(user, code: str) -> str:
     key = settings.SECRET_KEY.encode()
-    return hmac.new(key, f"student:{user.pk}:{code}".encode(), hashlib.sha256).hexdigest()
+    return hmac.new(key, f"student:{getattr(user, 'pk', '')}:{code}".encode(), hashlib.sha256).hexdigest()
 
 
 def clean_address(value) -> str:
@@ -66,15 +69,16 @@ def is_verified(user, at=None) -> bool:
 
 
 def send_code(user, email) -> StudentVerification:
-    """Mail a new code to ``email`` (a ``.edu.cn`` address) for ``user`` to type back."""
+    """Mail a new code to ``email`` (a ``.edu.cn`` address) for ``user`` to type back. The address becomes the
+    account's only when the code comes back (:func:`confirm`): until then it is pending, and reserves nothing."""
     address = clean_address(email)
-    if StudentVerification.objects.filter(email__iexact=address, verified_at__isnull=False).exclude(user=user).exists():
-        raise Conflict(_("This university address already verified another account."), code="student_address_taken")
     now = timezone.now()
     with transaction.atomic():
-        row, _created = StudentVerification.objects.select_for_update().get_or_create(
-            user=user, defaults={"email": address}
-        )
+        try:
+            with transaction.atomic():
+                row, _created = StudentVerification.objects.select_for_update().get_or_create(user=user)
+        except IntegrityError:  # a first request of the same person at the same moment made it
+            row = StudentVerification.objects.select_for_update().get(user=user)
         if row.code_sent_at and (now - row.code_sent_at).total_seconds() < RESEND_SECONDS:
             wait = RESEND_SECONDS - int((now - row.code_sent_at).total_seconds())
             raise TooManyCodes(
@@ -82,20 +86,31 @@ def send_code(user, email) -> StudentVerification:
                 % {"seconds": wait},
                 code="too_soon",
             )
-        day_key = f"students:codes:{user.pk}:{now:%Y%m%d}"
-        cache.add(day_key, 0, timeout=86400)
-        if cache.incr(day_key) > CODES_PER_DAY:
-            raise TooManyCodes(_("Too many codes today: try again tomorrow."))
+        for key, limit in ((f"students:codes:{user.pk}:{now:%Y%m%d}", CODES_PER_DAY),
+                           (f"students:address:{_digest(None, address)}:{now:%Y%m%d}", CODES_PER_ADDRESS)):  # fmt: skip
+            cache.add(key, 0, timeout=86400)
+            if cache.incr(key) > limit:
+                raise TooManyCodes(_("Too many codes today: try again tomorrow."))
+        # Told only behind the limits above, so addresses cannot be tried one after the other.
+        if StudentVerification.objects.filter(email__iexact=address).exclude(user=user).exists():
+            raise Conflict(_("This university address already verified another account."), code="student_address_taken")
         code = f"{secrets.randbelow(10**6):06d}"
-        row.email, row.code_hash, row.code_sent_at, row.attempts = address, _digest(user, code), now, 0
-        row.save(update_fields=["email", "code_hash", "code_sent_at", "attempts"])
+        row.pending_email, row.code_hash, row.code_sent_at, row.attempts = address, _digest(user, code), now, 0
+        row.save(update_fields=["pending_email", "code_hash", "code_sent_at", "attempts"])
         subject = _("Your student verification code")
         body = _(
             "Your code is %(code)s. Type it on the student verification page within %(minutes)s minutes.\n\n"
             "If you did not ask for it, ignore this mail: nothing changes without the code."
         ) % {"code": code, "minutes": CODE_MINUTES}
-        transaction.on_commit(lambda: send_mail(subject, body, None, [address]))
+        transaction.on_commit(lambda: _mail(subject, body, address))
     return row
+
+
+def _mail(subject: str, body: str, address: str) -> None:
+    try:
+        send_mail(subject, body, None, [address])
+    except Exception:  # noqa: BLE001 - the code is saved; asking again in a minute sends another
+        log.exception("the student verification code could not be mailed")
 
 
 def confirm(user, code) -> StudentVerification:
@@ -114,11 +129,11 @@ def confirm(user, code) -> StudentVerification:
             left = MAX_ATTEMPTS - row.attempts
         else:
             left = None
-            row.verified_at, row.code_hash = now, ""
+            row.email, row.pending_email, row.verified_at, row.code_hash = row.pending_email, "", now, ""
             row.expires_at = now + timedelta(days=settings.STUDENT_VERIFIED_DAYS)
             try:
                 with transaction.atomic():
-                    row.save(update_fields=["verified_at", "code_hash", "expires_at"])
+                    row.save(update_fields=["email", "pending_email", "verified_at", "code_hash", "expires_at"])
             except IntegrityError as exc:
                 raise Conflict(
                     _("This university address already verified another account."), code="student_address_taken"

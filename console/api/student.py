@@ -20,7 +20,8 @@ class StudentCodeSerializer(serializers.Serializer):
 
 
 class StudentStatusSerializer(serializers.Serializer):
-    email = serializers.CharField()
+    email = serializers.CharField(help_text="The verified address (empty until a code comes back).")
+    pending_email = serializers.CharField(help_text="Where the last code went, until it comes back.")
     verified = serializers.SerializerMethodField()
     verified_at = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True, help_text="The student prices apply until then.")

@@ -136,3 +136,29 @@ def test_one_address_verifies_one_account_and_a_verification_expires(
         assert not students.is_verified(owner)
         page = _browser(owner).get(reverse("console:student")).content.decode()
         assert 'id="student-expired"' in page
+
+
+def test_asking_a_code_for_someone_elses_address_reserves_nothing(owner, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        students.send_code(owner, "me@sjtu.edu.cn")
+    students.confirm(owner, _mailed_code())
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        with django_capture_on_commit_callbacks(execute=True):
+            students.send_code(owner, "victim@sjtu.edu.cn")  # never confirmed
+    assert students.status(owner).email == "me@sjtu.edu.cn"  # still the verified one
+
+    victim = UserFactory(email="victim@example.com")
+    with django_capture_on_commit_callbacks(execute=True):
+        students.send_code(victim, "victim@sjtu.edu.cn")
+    assert students.confirm(victim, _mailed_code()).email == "victim@sjtu.edu.cn"
+    assert students.is_verified(victim)
+
+
+def test_a_mailbox_gets_only_so_many_codes_a_day_whoever_asks(django_capture_on_commit_callbacks):
+    for n in range(students.CODES_PER_ADDRESS):
+        with django_capture_on_commit_callbacks(execute=True):
+            students.send_code(UserFactory(email=f"sybil{n}@example.com"), "target@pku.edu.cn")
+    with pytest.raises(ServiceError) as refused:
+        students.send_code(UserFactory(email="one-more@example.com"), "target@pku.edu.cn")
+    assert refused.value.status == 429
+    assert len(mail.outbox) == students.CODES_PER_ADDRESS

@@ -4,7 +4,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -74,7 +73,7 @@ def grouped_rows(user, month: date):
     first: a lazy queryset to page through."""
     return (
         _spend(user, month)
-        .values("resource_id", "kind", "member_id")
+        .values("resource_id", "kind", "member_id", "member__email")
         .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
         .order_by("charged", "resource_id", "kind")  # charges are negative: the largest first
     )
@@ -84,7 +83,7 @@ def month_statement(user, month: date, rows=None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
     ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month. Three
-    queries whatever the number of rows; a team's statement two more (its members' names, the totals per member).
+    queries whatever the number of rows; a team's statement one more (the totals per member).
     """
     totals = _spend(user, month).aggregate(
         minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
@@ -94,12 +93,10 @@ def month_statement(user, month: date, rows=None) -> Statement:
     if is_account(user):
         per_member = list(
             _spend(user, month)
-            .values("member_id")
+            .values("member_id", "member__email")
             .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"))
             .order_by("charged", "member_id")
         )
-    member_ids = {row["member_id"] for row in [*rows, *per_member] if row.get("member_id")}
-    emails = dict(get_user_model().objects.filter(pk__in=member_ids).values_list("pk", "email")) if member_ids else {}
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
     for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
@@ -124,7 +121,7 @@ def month_statement(user, month: date, rows=None) -> Statement:
                 minutes=row["minutes"] or 0,
                 charged=-summed(row["charged"]),
                 subsidy=summed(row["subsidy"]),
-                member=emails.get(row.get("member_id"), ""),
+                member=row.get("member__email") or "",
             )
         )
     return Statement(
@@ -134,8 +131,7 @@ def month_statement(user, month: date, rows=None) -> Statement:
         charged=-summed(totals["charged"]),
         subsidy=summed(totals["subsidy"]),
         members=[
-            MemberSpend(emails.get(row["member_id"], ""), row["minutes"] or 0, -summed(row["charged"]))
-            for row in per_member
+            MemberSpend(row["member__email"] or "", row["minutes"] or 0, -summed(row["charged"])) for row in per_member
         ],
     )
 

@@ -92,7 +92,7 @@ class EndpointListView(APIView):
         account = account_for(request)
         endpoint = endpoints.deploy(account, endpoints.DeployRequest(**data.validated_data), by=request.user)
         record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
-        issued = endpoints.create_key(endpoint, name="default")
+        issued = endpoints.create_key(endpoint, name="default", by=request.user)
         body = _endpoint(request, endpoint) | {"key": issued.plaintext}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -164,7 +164,7 @@ class KeyListView(APIView):
     def post(self, request, id):
         data = KeyCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        issued = endpoints.create_key(_get(request, id, "change"), name=data.validated_data["name"])
+        issued = endpoints.create_key(_get(request, id, "change"), name=data.validated_data["name"], by=request.user)
         return Response(KeySerializer(issued.key).data | {"key": issued.plaintext}, status=status.HTTP_201_CREATED)
 
 

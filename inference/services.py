@@ -151,8 +151,9 @@ class IssuedKey:
     plaintext: str
 
 
-def create_key(endpoint: Endpoint, *, name: str = "") -> IssuedKey:
-    """Issue a key of ``endpoint``; the plaintext is returned once and never stored."""
+def create_key(endpoint: Endpoint, *, name: str = "", by=None) -> IssuedKey:
+    """Issue a key of ``endpoint`` (made by ``by``); the plaintext is returned once and never stored. A team
+    member's keys are revoked when they leave the team or their role stops operating (:func:`revoke_keys_of`)."""
     name = (name or "").strip() or _("default")
     if len(name) > 64:
         raise ServiceError(_("The key name can be at most 64 characters."), code="name_too_long")
@@ -164,7 +165,9 @@ def create_key(endpoint: Endpoint, *, name: str = "") -> IssuedKey:
             code="too_many_keys",
         )
     issued = keys.issue(
-        lambda prefix, digest: EndpointKey.objects.create(endpoint=endpoint, name=name, prefix=prefix, key_hash=digest),
+        lambda prefix, digest: EndpointKey.objects.create(
+            endpoint=endpoint, name=name, prefix=prefix, key_hash=digest, created_by=by
+        ),
         prefix=KEY_PREFIX, hex_bytes=5, separator=".",
     )  # fmt: skip
     if issued is not None:
@@ -332,3 +335,11 @@ def scale_to_zero() -> int:
             continue
         stopped += 1
     return stopped
+
+
+def revoke_keys_of(*, team, user, **_signal) -> int:
+    """``user`` can no longer operate ``team``'s resources: the keys they made of its endpoints stop working now
+    (the team's own keys, made by others, stay)."""
+    return EndpointKey.objects.filter(
+        created_by=user, endpoint__instance__owner_id=team.account_id, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())

@@ -98,7 +98,7 @@ def _context(request, endpoint, **extra) -> dict:
         "endpoint": endpoint,
         "instance": instance,
         "base_url": url,
-        "keys": list(endpoint.keys.all()),
+        "keys": list(endpoint.keys.select_related("created_by")),
         "requests": endpoints.recent_requests(endpoint),
         "totals": endpoints.totals(endpoint),
         "simulated": get_backend(instance.backend_name).simulated,
@@ -139,7 +139,7 @@ def chart(request, public_id):
 def create_key(request, public_id):
     endpoint = _own(request, public_id, "change")
     try:
-        issued = endpoints.create_key(endpoint, name=request.POST.get("name", ""))
+        issued = endpoints.create_key(endpoint, name=request.POST.get("name", ""), by=request.user)
     except ServiceError as exc:
         messages.error(request, str(exc.message))
         return redirect(endpoint)

@@ -18,9 +18,8 @@ from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from teams import roles
-from teams.accounts import team_of
 from teams.context import acting
-from teams.models import TeamEvent
+from teams.models import Membership, TeamEvent
 from teams.services import record
 
 from . import services, shutdown
@@ -214,8 +213,14 @@ def detail(request, public_id):
         changed = request.GET.get("seen") != instance.status
         return _status_partial(request, instance, refresh_panels=changed)
     context = _detail_context(instance) | _panels_context(_owner(request, instance), instance)
-    # A team's instance names its team and who launched it (no query for one's own).
-    context["team"] = team_of(instance.owner) if instance.owner_id != request.user.pk else None
+    # A team's instance names its team and who launched it, and offers its actions to the roles that may operate
+    # it (one query; none for one's own).
+    context["team"], context["can_operate"] = None, True
+    if instance.owner_id != request.user.pk:
+        member = Membership.objects.select_related("team").filter(user=request.user, team__account_id=instance.owner_id)
+        member = member.first()
+        context["team"] = member.team if member else None
+        context["can_operate"] = member is not None and roles.can(member.role, roles.OPERATE)
     return render(request, "instances/detail.html", context)
 
 

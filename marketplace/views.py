@@ -18,6 +18,7 @@ from instances.attachments import MOUNTABLE
 from instances.models import Instance
 from storage.models import HubMount
 
+from .choices import HubVisibility
 from .forms import HubSearchForm
 from .hub import services
 
@@ -93,12 +94,10 @@ def _mount_choices(user, item) -> list[dict]:
     whether ``item`` is already mounted there."""
     if not user.is_authenticated:
         return []
-    instances = list(
-        Instance.objects.for_user(user, "change")
-        .not_endpoints()
-        .filter(status__in=MOUNTABLE)
-        .with_related()[:MOUNT_CHOICES]
-    )
+    instances = Instance.objects.for_user(user, "change").not_endpoints().filter(status__in=MOUNTABLE)
+    if item.owner_id is not None and item.visibility != HubVisibility.PUBLIC:
+        instances = instances.filter(owner_id=item.owner_id)  # a private item goes only into its owner's machines
+    instances = list(instances.with_related()[:MOUNT_CHOICES])
     mounted = set(HubMount.objects.filter(instance__in=instances, repo=item.repo).values_list("instance_id", flat=True))
     return [{"instance": i, "mounted": i.pk in mounted} for i in instances]
 

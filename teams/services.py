@@ -27,6 +27,7 @@ from console.field_errors import FieldError
 from . import accounts, budgets, roles
 from .models import Invitation, Membership, Team, TeamEvent
 from .roles import Role
+from .signals import operate_lost
 
 log = logging.getLogger(__name__)
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
@@ -327,9 +328,12 @@ def change_role(member: Membership, user_public_id, role: str) -> Membership:
             if _owners_left(member.team, other) == 0:
                 raise Conflict(_("A team needs an owner: make someone else owner first."), code="last_owner")
         if other.role != role:
+            could = roles.can(other.role, roles.OPERATE)
             other.role = role
             other.save(update_fields=["role"])
             _log(member.team, member.user, TeamEvent.Action.ROLE_CHANGED, subject=other.user.email, detail=role)
+            if could and not roles.can(role, roles.OPERATE):
+                operate_lost.send(sender=Team, team=member.team, user=other.user)
     return other
 
 
@@ -366,6 +370,7 @@ def remove_member(member: Membership, user_public_id) -> None:
             if _owners_left(member.team, other) == 0:
                 raise Conflict(_("A team needs an owner: make someone else owner first."), code="last_owner")
         other.delete()
+        operate_lost.send(sender=Team, team=member.team, user=other.user)
         if leaving:
             _log(member.team, member.user, TeamEvent.Action.LEFT)
         else:

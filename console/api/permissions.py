@@ -7,8 +7,8 @@ from ..models import ApiToken
 
 READ_ONLY = _("This API token is read-only; create a read-write token to make changes.")
 TEAM_ONLY = _(
-    "This API token is for a team: it reaches the team's instances, wallet and teams, nothing else. Use a "
-    "personal token for the rest."
+    "This API token is for a team: it reaches the team's instances, disks, storage, endpoints, images, wallet and "
+    "teams, nothing else. Use a personal token for the rest."
 )
 
 

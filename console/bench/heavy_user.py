@@ -115,8 +115,12 @@ QUERY_BUDGET = {
     "API: wallet": 8,
 }
 # In a team's context a page reads the person's membership once more (the context), and the API authenticates a
-# team's token and reads the membership behind it; nothing grows with the members or the history.
-TEAM_QUERY_BUDGET = {label: budget + 1 for label, budget in QUERY_BUDGET.items()} | {"members' spending": 8}
+# team's token and reads the membership behind it; the team's statement also sums the month per member. Nothing
+# grows with the members or the history.
+TEAM_QUERY_BUDGET = {label: budget + 1 for label, budget in QUERY_BUDGET.items()} | {
+    "members' spending": 8,
+    "statement": QUERY_BUDGET["statement"] + 2,
+}
 
 
 def build(email: str, *, instances: int = 1000, transactions: int = 10_000, user=None) -> HeavyUser:

@@ -15,7 +15,16 @@ def instance_ssh(context, instance):
     access = ssh_access(instance, request.get_host())
     if access is None:
         return None
-    if instance.owner_id != request.user.pk and not may_enter(request.user, instance):
+    can_operate = context.get("can_operate")  # the page knows it already; else one query
+    if instance.owner_id != request.user.pk and not (
+        can_operate if can_operate is not None else may_enter(request.user, instance)
+    ):
         # The gateway lets in only the keys of people who may operate the instance: no command that leads nowhere.
         return {"denied": True}
     return {"access": access, "has_keys": SSHKey.objects.for_user(request.user).exists()}
+
+
+def _may_operate(context, user, instance) -> bool:
+    """The instance page knows it already (``can_operate``); elsewhere one query."""
+    known = context.get("can_operate")
+    return known if known is not None else may_enter(user, instance)

@@ -234,6 +234,7 @@ def _detail(request, image, *, reload: bool = True) -> dict:
 
 class ImageDetailView(APIView):
     permission_classes = [AllowAny, PersonalTokenPermission]
+    team_scoped = True  # a team's token reads the team's images (the ownership filter keeps it to them)
 
     @extend_schema(tags=["images"], responses={200: ImageDetailSerializer, 404: ERRORS[404]}, summary="One image")
     def get(self, request, key):

@@ -1,7 +1,8 @@
 """Nobody but the owner can list, read, download, rename, move or delete a file or folder, or touch an upload.
 
-Every storage route is tried as the owner, a teammate (read-only token; teams share nothing yet) and a stranger:
-the others get the same 404 as for an object that does not exist, and nothing changes.
+Every storage route is tried as the owner, a teammate (read-only token, in no team with the owner) and a stranger:
+the others get the same 404 as for an object that does not exist, and nothing changes. What a team's members reach
+of the team's storage is tried in ``tests/test_isolation_matrix.py``.
 """
 
 import pytest

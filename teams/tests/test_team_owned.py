@@ -214,3 +214,26 @@ def test_a_team_has_no_free_storage_tier_of_its_own(team, owner):
 
     assert quota.usage(owner).free > 0
     assert quota.usage(team.account).free == 0  # the free tier is per person: more teams add no free space
+
+
+def test_the_endpoint_keys_a_member_made_stop_working_when_they_leave_or_stop_operating(deploy, team, owner):
+    from inference.models import EndpointKey
+
+    fund(team.account)
+    developer, admin = _member(team, Role.DEVELOPER), _member(team, Role.ADMIN, "admin@example.com")
+    endpoint = endpoints.deploy(team.account, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"), by=admin)
+    settle()
+    made = _team_client(developer).post(f"/api/v1/endpoints/{endpoint.public_id}/keys", {"name": "dev"}, format="json")
+    assert made.status_code == 201
+    kept = endpoints.create_key(endpoint, name="team", by=admin)
+    page = _browser(admin).get(reverse("endpoints:detail", args=[endpoint.public_id])).content.decode()
+    assert "developer@example.com" in page  # whose key it is
+
+    services.change_role(Membership.objects.get(user=owner, team=team), developer.public_id, Role.READ_ONLY)
+    dev_key = EndpointKey.objects.get(name="dev")
+    assert dev_key.revoked_at is not None
+    assert EndpointKey.objects.get(pk=kept.key.pk).revoked_at is None  # the others' keys keep working
+
+    another = endpoints.create_key(endpoint, name="admin-2", by=admin)
+    services.remove_member(Membership.objects.get(user=owner, team=team), str(admin.public_id))
+    assert EndpointKey.objects.get(pk=another.key.pk).revoked_at is not None

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog.choices import SPEC_CARD_COUNTS
 
 from .choices import TERM_UNIT_MINUTES, TermUnit
+from .models import Invoice
 from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount
 from .quote import MAX_TERM_MINUTES
 
@@ -146,3 +147,19 @@ class StatementMonthForm(forms.Form):
         required=False,
         error_messages={"invalid": _("Give the month as YYYY-MM, e.g. 2026-03.")},
     )
+
+
+class InvoiceRequestForm(forms.Form):
+    kind = forms.ChoiceField(label=_("Type"), choices=Invoice.Kind.choices, initial=Invoice.Kind.GENERAL)
+    title = forms.CharField(label=_("Title (抬头)"), max_length=200, required=False,
+                            help_text=_("Your name, or the company's name."))  # fmt: skip
+    tax_id = forms.CharField(label=_("Taxpayer ID"), max_length=40, required=False,
+                             help_text=_("A company's; a person leaves it empty."))  # fmt: skip
+    address = forms.CharField(label=_("Registered address"), max_length=200, required=False)
+    phone = forms.CharField(label=_("Phone"), max_length=32, required=False)
+    bank = forms.CharField(label=_("Bank"), max_length=100, required=False)
+    bank_account = forms.CharField(
+        label=_("Bank account"), max_length=60, required=False,
+        help_text=_("Address, phone, bank and account: a special VAT invoice only."),
+    )  # fmt: skip
+    amount = forms.CharField(label=_("Amount (CNY)"), max_length=20)

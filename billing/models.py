@@ -636,3 +636,54 @@ class Notification(models.Model):
                 % p
             )
         return gettext("Your trial credit of %(amount)s expired.") % {**p, "amount": format_cny(p.get("amount"))}
+
+
+def _invoice_storage():
+    from django.core.files.storage import storages
+
+    return storages["cloudstorage"]
+
+
+class Invoice(models.Model):
+    """A fapiao (发票) asked for paid money: a general VAT invoice (增值税普通发票, a person's or a company's) or a
+    special one (增值税专用发票, verified enterprises only). Finance issues it in the back office with the number and
+    the PDF the tax system returned, or rejects it with a reason (``billing.invoices``)."""
+
+    class Kind(models.TextChoices):
+        GENERAL = "general", _("General VAT invoice (增值税普通发票)")
+        SPECIAL = "special", _("Special VAT invoice (增值税专用发票)")
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", _("Requested")
+        ISSUED = "issued", _("Issued")
+        REJECTED = "rejected", _("Rejected")
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invoices")
+    kind = models.CharField(_("type"), max_length=8, choices=Kind.choices, default=Kind.GENERAL)
+    title = models.CharField(_("title (抬头)"), max_length=200)
+    tax_id = models.CharField(_("taxpayer ID"), max_length=20, blank=True)
+    address = models.CharField(_("registered address"), max_length=200, blank=True)
+    phone = models.CharField(_("phone"), max_length=32, blank=True)
+    bank = models.CharField(_("bank"), max_length=100, blank=True)
+    bank_account = models.CharField(_("bank account"), max_length=40, blank=True)
+    amount = _money(_("amount (CNY)"))
+    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.REQUESTED)
+    number = models.CharField(_("invoice number"), max_length=40, blank=True)
+    pdf = models.FileField(_("PDF"), storage=_invoice_storage, upload_to="invoices/", blank=True)
+    reason = models.CharField(_("reason"), max_length=500, blank=True, help_text=_("Shown to the customer."))
+    requested_at = models.DateTimeField(_("requested"), default=timezone.now, editable=False)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        verbose_name=_("reviewed by"),
+    )  # fmt: skip
+    reviewed_at = models.DateTimeField(_("reviewed"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("invoice")
+        verbose_name_plural = _("invoices")
+        ordering = ["-requested_at", "-id"]
+        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="invoice_amount_positive")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.amount} ({self.get_status_display()})"

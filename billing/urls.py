@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, wallet_views
+from . import invoice_views, views, wallet_views
 
 app_name = "billing"
 
@@ -16,5 +16,7 @@ urlpatterns = [
     path("billing/statements/", wallet_views.statement, name="statements"),
     path("billing/members/", wallet_views.members, name="members"),
     path("billing/members/<str:user_id>/budget/", wallet_views.member_budget, name="member-budget"),
+    path("billing/invoices/", invoice_views.invoice_list, name="invoices"),
+    path("billing/invoices/<uuid:public_id>/pdf/", invoice_views.invoice_pdf, name="invoice-pdf"),
     path("billing/stripe/webhook", wallet_views.stripe_webhook, name="stripe-webhook"),
 ]

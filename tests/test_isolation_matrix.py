@@ -16,6 +16,7 @@ from decimal import Decimal
 import asyncssh
 import pytest
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from rest_framework.test import APIClient
 
@@ -114,6 +115,8 @@ COVERED = {
     "api-instance-mounts": lambda o: {"id": o["instance"].public_id},
     "api-instance-mount": lambda o: {"id": o["instance"].public_id, "org": "THUDM", "name": "chatglm3-6b"},
     "api-topup-detail": lambda o: {"public_id": o["topup"].public_id},
+    "billing:invoice-pdf": lambda o: {"public_id": o["invoice"].public_id},
+    "api-invoice-pdf": lambda o: {"public_id": o["invoice"].public_id},
     "api-storage-upload": lambda o: {"public_id": o["upload"].public_id},
     "api-storage-entry-detail": lambda o: {"public_id": o["file"].public_id},
     "api-storage-entry-download": lambda o: {"public_id": o["file"].public_id},
@@ -194,8 +197,8 @@ def _fund(user, amount="500"):
 @pytest.fixture
 def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
-    token, a secret, a private hub model, a private image, a sandbox top-up, an inference endpoint with a key, and a
-    team with an open invitation."""
+    token, a secret, a private hub model, a private image, a sandbox top-up, an issued invoice, an inference endpoint
+    with a key, and a team with an open invitation."""
     from billing import payments
     from console import services as console
     from console import ssh_keys
@@ -231,6 +234,20 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["hub"] = hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     objects["image"] = images.clone_to_mine(owner, Image.objects.get(slug="mindspore-2.3"))
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
+    paid = payments.start_topup(owner, Decimal("20"), base_url="http://testserver")
+    payments.pay_sandbox(owner, paid.public_id)
+    from billing import invoices
+    from console.ops.audit import Actor
+    from tests.fixtures.factories import UserFactory
+
+    requested = invoices.request(owner, kind="general", title="Matrix lab", amount="20")
+    pdf = SimpleUploadedFile("f.pdf", b"%PDF-1.4\n%%EOF\n")
+    objects["invoice"] = invoices.issue(
+        Actor(UserFactory(email="finance@example.com", is_staff=True)),
+        requested.public_id,
+        number="2411000012345678",
+        pdf=pdf,
+    )
     from inference import services as endpoints
     from marketplace.inference import services as inference
 

@@ -2,7 +2,7 @@ from django.urls import re_path
 
 from console.api.routers import Router
 
-from . import views
+from . import invoices, views
 
 router = Router()
 router.register("transactions", views.TransactionViewSet, basename="api-transaction")
@@ -12,5 +12,7 @@ urlpatterns = [
     re_path(r"^quotes/?$", views.QuoteView.as_view(), name="api-quotes"),
     re_path(r"^wallet/?$", views.WalletView.as_view(), name="api-wallet"),
     re_path(r"^statements/?$", views.StatementView.as_view(), name="api-statements"),
+    re_path(r"^invoices/?$", invoices.InvoiceListView.as_view(), name="api-invoices"),
+    re_path(r"^invoices/(?P<public_id>[^/]+)/pdf/?$", invoices.InvoicePdfView.as_view(), name="api-invoice-pdf"),
     *router.urls,
 ]

@@ -24,6 +24,8 @@ class AuditAction(models.TextChoices):
     IMAGE_APPROVED = "image_approved", _("Community image approved")
     IMAGE_REJECTED = "image_rejected", _("Community image rejected")
     ROLES_CHANGED = "roles_changed", _("Staff roles changed")
+    INVOICE_ISSUED = "invoice_issued", _("Invoice issued")
+    INVOICE_REJECTED = "invoice_rejected", _("Invoice request rejected")
 
 
 BADGE_COLOURS = {
@@ -32,6 +34,8 @@ BADGE_COLOURS = {
     AuditAction.NODE_DRAINED: "secondary",
     AuditAction.VERIFICATION_REJECTED: "danger",
     AuditAction.IMAGE_REJECTED: "danger",
+    AuditAction.INVOICE_REJECTED: "danger",
+    AuditAction.INVOICE_ISSUED: "success",
     AuditAction.VERIFICATION_APPROVED: "success",
     AuditAction.IMAGE_APPROVED: "success",
 }

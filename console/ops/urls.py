@@ -24,4 +24,7 @@ urlpatterns = [
     path("users/<uuid:public_id>/adjust-balance/", views.adjust_balance, name="adjust-balance"),
     path("instances/<uuid:public_id>/force-stop/", views.force_stop, name="force-stop"),
     path("audit/", views.audit_log, name="audit"),
+    path("invoices/", views.invoices, name="invoices"),
+    path("invoices/<uuid:public_id>/issue/", views.invoice_issue, name="invoice-issue"),
+    path("invoices/<uuid:public_id>/reject/", views.invoice_reject, name="invoice-reject"),
 ]

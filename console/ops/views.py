@@ -411,3 +411,46 @@ def audit_log(request):
         entries = entries.search(form.cleaned_data["q"], form.cleaned_data["action"])
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "ops/audit.html", {"form": form, "page": page})
+
+
+# --- Invoices (fapiao) ------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.ADJUST_BALANCE)  # finance's: the actions that move or document money
+@require_GET
+def invoices(request):
+    from billing.models import Invoice
+
+    requested = Invoice.objects.filter(status=Invoice.Status.REQUESTED).select_related("user").order_by("requested_at")
+    decided = Invoice.objects.exclude(status=Invoice.Status.REQUESTED).select_related("user", "reviewed_by")
+    context = {"requested": requested[:PAGE_SIZE], "decided": decided.order_by("-reviewed_at")[:20]}
+    return render(request, "ops/invoices.html", context)
+
+
+@staff_view(roles.ADJUST_BALANCE)
+@require_POST
+def invoice_issue(request, public_id):
+    from billing import invoices as billing_invoices
+
+    try:
+        invoice = billing_invoices.issue(Actor.from_request(request), public_id, number=request.POST.get("number"),
+                                         pdf=request.FILES.get("pdf"))  # fmt: skip
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Invoice %(number)s issued.") % {"number": invoice.number})
+    return redirect("ops:invoices")
+
+
+@staff_view(roles.ADJUST_BALANCE)
+@require_POST
+def invoice_reject(request, public_id):
+    from billing import invoices as billing_invoices
+
+    try:
+        billing_invoices.reject(Actor.from_request(request), public_id, reason=request.POST.get("reason"))
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Invoice request rejected; the customer sees why."))
+    return redirect("ops:invoices")

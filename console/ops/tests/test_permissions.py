@@ -61,6 +61,7 @@ def _actions(o):
         ("add price", "post", reverse("ops:prices"),
          {"chip": "ascend-910b", "per_hour": "2.20", "effective_from": soon.strftime("%Y-%m-%dT%H:%M")}, {"finance"}),
         ("subsidy programmes", "get", reverse("ops:subsidies"), None, {"finance"}),
+        ("invoices", "get", reverse("ops:invoices"), None, {"finance"}),
         ("create programme", "post", reverse("ops:subsidies"),
          {"slug": "new-prog", "name": "New", "rate": "0.05", "starts_at": soon.strftime("%Y-%m-%dT%H:%M"),
           "eligibility": "everyone"}, {"finance"}),

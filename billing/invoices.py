@@ -1,0 +1,176 @@
+"""Fapiao (发票): invoices for the money a customer paid, asked for on the console and issued by finance.
+
+What may be invoiced is cash really paid: top-ups, less what was refunded or taken back by a dispute (and given back
+when one was won), less what is already invoiced or asked for — never the trial credit, a subsidy or an operator's
+adjustment. A general VAT invoice (增值税普通发票) is for a person (a title) or a company (its name and taxpayer ID);
+a special one (增值税专用发票) is for verified enterprises only, with the registered address, phone, bank and account.
+Finance issues a request in the back office with the number and the PDF the tax system returned, or rejects it with
+a reason; the customer downloads the PDF. A person's requests are taken one after the other (a lock on their
+wallet's row), so two at once cannot both take the same invoiceable amount.
+"""
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from console.errors import Conflict, NotFound, ServiceError
+from console.field_errors import FieldError
+from console.ops.audit import Actor, record
+from console.ops.choices import AuditAction
+
+from .choices import TransactionKind
+from .display import format_cny
+from .models import Invoice, LedgerTransaction
+from .money import CENT, ZERO, summed
+
+PAID_KINDS = (TransactionKind.TOPUP, TransactionKind.REFUND, TransactionKind.DISPUTE, TransactionKind.DISPUTE_WON)
+TAX_ID = re.compile(r"^[0-9A-Z]{15,20}$")
+MAX_PDF_BYTES = 5 * 1024 * 1024
+
+
+def paid(user) -> Decimal:
+    """Cash the customer paid and kept: top-ups less refunds and disputes (plus disputes won)."""
+    total = LedgerTransaction.objects.filter(user=user, kind__in=PAID_KINDS).aggregate(t=Sum("user_amount"))["t"]
+    return max(summed(total), ZERO)
+
+
+def invoiced(user) -> Decimal:
+    """Invoiced or asked for (a rejected request gives its amount back)."""
+    rows = Invoice.objects.filter(user=user).exclude(status=Invoice.Status.REJECTED)
+    return summed(rows.aggregate(t=Sum("amount"))["t"])
+
+
+def invoiceable(user) -> Decimal:
+    return max(paid(user) - invoiced(user), ZERO)
+
+
+def invoices_of(user):
+    return Invoice.objects.filter(user=user)
+
+
+def get_invoice(user, public_id) -> Invoice:
+    invoice = invoices_of(user).filter(public_id=public_id).first() if _uuid(public_id) else None
+    if invoice is None:
+        raise NotFound(_("No such invoice."))
+    return invoice
+
+
+def _uuid(value) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _text(value, limit: int) -> str:
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+def _amount(value) -> Decimal:
+    try:
+        amount = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        amount = None
+    if amount is None or not amount.is_finite() or amount <= 0 or amount != amount.quantize(CENT):
+        raise FieldError("amount", _("Give the amount in yuan, e.g. 100 or 99.50."), code="invalid_amount")
+    return amount
+
+
+def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", bank="", bank_account="") -> Invoice:
+    """Ask for an invoice of ``amount`` yuan. Refused with what may be invoiced when it is more than that."""
+    if kind not in Invoice.Kind.values:
+        raise FieldError("kind", _("Choose a general or a special VAT invoice."), code="invalid_kind")
+    amount = _amount(amount)
+    fields = {
+        "title": _text(title, 200), "tax_id": re.sub(r"\s", "", _text(tax_id, 40)).upper(),
+        "address": _text(address, 200), "phone": _text(phone, 32), "bank": _text(bank, 100),
+        "bank_account": re.sub(r"\s", "", _text(bank_account, 60)),
+    }  # fmt: skip
+    if not fields["title"]:
+        raise FieldError("title", _("Give the invoice's title: your name, or the company's."), code="title_required")
+    if fields["tax_id"] and not TAX_ID.match(fields["tax_id"]):
+        raise FieldError("tax_id", _("A taxpayer ID has 15 to 20 digits and capital letters."), code="invalid_tax_id")
+    if kind == Invoice.Kind.SPECIAL:
+        from .subsidies import is_verified_enterprise
+
+        if not is_verified_enterprise(user):
+            raise ServiceError(
+                _("Special VAT invoices are for verified enterprises: verify your enterprise first."),
+                code="enterprise_required",
+            )
+        for name, label in (("tax_id", _("taxpayer ID")), ("address", _("registered address")), ("phone", _("phone")),
+                            ("bank", _("bank")), ("bank_account", _("bank account"))):  # fmt: skip
+            if not fields[name]:
+                raise FieldError(
+                    name, _("A special VAT invoice needs the %(field)s.") % {"field": label}, code="field_required"
+                )
+    with transaction.atomic():
+        # One request of a person at a time: the second sees what the first took.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+        left = invoiceable(user)
+        if amount > left:
+            raise ServiceError(
+                _("You can ask for an invoice of at most %(left)s: what you paid by top-up, less refunds and what is "
+                  "already invoiced (the trial credit and subsidies are not invoiced).") % {"left": format_cny(left)},
+                code="over_invoiceable",
+            )  # fmt: skip
+        return Invoice.objects.create(user=user, kind=kind, amount=amount, **fields)
+
+
+def _locked_request(public_id) -> Invoice:
+    invoice = Invoice.objects.select_for_update().filter(public_id=public_id).first() if _uuid(public_id) else None
+    if invoice is None:
+        raise NotFound(_("No such invoice."))
+    if invoice.status != Invoice.Status.REQUESTED:
+        raise Conflict(_("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
+                       code="already_reviewed")  # fmt: skip
+    return invoice
+
+
+def issue(actor: Actor, public_id, *, number, pdf) -> Invoice:
+    """Finance issues the request: the number and the PDF the tax system returned. Audited."""
+    number = _text(number, 40)
+    if not re.fullmatch(r"[0-9A-Za-z-]{8,40}", number):
+        raise FieldError("number", _("Give the invoice number (8 to 40 digits or letters)."), code="invalid_number")
+    if pdf is None or not getattr(pdf, "size", 0):
+        raise FieldError("pdf", _("Attach the invoice's PDF."), code="pdf_required")
+    if pdf.size > MAX_PDF_BYTES or not pdf.read(5).startswith(b"%PDF-"):
+        raise FieldError("pdf", _("Attach a PDF file of at most 5 MB."), code="invalid_pdf")
+    pdf.seek(0)
+    with transaction.atomic():
+        invoice = _locked_request(public_id)
+        invoice.number, invoice.status = number, Invoice.Status.ISSUED
+        invoice.reviewed_by, invoice.reviewed_at = actor.user, timezone.now()
+        invoice.pdf.save(f"{invoice.public_id}.pdf", pdf, save=False)
+        invoice.save()
+        record(actor, AuditAction.INVOICE_ISSUED, invoice, after={"number": number, "amount": str(invoice.amount)})
+    return invoice
+
+
+def reject(actor: Actor, public_id, *, reason) -> Invoice:
+    reason = _text(reason, 500)
+    if not reason:
+        raise FieldError("reason", _("Say why, for the customer."), code="reason_required")
+    with transaction.atomic():
+        invoice = _locked_request(public_id)
+        invoice.status, invoice.reason = Invoice.Status.REJECTED, reason
+        invoice.reviewed_by, invoice.reviewed_at = actor.user, timezone.now()
+        invoice.save()
+        record(actor, AuditAction.INVOICE_REJECTED, invoice, after={"reason": reason})
+    return invoice
+
+
+def open_pdf(user, public_id):
+    """The issued invoice's PDF for its customer: (invoice, an open file)."""
+    invoice = get_invoice(user, public_id)
+    if invoice.status != Invoice.Status.ISSUED or not invoice.pdf:
+        raise Conflict(_("This invoice is not issued yet."), code="not_issued")
+    return invoice, invoice.pdf.open("rb")

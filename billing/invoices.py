@@ -39,10 +39,19 @@ def paid(user) -> Decimal:
     return max(summed(total), ZERO)
 
 
+# What counts as invoiced: asked for or issued (a rejected request, or an invoice cancelled by a red-letter one,
+# gives its amount back).
+COUNTED = (Invoice.Status.REQUESTED, Invoice.Status.ISSUED)
+
+
 def invoiced(user) -> Decimal:
-    """Invoiced or asked for (a rejected request gives its amount back)."""
-    rows = Invoice.objects.filter(user=user).exclude(status=Invoice.Status.REJECTED)
-    return summed(rows.aggregate(t=Sum("amount"))["t"])
+    return summed(Invoice.objects.filter(user=user, status__in=COUNTED).aggregate(t=Sum("amount"))["t"])
+
+
+def over_invoiced(user) -> Decimal:
+    """How much more is invoiced than was paid and kept (a refund after invoicing): a red-letter reversal (红冲) of
+    an issued invoice is due for it."""
+    return max(invoiced(user) - paid(user), ZERO)
 
 
 def invoiceable(user) -> Decimal:
@@ -174,3 +183,105 @@ def open_pdf(user, public_id):
     if invoice.status != Invoice.Status.ISSUED or not invoice.pdf:
         raise Conflict(_("This invoice is not issued yet."), code="not_issued")
     return invoice, invoice.pdf.open("rb")
+
+
+def reverse(actor: Actor, public_id, *, number, reason) -> Invoice:
+    """Finance records the red-letter invoice (红冲) that cancels an issued one, after a refund of invoiced money:
+    its amount is no longer counted as invoiced. Audited."""
+    number, reason = _text(number, 40), _text(reason, 500)
+    if not re.fullmatch(r"[0-9A-Za-z-]{8,40}", number):
+        raise FieldError("number", _("Give the red-letter invoice's number (8 to 40 digits or letters)."),
+                         code="invalid_number")  # fmt: skip
+    if not reason:
+        raise FieldError("reason", _("Say why, for the customer."), code="reason_required")
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().filter(public_id=public_id).first() if _uuid(public_id) else None
+        if invoice is None:
+            raise NotFound(_("No such invoice."))
+        if invoice.status != Invoice.Status.ISSUED:
+            raise Conflict(_("Only an issued invoice can be reversed."), code="not_issued")
+        invoice.status, invoice.reversal_number, invoice.reason = Invoice.Status.REVERSED, number, reason
+        invoice.reversed_at = timezone.now()
+        invoice.save(update_fields=["status", "reversal_number", "reason", "reversed_at"])
+        record(actor, AuditAction.INVOICE_REVERSED, invoice, after={"reversal_number": number}, reason=reason)
+    return invoice
+
+
+def due_reversals(limit: int = 50) -> list[tuple[object, Decimal]]:
+    """Customers with more invoiced than they paid and kept (a refund came after invoicing), and by how much."""
+    users = get_user_model().objects.filter(invoices__status=Invoice.Status.ISSUED).distinct().order_by("pk")
+    found = []
+    for user in users[: limit * 4]:
+        excess = over_invoiced(user)
+        if excess > 0:
+            found.append((user, excess))
+    return found[:limit]
+
+
+# The finance reconciliation ---------------------------------------------------------------------------------------
+
+
+def reconciliation_rows(month) -> list[dict]:
+    """Per customer, for ``month`` (local): cash paid by top-up, refunded (refunds and disputes, less disputes won),
+    invoices issued (less red-letter reversals made) in the month, and what may still be invoiced at its end. The
+    paid and refunded columns add up to the ledger's top-up, refund and dispute transactions of the month."""
+    from .rules import month_bounds
+
+    start, end = month_bounds(month)
+    moves = (
+        LedgerTransaction.objects.filter(kind__in=PAID_KINDS, created_at__gte=start, created_at__lt=end)
+        .values("user_id", "user__email", "kind")
+        .annotate(total=Sum("user_amount"))
+    )
+    rows: dict[int, dict] = {}
+
+    def row(user_id, email):
+        return rows.setdefault(user_id, {"user_id": user_id, "email": email, "paid": ZERO, "refunded": ZERO,
+                                         "invoiced": ZERO, "invoiceable": ZERO})  # fmt: skip
+
+    for move in moves:
+        entry = row(move["user_id"], move["user__email"])
+        if move["kind"] == TransactionKind.TOPUP:
+            entry["paid"] += summed(move["total"])
+        else:
+            entry["refunded"] -= summed(move["total"])
+    issued = (
+        Invoice.objects.filter(reviewed_at__gte=start, reviewed_at__lt=end, status__in=(Invoice.Status.ISSUED,
+                                                                                       Invoice.Status.REVERSED))
+        .values("user_id", "user__email").annotate(total=Sum("amount"))
+    )  # fmt: skip
+    for each in issued:
+        row(each["user_id"], each["user__email"])["invoiced"] += summed(each["total"])
+    reversed_ = (
+        Invoice.objects.filter(reversed_at__gte=start, reversed_at__lt=end)
+        .values("user_id", "user__email").annotate(total=Sum("amount"))
+    )  # fmt: skip
+    for each in reversed_:
+        row(each["user_id"], each["user__email"])["invoiced"] -= summed(each["total"])
+    # What may still be invoiced at the month's end: everything paid and kept until then, less what was invoiced
+    # (issued, or asked for) until then and not reversed by then.
+    kept = dict(
+        LedgerTransaction.objects.filter(kind__in=PAID_KINDS, created_at__lt=end, user_id__in=rows)
+        .values_list("user_id").annotate(total=Sum("user_amount")).values_list("user_id", "total")
+    )  # fmt: skip
+    counted = dict(
+        Invoice.objects.filter(user_id__in=rows, requested_at__lt=end)
+        .exclude(status=Invoice.Status.REJECTED).exclude(reversed_at__lt=end)
+        .values_list("user_id").annotate(total=Sum("amount")).values_list("user_id", "total")
+    )  # fmt: skip
+    for user_id, entry in rows.items():
+        entry["invoiceable"] = max(summed(kept.get(user_id)) - summed(counted.get(user_id)), ZERO)
+    return sorted(rows.values(), key=lambda r: r["email"])
+
+
+def reconciliation_csv(month, out) -> None:
+    from console import csvsafe
+
+    writer = csvsafe.writer(out)
+    writer.writerow([_("Customer"), _("Paid (CNY)"), _("Refunded (CNY)"), _("Invoiced (CNY)"),
+                     _("Invoiceable at month end (CNY)")])  # fmt: skip
+    totals = [ZERO, ZERO, ZERO]
+    for row in reconciliation_rows(month):
+        writer.writerow([row["email"], row["paid"], row["refunded"], row["invoiced"], row["invoiceable"]])
+        totals = [totals[0] + row["paid"], totals[1] + row["refunded"], totals[2] + row["invoiced"]]
+    writer.writerow([_("Total"), *totals, ""])

@@ -657,6 +657,7 @@ class Invoice(models.Model):
         REQUESTED = "requested", _("Requested")
         ISSUED = "issued", _("Issued")
         REJECTED = "rejected", _("Rejected")
+        REVERSED = "reversed", _("Reversed (红冲)")
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="invoices")
@@ -670,6 +671,10 @@ class Invoice(models.Model):
     amount = _money(_("amount (CNY)"))
     status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.REQUESTED)
     number = models.CharField(_("invoice number"), max_length=40, blank=True)
+    reversal_number = models.CharField(
+        _("red-letter invoice number"), max_length=40, blank=True, help_text=_("The 红冲 invoice that cancels it.")
+    )
+    reversed_at = models.DateTimeField(_("reversed"), null=True, blank=True)
     pdf = models.FileField(_("PDF"), storage=_invoice_storage, upload_to="invoices/", blank=True)
     reason = models.CharField(_("reason"), max_length=500, blank=True, help_text=_("Shown to the customer."))
     requested_at = models.DateTimeField(_("requested"), default=timezone.now, editable=False)

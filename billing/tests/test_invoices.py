@@ -132,3 +132,45 @@ def test_the_api_lists_and_requests_with_the_invoiceable_amount(owner):
     assert api.get("/api/v1/invoices").json()["invoiceable"] == "0.00"
     garbage = api.post("/api/v1/invoices", {"title": ["x"], "amount": {"a": 1}}, format="json")
     assert garbage.status_code == 400
+
+
+def test_a_refund_after_invoicing_asks_for_a_red_letter_reversal_and_the_reconciliation_equals_the_ledger(
+    owner, cloud_storage
+):
+    import csv
+    import io
+
+    from django.db.models import Sum
+    from django.utils import timezone
+
+    from billing.choices import TransactionKind
+    from billing.models import LedgerTransaction, TopUp
+
+    _paid(owner, "100")
+    _paid(UserFactory(email="=cmd|' /C calc'!A0@example.com"), "30")  # a formula-looking address stays text
+    staff = UserFactory(email="finance@example.com", is_staff=True)
+    invoice = invoices.request(owner, kind="general", title="李雷", amount="100")
+    invoices.issue(Actor(staff), invoice.public_id, number="24110000000012345678", pdf=SimpleUploadedFile("f.pdf", PDF))
+    # Stripe refunds ¥40 of the top-up after the invoice was issued.
+    topup = TopUp.objects.filter(user=owner).get()
+    payments._claw_back(topup, Decimal("40.00"), TransactionKind.REFUND, "refund:test:40", "ch_test")
+    assert invoices.over_invoiced(owner) == Decimal("40.00")
+    assert [(u, e) for u, e in invoices.due_reversals()] == [(owner, Decimal("40.00"))]
+
+    with pytest.raises(ServiceError):
+        invoices.reverse(Actor(staff), invoice.public_id, number="x", reason="refund")
+    invoices.reverse(Actor(staff), invoice.public_id, number="24110000000087654321", reason="退款 ¥40")
+    assert Invoice.objects.get(pk=invoice.pk).status == "reversed"
+    assert invoices.over_invoiced(owner) == 0 and invoices.invoiceable(owner) == Decimal("60.00")
+    assert AuditEntry.objects.filter(action="invoice_reversed").count() == 1
+
+    month = timezone.localdate().replace(day=1)
+    out = io.StringIO()
+    invoices.reconciliation_csv(month, out)
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    body = {row[0]: row[1:] for row in rows[1:-1]}
+    assert body[owner.email] == ["100.00", "40.00", "0.00", "60.00"]  # issued and reversed in the month
+    assert all(not cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
+    ledger = LedgerTransaction.objects.filter(kind__in=invoices.PAID_KINDS).aggregate(t=Sum("user_amount"))["t"]
+    total = rows[-1]
+    assert Decimal(total[1]) - Decimal(total[2]) == ledger  # paid less refunded is the ledger's

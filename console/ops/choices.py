@@ -26,6 +26,7 @@ class AuditAction(models.TextChoices):
     ROLES_CHANGED = "roles_changed", _("Staff roles changed")
     INVOICE_ISSUED = "invoice_issued", _("Invoice issued")
     INVOICE_REJECTED = "invoice_rejected", _("Invoice request rejected")
+    INVOICE_REVERSED = "invoice_reversed", _("Invoice reversed (红冲)")
 
 
 BADGE_COLOURS = {

@@ -3,7 +3,7 @@ role for a page or action get 403. Views parse a form, call one service, and red
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -423,8 +423,52 @@ def invoices(request):
 
     requested = Invoice.objects.filter(status=Invoice.Status.REQUESTED).select_related("user").order_by("requested_at")
     decided = Invoice.objects.exclude(status=Invoice.Status.REQUESTED).select_related("user", "reviewed_by")
-    context = {"requested": requested[:PAGE_SIZE], "decided": decided.order_by("-reviewed_at")[:20]}
+    from billing import invoices as billing_invoices
+
+    context = {
+        "requested": requested[:PAGE_SIZE],
+        "decided": decided.order_by("-reviewed_at")[:20],
+        "due_reversals": [
+            (user, excess, list(Invoice.objects.filter(user=user, status=Invoice.Status.ISSUED)))
+            for user, excess in billing_invoices.due_reversals()
+        ],
+        "this_month": timezone.localdate().strftime("%Y-%m"),
+    }
     return render(request, "ops/invoices.html", context)
+
+
+@staff_view(roles.ADJUST_BALANCE)
+@require_POST
+def invoice_reverse(request, public_id):
+    from billing import invoices as billing_invoices
+
+    try:
+        number, reason = request.POST.get("number"), request.POST.get("reason")
+        invoice = billing_invoices.reverse(Actor.from_request(request), public_id, number=number, reason=reason)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Invoice %(number)s reversed.") % {"number": invoice.number})
+    return redirect("ops:invoices")
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_GET
+def invoice_reconciliation_csv(request):
+    import io
+
+    from billing import invoices as billing_invoices
+
+    form = MonthForm(request.GET)
+    if not form.is_valid():
+        messages.error(request, _("Choose a month as YYYY-MM."))
+        return redirect("ops:invoices")
+    month = form.cleaned_data["month"]
+    out = io.StringIO()
+    billing_invoices.reconciliation_csv(month, out)
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="invoice-reconciliation-{month:%Y-%m}.csv"'
+    return response
 
 
 @staff_view(roles.ADJUST_BALANCE)

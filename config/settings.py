@@ -346,6 +346,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    # Choice sets that share a field name get names of their own in the schema.
+    "ENUM_NAME_OVERRIDES": {"InvoiceKindEnum": "billing.models.Invoice.Kind"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "console.api.schema.document_errors",

@@ -16,6 +16,8 @@ from .views import _account
 class InvoiceSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     amount = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
+    kind = serializers.CharField(read_only=True, help_text="general or special")
+    status = serializers.CharField(read_only=True, help_text="requested, issued, rejected or reversed")
 
     class Meta:
         model = Invoice

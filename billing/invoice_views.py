@@ -11,6 +11,7 @@ from console.errors import NotFound, ServiceError
 from console.field_errors import FieldError
 
 from . import invoices
+from .display import format_cny
 from .forms import InvoiceRequestForm
 from .wallet_views import _account
 
@@ -40,7 +41,7 @@ def invoice_list(request):
         form.add_error(exc.field if isinstance(exc, FieldError) and exc.field in form.fields else None, exc.message)
         return _page(request, account, form, status=exc.status)
     messages.success(request, _("Invoice of %(amount)s requested: finance issues it within two working days.")
-                     % {"amount": invoice.amount})  # fmt: skip
+                     % {"amount": format_cny(invoice.amount)})  # fmt: skip
     return redirect("billing:invoices")
 
 

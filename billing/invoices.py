@@ -10,7 +10,7 @@ wallet's row), so two at once cannot both take the same invoiceable amount.
 """
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -18,23 +18,29 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict, NotFound, ServiceError
+from console.errors import Conflict, NotFound, ServiceError, Unavailable
 from console.field_errors import FieldError
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
 
+from . import wallet
 from .choices import TransactionKind
 from .display import format_cny
 from .models import Invoice, LedgerTransaction
-from .money import CENT, ZERO, summed
+from .money import ZERO, summed
 
-PAID_KINDS = (TransactionKind.TOPUP, TransactionKind.REFUND, TransactionKind.DISPUTE, TransactionKind.DISPUTE_WON)
+# Cash in by top-up, and cash given back (refunds, disputes, withdrawals; a dispute won comes back in).
+PAID_KINDS = (
+    TransactionKind.TOPUP, TransactionKind.REFUND, TransactionKind.DISPUTE, TransactionKind.DISPUTE_WON,
+    TransactionKind.WITHDRAWAL,
+)  # fmt: skip
+MIN_AMOUNT = Decimal("1.00")
 TAX_ID = re.compile(r"^[0-9A-Z]{15,20}$")
 MAX_PDF_BYTES = 5 * 1024 * 1024
 
 
 def paid(user) -> Decimal:
-    """Cash the customer paid and kept: top-ups less refunds and disputes (plus disputes won)."""
+    """Cash the customer paid and kept: top-ups less refunds, disputes and withdrawals (plus disputes won)."""
     total = LedgerTransaction.objects.filter(user=user, kind__in=PAID_KINDS).aggregate(t=Sum("user_amount"))["t"]
     return max(summed(total), ZERO)
 
@@ -48,10 +54,14 @@ def invoiced(user) -> Decimal:
     return summed(Invoice.objects.filter(user=user, status__in=COUNTED).aggregate(t=Sum("amount"))["t"])
 
 
+def issued(user) -> Decimal:
+    return summed(Invoice.objects.filter(user=user, status=Invoice.Status.ISSUED).aggregate(t=Sum("amount"))["t"])
+
+
 def over_invoiced(user) -> Decimal:
-    """How much more is invoiced than was paid and kept (a refund after invoicing): a red-letter reversal (红冲) of
-    an issued invoice is due for it."""
-    return max(invoiced(user) - paid(user), ZERO)
+    """How much more is issued than was paid and kept (a refund after invoicing): a red-letter reversal (红冲) of
+    an issued invoice is due for it. (A refund against a request still waiting is the request's rejection.)"""
+    return max(issued(user) - paid(user), ZERO)
 
 
 def invoiceable(user) -> Decimal:
@@ -85,11 +95,11 @@ def _text(value, limit: int) -> str:
 
 def _amount(value) -> Decimal:
     try:
-        amount = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
+        amount = wallet.parse_amount(value if isinstance(value, str | Decimal | int) else "")
+    except ServiceError:
         amount = None
-    if amount is None or not amount.is_finite() or amount <= 0 or amount != amount.quantize(CENT):
-        raise FieldError("amount", _("Give the amount in yuan, e.g. 100 or 99.50."), code="invalid_amount")
+    if amount is None or amount < MIN_AMOUNT:
+        raise FieldError("amount", _("Give the amount in yuan, at least 1, e.g. 100 or 99.50."), code="invalid_amount")
     return amount
 
 
@@ -155,12 +165,35 @@ def issue(actor: Actor, public_id, *, number, pdf) -> Invoice:
         raise FieldError("pdf", _("Attach a PDF file of at most 5 MB."), code="invalid_pdf")
     pdf.seek(0)
     with transaction.atomic():
+        owner_id = Invoice.objects.filter(public_id=public_id).values_list("user_id", flat=True).first()
+        # The customer's row first, as a request takes it: a refund or a request meanwhile is seen.
+        get_user_model().objects.select_for_update().filter(pk=owner_id).exists()
         invoice = _locked_request(public_id)
+        if invoice.user_id == getattr(actor.user, "pk", None):
+            raise Conflict(_("Someone else in finance issues your own invoice."), code="own_invoice")
+        if issued(invoice.user) + invoice.amount > paid(invoice.user):
+            raise Conflict(
+                _("The customer no longer has %(amount)s of paid money to invoice (a refund came after the request): "
+                  "reject it with the reason.") % {"amount": format_cny(invoice.amount)},
+                code="over_invoiceable",
+            )  # fmt: skip
+        if Invoice.objects.filter(number=number).exists():
+            raise FieldError("number", _("Another invoice has this number."), code="number_taken")
         invoice.number, invoice.status = number, Invoice.Status.ISSUED
         invoice.reviewed_by, invoice.reviewed_at = actor.user, timezone.now()
-        invoice.pdf.save(f"{invoice.public_id}.pdf", pdf, save=False)
-        invoice.save()
-        record(actor, AuditAction.INVOICE_ISSUED, invoice, after={"number": number, "amount": str(invoice.amount)})
+        try:
+            invoice.pdf.save(f"{invoice.public_id}.pdf", pdf, save=False)
+        except OSError as exc:
+            raise Unavailable(
+                _("The PDF could not be stored just now; try again."), code="storage_unavailable"
+            ) from exc
+        stored = invoice.pdf.name
+        try:
+            invoice.save()
+            record(actor, AuditAction.INVOICE_ISSUED, invoice, after={"number": number, "amount": str(invoice.amount)})
+        except Exception:
+            invoice.pdf.storage.delete(stored)  # nothing recorded: no file left behind either
+            raise
     return invoice
 
 
@@ -180,9 +213,14 @@ def reject(actor: Actor, public_id, *, reason) -> Invoice:
 def open_pdf(user, public_id):
     """The issued invoice's PDF for its customer: (invoice, an open file)."""
     invoice = get_invoice(user, public_id)
-    if invoice.status != Invoice.Status.ISSUED or not invoice.pdf:
+    if invoice.status not in (Invoice.Status.ISSUED, Invoice.Status.REVERSED) or not invoice.pdf:
         raise Conflict(_("This invoice is not issued yet."), code="not_issued")
-    return invoice, invoice.pdf.open("rb")
+    try:
+        return invoice, invoice.pdf.open("rb")
+    except (FileNotFoundError, OSError) as exc:
+        raise Unavailable(
+            _("The invoice's PDF cannot be read just now; try again later."), code="pdf_unavailable"
+        ) from exc
 
 
 def reverse(actor: Actor, public_id, *, number, reason) -> Invoice:
@@ -200,6 +238,8 @@ def reverse(actor: Actor, public_id, *, number, reason) -> Invoice:
             raise NotFound(_("No such invoice."))
         if invoice.status != Invoice.Status.ISSUED:
             raise Conflict(_("Only an issued invoice can be reversed."), code="not_issued")
+        if Invoice.objects.filter(reversal_number=number).exists() or Invoice.objects.filter(number=number).exists():
+            raise FieldError("number", _("Another invoice has this number."), code="number_taken")
         invoice.status, invoice.reversal_number, invoice.reason = Invoice.Status.REVERSED, number, reason
         invoice.reversed_at = timezone.now()
         invoice.save(update_fields=["status", "reversal_number", "reason", "reversed_at"])
@@ -208,14 +248,22 @@ def reverse(actor: Actor, public_id, *, number, reason) -> Invoice:
 
 
 def due_reversals(limit: int = 50) -> list[tuple[object, Decimal]]:
-    """Customers with more invoiced than they paid and kept (a refund came after invoicing), and by how much."""
-    users = get_user_model().objects.filter(invoices__status=Invoice.Status.ISSUED).distinct().order_by("pk")
-    found = []
-    for user in users[: limit * 4]:
-        excess = over_invoiced(user)
-        if excess > 0:
-            found.append((user, excess))
-    return found[:limit]
+    """Customers with more issued than they paid and kept (a refund came after invoicing), and by how much: two
+    grouped queries whatever the number of customers."""
+    issued_by = dict(
+        Invoice.objects.filter(status=Invoice.Status.ISSUED)
+        .values_list("user_id").annotate(total=Sum("amount")).values_list("user_id", "total")
+    )  # fmt: skip
+    if not issued_by:
+        return []
+    kept = dict(
+        LedgerTransaction.objects.filter(kind__in=PAID_KINDS, user_id__in=issued_by)
+        .values_list("user_id").annotate(total=Sum("user_amount")).values_list("user_id", "total")
+    )  # fmt: skip
+    excess = {uid: summed(total) - max(summed(kept.get(uid)), ZERO) for uid, total in issued_by.items()}
+    due = sorted((uid for uid, over in excess.items() if over > 0), key=lambda uid: -excess[uid])[:limit]
+    users = get_user_model().objects.in_bulk(due)
+    return [(users[uid], excess[uid]) for uid in due]
 
 
 # The finance reconciliation ---------------------------------------------------------------------------------------
@@ -266,7 +314,7 @@ def reconciliation_rows(month) -> list[dict]:
     )  # fmt: skip
     counted = dict(
         Invoice.objects.filter(user_id__in=rows, requested_at__lt=end)
-        .exclude(status=Invoice.Status.REJECTED).exclude(reversed_at__lt=end)
+        .exclude(status=Invoice.Status.REJECTED, reviewed_at__lt=end).exclude(reversed_at__lt=end)
         .values_list("user_id").annotate(total=Sum("amount")).values_list("user_id", "total")
     )  # fmt: skip
     for user_id, entry in rows.items():

@@ -667,7 +667,7 @@ class Invoice(models.Model):
     address = models.CharField(_("registered address"), max_length=200, blank=True)
     phone = models.CharField(_("phone"), max_length=32, blank=True)
     bank = models.CharField(_("bank"), max_length=100, blank=True)
-    bank_account = models.CharField(_("bank account"), max_length=40, blank=True)
+    bank_account = models.CharField(_("bank account"), max_length=60, blank=True)
     amount = _money(_("amount (CNY)"))
     status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.REQUESTED)
     number = models.CharField(_("invoice number"), max_length=40, blank=True)
@@ -688,7 +688,13 @@ class Invoice(models.Model):
         verbose_name = _("invoice")
         verbose_name_plural = _("invoices")
         ordering = ["-requested_at", "-id"]
-        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="invoice_amount_positive")]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="invoice_amount_positive"),
+            models.UniqueConstraint(fields=["number"], condition=~Q(number=""), name="invoice_number_once"),
+            models.UniqueConstraint(
+                fields=["reversal_number"], condition=~Q(reversal_number=""), name="invoice_reversal_number_once"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.amount} ({self.get_status_display()})"

@@ -6,6 +6,7 @@ from django.views.decorators.http import require_GET
 
 from catalog.models import Chip, InstanceSpec
 from console.htmx import wants_partial
+from teams.context import priced_for
 
 from . import pricing_table
 from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
@@ -46,7 +47,7 @@ def _storage_prices() -> dict:
 
 @require_GET
 def pricing(request):
-    book = load_price_book(user=request.user)
+    book = load_price_book(**priced_for(request))
     chips = {chip.slug: chip for chip in Chip.objects.rentable()}
     zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
     form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}

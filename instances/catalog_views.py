@@ -6,6 +6,7 @@ from django.views.decorators.http import require_GET
 from billing.quote import load_price_book
 from catalog.models import Chip
 from console.htmx import wants_partial
+from teams.context import priced_for
 
 from . import estimator
 from .comparison import comparison
@@ -14,7 +15,7 @@ from .forms import DEFAULT_QUERY, EstimatorForm
 
 @require_GET
 def chips(request):
-    book = load_price_book(user=request.user)
+    book = load_price_book(**priced_for(request))
     charts = comparison(Chip.objects.all().with_figures(), book)
     return render(request, "instances/chips.html", {"charts": charts})
 

@@ -17,6 +17,7 @@ from console.htmx import wants_partial
 from instances.attachments import MOUNTABLE
 from instances.models import Instance
 from storage.models import HubMount
+from teams.context import priced_for
 
 from .choices import HubVisibility
 from .forms import HubSearchForm
@@ -115,7 +116,7 @@ def _launch_with_mount_url(item, chip_prices) -> str:
 def hub_detail(request, org: str, name: str):
     item = _item_or_404(request, org, name)
     files = list(services.files_of(item))
-    chip_prices = services.chip_prices(item, load_price_book(user=request.user))
+    chip_prices = services.chip_prices(item, load_price_book(**priced_for(request)))
     context = {
         "item": item,
         "files": files,

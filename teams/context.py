@@ -83,6 +83,16 @@ def account_for(request, permission: str | None = None):
     return context.account
 
 
+def priced_for(request) -> dict:
+    """Whose prices a page quotes (``billing.quote.load_price_book``'s keywords): the wallet that pays in the
+    request's context — a team's account, with the person whose own subsidy caps apply — so a page never shows a
+    discount the launch will not get (a student's, in a team's context)."""
+    context = acting(request)
+    if context.team is None:
+        return {"user": request.user}
+    return {"user": context.account, "person": request.user}
+
+
 def switch(request, slug: str | None) -> Acting:
     """Work as the team ``slug`` (or personally, for an empty slug) from now on in this session."""
     request._teams_acting = None

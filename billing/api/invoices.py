@@ -22,7 +22,7 @@ class InvoiceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Invoice
         fields = ["id", "kind", "title", "tax_id", "amount", "status", "number", "reason", "requested_at",
-                  "reviewed_at"]  # fmt: skip
+                  "reviewed_at", "reversal_number", "reversed_at"]  # fmt: skip
 
 
 class InvoiceRequestSerializer(serializers.Serializer):

@@ -174,3 +174,39 @@ def test_a_refund_after_invoicing_asks_for_a_red_letter_reversal_and_the_reconci
     ledger = LedgerTransaction.objects.filter(kind__in=invoices.PAID_KINDS).aggregate(t=Sum("user_amount"))["t"]
     total = rows[-1]
     assert Decimal(total[1]) - Decimal(total[2]) == ledger  # paid less refunded is the ledger's
+
+
+def test_money_given_back_before_issuing_is_not_invoiced_and_odd_input_is_refused(owner, cloud_storage):
+    from billing.choices import TransactionKind
+    from billing.models import TopUp
+
+    _paid(owner, "100")
+    request = invoices.request(owner, kind="general", title="李雷", amount="100")
+    topup = TopUp.objects.get(user=owner)
+    payments._claw_back(topup, Decimal("100.00"), TransactionKind.REFUND, "refund:test:100", "ch_test")
+    finance = UserFactory(email="finance@example.com", is_staff=True)
+    with pytest.raises(ServiceError) as refused:
+        invoices.issue(Actor(finance), request.public_id, number="24110000000012345678",
+                       pdf=SimpleUploadedFile("f.pdf", PDF))  # fmt: skip
+    assert refused.value.code == "over_invoiceable"
+    assert Invoice.objects.get(pk=request.pk).status == "requested"
+
+    # A withdrawal is money given back too; finance does not issue its own invoice.
+    _paid(finance, "50")
+    wallet.withdraw_cash(user=finance, amount="20", idempotency_key="w-1", staff=None)
+    assert invoices.invoiceable(finance) == Decimal("30.00")
+    own = invoices.request(finance, kind="general", title="Me", amount="30")
+    with pytest.raises(ServiceError) as mine:
+        invoices.issue(Actor(finance), own.public_id, number="24110000000099999999",
+                       pdf=SimpleUploadedFile("f.pdf", PDF))  # fmt: skip
+    assert mine.value.code == "own_invoice"
+
+    for amount in ("1E+99", "1e2", "١٠٠", "0.50"):
+        with pytest.raises(ServiceError) as odd:
+            invoices.request(owner, kind="general", title="李雷", amount=amount)
+        assert odd.value.code == "invalid_amount"
+    page = _browser(owner).post(
+        reverse("billing:invoices"),
+        {"kind": "special", "title": "x", "amount": "1", "bank_account": "6" * 60, "tax_id": "91110108MA01ABCD1X"},
+    )
+    assert page.status_code in {400, 402, 403}  # refused with a message (not a verified enterprise), never a 500

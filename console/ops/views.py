@@ -452,7 +452,7 @@ def invoice_reverse(request, public_id):
     return redirect("ops:invoices")
 
 
-@staff_view(roles.VIEW_FINANCE)
+@staff_view(roles.ADJUST_BALANCE)
 @require_GET
 def invoice_reconciliation_csv(request):
     import io

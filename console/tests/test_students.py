@@ -162,3 +162,20 @@ def test_a_mailbox_gets_only_so_many_codes_a_day_whoever_asks(django_capture_on_
         students.send_code(UserFactory(email="one-more@example.com"), "target@pku.edu.cn")
     assert refused.value.status == 429
     assert len(mail.outbox) == students.CODES_PER_ADDRESS
+
+
+def test_in_a_teams_context_the_pricing_page_shows_the_teams_prices_not_the_students(
+    owner, catalog, django_capture_on_commit_callbacks
+):
+    from teams import services as teams
+
+    with django_capture_on_commit_callbacks(execute=True):
+        students.send_code(owner, "me@ruc.edu.cn")
+    students.confirm(owner, _mailed_code())
+    teams.create_team(owner, name="Lab", slug="lab")
+    page = _browser(owner)
+    assert "−20%" in page.get(reverse("billing:pricing")).content.decode()
+    page.post(reverse("teams:switch"), {"team": "lab"})
+    assert (
+        "−20%" not in page.get(reverse("billing:pricing")).content.decode()
+    )  # the team's launch gets no student price

@@ -17,7 +17,7 @@ from console.ops import roles
 from console.ops.access import staff_view
 from console.ops.audit import client_ip
 from teams.accounts import team_name
-from teams.context import acting
+from teams.context import acting, priced_for
 
 from ..choices import ImageCategory, OperatingSystem
 from ..models import Image
@@ -80,7 +80,7 @@ def _image_or_404(request, slug, action="view"):
 
 def _detail_context(request, image, **extra) -> dict:
     variants = list(image.variants.all())
-    offers = services.chip_offers(image, load_price_book(user=request.user))
+    offers = services.chip_offers(image, load_price_book(**priced_for(request)))
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
     # A team's private image: its operators may publish it; it launches in the team's context only.
     team_image = services.team_private(request.user, image)

@@ -97,6 +97,24 @@ def _make_image(image: Path, uid: int, size_gb: int) -> bool:
     """A new sparse image with an empty ext4 file system whose root belongs to the sandbox user, made beside the
     image's place and renamed into it: a half-made image is never found. False (and a warning) where this host
     cannot make or mount one; the home is then a plain folder."""
+    try:
+        make_ext4_image(image, uid, size_gb)
+    except (OSError, TransientBackendError) as exc:
+        return _no_image_after_failure(image, str(exc))
+    try:
+        _mount(image, image.with_name(HOME))
+    except TransientBackendError as exc:
+        image.unlink(missing_ok=True)
+        return _no_image_after_failure(image, f"it could not be mounted ({exc})")
+    # An empty home, as a plain folder would be: lost+found (root's, nobody's inside) is made again by e2fsck
+    # when it needs one.
+    shutil.rmtree(image.with_name(HOME) / "lost+found", ignore_errors=True)
+    return True
+
+
+def make_ext4_image(image: Path, uid: int, size_gb: int) -> None:
+    """A new sparse image of ``size_gb`` GB with an empty ext4 file system whose root is ``uid``'s, made beside its
+    place and renamed into it, so a half-made image is never found. Raises what failed (the staging file goes)."""
     staging = image.with_name(f".{image.name}.new")
     staging.unlink(missing_ok=True)
     # lazy_journal_init: the holes of a new sparse file already read as zeros, so the journal is not written out
@@ -112,18 +130,9 @@ def _make_image(image: Path, uid: int, size_gb: int) -> bool:
         for argv in steps:
             _run(argv)
         os.replace(staging, image)
-    except (OSError, TransientBackendError) as exc:
+    except BaseException:
         staging.unlink(missing_ok=True)
-        return _no_image_after_failure(image, str(exc))
-    try:
-        _mount(image, image.with_name(HOME))
-    except TransientBackendError as exc:
-        image.unlink(missing_ok=True)
-        return _no_image_after_failure(image, f"it could not be mounted ({exc})")
-    # An empty home, as a plain folder would be: lost+found (root's, nobody's inside) is made again by e2fsck
-    # when it needs one.
-    shutil.rmtree(image.with_name(HOME) / "lost+found", ignore_errors=True)
-    return True
+        raise
 
 
 def _no_image_after_failure(image: Path, why: str) -> bool:

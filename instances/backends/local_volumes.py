@@ -116,22 +116,9 @@ def _no_image(folder: Path, uid: int, why: str) -> None:
 
 
 def _make(image: Path, uid: int, size_gb: int) -> None:
-    """A new sparse image with an empty ext4 file system, made beside its place and renamed into it."""
-    staging = image.with_name(f".{image.name}.new")
-    staging.unlink(missing_ok=True)
-    steps = [
-        ["truncate", "-s", str(int(size_gb) * GIB), str(staging)],
-        ["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
-         f"root_owner={uid}:{uid},lazy_itable_init=1,lazy_journal_init=1", str(staging)],
-    ]  # fmt: skip
     try:
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        os.close(fd)
-        for argv in steps:
-            local_home._run(argv)
-        os.replace(staging, image)
+        local_home.make_ext4_image(image, uid, size_gb)
     except (OSError, TransientBackendError) as exc:
-        staging.unlink(missing_ok=True)
         raise TransientBackendError(_("The disk could not be made ready; trying again.")) from exc
 
 

@@ -10,6 +10,7 @@ wallet's row), so two at once cannot both take the same invoiceable amount.
 """
 
 import re
+import uuid
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
@@ -80,8 +81,6 @@ def get_invoice(user, public_id) -> Invoice:
 
 
 def _uuid(value) -> bool:
-    import uuid
-
     try:
         uuid.UUID(str(value))
     except ValueError:

@@ -15,7 +15,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
-from teams.accounts import ACCOUNT_DOMAIN, is_account
+from teams.accounts import is_account, is_account_address
 
 from .models import Entry, Upload
 
@@ -112,10 +112,7 @@ def usage_snapshot() -> list[UserUsage]:
     free = free_bytes()
     rows = Entry.objects.files().values("owner_id", "owner__email").annotate(total=Sum("size")).order_by("owner_id")
     return [
-        UserUsage(row["owner_id"], row["total"] or 0, max(0, (row["total"] or 0) - (0 if _team(row) else free)))
+        UserUsage(row["owner_id"], row["total"] or 0,
+                  max(0, (row["total"] or 0) - (0 if is_account_address(row["owner__email"]) else free)))
         for row in rows
-    ]
-
-
-def _team(row) -> bool:
-    return row["owner__email"].endswith("@" + ACCOUNT_DOMAIN)
+    ]  # fmt: skip

@@ -22,9 +22,14 @@ def new_account():
     return user
 
 
+def is_account_address(email: str) -> bool:
+    """Whether ``email`` is the address of a team's account."""
+    return (email or "").endswith("@" + ACCOUNT_DOMAIN)
+
+
 def is_account(user) -> bool:
     """Whether ``user`` is a team's account, known from its address (no query)."""
-    return bool(user is not None and getattr(user, "pk", None) and user.email.endswith("@" + ACCOUNT_DOMAIN))
+    return bool(user is not None and getattr(user, "pk", None) and is_account_address(user.email))
 
 
 def team_of(user):

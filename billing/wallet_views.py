@@ -6,7 +6,6 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -16,11 +15,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.errors import Forbidden, NotFound, ServiceError
+from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from teams import roles
 from teams import services as team_services
-from teams.context import acting
+from teams.context import acting, page_account
 from teams.models import TeamEvent
 from teams.services import record
 
@@ -56,12 +55,7 @@ def wallet_context(user) -> dict:
 
 def _account(request):
     """Whose wallet the pages show: the person's, or in a team's context the team's (its billing permission)."""
-    context = acting(request)
-    try:
-        context.require(roles.BILLING)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc.message)) from exc
-    return context.account
+    return page_account(request, roles.BILLING)
 
 
 def _wallet_page(request, *, topup_form=None, cap_form=None, status=200):

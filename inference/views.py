@@ -17,7 +17,7 @@ from instances.backends import get_backend
 from instances.models import Instance
 from marketplace.inference import services as inference
 from teams import roles
-from teams.context import account_for
+from teams.context import page_account
 from teams.models import TeamEvent
 from teams.services import record
 
@@ -30,15 +30,7 @@ NEW_KEY_SESSION = "endpoints:new-key"
 @login_required
 @require_GET
 def endpoint_list(request):
-    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(_account(request))})
-
-
-def _account(request, permission: str = roles.VIEW):
-    """Whose endpoints the page lists and deploys: the person's, or in a team's context the team's."""
-    try:
-        return account_for(request, permission)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc.message)) from exc
+    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(page_account(request))})
 
 
 def _template_or_404(slug):
@@ -64,7 +56,7 @@ def deploy(request, slug):
     """GET: choose a chip (cheapest compatible first) and scale-to-zero; POST: deploy and go to the endpoint."""
     template = _template_or_404(slug)
     error, status = "", 200
-    account = _account(request, roles.OPERATE if request.method == "POST" else roles.VIEW)
+    account = page_account(request, roles.OPERATE if request.method == "POST" else roles.VIEW)
     if request.method == "POST":
         try:
             endpoint = endpoints.deploy(

@@ -23,7 +23,7 @@ from instances.backends import get_backend
 from instances.models import Instance
 from instances.services import get_instance, get_zone
 from teams import roles
-from teams.context import account_for
+from teams.context import page_account
 
 from . import disks, mounts
 from .choices import DiskStatus
@@ -33,14 +33,6 @@ PANEL_TEMPLATE = "storage/instance_panel.html"
 
 
 # The disks page ---------------------------------------------------------------------------------------------------
-
-
-def _account(request, permission: str = roles.VIEW):
-    """Whose disks the page shows and creates: the person's, or in a team's context the team's."""
-    try:
-        return account_for(request, permission)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _disks_context(account, error: str = "", form=None) -> dict:
@@ -70,7 +62,7 @@ def _disks_context(account, error: str = "", form=None) -> dict:
 
 def _disks_page(request, *, status=200, error="", form=None):
     template = f"{DISKS_TEMPLATE}#disk-list" if wants_partial(request) else DISKS_TEMPLATE
-    context = _disks_context(_account(request), error, form) | {"is_partial": wants_partial(request)}
+    context = _disks_context(page_account(request), error, form) | {"is_partial": wants_partial(request)}
     return render(request, template, context, status=status)
 
 
@@ -100,7 +92,7 @@ def _disk_act(request, operation, success: str, form=None):
 def disk_create(request):
     form = {k: request.POST.get(k, "") for k in ("name", "size_gb", "zone")}
 
-    account = _account(request, roles.OPERATE)
+    account = page_account(request, roles.OPERATE)
 
     def create():
         zone = get_zone(form["zone"])

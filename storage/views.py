@@ -3,17 +3,16 @@ partial for htmx, a redirect (success) or the page with the message (refusal) ot
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from console.errors import Forbidden, NotFound, ServiceError
+from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from teams import roles
-from teams.context import account_for
+from teams.context import page_account
 
 from . import quota, services
 from .api.views import download_response
@@ -21,15 +20,6 @@ from .api.views import download_response
 # Small enough that an interrupted upload loses little and the progress bar moves; large enough that the
 # per-request cost stays small next to the transfer.
 BROWSER_CHUNK_BYTES = 2 * 1024 * 1024
-
-
-def _owner(request, permission: str = roles.VIEW):
-    """Whose cloud storage the page shows and changes: the person's, or in a team's context the team's folder (its
-    role must allow reading, or operating for a change)."""
-    try:
-        return account_for(request, permission)
-    except Forbidden as exc:
-        raise PermissionDenied(str(exc.message)) from exc
 
 
 def _usage_context(user) -> dict:
@@ -43,7 +33,7 @@ def _usage_context(user) -> dict:
 
 
 def _listing(request, folder, *, status=200, error=None):
-    user = _owner(request)
+    user = page_account(request)
     context = {
         "folder": folder,
         "entries": services.children(user, folder),
@@ -72,7 +62,7 @@ def index(request):
 @require_GET
 def folder(request, public_id):
     try:
-        current = services.get_folder(_owner(request), public_id)
+        current = services.get_folder(page_account(request), public_id)
     except NotFound as exc:
         raise Http404(exc.message) from exc
     return _listing(request, current)
@@ -94,7 +84,7 @@ def _act(request, current, operation, success: str):
 
 def _parent_of(request, public_id):
     try:
-        return services.get_entry(_owner(request), public_id).parent
+        return services.get_entry(page_account(request), public_id).parent
     except NotFound as exc:
         raise Http404(exc.message) from exc
 
@@ -102,7 +92,7 @@ def _parent_of(request, public_id):
 @login_required
 @require_POST
 def create_folder(request):
-    owner = _owner(request, roles.OPERATE)
+    owner = page_account(request, roles.OPERATE)
     parent_id = request.POST.get("parent") or None
     try:
         parent = services.get_folder(owner, parent_id, "change") if parent_id else None
@@ -120,7 +110,7 @@ def create_folder(request):
 @login_required
 @require_POST
 def rename(request, public_id):
-    owner = _owner(request, roles.OPERATE)
+    owner = page_account(request, roles.OPERATE)
     current = _parent_of(request, public_id)
     name = request.POST.get("name", "")
     return _act(
@@ -134,7 +124,7 @@ def rename(request, public_id):
 @login_required
 @require_POST
 def move(request, public_id):
-    owner = _owner(request, roles.OPERATE)
+    owner = page_account(request, roles.OPERATE)
     current = _parent_of(request, public_id)
     target = request.POST.get("folder", "")
     return _act(
@@ -148,7 +138,7 @@ def move(request, public_id):
 @login_required
 @require_POST
 def delete(request, public_id):
-    owner = _owner(request, roles.OPERATE)
+    owner = page_account(request, roles.OPERATE)
     current = _parent_of(request, public_id)
     return _act(request, current, lambda: services.delete(owner, public_id), _("“%(name)s” deleted."))
 
@@ -157,7 +147,7 @@ def delete(request, public_id):
 @require_GET
 def download(request, public_id):
     try:
-        return download_response(*services.open_file(_owner(request), public_id))
+        return download_response(*services.open_file(page_account(request), public_id))
     except NotFound as exc:
         raise Http404(exc.message) from exc
     except ServiceError as exc:

@@ -83,6 +83,16 @@ def account_for(request, permission: str | None = None):
     return context.account
 
 
+def page_account(request, permission: str = roles.VIEW):
+    """:func:`account_for` for a page: a role that does not allow ``permission`` gets Django's 403 page."""
+    from django.core.exceptions import PermissionDenied
+
+    try:
+        return account_for(request, permission)
+    except Forbidden as exc:
+        raise PermissionDenied(str(exc.message)) from exc
+
+
 def priced_for(request) -> dict:
     """Whose prices a page quotes (``billing.quote.load_price_book``'s keywords): the wallet that pays in the
     request's context — a team's account, with the person whose own subsidy caps apply — so a page never shows a

@@ -53,17 +53,28 @@ def retention_days() -> int:
     return settings.ARREARS_RETENTION_DAYS
 
 
-def assess(buckets: dict[int, dict], now: datetime) -> Alerts:
-    """Given the users' accounts just charged (balances after the charge), who is low, who must be stopped."""
-    balances = {}
+def assess(buckets: dict[int, dict], now: datetime, *, vouchers: dict[int, Decimal] | None = None) -> Alerts:
+    """Given the users' accounts just charged (balances after the charge), who is low, who must be stopped.
+
+    ``vouchers``: what each user's usable vouchers hold. A user whose cash and trial credit are spent keeps running
+    on vouchers while their cash stays at zero; once cash goes below zero (a charge the vouchers do not cover),
+    they are stopped as anyone else is.
+    """
+    vouchers = vouchers or {}
+    balances, stop = {}, []
     for uid, accounts in buckets.items():
         trial = accounts.get(AccountKind.USER_TRIAL)
         cash = accounts.get(AccountKind.USER_CASH)
-        usable_trial = rules.usable_trial(trial, now)
-        balances[uid] = (cash.balance if cash else ZERO) + usable_trial
+        cash_balance = cash.balance if cash else ZERO
+        own = cash_balance + rules.usable_trial(trial, now)
+        held = vouchers.get(uid, ZERO)
+        balances[uid] = own + held
+        if own <= 0 and (cash_balance < 0 or held <= 0):
+            stop.append(uid)
     alerts = Alerts()
-    alerts.stop = [(uid, REASON_ARREARS, balance) for uid, balance in balances.items() if balance <= 0]
-    solvent = [uid for uid, balance in balances.items() if balance > 0]
+    alerts.stop = [(uid, REASON_ARREARS, balances[uid]) for uid in stop]
+    stopped = set(stop)
+    solvent = [uid for uid in balances if uid not in stopped]
     if not solvent:
         return alerts
     hourly = {

@@ -35,9 +35,15 @@ class AccountKind(models.TextChoices):
     ADJUSTMENTS = "adjustments", _("Adjustments")
     AUTHOR_PAYOUTS = "author_payouts", _("Image-author payouts")
     TRIAL_FUNDING = "trial_funding", _("Trial credit funding")
+    USER_VOUCHER = "user_voucher", _("Voucher")
+    VOUCHER_FUNDING = "voucher_funding", _("Vouchers issued")
+    VOUCHER_EXPIRED = "voucher_expired", _("Vouchers expired unused")
 
 
+# The buckets every user has, created with the wallet; a voucher's account is made when the code is redeemed.
 USER_ACCOUNT_KINDS = (AccountKind.USER_CASH, AccountKind.USER_TRIAL)
+# Everything a wallet holds: what a transaction's ``user_amount`` sums and the wallet's spend is made of.
+WALLET_KINDS = (*USER_ACCOUNT_KINDS, AccountKind.USER_VOUCHER)
 
 
 class TransactionKind(models.TextChoices):
@@ -55,11 +61,16 @@ class TransactionKind(models.TextChoices):
     WITHDRAWAL = "withdrawal", _("Withdrawal")
     ADJUSTMENT = "adjustment", _("Adjustment")
     AUTHOR_PAYOUT = "author_payout", _("Image-author revenue share")
+    VOUCHER_GRANT = "voucher_grant", _("Voucher redeemed")
+    VOUCHER_EXPIRY = "voucher_expiry", _("Voucher expired")
 
 
 # What may spend the trial credit: compute only (and its expiry takes what is left). Nothing else may touch it.
 TRIAL_DEBIT_KINDS = frozenset({TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.TRIAL_EXPIRY})
 TRIAL_CREDIT_KINDS = frozenset({TransactionKind.TRIAL_GRANT})
+# A voucher likewise pays for the compute it covers and nothing else; only its redemption puts money on it.
+VOUCHER_DEBIT_KINDS = frozenset({TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.VOUCHER_EXPIRY})
+VOUCHER_CREDIT_KINDS = frozenset({TransactionKind.VOUCHER_GRANT})
 # Metering charges what has been used even when it takes the cash below zero (the arrears stop follows within
 # one metering period); refunds and disputes claw back what was paid. Nothing else may overdraw a wallet.
 OVERDRAFT_KINDS = frozenset(
@@ -116,3 +127,4 @@ class NotificationKind(models.TextChoices):
     SPOT_PREEMPTED = "spot_preempted", _("Spot instance reclaimed")
     RELEASE_REMINDER = "release_reminder", _("Instance to be released")
     MEMBER_BUDGET = "member_budget", _("Monthly budget reached")
+    VOUCHER_EXPIRED = "voucher_expired", _("Voucher expired")

@@ -84,6 +84,14 @@ class AmountField(forms.DecimalField):
         return super().to_python(value)
 
 
+class VoucherRedeemForm(forms.Form):
+    """A voucher's code, as printed or sent (any case, with or without dashes)."""
+
+    code = forms.CharField(
+        label=_("Voucher code"), max_length=64, strip=True, error_messages={"required": _("Enter the voucher's code.")}
+    )
+
+
 class TopUpForm(forms.Form):
     """How much to top up, in yuan."""
 

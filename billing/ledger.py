@@ -28,6 +28,9 @@ from .choices import (
     TRIAL_CREDIT_KINDS,
     TRIAL_DEBIT_KINDS,
     USER_ACCOUNT_KINDS,
+    VOUCHER_CREDIT_KINDS,
+    VOUCHER_DEBIT_KINDS,
+    WALLET_KINDS,
     AccountKind,
     TransactionKind,
 )
@@ -136,7 +139,7 @@ def lock_user_accounts(user_ids: Iterable[int], extra_ids: Iterable[int] = ()) -
     user_ids, extra_ids = set(user_ids), set(extra_ids)
     query = Q(user_id__in=user_ids, kind__in=USER_ACCOUNT_KINDS) | Q(pk__in=extra_ids)
     locked = {a.pk: a for a in Account.objects.select_for_update().filter(query).order_by("pk")}
-    if sum(1 for a in locked.values() if a.user_id) < 2 * len(user_ids):
+    if sum(1 for a in locked.values() if a.user_id in user_ids and a.kind in USER_ACCOUNT_KINDS) < 2 * len(user_ids):
         user_accounts(user_ids)
         locked = {a.pk: a for a in Account.objects.select_for_update().filter(query).order_by("pk")}
     return locked
@@ -219,7 +222,7 @@ def post_batch(
                 account = accounts[account_id]
                 _apply(account, amount, p, at)
                 changed[account_id] = account
-                if account.kind in USER_ACCOUNT_KINDS:
+                if account.kind in WALLET_KINDS:
                     user_amount += amount
             rows.append(_transaction_row(p, at, user_amount))
         created = LedgerTransaction.objects.bulk_create(rows)
@@ -268,6 +271,15 @@ def _apply(account: Account, amount: Decimal, p: Posting, at: datetime) -> None:
             raise InsufficientFunds(_("The trial credit has expired."), code="trial_expired")
         if new < 0:
             raise InsufficientFunds(_("Not enough trial credit."), code="insufficient_trial")
+    elif account.kind == AccountKind.USER_VOUCHER:
+        if amount < 0 and p.kind not in VOUCHER_DEBIT_KINDS:
+            raise LedgerError(f"{p.kind} cannot spend a voucher")
+        if amount > 0 and p.kind not in VOUCHER_CREDIT_KINDS:
+            raise LedgerError(f"{p.kind} cannot credit a voucher")
+        if amount < 0 and p.kind != TransactionKind.VOUCHER_EXPIRY and account.expires_at <= at:
+            raise InsufficientFunds(_("The voucher has expired."), code="voucher_expired")
+        if new < 0:
+            raise LedgerError(f"voucher account {account.pk} would go below zero")
     elif account.kind == AccountKind.USER_CASH and amount < 0 and new < 0 and p.kind not in OVERDRAFT_KINDS:
         raise InsufficientFunds(
             _("Not enough balance: %(amount)s is needed and your cash balance is %(balance)s.")
@@ -409,15 +421,15 @@ def check() -> list[str]:
         total = summed(sums.get(account.pk))
         if account.balance != total:
             problems.append(f"account {account.pk} ({account}): cached {account.balance} ≠ entries {total}")
-        if account.kind == AccountKind.USER_TRIAL and account.balance < 0:
-            problems.append(f"account {account.pk} ({account}): trial credit is negative")
+        if account.kind in (AccountKind.USER_TRIAL, AccountKind.USER_VOUCHER) and account.balance < 0:
+            problems.append(f"account {account.pk} ({account}): a {account.kind} bucket is negative")
     unbalanced = LedgerEntry.objects.values("transaction_id").annotate(total=Sum("amount")).exclude(total=0)
     for row in unbalanced:
         if summed(row["total"]) == 0:
             continue
         problems.append(f"transaction {row['transaction_id']}: entries sum to {row['total']}")
     user_sums = dict(
-        LedgerEntry.objects.filter(account__kind__in=USER_ACCOUNT_KINDS)
+        LedgerEntry.objects.filter(account__kind__in=WALLET_KINDS)
         .values_list("transaction_id")
         .annotate(total=Sum("amount"))
         .values_list("transaction_id", "total")
@@ -426,6 +438,38 @@ def check() -> list[str]:
         if summed(user_sums.get(pk)) != user_amount:
             problems.append(f"transaction {pk}: user amount {user_amount} ≠ wallet entries {user_sums.get(pk)}")
     problems += _check_subsidies()
+    problems += _check_vouchers()
+    return problems
+
+
+def _check_vouchers() -> list[str]:
+    """The voucher liabilities: each voucher's account was given its amount once, is spent only down to zero and
+    is empty once its expiry is booked; what was issued is what the vouchers were given."""
+    from .models import Voucher
+
+    problems = []
+    granted = dict(
+        LedgerEntry.objects.filter(account__kind=AccountKind.USER_VOUCHER, amount__gt=0)
+        .values_list("account_id")
+        .annotate(total=Sum("amount"))
+        .values_list("account_id", "total")
+    )
+    accounts = set(Account.objects.filter(kind=AccountKind.USER_VOUCHER).values_list("pk", flat=True))
+    issued = ZERO
+    for voucher in Voucher.objects.select_related("account"):
+        accounts.discard(voucher.account_id)
+        issued += voucher.amount
+        given = summed(granted.get(voucher.account_id))
+        if given != voucher.amount:
+            problems.append(f"voucher {voucher.public_id}: given {given} ≠ its amount {voucher.amount}")
+        if voucher.account.balance > voucher.amount:
+            problems.append(f"voucher {voucher.public_id}: holds {voucher.account.balance}, more than {voucher.amount}")
+        if voucher.expired_at is not None and voucher.account.balance != 0:
+            problems.append(f"voucher {voucher.public_id}: expired with {voucher.account.balance} left on it")
+    problems += [f"account {pk}: a voucher account with no voucher" for pk in sorted(accounts)]
+    funding = Account.objects.filter(kind=AccountKind.VOUCHER_FUNDING, user__isnull=True).first()
+    if -(funding.balance if funding else ZERO) != issued:
+        problems.append(f"vouchers issued {issued} ≠ the issuing account's {funding.balance if funding else ZERO}")
     return problems
 
 

@@ -29,7 +29,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import Conflict, ServiceError
 
-from . import arrears, budgets
+from . import arrears, budgets, vouchers
 from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
 from .ledger import (
     Posting,
@@ -46,7 +46,7 @@ from .ledger import (
 from .models import Plan, UsageSession, Wallet
 from .money import ZERO
 from .quote import Quote
-from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial
+from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial, voucher_usable
 
 _author_shares = None
 
@@ -233,8 +233,12 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     # Authors of community images earn a share of what others spend on them, posted in this batch. Their
     # wallets are locked with the payers' (one statement, primary-key order), so two batches cannot deadlock.
     shares = author_shares([d.session for d in dues])
-    extra = [revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]
+    # The payers' vouchers are locked with their wallets and spent from their locked balances.
+    held = vouchers.held(user_ids, now)
+    voucher_ids = [h.account_id for hs in held.values() for h in hs]
+    extra = [revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids, *voucher_ids]
     locked = lock_user_accounts(user_ids | shares.author_ids, extra)
+    voucher_left = {pk: locked[pk].balance for pk in voucher_ids if voucher_usable(locked[pk], now)}
     buckets: dict[int, dict[str, object]] = defaultdict(dict)
     for account in locked.values():
         if account.user_id in user_ids:
@@ -246,7 +250,7 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     )
     trial_left = {uid: usable_trial(b[AccountKind.USER_TRIAL], now) for uid, b in buckets.items()}
     budget_left = {pid: None if p.budget is None else max(p.budget - p.spent, ZERO) for pid, p in programmes.items()}
-    context = (buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now)
+    context = (buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, month, now)
     postings = []
     for due in dues:
         postings.append(_posting(due, *context))
@@ -258,21 +262,32 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     bulk_set(
         UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]
     )
-    outcome.alerts = arrears.assess(buckets, now)
+    outcome.alerts = arrears.assess(buckets, now, vouchers=_per_user(held, voucher_left))
     outcome.alerts.budget = budgets.assess([d.session for d in dues], now)
     return outcome
 
 
-def _posting(due, buckets, trial_left, revenue, funded_by, programmes, used, budget_left, month, now) -> Posting:
+def _per_user(held, voucher_left) -> dict:
+    """What each payer's vouchers hold after this batch."""
+    return {uid: sum((voucher_left.get(h.account_id, ZERO) for h in hs), ZERO) for uid, hs in held.items()}
+
+
+def _posting(
+    due, buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, month, now
+) -> Posting:
     s = due.session
     cash = buckets[s.user_id][AccountKind.USER_CASH]
     trial = buckets[s.user_id][AccountKind.USER_TRIAL]
-    from_trial, _from_cash = split_payment(due.payable, trial_left[s.user_id], compute=s.kind in COMPUTE_KINDS)
-    trial_left[s.user_id] -= from_trial
+    cover = vouchers.covering(held.get(s.user_id, []), voucher_left, now, kind=s.kind, chip=s.chip_slug,
+                              zone=s.zone_slug, plan=s.plan_slug, amount=due.payable, prepaid=False)  # fmt: skip
+    payment = split_payment(due.payable, trial_left[s.user_id], compute=s.kind in COMPUTE_KINDS, vouchers=cover)
+    trial_left[s.user_id] -= payment.from_trial
+    for account_id, amount in payment.from_vouchers:
+        voucher_left[account_id] -= amount
     booked = _fund_subsidy(due, programmes, used, budget_left) if s.programme_id in funded_by else ZERO
     programme_account = funded_by[s.programme_id].pk if booked else None
     entries = charge_entries(trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=due.payable,
-                             from_trial=from_trial, subsidy_account=programme_account, subsidy=booked)  # fmt: skip
+                             payment=payment, subsidy_account=programme_account, subsidy=booked)  # fmt: skip
     minutes = due.minutes - s.charged_minutes
     s.charged += due.payable
     s.charged_minutes = due.minutes

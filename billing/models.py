@@ -304,7 +304,9 @@ class Account(models.Model):
         ordering = ["kind", "pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=["user", "kind"], condition=Q(user__isnull=False), name="one_bucket_per_user"
+                fields=["user", "kind"],
+                condition=Q(user__isnull=False) & ~Q(kind=AccountKind.USER_VOUCHER),
+                name="one_bucket_per_user",
             ),
             models.UniqueConstraint(
                 fields=["kind"], condition=Q(user__isnull=True, programme__isnull=True), name="one_system_account"
@@ -635,6 +637,11 @@ class Notification(models.Model):
                 )
                 % p
             )
+        if self.kind == NotificationKind.VOUCHER_EXPIRED:
+            return gettext("Your voucher “%(name)s” expired with %(amount)s unused.") % {
+                **p,
+                "amount": format_cny(p.get("amount")),
+            }
         return gettext("Your trial credit of %(amount)s expired.") % {**p, "amount": format_cny(p.get("amount"))}
 
 
@@ -698,3 +705,95 @@ class Invoice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.amount} ({self.get_status_display()})"
+
+
+# --- Vouchers (代金券) ---------------------------------------------------------------------------------------------
+
+
+class VoucherBatch(BilingualName):
+    """Vouchers the operator hands out: each redeemed code gives a wallet ``amount`` yuan that pays for the compute
+    the batch covers (its chips, zones and plans; empty means all) before the trial credit and cash, until
+    ``expires_at``. ``min_spend`` above zero limits it to prepaid plans costing at least that much."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    amount = _money(_("amount per voucher (CNY)"))
+    expires_at = models.DateTimeField(_("expires"))
+    min_spend = _money(
+        _("minimum spend (CNY)"),
+        default=ZERO,
+        help_text=_("0: pays for any covered charge. Above 0: only for a prepaid plan costing at least this."),
+    )
+    chips = models.ManyToManyField(Chip, blank=True, related_name="voucher_batches", help_text=_("Empty: every chip."))
+    zones = models.ManyToManyField(Zone, blank=True, related_name="voucher_batches", help_text=_("Empty: every zone."))
+    plans = models.ManyToManyField(Plan, blank=True, related_name="voucher_batches", help_text=_("Empty: every plan."))
+    quantity = models.PositiveIntegerField(_("how many"))
+    one_per_user = models.BooleanField(_("one per user"), default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = _("voucher batch")
+        verbose_name_plural = _("voucher batches")
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="voucher_amount_positive"),
+            models.CheckConstraint(condition=Q(min_spend__gte=0), name="voucher_min_spend_not_negative"),
+        ]
+
+
+class VoucherCode(models.Model):
+    """A code that redeems a voucher of its batch: a code of its own (``uses`` 1) or one shared code used up to
+    ``uses`` times. ``redeemed`` only grows, by a conditional update, so a code is never used more than allowed."""
+
+    batch = models.ForeignKey(VoucherBatch, on_delete=models.CASCADE, related_name="codes")
+    code = models.CharField(_("code"), max_length=32, unique=True)
+    uses = models.PositiveIntegerField(_("uses"), default=1)
+    redeemed = models.PositiveIntegerField(_("redeemed"), default=0)
+
+    class Meta:
+        verbose_name = _("voucher code")
+        verbose_name_plural = _("voucher codes")
+        ordering = ["pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(redeemed__lte=models.F("uses")), name="voucher_code_not_overused")
+        ]
+
+    def __str__(self):
+        return self.code
+
+
+class Voucher(models.Model):
+    """A redeemed voucher: its own ledger account in the wallet it was redeemed into (a person's or a team's)."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    batch = models.ForeignKey(VoucherBatch, on_delete=models.PROTECT, related_name="vouchers")
+    code = models.ForeignKey(VoucherCode, on_delete=models.PROTECT, related_name="vouchers")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="vouchers")
+    redeemed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    account = models.OneToOneField(Account, on_delete=models.PROTECT, related_name="voucher")
+    amount = _money(_("amount (CNY)"))
+    expires_at = models.DateTimeField(_("expires"))
+    redeemed_at = models.DateTimeField(_("redeemed"), default=timezone.now)
+    expired_at = models.DateTimeField(_("expiry booked"), null=True, blank=True)
+    # The batch, when it allows one voucher per person (else empty): a unique pair with the person.
+    once_per_person = models.ForeignKey(
+        VoucherBatch, on_delete=models.PROTECT, null=True, blank=True, related_name="+", editable=False
+    )
+
+    class Meta:
+        verbose_name = _("voucher")
+        verbose_name_plural = _("vouchers")
+        ordering = ["expires_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["redeemed_by", "code"], name="voucher_code_once_per_person"),
+            models.UniqueConstraint(
+                fields=["redeemed_by", "once_per_person"],
+                condition=Q(once_per_person__isnull=False),
+                name="voucher_batch_once_per_person",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.batch} ({self.amount})"

@@ -6,17 +6,23 @@ Every other module asks these functions; none restates them.
 * **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2.
 * **Months** are the operator's local calendar months (``TIME_ZONE``): statements, spending caps, subsidy caps
   and reports all cut a month at local midnight on the first.
-* **Paying a charge**: compute spends usable trial credit first, then cash; a subsidy programme adds what it
-  books on top, so revenue receives the charge plus the subsidy. Metered minutes and prepaid terms are posted
-  with the same entries (:func:`charge_entries`).
+* **Paying a charge**, in this order: the vouchers that cover it (the one expiring soonest first), then usable
+  trial credit (compute only), then cash. A subsidy programme adds what it books on top (computed on the list
+  price, whoever pays the rest), so revenue receives the charge plus the subsidy. Metered minutes and prepaid terms
+  are posted with the same entries (:func:`charge_entries`).
+* **A voucher covers** compute on its batch's chips, zones and plans (none named: all) until it expires; a batch
+  with a minimum spend covers only prepaid plans costing at least that much.
 """
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
+from .choices import COMPUTE_KINDS
 from .money import MINUTES_PER_HOUR, ZERO, to_cents
 
 # Trial credit ---------------------------------------------------------------------------------------------------
@@ -76,20 +82,69 @@ def month_start(moment: datetime) -> datetime:
     return month_bounds(month_of(moment))[0]
 
 
+# Vouchers -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VoucherCover:
+    """What a voucher pays for: chip, zone and plan slugs (empty: all) and the minimum spend (0: none)."""
+
+    chips: frozenset[str] = frozenset()
+    zones: frozenset[str] = frozenset()
+    plans: frozenset[str] = frozenset()
+    min_spend: Decimal = ZERO
+
+
+def voucher_covers(cover: VoucherCover, *, kind: str, chip: str, zone: str, plan: str, amount, prepaid: bool) -> bool:
+    """Whether a voucher pays for a charge of ``amount`` for ``kind`` on ``chip`` in ``zone`` on ``plan``."""
+    if kind not in COMPUTE_KINDS:
+        return False
+    if (cover.chips and chip not in cover.chips) or (cover.zones and zone not in cover.zones):
+        return False
+    if cover.plans and plan not in cover.plans:
+        return False
+    return cover.min_spend <= 0 or (prepaid and amount >= cover.min_spend)
+
+
+def voucher_usable(account, now: datetime) -> bool:
+    """Whether a voucher's account may be spent now: it has a balance and has not expired."""
+    return account.expires_at is not None and account.expires_at > now and account.balance > 0
+
+
 # Paying a charge ------------------------------------------------------------------------------------------------
 
 
-def split_payment(payable: Decimal, trial_left: Decimal, *, compute: bool) -> tuple[Decimal, Decimal]:
-    """(from trial credit, from cash) for ``payable``: compute spends the trial credit first."""
-    from_trial = min(max(trial_left, ZERO), payable) if compute else ZERO
-    return from_trial, payable - from_trial
+@dataclass(frozen=True)
+class Payment:
+    """Who pays a charge: (voucher account, amount) pairs, then the trial credit, then cash."""
+
+    from_vouchers: tuple[tuple[int, Decimal], ...]
+    from_trial: Decimal
+    from_cash: Decimal
 
 
-def charge_entries(*, trial, cash, revenue, payable, from_trial, subsidy_account=None, subsidy=ZERO) -> tuple:
-    """The ledger entries of one charge: the user's trial and cash accounts pay ``payable`` (``from_trial`` of it
-    from the trial credit), a subsidy programme's account pays ``subsidy``, revenue receives both. Zero entries
-    are left out (a posting always has at least one entry)."""
-    entries = [(trial, -from_trial), (cash, -(payable - from_trial))]
+def split_payment(
+    payable: Decimal, trial_left: Decimal, *, compute: bool, vouchers: Sequence[tuple[int, Decimal]] = ()
+) -> Payment:
+    """How ``payable`` is paid. ``vouchers`` are (account, what is left) of the vouchers that cover the charge,
+    soonest expiry first: they pay first, then the trial credit (compute only), then cash."""
+    left = payable
+    from_vouchers = []
+    for account, balance in vouchers:
+        take = min(max(balance, ZERO), left)
+        if take > 0:
+            from_vouchers.append((account, take))
+            left -= take
+    from_trial = min(max(trial_left, ZERO), left) if compute else ZERO
+    return Payment(tuple(from_vouchers), from_trial, left - from_trial)
+
+
+def charge_entries(*, trial, cash, revenue, payable, payment: Payment, subsidy_account=None, subsidy=ZERO) -> tuple:
+    """The ledger entries of one charge: the vouchers, the trial credit and cash pay ``payable`` as ``payment``
+    says, a subsidy programme's account pays ``subsidy``, revenue receives both. Zero entries are left out (a
+    posting always has at least one entry)."""
+    entries = [(account, -amount) for account, amount in payment.from_vouchers]
+    entries += [(trial, -payment.from_trial), (cash, -payment.from_cash)]
     if subsidy:
         entries.append((subsidy_account, -subsidy))
     entries.append((revenue, payable + subsidy))

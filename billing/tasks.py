@@ -9,7 +9,7 @@ from django.utils.translation import gettext as _
 from console.account_adapter import email_subject
 from teams.accounts import recipients
 
-from . import metering, wallet
+from . import metering, vouchers, wallet
 from .models import Notification
 
 
@@ -23,6 +23,12 @@ def meter():
 def expire_trial_credits():
     """Book the expiry of trial credits past their date (hourly)."""
     wallet.expire_trial_credits()
+
+
+@shared_task(ignore_result=True)
+def expire_vouchers():
+    """Move what is left on vouchers past their date to the operator's account (every ten minutes)."""
+    vouchers.expire_vouchers()
 
 
 @shared_task(ignore_result=True)

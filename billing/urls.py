@@ -11,6 +11,7 @@ urlpatterns = [
     path("billing/topup/success/", wallet_views.topup_success, name="topup-success"),
     path("billing/topup/cancel/", wallet_views.topup_cancel, name="topup-cancel"),
     path("billing/topup/sandbox/<uuid:public_id>/", wallet_views.sandbox_checkout, name="sandbox-checkout"),
+    path("billing/vouchers/redeem/", wallet_views.voucher_redeem, name="voucher-redeem"),
     path("billing/spending-cap/", wallet_views.spending_cap, name="spending-cap"),
     path("billing/transactions/", wallet_views.transactions, name="transactions"),
     path("billing/statements/", wallet_views.statement, name="statements"),

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired, ServiceError
 
-from . import arrears, rules
+from . import arrears, rules, vouchers
 from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .display import format_cny, format_cny_rate
 from .ledger import (
@@ -65,10 +65,16 @@ class WalletSummary:
     spending_cap: Decimal | None
     month_spent: Decimal
     hourly_spend: Decimal
+    vouchers: tuple = ()  # billing.vouchers.VoucherView, usable first
+
+    @property
+    def voucher_balance(self) -> Decimal:
+        """What the usable vouchers hold (each pays only for the compute it covers)."""
+        return sum((v.balance for v in self.vouchers if not v.expired), ZERO)
 
     @property
     def compute_balance(self) -> Decimal:
-        return self.cash + self.trial
+        return self.cash + self.trial + self.voucher_balance
 
     @property
     def hours_left(self) -> Decimal | None:
@@ -127,6 +133,7 @@ def summary(user) -> WalletSummary:
         spending_cap=wallet.spending_cap if wallet else None,
         month_spent=month_spent(user, now),
         hourly_spend=hourly_spend(user),
+        vouchers=tuple(vouchers.vouchers_of(user)),
     )
 
 
@@ -168,10 +175,14 @@ def needed_to_launch(quote: Quote) -> Decimal:
 
 
 def check_launch_funds(user, quote: Quote, *, pending_per_hour: Decimal = ZERO) -> None:
-    """The funds gate for compute: one hour pay-as-you-go, or the whole prepaid plan (see :func:`require_funds`)."""
+    """The funds gate for compute: one hour pay-as-you-go, or the whole prepaid plan (see :func:`require_funds`).
+    The vouchers that would pay for this launch count with the balance."""
     needed = needed_to_launch(quote)
     prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
-    require_funds(user, needed, compute=True, pending_per_hour=pending_per_hour, upfront=prepaid)
+    charge = {"chip": quote.chip_slug or "", "zone": quote.zone_slug or "", "plan": quote.plan_slug}
+    held = vouchers.covering_total(user, timezone.now(), kind=UsageKind.INSTANCE, amount=needed, prepaid=prepaid,
+                                   **charge)  # fmt: skip
+    require_funds(user, needed, compute=True, pending_per_hour=pending_per_hour, upfront=prepaid, vouchers=held)
 
 
 def lock_wallet(user) -> Wallet:
@@ -192,12 +203,15 @@ def _committed_per_hour(user, *, compute: bool, trial: Decimal, pending_per_hour
     return to_cents(others + max(on_compute - trial, ZERO))
 
 
-def require_funds(user, needed: Decimal, *, compute: bool, pending_per_hour: Decimal = ZERO, upfront=False) -> None:
+def require_funds(
+    user, needed: Decimal, *, compute: bool, pending_per_hour: Decimal = ZERO, upfront=False, vouchers=ZERO
+) -> None:
     """The one funds and arrears gate that every resource that bills passes before it starts, resumes or grows.
 
     ``needed`` is one hour of the new resource (or its prepaid term, ``upfront``). It must fit in the balance left
     after one hour of everything the user already runs; a user in arrears (negative cash) starts nothing; compute
-    may spend the trial credit, other resources (``compute=False``) only cash. The monthly spending cap applies.
+    may spend the trial credit and ``vouchers`` (what the user's vouchers hold for it), other resources
+    (``compute=False``) only cash. The monthly spending cap applies.
 
     Call it inside the transaction that creates the resource: it locks the user's wallet row, so concurrent
     requests of one user are checked one after another, each seeing what the one before committed.
@@ -213,7 +227,7 @@ def require_funds(user, needed: Decimal, *, compute: bool, pending_per_hour: Dec
             % {"cash": format_cny(cash)},
             code="in_arrears",
         )
-    balance = cash + trial if compute else cash
+    balance = cash + trial + vouchers if compute else cash
     committed = _committed_per_hour(user, compute=compute, trial=trial, pending_per_hour=pending_per_hour)
     if balance - committed < needed or balance <= 0:
         raise PaymentRequired(_insufficient(needed, balance, committed, compute), code="insufficient_balance")
@@ -256,7 +270,7 @@ def _insufficient(needed: Decimal, balance: Decimal, committed: Decimal, compute
 def charge_upfront(
     *, user, quote: Quote, resource_id, idempotency_key: str, kind: str = UsageKind.INSTANCE, member_id=None
 ) -> LedgerTransaction:
-    """Charge a daily or monthly plan in full before it starts: trial credit first, then cash.
+    """Charge a daily or monthly plan in full before it starts: covering vouchers, then trial credit, then cash.
 
     The subsidised part is booked against its programme, limited by what the programme and the user's monthly cap
     have left at this moment (the operator bears any shortfall: the quoted price is the price paid). An instance
@@ -275,19 +289,24 @@ def charge_upfront(
         charge = SimpleNamespace(kind=kind, resource_id=resource_id, user_id=user.pk, charged=amount)
         shares = author_shares([charge])
         cash, trial = accounts[AccountKind.USER_CASH], accounts[AccountKind.USER_TRIAL]
+        now = timezone.now()
+        held = vouchers.held([user.pk], now).get(user.pk, [])
         ids = [cash.pk, trial.pk, revenue.pk, *(a.pk for a in funded_by.values()), *shares.account_ids]
-        locked = lock_accounts(ids)
+        locked = lock_accounts([*ids, *(h.account_id for h in held)])
         done = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
         if done is not None:
             return done
         cash, trial = locked[cash.pk], locked[trial.pk]
-        now = timezone.now()
         usable_trial = rules.usable_trial(trial, now)
-        from_trial, from_cash = rules.split_payment(amount, usable_trial, compute=kind in COMPUTE_KINDS)
-        if from_cash > max(cash.balance, ZERO):
+        left = {h.account_id: locked[h.account_id].balance for h in held}
+        cover = vouchers.covering(held, left, now, kind=kind, chip=quote.chip_slug or "", zone=quote.zone_slug or "",
+                                  plan=quote.plan_slug, amount=amount, prepaid=True)  # fmt: skip
+        payment = rules.split_payment(amount, usable_trial, compute=kind in COMPUTE_KINDS, vouchers=cover)
+        if payment.from_cash > max(cash.balance, ZERO):
+            held_total = sum((a for _v, a in payment.from_vouchers), ZERO)
             raise InsufficientFunds(
                 _("The plan costs %(amount)s up front and your balance is %(balance)s. Top up to continue.")
-                % {"amount": format_cny(amount), "balance": format_cny(cash.balance + usable_trial)},
+                % {"amount": format_cny(amount), "balance": format_cny(cash.balance + usable_trial + held_total)},
             )
         programmes = lock_programmes([programme_id] if programme_id else [])
         booking = None
@@ -299,7 +318,7 @@ def charge_upfront(
             booked = subsidy if limit is None else min(subsidy, limit)
             booking = SubsidyBooking(programme_id, subject, month, booked) if booked > 0 else None
         entries = rules.charge_entries(
-            trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=amount, from_trial=from_trial,
+            trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=amount, payment=payment,
             subsidy_account=funded_by[programme_id].pk if booking else None,
             subsidy=booking.amount if booking else ZERO,
         )  # fmt: skip

@@ -23,9 +23,10 @@ from teams.context import acting, page_account
 from teams.models import TeamEvent
 from teams.services import record
 
-from . import budgets, hourly, payments, statements, wallet
+from . import budgets, hourly, payments, statements, vouchers, wallet
 from .arrears import retention_days
-from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm
+from .display import format_cny
+from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm, VoucherRedeemForm
 from .models import LedgerTransaction, Notification
 from .money import ZERO
 
@@ -58,11 +59,12 @@ def _account(request):
     return page_account(request, roles.BILLING)
 
 
-def _wallet_page(request, *, topup_form=None, cap_form=None, status=200):
+def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200):
     user = _account(request)
     context = wallet_context(user) | {
         "recent": LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk")[:10],
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
+        "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
         "sandbox": payments.sandbox_enabled(),
     }
@@ -93,6 +95,25 @@ def topup(request):
         return _wallet_page(request, topup_form=form, status=exc.status if exc.status < 500 else 400)
     record(account, request.user, TeamEvent.Action.TOPUP_STARTED, subject=f"¥{started.amount}")
     return redirect(started.checkout_url)
+
+
+@login_required
+@require_POST
+def voucher_redeem(request):
+    """Redeem a voucher's code into the wallet the page shows (a team's, in its context)."""
+    form = VoucherRedeemForm(request.POST)
+    if not form.is_valid():
+        return _wallet_page(request, voucher_form=form, status=400)
+    try:
+        voucher = vouchers.redeem(_account(request), form.cleaned_data["code"], by=request.user)
+    except ServiceError as exc:
+        form.add_error("code", exc.message)
+        return _wallet_page(request, voucher_form=form, status=exc.status if exc.status < 500 else 400)
+    messages.success(request, _("Voucher “%(name)s” of %(amount)s added; it expires on %(date)s.") % {
+        "name": voucher.batch.label, "amount": format_cny(voucher.amount),
+        "date": timezone.localtime(voucher.expires_at).strftime("%Y-%m-%d"),
+    })  # fmt: skip
+    return redirect(reverse("billing:wallet") + "#vouchers")
 
 
 @login_required

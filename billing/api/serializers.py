@@ -87,6 +87,26 @@ class QuoteSerializer(serializers.Serializer):
     subsidy_limited = serializers.BooleanField()
 
 
+class VoucherSerializer(serializers.Serializer):
+    """A voucher in the wallet: what is left of it, what it pays for and until when."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    amount = _money()
+    balance = _money()
+    expires_at = serializers.DateTimeField()
+    expired = serializers.BooleanField()
+    covers = serializers.CharField()
+
+
+class VoucherListSerializer(serializers.Serializer):
+    results = VoucherSerializer(many=True)
+
+
+class VoucherRedeemSerializer(serializers.Serializer):
+    code = serializers.CharField(max_length=64, help_text="As printed, e.g. ABCD-EFGH-JKLM (case and dashes ignored).")
+
+
 class WalletSerializer(serializers.Serializer):
     """The caller's wallet. Amounts are decimal strings in CNY."""
 
@@ -94,6 +114,8 @@ class WalletSerializer(serializers.Serializer):
     cash = _money()
     trial = _money()
     trial_expires_at = serializers.DateTimeField(allow_null=True)
+    voucher_balance = _money()
+    vouchers = VoucherSerializer(many=True)
     compute_balance = _money()
     spending_cap = _money(allow_null=True)
     month_spent = _money()

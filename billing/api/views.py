@@ -16,7 +16,7 @@ from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
 
-from .. import payments, statements, wallet
+from .. import payments, statements, vouchers, wallet
 from ..models import TopUp
 from ..quote import quote
 from .serializers import (
@@ -29,6 +29,9 @@ from .serializers import (
     TopUpSerializer,
     TransactionFilterSerializer,
     TransactionSerializer,
+    VoucherListSerializer,
+    VoucherRedeemSerializer,
+    VoucherSerializer,
     WalletSerializer,
 )
 
@@ -92,6 +95,25 @@ class WalletView(APIView):
         serializer.is_valid(raise_exception=True)
         wallet.set_spending_cap(_account(request), serializer.validated_data["spending_cap"])
         return Response(WalletSerializer(wallet.summary(_account(request))).data)
+
+
+class VoucherView(APIView):
+    team_scoped = True  # a team's token redeems into the team's wallet (the billing permission)
+    """The wallet's vouchers (GET); redeem a code (POST)."""
+
+    @extend_schema(tags=["billing"], responses={200: VoucherListSerializer}, summary="The wallet's vouchers")
+    def get(self, request):
+        return Response({"results": VoucherSerializer(vouchers.vouchers_of(_account(request)), many=True).data})
+
+    @extend_schema(tags=["billing"], request=VoucherRedeemSerializer, responses={201: VoucherSerializer},
+                   summary="Redeem a voucher's code")  # fmt: skip
+    def post(self, request):
+        body = VoucherRedeemSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        account = _account(request)
+        voucher = vouchers.redeem(account, body.validated_data["code"], by=request.user)
+        view = next(v for v in vouchers.vouchers_of(account) if v.id == str(voucher.public_id))
+        return Response(VoucherSerializer(view).data, status=status.HTTP_201_CREATED)
 
 
 class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

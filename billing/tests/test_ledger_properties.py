@@ -1,5 +1,6 @@
-"""Hypothesis drives random sequences of top-ups, usage charges, prepaid plans, trial grants and expiries,
-refunds, disputes, adjustments and withdrawals; afterwards `check_ledger` passes and the books balance."""
+"""Hypothesis drives random sequences of top-ups, usage charges, prepaid plans, trial grants and expiries, vouchers
+redeemed and expired, refunds, disputes, adjustments and withdrawals; afterwards `check_ledger` passes and the books
+balance."""
 
 import uuid
 from datetime import datetime, timedelta
@@ -12,8 +13,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from billing import ledger, metering, payments, wallet
-from billing.models import Account, TopUp
+from billing import ledger, metering, payments, vouchers, wallet
+from billing.models import Account, Plan, TopUp
 from billing.quote import quote
 from console.errors import ServiceError
 from tests.fixtures.factories import UserFactory
@@ -33,6 +34,8 @@ steps = st.lists(
         st.tuples(st.just("dispute"), st.integers(0, 1), st.integers(1, 100)),
         st.tuples(st.just("adjust"), st.integers(0, 1), st.integers(-5000, 5000)),
         st.tuples(st.just("withdraw"), st.integers(0, 1), st.integers(1, 5000)),
+        st.tuples(st.just("voucher"), st.integers(0, 1), st.integers(1, 3000)),
+        st.tuples(st.just("voucher-expire"), st.integers(0, 1), st.just(0)),
     ),
     max_size=25,
 )
@@ -104,3 +107,14 @@ def _step(catalog, op, user, n, i, clock):
         wallet.adjust_balance(user=user, amount=Decimal(n) / 100, reason="support", staff=None, idempotency_key=f"a{i}")
     elif op == "withdraw":
         wallet.withdraw_cash(user=user, amount=Decimal(n) / 100, idempotency_key=f"w{i}")
+    elif op == "voucher":
+        # Odd amounts cover only the MLU370 ("run"), even ones only daily plans of ¥20 or more ("plan").
+        chips = [catalog["mlu370-x8"]] if n % 2 else []
+        batch = vouchers.create_batch(
+            name=f"v{i}", amount=Decimal(n) / 100, expires_at=datetime.now(ZoneInfo("UTC")) + timedelta(days=30),
+            quantity=1, chips=chips, plans=[] if n % 2 else Plan.objects.filter(slug="daily"),
+            min_spend=Decimal("0") if n % 2 else Decimal("20"),
+        )  # fmt: skip
+        vouchers.redeem(user, batch.codes.get().code, by=user)
+    elif op == "voucher-expire":
+        vouchers.expire_vouchers(datetime.now(ZoneInfo("UTC")) + timedelta(days=40))

@@ -27,6 +27,8 @@ class AuditAction(models.TextChoices):
     INVOICE_ISSUED = "invoice_issued", _("Invoice issued")
     INVOICE_REJECTED = "invoice_rejected", _("Invoice request rejected")
     INVOICE_REVERSED = "invoice_reversed", _("Invoice reversed (红冲)")
+    VOUCHER_BATCH_CREATED = "voucher_batch_created", _("Voucher batch created")
+    VOUCHER_CODES_EXPORTED = "voucher_codes_exported", _("Voucher codes exported")
 
 
 BADGE_COLOURS = {

@@ -1,6 +1,7 @@
 """Back-office forms. They check formats; the services in ``services.py`` check the rules."""
 
 import uuid
+from decimal import Decimal
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
@@ -8,6 +9,7 @@ from django.utils.translation import pgettext_lazy
 
 from billing.choices import Eligibility
 from billing.forms import AmountField
+from billing.models import Plan
 from catalog.models import Chip, Zone
 
 from .choices import AuditAction
@@ -114,3 +116,32 @@ class UserSearchForm(forms.Form):
 
 class MonthForm(forms.Form):
     month = forms.DateField(label=_("Month"), input_formats=["%Y-%m"], widget=forms.DateInput(attrs={"type": "month"}))
+
+
+class VoucherBatchForm(forms.Form):
+    name = forms.CharField(label=_("Name (English)"), max_length=100)
+    name_zh = forms.CharField(label=_("Name (Chinese)"), max_length=100, required=False)
+    amount = AmountField(
+        label=_("Amount per voucher (CNY)"), max_digits=12, decimal_places=2, min_value=Decimal("0.01")
+    )
+    expires_at = forms.DateTimeField(label=_("Expires"), widget=DATETIME_LOCAL)
+    quantity = forms.IntegerField(label=_("How many"), min_value=1, max_value=10_000)
+    one_per_user = forms.BooleanField(label=_("One per person"), required=False, initial=True)
+    shared_code = forms.CharField(
+        label=_("Shared code"), max_length=32, required=False,
+        help_text=_("Empty: a code of its own for each voucher. A code (e.g. WELCOME2026): one code, used that "
+                    "many times."),
+    )  # fmt: skip
+    min_spend = AmountField(label=_("Minimum spend (CNY)"), max_digits=12, decimal_places=2, min_value=0,
+                            required=False, help_text=_("Empty or 0: pays for any covered charge. Above 0: only for a "
+                                                         "prepaid plan costing at least this."))  # fmt: skip
+    chips = forms.ModelMultipleChoiceField(
+        label=_("Chips"), queryset=Chip.objects.filter(rentable=True), required=False, help_text=_("None: every chip.")
+    )
+    zones = forms.ModelMultipleChoiceField(
+        label=_("Zones"), queryset=Zone.objects.all(), required=False, help_text=_("None: every zone.")
+    )
+    plans = forms.ModelMultipleChoiceField(
+        label=_("Plans"), queryset=Plan.objects.filter(active=True), required=False, help_text=_("None: every plan.")
+    )
+    reason = _reason(required=False)

@@ -12,10 +12,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing import wallet
+from billing import vouchers, wallet
 from billing.choices import Eligibility
 from billing.display import format_cny
-from billing.models import LedgerTransaction, Price, SubsidyProgramme
+from billing.models import LedgerTransaction, Price, SubsidyProgramme, VoucherBatch
 from billing.money import CENT, RATE_QUANTUM, ZERO
 from catalog.models import Chip, Node
 from console import verification
@@ -306,3 +306,32 @@ def review_verification(actor: Actor, *, public_id, approve: bool, reason: str =
                after={"status": application.status, "user": application.user.email,
                       "company": application.company_name})  # fmt: skip
     return application
+
+
+# --- Vouchers ---------------------------------------------------------------------------------------------------------
+
+
+def create_voucher_batch(actor: Actor, *, reason: str = "", **fields) -> VoucherBatch:
+    """Create a batch of vouchers and its codes (``billing.vouchers.create_batch``), audited."""
+    roles.require(actor.user, roles.MANAGE_SUBSIDIES)
+    with transaction.atomic():
+        batch = vouchers.create_batch(created_by=actor.user, **fields)
+        terms = {
+            "amount": str(batch.amount), "quantity": batch.quantity, "expires_at": batch.expires_at.isoformat(),
+            "min_spend": str(batch.min_spend), "one_per_user": batch.one_per_user,
+            "chips": [c.slug for c in fields.get("chips") or ()], "zones": [z.slug for z in fields.get("zones") or ()],
+            "plans": [p.slug for p in fields.get("plans") or ()], "shared_code": bool(fields.get("shared_code")),
+        }  # fmt: skip
+        record(actor, AuditAction.VOUCHER_BATCH_CREATED, batch, reason=_reason(reason, required=False), after=terms)
+    return batch
+
+
+def export_voucher_codes(actor: Actor, public_id) -> tuple[VoucherBatch, list[tuple[str, int, int]]]:
+    """A batch's codes with their uses and redemptions, for printing or mailing; who exported them is audited."""
+    roles.require(actor.user, roles.MANAGE_SUBSIDIES)
+    batch = VoucherBatch.objects.filter(public_id=public_id).first()
+    if batch is None:
+        raise NotFound(_("No such voucher batch."))
+    rows = [(vouchers.display_code(c.code), c.uses, c.redeemed) for c in batch.codes.order_by("pk")]
+    record(actor, AuditAction.VOUCHER_CODES_EXPORTED, batch, after={"codes": len(rows)})
+    return batch, rows

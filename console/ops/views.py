@@ -1,6 +1,8 @@
 """The back-office pages under /ops/. Non-staff get 404 (the back office is not advertised); staff without the
 role for a page or action get 403. Views parse a form, call one service, and redirect or re-render."""
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, StreamingHttpResponse
@@ -15,7 +17,7 @@ from billing import wallet
 from billing.display import format_cny
 from billing.models import LedgerTransaction, Price
 from console import verification
-from console.errors import ServiceError
+from console.errors import NotFound, ServiceError
 from console.models import EnterpriseVerification, User
 from instances.choices import ACTIVE
 from instances.models import Instance
@@ -35,6 +37,7 @@ from .forms import (
     ReasonForm,
     ReviewForm,
     UserSearchForm,
+    VoucherBatchForm,
 )
 from .models import AuditEntry
 
@@ -498,3 +501,60 @@ def invoice_reject(request, public_id):
     else:
         messages.success(request, _("Invoice request rejected; the customer sees why."))
     return redirect("ops:invoices")
+
+
+# --- Vouchers (代金券) ------------------------------------------------------------------------------------------------
+
+
+def _vouchers_page(request, form, status=200):
+    from billing import vouchers as billing_vouchers
+    from billing.models import VoucherBatch
+
+    batches = list(VoucherBatch.objects.prefetch_related("chips", "zones", "plans")[:PAGE_SIZE])
+    context = {
+        "form": form,
+        "batches": [(b, billing_vouchers.batch_stats(b), billing_vouchers.describe_cover(b)) for b in batches],
+        "can_edit": roles.can(request.user, roles.MANAGE_SUBSIDIES),
+    }
+    return render(request, "ops/vouchers.html", context, status=status)
+
+
+@staff_view(roles.VIEW_FINANCE)
+@require_http_methods(["GET", "POST"])
+def vouchers(request):
+    if request.method == "GET":
+        expiry = (timezone.localtime() + timedelta(days=30)).replace(second=0, microsecond=0)
+        return _vouchers_page(request, VoucherBatchForm(initial={"expires_at": expiry}))
+    form = VoucherBatchForm(request.POST)
+    if not form.is_valid():
+        return _vouchers_page(request, form, status=400)
+    try:
+        batch = services.create_voucher_batch(Actor.from_request(request), **form.cleaned_data)
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None, exc.message)
+        return _vouchers_page(request, form, status=400)
+    done = _("Batch “%(name)s” created with %(count)s vouchers.")
+    messages.success(request, done % {"name": batch.label, "count": batch.quantity})
+    return redirect("ops:vouchers")
+
+
+@staff_view(roles.MANAGE_SUBSIDIES)
+@require_GET
+def voucher_codes_csv(request, public_id):
+    import io
+
+    from console import csvsafe
+
+    try:
+        batch, rows = services.export_voucher_codes(Actor.from_request(request), public_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    out = io.StringIO()
+    writer = csvsafe.writer(out)
+    writer.writerow(["code", "uses", "redeemed"])
+    writer.writerows(rows)
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="vouchers-{batch.public_id}.csv"'
+    return response

@@ -15,6 +15,7 @@ PAGES = [
     (_("Revenue & subsidies"), "ops:revenue", "graph-up", (roles.VIEW_FINANCE,)),
     (_("Price list"), "ops:prices", "tags", (roles.VIEW_FINANCE,)),
     (_("Subsidy programmes"), "ops:subsidies", "piggy-bank", (roles.VIEW_FINANCE,)),
+    (_("Vouchers"), "ops:vouchers", "ticket-perforated", (roles.VIEW_FINANCE,)),
     (_("Invoices"), "ops:invoices", "receipt", (roles.ADJUST_BALANCE,)),
     (_("Review queues"), "ops:reviews", "check2-square", (roles.REVIEW_ENTERPRISE, roles.REVIEW_IMAGE)),
     (_("Users"), "ops:users", "people", (roles.VIEW_USERS,)),

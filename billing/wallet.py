@@ -65,12 +65,8 @@ class WalletSummary:
     spending_cap: Decimal | None
     month_spent: Decimal
     hourly_spend: Decimal
-    vouchers: tuple = ()  # billing.vouchers.VoucherView, usable first
-
-    @property
-    def voucher_balance(self) -> Decimal:
-        """What the usable vouchers hold (each pays only for the compute it covers)."""
-        return sum((v.balance for v in self.vouchers if not v.expired), ZERO)
+    voucher_balance: Decimal = ZERO  # what the usable vouchers hold (each pays only for the compute it covers)
+    vouchers: tuple = ()  # billing.vouchers.VoucherView, usable first: read for the wallet page and API only
 
     @property
     def compute_balance(self) -> Decimal:
@@ -91,14 +87,18 @@ class WalletSummary:
         return None if self.spending_cap is None else max(self.spending_cap - self.month_spent, ZERO)
 
 
-def _buckets(user, now) -> tuple[Decimal, Decimal, datetime | None]:
-    cash, trial, expires = ZERO, ZERO, None
-    for account in Account.objects.filter(user=user, kind__in=(AccountKind.USER_CASH, AccountKind.USER_TRIAL)):
+def _buckets(user, now, *, with_vouchers=False):
+    """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold: one query."""
+    cash, trial, expires, held = ZERO, ZERO, None, ZERO
+    kinds = (AccountKind.USER_CASH, AccountKind.USER_TRIAL, *((AccountKind.USER_VOUCHER,) if with_vouchers else ()))
+    for account in Account.objects.filter(user=user, kind__in=kinds):
         if account.kind == AccountKind.USER_CASH:
             cash = account.balance
+        elif account.kind == AccountKind.USER_VOUCHER:
+            held += account.balance if rules.voucher_usable(account, now) else ZERO
         elif rules.trial_usable(account, now):
             trial, expires = account.balance, account.expires_at
-    return cash, trial, expires
+    return (cash, trial, expires, held) if with_vouchers else (cash, trial, expires)
 
 
 def compute_balance(user) -> Decimal:
@@ -122,9 +122,10 @@ def hourly_spend(user) -> Decimal:
     return ZERO if total is None else to_rate(Decimal(total))
 
 
-def summary(user) -> WalletSummary:
+def summary(user, *, list_vouchers: bool = False) -> WalletSummary:
+    """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them)."""
     now = timezone.now()
-    cash, trial, expires = _buckets(user, now)
+    cash, trial, expires, held = _buckets(user, now, with_vouchers=True)
     wallet = Wallet.objects.filter(user=user).first()
     return WalletSummary(
         cash=cash,
@@ -133,7 +134,8 @@ def summary(user) -> WalletSummary:
         spending_cap=wallet.spending_cap if wallet else None,
         month_spent=month_spent(user, now),
         hourly_spend=hourly_spend(user),
-        vouchers=tuple(vouchers.vouchers_of(user)),
+        voucher_balance=held,
+        vouchers=tuple(vouchers.vouchers_of(user)) if list_vouchers else (),
     )
 
 

@@ -44,9 +44,9 @@ def chart_data(user) -> dict:
     }
 
 
-def wallet_context(user) -> dict:
+def wallet_context(user, *, list_vouchers: bool = False) -> dict:
     return {
-        "wallet": wallet.summary(user),
+        "wallet": wallet.summary(user, list_vouchers=list_vouchers),
         "notifications": list(Notification.objects.for_user(user).unread()[:5]),
         "spend_chart": chart_data(user),
         "billing_now": hourly.describe(hourly.billing_now(user)),
@@ -61,7 +61,7 @@ def _account(request):
 
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200):
     user = _account(request)
-    context = wallet_context(user) | {
+    context = wallet_context(user, list_vouchers=True) | {
         "recent": LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk")[:10],
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),

@@ -277,14 +277,28 @@ if STORAGE == "s3":
             "file_overwrite": False,
         },
     }
+    # The hub's published files, content-addressed by SHA-256, beside the users' files in the same bucket.
+    STORAGES["hub"] = {
+        "BACKEND": STORAGES["cloudstorage"]["BACKEND"],
+        "OPTIONS": STORAGES["cloudstorage"]["OPTIONS"] | {"location": env.str("S3_HUB_PREFIX", default="hub")},
+    }
 elif STORAGE == "local":
     STORAGES["cloudstorage"] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT / "cloudstorage"), "base_url": None},
     }
+    STORAGES["hub"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT / "hub"), "base_url": None},
+    }
 else:
     raise ImproperlyConfigured(f"STORAGE must be 'local' or 's3', not {STORAGE!r}.")
 STORAGE_STAGING_DIR = Path(env.str("STORAGE_STAGING_DIR", default=str(DATA_DIR / "uploads")))
+# The Hugging Face Hub API: files at least this large are uploaded through the LFS batch API (as huggingface.co
+# does at 10 MB); the largest file and the largest commit body of small files accepted.
+HUB_LFS_THRESHOLD_BYTES = env.int("HUB_LFS_THRESHOLD_BYTES", default=10 * 1024 * 1024)
+HUB_MAX_FILE_BYTES = env.int("HUB_MAX_FILE_BYTES", default=50 * 1024**3)
+HUB_MAX_COMMIT_BYTES = env.int("HUB_MAX_COMMIT_BYTES", default=100 * 1024 * 1024)
 STORAGE_FREE_GB = env.float("STORAGE_FREE_GB", default=50)
 STORAGE_MAX_GB = env.float("STORAGE_MAX_GB", default=500)
 # Per-user limits on cloud disks, set by the operator: how many live disks, and how many GB in all.

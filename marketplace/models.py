@@ -77,6 +77,10 @@ class HubItem(models.Model):
     visibility = models.CharField(
         _("visibility"), max_length=8, choices=HubVisibility.choices, default=HubVisibility.PUBLIC
     )
+    head = models.ForeignKey(
+        "HubCommit", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False,
+        help_text=_("The default branch's latest commit; empty: the item has no files' bytes (metadata only)."),
+    )  # fmt: skip
     mount_count = models.PositiveIntegerField(_("mounts"), default=0)
     likes_count = models.PositiveIntegerField(_("likes"), default=0)
     search_text = models.TextField(editable=False, blank=True)
@@ -120,6 +124,11 @@ class HubItem(models.Model):
     def summary_for(self, language: str) -> str:
         return self.summary_zh if language.startswith("zh") and self.summary_zh else self.summary
 
+    @property
+    def has_bytes(self) -> bool:
+        """Whether its files can be downloaded: published with commits, not a catalogue entry of metadata only."""
+        return self.head_id is not None
+
 
 class HubFile(models.Model):
     """One file of a hub item, with its size. Mounts expose these read-only; nothing is copied."""
@@ -138,6 +147,94 @@ class HubFile(models.Model):
 
     def __str__(self):
         return f"{self.item.repo}/{self.path}"
+
+
+class HubNamespace(models.Model):
+    """The first part of a repository name (``org`` in ``org/name``), claimed by the first user who publishes
+    under it; platform catalogue organisations and other people's names cannot be taken."""
+
+    name = models.CharField(_("namespace"), max_length=100, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hub_namespaces")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("hub namespace")
+        verbose_name_plural = _("hub namespaces")
+
+    def __str__(self):
+        return self.name
+
+
+class HubBlob(models.Model):
+    """File content, stored once by its SHA-256 (``marketplace.hub.blobs``), whichever repositories hold it."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    size = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("hub blob")
+        verbose_name_plural = _("hub blobs")
+
+    def __str__(self):
+        return self.sha256
+
+
+class HubBlobUpload(models.Model):
+    """Who sent a blob's bytes: a commit may name a large file by its hash only when its author uploaded it, or
+    the repository already holds it (a hash alone is not proof of having the content)."""
+
+    blob = models.ForeignKey(HubBlob, on_delete=models.CASCADE, related_name="uploads")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["blob", "user"], name="hub_blob_upload_once")]
+
+    def __str__(self):
+        return f"{self.blob} by {self.user}"
+
+
+class HubCommit(models.Model):
+    """One commit of a published repository: a message, its author and parent, and the whole tree (its files)."""
+
+    item = models.ForeignKey(HubItem, on_delete=models.CASCADE, related_name="commits")
+    oid = models.CharField(_("commit id"), max_length=40, unique=True)
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    summary = models.CharField(_("message"), max_length=500)
+    description = models.TextField(_("description"), blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(_("committed"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("hub commit")
+        verbose_name_plural = _("hub commits")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.item.repo}@{self.oid[:7]}"
+
+
+class HubTreeFile(models.Model):
+    """A file in a commit's tree. ``git_oid`` is the Git blob id (what a small file's ETag is); a large file
+    (``lfs``) is known by its SHA-256."""
+
+    commit = models.ForeignKey(HubCommit, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(_("path"), max_length=500)
+    blob = models.ForeignKey(HubBlob, on_delete=models.PROTECT, related_name="+")
+    size = models.BigIntegerField()
+    git_oid = models.CharField(max_length=40)
+    lfs = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["commit", "path"], name="hub_tree_file_unique_path")]
+
+    def __str__(self):
+        return self.path
+
+    @property
+    def etag(self) -> str:
+        return self.blob.sha256 if self.lfs else self.git_oid
 
 
 class HubLike(models.Model):

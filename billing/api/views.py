@@ -87,14 +87,14 @@ class WalletView(APIView):
 
     @extend_schema(tags=["billing"], responses={200: WalletSerializer}, summary="Wallet balances")
     def get(self, request):
-        return Response(WalletSerializer(wallet.summary(_account(request))).data)
+        return Response(WalletSerializer(wallet.summary(_account(request), list_vouchers=True)).data)
 
     @extend_schema(tags=["billing"], request=SpendingCapSerializer, responses={200: WalletSerializer})
     def patch(self, request):
         serializer = SpendingCapSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         wallet.set_spending_cap(_account(request), serializer.validated_data["spending_cap"])
-        return Response(WalletSerializer(wallet.summary(_account(request))).data)
+        return Response(WalletSerializer(wallet.summary(_account(request), list_vouchers=True)).data)
 
 
 class VoucherView(APIView):

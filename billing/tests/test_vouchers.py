@@ -58,7 +58,7 @@ def test_a_code_redeems_a_voucher_shown_in_the_wallet_with_its_expiry(catalog):
     user = UserFactory()
     voucher = vouchers.redeem(user, _code(batch).lower().replace("-", " "), by=user)  # typed loosely
     assert voucher.amount == Decimal("50.00") and voucher.account.balance == Decimal("50.00")
-    summary = wallet.summary(user)
+    summary = wallet.summary(user, list_vouchers=True)
     assert [(v.name, v.balance, v.expires_at) for v in summary.vouchers] == [
         ("Ascend launch week", Decimal("50.00"), batch.expires_at)
     ]

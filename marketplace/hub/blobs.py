@@ -1,0 +1,119 @@
+"""The hub's file contents, stored once each under their SHA-256 in the ``hub`` storage (local disk or S3).
+
+A stream is written to a temporary file while it is hashed; when the hash (and size) are what the client announced,
+the file is moved into storage under ``ab/cd/abcd…`` — unless a blob with that hash exists already, in which case the
+new copy is dropped: a file uploaded twice, to any repositories, is stored once.
+"""
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import storages
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from console.errors import ServiceError
+
+from ..models import HubBlob, HubBlobUpload
+
+CHUNK = 1024 * 1024
+
+
+def storage():
+    return storages["hub"]
+
+
+def key(sha256: str) -> str:
+    return f"{sha256[:2]}/{sha256[2:4]}/{sha256}"
+
+
+def git_blob_oid(content: bytes) -> str:
+    """The Git object id of a file's content: what a small file's ETag is on the Hub."""
+    return hashlib.sha1(b"blob %d\0" % len(content) + content, usedforsecurity=False).hexdigest()
+
+
+def store_bytes(content: bytes, *, user=None) -> HubBlob:
+    sha = hashlib.sha256(content).hexdigest()
+    with tempfile.SpooledTemporaryFile(max_size=CHUNK) as handle:
+        handle.write(content)
+        handle.seek(0)
+        return _keep(handle, sha, len(content), user)
+
+
+def store_stream(read, *, sha256: str, size: int, user=None) -> HubBlob:
+    """Store what ``read(n)`` returns, which must be ``size`` bytes hashing to ``sha256``; else nothing is kept."""
+    if size > settings.HUB_MAX_FILE_BYTES:
+        raise ServiceError(_("The file is larger than the hub accepts."), code="file_too_large")
+    digest = hashlib.sha256()
+    received = 0
+    with tempfile.TemporaryFile(dir=_staging()) as handle:
+        while True:
+            chunk = read(min(CHUNK, size - received + 1))
+            if not chunk:
+                break
+            received += len(chunk)
+            if received > size:
+                break
+            digest.update(chunk)
+            handle.write(chunk)
+        if received != size or digest.hexdigest() != sha256:
+            raise ServiceError(
+                _("The upload does not match the announced size and SHA-256: send the file again."),
+                code="checksum_mismatch",
+            )
+        handle.seek(0)
+        return _keep(handle, sha256, size, user)
+
+
+def _staging():
+    path = settings.STORAGE_STAGING_DIR / "hub"
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _keep(handle, sha256: str, size: int, user) -> HubBlob:
+    blob = HubBlob.objects.filter(sha256=sha256).first()
+    if blob is None:
+        name = key(sha256)
+        if not storage().exists(name):
+            storage().save(name, File(handle, name=sha256))
+        try:
+            with transaction.atomic():
+                blob = HubBlob.objects.create(sha256=sha256, size=size)
+        except IntegrityError:  # stored at the same moment by another upload of the same content
+            blob = HubBlob.objects.get(sha256=sha256)
+    if user is not None:
+        HubBlobUpload.objects.bulk_create([HubBlobUpload(blob=blob, user=user)], ignore_conflicts=True)
+    return blob
+
+
+def open_blob(blob: HubBlob):
+    return storage().open(key(blob.sha256), "rb")
+
+
+def local_path(blob: HubBlob) -> str | None:
+    """The blob's file on this machine's disk, when the storage is local (mounts and benchmarks read it)."""
+    try:
+        return storage().path(key(blob.sha256))
+    except NotImplementedError:
+        return None
+
+
+def read_range(blob: HubBlob, start: int, length: int) -> Iterator[bytes]:
+    """``length`` bytes of the blob from ``start``, in chunks, closing the file at the end."""
+    handle = open_blob(blob)
+    try:
+        handle.seek(start)
+        left = length
+        while left > 0:
+            chunk = handle.read(min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    finally:
+        handle.close()

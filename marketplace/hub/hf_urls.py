@@ -1,0 +1,30 @@
+"""The Hugging Face Hub API's addresses at the console's root (see ``hfapi``)."""
+
+from django.urls import re_path
+
+from . import hfapi
+
+PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?"
+REPO = rf"(?P<repo>{PART}/{PART})"
+KIND = r"(?P<kind>models|datasets)"
+REV = r"(?P<revision>[^/]+)"
+
+urlpatterns = [
+    re_path(r"^api/repos/create/?$", hfapi.create_repo, name="hub-api-create"),
+    re_path(r"^api/validate-yaml/?$", hfapi.validate_yaml, name="hub-api-validate-yaml"),
+    re_path(rf"^api/{KIND}/{REPO}/?$", hfapi.repo_info, name="hub-api-info"),
+    re_path(rf"^api/{KIND}/{REPO}/revision/{REV}/?$", hfapi.repo_info, name="hub-api-revision"),
+    re_path(rf"^api/{KIND}/{REPO}/tree/{REV}(?:/(?P<path>.*))?$", hfapi.repo_tree, name="hub-api-tree"),
+    re_path(rf"^api/{KIND}/{REPO}/preupload/{REV}/?$", hfapi.preupload, name="hub-api-preupload"),
+    re_path(rf"^api/{KIND}/{REPO}/commit/{REV}/?$", hfapi.commit, name="hub-api-commit"),
+    re_path(rf"^(?P<prefix>datasets/)?{REPO}\.git/info/lfs/objects/batch$", hfapi.lfs_batch, name="hub-lfs-batch"),
+    re_path(r"^hub-lfs/(?P<oid>[0-9a-f]{64})$", hfapi.lfs_upload, name="hub-lfs-upload"),
+    re_path(r"^hub-lfs/(?P<oid>[0-9a-f]{64})/verify$", hfapi.lfs_verify, name="hub-lfs-verify"),
+    re_path(
+        rf"^datasets/{REPO}/resolve/{REV}/(?P<path>.+)$",
+        hfapi.resolve,
+        {"kind": "datasets"},
+        name="hub-resolve-dataset",
+    ),  # fmt: skip
+    re_path(rf"^{REPO}/resolve/{REV}/(?P<path>.+)$", hfapi.resolve, name="hub-resolve"),
+]

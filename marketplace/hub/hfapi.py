@@ -1,0 +1,295 @@
+"""The Hugging Face Hub HTTP API, the part ``huggingface_hub`` uses, at the console's root URL (``HF_ENDPOINT``).
+
+Repository info and trees (``/api/models/{repo}[/revision/{rev}]``, ``/api/{type}s/{repo}/tree/{rev}``), downloads
+(``/{repo}/resolve/{rev}/{path}`` with ``X-Repo-Commit``, ``ETag``, sizes and ``Range``), repository creation
+(``/api/repos/create``) and uploads: ``preupload``, the LFS batch API (``/{repo}.git/info/lfs/objects/batch``) with
+signed upload addresses, and the NDJSON commit endpoint. Data sets live under ``datasets/`` as on huggingface.co.
+
+The caller is who their ``Authorization: Bearer gpc_…`` token says (``HF_TOKEN``); downloads also take the browser's
+session. Errors are JSON ``{"error": …}`` with the ``X-Error-Code`` the client turns into its own exceptions
+(``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound``); a private repository is "not found" to others, and a
+bad or revoked token is 401, never an anonymous request.
+"""
+
+import json
+import re
+
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+
+from console import tokens
+from console.errors import Conflict, Forbidden, ServiceError
+
+from ..choices import HubKind, HubVisibility
+from . import blobs, repos
+
+KINDS = {"models": HubKind.MODEL, "datasets": HubKind.DATASET, "model": HubKind.MODEL, "dataset": HubKind.DATASET}
+INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
+RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class Unauthenticated(Exception):
+    pass
+
+
+def _caller(request, *, write: bool):
+    """The user the request acts for: its token's, or (reading only) the session's; anonymous otherwise."""
+    header = request.headers.get("Authorization", "")
+    if header:
+        scheme, _sep, value = header.partition(" ")
+        token = tokens.authenticate_token(value.strip()) if scheme.lower() == "bearer" else None
+        if token is None:
+            raise Unauthenticated
+        if write and not token.can_write:
+            raise Forbidden(_("This API token can only read: create a read-write token to publish."),
+                            code="read_only_token")  # fmt: skip
+        return token.user
+    if not write and request.user.is_authenticated:
+        return request.user
+    return None
+
+
+def _error(status: int, message: str, code: str = "") -> JsonResponse:
+    response = JsonResponse({"error": str(message)}, status=status)
+    if code:
+        response["X-Error-Code"] = code
+    if str(message).isascii():
+        response["X-Error-Message"] = str(message)
+    return response
+
+
+def endpoint(write: bool = False, methods=("GET",)):
+    """Wrap a Hub API view: method check, the caller, and errors as the client expects them."""
+
+    def wrap(view):
+        @csrf_exempt
+        def run(request, *args, **kwargs):
+            if request.method not in methods:
+                return _error(405, _("Method not allowed."))
+            try:
+                user = _caller(request, write=write)
+                if write and user is None:
+                    return _error(401, _("Log in with an API token (HF_TOKEN=gpc_…) to write to the hub."))
+                return view(request, user, *args, **kwargs)
+            except Unauthenticated:
+                return _error(401, INVALID_CREDENTIALS)
+            except ServiceError as exc:
+                code = exc.code if exc.code in ("RepoNotFound", "RevisionNotFound", "EntryNotFound") else ""
+                return _error(exc.status, exc.message, code)
+
+        return run
+
+    return wrap
+
+
+def _json_body(request):
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise ServiceError(_("The request body must be JSON."), code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise ServiceError(_("The request body must be a JSON object."), code="invalid_json")
+    return body
+
+
+# --- Reading ------------------------------------------------------------------------------------------------------
+
+
+def _info(item, commit) -> dict:
+    files = repos.tree(commit) if commit else []
+    info = {
+        "_id": str(item.public_id), "id": item.repo, "author": item.org, "sha": commit.oid if commit else None,
+        "lastModified": (commit.created_at if commit else item.updated_at).isoformat().replace("+00:00", "Z"),
+        "createdAt": item.created_at.isoformat().replace("+00:00", "Z"),
+        "private": item.visibility == HubVisibility.PRIVATE, "disabled": False, "gated": False,
+        "downloads": item.mount_count, "likes": item.likes_count, "tags": item.tags,
+        "cardData": repos.card_data(item), "usedStorage": item.size_bytes,
+        "siblings": [
+            {"rfilename": f.path, "size": f.size, "blobId": f.git_oid,
+             **({"lfs": {"sha256": f.blob.sha256, "size": f.size, "pointerSize": 134}} if f.lfs else {})}
+            for f in files
+        ],
+        "metadataOnly": commit is None,
+    }  # fmt: skip
+    if item.kind == HubKind.MODEL:
+        info |= {"modelId": item.repo, "pipeline_tag": item.task or None, "library_name": item.library_name or None}
+    return info
+
+
+@endpoint()
+def repo_info(request, user, kind, repo, revision=None):
+    item = repos.readable(user, KINDS[kind], repo)
+    if revision is None and item.head is None:
+        return JsonResponse(_info(item, None))  # a catalogue entry: what it is, and that it has no files here
+    return JsonResponse(_info(item, repos.revision(item, revision or repos.DEFAULT_BRANCH)))
+
+
+@endpoint()
+def repo_tree(request, user, kind, repo, revision, path=""):
+    item = repos.readable(user, KINDS[kind], repo)
+    commit = repos.revision(item, revision)
+    prefix = path.strip("/")
+    recursive = request.GET.get("recursive") in ("1", "true", "True")
+    entries, folders = [], set()
+    for f in repos.tree(commit):
+        if prefix and not f.path.startswith(prefix + "/"):
+            continue
+        rest = f.path[len(prefix) + 1 :] if prefix else f.path
+        if "/" in rest and not recursive:
+            folders.add((prefix + "/" if prefix else "") + rest.split("/", 1)[0])
+            continue
+        if recursive:
+            parts = rest.split("/")[:-1]
+            for i in range(len(parts)):
+                folders.add((prefix + "/" if prefix else "") + "/".join(parts[: i + 1]))
+        entry = {"type": "file", "oid": f.git_oid, "size": f.size, "path": f.path}
+        if f.lfs:
+            entry["lfs"] = {"oid": f.blob.sha256, "size": f.size, "pointerSize": 134}
+        entries.append(entry)
+    if prefix and not entries and not folders:
+        raise repos.EntryNotFound(_("%(path)s is not in this revision.") % {"path": prefix}, code="EntryNotFound")
+    listing = [{"type": "directory", "oid": "", "size": 0, "path": p} for p in sorted(folders)] + entries
+    return JsonResponse(listing, safe=False)
+
+
+@endpoint(methods=("GET", "HEAD"))
+def resolve(request, user, repo, revision, path, kind="models"):
+    item = repos.readable(user, KINDS[kind], repo)
+    if item.head is None:
+        raise repos.EntryNotFound(repos.metadata_only(item).message, code="EntryNotFound")
+    commit = repos.revision(item, revision)
+    found = repos.entry(commit, path)
+    size, start, length, status = found.size, 0, found.size, 200
+    wanted = request.headers.get("Range", "")
+    if wanted and request.method == "GET":
+        match = RANGE.match(wanted.strip())
+        if match is None or (not match.group(1) and not match.group(2)):
+            return _range_not_satisfiable(size)
+        first, last = match.group(1), match.group(2)
+        if first:
+            start = int(first)
+            end = min(int(last), size - 1) if last else size - 1
+        else:  # the last N bytes
+            start = max(size - int(last), 0)
+            end = size - 1
+        if start >= size or end < start:
+            return _range_not_satisfiable(size)
+        length, status = end - start + 1, 206
+    if request.method == "HEAD":
+        response = HttpResponse(status=200)
+    else:
+        response = StreamingHttpResponse(blobs.read_range(found.blob, start, length), status=status)
+        if status == 206:
+            response["Content-Range"] = f"bytes {start}-{start + length - 1}/{size}"
+    response["Content-Type"] = "application/octet-stream"
+    response["Content-Length"] = str(length if request.method == "GET" else size)
+    response["Accept-Ranges"] = "bytes"
+    response["ETag"] = f'"{found.etag}"'
+    response["X-Repo-Commit"] = commit.oid
+    if found.lfs:
+        response["X-Linked-Etag"] = f'"{found.blob.sha256}"'
+        response["X-Linked-Size"] = str(size)
+    response["Content-Disposition"] = f"attachment; filename*=UTF-8''{_quoted(path.rsplit('/', 1)[-1])}"
+    return response
+
+
+def _quoted(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")
+
+
+def _range_not_satisfiable(size: int) -> HttpResponse:
+    response = _error(416, _("The requested range is not in the file."))
+    response["Content-Range"] = f"bytes */{size}"
+    return response
+
+
+# --- Writing ------------------------------------------------------------------------------------------------------
+
+
+@endpoint(write=True, methods=("POST",))
+def create_repo(request, user):
+    body = _json_body(request)
+    kind = KINDS.get(body.get("type") or "model")
+    if kind is None:
+        raise ServiceError(_("This hub holds models and datasets only."), code="invalid_repo_type")
+    prefix = "" if kind == HubKind.MODEL else "datasets/"
+    try:
+        item = repos.create_repo(user, name=body.get("name"), organization=body.get("organization"),
+                                 private=bool(body.get("private")), kind=kind)  # fmt: skip
+    except Conflict as exc:  # the client, with exist_ok, reads the existing repository's address from the answer
+        response = _error(exc.status, exc.message)
+        repo = f"{body.get('organization')}/{body.get('name')}"
+        response.content = json.dumps({"error": exc.message, "url": request.build_absolute_uri(f"/{prefix}{repo}")})
+        return response
+    return JsonResponse({"url": request.build_absolute_uri(f"/{prefix}{item.repo}"), "name": item.repo,
+                         "id": str(item.public_id)})  # fmt: skip
+
+
+@endpoint(methods=("POST",))
+def validate_yaml(request, user):
+    """Check a README.md's front matter before it is committed (the client asks first)."""
+    from . import cards
+
+    content = _json_body(request).get("content")
+    try:
+        cards.split(content if isinstance(content, str) else "")
+    except ServiceError as exc:
+        return JsonResponse({"errors": [{"message": exc.message}], "warnings": []}, status=400)
+    return JsonResponse({"errors": [], "warnings": []})
+
+
+@endpoint(write=True, methods=("POST",))
+def preupload(request, user, kind, repo, revision):
+    item = repos.writable(user, KINDS[kind], repo)
+    return JsonResponse({"files": repos.preupload(item, _json_body(request).get("files"))})
+
+
+@endpoint(write=True, methods=("POST",))
+def commit(request, user, kind, repo, revision):
+    lines = iter(lambda: request.readline(), b"")
+    made = repos.commit(user, KINDS[kind], repo, revision, lines)
+    prefix = "" if made.item.kind == HubKind.MODEL else "datasets/"
+    return JsonResponse({
+        "commitUrl": request.build_absolute_uri(f"/{prefix}{made.item.repo}/commit/{made.oid}"),
+        "commitOid": made.oid, "commitMessage": made.summary, "pullRequestUrl": None,
+    })  # fmt: skip
+
+
+@endpoint(write=True, methods=("POST",))
+def lfs_batch(request, user, repo, prefix=""):
+    body = _json_body(request)
+    if body.get("operation") != "upload":
+        raise ServiceError(_("Only uploads go through this batch API; download with resolve."), code="invalid_lfs")
+    kind = HubKind.DATASET if prefix else HubKind.MODEL
+    item = repos.writable(user, kind, repo)
+    objects = repos.lfs_batch(
+        user, item, body.get("objects"),
+        upload_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-upload", args=[oid])),
+        verify_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-verify", args=[oid])),
+    )  # fmt: skip
+    response = JsonResponse({"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
+    response["Content-Type"] = "application/vnd.git-lfs+json"
+    return response
+
+
+@csrf_exempt
+def lfs_upload(request, oid):
+    """The signed address an LFS upload goes to (its ticket is the permission, as a pre-signed S3 URL's is)."""
+    if request.method != "PUT":
+        return _error(405, _("Method not allowed."))
+    try:
+        repos.receive_lfs(oid, request.GET.get("ticket"), request.read)
+    except ServiceError as exc:
+        return _error(exc.status, exc.message)
+    return HttpResponse(status=200)
+
+
+@endpoint(write=True, methods=("POST",))
+def lfs_verify(request, user, oid):
+    body = _json_body(request)
+    repos.verify_lfs(user, oid, body.get("size"))
+    return JsonResponse({"oid": oid, "size": body.get("size")})

@@ -1,0 +1,416 @@
+"""Published repositories: what the Hugging Face Hub API (``marketplace.hub.hfapi``) does, as services.
+
+A user publishes a model or a data set under a namespace of their own (the first part of ``org/name``, claimed the
+first time they publish under it; the platform catalogue's organisations and other people's namespaces are
+refused). Every upload is a commit on the default branch (``main``) with a message, an author and an id; each
+commit keeps its whole tree, so any commit id resolves to the files it had. Small files arrive inline in the commit,
+large ones (from ``HUB_LFS_THRESHOLD_BYTES``) through the LFS batch API first, to a signed address. Bytes are stored
+once per SHA-256 (``blobs``). A README.md in a commit becomes the repository's card: its front matter fills the
+licence, languages, chips and the rest, and the card is rendered and indexed for search as any hub item's is.
+
+Catalogue entries the operator loaded without bytes have no commit: they are "metadata only", and every download
+says so instead of failing half-way.
+"""
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core import signing
+from django.db import transaction
+from django.db.models import Sum
+from django.utils.translation import gettext as _
+
+from console.errors import Conflict, Forbidden, NotFound, ServiceError
+from storage import quota
+
+from ..choices import HubKind, HubVisibility
+from ..models import HubBlob, HubBlobUpload, HubCommit, HubItem, HubNamespace, HubTreeFile
+from . import blobs, services
+
+DEFAULT_BRANCH = "main"
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+LFS_SIGNING_SALT = "marketplace.hub.lfs-upload"
+LFS_UPLOAD_HOURS = 24
+
+
+class RepoNotFound(NotFound):
+    """No such repository, or one the caller may not see (the same answer, so a private name does not leak)."""
+
+
+class RevisionNotFound(NotFound):
+    pass
+
+
+class EntryNotFound(NotFound):
+    pass
+
+
+class StaleParent(ServiceError):
+    status = 412
+
+
+class TooLarge(ServiceError):
+    status = 413
+
+
+# --- Reading ------------------------------------------------------------------------------------------------------
+
+
+def _not_found(repo: str) -> RepoNotFound:
+    return RepoNotFound(_("No model or dataset %(repo)s here.") % {"repo": repo}, code="RepoNotFound")
+
+
+def readable(user, kind: str, repo: str) -> HubItem:
+    """The repository if ``user`` may read it (anyone a public one; its owner a private one)."""
+    item = HubItem.objects.for_user(user, "view").filter(repo=repo, kind=kind).select_related("head").first()
+    if item is None:
+        raise _not_found(repo)
+    return item
+
+
+def writable(user, kind: str, repo: str) -> HubItem:
+    """The repository if ``user`` may commit to it: its owner. Someone who can read it is told it is not theirs."""
+    item = HubItem.objects.for_user(user, "change").filter(repo=repo, kind=kind).select_related("head").first()
+    if item is not None:
+        return item
+    readable(user, kind, repo)  # a private or missing repository: not found
+    raise Forbidden(_("You cannot write to %(repo)s: it is not yours.") % {"repo": repo}, code="not_owner")
+
+
+def metadata_only(item: HubItem) -> NotFound:
+    return RevisionNotFound(
+        _(
+            "%(repo)s is in the catalogue as metadata only: its files are not stored on this hub. Mount it in an "
+            "instance at %(path)s instead."
+        )
+        % {"repo": item.repo, "path": item.mount_path},
+        code="RevisionNotFound",
+    )
+
+
+def revision(item: HubItem, rev: str) -> HubCommit:
+    """The commit ``rev`` names: the default branch, or a commit id of this repository."""
+    if item.head is None:
+        raise metadata_only(item)
+    if rev == DEFAULT_BRANCH:
+        return item.head
+    commit = HubCommit.objects.filter(item=item, oid=rev).first() if COMMIT_ID.match(rev or "") else None
+    if commit is None:
+        raise RevisionNotFound(_("Revision %(rev)s does not exist in %(repo)s.") % {"rev": rev, "repo": item.repo},
+                               code="RevisionNotFound")  # fmt: skip
+    return commit
+
+
+def tree(commit: HubCommit) -> list[HubTreeFile]:
+    return list(commit.files.select_related("blob").order_by("path"))
+
+
+def entry(commit: HubCommit, path: str) -> HubTreeFile:
+    found = commit.files.select_related("blob").filter(path=path).first()
+    if found is None:
+        raise EntryNotFound(_("%(path)s is not in this revision.") % {"path": path}, code="EntryNotFound")
+    return found
+
+
+# --- Creating -----------------------------------------------------------------------------------------------------
+
+
+def claim_namespace(user, org: str) -> None:
+    """Let ``user`` publish under ``org``: theirs already, or free (no one else's repositories live there)."""
+    claimed = HubNamespace.objects.filter(name__iexact=org).first()
+    if claimed is not None:
+        if claimed.user_id != user.pk:
+            raise Forbidden(_("The namespace %(org)s belongs to someone else.") % {"org": org}, code="namespace_taken")
+        return
+    others = HubItem.objects.filter(repo__istartswith=f"{org}/").exclude(owner=user)
+    if others.exists():
+        raise Forbidden(_("The namespace %(org)s belongs to someone else.") % {"org": org}, code="namespace_taken")
+    HubNamespace.objects.get_or_create(name=org, defaults={"user": user})
+
+
+@transaction.atomic
+def create_repo(user, *, name, organization, private: bool, kind: str) -> HubItem:
+    if kind not in HubKind.values:
+        raise ServiceError(_("Choose a model or a dataset repository."), code="invalid_repo_type")
+    if not isinstance(name, str) or not isinstance(organization, str) or not organization:
+        raise ServiceError(_("Give the repository as namespace/name, e.g. demo/tiny."), code="invalid_repo_id")
+    repo = f"{organization}/{name}"
+    if not services.REPO_PATTERN.match(repo):
+        raise ServiceError(
+            _("%(repo)s is not a valid name: use letters, digits, “.”, “_” and “-”.") % {"repo": repo[:210]},
+            code="invalid_repo_id",
+        )
+    if HubItem.objects.filter(repo__iexact=repo).exists():
+        raise Conflict(_("You already created a repository named %(repo)s.") % {"repo": repo}, code="repo_exists")
+    claim_namespace(user, organization)
+    visibility = HubVisibility.PRIVATE if private else HubVisibility.PUBLIC
+    return services.save_item(repo=repo, owner=user, kind=kind, visibility=visibility, files=[])
+
+
+# --- Uploading large files (the LFS batch API) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LfsObject:
+    oid: str
+    size: int
+
+
+def _lfs_objects(objects) -> list[LfsObject]:
+    if not isinstance(objects, list) or not objects or len(objects) > 1000:
+        raise ServiceError(_("Send the files to upload as a list of objects."), code="invalid_lfs_batch")
+    found = []
+    for obj in objects:
+        oid, size = (obj.get("oid"), obj.get("size")) if isinstance(obj, dict) else (None, None)
+        if not isinstance(oid, str) or not SHA256.match(oid) or type(size) is not int or size < 0:
+            raise ServiceError(_("Each object needs its SHA-256 (oid) and size."), code="invalid_lfs_batch")
+        if size > settings.HUB_MAX_FILE_BYTES:
+            raise TooLarge(_("The file is larger than the hub accepts."), code="file_too_large")
+        found.append(LfsObject(oid, size))
+    return found
+
+
+def _known(user, item: HubItem, oids) -> set[str]:
+    """The blobs this commit may name by hash alone: uploaded by ``user``, or already in ``item``'s history."""
+    mine = set(HubBlobUpload.objects.filter(user=user, blob__sha256__in=oids).values_list("blob__sha256", flat=True))
+    held = set(
+        HubTreeFile.objects.filter(commit__item=item, blob__sha256__in=oids).values_list("blob__sha256", flat=True)
+    )
+    return mine | held
+
+
+def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url) -> list[dict]:
+    """What the client must upload: an upload and a verify action per object not already held."""
+    wanted = _lfs_objects(objects)
+    known = _known(user, item, {o.oid for o in wanted})
+    sizes = dict(HubBlob.objects.filter(sha256__in=known).values_list("sha256", "size"))
+    answer = []
+    for obj in wanted:
+        if sizes.get(obj.oid) == obj.size:
+            answer.append({"oid": obj.oid, "size": obj.size})
+            continue
+        ticket = signing.dumps({"u": user.pk, "o": obj.oid, "s": obj.size}, salt=LFS_SIGNING_SALT, compress=True)
+        answer.append({
+            "oid": obj.oid, "size": obj.size, "authenticated": True,
+            "actions": {
+                "upload": {"href": f"{upload_url(obj.oid)}?ticket={ticket}", "header": {},
+                           "expires_in": LFS_UPLOAD_HOURS * 3600},
+                "verify": {"href": verify_url(obj.oid), "header": {}},
+            },
+        })  # fmt: skip
+    return answer
+
+
+def receive_lfs(oid: str, ticket, read) -> HubBlob:
+    """Store an LFS upload sent to its signed address (no token: the ticket in the address is the permission)."""
+    try:
+        claim = signing.loads(ticket or "", salt=LFS_SIGNING_SALT, max_age=LFS_UPLOAD_HOURS * 3600)
+    except signing.BadSignature:
+        raise Forbidden(_("This upload address is invalid or has expired: ask for a new one."),
+                        code="invalid_upload_ticket") from None  # fmt: skip
+    if claim.get("o") != oid:
+        raise Forbidden(_("This upload address is for another file."), code="invalid_upload_ticket")
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(pk=claim.get("u"), is_active=True).first()
+    if user is None:
+        raise Forbidden(_("This upload address is invalid or has expired: ask for a new one."),
+                        code="invalid_upload_ticket")  # fmt: skip
+    return blobs.store_stream(read, sha256=oid, size=int(claim.get("s", -1)), user=user)
+
+
+def verify_lfs(user, oid: str, size) -> None:
+    if not HubBlobUpload.objects.filter(user=user, blob__sha256=oid, blob__size=size).exists():
+        raise NotFound(_("No upload of this file has arrived."), code="upload_missing")
+
+
+# --- Committing ---------------------------------------------------------------------------------------------------
+
+
+def preupload(item: HubItem, files) -> list[dict]:
+    """For each file the client announces, whether it goes inline ("regular") or through LFS."""
+    if not isinstance(files, list) or len(files) > 10_000:
+        raise ServiceError(_("Send the files as a list."), code="invalid_preupload")
+    answer = []
+    for f in files:
+        path, size = (f.get("path"), f.get("size")) if isinstance(f, dict) else (None, None)
+        if not isinstance(path, str) or type(size) is not int or size < 0:
+            raise ServiceError(_("Each file needs its path and size."), code="invalid_preupload")
+        mode = "lfs" if size >= settings.HUB_LFS_THRESHOLD_BYTES else "regular"
+        answer.append({"path": path, "uploadMode": mode, "shouldIgnore": False})
+    return answer
+
+
+def _path(value) -> str:
+    ok = (
+        isinstance(value, str) and 0 < len(value) <= 500 and not value.startswith("/") and "\\" not in value
+        and "\0" not in value and all(part not in ("", ".", "..") for part in value.split("/"))
+    )  # fmt: skip
+    if not ok:
+        raise ServiceError(_("%(path)s is not a valid file path in a repository.") % {"path": str(value)[:100]},
+                           code="invalid_path")  # fmt: skip
+    return value
+
+
+def lfs_pointer_oid(sha256: str, size: int) -> str:
+    """The Git id of a large file's LFS pointer: what Git (and the Hub) list for it."""
+    return blobs.git_blob_oid(
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
+    )
+
+
+@dataclass
+class _Change:
+    path: str
+    blob: HubBlob | None = None  # None: deleted
+    git_oid: str = ""
+    lfs: bool = False
+    folder: bool = False
+    readme: bytes | None = None
+
+
+def parse_commit(user, item: HubItem, lines) -> tuple[dict, list[_Change]]:
+    """The header and the operations of a commit body (NDJSON), small files stored as they are read."""
+    header, changes, total = None, [], 0
+    for raw in lines:
+        total += len(raw)
+        if total > settings.HUB_MAX_COMMIT_BYTES:
+            raise TooLarge(_("The commit is too large: upload large files through LFS."), code="commit_too_large")
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ServiceError(_("Each line of a commit must be a JSON object."), code="invalid_commit") from None
+        key, value = (line.get("key"), line.get("value")) if isinstance(line, dict) else (None, None)
+        if not isinstance(value, dict):
+            raise ServiceError(_("Each line of a commit must be a JSON object."), code="invalid_commit")
+        if key == "header":
+            header = value
+        elif key == "file":
+            changes.append(_inline_file(user, value))
+        elif key == "lfsFile":
+            changes.append(_lfs_file(user, item, value))
+        elif key in ("deletedFile", "deletedFolder"):
+            changes.append(_Change(path=_path(str(value.get("path", "")).rstrip("/")), folder=key == "deletedFolder"))
+        else:
+            raise ServiceError(_("Unknown commit operation “%(key)s”.") % {"key": str(key)[:40]}, code="invalid_commit")
+    summary = header.get("summary") if isinstance(header, dict) else None
+    if not isinstance(summary, str) or not summary.strip():
+        raise ServiceError(_("A commit needs a message."), code="invalid_commit")
+    return header, changes
+
+
+def _inline_file(user, value) -> _Change:
+    path = _path(value.get("path"))
+    if value.get("encoding") != "base64" or not isinstance(value.get("content"), str):
+        raise ServiceError(_("A file's content must be base64."), code="invalid_commit")
+    try:
+        content = base64.b64decode(value["content"], validate=True)
+    except (binascii.Error, ValueError):
+        raise ServiceError(_("A file's content must be base64."), code="invalid_commit") from None
+    blob = blobs.store_bytes(content, user=user)
+    readme = content if path.lower() == "readme.md" else None
+    return _Change(path=path, blob=blob, git_oid=blobs.git_blob_oid(content), readme=readme)
+
+
+def _lfs_file(user, item, value) -> _Change:
+    path, oid, size = _path(value.get("path")), value.get("oid"), value.get("size")
+    if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or not SHA256.match(oid):
+        raise ServiceError(_("A large file is named by its SHA-256."), code="invalid_commit")
+    blob = HubBlob.objects.filter(sha256=oid, size=size).first()
+    if blob is None or oid not in _known(user, item, {oid}):
+        raise ServiceError(_("%(path)s was not uploaded: upload it through LFS first.") % {"path": path},
+                           code="lfs_missing")  # fmt: skip
+    return _Change(path=path, blob=blob, git_oid=lfs_pointer_oid(oid, blob.size), lfs=True)
+
+
+def hub_bytes(user) -> int:
+    """What ``user``'s published repositories hold (their latest trees): part of their storage."""
+    heads = HubItem.objects.filter(owner=user, head__isnull=False).values("head")
+    return HubTreeFile.objects.filter(commit__in=heads).aggregate(total=Sum("size"))["total"] or 0
+
+
+# The item's fields a commit keeps as they are, unless its README.md (the card) says otherwise.
+KEPT_FIELDS = ("summary", "summary_zh", "task", "licence", "library_name", "languages", "parameters_b", "rows",
+               "frameworks", "chips", "tags", "card")  # fmt: skip
+
+
+def _fields_from_card(item: HubItem, readme: bytes | None) -> dict:
+    """The item's fields after a commit: a new README.md's front matter decides the licence, task, library,
+    languages, tags and chip families (``chips: [npu, mlu]``), the rest is kept."""
+    fields = {name: getattr(item, name) for name in KEPT_FIELDS}
+    if readme is None:
+        return fields
+    from . import cards
+
+    text = readme.decode("utf-8", "replace")
+    front, _body = cards.split(text)
+    meta = cards.meta(front)
+    return fields | {
+        "card": text, "licence": meta.licence, "task": meta.task, "library_name": meta.library_name,
+        "languages": meta.languages, "tags": meta.tags, "chips": cards._strings(front.get("chips")),
+    }  # fmt: skip
+
+
+@transaction.atomic
+def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
+    """Apply a commit body to the default branch of ``repo`` (its owner only)."""
+    if rev != DEFAULT_BRANCH:
+        raise ServiceError(_("Commits go to the default branch, main."), code="invalid_revision")
+    item = writable(user, kind, repo)
+    # One commit at a time per repository (only the item's row is locked, not its head's).
+    item = HubItem.objects.select_for_update(of=("self",)).select_related("head").get(pk=item.pk)
+    header, changes = parse_commit(user, item, lines)
+    parent = header.get("parentCommit")
+    if parent and (item.head is None or parent != item.head.oid):
+        raise StaleParent(_("The repository changed since %(parent)s: fetch it and try again.") % {"parent": parent},
+                          code="stale_parent")  # fmt: skip
+    files = {f.path: f for f in (tree(item.head) if item.head else [])}
+    readme = None
+    for change in changes:
+        if change.blob is None:
+            prefix = change.path + "/"
+            for path in [p for p in files if p == change.path or (change.folder and p.startswith(prefix))]:
+                del files[path]
+        else:
+            files[change.path] = HubTreeFile(path=change.path, blob=change.blob, size=change.blob.size,
+                                             git_oid=change.git_oid, lfs=change.lfs)  # fmt: skip
+            if change.readme is not None:
+                readme = change.readme
+    size = sum(f.size for f in files.values())
+    before = sum(f.size for f in tree(item.head)) if item.head else 0
+    used = quota.usage_bytes(user) + hub_bytes(user) - before
+    if used + size > quota.max_bytes():
+        raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
+                       % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
+    listing = "\n".join(f"{p}\0{f.git_oid}" for p, f in sorted(files.items()))
+    seed = f"{item.head.oid if item.head else ''}\n{listing}\n{header.get('summary')}\n{uuid.uuid4()}"
+    new = HubCommit.objects.create(
+        item=item, oid=hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest(), parent=item.head,
+        summary=header["summary"].strip()[:500], description=str(header.get("description") or "")[:20000],
+        author=user,
+    )  # fmt: skip
+    HubTreeFile.objects.bulk_create(
+        HubTreeFile(commit=new, path=f.path, blob=f.blob, size=f.size, git_oid=f.git_oid, lfs=f.lfs)
+        for f in files.values()
+    )
+    listed = [(p, f.size) for p, f in sorted(files.items())]
+    services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
+                       files=listed, **_fields_from_card(item, readme))  # fmt: skip
+    HubItem.objects.filter(pk=item.pk).update(head=new)
+    return new
+
+
+def card_data(item: HubItem) -> dict:
+    from . import cards
+
+    front, _body = cards.split(item.card or "")
+    return front if isinstance(front, dict) else {}

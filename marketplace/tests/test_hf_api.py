@@ -1,0 +1,196 @@
+"""The hub answers the Hugging Face Hub API: the real ``huggingface_hub`` client (pinned in pyproject) creates a
+repository, uploads a folder with a small file and one above the LFS threshold, and downloads it back byte for byte
+into an empty cache; a second download is served from the client's cache; private repositories are not found by
+others; a revoked token is refused; catalogue entries without bytes say they are metadata only."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+import requests
+from huggingface_hub import HfApi, hf_hub_download, snapshot_download
+from huggingface_hub import constants as hf_constants
+from huggingface_hub import file_download as hf_file_download
+from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+
+from console import services as console_services
+from marketplace.hub import blobs, services
+from marketplace.models import HubBlob, HubCommit, HubItem
+from tests.fixtures.factories import UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+LFS_THRESHOLD = 64 * 1024
+CARD = """---
+license: apache-2.0
+language: [zh, en]
+chips: [npu, mlu]
+library_name: transformers
+---
+# Tiny 小模型
+
+一个用于测试的微型语言模型。
+"""
+
+
+def _token(user, scope="read_write"):
+    return console_services.create_api_token(user, name="hf", scope=scope)
+
+
+def _folder(root: Path) -> dict[str, bytes]:
+    files = {
+        "README.md": CARD.encode(),
+        "config.json": b'{"model_type": "gpt2", "n_layer": 2, "vocab_size": 100}\n',
+        "weights/model.safetensors": os.urandom(LFS_THRESHOLD * 3 + 17),  # above the threshold: through LFS
+    }
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    return files
+
+
+@pytest.fixture
+def hub(live_server, settings, tmp_path, monkeypatch):
+    settings.HUB_LFS_THRESHOLD_BYTES = LFS_THRESHOLD
+    settings.MEDIA_ROOT = tmp_path / "media"
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    # What HF_ENDPOINT=<the console> does when set before the client is imported (as it is inside instances).
+    monkeypatch.setattr(hf_constants, "ENDPOINT", live_server.url)
+    template = live_server.url + "/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    monkeypatch.setattr(hf_file_download, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    served = []
+    real = blobs.read_range
+
+    def counting(blob, start, length):
+        served.append(length)
+        return real(blob, start, length)
+
+    monkeypatch.setattr(blobs, "read_range", counting)
+    from django.core.files.storage import storages
+
+    storages._storages.pop("hub", None)  # the storage follows MEDIA_ROOT above
+    settings.STORAGES = settings.STORAGES | {
+        "hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": str(tmp_path / "media" / "hub")}},
+    }  # fmt: skip
+    return live_server.url, served
+
+
+def test_publish_with_the_real_client_and_download_byte_for_byte(hub, tmp_path):
+    url, served = hub
+    owner = UserFactory()
+    token = _token(owner).plaintext
+    api = HfApi(endpoint=url, token=token)
+    repo_url = api.create_repo("demo/tiny", private=True)
+    assert repo_url.endswith("/demo/tiny")
+    with pytest.raises(HfHubHTTPError) as again:
+        api.create_repo("demo/tiny")
+    assert again.value.response.status_code == 409
+    api.create_repo("demo/tiny", exist_ok=True)
+
+    source = tmp_path / "source"
+    source.mkdir()
+    files = _folder(source)
+    info = api.upload_folder(folder_path=source, repo_id="demo/tiny", commit_message="First upload")
+    assert len(info.oid) == 40
+    commit = HubCommit.objects.get(oid=info.oid)
+    assert commit.summary == "First upload" and commit.author == owner
+    assert commit.files.get(path="weights/model.safetensors").lfs
+    assert not commit.files.get(path="config.json").lfs
+
+    cache = tmp_path / "cache"
+    local = Path(snapshot_download("demo/tiny", endpoint=url, token=token, cache_dir=cache))
+    for name, content in files.items():
+        got = (local / name).read_bytes()
+        assert got == content
+        assert hashlib.sha256(got).hexdigest() == hashlib.sha256(content).hexdigest()
+    sent = sum(served)
+    assert sent == sum(len(c) for c in files.values())
+    again_path = snapshot_download("demo/tiny", endpoint=url, token=token, cache_dir=cache)
+    assert Path(again_path) == local and sum(served) == sent  # answered from the client's cache: no bytes re-sent
+
+    # The card's front matter became the item's fields, and the page finds it by a two-character Chinese word.
+    item = HubItem.objects.get(repo="demo/tiny")
+    assert item.licence == "apache-2.0" and item.chips == ["npu", "mlu"] and item.languages == ["zh", "en"]
+    assert item.head == commit and item.size_bytes == sum(len(c) for c in files.values())
+
+    # Private: not found to another user's token and to no token; a revoked token is refused.
+    stranger = _token(UserFactory()).plaintext
+    with pytest.raises(RepositoryNotFoundError):
+        snapshot_download("demo/tiny", endpoint=url, token=stranger, cache_dir=tmp_path / "c2")
+    with pytest.raises(RepositoryNotFoundError):
+        HfApi(endpoint=url, token=False).model_info("demo/tiny")
+    issued = _token(owner)
+    HfApi(endpoint=url, token=issued.plaintext).model_info("demo/tiny")
+    console_services.revoke_api_token(owner, issued.token.public_id)
+    with pytest.raises(HfHubHTTPError) as revoked:
+        HfApi(endpoint=url, token=issued.plaintext).model_info("demo/tiny")
+    assert revoked.value.response.status_code == 401
+    with pytest.raises(HfHubHTTPError) as read_only:
+        HfApi(endpoint=url, token=_token(owner, "read").plaintext).create_repo("demo/other")
+    assert read_only.value.response.status_code == 403
+
+
+def test_a_file_uploaded_twice_is_stored_once_and_ranges_are_served(hub, tmp_path):
+    url, _served = hub
+    owner = UserFactory()
+    token = _token(owner).plaintext
+    api = HfApi(endpoint=url, token=token)
+    big = os.urandom(LFS_THRESHOLD + 5)
+    for repo in ("demo/a", "demo/b"):
+        api.create_repo(repo)
+        api.upload_file(path_or_fileobj=big, path_in_repo="w.bin", repo_id=repo, commit_message="weights")
+    assert HubBlob.objects.filter(sha256=hashlib.sha256(big).hexdigest()).count() == 1
+    stored = list((tmp_path / "media" / "hub").rglob(hashlib.sha256(big).hexdigest()))
+    assert len(stored) == 1
+
+    head = requests.head(f"{url}/demo/a/resolve/main/w.bin", timeout=10)
+    assert head.status_code == 200 and head.headers["X-Linked-Size"] == str(len(big))
+    assert head.headers["X-Linked-Etag"].strip('"') == hashlib.sha256(big).hexdigest()
+    assert len(head.headers["X-Repo-Commit"]) == 40
+    part = requests.get(f"{url}/demo/a/resolve/main/w.bin", headers={"Range": "bytes=10-19"}, timeout=10)
+    assert part.status_code == 206 and part.content == big[10:20]
+    assert part.headers["Content-Range"] == f"bytes 10-19/{len(big)}"
+    tail = requests.get(f"{url}/demo/a/resolve/main/w.bin", headers={"Range": "bytes=-7"}, timeout=10)
+    assert tail.content == big[-7:]
+    past = requests.get(f"{url}/demo/a/resolve/main/w.bin", headers={"Range": f"bytes={len(big)}-"}, timeout=10)
+    assert past.status_code == 416
+
+    # A commit that names a large file by its hash alone, without having uploaded it, is refused.
+    thief = _token(UserFactory()).plaintext
+    HfApi(endpoint=url, token=thief).create_repo("thief/x")
+    body = (
+        '{"key":"header","value":{"summary":"steal"}}\n'
+        f'{{"key":"lfsFile","value":{{"path":"w.bin","algo":"sha256","oid":"{hashlib.sha256(big).hexdigest()}",'
+        f'"size":{len(big)}}}}}\n'
+    )
+    refused = requests.post(f"{url}/api/models/thief/x/commit/main", data=body.encode(),
+                            headers={"Authorization": f"Bearer {thief}", "Content-Type": "application/x-ndjson"},
+                            timeout=10)  # fmt: skip
+    assert refused.status_code == 400 and "upload it through LFS first" in refused.json()["error"]
+
+    # An older revision keeps its files.
+    first = HubItem.objects.get(repo="demo/a").head.oid
+    api.upload_file(path_or_fileobj=b"v2", path_in_repo="w.bin", repo_id="demo/a", commit_message="shrink")
+    old = hf_hub_download("demo/a", "w.bin", revision=first, endpoint=url, token=token, cache_dir=tmp_path / "c")
+    assert Path(old).read_bytes() == big
+    new = hf_hub_download("demo/a", "w.bin", endpoint=url, token=token, cache_dir=tmp_path / "c")
+    assert Path(new).read_bytes() == b"v2"
+
+
+def test_catalogue_entries_without_bytes_say_they_are_metadata_only(hub, tmp_path):
+    url, _served = hub
+    services.save_catalog_item(repo="Qwen/Qwen2-0.5B", summary="Small Qwen", files=[("model.safetensors", 10**9)])
+    info = requests.get(f"{url}/api/models/Qwen/Qwen2-0.5B", timeout=10).json()
+    assert info["metadataOnly"] is True and info["sha"] is None
+    with pytest.raises(RevisionNotFoundError) as raised:
+        snapshot_download("Qwen/Qwen2-0.5B", endpoint=url, token=False, cache_dir=tmp_path / "c")
+    assert "metadata only" in str(raised.value) or "仅有元数据" in str(raised.value)
+    missing = requests.get(f"{url}/Qwen/Qwen2-0.5B/resolve/main/model.safetensors", timeout=10)
+    assert missing.status_code == 404 and missing.headers["X-Error-Code"] == "EntryNotFound"
+    # Nobody can publish into the catalogue's namespace.
+    with pytest.raises(HfHubHTTPError) as taken:
+        HfApi(endpoint=url, token=_token(UserFactory()).plaintext).create_repo("Qwen/evil")
+    assert taken.value.response.status_code == 403

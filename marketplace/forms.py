@@ -36,3 +36,20 @@ class HubSearchForm(forms.Form):
 
     def sort_order(self) -> str:
         return self.cleaned_data.get("sort") or HubSort.MOUNTS
+
+
+class HubRepoForm(forms.Form):
+    """A new repository: namespace/name, model or dataset, public or private."""
+
+    namespace = forms.CharField(
+        label=_("Namespace"), max_length=100, help_text=_("Yours: claimed the first time you publish under it.")
+    )
+    name = forms.CharField(label=_("Name"), max_length=100)
+    kind = forms.ChoiceField(label=_("Kind"), choices=HubKind.choices, initial=HubKind.MODEL)
+    private = forms.BooleanField(label=_("Private (only you can see and download it)"), required=False)
+
+
+class HubUploadForm(forms.Form):
+    message = forms.CharField(label=_("Commit message"), max_length=500, initial="Upload files")
+    folder = forms.CharField(label=_("Into folder"), max_length=200, required=False,
+                             help_text=_("Empty: the repository's top level."))  # fmt: skip

@@ -11,7 +11,10 @@ urlpatterns = [
     path("hub/", views.hub_list, name="hub"),
     # The mount pickers (instance panel, launch wizard) search the hub here; the path predates the move.
     path("storage/hub-search/", views.hub_mount_search, name="hub-mount-search"),
+    path("hub/new/", views.hub_new, name="hub-new"),
     path("hub/<str:org>/<str:name>", views.hub_detail, name="hub-item"),
+    path("hub/<str:org>/<str:name>/upload", views.hub_upload, name="hub-upload"),
+    path("hub/<str:org>/<str:name>/card", views.hub_card, name="hub-card"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
     # The image marketplace
     path("marketplace/", images.image_list, name="list"),

@@ -2,17 +2,21 @@
 
 from functools import cached_property
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import get_language
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console.errors import NotFound, ServiceError
+from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from instances.attachments import MOUNTABLE
 from instances.models import Instance
@@ -20,8 +24,8 @@ from storage.models import HubMount
 from teams.context import priced_for
 
 from .choices import HubVisibility
-from .forms import HubSearchForm
-from .hub import services
+from .forms import HubRepoForm, HubSearchForm, HubUploadForm
+from .hub import repos, services
 
 LIST_TEMPLATE = "marketplace/hub/list.html"
 DETAIL_TEMPLATE = "marketplace/hub/detail.html"
@@ -117,10 +121,16 @@ def hub_detail(request, org: str, name: str):
     item = _item_or_404(request, org, name)
     files = list(services.files_of(item))
     chip_prices = services.chip_prices(item, load_price_book(**priced_for(request)))
+    publisher = request.user.is_authenticated and item.owner_id == request.user.pk
     context = {
         "item": item,
         "files": files,
         "files_total": sum(f.size_bytes for f in files),
+        "commits": repos.history(item, 10) if item.has_bytes else [],
+        "publisher": publisher,
+        "upload_form": HubUploadForm() if publisher else None,
+        "hub_endpoint": request.build_absolute_uri("/").rstrip("/"),
+        "resolve_prefix": ("" if item.kind == "model" else "/datasets") + f"/{item.repo}/resolve/main/",
         "chip_prices": chip_prices,
         "liked": services.liked_by(request.user, item),
         "mount_choices": _mount_choices(request.user, item),
@@ -139,6 +149,82 @@ def hub_like(request, org: str, name: str):
         item = services.refresh_counts(item)
         return render(request, f"{DETAIL_TEMPLATE}#like-button", {"item": item, "liked": liked})
     return redirect("marketplace:hub-item", org=item.org, name=item.name)
+
+
+# Publishing from the browser -----------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def hub_new(request):
+    """Create a repository under one's namespace, then upload to it from its page (or with huggingface_hub)."""
+    form = HubRepoForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                item = repos.create_repo(request.user, name=data["name"].strip(), private=data["private"],
+                                         organization=data["namespace"].strip(), kind=data["kind"])  # fmt: skip
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+            else:
+                messages.success(request, _("Repository %(repo)s created: upload its files.") % {"repo": item.repo})
+                return redirect("marketplace:hub-item", org=item.org, name=item.name)
+        return render(request, "marketplace/hub/new.html", {"form": form}, status=400)
+    return render(request, "marketplace/hub/new.html", {"form": form})
+
+
+def _publishable(request, org, name):
+    item = _item_or_404(request, org, name)
+    if item.owner_id != request.user.pk:
+        raise PermissionDenied(_("Only the repository's owner can change it."))
+    return item
+
+
+def _clean_folder(text: str) -> str:
+    return "/".join(part for part in (text or "").replace("\\", "/").split("/") if part not in ("", ".")).strip()
+
+
+@login_required
+@require_POST
+def hub_upload(request, org: str, name: str):
+    """Commit the files a browser sends (several at once) with a message."""
+    item = _publishable(request, org, name)
+    form = HubUploadForm(request.POST)
+    uploads = request.FILES.getlist("files")
+    if not form.is_valid() or not uploads:
+        messages.error(request, _("Choose at least one file and give a commit message."))
+        return redirect("marketplace:hub-item", org=item.org, name=item.name)
+    if sum(f.size for f in uploads) > settings.HUB_MAX_FILE_BYTES:
+        messages.error(request, _("The files are larger than the hub accepts."))
+        return redirect("marketplace:hub-item", org=item.org, name=item.name)
+    folder = _clean_folder(form.cleaned_data["folder"])
+    pairs = [(f"{folder}/{f.name}" if folder else f.name, f) for f in uploads]
+    try:
+        made = repos.commit_uploads(request.user, item, form.cleaned_data["message"], pairs)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Committed %(count)s files as %(oid)s.") % {"count": len(pairs),
+                                                                                "oid": made.oid[:7]})  # fmt: skip
+    return redirect("marketplace:hub-item", org=item.org, name=item.name)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def hub_card(request, org: str, name: str):
+    """Edit the card (README.md, with its YAML front matter): saving commits it."""
+    item = _publishable(request, org, name)
+    text = request.POST.get("card", item.card) if request.method == "POST" else item.card
+    if request.method == "POST":
+        try:
+            repos.commit_card(request.user, item, str(text)[:200_000], request.POST.get("message", "")[:500])
+        except (ServiceError, Forbidden) as exc:
+            return render(request, "marketplace/hub/card_edit.html", {"item": item, "card": text,
+                                                                      "error": exc.message}, status=400)  # fmt: skip
+        messages.success(request, _("Card saved as a new commit."))
+        return redirect("marketplace:hub-item", org=item.org, name=item.name)
+    return render(request, "marketplace/hub/card_edit.html", {"item": item, "card": text})
 
 
 HUB_MOUNT_RESULTS = 10

@@ -69,6 +69,20 @@ def store_stream(read, *, sha256: str, size: int, user=None) -> HubBlob:
         return _keep(handle, sha256, size, user)
 
 
+def store_file(handle, *, user=None) -> HubBlob:
+    """Store an uploaded file (a browser's), hashing it as it is copied."""
+    digest, size = hashlib.sha256(), 0
+    with tempfile.TemporaryFile(dir=_staging()) as copy:
+        for chunk in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(chunk)
+            size += len(chunk)
+            if size > settings.HUB_MAX_FILE_BYTES:
+                raise ServiceError(_("The file is larger than the hub accepts."), code="file_too_large")
+            copy.write(chunk)
+        copy.seek(0)
+        return _keep(copy, digest.hexdigest(), size, user)
+
+
 def _staging():
     path = settings.STORAGE_STAGING_DIR / "hub"
     os.makedirs(path, exist_ok=True)

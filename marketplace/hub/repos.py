@@ -414,3 +414,38 @@ def card_data(item: HubItem) -> dict:
 
     front, _body = cards.split(item.card or "")
     return front if isinstance(front, dict) else {}
+
+
+# --- From the browser -----------------------------------------------------------------------------------------------
+
+
+def commit_uploads(user, item: HubItem, summary: str, uploads) -> HubCommit:
+    """Commit files a browser sent (``uploads``: (path, file) pairs) to ``item``: small ones inline, large ones
+    stored first and named by their hash, exactly as the client's LFS path does."""
+    lines = [json.dumps({"key": "header", "value": {"summary": summary}})]
+    for path, handle in uploads:
+        if handle.size >= settings.HUB_LFS_THRESHOLD_BYTES:
+            blob = blobs.store_file(handle, user=user)
+            value = {"path": path, "algo": "sha256", "oid": blob.sha256, "size": blob.size}
+            lines.append(json.dumps({"key": "lfsFile", "value": value}))
+        else:
+            content = base64.b64encode(handle.read()).decode()
+            lines.append(json.dumps({"key": "file", "value": {"path": path, "content": content, "encoding": "base64"}}))
+    return commit(user, item.kind, item.repo, DEFAULT_BRANCH, (line.encode() for line in lines))
+
+
+def commit_card(user, item: HubItem, text: str, summary: str = "") -> HubCommit:
+    """Commit a new README.md (the card): its front matter must be valid YAML."""
+    from . import cards
+
+    cards.split(text)  # a clear error before anything is written
+    content = base64.b64encode(text.encode()).decode()
+    lines = [
+        json.dumps({"key": "header", "value": {"summary": summary or "Update README.md"}}),
+        json.dumps({"key": "file", "value": {"path": "README.md", "content": content, "encoding": "base64"}}),
+    ]
+    return commit(user, item.kind, item.repo, DEFAULT_BRANCH, (line.encode() for line in lines))
+
+
+def history(item: HubItem, limit: int = 20) -> list[HubCommit]:
+    return list(HubCommit.objects.filter(item=item).select_related("author").order_by("-created_at", "-id")[:limit])

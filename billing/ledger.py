@@ -17,7 +17,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, Sum
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -466,7 +466,24 @@ def _check_vouchers() -> list[str]:
             problems.append(f"voucher {voucher.public_id}: holds {voucher.account.balance}, more than {voucher.amount}")
         if voucher.expired_at is not None and voucher.account.balance != 0:
             problems.append(f"voucher {voucher.public_id}: expired with {voucher.account.balance} left on it")
+        if voucher.account.user_id != voucher.user_id or voucher.account.kind != AccountKind.USER_VOUCHER:
+            problems.append(f"voucher {voucher.public_id}: its account is not a voucher account of its wallet")
     problems += [f"account {pk}: a voucher account with no voucher" for pk in sorted(accounts)]
+    voucher_entries = LedgerEntry.objects.filter(account__kind=AccountKind.USER_VOUCHER)
+    misused = (
+        voucher_entries.filter(amount__lt=0).exclude(transaction__kind__in=VOUCHER_DEBIT_KINDS)
+        | voucher_entries.filter(amount__gt=0).exclude(transaction__kind__in=VOUCHER_CREDIT_KINDS)
+        | voucher_entries.filter(amount__lt=0, created_at__gte=F("account__expires_at")).exclude(
+            transaction__kind=TransactionKind.VOUCHER_EXPIRY
+        )
+    )
+    for tx_id, kind in misused.values_list("transaction_id", "transaction__kind").distinct():
+        problems.append(f"transaction {tx_id}: a {kind} moved money on a voucher it may not (kind or date)")
+    strays = LedgerEntry.objects.filter(account__kind=AccountKind.VOUCHER_EXPIRED).exclude(
+        transaction__kind=TransactionKind.VOUCHER_EXPIRY
+    )
+    problems += [f"transaction {t}: only a voucher's expiry may move money to expired vouchers"
+                 for t in strays.values_list("transaction_id", flat=True).distinct()]  # fmt: skip
     funding = Account.objects.filter(kind=AccountKind.VOUCHER_FUNDING, user__isnull=True).first()
     if -(funding.balance if funding else ZERO) != issued:
         problems.append(f"vouchers issued {issued} ≠ the issuing account's {funding.balance if funding else ZERO}")

@@ -262,14 +262,24 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     bulk_set(
         UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]
     )
-    outcome.alerts = arrears.assess(buckets, now, vouchers=_per_user(held, voucher_left))
+    outcome.alerts = arrears.assess(buckets, now, vouchers=_covering_running(dues, held, voucher_left, now))
     outcome.alerts.budget = budgets.assess([d.session for d in dues], now)
     return outcome
 
 
-def _per_user(held, voucher_left) -> dict:
-    """What each payer's vouchers hold after this batch."""
-    return {uid: sum((voucher_left.get(h.account_id, ZERO) for h in hs), ZERO) for uid, hs in held.items()}
+def _covering_running(dues, held, voucher_left, now) -> dict:
+    """What each payer's vouchers hold, after this batch, for what the payer still runs: a voucher for other
+    chips keeps no one from the low-balance warning or the arrears stop."""
+    totals: dict[int, Decimal] = {}
+    for due in dues:
+        s = due.session
+        if s.ended_at is not None or s.user_id not in held:
+            continue
+        charge = {"kind": s.kind, "chip": s.chip_slug, "zone": s.zone_slug, "plan": s.plan_slug, "amount": ZERO,
+                  "prepaid": False}  # fmt: skip
+        for account_id, left in vouchers.covering(held[s.user_id], voucher_left, now, **charge):
+            totals.setdefault(s.user_id, {})[account_id] = left
+    return {uid: sum(by_account.values(), ZERO) for uid, by_account in totals.items()}
 
 
 def _posting(

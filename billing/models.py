@@ -12,7 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import BilingualName, Chip, Zone
@@ -638,10 +638,11 @@ class Notification(models.Model):
                 % p
             )
         if self.kind == NotificationKind.VOUCHER_EXPIRED:
+            chinese = (get_language() or "").startswith("zh") and p.get("name_zh")
+            name = p.get("name_zh") if chinese else p.get("name")
             return gettext("Your voucher “%(name)s” expired with %(amount)s unused.") % {
-                **p,
-                "amount": format_cny(p.get("amount")),
-            }
+                **p, "name": name, "amount": format_cny(p.get("amount"))
+            }  # fmt: skip
         return gettext("Your trial credit of %(amount)s expired.") % {**p, "amount": format_cny(p.get("amount"))}
 
 

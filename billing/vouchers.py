@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict
+from console.errors import Conflict, ServiceError
 from console.field_errors import FieldError
 
 from . import arrears, rules
@@ -38,7 +38,8 @@ from .money import ZERO
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a card without doubt
 CODE_LENGTH = 12
-SHARED_CODE = re.compile(r"^[A-Z0-9]{4,32}$")
+SHARED_CODE = re.compile(r"^[A-Z0-9]{6,32}$")
+REDEEM_ATTEMPTS_PER_HOUR = 20  # per person: guessing codes through "no such code" answers takes forever
 MAX_CODES_PER_BATCH = 10_000
 
 
@@ -147,10 +148,16 @@ def describe_cover(batch: VoucherBatch) -> str:
     return text
 
 
-def vouchers_of(user, *, limit: int = 50) -> list[VoucherView]:
-    """The wallet's vouchers, usable ones first (soonest expiry first), then the spent and expired."""
+def vouchers_of(user, *, limit: int = 200) -> list[VoucherView]:
+    """The wallet's vouchers, usable ones first (soonest expiry first), then the spent and expired (newest first);
+    one query. ``limit`` is far above what a wallet holds: usable vouchers come first, so none is left out."""
+    from django.db.models import Case, IntegerField, Q, Value, When
+
     now = timezone.now()
-    rows = list(_with_batch(Voucher.objects.filter(user=user)).order_by("-redeemed_at", "-pk")[:limit])
+    usable = Q(account__balance__gt=0, expires_at__gt=now)
+    rank = Case(When(usable, then=Value(0)), default=Value(1), output_field=IntegerField())
+    rows = list(_with_batch(Voucher.objects.filter(user=user)).annotate(rank=rank).order_by("rank", "expires_at",
+                                                                                          "-pk")[:limit])  # fmt: skip
     views = [
         VoucherView(
             id=str(v.public_id),
@@ -169,11 +176,27 @@ def vouchers_of(user, *, limit: int = 50) -> list[VoucherView]:
 # --- Redeeming ----------------------------------------------------------------------------------------------------
 
 
+class TooManyAttempts(ServiceError):
+    status = 429
+
+
+def _check_attempts(person) -> None:
+    from django.core.cache import cache
+
+    key = f"voucher-attempts:{person.pk}:{int(timezone.now().timestamp()) // 3600}"
+    cache.add(key, 0, timeout=3600)
+    if cache.incr(key) > REDEEM_ATTEMPTS_PER_HOUR:
+        raise TooManyAttempts(_("Too many voucher codes tried. Please wait an hour and try again."),
+                            code="voucher_rate_limited")  # fmt: skip
+
+
 def redeem(user, code, *, by) -> Voucher:
-    """Redeem ``code`` into ``user``'s wallet (``by``: the person typing it). Exactly once per allowed use."""
+    """Redeem ``code`` into ``user``'s wallet (``by``: the person typing it). Exactly once per allowed use; at most
+    ``REDEEM_ATTEMPTS_PER_HOUR`` tries a person an hour."""
     text = normalise_code(code)
     if not SHARED_CODE.match(text):
         raise FieldError("code", _("Enter the voucher's code, e.g. ABCD-EFGH-JKLM."), code="invalid_voucher_code")
+    _check_attempts(by)
     now = timezone.now()
     with transaction.atomic():
         row = VoucherCode.objects.select_related("batch").filter(code=text).first()
@@ -203,8 +226,13 @@ def redeem(user, code, *, by) -> Voucher:
         try:
             with transaction.atomic():
                 voucher.save()
-        except IntegrityError:  # the same person, at the same moment, in another request
-            raise Conflict(_("You have already redeemed this code."), code="voucher_already_redeemed") from None
+        except IntegrityError:  # the same person, at the same moment, in another request: say which rule it broke
+            if Voucher.objects.filter(redeemed_by=by, code=row).exists():
+                raise Conflict(_("You have already redeemed this code."), code="voucher_already_redeemed") from None
+            raise Conflict(
+                _("You already have a voucher of “%(name)s”: one per person.") % {"name": batch.label},
+                code="voucher_once_per_person",
+            ) from None
         funding = system_account(AccountKind.VOUCHER_FUNDING)
         post(
             Posting(
@@ -254,8 +282,8 @@ def _expire(voucher: Voucher, now: datetime) -> None:
             ),
             locked=locked,
         )
-        arrears.notify(voucher.user_id, NotificationKind.VOUCHER_EXPIRED, name=voucher.batch.label,
-                       amount=str(remaining))  # fmt: skip
+        arrears.notify(voucher.user_id, NotificationKind.VOUCHER_EXPIRED, name=voucher.batch.name,
+                       name_zh=voucher.batch.name_zh, amount=str(remaining))  # fmt: skip
 
 
 # --- Batches (the back office) --------------------------------------------------------------------------------------
@@ -290,7 +318,7 @@ def create_batch(
                          code="invalid_quantity")  # fmt: skip
     shared = normalise_code(shared_code)
     if shared_code and not SHARED_CODE.match(shared):
-        raise FieldError("shared_code", _("A shared code has 4 to 32 letters and digits."), code="invalid_code")
+        raise FieldError("shared_code", _("A shared code has 6 to 32 letters and digits."), code="invalid_code")
     with transaction.atomic():
         if shared and VoucherCode.objects.filter(code=shared).exists():
             raise FieldError("shared_code", _("This code is already in use."), code="code_taken")
@@ -301,7 +329,11 @@ def create_batch(
         batch.zones.set(zones)
         batch.plans.set(plans)
         if shared:
-            VoucherCode.objects.create(batch=batch, code=shared, uses=quantity)
+            try:
+                with transaction.atomic():
+                    VoucherCode.objects.create(batch=batch, code=shared, uses=quantity)
+            except IntegrityError:  # taken at the same moment by another batch
+                raise FieldError("shared_code", _("This code is already in use."), code="code_taken") from None
         else:
             codes = set()
             while len(codes) < quantity:
@@ -310,21 +342,31 @@ def create_batch(
     return batch
 
 
-def batch_stats(batch: VoucherBatch) -> dict:
-    """How a batch is used: vouchers redeemed, and the amounts issued, spent, still held and expired unused."""
+def batch_stats(batches) -> dict[int, dict]:
+    """How each batch is used: vouchers redeemed, and the amounts issued, spent, still held and expired unused
+    (two grouped queries for the whole page)."""
     from django.db.models import Count, Sum
 
     from .models import LedgerEntry
     from .money import summed
 
-    totals = Voucher.objects.filter(batch=batch).aggregate(
-        redeemed=Count("pk"), issued=Sum("amount"), left=Sum("account__balance")
+    ids = [b.pk for b in batches]
+    totals = {
+        row["batch_id"]: row
+        for row in Voucher.objects.filter(batch_id__in=ids)
+        .values("batch_id")
+        .annotate(redeemed=Count("pk"), issued=Sum("amount"), left=Sum("account__balance"))
+    }
+    expired = dict(
+        LedgerEntry.objects.filter(account__voucher__batch_id__in=ids, transaction__kind=TransactionKind.VOUCHER_EXPIRY)
+        .values_list("account__voucher__batch_id")
+        .annotate(t=Sum("amount"))
+        .values_list("account__voucher__batch_id", "t")
     )
-    expired = -summed(
-        LedgerEntry.objects.filter(
-            account__voucher__batch=batch, transaction__kind=TransactionKind.VOUCHER_EXPIRY
-        ).aggregate(t=Sum("amount"))["t"]
-    )
-    issued, left = summed(totals["issued"]), summed(totals["left"])
-    return {"redeemed": totals["redeemed"], "issued": issued, "left": left, "expired": expired,
-            "spent": issued - left - expired}  # fmt: skip
+    stats = {}
+    for pk in ids:
+        row = totals.get(pk, {})
+        issued, left, gone = summed(row.get("issued")), summed(row.get("left")), -summed(expired.get(pk))
+        stats[pk] = {"redeemed": row.get("redeemed", 0), "issued": issued, "left": left, "expired": gone,
+                     "spent": issued - left - gone}  # fmt: skip
+    return stats

@@ -1,7 +1,9 @@
 """Wallets: balances, the trial credit, launch checks, up-front charges, the spending cap, adjustments.
 
-A user's wallet is two ledger buckets: cash (top-ups) and the trial credit (¥10 on e-mail verification, for compute
-only, spent before cash, expiring). ``compute_balance`` is what compute may spend: cash plus unexpired trial.
+A user's wallet is ledger buckets: cash (top-ups), the trial credit (¥10 on e-mail verification, for compute only,
+spent before cash, expiring) and any vouchers (``billing.vouchers``: each pays for the compute it covers, before
+the trial credit, until it expires). ``compute_balance`` is cash plus unexpired trial credit plus usable vouchers;
+the monthly spending cap counts everything the wallet pays, trial credit and vouchers included.
 """
 
 from dataclasses import dataclass

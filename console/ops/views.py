@@ -511,9 +511,10 @@ def _vouchers_page(request, form, status=200):
     from billing.models import VoucherBatch
 
     batches = list(VoucherBatch.objects.prefetch_related("chips", "zones", "plans")[:PAGE_SIZE])
+    stats = billing_vouchers.batch_stats(batches)
     context = {
         "form": form,
-        "batches": [(b, billing_vouchers.batch_stats(b), billing_vouchers.describe_cover(b)) for b in batches],
+        "batches": [(b, stats[b.pk], billing_vouchers.describe_cover(b)) for b in batches],
         "can_edit": roles.can(request.user, roles.MANAGE_SUBSIDIES),
     }
     return render(request, "ops/vouchers.html", context, status=status)

@@ -167,7 +167,8 @@ def test_a_file_uploaded_twice_is_stored_once_and_ranges_are_served(hub, tmp_pat
         f'"size":{len(big)}}}}}\n'
     )
     refused = requests.post(f"{url}/api/models/thief/x/commit/main", data=body.encode(),
-                            headers={"Authorization": f"Bearer {thief}", "Content-Type": "application/x-ndjson"},
+                            headers={"Authorization": f"Bearer {thief}", "Content-Type": "application/x-ndjson",
+                                     "Accept-Language": "en"},
                             timeout=10)  # fmt: skip
     assert refused.status_code == 400 and "upload it through LFS first" in refused.json()["error"]
 

@@ -81,6 +81,8 @@ class HubItem(models.Model):
         "HubCommit", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False,
         help_text=_("The default branch's latest commit; empty: the item has no files' bytes (metadata only)."),
     )  # fmt: skip
+    taken_down_at = models.DateTimeField(_("taken down"), null=True, blank=True, editable=False)
+    takedown_reason = models.CharField(_("takedown reason"), max_length=500, blank=True, editable=False)
     mount_count = models.PositiveIntegerField(_("mounts"), default=0)
     likes_count = models.PositiveIntegerField(_("likes"), default=0)
     search_text = models.TextField(editable=False, blank=True)

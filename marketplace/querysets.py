@@ -8,14 +8,16 @@ from .choices import HubVisibility
 
 class HubItemQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
-        """``view``: public items for everyone, private ones only for their owner. Any other action (``change``,
-        ``delete``): the user's own items only; platform items change through the back office."""
+        """``view``: public items for everyone, private ones only for their owner; an item the back office took
+        down only for its owner (who is told why). Any other action (``change``, ``delete``): the user's own items
+        only; platform items change through the back office."""
         authenticated = getattr(user, "is_authenticated", False)
         if action != "view":
             return self.filter(owner=user) if authenticated else self.none()
+        listed = Q(visibility=HubVisibility.PUBLIC, taken_down_at__isnull=True)
         if not authenticated:
-            return self.filter(visibility=HubVisibility.PUBLIC)
-        return self.filter(Q(visibility=HubVisibility.PUBLIC) | Q(owner=user))
+            return self.filter(listed)
+        return self.filter(listed | Q(owner=user))
 
     def matching(self, query):
         """Items matching a parsed :class:`~marketplace.hub.search.HubQuery` (full text and filters)."""

@@ -29,6 +29,8 @@ class AuditAction(models.TextChoices):
     INVOICE_REVERSED = "invoice_reversed", _("Invoice reversed (红冲)")
     VOUCHER_BATCH_CREATED = "voucher_batch_created", _("Voucher batch created")
     VOUCHER_CODES_EXPORTED = "voucher_codes_exported", _("Voucher codes exported")
+    HUB_REPO_TAKEN_DOWN = "hub_repo_taken_down", _("Hub repository taken down")
+    HUB_REPO_RESTORED = "hub_repo_restored", _("Hub repository restored")
 
 
 BADGE_COLOURS = {
@@ -38,6 +40,7 @@ BADGE_COLOURS = {
     AuditAction.VERIFICATION_REJECTED: "danger",
     AuditAction.IMAGE_REJECTED: "danger",
     AuditAction.INVOICE_REJECTED: "danger",
+    AuditAction.HUB_REPO_TAKEN_DOWN: "danger",
     AuditAction.INVOICE_ISSUED: "success",
     AuditAction.VERIFICATION_APPROVED: "success",
     AuditAction.IMAGE_APPROVED: "success",

@@ -22,6 +22,7 @@ from console.models import EnterpriseVerification, User
 from instances.choices import ACTIVE
 from instances.models import Instance
 
+from . import hub as hub_moderation
 from . import images, reports, roles, services
 from .access import forbidden as _forbidden
 from .access import staff_view
@@ -559,3 +560,44 @@ def voucher_codes_csv(request, public_id):
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="vouchers-{batch.public_id}.csv"'
     return response
+
+
+# --- Hub moderation -------------------------------------------------------------------------------------------------
+
+
+@staff_view(roles.REVIEW_IMAGE)
+@require_GET
+def hub_repos(request):
+    from marketplace.models import HubItem
+
+    q = request.GET.get("q", "").strip()[:200]
+    items = HubItem.objects.select_related("owner").order_by("-taken_down_at", "-updated_at")
+    items = items.filter(repo__icontains=q) if q else items.filter(owner__isnull=False)
+    return render(request, "ops/hub.html", {"items": items[:PAGE_SIZE], "q": q, "reason_form": ReasonForm()})
+
+
+@staff_view(roles.REVIEW_IMAGE)
+@require_POST
+def hub_repo_takedown(request, public_id):
+    try:
+        reason = request.POST.get("reason", "")
+        item = hub_moderation.take_down_repo(Actor.from_request(request), public_id, reason=reason)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("%(repo)s taken down.") % {"repo": item.repo})
+    return redirect(reverse("ops:hub") + f"?q={request.POST.get('q', '')}")
+
+
+@staff_view(roles.REVIEW_IMAGE)
+@require_POST
+def hub_repo_restore(request, public_id):
+    try:
+        reason = request.POST.get("reason", "")
+        item = hub_moderation.restore_repo(Actor.from_request(request), public_id, reason=reason)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    messages.success(request, _("%(repo)s restored.") % {"repo": item.repo})
+    return redirect(reverse("ops:hub") + f"?q={request.POST.get('q', '')}")

@@ -18,6 +18,7 @@ PAGES = [
     (_("Vouchers"), "ops:vouchers", "ticket-perforated", (roles.VIEW_FINANCE,)),
     (_("Invoices"), "ops:invoices", "receipt", (roles.ADJUST_BALANCE,)),
     (_("Review queues"), "ops:reviews", "check2-square", (roles.REVIEW_ENTERPRISE, roles.REVIEW_IMAGE)),
+    (_("Hub repositories"), "ops:hub", "boxes", (roles.REVIEW_IMAGE,)),
     (_("Users"), "ops:users", "people", (roles.VIEW_USERS,)),
     (_("Audit log"), "ops:audit", "journal-text", (roles.VIEW_AUDIT,)),
 ]

@@ -44,19 +44,26 @@ class HubItemSerializer(serializers.ModelSerializer):
     mount_path = serializers.CharField(read_only=True)
     mine = serializers.SerializerMethodField(help_text="Whether the caller published this item.")
     url = serializers.SerializerMethodField(help_text="The item's page in the console.")
+    metadata_only = serializers.SerializerMethodField(
+        help_text="True for a catalogue entry whose files are not stored on this hub (mount it; it cannot be "
+        "downloaded). Published repositories download through the Hugging Face Hub API at the console's root."
+    )
 
     class Meta:
         model = HubItem
         fields = [
             "id", "repo", "kind", "summary", "summary_zh", "task", "licence", "library_name", "languages",
             "parameters_b", "size_bytes", "rows", "frameworks", "chips", "tags", "visibility", "mine",
-            "mount_count", "likes_count", "mount_path", "url", "created_at", "updated_at",
+            "mount_count", "likes_count", "mount_path", "url", "metadata_only", "created_at", "updated_at",
         ]  # fmt: skip
         read_only_fields = fields
 
     def get_mine(self, item) -> bool:
         user = self.context["request"].user
         return bool(item.owner_id) and item.owner_id == getattr(user, "pk", None)
+
+    def get_metadata_only(self, item) -> bool:
+        return not item.has_bytes
 
     def get_url(self, item) -> str:
         path = reverse("marketplace:hub-item", kwargs={"org": item.org, "name": item.name})

@@ -76,7 +76,8 @@ def endpoint(write: bool = False, methods=("GET",)):
             except Unauthenticated:
                 return _error(401, INVALID_CREDENTIALS)
             except ServiceError as exc:
-                code = exc.code if exc.code in ("RepoNotFound", "RevisionNotFound", "EntryNotFound") else ""
+                known = ("RepoNotFound", "RevisionNotFound", "EntryNotFound", "DisabledRepo")
+                code = exc.code if exc.code in known else ""
                 return _error(exc.status, exc.message, code)
 
         return run

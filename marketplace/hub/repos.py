@@ -67,11 +67,19 @@ def _not_found(repo: str) -> RepoNotFound:
     return RepoNotFound(_("No model or dataset %(repo)s here.") % {"repo": repo}, code="RepoNotFound")
 
 
+class TakenDown(Forbidden):
+    pass
+
+
 def readable(user, kind: str, repo: str) -> HubItem:
-    """The repository if ``user`` may read it (anyone a public one; its owner a private one)."""
+    """The repository if ``user`` may read it (anyone a public one; its owner a private one). One the back office
+    took down is not found for others, and refused, with the reason, to its owner."""
     item = HubItem.objects.for_user(user, "view").filter(repo=repo, kind=kind).select_related("head").first()
     if item is None:
         raise _not_found(repo)
+    if item.taken_down_at is not None:
+        raise TakenDown(_("%(repo)s was taken down by the operator: %(reason)s") % {"repo": repo,
+                        "reason": item.takedown_reason}, code="DisabledRepo")  # fmt: skip
     return item
 
 
@@ -79,6 +87,7 @@ def writable(user, kind: str, repo: str) -> HubItem:
     """The repository if ``user`` may commit to it: its owner. Someone who can read it is told it is not theirs."""
     item = HubItem.objects.for_user(user, "change").filter(repo=repo, kind=kind).select_related("head").first()
     if item is not None:
+        readable(user, kind, repo)  # taken down: refused, with the reason
         return item
     readable(user, kind, repo)  # a private or missing repository: not found
     raise Forbidden(_("You cannot write to %(repo)s: it is not yours.") % {"repo": repo}, code="not_owner")
@@ -449,3 +458,25 @@ def commit_card(user, item: HubItem, text: str, summary: str = "") -> HubCommit:
 
 def history(item: HubItem, limit: int = 20) -> list[HubCommit]:
     return list(HubCommit.objects.filter(item=item).select_related("author").order_by("-created_at", "-id")[:limit])
+
+
+# --- The back office ------------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def take_down(item: HubItem, reason: str) -> HubItem:
+    """Hide a repository from everyone but its owner and stop its downloads (the caller audits it)."""
+    from django.utils import timezone
+
+    HubItem.objects.filter(pk=item.pk).update(taken_down_at=timezone.now(), takedown_reason=reason[:500])
+    services.search.sync([item.pk])
+    item.refresh_from_db()
+    return item
+
+
+@transaction.atomic
+def restore(item: HubItem) -> HubItem:
+    HubItem.objects.filter(pk=item.pk).update(taken_down_at=None, takedown_reason="")
+    services.search.sync([item.pk])
+    item.refresh_from_db()
+    return item

@@ -1,0 +1,161 @@
+"""Publishing without a live server: the Hub API's answers to bad input (JSON, the status and the error code the
+client maps to its exceptions), namespaces, the back office taking a repository down (audited), and the REST
+API's "metadata only"."""
+
+import base64
+import json
+
+import pytest
+from django.test import Client
+
+from console import services as console_services
+from console.ops.models import AuditEntry
+from marketplace.hub import repos, services
+from marketplace.models import HubItem
+from tests.fixtures.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _token(user, scope="read_write"):
+    return console_services.create_api_token(user, name="hf", scope=scope).plaintext
+
+
+def _client(token=None) -> Client:
+    headers = {"HTTP_ACCEPT_LANGUAGE": "en"}
+    if token:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    return Client(**headers)
+
+
+def _ndjson(*lines) -> bytes:
+    return b"\n".join(json.dumps(line).encode() for line in lines)
+
+
+def _file(path, content: bytes):
+    return {"key": "file", "value": {"path": path, "content": base64.b64encode(content).decode(), "encoding": "base64"}}
+
+
+@pytest.fixture
+def published(cloud_storage):
+    owner = UserFactory()
+    repos.create_repo(owner, name="tiny", organization="demo", private=False, kind="model")
+    token = _token(owner)
+    made = _client(token).post("/api/models/demo/tiny/commit/main", _ndjson(
+        {"key": "header", "value": {"summary": "first"}}, _file("config.json", b"{}"),
+    ), content_type="application/x-ndjson")  # fmt: skip
+    assert made.status_code == 200, made.content
+    return owner, token
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"not json", "invalid_commit"),
+        (_ndjson({"key": "file", "value": {"path": "a"}}), "invalid_commit"),
+        (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("../etc/passwd", b"x")), "invalid_path"),
+        (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("/abs", b"x")), "invalid_path"),
+        (_ndjson({"key": "header", "value": {"summary": ""}}), "invalid_commit"),
+        (_ndjson({"key": "header", "value": {"summary": "x"}}, {"key": "rm -rf", "value": {}}), "invalid_commit"),
+        (_ndjson({"key": "header", "value": {"summary": "x"}},
+                 {"key": "file", "value": {"path": "a", "content": "%%%", "encoding": "base64"}}), "invalid_commit"),
+        (_ndjson({"key": "header", "value": {"summary": "x"}},
+                 {"key": "lfsFile", "value": {"path": "w", "algo": "sha256", "oid": "0" * 64, "size": 3}}),
+         "lfs_missing"),
+        (b"[1, 2]", "invalid_commit"),
+    ],
+)  # fmt: skip
+def test_a_bad_commit_is_a_clear_400_and_writes_nothing(published, body, code):
+    owner, token = published
+    before = HubItem.objects.get(repo="demo/tiny").head_id
+    answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="application/x-ndjson")
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["error"]
+    assert HubItem.objects.get(repo="demo/tiny").head_id == before
+
+
+def test_reading_errors_carry_the_codes_the_client_understands(published):
+    owner, token = published
+    anonymous = _client()
+    assert anonymous.get("/api/models/demo/missing").headers["X-Error-Code"] == "RepoNotFound"
+    assert anonymous.get("/api/models/demo/tiny/revision/" + "f" * 40).headers["X-Error-Code"] == "RevisionNotFound"
+    missing = anonymous.get("/demo/tiny/resolve/main/nope.bin")
+    assert missing.status_code == 404 and missing.headers["X-Error-Code"] == "EntryNotFound"
+    assert b"".join(anonymous.get("/demo/tiny/resolve/main/config.json").streaming_content) == b"{}"
+    bad_token = _client("gpc_nottoken_x").get("/api/models/demo/tiny")
+    assert bad_token.status_code == 401 and bad_token.headers["X-Error-Message"].startswith("Invalid credentials")
+    assert anonymous.get("/api/models/demo/tiny/tree/main").json()[0]["path"] == "config.json"
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"name": "ok-name", "organization": "demo", "type": "space"}, 400),
+        ({"name": "bad name!", "organization": "demo"}, 400),
+        ({"name": ["x"], "organization": "demo"}, 400),
+        ({"name": "x", "organization": ""}, 400),
+        ({"name": "tiny", "organization": "demo"}, 409),
+        ({"name": "mine", "organization": "THUDM"}, 403),
+    ],
+)
+def test_creating_a_repository_refuses_bad_names_and_other_peoples_namespaces(published, catalog_hub, body, status):
+    answer = _client(_token(UserFactory())).post("/api/repos/create", body, content_type="application/json")
+    assert answer.status_code == status, answer.content
+    assert answer.json()["error"]
+
+
+@pytest.fixture
+def catalog_hub(db):
+    services.save_catalog_item(repo="THUDM/chatglm3-6b", summary="chat", files=[("model.bin", 10)])
+
+
+def test_writes_need_a_token_that_may_write_and_a_repository_of_ones_own(published):
+    owner, token = published
+    body = _ndjson({"key": "header", "value": {"summary": "x"}}, _file("b.txt", b"b"))
+    assert _client().post("/api/models/demo/tiny/commit/main", body, content_type="x").status_code == 401
+    read_only = _client(_token(owner, "read")).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+    assert read_only.status_code == 403
+    other = _client(_token(UserFactory())).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+    assert other.status_code == 403 and "not yours" in other.json()["error"]
+    bad_ticket = Client().put("/hub-lfs/" + "a" * 64 + "?ticket=forged", b"x", content_type="application/octet-stream")
+    assert bad_ticket.status_code == 403
+    assert _client(token).post("/api/models/demo/tiny/preupload/main", b"{", content_type="x").status_code == 400
+
+
+def test_the_back_office_takes_a_repository_down_and_restores_it_audited(published, ops_user):
+    owner, token = published
+    item = HubItem.objects.get(repo="demo/tiny")
+    staff = Client()
+    staff.force_login(ops_user)
+    refused = staff.post(f"/ops/hub/{item.public_id}/take-down/", {"reason": ""})
+    assert refused.status_code == 302 and HubItem.objects.get(pk=item.pk).taken_down_at is None
+    staff.post(f"/ops/hub/{item.public_id}/take-down/", {"reason": "Licence violation reported"})
+    assert AuditEntry.objects.filter(action="hub_repo_taken_down", target_label="demo/tiny").exists()
+
+    assert _client().get("/hub/demo/tiny").status_code == 404
+    stranger = _client().get("/demo/tiny/resolve/main/config.json")
+    assert stranger.status_code == 404 and stranger.headers["X-Error-Code"] == "RepoNotFound"
+    mine = _client(token).get("/demo/tiny/resolve/main/config.json")
+    assert mine.status_code == 403 and mine.headers["X-Error-Code"] == "DisabledRepo"
+    assert "Licence violation reported" in mine.json()["error"]
+    page = Client(HTTP_ACCEPT_LANGUAGE="en")
+    page.force_login(owner)
+    assert "Licence violation reported" in page.get("/hub/demo/tiny").content.decode()
+
+    staff.post(f"/ops/hub/{item.public_id}/restore/", {"reason": "Resolved"})
+    assert _client().get("/demo/tiny/resolve/main/config.json").status_code == 200
+    assert _client().get("/hub/", {"q": "tiny"}).status_code == 200
+    plain = UserFactory()
+    viewer = Client()
+    viewer.force_login(plain)
+    assert viewer.get("/ops/hub/").status_code == 404
+
+
+def test_the_rest_api_and_the_page_say_which_entries_are_metadata_only(published, catalog_hub):
+    api = _client()
+    assert api.get("/api/v1/hub/THUDM/chatglm3-6b").json()["metadata_only"] is True
+    assert api.get("/api/v1/hub/demo/tiny").json()["metadata_only"] is False
+    page = api.get("/hub/THUDM/chatglm3-6b").content.decode()
+    assert 'id="metadata-only"' in page and "resolve/main" not in page
+    published_page = api.get("/hub/demo/tiny").content.decode()
+    assert "/demo/tiny/resolve/main/config.json" in published_page and "HF_ENDPOINT" in published_page

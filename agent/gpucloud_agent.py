@@ -22,6 +22,10 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
   before its proxy goes there (``backends.slurm.lab_address_allowed``);
 * writes the workload's environment to the system disk (``.gpucloud/environment``, readable by the jobs' user
   only), so a shell the console opens in the job (``srun --overlap``) gets the same variables and secrets;
+* with ``--hub-socket <path>``, serves the model hub to the machine through that Unix socket (bound into a sandbox
+  with no network): each request, one per connection, goes to the console only when it is one of the hub's Hugging
+  Face API addresses (repository info and trees, ``resolve`` downloads, uploads), without the caller's cookies;
+  anything else is refused. The machine's own relay (``workloads/hub_relay.py``) listens on its loopback;
 * with ``--private`` (the job runs as its owner's own account), keeps everything it writes to that account: its
   folders 0700 and its files 0600 (the system disk itself is 0700), while the workload and JupyterLab create files
   with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group.
@@ -537,6 +541,114 @@ class JupyterLab:
 # The agent -----------------------------------------------------------------------------------------------------
 
 
+# The hub's Hugging Face API, and nothing else of the console, is what a machine may ask for through the relay.
+_REPO = r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*"
+HUB_ADDRESSES = re.compile(
+    r"^/(?:api/(?:models|datasets)/" + _REPO + r"(?:/|\?|$)"
+    r"|api/(?:repos/create|validate-yaml)/?(?:\?|$)"
+    r"|hub-lfs/[0-9a-f]{64}(?:/verify)?(?:\?|$)"
+    r"|(?:datasets/)?" + _REPO + r"(?:/resolve/|\.git/info/lfs/objects/batch(?:\?|$)))"
+)
+HUB_METHODS = {b"GET", b"HEAD", b"POST", b"PUT"}
+_DROPPED_HEADERS = {b"connection", b"keep-alive", b"cookie", b"proxy-authorization", b"proxy-connection"}
+
+
+def hub_request_allowed(method: bytes, target: str) -> bool:
+    lowered = target.lower()
+    if method not in HUB_METHODS or ".." in target or "%2e" in lowered or "%2f" in lowered or "\\" in target:
+        return False
+    first = target.lstrip("/").split("/", 1)[0]
+    if first in ("instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin"):
+        return False
+    return HUB_ADDRESSES.match(target) is not None
+
+
+class HubRelay:
+    """The console's hub for a machine without a network, on a Unix socket (see the module's description)."""
+
+    def __init__(self, path: Path, console: str):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(console)
+        self.path = path
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80))
+        self.secure = parts.scheme == "https"
+        self.server: socket.socket | None = None
+
+    def start(self) -> None:
+        import threading
+
+        self.path.unlink(missing_ok=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(self.path))
+        os.chmod(self.path, 0o600)
+        server.listen(64)
+        self.server = server
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _address = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
+
+    @staticmethod
+    def _refuse(client, status: bytes, text: bytes) -> None:
+        client.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                       b"Content-Length: " + str(len(text)).encode() + b"\r\n\r\n" + text)  # fmt: skip
+
+    def _handle(self, client) -> None:
+        import threading
+
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = client.recv(65536)
+                if not chunk or len(data) > 65536:
+                    return
+                data += chunk
+            head, body = data.split(b"\r\n\r\n", 1)
+            request_line, *headers = head.split(b"\r\n")
+            parts = request_line.split(b" ")
+            if len(parts) != 3 or not hub_request_allowed(parts[0], parts[1].decode("latin-1")):
+                self._refuse(client, b"403 Forbidden", b'{"error": "Only the model hub is reachable from here."}')
+                return
+            kept = [h for h in headers if h.split(b":", 1)[0].strip().lower() not in _DROPPED_HEADERS]
+            upstream = socket.create_connection(self.upstream, timeout=30)
+            if self.secure:
+                import ssl
+
+                upstream = ssl.create_default_context().wrap_socket(upstream, server_hostname=self.upstream[0])
+            upstream.settimeout(None)
+            upstream.sendall(b"\r\n".join([request_line, *kept, b"Connection: close"]) + b"\r\n\r\n" + body)
+            back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+            back.start()
+            _pipe(client, upstream)
+            back.join()
+            upstream.close()
+        except OSError:
+            pass
+        finally:
+            client.close()
+
+
+def _pipe(source, target) -> None:
+    try:
+        while chunk := source.recv(65536):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        try:
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
 class Agent:
     def __init__(self, options, environ: dict):
         self.options = options
@@ -649,6 +761,8 @@ class Agent:
 
     def run(self) -> int:
         self.lay_out()
+        if self.options.hub_socket and self.options.console:
+            HubRelay(Path(self.options.hub_socket), self.options.console).start()
         signal.signal(signal.SIGUSR1, self.on_signal)
         signal.signal(signal.SIGTERM, self.on_signal)
         try:
@@ -711,6 +825,7 @@ def parse_args(argv):
     parser.add_argument(
         "--private", action="store_true", help="the job runs as its owner's own account: keep what it writes to it"
     )
+    parser.add_argument("--hub-socket", default="", help="serve the console's model hub on this Unix socket")
     parser.add_argument("workload", nargs=argparse.REMAINDER, help="-- the command to run (default: sleep)")
     options = parser.parse_args(argv)
     if options.workload and options.workload[0] == "--":

@@ -64,7 +64,9 @@ log = logging.getLogger(__name__)
 
 BWRAP = "/usr/bin/bwrap"
 MOUNT_HUB = "/mnt/gpucloud"  # inside the sandbox
-SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket
+SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket, and the hub's (served by the agent from outside)
+HUB_SOCKET = "hub.sock"
+HUB_RELAY_PORT = 8860  # inside, on the loopback: workloads/hub_relay.py, HF_ENDPOINT
 BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
 WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
 JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
@@ -310,6 +312,7 @@ class LocalBackend(Backend):
             _copy_tools(base / TOOLS)
             (base / LAB_SOCKET).unlink(missing_ok=True)
             (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
+            (run / HUB_SOCKET).unlink(missing_ok=True)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
             # Disks and storage folders mounted on the host (and grown, if they grew while this machine held
@@ -654,7 +657,9 @@ class LocalBackend(Backend):
     def _write_boot(self, instance, boot: Path, uid: int, token: str) -> None:
         from ..environment import boot_environment
 
-        environment = {"JUPYTER_TOKEN": token, **boot_environment(instance)}
+        # The model hub through the agent's relay (the machine has no network); the user's own variables win.
+        hub = {"HF_ENDPOINT": f"http://127.0.0.1:{HUB_RELAY_PORT}", "HF_HUB_DISABLE_TELEMETRY": "1"}
+        environment = {"JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
@@ -702,6 +707,7 @@ class LocalBackend(Backend):
             str(runtime.system_python()), str(base / TOOLS / AGENT_FILE), "--instance",
             str(instance.public_id), "--root", str(sandbox_root()), "--family", "cpu",
             "--console", settings.LOCAL_AGENT_CONSOLE_URL, "--interval", str(settings.LOCAL_HEARTBEAT_SECONDS),
+            "--hub-socket", str(base / "run" / HUB_SOCKET),
             "--", *workload,
         ]  # fmt: skip
         switch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
@@ -723,6 +729,7 @@ for name in data shared shared-team public datasets; do
   [ -d "/mnt/gpucloud/$name" ] || continue
   [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name"
 done
+setsid python /opt/gpucloud/workloads/hub_relay.py >/run/gpucloud/hub-relay.log 2>&1 &
 setsid jupyter lab --no-browser --allow-root --ServerApp.sock={socket} --ServerApp.sock_mode=0600 \\
   --ServerApp.base_url={base_url} --ServerApp.root_dir=/root --LabApp.news_url=None \\
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\

@@ -425,3 +425,49 @@ def test_without_loop_devices_a_new_home_is_a_plain_folder_and_the_page_says_so(
     client.force_login(owner)
     page = client.get(instance.get_absolute_url()).content.decode()
     assert 'id="sandbox-disk-unlimited"' in page and 'id="sandbox-disk"' not in page
+
+
+def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_local, running):
+    """``snapshot_download`` inside a machine with no network fetches a published repository through the agent's
+    relay (HF_ENDPOINT is set); the console's other addresses are refused there."""
+    import base64
+    import json
+
+    from marketplace.hub import repos
+
+    publisher = on_local_user()
+    repos.create_repo(publisher, name="tiny", organization="demo", private=False, kind="model")
+    config = b'{"model_type": "gpt2", "n_layer": 2}\n'
+    lines = [
+        json.dumps({"key": "header", "value": {"summary": "first"}}).encode(),
+        json.dumps({"key": "file", "value": {"path": "config.json", "content": base64.b64encode(config).decode(),
+                                             "encoding": "base64"}}).encode(),
+    ]  # fmt: skip
+    repos.commit(publisher, "model", "demo/tiny", "main", iter(lines))
+
+    instance = running()
+    code = (
+        "from huggingface_hub import snapshot_download; p = snapshot_download('demo/tiny'); "
+        "print(open(p + '/config.json').read(), end='')"
+    )
+    done = on_local.run(instance, f'echo "$HF_ENDPOINT"; python -c "{code}"', timeout=90)
+    assert done.returncode == 0, done.stderr[-2000:]
+    endpoint, rest = done.stdout.split("\n", 1)
+    assert endpoint == "http://127.0.0.1:8860" and rest.encode() == config
+
+    for path in ("/billing/", "/api/v1/instances", "/instances/", "/ops/", "/api/models/../../billing/"):
+        probe = (
+            "import urllib.request, urllib.error\n"
+            "try:\n"
+            f"    print(urllib.request.urlopen('http://127.0.0.1:8860{path}').status)\n"
+            "except urllib.error.HTTPError as e:\n"
+            "    print(e.code)\n"
+        )
+        answer = on_local.run(instance, f"python -c {shlex.quote(probe)}")
+        assert answer.stdout.strip() == "403", (path, answer.stdout, answer.stderr[-500:])
+
+
+def on_local_user():
+    from tests.fixtures.factories import UserFactory
+
+    return UserFactory(email="publisher@example.com")

@@ -50,9 +50,9 @@ def store_stream(read, *, sha256: str, size: int, user=None) -> HubBlob:
         raise ServiceError(_("The file is larger than the hub accepts."), code="file_too_large")
     digest = hashlib.sha256()
     received = 0
-    with tempfile.TemporaryFile(dir=_staging()) as handle:
+    with tempfile.NamedTemporaryFile(dir=_staging()) as handle:
         while True:
-            chunk = read(min(CHUNK, size - received + 1))
+            chunk = read(min(4 * CHUNK, size - received + 1))
             if not chunk:
                 break
             received += len(chunk)
@@ -72,7 +72,7 @@ def store_stream(read, *, sha256: str, size: int, user=None) -> HubBlob:
 def store_file(handle, *, user=None) -> HubBlob:
     """Store an uploaded file (a browser's), hashing it as it is copied."""
     digest, size = hashlib.sha256(), 0
-    with tempfile.TemporaryFile(dir=_staging()) as copy:
+    with tempfile.NamedTemporaryFile(dir=_staging()) as copy:
         for chunk in iter(lambda: handle.read(CHUNK), b""):
             digest.update(chunk)
             size += len(chunk)
@@ -84,7 +84,12 @@ def store_file(handle, *, user=None) -> HubBlob:
 
 
 def _staging():
-    path = settings.STORAGE_STAGING_DIR / "hub"
+    """Where uploads are written while they are hashed: beside the stored blobs when they are on local disk (so a
+    finished file is linked into place, not copied), else the storage uploads' staging folder."""
+    try:
+        path = storage().path(".staging")
+    except NotImplementedError:
+        path = settings.STORAGE_STAGING_DIR / "hub"
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -94,7 +99,8 @@ def _keep(handle, sha256: str, size: int, user) -> HubBlob:
     if blob is None:
         name = key(sha256)
         if not storage().exists(name):
-            storage().save(name, File(handle, name=sha256))
+            if not _link_into_place(handle, name):
+                storage().save(name, File(handle, name=sha256))
         try:
             with transaction.atomic():
                 blob = HubBlob.objects.create(sha256=sha256, size=size)
@@ -103,6 +109,27 @@ def _keep(handle, sha256: str, size: int, user) -> HubBlob:
     if user is not None:
         HubBlobUpload.objects.bulk_create([HubBlobUpload(blob=blob, user=user)], ignore_conflicts=True)
     return blob
+
+
+def _link_into_place(handle, name: str) -> bool:
+    """On local disk, a named staging file is linked into the storage instead of copied (same file system)."""
+    source = getattr(handle, "name", None)
+    try:
+        target = storage().path(name)
+    except NotImplementedError:
+        return False
+    if not isinstance(source, str):
+        return False
+    handle.flush()
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        return True
+    except OSError:  # another file system: the storage copies it
+        return False
+    os.chmod(target, 0o644)
+    return True
 
 
 def open_blob(blob: HubBlob):

@@ -60,14 +60,19 @@ def hub(live_server, settings, tmp_path, monkeypatch):
     monkeypatch.setattr(hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
     monkeypatch.setattr(hf_file_download, "HUGGINGFACE_CO_URL_TEMPLATE", template)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    served = []
-    real = blobs.read_range
+    served = []  # bytes of file content the server sent: whole files (from local disk) and ranges
+    real_range, real_path = blobs.read_range, blobs.local_path
 
-    def counting(blob, start, length):
+    def counting_range(blob, start, length):
         served.append(length)
-        return real(blob, start, length)
+        return real_range(blob, start, length)
 
-    monkeypatch.setattr(blobs, "read_range", counting)
+    def counting_path(blob):
+        served.append(blob.size)
+        return real_path(blob)
+
+    monkeypatch.setattr(blobs, "read_range", counting_range)
+    monkeypatch.setattr(blobs, "local_path", counting_path)
     from django.core.files.storage import storages
 
     storages._storages.pop("hub", None)  # the storage follows MEDIA_ROOT above

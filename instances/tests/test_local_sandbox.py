@@ -455,6 +455,17 @@ def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_lo
     endpoint, rest = done.stdout.split("\n", 1)
     assert endpoint == "http://127.0.0.1:8860" and rest.encode() == config
 
+    # Mounted, the same files are there with nothing copied: the mount's files are the stored blobs themselves.
+    from marketplace.hub import blobs
+    from marketplace.models import HubItem
+    from storage import mounts
+
+    mounts.mount(instance.owner, instance, "demo/tiny")  # public: anyone may mount it
+    seen = on_local.run(instance, "cat /root/public/demo/tiny/config.json")
+    assert seen.returncode == 0 and seen.stdout.encode() == config, seen.stderr
+    blob = HubItem.objects.get(repo="demo/tiny").head.files.get(path="config.json").blob
+    assert os.path.samefile(on_local.root / "hub" / "demo" / "tiny" / "config.json", blobs.local_path(blob))
+
     for path in ("/billing/", "/api/v1/instances", "/instances/", "/ops/", "/api/models/../../billing/"):
         probe = (
             "import urllib.request, urllib.error\n"

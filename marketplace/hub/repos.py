@@ -415,7 +415,47 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
                        files=listed, **_fields_from_card(item, readme))  # fmt: skip
     HubItem.objects.filter(pk=item.pk).update(head=new)
+    transaction.on_commit(lambda: materialise(item.repo))
     return new
+
+
+def materialise(repo: str) -> None:
+    """Lay the latest tree of ``repo`` out under ``LOCAL_HUB_ROOT/<repo>``, the folder the local backend mounts
+    read-only at ``/root/public/<repo>``: each file a hard link to its stored blob, so mounting copies nothing.
+    Updated in place (machines that mount it see the new files at once); files no longer in the tree go. Only where
+    the blobs are on this machine's disk."""
+    import os
+    from pathlib import Path
+
+    item = HubItem.objects.filter(repo=repo).select_related("head").first()
+    if item is None or item.head is None:
+        return
+    root = Path(settings.LOCAL_HUB_ROOT) / item.repo
+    files = tree(item.head)
+    sources = {f.path: blobs.local_path(f.blob) for f in files}
+    if any(source is None for source in sources.values()):
+        return  # blobs in S3: machines download through HF_ENDPOINT instead
+    root.mkdir(parents=True, exist_ok=True)
+    for path, source in sources.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists() and os.path.samefile(target, source):
+            continue
+        staged = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
+        try:
+            os.link(source, staged)
+        except OSError:  # another file system: a copy, as a last resort
+            import shutil
+
+            shutil.copyfile(source, staged)
+            os.chmod(staged, 0o644)
+        os.replace(staged, target)
+    wanted = {str(root / p) for p in sources}
+    for existing in sorted(root.rglob("*"), reverse=True):
+        if existing.is_file() and str(existing) not in wanted:
+            existing.unlink()
+        elif existing.is_dir() and not any(existing.iterdir()):
+            existing.rmdir()
 
 
 def card_data(item: HubItem) -> dict:

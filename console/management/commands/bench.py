@@ -26,7 +26,7 @@ class Command(BaseCommand):
         console.bench.LIGHT = light
         # Importing the modules registers their benchmarks, in this order: the order of the README's table.
         # isort: off
-        from console.bench import pages, instances, marketplace, billing, storage, hub, inference  # noqa: F401
+        from console.bench import pages, saturation, instances, marketplace, billing, storage, hub, inference  # noqa: F401
 
         # isort: on
         database = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"

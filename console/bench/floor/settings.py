@@ -1,0 +1,26 @@
+"""Settings of the bare floor project: what ``django-admin startproject`` gives, minus the admin."""
+
+from pathlib import Path
+
+SECRET_KEY = "floor-benchmark-only"  # noqa: S105 - never a real deployment: it serves one list
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions",
+                  "django.contrib.messages"]  # fmt: skip
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+ROOT_URLCONF = "console.bench.floor.urls"
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates",
+              "DIRS": [Path(__file__).parent / "templates"], "APP_DIRS": False,
+              "OPTIONS": {"context_processors": ["django.template.context_processors.request",
+                                                 "django.contrib.auth.context_processors.auth",
+                                                 "django.contrib.messages.context_processors.messages"]}}]  # fmt: skip
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+USE_TZ = True

@@ -1,0 +1,104 @@
+"""Pages at saturation, each against the framework's floor measured in the same run.
+
+The floor is a bare Django project (``console.bench.floor``: the default middleware, one view rendering a 9 KB
+template from a list). It and the console are served in turn by the same gunicorn (2 sync workers, DEBUG off) on
+the same 2 cores; locust without think time (4 clients) asks for one page at a time for a fixed time. Each page's
+throughput and p95 are reported with its ratio to the floor's (how many times slower; the target is ≤ 3×).
+"""
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+from django.conf import settings
+from django.test import Client
+
+from console.bench import benchmark, size
+from console.bench.pages import _free_port, _history
+
+CLIENTS = 4
+SECONDS = size(15, 3)
+
+
+class _Gunicorn:
+    def __init__(self, app: str, **env):
+        self.app, self.env = app, env
+
+    def __enter__(self):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(Path(settings.DATA_DIR) / f"gunicorn-{self.port}.log", "wb")  # noqa: SIM115 (closed in exit)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", self.app, "-b", f"127.0.0.1:{self.port}", "-w", "2"],
+            env=os.environ | {"DEBUG": "false"} | self.env, cwd=settings.BASE_DIR, stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                requests.get(self.url + "/", timeout=2, allow_redirects=False)
+                return self
+            except requests.ConnectionError:
+                time.sleep(0.2)
+        raise RuntimeError(f"gunicorn serving {self.app} did not answer")
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+def _saturate(url: str, path: str, cookie: str = "") -> tuple[float, float, int]:
+    """(requests per second, p95 in ms, requests) of locust without think time on one page."""
+    out = Path(settings.DATA_DIR) / "saturation"
+    out.mkdir(parents=True, exist_ok=True)
+    for _ in range(3):  # warm: templates compiled, caches filled, connections open
+        requests.get(url + path, headers={"Cookie": cookie} if cookie else {}, timeout=30)
+    subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "saturate_locustfile.py"), "--headless",
+         "--only-summary", "-u", str(CLIENTS), "-r", str(CLIENTS), "-t", f"{SECONDS}s", "--host", url,
+         "--csv", str(out / "run"), "--exit-code-on-error", "0"],
+        env=os.environ | {"BENCH_PATH": path, "BENCH_COOKIE": cookie}, cwd=settings.BASE_DIR, check=True,
+        capture_output=True,
+    )  # fmt: skip
+    with open(out / "run_stats.csv", newline="") as f:
+        total = next(row for row in csv.DictReader(f) if row["Name"] == "Aggregated")
+    made, failed = int(total["Request Count"]), int(total["Failure Count"])
+    if made == 0 or failed:
+        raise RuntimeError(f"{path}: {failed} of {made} requests failed")
+    return float(total["Requests/s"]), float(total["95%"]), made
+
+
+def _pages(history) -> list[tuple[str, str, bool]]:
+    """(label, path, logged in) of the pages measured: the long-history user's and the public ones."""
+    from marketplace.models import Image
+
+    image = Image.objects.filter(status="listed").order_by("pk").first()
+    wanted = {"dashboard", "instance list", "instance detail", "wallet", "transactions", "statement", "cloud disks"}
+    pages = [(label, path, True) for label, path in history.pages() if label in wanted]
+    pages += [("hub", "/hub/", False), ("marketplace", "/marketplace/", False), ("pricing", "/pricing/", False)]
+    if image is not None:
+        pages.append(("image detail", f"/marketplace/images/{image.slug}/", False))
+    return pages
+
+
+@benchmark("Pages at saturation (locust, no think time → gunicorn), each against a bare Django page", quick=False)
+def saturation(report):
+    history = _history()
+    client = Client()
+    client.force_login(history.user)
+    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    with _Gunicorn("console.bench.floor.wsgi:application") as floor:
+        floor_rps, floor_p95, made = _saturate(floor.url, "/")
+    setup = f"gunicorn 2 sync workers, {CLIENTS} clients, {SECONDS} s a page"
+    report.add("floor: bare Django page", floor_rps, unit="/s", note=f"p95 {floor_p95:.0f} ms; 9 KB; {setup}")
+    with _Gunicorn("config.wsgi") as console:
+        for label, path, logged_in in _pages(history):
+            rps, p95, made = _saturate(console.url, path, cookie if logged_in else "")
+            note = f"p95 {p95:.0f} ms (floor {floor_p95:.0f}); {made:,} requests"
+            report.add(f"{label}", rps, unit="/s", note=note)
+            report.add(f"{label}: floor ÷ page", floor_rps / rps, unit="×", note="target ≤ 3")

@@ -541,26 +541,93 @@ class JupyterLab:
 # The agent -----------------------------------------------------------------------------------------------------
 
 
-# The hub's Hugging Face API, and nothing else of the console, is what a machine may ask for through the relay.
-_REPO = r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*"
+# The hub's Hugging Face API, and nothing else of the console, is what a machine may ask for through the relay:
+# the addresses of ``marketplace/hub/hf_urls.py``, each matched whole.
+_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?"
+_REPO = _PART + "/" + _PART
+_REV = r"[^/?#]+"
 HUB_ADDRESSES = re.compile(
-    r"^/(?:api/(?:models|datasets)/" + _REPO + r"(?:/|\?|$)"
-    r"|api/(?:repos/create|validate-yaml)/?(?:\?|$)"
-    r"|hub-lfs/[0-9a-f]{64}(?:/verify)?(?:\?|$)"
-    r"|(?:datasets/)?" + _REPO + r"(?:/resolve/|\.git/info/lfs/objects/batch(?:\?|$)))"
+    r"^/(?:api/repos/create/?|api/validate-yaml/?"
+    r"|api/(?:models|datasets)/"
+    + _REPO
+    + r"(?:/(?:revision/"
+    + _REV
+    + r"|tree/"
+    + _REV
+    + r"(?:/[^?#]*)?|preupload/"
+    + _REV
+    + r"|commit/"
+    + _REV
+    + r"))?/?"
+    r"|hub-lfs/[0-9a-f]{64}(?:/verify)?"
+    r"|(?:datasets/)?" + _REPO + r"\.git/info/lfs/objects/batch"
+    r"|(?:datasets/)?" + _REPO + r"/resolve/" + _REV + r"/[^?#]+)"
+    r"(?:\?[^#]*)?$"
 )
-HUB_METHODS = {b"GET", b"HEAD", b"POST", b"PUT"}
-_DROPPED_HEADERS = {b"connection", b"keep-alive", b"cookie", b"proxy-authorization", b"proxy-connection"}
+_HUB_API = re.compile(r"^/api/(?:models/|datasets/|repos/create/?(?:\?|$)|validate-yaml/?(?:\?|$))")
+HUB_METHODS = {"GET", "HEAD", "POST", "PUT"}
+# First path segments of the console's own pages and APIs: never the hub's, whatever the rest looks like.
+_CONSOLE_ROOTS = {"instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin", "v1",
+                  "endpoints", "marketplace", "i18n", "static", "media"}  # fmt: skip
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Headers the relay sets itself or never passes on: the connection's, cookies, and claims about the caller.
+_DROPPED_HEADERS = {"connection", "keep-alive", "cookie", "proxy-authorization", "proxy-connection", "host",
+                    "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip",
+                    "content-length", "transfer-encoding", "te", "upgrade", "expect"}  # fmt: skip
+RELAY_HOST = "127.0.0.1:8860"  # the machine's side of the relay: what addresses the console builds point back to
+MAX_HEAD = 64 * 1024
 
 
-def hub_request_allowed(method: bytes, target: str) -> bool:
+def hub_request_allowed(method: str, target: str) -> bool:
     lowered = target.lower()
-    if method not in HUB_METHODS or ".." in target or "%2e" in lowered or "%2f" in lowered or "\\" in target:
+    if method not in HUB_METHODS or not target.startswith("/") or any(c in target for c in "\\\x00 \t"):
         return False
-    first = target.lstrip("/").split("/", 1)[0]
-    if first in ("instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin"):
+    if ".." in target or "%2e" in lowered or "%2f" in lowered or "%5c" in lowered or "%00" in lowered:
         return False
+    first = target[1:].split("/", 1)[0].split("?", 1)[0]
+    if first in _CONSOLE_ROOTS:
+        return False
+    if first == "api" and not re.match(
+        r"^/api/(?:models/|datasets/|repos/create/?(?:\?|$)|validate-yaml/?(?:\?|$))", target
+    ):
+        return False  # the console's REST API (/api/v1/…) and its schema are not the hub's
     return HUB_ADDRESSES.match(target) is not None
+
+
+class BadRequest(Exception):
+    pass
+
+
+def parse_request(head: bytes) -> tuple[str, str, list[tuple[str, str]], int]:
+    """(method, target, headers, body length) of one HTTP/1.1 request head, read strictly: CRLF line ends only, no
+    folded or malformed headers, a body only by Content-Length (no chunked bodies), so exactly one request is
+    passed on however the bytes were crafted."""
+    try:
+        text = head.decode("ascii")
+    except UnicodeDecodeError:
+        raise BadRequest("non-ASCII request head") from None
+    lines = text.split("\r\n")
+    if any("\n" in line or "\r" in line for line in lines):
+        raise BadRequest("a bare line feed or carriage return")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+        raise BadRequest("a malformed request line")
+    headers, length = [], 0
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not _HEADER_NAME.match(name) or line[:1] in (" ", "\t"):
+            raise BadRequest("a malformed header")
+        name, value = name.strip(), value.strip()
+        lowered = name.lower()
+        if lowered == "transfer-encoding":
+            raise BadRequest("chunked bodies are not relayed: send Content-Length")
+        if lowered == "content-length":
+            if not value.isdigit() or (length and int(value) != length):
+                raise BadRequest("a malformed Content-Length")
+            length = int(value)
+        if lowered not in _DROPPED_HEADERS:
+            headers.append((name, value))
+    return parts[0], parts[1], headers, length
 
 
 class HubRelay:
@@ -608,27 +675,37 @@ class HubRelay:
             data = b""
             while b"\r\n\r\n" not in data:
                 chunk = client.recv(65536)
-                if not chunk or len(data) > 65536:
+                if not chunk or len(data) > MAX_HEAD:
                     return
                 data += chunk
             head, body = data.split(b"\r\n\r\n", 1)
-            request_line, *headers = head.split(b"\r\n")
-            parts = request_line.split(b" ")
-            if len(parts) != 3 or not hub_request_allowed(parts[0], parts[1].decode("latin-1")):
+            try:
+                method, target, headers, length = parse_request(head)
+            except BadRequest:
+                self._refuse(client, b"400 Bad Request", b'{"error": "A malformed request."}')
+                return
+            if not hub_request_allowed(method, target):
                 self._refuse(client, b"403 Forbidden", b'{"error": "Only the model hub is reachable from here."}')
                 return
-            kept = [h for h in headers if h.split(b":", 1)[0].strip().lower() not in _DROPPED_HEADERS]
+            while len(body) < length:  # exactly the announced body; anything after it is dropped
+                chunk = client.recv(min(65536, length - len(body)))
+                if not chunk:
+                    return
+                body += chunk
+            body = body[:length]
+            rebuilt = [f"{method} {target} HTTP/1.1", f"Host: {RELAY_HOST}", *(f"{n}: {v}" for n, v in headers),
+                       f"Content-Length: {length}" if length or method in ("POST", "PUT") else "",
+                       "Connection: close"]  # fmt: skip
             upstream = socket.create_connection(self.upstream, timeout=30)
             if self.secure:
                 import ssl
 
                 upstream = ssl.create_default_context().wrap_socket(upstream, server_hostname=self.upstream[0])
             upstream.settimeout(None)
-            upstream.sendall(b"\r\n".join([request_line, *kept, b"Connection: close"]) + b"\r\n\r\n" + body)
-            back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
-            back.start()
-            _pipe(client, upstream)
-            back.join()
+            upstream.sendall("\r\n".join(line for line in rebuilt if line).encode("ascii") + b"\r\n\r\n" + body)
+            answer = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+            answer.start()
+            answer.join()  # the console closes after its one answer (Connection: close)
             upstream.close()
         except OSError:
             pass

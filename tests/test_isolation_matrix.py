@@ -76,6 +76,8 @@ COVERED = {
     "billing:sandbox-checkout": lambda o: {"public_id": o["topup"].public_id},
     "marketplace:hub-item": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:hub-upload": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:hub-card": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:save-instance": lambda o: {"instance_id": o["instance"].public_id},
     "marketplace:image": lambda o: {"slug": o["image"].slug},
     "marketplace:image-clone": lambda o: {"slug": o["image"].slug},
@@ -161,6 +163,18 @@ NOT_COVERED = {
     "billing:member-budget": "a member's budget, set in the team's context only (teams/tests/test_team_budgets.py)",
     "teams:invitation": "a signed invitation link: a secret, not an object id (teams/tests/test_teams.py)",
     None: "the API's catch-all (api/v1/<path>) and the admin's catch-all: JSON/HTML 404 for anything",
+    # The Hugging Face Hub API: a private repository is "not found" to another user's token and to no token, and
+    # writes are refused to anyone but its owner (marketplace/tests/test_hf_api.py, test_hub_publishing.py).
+    "hub-api-info": "the Hub API, by repository name (marketplace/tests)",
+    "hub-api-revision": "the Hub API, by repository name (marketplace/tests)",
+    "hub-api-tree": "the Hub API, by repository name (marketplace/tests)",
+    "hub-api-preupload": "the Hub API, by repository name: its owner's token only (marketplace/tests)",
+    "hub-api-commit": "the Hub API, by repository name: its owner's token only (marketplace/tests)",
+    "hub-lfs-batch": "the Hub API, by repository name: its owner's token only (marketplace/tests)",
+    "hub-lfs-upload": "a signed upload address for one file: the ticket is the permission (marketplace/tests)",
+    "hub-lfs-verify": "by content hash: answers only for the caller's own uploads (marketplace/tests)",
+    "hub-resolve": "the Hub API's downloads, by repository name (marketplace/tests)",
+    "hub-resolve-dataset": "the Hub API's downloads, by repository name (marketplace/tests)",
 }
 
 

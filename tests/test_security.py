@@ -37,6 +37,10 @@ DOCS_PAGES = {"/api/docs/", "/api/redoc/"}
 CSRF_EXEMPT = {
     "/billing/stripe/webhook": "Stripe's signed webhook (Stripe-Signature header)",
     "/api/schema/": "read-only schema (GET only); the API authenticates by token and DRF enforces CSRF on sessions",
+    # The Hugging Face Hub API writes only with an API token in the Authorization header, never with the session's
+    # cookie, so a cross-site form cannot act as the user (without a token it is a 401).
+    "/api/repos/create/?": "the Hub API: token only",
+    "/api/validate-yaml/?": "the Hub API: checks a card's YAML, writes nothing",
 }
 
 

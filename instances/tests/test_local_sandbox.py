@@ -476,6 +476,14 @@ def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_lo
         )
         answer = on_local.run(instance, f"python -c {shlex.quote(probe)}")
         assert answer.stdout.strip() == "403", (path, answer.stdout, answer.stderr[-500:])
+    # A second request smuggled behind a hub address (a bare line feed ends the first for the server) is refused.
+    smuggle = (
+        "import socket; s = socket.create_connection(('127.0.0.1', 8860)); "
+        "s.sendall(b'GET /demo/tiny/resolve/main/config.json HTTP/1.1\\r\\nHost: x\\r\\nX: y\\n\\r\\n"
+        "GET /api/v1/me HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); print(s.recv(4096).decode().split(chr(13))[0])"
+    )
+    answer = on_local.run(instance, f"python -c {shlex.quote(smuggle)}")
+    assert answer.stdout.strip() == "HTTP/1.1 400 Bad Request", (answer.stdout, answer.stderr[-500:])
 
 
 def on_local_user():

@@ -11,6 +11,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.functions import Lower
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
@@ -162,6 +163,7 @@ class HubNamespace(models.Model):
     class Meta:
         verbose_name = _("hub namespace")
         verbose_name_plural = _("hub namespaces")
+        constraints = [models.UniqueConstraint(Lower("name"), name="hub_namespace_unique_in_any_case")]
 
     def __str__(self):
         return self.name

@@ -63,9 +63,13 @@ def hub() -> Hub:
 def hub_item(user, repo: str):
     """An item ``user`` may see (public, or their own private one); bad input (400) otherwise."""
     try:
-        return hub().get_item(user, repo)
+        item = hub().get_item(user, repo)
     except NotFound as exc:
         raise ServiceError(exc.message, code="unknown_repo") from exc
+    if getattr(item, "taken_down_at", None) is not None:  # its owner still sees it, but nothing mounts it
+        raise ServiceError(_("%(repo)s was taken down by the operator and cannot be mounted.") % {"repo": repo},
+                           code="taken_down")  # fmt: skip
+    return item
 
 
 def mounts_of(instance: Instance):

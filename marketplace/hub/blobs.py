@@ -98,6 +98,8 @@ def _keep(handle, sha256: str, size: int, user) -> HubBlob:
     blob = HubBlob.objects.filter(sha256=sha256).first()
     if blob is None:
         name = key(sha256)
+        if storage().exists(name) and storage().size(name) != size:
+            storage().delete(name)  # a partial write left by a failed store: replaced by these checked bytes
         if not storage().exists(name):
             if not _link_into_place(handle, name):
                 storage().save(name, File(handle, name=sha256))
@@ -142,6 +144,11 @@ def local_path(blob: HubBlob) -> str | None:
         return storage().path(key(blob.sha256))
     except NotImplementedError:
         return None
+
+
+def download_path(blob: HubBlob) -> str | None:
+    """The file a whole-file download sends from local disk (None: stream it from the storage)."""
+    return local_path(blob)
 
 
 def read_range(blob: HubBlob, start: int, length: int) -> Iterator[bytes]:

@@ -6,6 +6,7 @@ cleaned by nh3 (the Ammonia sanitiser), so no script, event handler or ``javascr
 one of the two had a bug.
 """
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -42,13 +43,26 @@ def _strings(value) -> list[str]:
     return list(dict.fromkeys(text for v in values if (text := _text(v))))
 
 
+class _CardLoader(yaml.SafeLoader):
+    """YAML without aliases: a few hundred bytes of nested aliases would otherwise expand to gigabytes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def split(card: str) -> tuple[dict, str]:
     """``(front matter, body)``. A card without front matter has an empty dict; bad YAML is a clear error."""
     match = _FRONT_MATTER.match(card or "")
     if not match:
         return {}, card or ""
     try:
-        data = yaml.safe_load(match.group("yaml")) or {}
+        data = yaml.load(match.group("yaml"), Loader=_CardLoader) or {}  # noqa: S506 - a SafeLoader
+        data = json.loads(json.dumps(data, default=str))  # plain JSON values: no bytes, sets or dates
+    except RecursionError:
+        raise ServiceError(_("The model card's front matter is nested too deeply."), code="invalid_card") from None
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ServiceError(

@@ -14,6 +14,7 @@ bad or revoked token is 401, never an anonymous request.
 import json
 import re
 
+from django.conf import settings
 from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -42,6 +43,9 @@ def _caller(request, *, write: bool):
         token = tokens.authenticate_token(value.strip()) if scheme.lower() == "bearer" else None
         if token is None:
             raise Unauthenticated
+        if token.team_id is not None:
+            raise Forbidden(_("A team's API token cannot be used on the hub: use a personal token."),
+                            code="team_token")  # fmt: skip
         if write and not token.can_write:
             raise Forbidden(_("This API token can only read: create a read-write token to publish."),
                             code="read_only_token")  # fmt: skip
@@ -55,8 +59,9 @@ def _error(status: int, message: str, code: str = "") -> JsonResponse:
     response = JsonResponse({"error": str(message)}, status=status)
     if code:
         response["X-Error-Code"] = code
-    if str(message).isascii():
-        response["X-Error-Message"] = str(message)
+    text = str(message)
+    if text.isascii() and text.isprintable():  # a header never carries a line break or a control character
+        response["X-Error-Message"] = text
     return response
 
 
@@ -160,6 +165,8 @@ def resolve(request, user, repo, revision, path, kind="models"):
     item = repos.readable(user, KINDS[kind], repo)
     if item.head is None:
         raise repos.EntryNotFound(repos.metadata_only(item).message, code="EntryNotFound")
+    if not repos.clean_text(path):
+        raise repos.EntryNotFound(_("No such file."), code="EntryNotFound")
     commit = repos.revision(item, revision)
     found = repos.entry(commit, path)
     size, start, length, status = found.size, 0, found.size, 200
@@ -178,7 +185,7 @@ def resolve(request, user, repo, revision, path, kind="models"):
         if start >= size or end < start:
             return _range_not_satisfiable(size)
         length, status = end - start + 1, 206
-    local = blobs.local_path(found.blob) if request.method == "GET" and status == 200 else None
+    local = blobs.download_path(found.blob) if request.method == "GET" and status == 200 else None
     if request.method == "HEAD":
         response = HttpResponse(status=200)
     elif local is not None:  # the whole file from local disk: the server may send it with sendfile(2)
@@ -218,7 +225,8 @@ def _range_not_satisfiable(size: int) -> HttpResponse:
 @endpoint(write=True, methods=("POST",))
 def create_repo(request, user):
     body = _json_body(request)
-    kind = KINDS.get(body.get("type") or "model")
+    wanted = body.get("type") or "model"
+    kind = KINDS.get(wanted) if isinstance(wanted, str) else None
     if kind is None:
         raise ServiceError(_("This hub holds models and datasets only."), code="invalid_repo_type")
     prefix = "" if kind == HubKind.MODEL else "datasets/"
@@ -255,7 +263,8 @@ def preupload(request, user, kind, repo, revision):
 
 @endpoint(write=True, methods=("POST",))
 def commit(request, user, kind, repo, revision):
-    lines = iter(lambda: request.readline(), b"")
+    limit = settings.HUB_MAX_COMMIT_BYTES + 1  # one line longer than a whole commit is refused, not read
+    lines = iter(lambda: request.readline(limit), b"")
     made = repos.commit(user, KINDS[kind], repo, revision, lines)
     prefix = "" if made.item.kind == HubKind.MODEL else "datasets/"
     return JsonResponse({

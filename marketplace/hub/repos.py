@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils.translation import gettext as _
 
@@ -141,7 +141,13 @@ def claim_namespace(user, org: str) -> None:
     others = HubItem.objects.filter(repo__istartswith=f"{org}/").exclude(owner=user)
     if others.exists():
         raise Forbidden(_("The namespace %(org)s belongs to someone else.") % {"org": org}, code="namespace_taken")
-    HubNamespace.objects.get_or_create(name=org, defaults={"user": user})
+    try:
+        with transaction.atomic():
+            claimed, _created = HubNamespace.objects.get_or_create(name=org, defaults={"user": user})
+    except IntegrityError:  # the same name in another case, claimed at the same moment
+        claimed = HubNamespace.objects.filter(name__iexact=org).first()
+    if claimed is None or claimed.user_id != user.pk:
+        raise Forbidden(_("The namespace %(org)s belongs to someone else.") % {"org": org}, code="namespace_taken")
 
 
 @transaction.atomic
@@ -156,9 +162,9 @@ def create_repo(user, *, name, organization, private: bool, kind: str) -> HubIte
             _("%(repo)s is not a valid name: use letters, digits, “.”, “_” and “-”.") % {"repo": repo[:210]},
             code="invalid_repo_id",
         )
+    claim_namespace(user, organization)  # someone else's namespace: refused before anything is said of its repos
     if HubItem.objects.filter(repo__iexact=repo).exists():
         raise Conflict(_("You already created a repository named %(repo)s.") % {"repo": repo}, code="repo_exists")
-    claim_namespace(user, organization)
     visibility = HubVisibility.PRIVATE if private else HubVisibility.PUBLIC
     return services.save_item(repo=repo, owner=user, kind=kind, visibility=visibility, files=[])
 
@@ -200,6 +206,7 @@ def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url) -> list[d
     wanted = _lfs_objects(objects)
     known = _known(user, item, {o.oid for o in wanted})
     sizes = dict(HubBlob.objects.filter(sha256__in=known).values_list("sha256", "size"))
+    check_quota(item.owner, sum(o.size for o in wanted if sizes.get(o.oid) != o.size))
     answer = []
     for obj in wanted:
         if sizes.get(obj.oid) == obj.size:
@@ -236,6 +243,8 @@ def receive_lfs(oid: str, ticket, read) -> HubBlob:
 
 
 def verify_lfs(user, oid: str, size) -> None:
+    if type(size) is not int:
+        raise ServiceError(_("Each object needs its SHA-256 (oid) and size."), code="invalid_lfs_batch")
     if not HubBlobUpload.objects.filter(user=user, blob__sha256=oid, blob__size=size).exists():
         raise NotFound(_("No upload of this file has arrived."), code="upload_missing")
 
@@ -257,10 +266,22 @@ def preupload(item: HubItem, files) -> list[dict]:
     return answer
 
 
+def clean_text(value) -> bool:
+    """Text the database and the file system take as it is: no control characters, no lone surrogates."""
+    if not isinstance(value, str) or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _path(value) -> str:
     ok = (
         isinstance(value, str) and 0 < len(value) <= 500 and not value.startswith("/") and "\\" not in value
-        and "\0" not in value and all(part not in ("", ".", "..") for part in value.split("/"))
+        and clean_text(value) and all(part not in ("", ".", "..") and len(part.encode()) <= 255
+                                      for part in value.split("/"))
     )  # fmt: skip
     if not ok:
         raise ServiceError(_("%(path)s is not a valid file path in a repository.") % {"path": str(value)[:100]},
@@ -314,6 +335,9 @@ def parse_commit(user, item: HubItem, lines) -> tuple[dict, list[_Change]]:
     summary = header.get("summary") if isinstance(header, dict) else None
     if not isinstance(summary, str) or not summary.strip():
         raise ServiceError(_("A commit needs a message."), code="invalid_commit")
+    description = header.get("description") or ""
+    if not clean_text(summary) or not isinstance(description, str) or not clean_text(description.replace("\n", " ")):
+        raise ServiceError(_("A commit's message must be plain text."), code="invalid_commit")
     return header, changes
 
 
@@ -332,6 +356,8 @@ def _inline_file(user, value) -> _Change:
 
 def _lfs_file(user, item, value) -> _Change:
     path, oid, size = _path(value.get("path")), value.get("oid"), value.get("size")
+    if type(size) is not int or size < 0:
+        raise ServiceError(_("A large file needs its size."), code="invalid_commit")
     if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or not SHA256.match(oid):
         raise ServiceError(_("A large file is named by its SHA-256."), code="invalid_commit")
     blob = HubBlob.objects.filter(sha256=oid, size=size).first()
@@ -342,9 +368,21 @@ def _lfs_file(user, item, value) -> _Change:
 
 
 def hub_bytes(user) -> int:
-    """What ``user``'s published repositories hold (their latest trees): part of their storage."""
-    heads = HubItem.objects.filter(owner=user, head__isnull=False).values("head")
-    return HubTreeFile.objects.filter(commit__in=heads).aggregate(total=Sum("size"))["total"] or 0
+    """What ``user``'s published repositories hold: every distinct file in any of their commits (older revisions
+    stay downloadable), part of their storage."""
+    sha = HubTreeFile.objects.filter(commit__item__owner=user).values("blob_id").distinct()
+    return HubBlob.objects.filter(pk__in=sha).aggregate(total=Sum("size"))["total"] or 0
+
+
+def _held_by(user, blob: HubBlob) -> bool:
+    return HubTreeFile.objects.filter(commit__item__owner=user, blob=blob).exists()
+
+
+def check_quota(user, more: int) -> None:
+    """Refuse ``more`` new bytes past the owner's storage limit (cloud storage and published repositories)."""
+    if quota.usage_bytes(user) + hub_bytes(user) + more > quota.max_bytes():
+        raise TooLarge(_("This would take your storage past its limit of %(gb)s GB.") % {"gb": settings.STORAGE_MAX_GB},
+                       code="storage_quota")  # fmt: skip
 
 
 # The item's fields a commit keeps as they are, unless its README.md (the card) says otherwise.
@@ -363,9 +401,13 @@ def _fields_from_card(item: HubItem, readme: bytes | None) -> dict:
     text = readme.decode("utf-8", "replace")
     front, _body = cards.split(text)
     meta = cards.meta(front)
+
+    def fit(values):  # what the filters hold: a mirrored card with many languages or long tags is cut, not refused
+        return [v for v in values if len(v) <= services.MAX_LIST_VALUE][: services.MAX_LIST_ITEMS]
+
     return fields | {
         "card": text, "licence": meta.licence, "task": meta.task, "library_name": meta.library_name,
-        "languages": meta.languages, "tags": meta.tags, "chips": cards._strings(front.get("chips")),
+        "languages": fit(meta.languages), "tags": fit(meta.tags), "chips": fit(cards._strings(front.get("chips"))),
     }  # fmt: skip
 
 
@@ -394,10 +436,15 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
                                              git_oid=change.git_oid, lfs=change.lfs)  # fmt: skip
             if change.readme is not None:
                 readme = change.readme
+    folders = {p.rsplit("/", 1)[0] for p in files if "/" in p}
+    folders |= {f.rsplit("/", i)[0] for f in folders for i in range(1, f.count("/") + 1)}
+    clash = sorted(set(files) & folders)
+    if clash:
+        raise ServiceError(_("%(path)s cannot be both a file and a folder.") % {"path": clash[0][:100]},
+                           code="invalid_path")  # fmt: skip
     size = sum(f.size for f in files.values())
-    before = sum(f.size for f in tree(item.head)) if item.head else 0
-    used = quota.usage_bytes(user) + hub_bytes(user) - before
-    if used + size > quota.max_bytes():
+    new_bytes = sum(f.blob.size for f in files.values() if not _held_by(user, f.blob))
+    if quota.usage_bytes(user) + hub_bytes(user) + new_bytes > quota.max_bytes():
         raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
                        % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
     listing = "\n".join(f"{p}\0{f.git_oid}" for p, f in sorted(files.items()))
@@ -415,8 +462,18 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
                        files=listed, **_fields_from_card(item, readme))  # fmt: skip
     HubItem.objects.filter(pk=item.pk).update(head=new)
-    transaction.on_commit(lambda: materialise(item.repo))
+    transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return new
+
+
+def _materialise_quietly(repo: str) -> None:
+    """After the commit: a failure to lay the files out is logged, never the commit's (it is saved already)."""
+    import logging
+
+    try:
+        materialise(repo)
+    except Exception:  # noqa: BLE001 - the commit stands; the next one lays the tree out again
+        logging.getLogger(__name__).exception("could not lay out %s for mounts", repo)
 
 
 def materialise(repo: str) -> None:
@@ -424,13 +481,24 @@ def materialise(repo: str) -> None:
     read-only at ``/root/public/<repo>``: each file a hard link to its stored blob, so mounting copies nothing.
     Updated in place (machines that mount it see the new files at once); files no longer in the tree go. Only where
     the blobs are on this machine's disk."""
-    import os
+    import fcntl
+    import shutil
     from pathlib import Path
 
     item = HubItem.objects.filter(repo=repo).select_related("head").first()
-    if item is None or item.head is None:
+    if item is None or item.head is None or item.taken_down_at is not None:
         return
     root = Path(settings.LOCAL_HUB_ROOT) / item.repo
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one layout of a repository at a time; the latest head wins
+        item.refresh_from_db()
+        _lay_out(item, root, shutil)
+
+
+def _lay_out(item: HubItem, root, shutil) -> None:
+    import os
+
     files = tree(item.head)
     sources = {f.path: blobs.local_path(f.blob) for f in files}
     if any(source is None for source in sources.values()):
@@ -438,15 +506,18 @@ def materialise(repo: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for path, source in sources.items():
         target = root / path
+        for parent in reversed(target.relative_to(root).parents[:-1]):  # a file where a folder now goes
+            if (root / parent).is_file() or (root / parent).is_symlink():
+                (root / parent).unlink()
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_dir() and not target.is_symlink():  # a folder where a file now goes
+            shutil.rmtree(target)
         if target.exists() and os.path.samefile(target, source):
             continue
         staged = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
         try:
             os.link(source, staged)
         except OSError:  # another file system: a copy, as a last resort
-            import shutil
-
             shutil.copyfile(source, staged)
             os.chmod(staged, 0o644)
         os.replace(staged, target)
@@ -459,15 +530,20 @@ def materialise(repo: str) -> None:
 
 
 def card_data(item: HubItem) -> dict:
+    """The card's front matter as plain JSON values (what the repository info's ``cardData`` carries)."""
     from . import cards
 
-    front, _body = cards.split(item.card or "")
-    return front if isinstance(front, dict) else {}
+    try:
+        front, _body = cards.split(item.card or "")
+    except ServiceError:
+        return {}
+    return json.loads(json.dumps(front, default=str)) if isinstance(front, dict) else {}
 
 
 # --- From the browser -----------------------------------------------------------------------------------------------
 
 
+@transaction.atomic
 def commit_uploads(user, item: HubItem, summary: str, uploads) -> HubCommit:
     """Commit files a browser sent (``uploads``: (path, file) pairs) to ``item``: small ones inline, large ones
     stored first and named by their hash, exactly as the client's LFS path does."""
@@ -511,7 +587,21 @@ def take_down(item: HubItem, reason: str) -> HubItem:
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=timezone.now(), takedown_reason=reason[:500])
     services.search.sync([item.pk])
     item.refresh_from_db()
+    transaction.on_commit(lambda: _clear_layout(item.repo))
     return item
+
+
+def _clear_layout(repo: str) -> None:
+    """Empty the folder machines mount the repository from: mounted, it shows nothing any more."""
+    from pathlib import Path
+
+    root = Path(settings.LOCAL_HUB_ROOT) / repo
+    if root.is_dir():
+        for path in sorted(root.rglob("*"), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
 
 
 @transaction.atomic
@@ -519,4 +609,5 @@ def restore(item: HubItem) -> HubItem:
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=None, takedown_reason="")
     services.search.sync([item.pk])
     item.refresh_from_db()
+    transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return item

@@ -61,7 +61,7 @@ def hub(live_server, settings, tmp_path, monkeypatch):
     monkeypatch.setattr(hf_file_download, "HUGGINGFACE_CO_URL_TEMPLATE", template)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     served = []  # bytes of file content the server sent: whole files (from local disk) and ranges
-    real_range, real_path = blobs.read_range, blobs.local_path
+    real_range, real_path = blobs.read_range, blobs.download_path
 
     def counting_range(blob, start, length):
         served.append(length)
@@ -72,7 +72,7 @@ def hub(live_server, settings, tmp_path, monkeypatch):
         return real_path(blob)
 
     monkeypatch.setattr(blobs, "read_range", counting_range)
-    monkeypatch.setattr(blobs, "local_path", counting_path)
+    monkeypatch.setattr(blobs, "download_path", counting_path)
     from django.core.files.storage import storages
 
     storages._storages.pop("hub", None)  # the storage follows MEDIA_ROOT above

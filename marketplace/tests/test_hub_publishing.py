@@ -94,7 +94,9 @@ def test_reading_errors_carry_the_codes_the_client_understands(published):
         ({"name": "bad name!", "organization": "demo"}, 400),
         ({"name": ["x"], "organization": "demo"}, 400),
         ({"name": "x", "organization": ""}, 400),
-        ({"name": "tiny", "organization": "demo"}, 409),
+        ({"name": "tiny", "organization": "demo"}, 403),  # someone else's namespace: nothing said of its repos
+        ({"name": "tiny", "organization": "DEMO"}, 403),
+        ({"name": "x", "organization": "demo", "type": ["model"]}, 400),
         ({"name": "mine", "organization": "THUDM"}, 403),
     ],
 )
@@ -159,3 +161,103 @@ def test_the_rest_api_and_the_page_say_which_entries_are_metadata_only(published
     assert 'id="metadata-only"' in page and "resolve/main" not in page
     published_page = api.get("/hub/demo/tiny").content.decode()
     assert "/demo/tiny/resolve/main/config.json" in published_page and "HF_ENDPOINT" in published_page
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/models/demo/tiny/revision/a%0Ab", "/api/models/demo/tiny/tree/main/a%0Db", "/demo/tiny/resolve/main/a%00b",
+     "/demo/tiny/resolve/main/a%0Db"],
+)  # fmt: skip
+def test_control_characters_in_addresses_are_a_clean_404(published, path):
+    answer = _client().get(path)
+    assert answer.status_code == 404
+    assert "\n" not in answer.get("X-Error-Message", "")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _file("a\x00b", b"x"), _file("a\nb", b"x"), _file("x" * 300, b"x"),
+        {"key": "lfsFile", "value": {"path": "w", "algo": "sha256", "oid": "0" * 64, "size": "abc"}},
+    ],
+)  # fmt: skip
+def test_bad_paths_and_sizes_in_a_commit_are_400(published, line):
+    owner, token = published
+    body = _ndjson({"key": "header", "value": {"summary": "x"}}, line)
+    answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+    assert answer.status_code == 400, answer.content
+
+
+def test_a_commit_message_with_a_nul_is_refused(published):
+    owner, token = published
+    body = _ndjson({"key": "header", "value": {"summary": "a\x00b"}}, _file("b.txt", b"b"))
+    assert _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x").status_code == 400
+
+
+def test_a_path_cannot_be_both_a_file_and_a_folder(published):
+    owner, token = published
+    body = _ndjson({"key": "header", "value": {"summary": "x"}}, _file("config.json/inner", b"x"))
+    answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+    assert answer.status_code == 400 and "both a file and a folder" in answer.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "front",
+    ["a: &x [1, 2]\nb: *x\n", "a: " + "[" * 5000 + "]" * 5000 + "\n"],
+)
+def test_cards_with_aliases_or_deep_nesting_are_refused(published, front):
+    owner, token = published
+    card = f"---\n{front}---\n# x\n".encode()
+    body = _ndjson({"key": "header", "value": {"summary": "card"}}, _file("README.md", card))
+    answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+    assert answer.status_code == 400, answer.content
+    assert _client().post("/api/validate-yaml", {"content": card.decode()}, content_type="application/json"
+                          ).status_code == 400  # fmt: skip
+
+
+def test_binary_or_set_values_in_a_card_still_give_plain_json(published):
+    owner, token = published
+    card = b"---\nlicense: mit\nblob: !!binary aGVsbG8=\nthings: !!set {a, b}\n---\n# x\n"
+    body = _ndjson({"key": "header", "value": {"summary": "card"}}, _file("README.md", card))
+    assert _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x").status_code == 200
+    info = _client().get("/api/models/demo/tiny")
+    assert info.status_code == 200 and info.json()["cardData"]["license"] == "mit"
+
+
+def test_a_card_with_many_languages_is_committed_with_what_the_filters_hold(published):
+    owner, token = published
+    languages = ", ".join(f"l{i}" for i in range(40))
+    card = f"---\nlanguage: [{languages}]\n---\n# x\n".encode()
+    body = _ndjson({"key": "header", "value": {"summary": "card"}}, _file("README.md", card))
+    assert _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x").status_code == 200
+    assert len(HubItem.objects.get(repo="demo/tiny").languages) == services.MAX_LIST_ITEMS
+
+
+def test_a_teams_token_cannot_be_used_on_the_hub(published):
+    from teams import services as team_services
+
+    owner, token = published
+    team = team_services.create_team(owner, name="Lab", slug="lab-x")
+    team_token = console_services.create_api_token(owner, name="t", scope="read_write", team=team).plaintext
+    answer = _client(team_token).get("/api/models/demo/tiny")
+    assert answer.status_code == 403 and "personal token" in answer.json()["error"]
+
+
+def test_older_revisions_count_toward_the_storage_limit(published, settings):
+    owner, token = published
+    settings.STORAGE_MAX_GB = 20_000 / 1024**3  # 20 kB
+    for i in range(3):  # each commit replaces 8 kB with 8 kB of new content: the old stays downloadable
+        body = _ndjson({"key": "header", "value": {"summary": f"v{i}"}}, _file("w.bin", bytes([i]) * 8000))
+        answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x")
+        assert answer.status_code == (200 if i < 2 else 413), (i, answer.content)
+
+
+def test_a_taken_down_repository_cannot_be_mounted_even_by_its_owner(published):
+    from marketplace.hub import repos as hub_repos
+    from storage import mounts
+
+    owner, token = published
+    hub_repos.take_down(HubItem.objects.get(repo="demo/tiny"), "reported")
+    with pytest.raises(Exception) as refused:
+        mounts.hub_item(owner, "demo/tiny")
+    assert getattr(refused.value, "code", "") == "taken_down"

@@ -21,7 +21,7 @@ from . import onboarding, services
 from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
 from .htmx import wants_partial
-from .middleware import API_PREFIXES, OPENAI_PREFIX
+from .middleware import API_PREFIXES, OPENAI_PREFIX, is_hub_api
 from .models import ApiToken
 
 
@@ -101,10 +101,13 @@ def healthz(request):
 
 
 def _json_error(request, status, code, message):
-    """OpenAI's error shape on the /v1 proxy, the API's on /api; None for a page."""
+    """OpenAI's error shape on the /v1 proxy, the Hugging Face Hub's on its API, the API's on /api; None for a
+    page."""
     if request.path.startswith(OPENAI_PREFIX):
         kind = "server_error" if status >= 500 else "invalid_request_error"
         return JsonResponse({"error": {"message": str(message), "type": kind, "code": code}}, status=status)
+    if is_hub_api(request.path):  # the Hugging Face client reads {"error": …}
+        return JsonResponse({"error": str(message)}, status=status)
     if request.path.startswith(API_PREFIXES):
         return JsonResponse({"code": code, "message": str(message)}, status=status)
     return None

@@ -261,3 +261,12 @@ def test_a_taken_down_repository_cannot_be_mounted_even_by_its_owner(published):
     with pytest.raises(Exception) as refused:
         mounts.hub_item(owner, "demo/tiny")
     assert getattr(refused.value, "code", "") == "taken_down"
+
+
+def test_hub_api_errors_outside_api_follow_the_callers_language_and_shape(published):
+    english = _client().get("/demo/tiny/resolve/main/nope.bin")
+    assert english.json()["error"] == "nope.bin is not in this revision."
+    chinese = Client(HTTP_ACCEPT_LANGUAGE="zh-hans").get("/demo/tiny/resolve/main/nope.bin")
+    assert "此版本中没有" in chinese.json()["error"]
+    unknown = _client().get("/hub-lfs/" + "a" * 64 + "/verify")  # a route of the hub's, a GET it does not take
+    assert unknown.status_code == 405 and "error" in unknown.json()

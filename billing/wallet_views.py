@@ -105,10 +105,12 @@ def voucher_redeem(request):
     if not form.is_valid():
         return _wallet_page(request, voucher_form=form, status=400)
     try:
-        voucher = vouchers.redeem(_account(request), form.cleaned_data["code"], by=request.user)
+        account = _account(request)
+        voucher = vouchers.redeem(account, form.cleaned_data["code"], by=request.user)
     except ServiceError as exc:
         form.add_error("code", exc.message)
         return _wallet_page(request, voucher_form=form, status=exc.status if exc.status < 500 else 400)
+    record(account, request.user, TeamEvent.Action.VOUCHER_REDEEMED, subject=f"¥{voucher.amount}")
     messages.success(request, _("Voucher “%(name)s” of %(amount)s added; it expires on %(date)s.") % {
         "name": voucher.batch.label, "amount": format_cny(voucher.amount),
         "date": timezone.localtime(voucher.expires_at).strftime("%Y-%m-%d"),

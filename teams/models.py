@@ -117,6 +117,7 @@ class TeamEvent(models.Model):
         STOPPED = "stopped", pgettext_lazy("team event", "stopped the instance")
         RELEASED = "released", pgettext_lazy("team event", "released the instance")
         TOPUP_STARTED = "topup_started", pgettext_lazy("team event", "started a top-up of")
+        VOUCHER_REDEEMED = "voucher_redeemed", pgettext_lazy("team event", "redeemed a voucher of")
         BUDGET_CHANGED = "budget_changed", pgettext_lazy("team event", "changed the monthly budget of")
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")

@@ -112,6 +112,7 @@ class VoucherView(APIView):
         body.is_valid(raise_exception=True)
         account = _account(request)
         voucher = vouchers.redeem(account, body.validated_data["code"], by=request.user)
+        record(account, request.user, TeamEvent.Action.VOUCHER_REDEEMED, subject=f"¥{voucher.amount}")
         view = next(v for v in vouchers.vouchers_of(account) if v.id == str(voucher.public_id))
         return Response(VoucherSerializer(view).data, status=status.HTTP_201_CREATED)
 

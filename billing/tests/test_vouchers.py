@@ -401,3 +401,23 @@ def test_guessing_codes_is_limited_per_person(catalog):
     with pytest.raises(vouchers.TooManyAttempts) as limited:
         vouchers.redeem(user, "WRONG-CODE-0000", by=user)
     assert limited.value.status == 429
+
+
+def test_a_voucher_redeemed_with_a_teams_token_goes_to_the_teams_wallet_and_its_log(catalog):
+    from rest_framework.test import APIClient
+
+    from console import services as console_services
+    from teams import services as team_services
+    from teams.models import TeamEvent
+
+    owner = UserFactory()
+    team = team_services.create_team(owner, name="Voucher lab", slug="voucher-lab")
+    token = console_services.create_api_token(owner, name="t", scope="read_write", team=team).plaintext
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT_LANGUAGE="en")
+    batch = _batch(amount="30", quantity=2)
+    assert api.post("/api/v1/vouchers", {"code": _code(batch, 0)}, format="json").status_code == 201
+    assert Voucher.objects.get(batch=batch).user == team.account
+    assert TeamEvent.objects.filter(team=team, action="voucher_redeemed", actor=owner).exists()
+    again = api.post("/api/v1/vouchers", {"code": _code(batch, 1)}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "voucher_once_per_person"

@@ -153,6 +153,17 @@ def _locked_request(public_id) -> Invoice:
     return invoice
 
 
+def requested(public_id) -> Invoice:
+    """A request waiting for finance (read, not locked: ``issue`` locks and checks it again)."""
+    invoice = Invoice.objects.filter(public_id=public_id).first() if _uuid(public_id) else None
+    if invoice is None:
+        raise NotFound(_("No such invoice."))
+    if invoice.status != Invoice.Status.REQUESTED:
+        raise Conflict(_("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
+                       code="already_reviewed")  # fmt: skip
+    return invoice
+
+
 def issue(actor: Actor, public_id, *, number, pdf) -> Invoice:
     """Finance issues the request: the number and the PDF the tax system returned. Audited."""
     number = _text(number, 40)

@@ -310,6 +310,9 @@ CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_st
 
 # Billing: the trial credit, arrears, Stripe top-ups. With no Stripe keys in development a sandbox
 # checkout (no real money) stands in; production refuses the sandbox and `check` fails without the keys.
+# Fapiao: the e-invoice service finance issues through (a dotted path; empty: by hand). Development uses the
+# simulated one, whose PDFs say SIMULATED; production has none until a real one is configured.
+EINVOICE_PROVIDER = env.str("EINVOICE_PROVIDER", default="" if PRODUCTION else "billing.einvoice.SimulatedProvider")
 TRIAL_CREDIT_CNY = env.str("TRIAL_CREDIT_CNY", default="10")
 TRIAL_CREDIT_DAYS = env.int("TRIAL_CREDIT_DAYS", default=30)
 ARREARS_RETENTION_DAYS = env.int("ARREARS_RETENTION_DAYS", default=15)

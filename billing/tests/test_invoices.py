@@ -210,3 +210,38 @@ def test_money_given_back_before_issuing_is_not_invoiced_and_odd_input_is_refuse
         {"kind": "special", "title": "x", "amount": "1", "bank_account": "6" * 60, "tax_id": "91110108MA01ABCD1X"},
     )
     assert page.status_code in {400, 402, 403}  # refused with a message (not a verified enterprise), never a 500
+
+
+def test_finance_issues_through_the_e_invoice_service_and_the_customer_downloads_its_pdf(
+    owner, cloud_storage, finance_user, settings
+):
+    settings.EINVOICE_PROVIDER = "billing.einvoice.SimulatedProvider"
+    _paid(owner, "80")
+    invoice = invoices.request(owner, kind="general", title="李雷", amount="80")
+    staff = _browser(finance_user)
+    listed = staff.get("/ops/invoices/").content.decode()
+    assert "Issue through Simulated e-invoice service" in listed
+    assert staff.post(f"/ops/invoices/{invoice.public_id}/issue-through-provider/").status_code == 302
+    invoice.refresh_from_db()
+    assert invoice.status == "issued" and invoice.number.startswith("SIM-")
+    assert AuditEntry.objects.filter(action="invoice_issued", actor=finance_user).exists()
+    pdf = b"".join(_browser(owner).get(f"/billing/invoices/{invoice.public_id}/pdf/").streaming_content)
+    assert pdf.startswith(b"%PDF-") and b"SIMULATED FAPIAO" in pdf
+
+    # A service that refuses: the request stays waiting and finance sees why.
+    settings.EINVOICE_PROVIDER = "billing.tests.test_invoices.RefusingProvider"
+    _paid(owner, "20")
+    waiting = invoices.request(owner, kind="general", title="李雷", amount="20")
+    staff.post(f"/ops/invoices/{waiting.public_id}/issue-through-provider/")
+    waiting.refresh_from_db()
+    assert waiting.status == "requested"
+    assert "the tax ID is not registered" in staff.get("/ops/invoices/").content.decode()
+
+
+class RefusingProvider:
+    label = "Tax service"
+
+    def issue(self, invoice):
+        from billing.einvoice import ProviderError
+
+        raise ProviderError("the tax ID is not registered")

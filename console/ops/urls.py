@@ -31,6 +31,9 @@ urlpatterns = [
     path("vouchers/<uuid:public_id>/codes.csv", views.voucher_codes_csv, name="voucher-codes-csv"),
     path("invoices/", views.invoices, name="invoices"),
     path("invoices/<uuid:public_id>/issue/", views.invoice_issue, name="invoice-issue"),
+    path(
+        "invoices/<uuid:public_id>/issue-through-provider/", views.invoice_issue_provider, name="invoice-issue-provider"
+    ),  # fmt: skip
     path("invoices/<uuid:public_id>/reject/", views.invoice_reject, name="invoice-reject"),
     path("invoices/<uuid:public_id>/reverse/", views.invoice_reverse, name="invoice-reverse"),
     path("invoices/reconciliation.csv", views.invoice_reconciliation_csv, name="invoice-reconciliation-csv"),

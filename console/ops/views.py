@@ -13,7 +13,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from billing import wallet
+from billing import einvoice, wallet
 from billing.display import format_cny
 from billing.models import LedgerTransaction, Price
 from console import verification
@@ -437,8 +437,21 @@ def invoices(request):
             for user, excess in billing_invoices.due_reversals()
         ],
         "this_month": timezone.localdate().strftime("%Y-%m"),
+        "einvoice_label": getattr(einvoice.provider(), "label", ""),
     }
     return render(request, "ops/invoices.html", context)
+
+
+@staff_view(roles.ADJUST_BALANCE)
+@require_POST
+def invoice_issue_provider(request, public_id):
+    try:
+        invoice = einvoice.issue_through_provider(Actor.from_request(request), public_id)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Invoice %(number)s issued.") % {"number": invoice.number})
+    return redirect("ops:invoices")
 
 
 @staff_view(roles.ADJUST_BALANCE)

@@ -587,9 +587,7 @@ def hub_request_allowed(method: str, target: str) -> bool:
     first = target[1:].split("/", 1)[0].split("?", 1)[0]
     if first in _CONSOLE_ROOTS:
         return False
-    if first == "api" and not re.match(
-        r"^/api/(?:models/|datasets/|repos/create/?(?:\?|$)|validate-yaml/?(?:\?|$))", target
-    ):
+    if first == "api" and not _HUB_API.match(target):
         return False  # the console's REST API (/api/v1/…) and its schema are not the hub's
     return HUB_ADDRESSES.match(target) is not None
 
@@ -671,6 +669,7 @@ class HubRelay:
     def _handle(self, client) -> None:
         import threading
 
+        upstream = None
         try:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -687,12 +686,7 @@ class HubRelay:
             if not hub_request_allowed(method, target):
                 self._refuse(client, b"403 Forbidden", b'{"error": "Only the model hub is reachable from here."}')
                 return
-            while len(body) < length:  # exactly the announced body; anything after it is dropped
-                chunk = client.recv(min(65536, length - len(body)))
-                if not chunk:
-                    return
-                body += chunk
-            body = body[:length]
+            body = body[:length]  # what came with the head; anything past the announced body is dropped
             rebuilt = [f"{method} {target} HTTP/1.1", f"Host: {RELAY_HOST}", *(f"{n}: {v}" for n, v in headers),
                        f"Content-Length: {length}" if length or method in ("POST", "PUT") else "",
                        "Connection: close"]  # fmt: skip
@@ -703,13 +697,21 @@ class HubRelay:
                 upstream = ssl.create_default_context().wrap_socket(upstream, server_hostname=self.upstream[0])
             upstream.settimeout(None)
             upstream.sendall("\r\n".join(line for line in rebuilt if line).encode("ascii") + b"\r\n\r\n" + body)
+            left = length - len(body)
+            while left > 0:  # the rest of the body streamed through, exactly the announced length
+                chunk = client.recv(min(1024 * 1024, left))
+                if not chunk:
+                    return
+                upstream.sendall(chunk)
+                left -= len(chunk)
             answer = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
             answer.start()
             answer.join()  # the console closes after its one answer (Connection: close)
-            upstream.close()
         except OSError:
             pass
         finally:
+            if upstream is not None:
+                upstream.close()
             client.close()
 
 

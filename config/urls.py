@@ -38,8 +38,8 @@ urlpatterns = [
         name="api-redoc",
     ),
     path("ops/", include("console.ops.urls")),
-    # The Hugging Face Hub API (huggingface_hub with HF_ENDPOINT set to this console): last, its paths are broad.
     path(settings.ADMIN_URL, staff_only(admin.site.urls)),
+    # The Hugging Face Hub API (huggingface_hub with HF_ENDPOINT set to this console): last, its paths are broad.
     path("", include("marketplace.hub.hf_urls")),
 ]
 

@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -601,7 +601,7 @@ def hub_repo_takedown(request, public_id):
         messages.error(request, exc.message)
     else:
         messages.success(request, _("%(repo)s taken down.") % {"repo": item.repo})
-    return redirect(reverse("ops:hub") + f"?q={request.POST.get('q', '')}")
+    return redirect(reverse("ops:hub") + "?" + urlencode({"q": request.POST.get("q", "")}))
 
 
 @staff_view(roles.REVIEW_IMAGE)
@@ -613,4 +613,4 @@ def hub_repo_restore(request, public_id):
     except NotFound as exc:
         raise Http404(exc.message) from exc
     messages.success(request, _("%(repo)s restored.") % {"repo": item.repo})
-    return redirect(reverse("ops:hub") + f"?q={request.POST.get('q', '')}")
+    return redirect(reverse("ops:hub") + "?" + urlencode({"q": request.POST.get("q", "")}))

@@ -6,7 +6,6 @@ cleaned by nh3 (the Ammonia sanitiser), so no script, event handler or ``javascr
 one of the two had a bug.
 """
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -43,6 +42,17 @@ def _strings(value) -> list[str]:
     return list(dict.fromkeys(text for v in values if (text := _text(v))))
 
 
+def _plain(value):
+    """``value`` as JSON would carry it: string keys, lists, strings, numbers, booleans and null."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
 class _CardLoader(yaml.SafeLoader):
     """YAML without aliases: a few hundred bytes of nested aliases would otherwise expand to gigabytes."""
 
@@ -60,7 +70,7 @@ def split(card: str) -> tuple[dict, str]:
         return {}, card or ""
     try:
         data = yaml.load(match.group("yaml"), Loader=_CardLoader) or {}  # noqa: S506 - a SafeLoader
-        data = json.loads(json.dumps(data, default=str))  # plain JSON values: no bytes, sets or dates
+        data = _plain(data)  # plain JSON values and string keys: no bytes, sets or dates
     except RecursionError:
         raise ServiceError(_("The model card's front matter is nested too deeply."), code="invalid_card") from None
     except yaml.YAMLError as exc:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils.translation import gettext as _
 
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
@@ -131,8 +131,18 @@ def entry(commit: HubCommit, path: str) -> HubTreeFile:
 # --- Creating -----------------------------------------------------------------------------------------------------
 
 
+# Namespaces that are the console's own first path segments: a repository there could not be reached at its
+# download address inside instances (the relay refuses those segments) and would shadow nothing but confuse.
+RESERVED_NAMESPACES = frozenset({
+    "api", "datasets", "hub-lfs", "instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub",
+    "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips",
+})  # fmt: skip
+
+
 def claim_namespace(user, org: str) -> None:
     """Let ``user`` publish under ``org``: theirs already, or free (no one else's repositories live there)."""
+    if org.lower() in RESERVED_NAMESPACES:
+        raise Forbidden(_("%(org)s is reserved: choose another namespace.") % {"org": org}, code="namespace_reserved")
     claimed = HubNamespace.objects.filter(name__iexact=org).first()
     if claimed is not None:
         if claimed.user_id != user.pk:
@@ -370,12 +380,15 @@ def _lfs_file(user, item, value) -> _Change:
 def hub_bytes(user) -> int:
     """What ``user``'s published repositories hold: every distinct file in any of their commits (older revisions
     stay downloadable), part of their storage."""
-    sha = HubTreeFile.objects.filter(commit__item__owner=user).values("blob_id").distinct()
-    return HubBlob.objects.filter(pk__in=sha).aggregate(total=Sum("size"))["total"] or 0
+    return HubBlob.objects.filter(_counted(user)).aggregate(total=Sum("size"))["total"] or 0
 
 
-def _held_by(user, blob: HubBlob) -> bool:
-    return HubTreeFile.objects.filter(commit__item__owner=user, blob=blob).exists()
+def _counted(user) -> Q:
+    """The files :func:`hub_bytes` counts for ``user``: in any commit of theirs, or uploaded by them and in no
+    commit yet (they hold space until a commit names them)."""
+    committed = HubTreeFile.objects.filter(commit__item__owner=user).values("blob_id")
+    pending = HubBlobUpload.objects.filter(user=user).exclude(blob__in=HubTreeFile.objects.values("blob_id"))
+    return Q(pk__in=committed) | Q(pk__in=pending.values("blob_id"))
 
 
 def check_quota(user, more: int) -> None:
@@ -443,7 +456,9 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
         raise ServiceError(_("%(path)s cannot be both a file and a folder.") % {"path": clash[0][:100]},
                            code="invalid_path")  # fmt: skip
     size = sum(f.size for f in files.values())
-    new_bytes = sum(f.blob.size for f in files.values() if not _held_by(user, f.blob))
+    blobs_in_tree = {f.blob.pk: f.blob.size for f in files.values()}
+    counted = set(HubBlob.objects.filter(_counted(user), pk__in=blobs_in_tree).values_list("pk", flat=True))
+    new_bytes = sum(size for pk, size in blobs_in_tree.items() if pk not in counted)
     if quota.usage_bytes(user) + hub_bytes(user) + new_bytes > quota.max_bytes():
         raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
                        % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
@@ -493,7 +508,8 @@ def materialise(repo: str) -> None:
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one layout of a repository at a time; the latest head wins
         item.refresh_from_db()
-        _lay_out(item, root, shutil)
+        if item.taken_down_at is None:  # taken down meanwhile: its folder stays empty
+            _lay_out(item, root, shutil)
 
 
 def _lay_out(item: HubItem, root, shutil) -> None:
@@ -587,21 +603,36 @@ def take_down(item: HubItem, reason: str) -> HubItem:
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=timezone.now(), takedown_reason=reason[:500])
     services.search.sync([item.pk])
     item.refresh_from_db()
-    transaction.on_commit(lambda: _clear_layout(item.repo))
+    transaction.on_commit(lambda: _clear_layout_quietly(item.repo))
     return item
 
 
+def _clear_layout_quietly(repo: str) -> None:
+    import logging
+
+    try:
+        _clear_layout(repo)
+    except OSError:
+        logging.getLogger(__name__).exception("could not empty the mounted folder of %s", repo)
+
+
 def _clear_layout(repo: str) -> None:
-    """Empty the folder machines mount the repository from: mounted, it shows nothing any more."""
+    """Empty the folder machines mount the repository from: mounted, it shows nothing any more (under the same
+    lock as a layout, so a commit laid out at the same moment cannot put the files back)."""
+    import fcntl
     from pathlib import Path
 
     root = Path(settings.LOCAL_HUB_ROOT) / repo
-    if root.is_dir():
-        for path in sorted(root.rglob("*"), reverse=True):
-            if path.is_dir() and not path.is_symlink():
-                path.rmdir()
-            else:
-                path.unlink()
+    if not root.parent.is_dir():
+        return
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if root.is_dir():
+            for path in sorted(root.rglob("*"), reverse=True):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                else:
+                    path.unlink()
 
 
 @transaction.atomic

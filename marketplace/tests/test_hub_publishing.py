@@ -270,3 +270,42 @@ def test_hub_api_errors_outside_api_follow_the_callers_language_and_shape(publis
     assert "此版本中没有" in chinese.json()["error"]
     unknown = _client().get("/hub-lfs/" + "a" * 64 + "/verify")  # a route of the hub's, a GET it does not take
     assert unknown.status_code == 405 and "error" in unknown.json()
+
+
+def test_a_card_with_a_date_as_a_key_is_committed_and_read_back(published):
+    owner, token = published
+    card = b"---\n2020-01-01: released\nlicense: mit\n---\n# x\n"
+    body = _ndjson({"key": "header", "value": {"summary": "card"}}, _file("README.md", card))
+    assert _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x").status_code == 200
+    assert _client().get("/api/models/demo/tiny").json()["cardData"]["2020-01-01"] == "released"
+    checked = _client().post("/api/validate-yaml", {"content": card.decode()}, content_type="application/json")
+    assert checked.status_code == 200
+
+
+def test_uploaded_files_not_yet_committed_count_toward_the_limit(published, settings):
+    import hashlib
+
+    owner, token = published
+    settings.STORAGE_MAX_GB = 20_000 / 1024**3
+    settings.HUB_LFS_THRESHOLD_BYTES = 1000
+    api = _client(token)
+    for i in range(3):
+        data = bytes([i + 1]) * 8000
+        oid = hashlib.sha256(data).hexdigest()
+        batch = api.post("/demo/tiny.git/info/lfs/objects/batch", {"operation": "upload", "objects": [
+            {"oid": oid, "size": len(data)}]}, content_type="application/json")  # fmt: skip
+        if i == 2:
+            assert batch.status_code == 413
+            break
+        href = batch.json()["objects"][0]["actions"]["upload"]["href"]
+        assert (
+            Client().put(href.split("testserver", 1)[1], data, content_type="application/octet-stream").status_code
+            == 200
+        )
+
+
+@pytest.mark.parametrize("namespace", ["api", "hub", "billing", "Static"])
+def test_namespaces_that_are_the_consoles_own_paths_are_reserved(db, namespace):
+    answer = _client(_token(UserFactory())).post("/api/repos/create", {"name": "m", "organization": namespace},
+                                                 content_type="application/json")  # fmt: skip
+    assert answer.status_code == 403 and "reserved" in answer.json()["error"]

@@ -15,6 +15,7 @@ urlpatterns = [
     path("hub/<str:org>/<str:name>", views.hub_detail, name="hub-item"),
     path("hub/<str:org>/<str:name>/upload", views.hub_upload, name="hub-upload"),
     path("hub/<str:org>/<str:name>/card", views.hub_card, name="hub-card"),
+    path("hub/<str:org>/<str:name>/from-storage", views.hub_from_storage, name="hub-from-storage"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
     # The image marketplace
     path("marketplace/", images.image_list, name="list"),

@@ -211,6 +211,26 @@ def hub_upload(request, org: str, name: str):
 
 
 @login_required
+@require_POST
+def hub_from_storage(request, org: str, name: str):
+    """Commit a file from the user's cloud storage (uploaded there resumably) into the repository."""
+    item = _publishable(request, org, name)
+    form = HubUploadForm(request.POST)
+    storage_path = request.POST.get("storage_path", "").strip()[:1000]
+    if not form.is_valid() or not storage_path:
+        messages.error(request, _("Give the file's path in your cloud storage and a commit message."))
+        return redirect("marketplace:hub-item", org=item.org, name=item.name)
+    try:
+        made = repos.commit_from_storage(request.user, item, form.cleaned_data["message"], storage_path,
+                                         _clean_folder(form.cleaned_data["folder"]))  # fmt: skip
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Committed %(count)s files as %(oid)s.") % {"count": 1, "oid": made.oid[:7]})
+    return redirect("marketplace:hub-item", org=item.org, name=item.name)
+
+
+@login_required
 @require_http_methods(["GET", "POST"])
 def hub_card(request, org: str, name: str):
     """Edit the card (README.md, with its YAML front matter): saving commits it."""

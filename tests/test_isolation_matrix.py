@@ -78,6 +78,7 @@ COVERED = {
     "marketplace:hub-like": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-upload": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-card": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:hub-from-storage": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:save-instance": lambda o: {"instance_id": o["instance"].public_id},
     "marketplace:image": lambda o: {"slug": o["image"].slug},
     "marketplace:image-clone": lambda o: {"slug": o["image"].slug},

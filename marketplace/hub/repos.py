@@ -575,6 +575,28 @@ def commit_uploads(user, item: HubItem, summary: str, uploads) -> HubCommit:
     return commit(user, item.kind, item.repo, DEFAULT_BRANCH, (line.encode() for line in lines))
 
 
+@transaction.atomic
+def commit_from_storage(user, item: HubItem, summary: str, storage_path: str, folder: str = "") -> HubCommit:
+    """Commit a file of the user's cloud storage, uploaded there resumably (its tus uploads survive a dropped
+    connection): the way a large file goes from a browser into a repository. The bytes are stored once by hash."""
+    from storage import services as storage_services
+
+    entry = storage_services.find(user, storage_path)  # NotFound for nothing, or someone else's, at that path
+    if entry is None or entry.is_folder:
+        raise ServiceError(_("Choose a file of your cloud storage, not a folder."), code="not_a_file")
+    _entry, handle = storage_services.open_file(user, entry.public_id)
+    with handle:
+        check_quota(item.owner, entry.size)
+        blob = blobs.store_file(handle, user=user)
+    path = _path(f"{folder.strip('/')}/{entry.name}" if folder.strip("/") else entry.name)
+    value = {"path": path, "algo": "sha256", "oid": blob.sha256, "size": blob.size}
+    lines = [
+        json.dumps({"key": "header", "value": {"summary": summary}}),
+        json.dumps({"key": "lfsFile", "value": value}),
+    ]
+    return commit(user, item.kind, item.repo, DEFAULT_BRANCH, (line.encode() for line in lines))
+
+
 def commit_card(user, item: HubItem, text: str, summary: str = "") -> HubCommit:
     """Commit a new README.md (the card): its front matter must be valid YAML."""
     from . import cards

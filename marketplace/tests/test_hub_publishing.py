@@ -4,6 +4,7 @@ API's "metadata only"."""
 
 import base64
 import json
+import os
 
 import pytest
 from django.test import Client
@@ -309,3 +310,32 @@ def test_namespaces_that_are_the_consoles_own_paths_are_reserved(db, namespace):
     answer = _client(_token(UserFactory())).post("/api/repos/create", {"name": "m", "organization": namespace},
                                                  content_type="application/json")  # fmt: skip
     assert answer.status_code == 403 and "reserved" in answer.json()["error"]
+
+
+def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(published):
+    import io
+
+    from storage import services as storage_services
+
+    owner, token = published
+    data = os.urandom(300_000)
+    upload = storage_services.create_upload(owner, folder_path="/", filename="weights.bin", length=len(data))
+    storage_services.write_chunk(
+        owner, upload.public_id, offset=0, stream=io.BytesIO(data[:100_000]), content_length=100_000
+    )  # a dropped connection here: the upload resumes below
+    storage_services.write_chunk(owner, upload.public_id, offset=100_000, stream=io.BytesIO(data[100_000:]),
+                                 content_length=len(data) - 100_000)  # fmt: skip
+    page = Client()
+    page.cookies["django_language"] = "en"
+    page.force_login(owner)
+    done = page.post("/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "folder": "model",
+                                                     "message": "Add weights"}, follow=True)  # fmt: skip
+    assert "Committed 1 files" in done.content.decode()
+    got = b"".join(_client().get("/demo/tiny/resolve/main/model/weights.bin").streaming_content)
+    assert got == data
+    missing = page.post("/hub/demo/tiny/from-storage", {"storage_path": "/nope.bin", "message": "x"}, follow=True)
+    assert "Nothing at" in missing.content.decode()
+    stranger = Client()
+    stranger.force_login(UserFactory())
+    assert stranger.post("/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "message": "x"}
+                         ).status_code == 403  # fmt: skip

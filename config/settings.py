@@ -326,6 +326,7 @@ TOPUP_MAX_CNY = env.str("TOPUP_MAX_CNY", default="50000")
 TOPUP_RATE_LIMIT = env.str("TOPUP_RATE_LIMIT", default="10/h")  # checkouts a user may start per window (s/m/h/d)
 CELERY_BEAT_SCHEDULE["billing-meter"] = {"task": "billing.tasks.meter", "schedule": 60}
 CELERY_BEAT_SCHEDULE["billing-expire-trial-credits"] = {"task": "billing.tasks.expire_trial_credits", "schedule": 3600}
+CELERY_BEAT_SCHEDULE["marketplace-sweep-hub-blobs"] = {"task": "marketplace.tasks.sweep_hub_blobs", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["billing-expire-vouchers"] = {"task": "billing.tasks.expire_vouchers", "schedule": 600}
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
 # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).

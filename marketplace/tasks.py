@@ -11,3 +11,11 @@ from .images import services
 def snapshot_image(image_id: int) -> str | None:
     """Snapshot the system disk of a saved instance into its image (a no-op once the image is not saving)."""
     return services.complete_snapshot(image_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_hub_blobs() -> int:
+    """Delete the hub's stored files that no commit names, long after their upload (hourly)."""
+    from .hub import blobs
+
+    return blobs.sweep_orphans()

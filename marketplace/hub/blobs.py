@@ -165,3 +165,42 @@ def read_range(blob: HubBlob, start: int, length: int) -> Iterator[bytes]:
             yield chunk
     finally:
         handle.close()
+
+
+ORPHAN_AGE_HOURS = 48  # well past an LFS upload address's lifetime: a client commits what it uploaded long before
+
+
+def sweep_orphans(now=None) -> int:
+    """Delete stored files that no commit names, uploaded more than ``ORPHAN_AGE_HOURS`` ago (an upload whose
+    commit never came, or was refused), and files in storage that no blob row knows. Returns how many went."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ..models import HubTreeFile
+
+    cutoff = (now or timezone.now()) - timedelta(hours=ORPHAN_AGE_HOURS)
+    orphans = HubBlob.objects.filter(created_at__lt=cutoff).exclude(pk__in=HubTreeFile.objects.values("blob_id"))
+    removed = 0
+    for blob in orphans.iterator():
+        with transaction.atomic():
+            locked = HubBlob.objects.select_for_update().filter(pk=blob.pk).first()
+            if locked is None or HubTreeFile.objects.filter(blob=locked).exists():
+                continue  # named by a commit meanwhile
+            locked.delete()
+            storage().delete(key(blob.sha256))
+            removed += 1
+    try:  # files left by a refused commit (written, then its rows rolled back)
+        known = set(HubBlob.objects.values_list("sha256", flat=True))
+        for top in storage().listdir("")[0]:
+            if top.startswith("."):
+                continue
+            for middle in storage().listdir(top)[0]:
+                for name in storage().listdir(f"{top}/{middle}")[1]:
+                    path = f"{top}/{middle}/{name}"
+                    if name not in known and storage().get_modified_time(path) < cutoff:
+                        storage().delete(path)
+                        removed += 1
+    except (FileNotFoundError, NotImplementedError):
+        pass
+    return removed

@@ -339,3 +339,39 @@ def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(publ
     stranger.force_login(UserFactory())
     assert stranger.post("/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "message": "x"}
                          ).status_code == 403  # fmt: skip
+
+
+@pytest.fixture
+def hub_storage(settings, tmp_path):
+    """The hub's files in this test's own folder (the sweep looks at every file of the storage)."""
+    from django.core.files.storage import storages
+
+    storages._storages.pop("hub", None)
+    settings.STORAGES = settings.STORAGES | {"hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                     "OPTIONS": {"location": str(tmp_path / "hub")}}}  # fmt: skip
+    yield
+    storages._storages.pop("hub", None)
+
+
+def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(hub_storage, published):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from marketplace.hub import blobs
+    from marketplace.models import HubBlob
+
+    owner, token = published
+    orphan = blobs.store_bytes(b"never committed", user=owner)
+    stray = blobs.storage().save(blobs.key("f" * 64), __import__("io").BytesIO(b"left by a refused commit"))
+    kept = HubItem.objects.get(repo="demo/tiny").head.files.get().blob
+    assert blobs.sweep_orphans() == 0  # too recent
+    later = timezone.now() + timedelta(hours=blobs.ORPHAN_AGE_HOURS + 1)
+    HubBlob.objects.update(created_at=timezone.now() - timedelta(hours=blobs.ORPHAN_AGE_HOURS + 1))
+    import os as _os
+
+    old = (later - timedelta(hours=2 * blobs.ORPHAN_AGE_HOURS)).timestamp()
+    _os.utime(blobs.storage().path(stray), (old, old))
+    assert blobs.sweep_orphans(later) == 2
+    assert not HubBlob.objects.filter(pk=orphan.pk).exists() and not blobs.storage().exists(stray)
+    assert HubBlob.objects.filter(pk=kept.pk).exists() and blobs.storage().exists(blobs.key(kept.sha256))

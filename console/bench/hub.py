@@ -46,12 +46,12 @@ class _Server:
              "--timeout", "300", "--log-level", "warning"],
             cwd=settings.BASE_DIR, env=os.environ | self.env,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                requests.head(f"{self.url}/healthz", timeout=2)
+                requests.head(f"{self.url}/healthz", timeout=30)
                 return self
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or its first answer slow on a busy machine
                 time.sleep(0.2)
         raise RuntimeError("gunicorn did not answer")
 

@@ -37,12 +37,12 @@ class _Gunicorn:
             env=os.environ | {"DEBUG": "false"} | self.env, cwd=settings.BASE_DIR, stdout=self.log,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                requests.get(self.url + "/", timeout=2, allow_redirects=False)
+                requests.get(self.url + "/", timeout=30, allow_redirects=False)
                 return self
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or its first answer slow on a busy machine
                 time.sleep(0.2)
         raise RuntimeError(f"gunicorn serving {self.app} did not answer")
 

@@ -47,3 +47,18 @@ def author_shares_registered(app_configs, **kwargs):
             id="billing.E003",
         )
     ]
+
+
+@register()
+def einvoice_provider_importable(app_configs, **kwargs):
+    """A misspelt EINVOICE_PROVIDER stops the console at start, not at finance's first click."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    if not settings.EINVOICE_PROVIDER:
+        return []
+    try:
+        import_string(settings.EINVOICE_PROVIDER)
+    except ImportError as exc:
+        return [Error(f"EINVOICE_PROVIDER={settings.EINVOICE_PROVIDER!r} cannot be imported: {exc}", id="billing.E004")]
+    return []

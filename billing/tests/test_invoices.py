@@ -245,3 +245,12 @@ class RefusingProvider:
         from billing.einvoice import ProviderError
 
         raise ProviderError("the tax ID is not registered")
+
+
+def test_a_misspelt_e_invoice_service_stops_the_console_at_its_checks(settings):
+    from billing.checks import einvoice_provider_importable
+
+    settings.EINVOICE_PROVIDER = "billing.einvoice.SimulatedProvider"
+    assert einvoice_provider_importable(None) == []
+    settings.EINVOICE_PROVIDER = "billing.einvoce.SimulatedProvider"
+    assert [e.id for e in einvoice_provider_importable(None)] == ["billing.E004"]

@@ -13,6 +13,7 @@ bad or revoked token is 401, never an anonymous request.
 
 import json
 import re
+from urllib.parse import quote
 
 from django.conf import settings
 from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -55,8 +56,8 @@ def _caller(request, *, write: bool):
     return None
 
 
-def _error(status: int, message: str, code: str = "") -> JsonResponse:
-    response = JsonResponse({"error": str(message)}, status=status)
+def _error(status: int, message: str, code: str = "", **extra) -> JsonResponse:
+    response = JsonResponse({"error": str(message), **extra}, status=status)
     if code:
         response["X-Error-Code"] = code
     text = str(message)
@@ -208,8 +209,6 @@ def resolve(request, user, repo, revision, path, kind="models"):
 
 
 def _quoted(name: str) -> str:
-    from urllib.parse import quote
-
     return quote(name, safe="")
 
 
@@ -234,10 +233,8 @@ def create_repo(request, user):
         item = repos.create_repo(user, name=body.get("name"), organization=body.get("organization"),
                                  private=bool(body.get("private")), kind=kind)  # fmt: skip
     except Conflict as exc:  # the client, with exist_ok, reads the existing repository's address from the answer
-        response = _error(exc.status, exc.message)
         repo = f"{body.get('organization')}/{body.get('name')}"
-        response.content = json.dumps({"error": exc.message, "url": request.build_absolute_uri(f"/{prefix}{repo}")})
-        return response
+        return _error(exc.status, exc.message, url=request.build_absolute_uri(f"/{prefix}{repo}"))
     return JsonResponse({"url": request.build_absolute_uri(f"/{prefix}{item.repo}"), "name": item.repo,
                          "id": str(item.public_id)})  # fmt: skip
 

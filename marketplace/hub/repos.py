@@ -14,11 +14,16 @@ says so instead of failing half-way.
 
 import base64
 import binascii
+import fcntl
 import hashlib
 import json
+import logging
+import os
 import re
+import shutil
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.core import signing
@@ -31,8 +36,9 @@ from storage import quota
 
 from ..choices import HubKind, HubVisibility
 from ..models import HubBlob, HubBlobUpload, HubCommit, HubItem, HubNamespace, HubTreeFile
-from . import blobs, services
+from . import blobs, cards, services
 
+log = logging.getLogger(__name__)
 DEFAULT_BRANCH = "main"
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
@@ -409,8 +415,6 @@ def _fields_from_card(item: HubItem, readme: bytes | None) -> dict:
     fields = {name: getattr(item, name) for name in KEPT_FIELDS}
     if readme is None:
         return fields
-    from . import cards
-
     text = readme.decode("utf-8", "replace")
     front, _body = cards.split(text)
     meta = cards.meta(front)
@@ -483,12 +487,10 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
 
 def _materialise_quietly(repo: str) -> None:
     """After the commit: a failure to lay the files out is logged, never the commit's (it is saved already)."""
-    import logging
-
     try:
         materialise(repo)
     except Exception:  # noqa: BLE001 - the commit stands; the next one lays the tree out again
-        logging.getLogger(__name__).exception("could not lay out %s for mounts", repo)
+        log.exception("could not lay out %s for mounts", repo)
 
 
 def materialise(repo: str) -> None:
@@ -496,10 +498,6 @@ def materialise(repo: str) -> None:
     read-only at ``/root/public/<repo>``: each file a hard link to its stored blob, so mounting copies nothing.
     Updated in place (machines that mount it see the new files at once); files no longer in the tree go. Only where
     the blobs are on this machine's disk."""
-    import fcntl
-    import shutil
-    from pathlib import Path
-
     item = HubItem.objects.filter(repo=repo).select_related("head").first()
     if item is None or item.head is None or item.taken_down_at is not None:
         return
@@ -509,12 +507,10 @@ def materialise(repo: str) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one layout of a repository at a time; the latest head wins
         item.refresh_from_db()
         if item.taken_down_at is None:  # taken down meanwhile: its folder stays empty
-            _lay_out(item, root, shutil)
+            _lay_out(item, root)
 
 
-def _lay_out(item: HubItem, root, shutil) -> None:
-    import os
-
+def _lay_out(item: HubItem, root: Path) -> None:
     files = tree(item.head)
     sources = {f.path: blobs.local_path(f.blob) for f in files}
     if any(source is None for source in sources.values()):
@@ -547,8 +543,6 @@ def _lay_out(item: HubItem, root, shutil) -> None:
 
 def card_data(item: HubItem) -> dict:
     """The card's front matter as plain JSON values (what the repository info's ``cardData`` carries)."""
-    from . import cards
-
     try:
         front, _body = cards.split(item.card or "")
     except ServiceError:
@@ -599,8 +593,6 @@ def commit_from_storage(user, item: HubItem, summary: str, storage_path: str, fo
 
 def commit_card(user, item: HubItem, text: str, summary: str = "") -> HubCommit:
     """Commit a new README.md (the card): its front matter must be valid YAML."""
-    from . import cards
-
     cards.split(text)  # a clear error before anything is written
     content = base64.b64encode(text.encode()).decode()
     lines = [
@@ -630,20 +622,15 @@ def take_down(item: HubItem, reason: str) -> HubItem:
 
 
 def _clear_layout_quietly(repo: str) -> None:
-    import logging
-
     try:
         _clear_layout(repo)
     except OSError:
-        logging.getLogger(__name__).exception("could not empty the mounted folder of %s", repo)
+        log.exception("could not empty the mounted folder of %s", repo)
 
 
 def _clear_layout(repo: str) -> None:
     """Empty the folder machines mount the repository from: mounted, it shows nothing any more (under the same
     lock as a layout, so a commit laid out at the same moment cannot put the files back)."""
-    import fcntl
-    from pathlib import Path
-
     root = Path(settings.LOCAL_HUB_ROOT) / repo
     if not root.parent.is_dir():
         return

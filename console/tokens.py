@@ -64,6 +64,12 @@ def revoke_api_token(user, public_id) -> ApiToken:
     return token
 
 
+def is_active(token_id, user) -> bool:
+    """Whether the token ``token_id`` of ``user`` still works (not revoked): what a permission handed out on its
+    strength (an upload address) checks when it is used."""
+    return ApiToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True).exists()
+
+
 def authenticate_token(plaintext: str) -> ApiToken | None:
     """The active token matching ``plaintext``, or None. Looked up by prefix, compared in constant time."""
     if not plaintext.startswith(TOKEN_PREFIX) or plaintext.count("_") < 2:

@@ -15,7 +15,10 @@ def snapshot_image(image_id: int) -> str | None:
 
 @shared_task(ignore_result=True)
 def sweep_hub_blobs() -> int:
-    """Delete the hub's stored files that no commit names, long after their upload (hourly)."""
-    from .hub import blobs
+    """Delete the hub's stored files that no commit names, long after their upload (hourly), then record every
+    publisher's hub bytes in their storage again."""
+    from .hub import blobs, repos
 
-    return blobs.sweep_orphans()
+    removed = blobs.sweep_orphans()
+    repos.record_all_usage()
+    return removed

@@ -15,6 +15,12 @@ class UploadStatus(models.TextChoices):
     COMPLETE = "complete", _("Complete")
 
 
+class UsageSource(models.TextChoices):
+    """Other parts of the console that keep a user's bytes and count them in the user's storage."""
+
+    HUB = "hub", _("Published hub repositories")
+
+
 class DiskStatus(models.TextChoices):
     AVAILABLE = "available", _("Available")
     ATTACHING = "attaching", _("Attaching")

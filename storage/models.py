@@ -8,7 +8,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus
+from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus, UsageSource
 from .querysets import CloudDiskQuerySet, EntryQuerySet, HubMountQuerySet, UploadQuerySet
 
 
@@ -97,6 +97,26 @@ class Upload(models.Model):
     @property
     def is_complete(self) -> bool:
         return self.status == UploadStatus.COMPLETE
+
+
+class StoredElsewhere(models.Model):
+    """Bytes another part of the console keeps for a user (their published hub repositories), counted in their
+    storage: the usage bar, the ceiling and GB-day billing read them beside the files. The part that keeps the
+    bytes writes its total here (``storage.quota.record_elsewhere``) whenever it changes, since it sits above
+    storage in the layers and storage cannot ask it."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(_("kept by"), max_length=16, choices=UsageSource.choices)
+    size = models.BigIntegerField(_("size"))
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("storage kept elsewhere")
+        verbose_name_plural = _("storage kept elsewhere")
+        constraints = [models.UniqueConstraint(fields=["owner", "source"], name="stored_elsewhere_once_per_source")]
+
+    def __str__(self):
+        return f"{self.owner_id} {self.source}: {self.size}"
 
 
 class CloudDisk(models.Model):

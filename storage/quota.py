@@ -4,7 +4,8 @@ SPEC §8: the first ``STORAGE_FREE_GB`` (50) are free; beyond that storage is bi
 app's metering, which reads :func:`usage_snapshot` once per metering period. ``STORAGE_MAX_GB`` (500) is a hard
 ceiling per user: uploads that would pass it are refused before they start and stopped during the transfer.
 Bytes of uploads in progress count against the ceiling from the moment the upload is declared, so two
-parallel uploads cannot both squeeze under it.
+parallel uploads cannot both squeeze under it. Bytes other parts of the console keep for the user (their
+published hub repositories, :class:`~storage.models.StoredElsewhere`) count as used, in all three.
 """
 
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from django.utils.translation import gettext as _
 from console.errors import ServiceError
 from teams.accounts import is_account, is_account_address
 
-from .models import Entry, Upload
+from .choices import UsageSource
+from .models import Entry, StoredElsewhere, Upload
 
 GB = 1024**3
 
@@ -39,9 +41,29 @@ def max_bytes() -> int:
     return int(settings.STORAGE_MAX_GB * GB)
 
 
-def usage_bytes(user) -> int:
-    """Bytes in the user's stored files (completed uploads only). Billing and the usage bar read this."""
+def usage_bytes(user, *, besides: str | None = None) -> int:
+    """Bytes in the user's stored files (completed uploads only) and kept for them elsewhere. ``besides``: leave
+    out what that source keeps (it counts its own bytes live when it checks the ceiling)."""
+    return file_bytes(user) + elsewhere_bytes(user, besides=besides)
+
+
+def file_bytes(user) -> int:
     return Entry.objects.for_user(user).files().aggregate(total=Sum("size"))["total"] or 0
+
+
+def elsewhere_bytes(user, *, besides: str | None = None) -> int:
+    rows = StoredElsewhere.objects.filter(owner=user)
+    if besides is not None:
+        rows = rows.exclude(source=besides)
+    return rows.aggregate(total=Sum("size"))["total"] or 0
+
+
+def record_elsewhere(user, source: UsageSource, size: int) -> None:
+    """Set what ``source`` keeps for ``user`` (its whole total, so a repeated or late call is harmless)."""
+    if size > 0:
+        StoredElsewhere.objects.update_or_create(owner=user, source=source, defaults={"size": size})
+    else:
+        StoredElsewhere.objects.filter(owner=user, source=source).delete()
 
 
 def reserved_bytes(user, *, exclude=None) -> int:
@@ -58,6 +80,7 @@ class Usage:
     reserved: int
     free: int
     maximum: int
+    elsewhere: int = 0  # the part of ``used`` kept by other parts of the console (published hub repositories)
 
     @property
     def billable(self) -> int:
@@ -77,7 +100,9 @@ class Usage:
 
 
 def usage(user) -> Usage:
-    return Usage(used=usage_bytes(user), reserved=reserved_bytes(user), free=free_bytes(user), maximum=max_bytes())
+    elsewhere = elsewhere_bytes(user)
+    return Usage(used=file_bytes(user) + elsewhere, reserved=reserved_bytes(user), free=free_bytes(user),
+                 maximum=max_bytes(), elsewhere=elsewhere)  # fmt: skip
 
 
 def check(user, length: int, *, upload=None) -> None:
@@ -107,12 +132,18 @@ class UserUsage:
 
 
 def usage_snapshot() -> list[UserUsage]:
-    """Every user's stored bytes and the part beyond the free tier, in one query: the metering input for
-    GB-day billing (billing multiplies ``billable_bytes`` by the period's length and the per-GB-day price)."""
+    """Every user's stored bytes (files and what is kept elsewhere) and the part beyond the free tier, in one
+    query (two grouped sums in a UNION): the metering input for GB-day billing (billing multiplies
+    ``billable_bytes`` by the period's length and the per-GB-day price)."""
     free = free_bytes()
-    rows = Entry.objects.files().values("owner_id", "owner__email").annotate(total=Sum("size")).order_by("owner_id")
+    totals: dict[int, int] = {}
+    emails: dict[int, str] = {}
+    files, elsewhere = (rows.values("owner_id", "owner__email").annotate(total=Sum("size")).order_by()
+                        for rows in (Entry.objects.files(), StoredElsewhere.objects.all()))  # fmt: skip
+    for owner_id, email, total in files.union(elsewhere, all=True).values_list("owner_id", "owner__email", "total"):
+        totals[owner_id] = totals.get(owner_id, 0) + (total or 0)
+        emails[owner_id] = email
     return [
-        UserUsage(row["owner_id"], row["total"] or 0,
-                  max(0, (row["total"] or 0) - (0 if is_account_address(row["owner__email"]) else free)))
-        for row in rows
-    ]  # fmt: skip
+        UserUsage(owner_id, total, max(0, total - (0 if is_account_address(emails[owner_id]) else free)))
+        for owner_id, total in sorted(totals.items())
+    ]

@@ -50,6 +50,7 @@ def _caller(request, *, write: bool):
         if write and not token.can_write:
             raise Forbidden(_("This API token can only read: create a read-write token to publish."),
                             code="read_only_token")  # fmt: skip
+        request.hub_token_id = token.pk
         return token.user
     if not write and request.user.is_authenticated:
         return request.user
@@ -281,6 +282,7 @@ def lfs_batch(request, user, repo, prefix=""):
         user, item, body.get("objects"),
         upload_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-upload", args=[oid])),
         verify_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-verify", args=[oid])),
+        token_id=getattr(request, "hub_token_id", None),
     )  # fmt: skip
     response = JsonResponse({"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
     response["Content-Type"] = "application/vnd.git-lfs+json"

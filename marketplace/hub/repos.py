@@ -31,8 +31,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
 from django.utils.translation import gettext as _
 
+from console import tokens
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from storage import quota
+from storage.choices import UsageSource
 
 from ..choices import HubKind, HubVisibility
 from ..models import HubBlob, HubBlobUpload, HubCommit, HubItem, HubNamespace, HubTreeFile
@@ -217,18 +219,20 @@ def _known(user, item: HubItem, oids) -> set[str]:
     return mine | held
 
 
-def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url) -> list[dict]:
-    """What the client must upload: an upload and a verify action per object not already held."""
+def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url, token_id: int | None = None) -> list[dict]:
+    """What the client must upload: an upload and a verify action per object not already held. ``token_id``: the
+    API token that asked; its upload addresses stop working the moment it is revoked."""
     wanted = _lfs_objects(objects)
     known = _known(user, item, {o.oid for o in wanted})
     sizes = dict(HubBlob.objects.filter(sha256__in=known).values_list("sha256", "size"))
-    check_quota(item.owner, sum(o.size for o in wanted if sizes.get(o.oid) != o.size))
+    check_quota(item.owner or user, sum(o.size for o in wanted if sizes.get(o.oid) != o.size))
     answer = []
     for obj in wanted:
         if sizes.get(obj.oid) == obj.size:
             answer.append({"oid": obj.oid, "size": obj.size})
             continue
-        ticket = signing.dumps({"u": user.pk, "o": obj.oid, "s": obj.size}, salt=LFS_SIGNING_SALT, compress=True)
+        claim = {"u": user.pk, "o": obj.oid, "s": obj.size, **({"t": token_id} if token_id else {})}
+        ticket = signing.dumps(claim, salt=LFS_SIGNING_SALT, compress=True)
         answer.append({
             "oid": obj.oid, "size": obj.size, "authenticated": True,
             "actions": {
@@ -252,10 +256,12 @@ def receive_lfs(oid: str, ticket, read) -> HubBlob:
     from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.filter(pk=claim.get("u"), is_active=True).first()
-    if user is None:
+    if user is None or ("t" in claim and not tokens.is_active(claim["t"], user)):
         raise Forbidden(_("This upload address is invalid or has expired: ask for a new one."),
                         code="invalid_upload_ticket")  # fmt: skip
-    return blobs.store_stream(read, sha256=oid, size=int(claim.get("s", -1)), user=user)
+    blob = blobs.store_stream(read, sha256=oid, size=int(claim.get("s", -1)), user=user)
+    record_usage(user)  # held for them until a commit names it
+    return blob
 
 
 def verify_lfs(user, oid: str, size) -> None:
@@ -397,9 +403,34 @@ def _counted(user) -> Q:
     return Q(pk__in=committed) | Q(pk__in=pending.values("blob_id"))
 
 
+def _storage_committed(user) -> int:
+    """Everything that counts against ``user``'s storage ceiling, the hub's bytes counted live."""
+    return quota.usage_bytes(user, besides=UsageSource.HUB) + quota.reserved_bytes(user) + hub_bytes(user)
+
+
+def record_usage(user) -> None:
+    """Tell storage what ``user``'s repositories hold now: it counts them in the usage bar and GB-day billing."""
+    quota.record_elsewhere(user, UsageSource.HUB, hub_bytes(user))
+
+
+def record_all_usage() -> int:
+    """Record every publisher's hub bytes again (hourly, after the orphan sweep removed files). Returns how many."""
+    from storage.models import StoredElsewhere
+
+    users = set(HubItem.objects.filter(commits__isnull=False).values_list("owner_id", flat=True))
+    users |= set(HubBlobUpload.objects.values_list("user_id", flat=True))
+    users |= set(StoredElsewhere.objects.filter(source=UsageSource.HUB).values_list("owner_id", flat=True))
+    users.discard(None)
+    from django.contrib.auth import get_user_model
+
+    for user in get_user_model().objects.filter(pk__in=users).iterator():
+        record_usage(user)
+    return len(users)
+
+
 def check_quota(user, more: int) -> None:
     """Refuse ``more`` new bytes past the owner's storage limit (cloud storage and published repositories)."""
-    if quota.usage_bytes(user) + hub_bytes(user) + more > quota.max_bytes():
+    if _storage_committed(user) + more > quota.max_bytes():
         raise TooLarge(_("This would take your storage past its limit of %(gb)s GB.") % {"gb": settings.STORAGE_MAX_GB},
                        code="storage_quota")  # fmt: skip
 
@@ -461,9 +492,10 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
                            code="invalid_path")  # fmt: skip
     size = sum(f.size for f in files.values())
     blobs_in_tree = {f.blob.pk: f.blob.size for f in files.values()}
-    counted = set(HubBlob.objects.filter(_counted(user), pk__in=blobs_in_tree).values_list("pk", flat=True))
+    owner = item.owner or user  # the platform catalogue's repositories (no owner) count as their committer's
+    counted = set(HubBlob.objects.filter(_counted(owner), pk__in=blobs_in_tree).values_list("pk", flat=True))
     new_bytes = sum(size for pk, size in blobs_in_tree.items() if pk not in counted)
-    if quota.usage_bytes(user) + hub_bytes(user) + new_bytes > quota.max_bytes():
+    if _storage_committed(owner) + new_bytes > quota.max_bytes():
         raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
                        % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
     listing = "\n".join(f"{p}\0{f.git_oid}" for p, f in sorted(files.items()))
@@ -481,6 +513,9 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
                        files=listed, **_fields_from_card(item, readme))  # fmt: skip
     HubItem.objects.filter(pk=item.pk).update(head=new)
+    record_usage(owner)
+    if user.pk != owner.pk:
+        record_usage(user)  # what they uploaded for this commit is the owner's now
     transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return new
 

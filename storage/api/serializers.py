@@ -57,7 +57,8 @@ class EntryChangeSerializer(serializers.Serializer):
 
 
 class UsageSerializer(serializers.Serializer):
-    used = serializers.IntegerField(help_text="Bytes stored in files.")
+    used = serializers.IntegerField(help_text="Bytes stored: files, and what is kept elsewhere (see elsewhere).")
+    elsewhere = serializers.IntegerField(help_text="The part of used kept by the hub: published repositories.")
     reserved = serializers.IntegerField(help_text="Bytes held for uploads in progress.")
     free = serializers.IntegerField(help_text="Bytes free of charge; beyond them storage is billed per GB-day.")
     maximum = serializers.IntegerField(help_text="The most this account can store.")

@@ -119,9 +119,10 @@ class UsageView(APIView):
 
     @extend_schema(responses=UsageSerializer)
     def get(self, request):
-        """Bytes used and reserved, the free tier and the ceiling."""
+        """Bytes used (files and published hub repositories) and reserved, the free tier and the ceiling."""
         usage = quota.usage(account_for(request))
-        data = {k: getattr(usage, k) for k in ("used", "reserved", "free", "maximum", "billable", "available")}
+        fields = ("used", "elsewhere", "reserved", "free", "maximum", "billable", "available")
+        data = {k: getattr(usage, k) for k in fields}
         return Response(UsageSerializer(data).data)
 
 

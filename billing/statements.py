@@ -14,7 +14,7 @@ from teams.accounts import is_account
 from .catalog_names import chip_names, plan_names, zone_names
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
-from .money import summed
+from .money import ZERO, summed
 from .rules import month_bounds, month_of
 
 
@@ -79,16 +79,26 @@ def grouped_rows(user, month: date):
     )
 
 
-def month_statement(user, month: date, rows=None) -> Statement:
+def month_statement(user, month: date, rows=None, *, grouped: list | None = None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
-    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month. Three
-    queries whatever the number of rows; a team's statement one more (the totals per member).
+    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month: summed from
+    ``grouped`` (all of the month's grouped rows, already read to page through) or, without it, from every row.
+    Two queries whatever the number of rows; a team's statement one more (the totals per member).
     """
-    totals = _spend(user, month).aggregate(
-        minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
-    )
-    rows = list(grouped_rows(user, month) if rows is None else rows)
+    if rows is None:
+        rows = grouped = list(grouped_rows(user, month))
+    rows = list(rows)
+    if grouped is None:
+        totals = _spend(user, month).aggregate(
+            minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
+        )
+    else:  # the month's groups are its rows, partitioned: their sums are the month's
+        totals = {
+            "minutes": sum(row["minutes"] or 0 for row in grouped),
+            "charged": sum((summed(row["charged"]) for row in grouped), ZERO),
+            "subsidy": sum((summed(row["subsidy"]) for row in grouped), ZERO),
+        }
     per_member = []
     if is_account(user):
         per_member = list(

@@ -171,8 +171,9 @@ def statement(request):
         response["Content-Disposition"] = f'attachment; filename="statement-{month:%Y-%m}.csv"'
         return response
     account = _account(request)
-    page = Paginator(statements.grouped_rows(account, month), PAGE_SIZE).get_page(request.GET.get("page"))
-    result = statements.month_statement(account, month, rows=page.object_list)
+    grouped = list(statements.grouped_rows(account, month))  # read once: the page's lines and the month's totals
+    page = Paginator(grouped, PAGE_SIZE).get_page(request.GET.get("page"))
+    result = statements.month_statement(account, month, rows=page.object_list, grouped=grouped)
     context = {"form": form, "statement": result, "page": page, "month_value": f"{month:%Y-%m}"}
     return render(request, "billing/statements.html", context, status=status)
 

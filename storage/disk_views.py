@@ -39,9 +39,12 @@ def _disks_context(account, error: str = "", form=None) -> dict:
     rows = list(disks.account_disks(account))
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
-    attachable = Instance.objects.filter(owner=account).not_endpoints().filter(status__in=disks.ATTACHABLE)
-    for instance in attachable.order_by("name"):
-        instances_by_zone.setdefault(instance.zone_id, []).append(instance)
+    zones = {disk.zone_id for disk in rows if disk.status == DiskStatus.AVAILABLE}
+    if zones:  # the attach menus: only for disks that can be attached, with only what a menu shows
+        attachable = Instance.objects.filter(owner=account, zone_id__in=zones).not_endpoints()
+        attachable = attachable.filter(status__in=disks.ATTACHABLE).only("public_id", "name", "status", "zone_id")
+        for instance in attachable.order_by("name"):
+            instances_by_zone.setdefault(instance.zone_id, []).append(instance)
     for disk in rows:
         disk.quote = prices[disk.size_gb]
         disk.attach_choices = instances_by_zone.get(disk.zone_id, [])

@@ -465,9 +465,11 @@ class LedgerTransaction(AppendOnlyModel):
         verbose_name = _("ledger transaction")
         verbose_name_plural = _("ledger transactions")
         ordering = ["-created_at", "-pk"]
+        # The listing's whole order (newest first, then the newest id among equal times) is in the index, so a
+        # deep page walks the index to its offset instead of sorting each run of transactions posted at one time.
         indexes = [
-            models.Index(fields=["user", "-created_at"]),
-            models.Index(fields=["user", "kind", "created_at"]),
+            models.Index(fields=["user", "-created_at", "-id"], name="ledger_user_newest"),
+            models.Index(fields=["user", "kind", "-created_at", "-id"], name="ledger_user_kind_newest"),
             models.Index(fields=["user", "member", "created_at"], name="ledger_member_spend"),
         ]
 

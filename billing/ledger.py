@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired
 
+from . import spend
 from .choices import (
     OVERDRAFT_KINDS,
     TRIAL_CREDIT_KINDS,
@@ -236,6 +237,7 @@ def post_batch(
             ],
         )
         bulk_set(Account, list(changed.values()), ["balance"])
+        spend.record(created)
         booked()
     by_key = existing | {tx.idempotency_key: tx for tx in created}
     return [by_key[k] for k in keys]
@@ -439,6 +441,7 @@ def check() -> list[str]:
             problems.append(f"transaction {pk}: user amount {user_amount} ≠ wallet entries {user_sums.get(pk)}")
     problems += _check_subsidies()
     problems += _check_vouchers()
+    problems += spend.check()
     return problems
 
 

@@ -425,6 +425,48 @@ class TopUp(models.Model):
         return self.provider == PaymentProvider.SANDBOX
 
 
+class SpendQuarter(models.Model):
+    """A wallet's spend in one quarter-hour (UTC-aligned, so every local day and month is a whole number of them),
+    per team member: ``billing.spend`` adds each posting as it is booked. The spend chart and the month so far read
+    these, never the per-minute ledger rows."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    member_id = models.BigIntegerField(default=0)  # who it was for on a team's wallet; 0: the wallet's owner
+    start = models.DateTimeField()
+    amount_fen = models.BigIntegerField(default=0)  # the change to the wallet in fen: spend is negative
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "member_id", "start"], name="spend_quarter_once"),
+        ]
+
+    def __str__(self):
+        return f"{self.user_id} {self.start:%Y-%m-%d %H:%M} {self.amount_fen}"
+
+
+class SpendLine(models.Model):
+    """A wallet's spend in one local month on one resource, of one kind, per team member: a statement line, added
+    to as each posting is booked (``billing.spend``). ``resource_id`` is all zeros for spend on no one resource."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    month = models.DateField()
+    resource_id = models.UUIDField()
+    kind = models.CharField(max_length=24, choices=TransactionKind.choices)
+    member_id = models.BigIntegerField(default=0)
+    minutes = models.BigIntegerField(default=0)
+    amount_fen = models.BigIntegerField(default=0)
+    subsidy_fen = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "month", "resource_id", "kind", "member_id"],
+                                    name="spend_line_once"),
+        ]  # fmt: skip
+
+    def __str__(self):
+        return f"{self.user_id} {self.month:%Y-%m} {self.resource_id} {self.kind}"
+
+
 class LedgerTransaction(AppendOnlyModel):
     """One movement of money: entries that sum to zero, posted once under a unique idempotency key.
 

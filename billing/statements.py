@@ -4,18 +4,18 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console import csvsafe
 from teams.accounts import is_account
 
+from . import spend
 from .catalog_names import chip_names, plan_names, zone_names
-from .choices import SPEND_KINDS
 from .models import LedgerTransaction, UsageSession
 from .money import ZERO, summed
-from .rules import month_bounds, month_of
+from .rules import month_of
 
 
 @dataclass(frozen=True)
@@ -62,51 +62,46 @@ def parse_month(text: str | None) -> date:
     return date(year, month, 1)
 
 
-def _spend(user, month: date):
-    start, end = month_bounds(month)
-    spend = LedgerTransaction.objects.for_user(user).filter(kind__in=SPEND_KINDS)
-    return spend.filter(created_at__gte=start, created_at__lt=end)
-
-
-def grouped_rows(user, month: date):
+def grouped_rows(user, month: date) -> list[dict]:
     """One row per resource (and, on a team's wallet, per member who used it) charged in ``month``, most expensive
-    first: a lazy queryset to page through."""
-    return (
-        _spend(user, month)
-        .values("resource_id", "kind", "member_id", "member__email")
-        .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
-        .order_by("charged", "resource_id", "kind")  # charges are negative: the largest first
-    )
+    first, from the running sums (``billing.spend``): rows in proportion to resources, not to minutes charged."""
+    rows = spend.month_lines(user, month)
+    members = {row["member_id"] for row in rows if row["member_id"]}
+    emails = dict(get_user_model().objects.filter(pk__in=members).values_list("pk", "email")) if members else {}
+    for row in rows:
+        row["member__email"] = emails.get(row["member_id"])
+    return rows
 
 
 def month_statement(user, month: date, rows=None, *, grouped: list | None = None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
-    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month: summed from
-    ``grouped`` (all of the month's grouped rows, already read to page through) or, without it, from every row.
-    Two queries whatever the number of rows; a team's statement one more (the totals per member).
+    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month, summed from
+    ``grouped`` (all of the month's :func:`grouped_rows`, already read to page through, or read here). A few
+    queries whatever the number of rows.
     """
-    if rows is None:
-        rows = grouped = list(grouped_rows(user, month))
-    rows = list(rows)
     if grouped is None:
-        totals = _spend(user, month).aggregate(
-            minutes=Sum("minutes"), charged=Sum("user_amount"), subsidy=Sum("subsidy_amount")
-        )
-    else:  # the month's groups are its rows, partitioned: their sums are the month's
-        totals = {
-            "minutes": sum(row["minutes"] or 0 for row in grouped),
-            "charged": sum((summed(row["charged"]) for row in grouped), ZERO),
-            "subsidy": sum((summed(row["subsidy"]) for row in grouped), ZERO),
-        }
+        grouped = grouped_rows(user, month)
+    rows = list(grouped if rows is None else rows)
+    # The month's groups are its spend, partitioned: their sums are the month's.
+    totals = {
+        "minutes": sum(row["minutes"] or 0 for row in grouped),
+        "charged": sum((summed(row["charged"]) for row in grouped), ZERO),
+        "subsidy": sum((summed(row["subsidy"]) for row in grouped), ZERO),
+    }
     per_member = []
     if is_account(user):
-        per_member = list(
-            _spend(user, month)
-            .values("member_id", "member__email")
-            .annotate(minutes=Sum("minutes"), charged=Sum("user_amount"))
-            .order_by("charged", "member_id")
-        )
+        by_member: dict = {}
+        for row in grouped:
+            key = (row["member_id"], row["member__email"])
+            minutes, charged = by_member.get(key, (0, ZERO))
+            by_member[key] = (minutes + (row["minutes"] or 0), charged + summed(row["charged"]))
+        per_member = [
+            {"member_id": member_id, "member__email": email, "minutes": minutes, "charged": charged}
+            for (member_id, email), (minutes, charged) in sorted(
+                by_member.items(), key=lambda item: (item[1][1], item[0][0] or 0)
+            )
+        ]
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
     for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):

@@ -7,21 +7,20 @@ the monthly spending cap counts everything the wallet pays, trial credit and vou
 """
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from types import SimpleNamespace
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired, ServiceError
 
-from . import arrears, rules, vouchers
-from .choices import COMPUTE_KINDS, SPEND_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
+from . import arrears, rules, spend, vouchers
+from .choices import COMPUTE_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .display import format_cny, format_cny_rate
 from .ledger import (
     InsufficientFunds,
@@ -38,7 +37,7 @@ from .ledger import (
     user_accounts,
 )
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
-from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, summed, to_cents, to_rate
+from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, to_cents, to_rate
 from .quote import Quote
 
 MAX_SPENDING_CAP = Decimal("10000000")
@@ -110,12 +109,8 @@ def compute_balance(user) -> Decimal:
 
 
 def month_spent(user, now: datetime | None = None) -> Decimal:
-    """What the user spent this calendar month (usage, prepaid plans, storage)."""
-    now = now or timezone.now()
-    total = LedgerTransaction.objects.filter(
-        user=user, kind__in=SPEND_KINDS, created_at__gte=rules.month_start(now), created_at__lte=now
-    ).aggregate(total=Sum("user_amount"))["total"]
-    return -summed(total)
+    """What the user spent this calendar month (usage, prepaid plans, storage), from the running sums."""
+    return spend.month_spent(user, rules.month_of(now or timezone.now()))
 
 
 def hourly_spend(user) -> Decimal:
@@ -141,32 +136,19 @@ def summary(user, *, list_vouchers: bool = False) -> WalletSummary:
     )
 
 
-# Quarter-hours since a moment, computed by the database itself (Django's time-zone functions call Python per row on
-# SQLite): spend is summed per quarter-hour in SQL and the quarters are put on local days here.
-_QUARTERS_SINCE = {
-    "postgresql": "floor(extract(epoch from (created_at - %s)) / 900)::integer",
-    "sqlite": "(CAST(strftime('%%s', created_at) AS INTEGER) - %s) / 900",
-}
-
-
 def daily_spend(user, days: int = 30) -> list[tuple[date, Decimal]]:
     """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query).
 
-    The query groups by quarter-hours since the first local midnight of the window; every UTC offset (and every
-    summer-time shift) is a multiple of 15 minutes, so each quarter falls on one local day and each day is exact.
+    The running sums are per quarter-hour; every UTC offset (and every summer-time shift) is a multiple of 15
+    minutes, so each quarter falls on one local day and each day is exact.
     """
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
     start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
-    spend = LedgerTransaction.objects.filter(user=user, kind__in=SPEND_KINDS, created_at__gte=start)
-    param = start if connection.vendor == "postgresql" else int(start.timestamp())
-    quarters = RawSQL(_QUARTERS_SINCE[connection.vendor], [param])
-    per_quarter = spend.annotate(quarter=quarters).values("quarter").annotate(total=Sum("user_amount")).order_by()
     spent: dict[date, Decimal] = {}
-    origin = start.astimezone(UTC)  # elapsed time, not wall-clock time, across a summer-time shift
-    for row in per_quarter:
-        day = timezone.localdate(origin + timedelta(minutes=15 * row["quarter"]))
-        spent[day] = spent.get(day, ZERO) - summed(row["total"])
+    for quarter, amount in spend.per_quarter(user, start):
+        day = timezone.localdate(quarter)
+        spent[day] = spent.get(day, ZERO) + amount
     return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
 
 

@@ -1,0 +1,173 @@
+"""A wallet's spend (usage, prepaid plans, storage) summed as it is booked, so that pages never sum the ledger.
+
+Metering books one ledger transaction per running resource per minute: a month of one busy user is hundreds of
+thousands of rows. :func:`record` — called by ``ledger.post_batch`` in the posting's own transaction — adds each
+spend posting to two running sums: per quarter-hour and member (:class:`SpendQuarter`: the 30-day chart, the month
+so far) and per local month, resource, kind and member (:class:`SpendLine`: the statement). They are exact (whole
+fen, added in SQL) and always equal the ledger; ``ledger.check`` compares them, and :func:`rebuild` recomputes
+them from the ledger (after a change of ``TIME_ZONE``, which moves month boundaries).
+"""
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+from decimal import Decimal
+
+from django.db import connection, transaction
+from django.db.models import Sum
+
+from .choices import SPEND_KINDS
+from .models import LedgerTransaction, SpendLine, SpendQuarter
+from .money import CENT, ZERO, summed
+from .rules import month_bounds, month_of
+
+NO_MEMBER = 0
+NO_RESOURCE = uuid.UUID(int=0)
+QUARTER_SECONDS = 900
+
+
+def quarter_start(moment: datetime) -> datetime:
+    """The quarter-hour ``moment`` falls in (quarters are UTC-aligned; every UTC offset is a multiple of 15 min)."""
+    seconds = int(moment.timestamp())
+    return datetime.fromtimestamp(seconds - seconds % QUARTER_SECONDS, UTC)
+
+
+def to_fen(amount: Decimal) -> int:
+    return int((amount / CENT).to_integral_value())
+
+
+def from_fen(fen: int | None) -> Decimal:
+    return ZERO if not fen else (Decimal(fen) * CENT)
+
+
+def record(transactions: Iterable[LedgerTransaction]) -> None:
+    """Add the spend among ``transactions`` (just booked, in the caller's transaction) to the running sums."""
+    quarters: dict[tuple, int] = defaultdict(int)
+    lines: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for tx in transactions:
+        if tx.kind not in SPEND_KINDS or tx.user_id is None:
+            continue
+        member = tx.member_id or NO_MEMBER
+        quarters[(tx.user_id, member, quarter_start(tx.created_at))] += to_fen(tx.user_amount)
+        line = lines[(tx.user_id, month_of(tx.created_at), tx.resource_id or NO_RESOURCE, tx.kind, member)]
+        line[0] += tx.minutes or 0
+        line[1] += to_fen(tx.user_amount)
+        line[2] += to_fen(tx.subsidy_amount)
+    if not quarters:
+        return
+    start_value = SpendQuarter._meta.get_field("start").get_db_prep_value
+    month_value = SpendLine._meta.get_field("month").get_db_prep_value
+    resource_value = SpendLine._meta.get_field("resource_id").get_db_prep_value
+    # INSERT … ON CONFLICT DO UPDATE adds to a row another posting made (PostgreSQL and SQLite alike); the keys are
+    # sorted so that two batches touching the same rows take their locks in one order.
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {SpendQuarter._meta.db_table} (user_id, member_id, start, amount_fen) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (user_id, member_id, start) DO UPDATE SET amount_fen ="
+            f" {SpendQuarter._meta.db_table}.amount_fen + excluded.amount_fen",
+            [(user, member, start_value(start, connection), fen)
+             for (user, member, start), fen in sorted(quarters.items())],
+        )  # fmt: skip
+        table = SpendLine._meta.db_table
+        cursor.executemany(
+            f"INSERT INTO {table} (user_id, month, resource_id, kind, member_id, minutes, amount_fen, subsidy_fen)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (user_id, month, resource_id, kind, member_id) DO UPDATE SET"
+            f" minutes = {table}.minutes + excluded.minutes, amount_fen = {table}.amount_fen + excluded.amount_fen,"
+            f" subsidy_fen = {table}.subsidy_fen + excluded.subsidy_fen",
+            [(user, month_value(month, connection), resource_value(resource, connection), kind, member, *sums)
+             for (user, month, resource, kind, member), sums in sorted(lines.items(), key=_line_order)],
+        )  # fmt: skip
+
+
+def _line_order(item):
+    user, month, resource, kind, member = item[0]
+    return (user, month, str(resource), kind, member)
+
+
+# Reading ----------------------------------------------------------------------------------------------------------
+
+
+def month_spent(user, month: date) -> Decimal:
+    """What ``user``'s wallet spent in the local month that starts on ``month`` (positive)."""
+    start, end = month_bounds(month)
+    total = SpendQuarter.objects.filter(user=user, start__gte=start, start__lt=end).aggregate(t=Sum("amount_fen"))
+    return -from_fen(total["t"])
+
+
+def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
+    """(quarter start, spend) of every quarter from ``since`` with spend, all members together."""
+    rows = (SpendQuarter.objects.filter(user=user, start__gte=since).values("start").annotate(t=Sum("amount_fen"))
+            .order_by("start"))  # fmt: skip
+    return [(row["start"], -from_fen(row["t"])) for row in rows]
+
+
+def month_lines(user, month: date):
+    """The statement's rows for ``month``: one per resource, kind and member, most expensive first, in the shape
+    the statement reads (``resource_id`` None for spend on no one resource; sums in CNY, negative for spend)."""
+    return [
+        {"resource_id": None if line.resource_id == NO_RESOURCE else line.resource_id, "kind": line.kind,
+         "member_id": line.member_id or None, "minutes": line.minutes, "charged": from_fen(line.amount_fen),
+         "subsidy": from_fen(line.subsidy_fen)}
+        for line in SpendLine.objects.filter(user=user, month=month).order_by("amount_fen", "resource_id", "kind")
+    ]  # fmt: skip
+
+
+# Keeping them true ------------------------------------------------------------------------------------------------
+
+
+def check() -> list[str]:
+    """Where the running sums differ from the ledger's spend (per wallet and quarter, and per wallet, month,
+    resource and kind; members are left out, as a deleted member's transactions lose their name)."""
+    problems = []
+    ledger_quarters: dict[tuple, Decimal] = defaultdict(lambda: ZERO)
+    ledger_lines: dict[tuple, list] = defaultdict(lambda: [0, ZERO, ZERO])
+    spend = LedgerTransaction.objects.filter(kind__in=SPEND_KINDS, user__isnull=False)
+    fields = ("user_id", "created_at", "resource_id", "kind", "minutes", "user_amount", "subsidy_amount")
+    for user, at, resource, kind, minutes, amount, subsidy in spend.values_list(*fields).iterator(chunk_size=5000):
+        ledger_quarters[(user, quarter_start(at))] += summed(amount)
+        line = ledger_lines[(user, month_of(at), resource or NO_RESOURCE, kind)]
+        line[0] += minutes or 0
+        line[1] += summed(amount)
+        line[2] += summed(subsidy)
+    kept_quarters: dict[tuple, Decimal] = defaultdict(lambda: ZERO)
+    for user, start, fen in SpendQuarter.objects.values_list("user_id", "start", "amount_fen").iterator():
+        kept_quarters[(user, start)] += from_fen(fen)
+    for key in sorted(set(ledger_quarters) | set(kept_quarters), key=str):
+        if ledger_quarters.get(key, ZERO) != kept_quarters.get(key, ZERO):
+            problems.append(f"spend of user {key[0]} in the quarter from {key[1]:%Y-%m-%d %H:%M}: summed "
+                            f"{kept_quarters.get(key, ZERO)} ≠ ledger {ledger_quarters.get(key, ZERO)}")  # fmt: skip
+    kept_lines: dict[tuple, list] = defaultdict(lambda: [0, ZERO, ZERO])
+    line_fields = ("user_id", "month", "resource_id", "kind", "minutes", "amount_fen", "subsidy_fen")
+    for user, month, resource, kind, minutes, fen, subsidy in SpendLine.objects.values_list(*line_fields).iterator():
+        line = kept_lines[(user, month, resource, kind)]
+        line[0] += minutes
+        line[1] += from_fen(fen)
+        line[2] += from_fen(subsidy)
+    for key in sorted(set(ledger_lines) | set(kept_lines), key=str):
+        if ledger_lines.get(key, [0, ZERO, ZERO]) != kept_lines.get(key, [0, ZERO, ZERO]):
+            problems.append(f"statement line of user {key[0]}, {key[1]:%Y-%m}, {key[2]} ({key[3]}): summed "
+                            f"{kept_lines.get(key)} ≠ ledger {ledger_lines.get(key)}")  # fmt: skip
+    return problems
+
+
+def rebuild() -> int:
+    """Recompute every running sum from the ledger (locks nothing: run it while nothing is posted). Returns how
+    many spend transactions were read."""
+    with transaction.atomic():
+        SpendQuarter.objects.all().delete()
+        SpendLine.objects.all().delete()
+        read = 0
+        batch = []
+        spend = LedgerTransaction.objects.filter(kind__in=SPEND_KINDS, user__isnull=False).order_by("pk")
+        for tx in spend.only(*RECORDED).iterator(chunk_size=5000):
+            batch.append(tx)
+            if len(batch) == 5000:
+                record(batch)
+                read, batch = read + len(batch), []
+        record(batch)
+        return read + len(batch)
+
+
+RECORDED = ("kind", "user_id", "member_id", "created_at", "resource_id", "minutes", "user_amount", "subsidy_amount")

@@ -1,0 +1,80 @@
+"""The running sums of spend (per quarter-hour, per statement line) equal the ledger, across a month boundary and
+for a database whose ledger was written before they existed; the wallet and the statement read them."""
+
+import importlib
+import uuid
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import pytest
+import time_machine
+from django.apps import apps
+
+from billing import ledger, spend, statements, wallet
+from billing.metering import close_usage, meter, open_usage
+from billing.models import LedgerTransaction, SpendLine, SpendQuarter
+from billing.quote import quote
+
+pytestmark = pytest.mark.django_db
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+# Ten minutes before midnight, local time, on the last day of March: the run crosses into April.
+START = datetime(2026, 3, 31, 23, 50, 0, tzinfo=SHANGHAI)
+
+
+def _run_across_the_month(user, q, minutes: int = 20):
+    resource = uuid.uuid4()
+    open_usage(user=user, kind="instance", resource_id=resource, quote=q, started_at=START, label="across")
+    at = START + timedelta(seconds=7)
+    end = START + timedelta(minutes=minutes)
+    while at < end:
+        with time_machine.travel(at, tick=False):
+            meter()
+        at += timedelta(seconds=60)
+    with time_machine.travel(end, tick=False):
+        close_usage(resource_id=resource, ended_at=end)
+    return resource
+
+
+def _ledger_spend(user, since, until) -> Decimal:
+    rows = LedgerTransaction.objects.filter(user=user, kind="usage", created_at__gte=since, created_at__lt=until)
+    return -sum((tx.user_amount for tx in rows), Decimal("0"))
+
+
+def test_a_run_across_midnight_splits_between_the_months_as_the_ledger_does(catalog, owner, fund):
+    fund(owner, Decimal("100"))
+    resource = _run_across_the_month(owner, quote(chip=catalog["a100-80g"], cards=1, at=START))
+    assert ledger.check() == []
+
+    march, april = date(2026, 3, 1), date(2026, 4, 1)
+    march_end = datetime(2026, 4, 1, tzinfo=SHANGHAI)
+    in_march = _ledger_spend(owner, datetime(2026, 3, 1, tzinfo=SHANGHAI), march_end)
+    in_april = _ledger_spend(owner, march_end, datetime(2026, 5, 1, tzinfo=SHANGHAI))
+    assert in_march > 0 and in_april > 0
+    assert spend.month_spent(owner, march) == in_march
+    assert spend.month_spent(owner, april) == in_april
+    with time_machine.travel(datetime(2026, 4, 1, 0, 30, tzinfo=SHANGHAI), tick=False):
+        assert wallet.month_spent(owner) == in_april
+        days = dict(wallet.daily_spend(owner, days=2))
+    assert days == {march_end.date() - timedelta(days=1): in_march, march_end.date(): in_april}
+
+    march_lines = statements.month_statement(owner, march).lines
+    assert [(line.resource_id, line.charged) for line in march_lines] == [(resource, in_march)]
+    assert statements.month_statement(owner, april).charged == in_april
+
+
+def test_a_ledger_written_before_the_sums_existed_is_summed_by_the_migration(catalog, owner, stranger, fund):
+    fund(owner, Decimal("100"))
+    fund(stranger, Decimal("100"))
+    _run_across_the_month(owner, quote(chip=catalog["a100-80g"], cards=1, at=START))
+    _run_across_the_month(stranger, quote(chip=catalog["mlu370-x8"], cards=2, at=START), minutes=5)
+    expected = {(q.user_id, q.start, q.amount_fen) for q in SpendQuarter.objects.all()}
+    assert expected
+    SpendQuarter.objects.all().delete()  # as before the migration
+    SpendLine.objects.all().delete()
+    assert spend.check() != []
+
+    importlib.import_module("billing.migrations.0012_spend_sums").fill(apps, None)
+    assert spend.check() == []
+    assert {(q.user_id, q.start, q.amount_fen) for q in SpendQuarter.objects.all()} == expected

@@ -78,3 +78,15 @@ def test_a_ledger_written_before_the_sums_existed_is_summed_by_the_migration(cat
     importlib.import_module("billing.migrations.0012_spend_sums").fill(apps, None)
     assert spend.check() == []
     assert {(q.user_id, q.start, q.amount_fen) for q in SpendQuarter.objects.all()} == expected
+
+
+def test_check_ledger_rebuilds_the_sums_on_request(catalog, owner, fund):
+    from django.core.management import call_command
+
+    fund(owner, Decimal("100"))
+    _run_across_the_month(owner, quote(chip=catalog["a100-80g"], cards=1, at=START), minutes=3)
+    SpendLine.objects.all().delete()
+    with pytest.raises(Exception, match="ledger problem"):
+        call_command("check_ledger")
+    call_command("check_ledger", "--rebuild-spend")
+    assert SpendLine.objects.filter(user=owner).exists()

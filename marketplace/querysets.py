@@ -19,11 +19,15 @@ class HubItemQuerySet(models.QuerySet):
             return self.filter(listed)
         return self.filter(listed | Q(owner=user))
 
-    def matching(self, query):
+    # How many items matched when the hub search counted them before reading a page (``hub.services.search_items``
+    # sets it on the queryset it returns); a clone, filtered or ordered anew, does not carry it.
+    counted_matches: int | None = None
+
+    def matching(self, query, *, many_matches: bool = False):
         """Items matching a parsed :class:`~marketplace.hub.search.HubQuery` (full text and filters)."""
         from .hub import search
 
-        return search.apply(self, query)
+        return search.apply(self, query, many_matches=many_matches)
 
 
 class HubFileQuerySet(models.QuerySet):

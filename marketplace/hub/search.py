@@ -31,8 +31,9 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from django.db import connection
-from django.db.models import BooleanField
+from django.db.models import BooleanField, F, Func
 from django.db.models.expressions import RawSQL
+from django.db.models.lookups import In
 
 FTS_TABLE = "marketplace_hubitem_fts"
 MAX_QUERY_TERMS = 12
@@ -140,8 +141,12 @@ def document(item, extra_words: Iterable[str] = ()) -> tuple[str, str]:
     return search_text, facet_text
 
 
-def apply(queryset, query: HubQuery):
-    """Filter ``queryset`` (of hub items) by the query's text and facets with the database's full-text index."""
+def apply(queryset, query: HubQuery, *, many_matches: bool = False):
+    """Filter ``queryset`` (of hub items) by the query's text and facets with the database's full-text index.
+
+    ``many_matches`` (SQLite only; see :func:`count_sqlite_matches`): the query matches more items than a page
+    can sort cheaply, so the page is read by walking its sort order's index instead of from the matches.
+    """
     terms = query_terms(query.q) if query.q.strip() else []
     if query.q.strip() and not terms:
         return queryset.none()  # only punctuation: nothing can match
@@ -150,8 +155,35 @@ def apply(queryset, query: HubQuery):
         return queryset
     if connection.vendor == "postgresql":
         return queryset.filter(_postgres_condition(terms, facets))
-    matching_ids = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
-    return queryset.filter(id__in=RawSQL(matching_ids, [_fts_match(terms, facets)]))
+    matching_ids = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [_fts_match(terms, facets)])
+    if not many_matches:
+        return queryset.filter(id__in=matching_ids)
+    # SQLite answers "id IN (matches)" through the primary key: it reads and sorts every match (most of 100,000
+    # items for 模型) to return 20. ``+id`` takes that plan away, so it walks the sort order's index instead,
+    # tests each id against the matches before reading the row, and stops at the page's last item — after a
+    # few dozen entries when matches are plenty, as they are here.
+    return queryset.filter(In(Func(F("id"), template="+%(expressions)s"), matching_ids))
+
+
+def count_sqlite_matches(queryset, query: HubQuery, limit: int) -> int | None:
+    """How many items of ``queryset`` match ``query`` on SQLite, counted up to ``limit``; None on PostgreSQL and
+    when the query has neither words nor filters (the full-text index has no say then).
+
+    The count streams the index's matches in a fixed join order and stops at ``limit``: "id IN (matches)" would
+    first collect every match of a broad word into a list, which costs more than the count itself.
+    """
+    terms = query_terms(query.q) if query.q.strip() else []
+    facets = query.facets()
+    if connection.vendor != "sqlite" or not (terms or facets) or (query.q.strip() and not terms):
+        return None
+    items_sql, params = queryset.order_by().values("id").query.sql_with_params()
+    sql = (
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM {FTS_TABLE} CROSS JOIN ({items_sql}) AS items "
+        f"ON items.id = {FTS_TABLE}.rowid WHERE {FTS_TABLE} MATCH %s LIMIT %s)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, _fts_match(terms, facets), limit])
+        return cursor.fetchone()[0]
 
 
 def _postgres_condition(terms: list[Term], facets: list[str]) -> RawSQL:

@@ -48,18 +48,32 @@ def get_item(user, repo: str, action: str = "view") -> HubItem:
 
 
 def search_items(user, query: search.HubQuery, sort: str = HubSort.MOUNTS):
-    """The items ``user`` may see that match ``query``, in ``sort`` order (a lazy queryset to paginate)."""
+    """The items ``user`` may see that match ``query``, in ``sort`` order (a lazy queryset to paginate).
+
+    On SQLite the matches are counted first (up to the cap, as :func:`count_matches` reports them): how many
+    there are decides how SQLite reads the page (see ``search.apply``), and the count comes with the queryset.
+    """
     ordering = HUB_ORDERING.get(sort)
     if ordering is None:
         raise ServiceError(_("Unknown sort order “%(sort)s”.") % {"sort": sort}, code="invalid_sort")
-    items = HubItem.objects.for_user(user, "view").matching(query)
-    return items.select_related("owner").defer("card", "card_html", "search_text", "facet_text").order_by(*ordering)
+    visible = HubItem.objects.for_user(user, "view")
+    counted = search.count_sqlite_matches(visible, query, RESULT_COUNT_CAP + 1)
+    items = visible.matching(query, many_matches=(counted or 0) > RESULT_COUNT_CAP)
+    items = items.select_related("owner").defer("card", "card_html", "search_text", "facet_text").order_by(*ordering)
+    items.counted_matches = counted
+    return items
 
 
 def count_matches(items, cap: int | None = None) -> tuple[int, bool]:
-    """``(count, exact)``: the number of matches, counted up to ``cap``; ``exact`` is False when there are more."""
+    """``(count, exact)``: the number of matches, counted up to ``cap``; ``exact`` is False when there are more.
+
+    Items from :func:`search_items` that were counted already are not counted again.
+    """
     cap = cap or RESULT_COUNT_CAP
-    counted = items.order_by()[: cap + 1].count()
+    counted = getattr(items, "counted_matches", None)
+    if counted is None or cap > RESULT_COUNT_CAP:
+        counted = items.order_by()[: cap + 1].count()
+    counted = min(counted, cap + 1)
     return min(counted, cap), counted <= cap
 
 

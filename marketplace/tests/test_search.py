@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 
-from marketplace.hub import search, services
+from marketplace.hub import search, services, synthetic
 from marketplace.hub.search import HubQuery
 from marketplace.models import HubItem
 
@@ -128,6 +128,45 @@ def test_sqlite_search_goes_through_the_fts5_index(chat_models):
         assert cursor.fetchone()[0] == 2
     sql = str(services.search_items(AnonymousUser(), HubQuery(q="对话")).query)
     assert "marketplace_hubitem_fts MATCH" in sql
+
+
+BROAD_QUERIES = [HubQuery(q="模型"), HubQuery(q="对话"), HubQuery(q="q"), HubQuery(chip="mlu", kind="dataset")]
+
+
+def _pages(users):
+    return {
+        (query, sort, str(user)): [item.repo for item in services.search_items(user, query, sort)[:25]]
+        for query in BROAD_QUERIES
+        for sort in ("mounts", "likes", "newest", "name")
+        for user in users
+    }
+
+
+def test_a_broad_query_finds_the_same_items_in_the_same_order_as_a_narrow_one(
+    chat_models, make_item, owner, monkeypatch
+):
+    # given: synthetic items (ties in mounts and likes fall to the id) and a private item of the owner's
+    synthetic.generate(150)
+    make_item("owner-lab/secret-chat", owner=owner, visibility="private", summary_zh="私有对话模型")
+    users = [AnonymousUser(), owner]
+    as_narrow = _pages(users)
+    # when: the cap is so low that every query counts as broad (SQLite then walks the sort order's index)
+    monkeypatch.setattr(services, "RESULT_COUNT_CAP", 3)
+    items = services.search_items(owner, HubQuery(q="模型"))
+    if connection.vendor == "sqlite":
+        assert '+"marketplace_hubitem"."id" IN' in str(items.query)
+    # then: the same items come back in the same order, and the count stops at the cap
+    assert _pages(users) == as_narrow
+    assert services.count_matches(items) == (3, False)
+
+
+def test_a_search_is_counted_once_and_read_once(chat_models, django_assert_max_num_queries):
+    for query in (HubQuery(q="对话"), HubQuery(q="中文", chip="npu"), HubQuery(), HubQuery(q="!!")):
+        with django_assert_max_num_queries(2):
+            items = services.search_items(AnonymousUser(), query)
+            count, exact = services.count_matches(items)
+            page = list(items[:20])
+        assert (count, exact) == (len(page), True)
 
 
 @pytest.mark.postgres

@@ -24,10 +24,10 @@ from django.db.models import Q, Sum
 from teams import budgets as team_budgets
 from teams.accounts import member_email, team_name
 
-from . import rules
-from .choices import SPEND_KINDS, AccountKind, NotificationKind
-from .models import LedgerTransaction, Notification, UsageSession, Wallet
-from .money import ZERO, summed, to_rate
+from . import rules, spend
+from .choices import AccountKind, NotificationKind
+from .models import Notification, UsageSession, Wallet
+from .money import ZERO, to_rate
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,8 @@ def assess(buckets: dict[int, dict], now: datetime, *, vouchers: dict[int, Decim
         Wallet.objects.filter(user_id__in=solvent, spending_cap__isnull=False).values_list("user_id", "spending_cap")
     )
     if caps:
-        spent = dict(
-            LedgerTransaction.objects.filter(
-                user_id__in=caps, kind__in=SPEND_KINDS, created_at__gte=rules.month_start(now), created_at__lte=now
-            )
-            .values_list("user_id")
-            .annotate(total=Sum("user_amount"))
-            .values_list("user_id", "total")
-        )
-        alerts.stop += [(u, REASON_SPENDING_CAP, cap) for u, cap in caps.items() if -summed(spent.get(u)) >= cap]
+        spent = spend.month_totals(rules.month_of(now), caps)
+        alerts.stop += [(u, REASON_SPENDING_CAP, cap) for u, cap in caps.items() if spent.get(u, ZERO) >= cap]
     return alerts
 
 

@@ -16,11 +16,10 @@ from django.utils.translation import gettext as _
 from console.errors import PaymentRequired
 from teams import budgets as team_budgets
 
-from . import rules
-from .choices import SPEND_KINDS
+from . import rules, spend
 from .display import format_cny
-from .models import LedgerTransaction, UsageSession
-from .money import ZERO, summed, to_cents
+from .models import UsageSession
+from .money import ZERO, to_cents
 
 
 class BudgetExceeded(PaymentRequired):
@@ -29,20 +28,8 @@ class BudgetExceeded(PaymentRequired):
 
 def spent(account_id: int, member_ids, now: datetime | None = None) -> dict[int, Decimal]:
     """What each member has spent of the account's wallet in ``now``'s calendar month (positive amounts)."""
-    now = now or timezone.now()
-    rows = (
-        LedgerTransaction.objects.filter(
-            user_id=account_id,
-            member_id__in=list(member_ids),
-            kind__in=SPEND_KINDS,
-            created_at__gte=rules.month_start(now),
-            created_at__lte=now,
-        )  # fmt: skip
-        .values_list("member_id")
-        .annotate(total=Sum("user_amount"))
-        .values_list("member_id", "total")
-    )
-    return {member: -summed(total) for member, total in rows}
+    totals = spend.month_totals(rules.month_of(now or timezone.now()), [account_id], members=member_ids)
+    return {member: amount for (_account, member), amount in totals.items()}
 
 
 def _running_per_hour(account_id: int, member_id: int) -> Decimal:
@@ -93,17 +80,5 @@ def assess(sessions, now: datetime) -> list[tuple[int, int, Decimal]]:
     if not budgets:
         return []
     # One grouped sum for every budgeted member of the tick, not a query each: this runs inside the metering tick.
-    rows = (
-        LedgerTransaction.objects.filter(
-            user_id__in={a for a, _m in budgets},
-            member_id__in={m for _a, m in budgets},
-            kind__in=SPEND_KINDS,
-            created_at__gte=rules.month_start(now),
-            created_at__lte=now,
-        )  # fmt: skip
-        .values_list("user_id", "member_id")
-        .annotate(total=Sum("user_amount"))
-        .values_list("user_id", "member_id", "total")
-    )
-    totals = {(account, member): -summed(total) for account, member, total in rows}
+    totals = spend.month_totals(rules.month_of(now), {a for a, _m in budgets}, members={m for _a, m in budgets})
     return [(a, m, budget) for (a, m), budget in budgets.items() if totals.get((a, m), ZERO) >= budget]

@@ -96,6 +96,19 @@ def month_spent(user, month: date) -> Decimal:
     return -from_fen(total["t"])
 
 
+def month_totals(month: date, users, members=None) -> dict:
+    """What each of ``users``' wallets spent in the local month that starts on ``month`` (positive), keyed by user;
+    with ``members``, only their spend on those wallets, keyed by (user, member). One grouped query."""
+    start, end = month_bounds(month)
+    rows = SpendQuarter.objects.filter(user_id__in=list(users), start__gte=start, start__lt=end)
+    if members is None:
+        keys = ("user_id",)
+    else:
+        rows, keys = rows.filter(member_id__in=list(members)), ("user_id", "member_id")
+    totals = rows.values_list(*keys).annotate(t=Sum("amount_fen")).values_list(*keys, "t").order_by()
+    return {(row[0] if members is None else row[:2]): -from_fen(row[-1]) for row in totals}
+
+
 def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
     """(quarter start, spend) of every quarter from ``since`` with spend, all members together."""
     rows = (SpendQuarter.objects.filter(user=user, start__gte=since).values("start").annotate(t=Sum("amount_fen"))

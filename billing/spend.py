@@ -123,7 +123,8 @@ def month_lines(user, month: date):
         {"resource_id": None if line.resource_id == NO_RESOURCE else line.resource_id, "kind": line.kind,
          "member_id": line.member_id or None, "minutes": line.minutes, "charged": from_fen(line.amount_fen),
          "subsidy": from_fen(line.subsidy_fen)}
-        for line in SpendLine.objects.filter(user=user, month=month).order_by("amount_fen", "resource_id", "kind")
+        for line in SpendLine.objects.filter(user=user, month=month).order_by("amount_fen", "resource_id", "kind",
+                                                                                "member_id", "pk")
     ]  # fmt: skip
 
 
@@ -166,9 +167,15 @@ def check() -> list[str]:
 
 
 def rebuild() -> int:
-    """Recompute every running sum from the ledger (locks nothing: run it while nothing is posted). Returns how
-    many spend transactions were read."""
+    """Recompute every running sum from the ledger. Returns how many spend transactions were read.
+
+    Every spend posting locks the revenue account (it is credited by each), so holding that lock here keeps postings
+    out until the sums are rebuilt: none is counted twice or missed."""
+    from .choices import AccountKind
+    from .models import Account
+
     with transaction.atomic():
+        list(Account.objects.select_for_update().filter(kind=AccountKind.REVENUE, user__isnull=True))
         SpendQuarter.objects.all().delete()
         SpendLine.objects.all().delete()
         read = 0

@@ -68,9 +68,22 @@ def grouped_rows(user, month: date) -> list[dict]:
     rows = spend.month_lines(user, month)
     members = {row["member_id"] for row in rows if row["member_id"]}
     emails = dict(get_user_model().objects.filter(pk__in=members).values_list("pk", "email")) if members else {}
+    if len(emails) == len(members):
+        for row in rows:
+            row["member__email"] = emails.get(row["member_id"])
+        return rows
+    # A member whose account was deleted: the ledger no longer names them, and their lines join the unnamed ones.
+    merged: dict[tuple, dict] = {}
     for row in rows:
-        row["member__email"] = emails.get(row["member_id"])
-    return rows
+        member = row["member_id"] if row["member_id"] in emails else None
+        key = (row["resource_id"], row["kind"], member)
+        if key not in merged:
+            merged[key] = row | {"member_id": member, "member__email": emails.get(member)}
+        else:
+            for name in ("minutes", "charged", "subsidy"):
+                merged[key][name] += row[name]
+    order = lambda r: (r["charged"], str(r["resource_id"] or ""), r["kind"], r["member_id"] or 0)  # noqa: E731
+    return sorted(merged.values(), key=order)
 
 
 def month_statement(user, month: date, rows=None, *, grouped: list | None = None) -> Statement:

@@ -11,6 +11,7 @@ published hub repositories, :class:`~storage.models.StoredElsewhere`) count as u
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Sum
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
@@ -58,12 +59,14 @@ def elsewhere_bytes(user, *, besides: str | None = None) -> int:
     return rows.aggregate(total=Sum("size"))["total"] or 0
 
 
-def record_elsewhere(user, source: UsageSource, size: int) -> None:
-    """Set what ``source`` keeps for ``user`` (its whole total, so a repeated or late call is harmless)."""
-    if size > 0:
-        StoredElsewhere.objects.update_or_create(owner=user, source=source, defaults={"size": size})
-    else:
-        StoredElsewhere.objects.filter(owner=user, source=source).delete()
+def record_elsewhere(user, source: UsageSource, measure) -> None:
+    """Set what ``source`` keeps for ``user`` to ``measure()``, its whole total. The row is locked first and the
+    total measured after, so two concurrent changes record in turn and the later one's total is the last word."""
+    with transaction.atomic():
+        StoredElsewhere.objects.get_or_create(owner=user, source=source, defaults={"size": 0})
+        row = StoredElsewhere.objects.select_for_update().get(owner=user, source=source)
+        row.size = measure()
+        row.save(update_fields=["size", "updated_at"])
 
 
 def reserved_bytes(user, *, exclude=None) -> int:

@@ -9,36 +9,58 @@ from django.db import migrations, models
 SPEND_KINDS = ("usage", "upfront", "storage")
 
 
+# The quarter-hour (since the epoch) of a transaction, computed by the database: the ledger is summed per wallet in
+# SQL, so the migration holds one wallet's resource-quarters at a time, never the ledger's rows.
+QUARTER = {
+    "postgresql": "floor(extract(epoch from created_at) / 900)::bigint",
+    "sqlite": "CAST(strftime('%%s', created_at) AS INTEGER) / 900",
+}
+
+
 def fill(apps, schema_editor):
     """The running sums of the spend already in the ledger (what ``billing.spend.record`` adds from now on)."""
     import uuid
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from django.db import connection
+    from django.db.models import Sum
+    from django.db.models.expressions import RawSQL
 
     from billing.rules import month_of
-    from billing.spend import quarter_start
 
     Transaction = apps.get_model("billing", "LedgerTransaction")
     SpendQuarter = apps.get_model("billing", "SpendQuarter")
     SpendLine = apps.get_model("billing", "SpendLine")
-    quarters = defaultdict(int)
-    lines = defaultdict(lambda: [0, 0, 0])
-    fields = ("user_id", "member_id", "created_at", "resource_id", "kind", "minutes", "user_amount", "subsidy_amount")
-    spend = Transaction.objects.filter(kind__in=SPEND_KINDS, user__isnull=False).order_by("pk").values_list(*fields)
-    for user, member, at, resource, kind, minutes, amount, subsidy in spend.iterator(chunk_size=5000):
-        fen, subsidy_fen = int(round(amount * 100)), int(round(subsidy * 100))
-        quarters[(user, member or 0, quarter_start(at))] += fen
-        line = lines[(user, month_of(at), resource or uuid.UUID(int=0), kind, member or 0)]
-        line[0] += minutes or 0
-        line[1] += fen
-        line[2] += subsidy_fen
-    SpendQuarter.objects.bulk_create(
-        [SpendQuarter(user_id=u, member_id=m, start=s, amount_fen=f) for (u, m, s), f in quarters.items()],
-        batch_size=2000,
-    )
-    SpendLine.objects.bulk_create(
-        [SpendLine(user_id=u, month=mo, resource_id=r, kind=k, member_id=m, minutes=mi, amount_fen=f, subsidy_fen=sf)
-         for (u, mo, r, k, m), (mi, f, sf) in lines.items()],
-        batch_size=2000,
-    )
+    spend = Transaction.objects.filter(kind__in=SPEND_KINDS, user__isnull=False)
+    quarter = RawSQL(QUARTER[connection.vendor], [])
+    for user in spend.values_list("user_id", flat=True).distinct().order_by("user_id"):
+        quarters = defaultdict(int)
+        lines = defaultdict(lambda: [0, 0, 0])
+        rows = (spend.filter(user_id=user).annotate(quarter=quarter)
+                .values("quarter", "member_id", "resource_id", "kind")
+                .annotate(minutes=Sum("minutes"), amount=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
+                .order_by())  # fmt: skip
+        for row in rows:
+            start = datetime.fromtimestamp(int(row["quarter"]) * 900, UTC)
+            member = row["member_id"] or 0
+            # SQLite sums decimals in floating point: rounding to the fen recovers the exact total.
+            fen = round(Decimal(str(row["amount"] or 0)) * 100)
+            subsidy_fen = round(Decimal(str(row["subsidy"] or 0)) * 100)
+            quarters[(member, start)] += fen
+            line = lines[(month_of(start), row["resource_id"] or uuid.UUID(int=0), row["kind"], member)]
+            line[0] += row["minutes"] or 0
+            line[1] += fen
+            line[2] += subsidy_fen
+        SpendQuarter.objects.bulk_create(
+            [SpendQuarter(user_id=user, member_id=m, start=s, amount_fen=f) for (m, s), f in quarters.items()],
+            batch_size=2000,
+        )
+        SpendLine.objects.bulk_create(
+            [SpendLine(user_id=user, month=mo, resource_id=r, kind=k, member_id=m, minutes=mi, amount_fen=f,
+                       subsidy_fen=sf) for (mo, r, k, m), (mi, f, sf) in lines.items()],
+            batch_size=2000,
+        )  # fmt: skip
 
 
 class Migration(migrations.Migration):

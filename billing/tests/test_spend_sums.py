@@ -90,3 +90,18 @@ def test_check_ledger_rebuilds_the_sums_on_request(catalog, owner, fund):
         call_command("check_ledger")
     call_command("check_ledger", "--rebuild-spend")
     assert SpendLine.objects.filter(user=owner).exists()
+
+
+def test_a_deleted_members_lines_join_the_unnamed_ones_as_in_the_ledger(owner, stranger):
+    from billing.models import SpendLine
+
+    resource, month = uuid.uuid4(), date(2026, 3, 1)
+    gone = stranger.pk + 1000  # a member whose account no longer exists
+    for member, fen in ((0, -300), (gone, -200), (stranger.pk, -100)):
+        SpendLine.objects.create(user=owner, month=month, resource_id=resource, kind="usage", member_id=member,
+                                 minutes=3, amount_fen=fen)  # fmt: skip
+    rows = statements.grouped_rows(owner, month)
+    assert [(r["member__email"], r["charged"], r["minutes"]) for r in rows] == [
+        (None, Decimal("-5.00"), 6),
+        (stranger.email, Decimal("-1.00"), 3),
+    ]

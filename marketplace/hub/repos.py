@@ -225,7 +225,7 @@ def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url, token_id:
     wanted = _lfs_objects(objects)
     known = _known(user, item, {o.oid for o in wanted})
     sizes = dict(HubBlob.objects.filter(sha256__in=known).values_list("sha256", "size"))
-    check_quota(item.owner or user, sum(o.size for o in wanted if sizes.get(o.oid) != o.size))
+    check_quota(item.owner, sum(o.size for o in wanted if sizes.get(o.oid) != o.size))
     answer = []
     for obj in wanted:
         if sizes.get(obj.oid) == obj.size:
@@ -410,7 +410,7 @@ def _storage_committed(user) -> int:
 
 def record_usage(user) -> None:
     """Tell storage what ``user``'s repositories hold now: it counts them in the usage bar and GB-day billing."""
-    quota.record_elsewhere(user, UsageSource.HUB, hub_bytes(user))
+    quota.record_elsewhere(user, UsageSource.HUB, lambda: hub_bytes(user))
 
 
 def record_all_usage() -> int:
@@ -492,7 +492,7 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
                            code="invalid_path")  # fmt: skip
     size = sum(f.size for f in files.values())
     blobs_in_tree = {f.blob.pk: f.blob.size for f in files.values()}
-    owner = item.owner or user  # the platform catalogue's repositories (no owner) count as their committer's
+    owner = item.owner  # who may commit (writable): their storage holds it
     counted = set(HubBlob.objects.filter(_counted(owner), pk__in=blobs_in_tree).values_list("pk", flat=True))
     new_bytes = sum(size for pk, size in blobs_in_tree.items() if pk not in counted)
     if _storage_committed(owner) + new_bytes > quota.max_bytes():
@@ -514,8 +514,6 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
                        files=listed, **_fields_from_card(item, readme))  # fmt: skip
     HubItem.objects.filter(pk=item.pk).update(head=new)
     record_usage(owner)
-    if user.pk != owner.pk:
-        record_usage(user)  # what they uploaded for this commit is the owner's now
     transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return new
 

@@ -139,3 +139,18 @@ def test_uploaded_but_never_committed_bytes_count_until_the_sweep_removes_them(p
         tasks.sweep_hub_blobs()
     assert quota.usage(owner).elsewhere == 0
     storages._storages.pop("hub", None)
+
+
+def test_repositories_published_before_the_upgrade_are_recorded_by_the_migration(publisher):
+    import importlib
+
+    from django.apps import apps
+
+    from storage.models import StoredElsewhere
+
+    owner, token = publisher
+    _commit(token, "weights.bin", b"w" * 9_000)
+    StoredElsewhere.objects.all().delete()  # as before the upgrade
+    assert quota.usage(owner).elsewhere == 0
+    importlib.import_module("marketplace.migrations.0009_hub_bytes_in_storage").record(apps, None)
+    assert quota.usage(owner).elsewhere == 9_000 == repos.hub_bytes(owner)

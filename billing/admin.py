@@ -8,6 +8,7 @@ from .models import (
     Notification,
     Plan,
     Price,
+    PriceBookVersion,
     StoragePrice,
     SubsidyProgramme,
     SubsidyUsage,
@@ -111,6 +112,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(PriceBookVersion)
+class PriceBookVersionAdmin(ReadOnlyAdmin):
+    """When the prices, plans, programmes or offers last changed (``billing.price_version`` keeps it)."""
+
+    list_display = ["token", "changed_at"]
 
 
 @admin.register(Account)

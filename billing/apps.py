@@ -7,4 +7,6 @@ class BillingConfig(AppConfig):
     verbose_name = _("Billing")
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import checks, price_version  # noqa: F401  (checks registers the system checks)
+
+        price_version.connect()

@@ -218,12 +218,36 @@ class SubsidyProgramme(BilingualName):
             ),
         ]
 
+    def runs_at(self, at) -> bool:
+        """Whether the programme is running at ``at``: the rule of ``SubsidyProgrammeQuerySet.running_at``."""
+        return self.active and self.starts_at <= at and (self.ends_at is None or self.ends_at > at)
+
     @property
     def remaining(self) -> Decimal | None:
         """What is left of the budget (never negative), or None without a budget."""
         if self.budget is None:
             return None
         return max(self.budget - self.spent, ZERO)
+
+
+class PriceBookVersion(models.Model):
+    """One row whose ``token`` changes whenever anything the shared part of a price book is built from changes:
+    prices, plans, subsidy programmes (with their chips and zones), zones, regions and nodes.
+
+    Every process keeps its own copy of that shared part and reads this row (one query by primary key) to know
+    whether the copy is still current. A fresh random token, never a counter: a change that is rolled back puts
+    the old token back, and no later change can ever produce the token of a copy built from rolled-back rows.
+    """
+
+    token = models.UUIDField(default=uuid.uuid4)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("price book version")
+        verbose_name_plural = _("price book version")
+
+    def __str__(self):
+        return f"{self.token} at {self.changed_at:%Y-%m-%d %H:%M:%S}"
 
 
 class SubsidyUsage(models.Model):

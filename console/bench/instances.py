@@ -18,7 +18,7 @@ import httpx
 from django.conf import settings
 from django.test import Client
 
-from billing import wallet
+from billing import price_version, wallet
 from catalog.models import Chip, Zone
 from config.celery import app
 from console import services as console_services
@@ -120,6 +120,7 @@ def launch_race(report):
     zone, chip = Zone.objects.get(slug="cn-east-xc"), Chip.objects.get(slug="dcu-z100")
     drained = list(Node.objects.filter(chip=chip, drained=False).values_list("pk", flat=True))
     Node.objects.filter(pk__in=drained).update(drained=True)
+    price_version.bump()  # an update() sends no signal; quotes must see where the chip is offered now
     fresh = [services.add_node(zone=zone, chip=chip, name=f"race-{uuid.uuid4().hex[:8]}", cards=8).pk
              for _ in range(RACE_CARDS // 8)]  # fmt: skip
     user = _user("bench-race@example.com")
@@ -145,6 +146,7 @@ def launch_race(report):
             raise RuntimeError(f"{len(won)} launches won, {held} cards held, {oversold} nodes oversold")
     finally:
         Node.objects.filter(pk__in=drained).update(drained=False)
+        price_version.bump()
         app.control.purge()  # the winners' provisioning is not part of this benchmark
     database = "PostgreSQL row locks" if connection.vendor == "postgresql" else "SQLite write lock"
     report.add("all launches answered", t.seconds, unit="s", note=f"{RACE_THREADS} threads; {database}")

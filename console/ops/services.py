@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing import vouchers, wallet
+from billing import price_version, vouchers, wallet
 from billing.choices import Eligibility
 from billing.display import format_cny
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, VoucherBatch
@@ -134,6 +134,7 @@ def set_drained(actor: Actor, *, zone_slug: str, name: str, drained: bool, reaso
         if not Node.objects.filter(pk=node.pk, drained=not drained).update(drained=drained):
             message = _("Node %(node)s is already drained.") if drained else _("Node %(node)s is already in service.")
             raise Conflict(message % {"node": node.name}, code="node_unchanged")
+        price_version.bump()  # where chips are offered changes what quotes name
         node.drained = drained
         action = AuditAction.NODE_DRAINED if drained else AuditAction.NODE_RETURNED
         record(actor, action, Target("node", f"{node.zone.slug}/{node.name}", str(node)), reason=reason,
@@ -258,6 +259,7 @@ def set_programme_active(actor: Actor, *, slug: str, active: bool, reason: str) 
         if not SubsidyProgramme.objects.filter(pk=programme.pk, active=not active).update(active=active):
             message = _("The programme is already running.") if active else _("The programme is already paused.")
             raise Conflict(message, code="programme_unchanged")
+        price_version.bump()  # an update() sends no signal: quotes must see the programme come and go at once
         action = AuditAction.PROGRAMME_RESUMED if active else AuditAction.PROGRAMME_PAUSED
         record(actor, action, programme, reason=reason, before={"active": not active}, after={"active": active})
     programme.active = active
@@ -282,6 +284,7 @@ def change_budget(actor: Actor, *, slug: str, budget, reason: str) -> SubsidyPro
             )
         old = programme.budget
         SubsidyProgramme.objects.filter(pk=programme.pk).update(budget=new)
+        price_version.bump()  # the shared price book keeps each programme's budget
         programme.budget = new
         record(actor, AuditAction.PROGRAMME_BUDGET_CHANGED, programme, reason=reason,
                before={"budget": old, "spent": programme.spent}, after={"budget": new})  # fmt: skip

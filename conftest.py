@@ -59,12 +59,16 @@ def _english_outside_requests():
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    # Rate-limit counters live in the cache; each test starts with none.
+    # Rate-limit counters live in the cache, and each process keeps a shared price book; each test starts with none.
     from django.core.cache import cache
 
+    from billing.quote import forget_shared_book
+
     cache.clear()
+    forget_shared_book()
     yield
     cache.clear()
+    forget_shared_book()
 
 
 # Rows every test database keeps from its migration: the content types and permissions Django creates after

@@ -6,7 +6,9 @@ a term are rounded once, to the fen. Each discount line is the difference of two
 lines of a breakdown always add up to the payable amount.
 
 Pages that show many prices load a :class:`PriceBook` once (a fixed number of queries) and pass it to every
-``quote()`` call; a quote with a book reads nothing more from the database.
+``quote()`` call; a quote with a book reads nothing more from the database. What a book holds for everyone is built
+once per price version (``billing.price_version``) and shared by the requests of a process; what changes with every
+charge — what programmes have spent, the user's subsidy usage — is read for every book.
 """
 
 import math
@@ -14,8 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
+from types import MappingProxyType
 
 from django.core.exceptions import ValidationError
+from django.db.models import Value
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -23,6 +27,7 @@ from catalog.models import Chip, InstanceSpec, Zone, check_zone_accepts
 from catalog.services import zone_offers
 from console.errors import ServiceError
 
+from . import price_version
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage
 from .money import CURRENCY, MINUTES_PER_HOUR, ONE, ZERO, to_cents, to_rate
 from .rules import month_of
@@ -63,11 +68,152 @@ class PriceBook:
         return zones[0] if zones else None
 
 
-def _load_prices(at) -> dict[int | None, PriceEntry]:
+@dataclass(frozen=True)
+class SharedBook:
+    """The part of a price book that is the same for every user — prices in force, plans, running programmes'
+    terms and where each chip is offered — for the moments ``since <= at < until`` (None: unbounded), built under
+    the price version ``version``. Programme terms leave out what is left of a budget (``remaining`` is None):
+    ``spent`` moves with every charge, so it is read fresh for every book, with the ``budgets`` kept here."""
+
+    version: object
+    since: datetime | None
+    until: datetime | None
+    prices: Mapping[int | None, PriceEntry]
+    plans: Mapping[str, Plan]
+    programmes: tuple[ProgrammeTerms, ...]
+    budgets: Mapping[int, Decimal]
+    offers: Mapping[int, tuple[Zone, ...]]
+
+    def serves(self, version, at: datetime) -> bool:
+        """Whether this is the book for moment ``at`` under price version ``version``."""
+        return (
+            version == self.version
+            and (self.since is None or self.since <= at)
+            and (self.until is None or at < self.until)
+        )
+
+    def programmes_with(self, spent: Mapping[int, Decimal]) -> tuple[ProgrammeTerms, ...]:
+        """The programmes' terms with what each budget has left after ``spent``."""
+        return tuple(
+            p.with_spent(self.budgets[p.id], spent[p.id]) if p.id in self.budgets else p for p in self.programmes
+        )
+
+
+class _Span:
+    """The span of moments around ``at`` between the nearest boundaries seen (a boundary starts its own span)."""
+
+    def __init__(self, at: datetime):
+        self.at, self.since, self.until = at, None, None
+
+    def see(self, moment: datetime | None) -> None:
+        if moment is None:
+            return
+        if moment <= self.at:
+            self.since = moment if self.since is None else max(self.since, moment)
+        else:
+            self.until = moment if self.until is None else min(self.until, moment)
+
+
+# This process's shared price book: built once per price version and reused while it serves the moment asked for.
+_shared: SharedBook | None = None
+
+
+def forget_shared_book() -> None:
+    """Drop this process's shared price book (tests start each from none, as each starts with an empty cache)."""
+    global _shared
+    _shared = None
+
+
+def _load_prices(at, span: _Span) -> dict[int | None, PriceEntry]:
+    """The prices in force at ``at``. Every row, later ones too, is a boundary of the span they stay in force."""
     prices: dict[int | None, PriceEntry] = {}
-    for row in Price.objects.effective_at(at).values("chip_id", "per_hour", "effective_from"):
-        prices.setdefault(row["chip_id"], PriceEntry(row["per_hour"], row["effective_from"]))
+    for row in Price.objects.order_by("chip_id", "-effective_from").values("chip_id", "per_hour", "effective_from"):
+        span.see(row["effective_from"])
+        if row["effective_from"] <= at:
+            prices.setdefault(row["chip_id"], PriceEntry(row["per_hour"], row["effective_from"]))
     return prices
+
+
+def _programme_places(ids) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """programme id → its chip ids, and → its zone ids: both many-to-many tables in one query."""
+    chips_table, zones_table = SubsidyProgramme.chips.through, SubsidyProgramme.zones.through
+    rows = (
+        chips_table.objects.filter(subsidyprogramme_id__in=ids)
+        .values_list("subsidyprogramme_id", "chip_id", Value(True))
+        .union(
+            zones_table.objects.filter(subsidyprogramme_id__in=ids).values_list(
+                "subsidyprogramme_id", "zone_id", Value(False)
+            ),
+            all=True,
+        )
+    )
+    chips: dict[int, list[int]] = {}
+    zones: dict[int, list[int]] = {}
+    for programme_id, place_id, is_chip in rows:
+        (chips if is_chip else zones).setdefault(programme_id, []).append(place_id)
+    return chips, zones
+
+
+def _load_programmes(at, span: _Span) -> tuple[list[SubsidyProgramme], dict[int, list[int]], dict[int, list[int]]]:
+    """The programmes running at ``at`` with their chips and zones. Every switched-on programme's start and end
+    are boundaries of the span."""
+    running = []
+    for programme in SubsidyProgramme.objects.filter(active=True):
+        span.see(programme.starts_at)
+        span.see(programme.ends_at)
+        if programme.runs_at(at):
+            running.append(programme)
+    chips, zones = _programme_places([p.pk for p in running]) if running else ({}, {})
+    return running, chips, zones
+
+
+def _build_shared(version, at) -> tuple[SharedBook, dict[int, Decimal]]:
+    """Build the shared book for ``at`` from the database; also what each programme has spent as read now."""
+    span = _Span(at)
+    prices = _load_prices(at, span)
+    running, chips, zones = _load_programmes(at, span)
+    terms = tuple(
+        replace(
+            ProgrammeTerms.from_programme(p, chip_ids=chips.get(p.pk, ()), zone_ids=zones.get(p.pk, ())), remaining=None
+        )
+        for p in running
+    )
+    offers = {chip_id: tuple(o.zone for o in chip_offers) for chip_id, chip_offers in zone_offers().items()}
+    shared = SharedBook(
+        version=version,
+        since=span.since,
+        until=span.until,
+        prices=MappingProxyType(prices),
+        plans=MappingProxyType({plan.slug: plan for plan in Plan.objects.active()}),
+        programmes=terms,
+        budgets=MappingProxyType({p.pk: p.budget for p in running if p.budget is not None}),
+        offers=MappingProxyType(offers),
+    )
+    return shared, {p.pk: p.spent for p in running}
+
+
+def _spent(programme_ids) -> dict[int, Decimal]:
+    """What each programme has spent, read now (no query without programmes)."""
+    if not programme_ids:
+        return {}
+    return dict(SubsidyProgramme.objects.filter(pk__in=programme_ids).values_list("pk", "spent"))
+
+
+def _shared_book(at) -> tuple[SharedBook, dict[int, Decimal]]:
+    """The shared book for ``at``, and what its budgeted programmes have spent now. Reused while the price version
+    is unchanged and ``at`` lies in its span; a book built for another moment (a quote for the past or the future)
+    is kept only if it also serves now."""
+    global _shared
+    version = price_version.current()
+    shared = _shared
+    if shared is not None and shared.serves(version, at):
+        spent = _spent(list(shared.budgets))
+        # A programme deleted since the version was read has nothing left to give.
+        return shared, {pid: spent.get(pid, shared.budgets[pid]) for pid in shared.budgets}
+    shared, spent = _build_shared(version, at)
+    if shared.serves(version, timezone.now()):
+        _shared = shared
+    return shared, spent
 
 
 def _load_usage(user, at, programmes) -> dict[int, Decimal]:
@@ -79,19 +225,19 @@ def _load_usage(user, at, programmes) -> dict[int, Decimal]:
 
 def load_price_book(*, at: datetime | None = None, user=None, person=None) -> PriceBook:
     """Load a price book at ``at`` (default: now) for ``user`` (optional) in a fixed number of queries. ``person``:
-    whose monthly subsidy caps apply when ``user`` is a team's account (the member who launches), else the user's."""
+    whose monthly subsidy caps apply when ``user`` is a team's account (the member who launches), else the user's.
+
+    What is the same for everyone comes from this process's shared book while the price version stands (one query
+    to check it); what programmes have spent and the user's subsidy usage are read every time."""
     at = at or timezone.now()
-    programmes = tuple(
-        ProgrammeTerms.from_programme(p)
-        for p in SubsidyProgramme.objects.running_at(at).prefetch_related("chips", "zones")
-    )
-    offers = {chip_id: tuple(o.zone for o in chip_offers) for chip_id, chip_offers in zone_offers().items()}
+    shared, spent = _shared_book(at)
+    programmes = shared.programmes_with(spent)
     return PriceBook(
         at=at,
-        prices=_load_prices(at),
-        plans={plan.slug: plan for plan in Plan.objects.active()},
+        prices=shared.prices,
+        plans=shared.plans,
         programmes=programmes,
-        offers=offers,
+        offers=shared.offers,
         user=user,
         usage=_load_usage(person or user, at, programmes),
     )

@@ -4,7 +4,7 @@ The ledger books what is granted: it adds to ``SubsidyProgramme.spent`` and to t
 ``SubsidyUsage`` row for the month. This module only reads those caches.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from .choices import Eligibility
@@ -66,20 +66,26 @@ class ProgrammeTerms:
     monthly_cap: Decimal | None
 
     @classmethod
-    def from_programme(cls, programme: SubsidyProgramme) -> "ProgrammeTerms":
-        """Build from a programme whose chips and zones were prefetched."""
+    def from_programme(cls, programme: SubsidyProgramme, *, chip_ids, zone_ids) -> "ProgrammeTerms":
+        """Build from a programme and the ids of its chips and zones. ``remaining`` is what was left of its budget
+        when the programme row was read (see :meth:`with_spent`)."""
         return cls(
             id=programme.pk,
             slug=programme.slug,
             name=programme.name,
             name_zh=programme.name_zh,
             rate=programme.rate,
-            chip_ids=frozenset(c.pk for c in programme.chips.all()),
-            zone_ids=frozenset(z.pk for z in programme.zones.all()),
+            chip_ids=frozenset(chip_ids),
+            zone_ids=frozenset(zone_ids),
             eligibility=programme.eligibility,
             remaining=programme.remaining,
             monthly_cap=programme.monthly_cap_per_user,
         )
+
+    def with_spent(self, budget: Decimal | None, spent: Decimal) -> "ProgrammeTerms":
+        """These terms with what is left of ``budget`` after ``spent`` (None: no budget, no limit)."""
+        remaining = None if budget is None else max(budget - spent, ZERO)
+        return replace(self, remaining=remaining)
 
     @property
     def label(self) -> str:

@@ -461,7 +461,8 @@ class SpendQuarter(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["user", "member_id", "start"], name="spend_quarter_once"),
+            # user and start first: a month's sums of a wallet are one range of this index, whoever spent them
+            models.UniqueConstraint(fields=["user", "start", "member_id"], name="spend_quarter_once"),
         ]
 
     def __str__(self):

@@ -63,10 +63,10 @@ def record(transactions: Iterable[LedgerTransaction]) -> None:
     # sorted so that two batches touching the same rows take their locks in one order.
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"INSERT INTO {SpendQuarter._meta.db_table} (user_id, member_id, start, amount_fen) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (user_id, member_id, start) DO UPDATE SET amount_fen ="
+            f"INSERT INTO {SpendQuarter._meta.db_table} (user_id, start, member_id, amount_fen) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (user_id, start, member_id) DO UPDATE SET amount_fen ="
             f" {SpendQuarter._meta.db_table}.amount_fen + excluded.amount_fen",
-            [(user, member, start_value(start, connection), fen)
+            [(user, start_value(start, connection), member, fen)
              for (user, member, start), fen in sorted(quarters.items())],
         )  # fmt: skip
         table = SpendLine._meta.db_table

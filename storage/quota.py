@@ -65,8 +65,12 @@ def record_elsewhere(user, source: UsageSource, measure) -> None:
     with transaction.atomic():
         StoredElsewhere.objects.get_or_create(owner=user, source=source, defaults={"size": 0})
         row = StoredElsewhere.objects.select_for_update().get(owner=user, source=source)
-        row.size = measure()
-        row.save(update_fields=["size", "updated_at"])
+        size = measure()
+        if size <= 0:
+            row.delete()  # nothing kept there any more: the owner drops out of the hourly re-recording too
+        elif size != row.size:
+            row.size = size
+            row.save(update_fields=["size", "updated_at"])
 
 
 def reserved_bytes(user, *, exclude=None) -> int:

@@ -13,7 +13,8 @@ SPEND_KINDS = ("usage", "upfront", "storage")
 # SQL, so the migration holds one wallet's resource-quarters at a time, never the ledger's rows.
 QUARTER = {
     "postgresql": "floor(extract(epoch from created_at) / 900)::bigint",
-    "sqlite": "CAST(strftime('%%s', created_at) AS INTEGER) / 900",
+    # (whole seconds only: strftime rounds a time's milliseconds, which could carry it into the next quarter)
+    "sqlite": "CAST(strftime('%%s', substr(created_at, 1, 19)) AS INTEGER) / 900",
 }
 
 
@@ -98,7 +99,7 @@ class Migration(migrations.Migration):
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'member_id', 'start'), name='spend_quarter_once')],
+                'constraints': [models.UniqueConstraint(fields=('user', 'start', 'member_id'), name='spend_quarter_once')],
             },
         ),
         migrations.RunPython(fill, migrations.RunPython.noop),

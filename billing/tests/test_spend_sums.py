@@ -105,3 +105,21 @@ def test_a_deleted_members_lines_join_the_unnamed_ones_as_in_the_ledger(owner, s
         (None, Decimal("-5.00"), 6),
         (stranger.email, Decimal("-1.00"), 3),
     ]
+
+
+def test_a_charge_in_the_last_instant_of_a_month_stays_in_it_when_the_migration_sums_the_ledger(owner, fund):
+    from billing.choices import AccountKind
+
+    fund(owner, Decimal("10"))
+    cash = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_CASH]
+    revenue = ledger.system_account(AccountKind.REVENUE)
+    last_instant = datetime(2026, 3, 31, 23, 59, 59, 999_700, tzinfo=SHANGHAI)  # rounds up to April in milliseconds
+    ledger.post_batch([ledger.Posting(kind="usage", idempotency_key="last-instant", user_id=owner.pk,
+                                      entries=((cash.pk, Decimal("-1.00")), (revenue.pk, Decimal("1.00"))),
+                                      resource_id=uuid.uuid4(), minutes=1, at=last_instant)])  # fmt: skip
+    assert spend.month_spent(owner, date(2026, 3, 1)) == Decimal("1.00")
+    SpendQuarter.objects.all().delete()
+    SpendLine.objects.all().delete()
+    importlib.import_module("billing.migrations.0012_spend_sums").fill(apps, None)
+    assert spend.check() == []
+    assert spend.month_spent(owner, date(2026, 3, 1)) == Decimal("1.00")

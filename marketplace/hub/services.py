@@ -276,9 +276,13 @@ def _replace_files(item: HubItem, files: list[tuple[str, int]]) -> None:
 def delete_item(user, repo: str) -> None:
     """Delete one of ``user``'s own items (platform items are removed in the back office)."""
     item = get_item(user, repo, action="delete")
-    item_id = item.pk
+    item_id, owner = item.pk, item.owner
     item.delete()
     search.sync([item_id])
+    if owner is not None:
+        from .repos import record_usage  # (repos builds on this module)
+
+        record_usage(owner)  # its files no longer count in their storage
 
 
 def like(user, item: HubItem) -> bool:

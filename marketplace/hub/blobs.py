@@ -202,5 +202,5 @@ def sweep_orphans(now=None) -> int:
                         storage().delete(path)
                         removed += 1
     except (FileNotFoundError, NotImplementedError):
-        pass
+        pass  # no folder yet, or a storage that cannot list its files: only the blob rows above are swept there
     return removed

@@ -79,3 +79,15 @@ def english(client):
     """Pages in English (the console defaults to Chinese; the language switch sets this cookie)."""
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
     return client
+
+
+@pytest.fixture
+def hub_storage(settings, tmp_path):
+    """The hub's files in this test's own folder (the sweep looks at every file of the storage)."""
+    from django.core.files.storage import storages
+
+    storages._storages.pop("hub", None)
+    settings.STORAGES = settings.STORAGES | {"hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                     "OPTIONS": {"location": str(tmp_path / "hub")}}}  # fmt: skip
+    yield
+    storages._storages.pop("hub", None)

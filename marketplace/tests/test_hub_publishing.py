@@ -341,18 +341,6 @@ def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(publ
                          ).status_code == 403  # fmt: skip
 
 
-@pytest.fixture
-def hub_storage(settings, tmp_path):
-    """The hub's files in this test's own folder (the sweep looks at every file of the storage)."""
-    from django.core.files.storage import storages
-
-    storages._storages.pop("hub", None)
-    settings.STORAGES = settings.STORAGES | {"hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                                                     "OPTIONS": {"location": str(tmp_path / "hub")}}}  # fmt: skip
-    yield
-    storages._storages.pop("hub", None)
-
-
 def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(hub_storage, published):
     from datetime import timedelta
 

@@ -124,13 +124,8 @@ def test_an_upload_address_stops_working_when_its_token_is_revoked(publisher, se
     assert Client().put(_lfs_address(fresh, data), data, content_type="application/octet-stream").status_code == 200
 
 
-def test_uploaded_but_never_committed_bytes_count_until_the_sweep_removes_them(publisher, settings, tmp_path):
-    from django.core.files.storage import storages
-
+def test_uploaded_but_never_committed_bytes_count_until_the_sweep_removes_them(publisher, settings, hub_storage):
     owner, token = publisher
-    storages._storages.pop("hub", None)
-    settings.STORAGES = settings.STORAGES | {"hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                                                     "OPTIONS": {"location": str(tmp_path / "hub")}}}  # fmt: skip
     settings.HUB_LFS_THRESHOLD_BYTES = 1000
     data = b"P" * 7000
     assert Client().put(_lfs_address(token, data), data, content_type="application/octet-stream").status_code == 200
@@ -138,7 +133,6 @@ def test_uploaded_but_never_committed_bytes_count_until_the_sweep_removes_them(p
     with time_machine.travel(timezone.now() + timedelta(days=3)):
         tasks.sweep_hub_blobs()
     assert quota.usage(owner).elsewhere == 0
-    storages._storages.pop("hub", None)
 
 
 def test_repositories_published_before_the_upgrade_are_recorded_by_the_migration(publisher):

@@ -82,7 +82,7 @@ def start_topup(user, amount, *, base_url: str, by=None) -> TopUp:
     is credited yet."""
     amount = check_amount(amount)
     payer = by or user
-    identity.require(payer, "topup", amount=amount)
+    identity.require(payer, "topup", amount=amount, account=user)
     check_rate(payer)
     public_id = uuid.uuid4()
     if settings.STRIPE_SECRET_KEY:

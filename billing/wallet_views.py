@@ -59,7 +59,7 @@ def _account(request):
     return page_account(request, roles.BILLING)
 
 
-def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200):
+def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
         "recent": LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk")[:10],
@@ -67,6 +67,7 @@ def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, 
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
         "sandbox": payments.sandbox_enabled(),
+        "verify_first": verify_first,
     }
     summary = context["wallet"]
     context["cap_form"] = cap_form or SpendingCapForm(initial={"spending_cap": summary.spending_cap})
@@ -92,7 +93,12 @@ def topup(request):
         )
     except ServiceError as exc:
         form.add_error("amount", exc.message)
-        return _wallet_page(request, topup_form=form, status=exc.status if exc.status < 500 else 400)
+        return _wallet_page(
+            request,
+            topup_form=form,
+            status=exc.status if exc.status < 500 else 400,
+            verify_first=exc.code == "real_name_required",
+        )
     record(account, request.user, TeamEvent.Action.TOPUP_STARTED, subject=f"¥{started.amount}")
     return redirect(started.checkout_url)
 

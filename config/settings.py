@@ -62,7 +62,8 @@ LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how l
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 # Personal real-name verification (console/identity.py): who confirms a name and ID number, and which actions need
-# it: "topup" (a top-up over REAL_NAME_TOPUP_LIMIT yuan) and "team" (creating a team).
+# it: "topup" (a top-up over REAL_NAME_TOPUP_LIMIT yuan), "team" (creating a team) and "endpoint" (publishing an
+# inference endpoint).
 IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="console.identity.DevelopmentProvider")
 # Keys the fingerprint that keeps one ID number to one account; it must never change once numbers are verified.
 IDENTITY_HASH_KEY = env.str("IDENTITY_HASH_KEY", default=SECRET_KEY)

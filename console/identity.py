@@ -8,7 +8,9 @@ of the number (to refuse the same number on a second account) and its last four 
 never appears in full on a page, in the API, a log line or the admin.
 
 The operator chooses what needs it (``REAL_NAME_REQUIRED_FOR``): ``topup`` (a top-up over
-``REAL_NAME_TOPUP_LIMIT`` yuan) and ``team`` (creating a team). :func:`require` is the one check.
+``REAL_NAME_TOPUP_LIMIT`` yuan), ``team`` (creating a team) and ``endpoint`` (publishing an inference endpoint, a
+public API). :func:`require` is the one check. An approved enterprise verification counts as well, for the person
+who holds it and for their enterprise's teams (``console.verification.is_verified``).
 """
 
 import hashlib
@@ -28,6 +30,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
+from . import verification
 from .errors import Conflict, ServiceError, Unavailable
 from .field_errors import FieldError
 from .models import RealNameVerification
@@ -43,7 +46,7 @@ PROVINCES = frozenset(
 _HAN = "\u3400-\u9fff\U00020000-\U0003134f"  # CJK unified ideographs, extensions A to G (𠮷 included)
 NAME = re.compile(rf"^[{_HAN}·A-Za-z][{_HAN}· A-Za-z.'-]{{0,59}}$")
 ATTEMPTS_PER_DAY = 10
-ACTIONS = {"topup", "team"}
+ACTIONS = {"topup", "team", "endpoint"}
 
 
 class RealNameRequired(ServiceError):
@@ -168,15 +171,28 @@ def needed_for(action: str, amount: Decimal | None = None) -> bool:
     return True
 
 
-def require(user, action: str, *, amount: Decimal | None = None) -> None:
-    """Raise RealNameRequired, saying why and where to verify, when ``action`` needs a verification ``user`` lacks."""
-    if not needed_for(action, amount) or status(user) is not None:
+def is_satisfied(user, account=None) -> bool:
+    """Whether ``user`` (acting for ``account``, a team's account, when given) passes the real-name check: they
+    are verified by name, or are a verified enterprise, or act for the team of a verified enterprise."""
+    if status(user) is not None or verification.is_verified(user):
+        return True
+    return account is not None and account != user and verification.is_verified(account)
+
+
+def require(user, action: str, *, amount: Decimal | None = None, account=None) -> None:
+    """Raise RealNameRequired, saying why and where to verify, when ``action`` needs a verification ``user`` lacks.
+    ``account`` is whose the action is when ``user`` acts for a team."""
+    if not needed_for(action, amount) or is_satisfied(user, account):
         return
     where = reverse("console:real-name")
     if action == "topup":
         message = _("Top-ups over ¥%(limit)s need real-name verification first: verify at %(url)s") % {
             "limit": settings.REAL_NAME_TOPUP_LIMIT,
             "url": where,
+        }
+    elif action == "endpoint":
+        message = _("Publishing an inference endpoint needs real-name verification first: verify at %(url)s") % {
+            "url": where
         }
     else:
         message = _("Creating a team needs real-name verification first: verify at %(url)s") % {"url": where}

@@ -3,13 +3,20 @@
 The review itself (with its audit row and the role check) is ``console.ops.services.review_verification``, which
 calls :func:`approve` / :func:`reject` here. ``billing.subsidies.is_verified_enterprise`` reads
 :func:`is_verified`, so "verified enterprises only" subsidy programmes apply from the moment of approval.
+
+A team counts as its enterprise's: a team's account is verified while one of the team's owners is a verified
+enterprise, so the enterprise's team gets its programmes, its special VAT invoices and passes the real-name checks.
 """
 
 import re
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+
+from teams.accounts import team_of
+from teams.roles import Role
 
 from .errors import Conflict, NotFound, ServiceError
 from .models import EnterpriseVerification
@@ -61,7 +68,12 @@ def current(user) -> EnterpriseVerification | None:
 
 
 def is_verified(user) -> bool:
-    """Whether the user's enterprise verification has been approved (their latest application decides)."""
+    """Whether the user's enterprise verification has been approved (their latest application decides); for a
+    team's account, whether one of the team's owners is a verified enterprise."""
+    team = team_of(user)
+    if team is not None:
+        owners = get_user_model().objects.filter(team_memberships__team=team, team_memberships__role=Role.OWNER)
+        return any(is_verified(owner) for owner in owners)
     latest = current(user)
     return latest is not None and latest.status == Status.APPROVED
 

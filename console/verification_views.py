@@ -39,14 +39,22 @@ def enterprise_verification(request):
     return redirect("console:enterprise-verification")
 
 
+def _needed_for() -> list[str]:
+    """What the operator asks real-name verification for here, said as the page lists it."""
+    said = {
+        "topup": _("top-ups over ¥%(limit)s") % {"limit": settings.REAL_NAME_TOPUP_LIMIT},
+        "team": _("creating a team"),
+        "endpoint": _("publishing an inference endpoint"),
+    }
+    return [phrase for action, phrase in said.items() if identity.needed_for(action, Decimal("Infinity"))]
+
+
 def _real_name_page(request, form, status=200):
     context = {
         "verification": identity.status(request.user),
         "form": form,
         "simulated": getattr(identity.provider(), "simulated", False),
-        "required_for_topup": identity.needed_for("topup", Decimal("Infinity")),
-        "required_for_team": identity.needed_for("team"),
-        "topup_limit": settings.REAL_NAME_TOPUP_LIMIT,
+        "needed_for": _needed_for(),
     }
     return render(request, "console/real_name.html", context, status=status)
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
-from console import keys
+from console import identity, keys
 from console.chart_time import minute_label
 from console.errors import Conflict, NotFound, ServiceError
 from instances import services
@@ -100,8 +100,11 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     """Launch ``request.template`` as an endpoint of ``user`` (a person, or a team's account with ``by`` the
     member deploying it, whose budget it spends): an instance of kind endpoint running the template's image
     variant with its model mounted read-only, and the endpoint row beside it. The same checks as any launch
-    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried."""
+    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried. An endpoint is a
+    public API, so the operator may ask for real-name verification first."""
     from marketplace.inference import services as inference
+
+    identity.require(by or user, "endpoint", account=user)
 
     try:
         template = inference.get_template(request.template)

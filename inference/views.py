@@ -55,7 +55,7 @@ def _idle_minutes(value):
 def deploy(request, slug):
     """GET: choose a chip (cheapest compatible first) and scale-to-zero; POST: deploy and go to the endpoint."""
     template = _template_or_404(slug)
-    error, status = "", 200
+    error, status, verify_first = "", 200, False
     account = page_account(request, roles.OPERATE if request.method == "POST" else roles.VIEW)
     if request.method == "POST":
         try:
@@ -69,6 +69,7 @@ def deploy(request, slug):
             )  # fmt: skip
         except ServiceError as exc:
             error, status = str(exc.message), 400 if exc.status < 500 else exc.status
+            verify_first = exc.code == "real_name_required"
         else:
             record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
             return redirect(endpoint)
@@ -77,6 +78,7 @@ def deploy(request, slug):
         "template": template,
         "offers": offers,
         "error": error,
+        "verify_first": verify_first,
         "form_data": request.POST,
         "kind": Instance.Kind.ENDPOINT.label,
     }

@@ -34,14 +34,14 @@ def _refuse(form, exc: ServiceError) -> None:
 @require_http_methods(["GET", "POST"])
 def team_list(request):
     form = TeamForm(request.POST or None)
-    status = 200
+    status, verify_first = 200, False
     if request.method == "POST":
         if form.is_valid():
             try:
                 team = services.create_team(request.user, **form.cleaned_data)
             except ServiceError as exc:
                 _refuse(form, exc)
-                status = exc.status
+                status, verify_first = exc.status, exc.code == "real_name_required"
             else:
                 messages.success(
                     request, _("Team %(team)s created. Invite the people you work with.") % {"team": team.name}
@@ -53,6 +53,7 @@ def team_list(request):
         "memberships": services.teams_of(request.user),
         "invitations": [(i, services.invitation_token(i)) for i in services.open_invitations_for(request.user)],
         "form": form,
+        "verify_first": verify_first,
     }
     return render(request, "teams/list.html", context, status=status)
 

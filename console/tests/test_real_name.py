@@ -182,3 +182,96 @@ def test_creating_a_team_needs_verification_when_the_operator_says_so(owner, set
         teams.create_team(owner, name="Lab", slug="lab")
     identity.verify(owner, real_name="张三", number=VALID)
     assert teams.create_team(owner, name="Lab", slug="lab").slug == "lab"
+
+
+def test_publishing_an_endpoint_needs_verification_when_the_operator_says_so(
+    owner, owner_client, owner_api, settings, inference_catalog, instant, eager_tasks
+):
+    from inference.models import Endpoint
+    from inference.tests.fixtures import fund
+
+    settings.REAL_NAME_REQUIRED_FOR = ["endpoint"]
+    fund(owner)
+    owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    page = owner_client.post(reverse("endpoints:deploy", args=["qwen2.5-0.5b-instruct-vllm"]), {"name": "api"})
+    html = page.content.decode()
+    assert page.status_code == 400 and "Publishing an inference endpoint needs real-name verification" in html
+    assert f'href="{reverse("console:real-name")}" id="verify-first"' in html
+    refused = owner_api.post("/api/v1/endpoints", {"template": "qwen2.5-0.5b-instruct-vllm"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "real_name_required"
+    assert not Endpoint.objects.exists()  # nothing launched, nothing charged
+
+    identity.verify(owner, real_name="张三", number=VALID)
+    assert (
+        owner_api.post("/api/v1/endpoints", {"template": "qwen2.5-0.5b-instruct-vllm"}, format="json").status_code
+        == 201
+    )
+
+
+def test_the_page_lists_what_the_operator_asks_verification_for(client, owner, settings):
+    settings.REAL_NAME_REQUIRED_FOR = ["topup", "endpoint"]
+    settings.REAL_NAME_TOPUP_LIMIT = "500"
+    client.force_login(owner)
+    html = client.get(reverse("console:real-name")).content.decode()
+    assert "Here it is needed for: top-ups over ¥500, publishing an inference endpoint." in html
+    assert "creating a team" not in html
+
+
+def test_refused_top_ups_and_teams_link_to_the_verification_page(client, owner, settings):
+    settings.REAL_NAME_REQUIRED_FOR = ["topup", "team"]
+    client.force_login(owner)
+    topup = client.post(reverse("billing:topup"), {"amount": "5000"})
+    assert topup.status_code == 403 and 'id="verify-first"' in topup.content.decode()
+    team = client.post(reverse("teams:list"), {"name": "Lab", "slug": "lab"})
+    assert team.status_code == 403 and 'id="verify-first"' in team.content.decode()
+    small = client.post(reverse("billing:topup"), {"amount": "abc"})
+    assert 'id="verify-first"' not in small.content.decode()  # other refusals do not send people to verify
+
+
+def _approved_enterprise(user):
+    from console import verification
+
+    application = verification.apply(
+        user,
+        company_name="示例科技有限公司",
+        licence_number=_licence(),
+        contact_name="李四",
+        contact_phone="13800138000",
+    )
+    return verification.approve(application, by=UserFactory(is_staff=True))
+
+
+def _licence() -> str:
+    from console import verification
+
+    first17 = "91110108MA01ABCD1"
+    return first17 + verification.credit_code_check_character(first17)
+
+
+def test_an_approved_enterprise_counts_for_its_holder_and_for_the_teams_it_owns(owner, owner_api, settings):
+    from billing import payments
+    from billing.subsidies import is_verified_enterprise
+    from teams import services as teams
+    from teams.models import Membership, Role
+
+    settings.REAL_NAME_REQUIRED_FOR = ["topup", "team"]
+    member = UserFactory(email="member@example.com")
+    with pytest.raises(identity.RealNameRequired):
+        teams.create_team(owner, name="Lab", slug="lab")
+    _approved_enterprise(owner)
+    team = teams.create_team(owner, name="Lab", slug="lab")  # the enterprise itself, not a person, is verified
+    assert owner_api.post("/api/v1/topups", {"amount": "5000"}, format="json").status_code == 201
+
+    # A billing member who never verified tops up the enterprise's team: the team's verification counts.
+    Membership.objects.create(team=team, user=member, role=Role.BILLING)
+    assert payments.start_topup(team.account, "5000", base_url="http://testserver", by=member).amount == 5000
+    assert is_verified_enterprise(team.account)  # its programmes and special VAT invoices too
+    # ...but not for the member's own wallet, and not for a team whose owners are not verified.
+    with pytest.raises(identity.RealNameRequired):
+        payments.start_topup(member, "5000", base_url="http://testserver")
+    other = teams.create_team(owner, name="Other", slug="other")
+    Membership.objects.filter(team=other, user=owner).update(role=Role.ADMIN)
+    Membership.objects.create(team=other, user=member, role=Role.OWNER)
+    assert not is_verified_enterprise(type(owner).objects.get(pk=other.account_id))
+    with pytest.raises(identity.RealNameRequired):
+        payments.start_topup(other.account, "5000", base_url="http://testserver", by=member)

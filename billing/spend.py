@@ -116,16 +116,36 @@ def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
     return [(row["start"], -from_fen(row["t"])) for row in rows]
 
 
-def month_lines(user, month: date):
-    """The statement's rows for ``month``: one per resource, kind and member, most expensive first, in the shape
-    the statement reads (``resource_id`` None for spend on no one resource; sums in CNY, negative for spend)."""
-    return [
-        {"resource_id": None if line.resource_id == NO_RESOURCE else line.resource_id, "kind": line.kind,
-         "member_id": line.member_id or None, "minutes": line.minutes, "charged": from_fen(line.amount_fen),
-         "subsidy": from_fen(line.subsidy_fen)}
-        for line in SpendLine.objects.filter(user=user, month=month).order_by("amount_fen", "resource_id", "kind",
-                                                                                "member_id", "pk")
-    ]  # fmt: skip
+LINE_FIELDS = ("resource_id", "kind", "member_id", "minutes", "amount_fen", "subsidy_fen")
+
+
+def month_line_rows(user, month: date):
+    """``month``'s lines of ``user``'s wallet as tuples of ``LINE_FIELDS``, most expensive first (a query: page it,
+    then read each row with :func:`line_row`)."""
+    lines = SpendLine.objects.filter(user=user, month=month)
+    return lines.order_by("amount_fen", "resource_id", "kind", "member_id", "pk").values_list(*LINE_FIELDS)
+
+
+def line_row(line: tuple) -> dict:
+    """One line in the shape the statement reads: ``resource_id`` None for spend on no one resource, sums in CNY
+    (negative for spend)."""
+    resource, kind, member, minutes, fen, subsidy = line
+    return {"resource_id": None if resource == NO_RESOURCE else resource, "kind": kind, "member_id": member or None,
+            "minutes": minutes, "charged": from_fen(fen), "subsidy": from_fen(subsidy)}  # fmt: skip
+
+
+def month_line_totals(user, month: date) -> dict:
+    """The month's minutes, charge and subsidy over all its lines, summed in the database."""
+    sums = SpendLine.objects.filter(user=user, month=month).aggregate(
+        minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen")
+    )
+    return {"minutes": sums["minutes"] or 0, "charged": from_fen(sums["charged"] or 0),
+            "subsidy": from_fen(sums["subsidy"] or 0)}  # fmt: skip
+
+
+def month_lines(user, month: date) -> list[dict]:
+    """Every one of the statement's rows for ``month`` (see :func:`line_row`), most expensive first."""
+    return [line_row(line) for line in month_line_rows(user, month)]
 
 
 # Keeping them true ------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
+from django.core.paginator import Page, Paginator
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -86,22 +87,36 @@ def grouped_rows(user, month: date) -> list[dict]:
     return sorted(merged.values(), key=order)
 
 
-def month_statement(user, month: date, rows=None, *, grouped: list | None = None) -> Statement:
+def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Statement]:
+    """Page ``number`` of ``month``'s statement and the month's totals. A person's page reads only its own lines
+    and sums the month in the database, so a month of a thousand resources costs what a page of them does; a team's
+    statement reads the month's lines once (they are grouped per member, a deleted member's joining the team's)."""
+    if is_account(user):
+        grouped = grouped_rows(user, month)
+        page = Paginator(grouped, per_page).get_page(number)
+        return page, month_statement(user, month, rows=page.object_list, grouped=grouped)
+    page = Paginator(spend.month_line_rows(user, month), per_page).get_page(number)
+    rows = [spend.line_row(line) for line in page.object_list]
+    return page, month_statement(user, month, rows=rows, totals=spend.month_line_totals(user, month))
+
+
+def month_statement(user, month: date, rows=None, *, grouped: list | None = None, totals=None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
-    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month, summed from
-    ``grouped`` (all of the month's :func:`grouped_rows`, already read to page through, or read here). A few
-    queries whatever the number of rows.
+    ``rows`` (a page of ``grouped_rows``) limits the lines to those; the totals always cover the month: ``totals``
+    when given (a person's, summed by the database), else summed from ``grouped`` (all of the month's
+    :func:`grouped_rows`, already read to page through, or read here). A few queries whatever the number of rows.
     """
-    if grouped is None:
-        grouped = grouped_rows(user, month)
+    if totals is None or is_account(user):
+        if grouped is None:
+            grouped = grouped_rows(user, month)
+        # The month's groups are its spend, partitioned: their sums are the month's.
+        totals = {
+            "minutes": sum(row["minutes"] or 0 for row in grouped),
+            "charged": sum((summed(row["charged"]) for row in grouped), ZERO),
+            "subsidy": sum((summed(row["subsidy"]) for row in grouped), ZERO),
+        }
     rows = list(grouped if rows is None else rows)
-    # The month's groups are its spend, partitioned: their sums are the month's.
-    totals = {
-        "minutes": sum(row["minutes"] or 0 for row in grouped),
-        "charged": sum((summed(row["charged"]) for row in grouped), ZERO),
-        "subsidy": sum((summed(row["subsidy"]) for row in grouped), ZERO),
-    }
     per_member = []
     if is_account(user):
         by_member: dict = {}

@@ -176,10 +176,7 @@ def statement(request):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="statement-{month:%Y-%m}.csv"'
         return response
-    account = _account(request)
-    grouped = list(statements.grouped_rows(account, month))  # read once: the page's lines and the month's totals
-    page = Paginator(grouped, PAGE_SIZE).get_page(request.GET.get("page"))
-    result = statements.month_statement(account, month, rows=page.object_list, grouped=grouped)
+    page, result = statements.statement_page(_account(request), month, request.GET.get("page"), PAGE_SIZE)
     context = {"form": form, "statement": result, "page": page, "month_value": f"{month:%Y-%m}"}
     return render(request, "billing/statements.html", context, status=status)
 

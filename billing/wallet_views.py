@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
+from console.paging import BothEnds
 from teams import roles
 from teams import services as team_services
 from teams.context import acting, page_account
@@ -151,7 +152,7 @@ def transactions(request):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
-    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(BothEnds(qs), PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {"form": form, "page": page, "query": query.urlencode()}

@@ -11,6 +11,7 @@ from catalog import services as catalog_services
 from catalog.models import InstanceSpec
 from console.api.permissions import PersonalTokenPermission
 from console.errors import ServiceError
+from console.paging import BothEnds
 from teams import roles
 from teams.context import acting
 from teams.models import TeamEvent
@@ -127,6 +128,9 @@ class TransactionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         params = TransactionFilterSerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
         return statements.filtered_transactions(_account(self.request), **params.validated_data)
+
+    def paginate_queryset(self, queryset):
+        return super().paginate_queryset(BothEnds(queryset))
 
     @extend_schema(tags=["billing"], parameters=[TransactionFilterSerializer])
     def list(self, request, *args, **kwargs):

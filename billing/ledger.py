@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from console.errors import PaymentRequired
 
 from . import spend
+from .bulk import bulk_insert, bulk_set
 from .choices import (
     OVERDRAFT_KINDS,
     TRIAL_CREDIT_KINDS,
@@ -226,7 +227,7 @@ def post_batch(
                 if account.kind in WALLET_KINDS:
                     user_amount += amount
             rows.append(_transaction_row(p, at, user_amount))
-        created = LedgerTransaction.objects.bulk_create(rows)
+        created = _insert_transactions(rows)
         bulk_insert(
             LedgerEntry,
             ["transaction_id", "account_id", "amount", "created_at"],
@@ -310,6 +311,20 @@ def _transaction_row(p: Posting, at: datetime, user_amount: Decimal) -> LedgerTr
     )
 
 
+def _insert_transactions(rows: list[LedgerTransaction]) -> list[LedgerTransaction]:
+    """``bulk_create`` for the ledger's transactions: on PostgreSQL one ``INSERT … SELECT FROM unnest`` whose new
+    primary keys come back beside the idempotency keys."""
+    if connection.vendor != "postgresql":
+        return LedgerTransaction.objects.bulk_create(rows)
+    fields = [f.attname for f in LedgerTransaction._meta.concrete_fields if not f.primary_key]
+    pks = bulk_insert(LedgerTransaction, fields, [[getattr(tx, name) for name in fields] for tx in rows],
+                      returning=("idempotency_key", "id"))  # fmt: skip
+    for tx in rows:
+        tx.pk = pks[tx.idempotency_key]
+        tx._state.adding, tx._state.db = False, connection.alias
+    return rows
+
+
 def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, SubsidyProgramme]):
     """Check subsidy bookings against the locked programmes now; return the function that writes them."""
     if not bookings:
@@ -352,62 +367,6 @@ def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, Subsid
         bulk_set(SubsidyUsage, changed, ["amount"])
 
     return write
-
-
-def bulk_set(model, objects, fields: list[str]) -> None:
-    """``UPDATE … SET fields WHERE pk`` for many rows at once.
-
-    Django's ``bulk_update`` builds a CASE expression per field and row; for the thousands of balances and
-    sessions a metering tick writes, that compilation alone took seconds. On PostgreSQL this is one statement
-    joining the table to ``unnest`` of one array per column; elsewhere one ``executemany``.
-    """
-    if not objects:
-        return
-    meta = model._meta
-    columns = [meta.get_field(name) for name in fields]
-    table, pk = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
-    rows = [[f.get_db_prep_save(getattr(obj, f.attname), connection) for f in columns] + [obj.pk] for obj in objects]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            names = [connection.ops.quote_name(f.column) for f in columns]
-            arrays = ", ".join(f"%s::{_array_type(f)}" for f in [*columns, meta.pk])
-            sql = (
-                f"UPDATE {table} SET {', '.join(f'{n} = v.{n}' for n in names)} "
-                f"FROM unnest({arrays}) AS v({', '.join([*names, '_pk'])}) WHERE {table}.{pk} = v._pk"
-            )
-            cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
-            return
-        assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in columns)
-        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s", rows)
-
-
-def _array_type(field) -> str:
-    """The PostgreSQL array type for ``field``'s values, without a size: a cast to ``numeric(14, 2)[]`` or
-    ``varchar(n)[]`` would round or cut silently (Django's own UNNEST insert drops the size for the same reason)."""
-    return field.db_type(connection).split("(")[0] + "[]"
-
-
-def bulk_insert(model, fields: list[str], rows: list[tuple]) -> None:
-    """Insert many rows whose primary keys nobody needs back (the entries of a tick): on PostgreSQL one ``INSERT …
-    SELECT`` from ``unnest`` of one array per column, elsewhere one ``executemany``. Not ``bulk_create``: it would
-    build a model instance per entry and return every new primary key, tens of thousands a tick, for nothing."""
-    if not rows:
-        return
-    meta = model._meta
-    columns = [meta.get_field(name) for name in fields]
-    names = ", ".join(connection.ops.quote_name(f.column) for f in columns)
-    table = connection.ops.quote_name(meta.db_table)
-    prepared = [[f.get_db_prep_save(value, connection) for f, value in zip(columns, row, strict=True)] for row in rows]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            arrays = ", ".join(f"%s::{_array_type(f)}" for f in columns)
-            cursor.execute(
-                f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})",
-                [list(column) for column in zip(*prepared, strict=True)],
-            )
-            return
-        placeholders = ", ".join(["%s"] * len(columns))
-        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", prepared)
 
 
 # --- The check ------------------------------------------------------------------------------------------------------

@@ -30,11 +30,11 @@ from django.utils.translation import gettext as _
 from console.errors import Conflict, ServiceError
 
 from . import arrears, budgets, vouchers
+from .bulk import bulk_set
 from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
 from .ledger import (
     Posting,
     SubsidyBooking,
-    bulk_set,
     lock_programmes,
     lock_user_accounts,
     post_batch,

@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Sum
 
+from .bulk import bulk_add
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, SpendLine, SpendQuarter
 from .money import CENT, ZERO, summed
@@ -56,29 +57,12 @@ def record(transactions: Iterable[LedgerTransaction]) -> None:
         line[2] += to_fen(tx.subsidy_amount)
     if not quarters:
         return
-    start_value = SpendQuarter._meta.get_field("start").get_db_prep_value
-    month_value = SpendLine._meta.get_field("month").get_db_prep_value
-    resource_value = SpendLine._meta.get_field("resource_id").get_db_prep_value
     # INSERT … ON CONFLICT DO UPDATE adds to a row another posting made (PostgreSQL and SQLite alike); the keys are
     # sorted so that two batches touching the same rows take their locks in one order.
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {SpendQuarter._meta.db_table} (user_id, start, member_id, amount_fen) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (user_id, start, member_id) DO UPDATE SET amount_fen ="
-            f" {SpendQuarter._meta.db_table}.amount_fen + excluded.amount_fen",
-            [(user, start_value(start, connection), member, fen)
-             for (user, member, start), fen in sorted(quarters.items())],
-        )  # fmt: skip
-        table = SpendLine._meta.db_table
-        cursor.executemany(
-            f"INSERT INTO {table} (user_id, month, resource_id, kind, member_id, minutes, amount_fen, subsidy_fen)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (user_id, month, resource_id, kind, member_id) DO UPDATE SET"
-            f" minutes = {table}.minutes + excluded.minutes, amount_fen = {table}.amount_fen + excluded.amount_fen,"
-            f" subsidy_fen = {table}.subsidy_fen + excluded.subsidy_fen",
-            [(user, month_value(month, connection), resource_value(resource, connection), kind, member, *sums)
-             for (user, month, resource, kind, member), sums in sorted(lines.items(), key=_line_order)],
-        )  # fmt: skip
+    bulk_add(SpendQuarter, ["user", "start", "member_id"], ["amount_fen"],
+             [(user, start, member, fen) for (user, member, start), fen in sorted(quarters.items())])  # fmt: skip
+    bulk_add(SpendLine, ["user", "month", "resource_id", "kind", "member_id"], ["minutes", "amount_fen", "subsidy_fen"],
+             [(*key, *sums) for key, sums in sorted(lines.items(), key=_line_order)])  # fmt: skip
 
 
 def _line_order(item):

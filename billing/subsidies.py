@@ -14,7 +14,8 @@ from .rules import month_of
 
 
 def is_verified_enterprise(user) -> bool:
-    """Whether ``user`` is a verified enterprise: their latest enterprise verification (SPEC §3) was approved.
+    """Whether ``user`` is a verified enterprise: their latest enterprise verification (SPEC §3) was approved, or,
+    for a team's account, its creator's while they own it (``console.verification.is_verified``).
 
     A caller may state the answer on the user object (``user.is_verified_enterprise = True``); otherwise it is
     read from ``console.verification`` once and memoised on the object, so a page quoting many prices asks once.

@@ -10,7 +10,7 @@ never appears in full on a page, in the API, a log line or the admin.
 The operator chooses what needs it (``REAL_NAME_REQUIRED_FOR``): ``topup`` (a top-up over
 ``REAL_NAME_TOPUP_LIMIT`` yuan), ``team`` (creating a team) and ``endpoint`` (publishing an inference endpoint, a
 public API). :func:`require` is the one check. An approved enterprise verification counts as well, for the person
-who holds it and for their enterprise's teams (``console.verification.is_verified``).
+who holds it and for the teams they created and own (``console.verification.is_verified``).
 """
 
 import hashlib

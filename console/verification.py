@@ -4,8 +4,9 @@ The review itself (with its audit row and the role check) is ``console.ops.servi
 calls :func:`approve` / :func:`reject` here. ``billing.subsidies.is_verified_enterprise`` reads
 :func:`is_verified`, so "verified enterprises only" subsidy programmes apply from the moment of approval.
 
-A team counts as its enterprise's: a team's account is verified while one of the team's owners is a verified
-enterprise, so the enterprise's team gets its programmes, its special VAT invoices and passes the real-name checks.
+A team counts as its enterprise's: a team's account is verified while the person who created it is a verified
+enterprise and still one of its active owners, so the enterprise's team gets its programmes, its special VAT
+invoices and passes the real-name checks. Joining someone else's team as an owner lends it nothing.
 """
 
 import re
@@ -69,11 +70,17 @@ def current(user) -> EnterpriseVerification | None:
 
 def is_verified(user) -> bool:
     """Whether the user's enterprise verification has been approved (their latest application decides); for a
-    team's account, whether one of the team's owners is a verified enterprise."""
+    team's account, whether its creator is a verified enterprise and still an active owner of it."""
     team = team_of(user)
     if team is not None:
-        owners = get_user_model().objects.filter(team_memberships__team=team, team_memberships__role=Role.OWNER)
-        return any(is_verified(owner) for owner in owners)
+        creator = (
+            get_user_model()
+            .objects.filter(
+                pk=team.created_by_id, is_active=True, team_memberships__team=team, team_memberships__role=Role.OWNER
+            )
+            .first()
+        )
+        return creator is not None and is_verified(creator)
     latest = current(user)
     return latest is not None and latest.status == Status.APPROVED
 

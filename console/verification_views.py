@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
@@ -55,6 +56,7 @@ def _real_name_page(request, form, status=200):
         "form": form,
         "simulated": getattr(identity.provider(), "simulated", False),
         "needed_for": _needed_for(),
+        "list_separator": pgettext("list separator", ", "),
     }
     return render(request, "console/real_name.html", context, status=status)
 

@@ -70,6 +70,8 @@ def deploy(request, slug):
         except ServiceError as exc:
             error, status = str(exc.message), 400 if exc.status < 500 else exc.status
             verify_first = exc.code == "real_name_required"
+            if verify_first:
+                status = exc.status  # 403, as the other pages refuse it
         else:
             record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
             return redirect(endpoint)

@@ -195,7 +195,7 @@ def test_publishing_an_endpoint_needs_verification_when_the_operator_says_so(
     owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
     page = owner_client.post(reverse("endpoints:deploy", args=["qwen2.5-0.5b-instruct-vllm"]), {"name": "api"})
     html = page.content.decode()
-    assert page.status_code == 400 and "Publishing an inference endpoint needs real-name verification" in html
+    assert page.status_code == 403 and "Publishing an inference endpoint needs real-name verification" in html
     assert f'href="{reverse("console:real-name")}" id="verify-first"' in html
     refused = owner_api.post("/api/v1/endpoints", {"template": "qwen2.5-0.5b-instruct-vllm"}, format="json")
     assert refused.status_code == 403 and refused.json()["code"] == "real_name_required"
@@ -275,3 +275,11 @@ def test_an_approved_enterprise_counts_for_its_holder_and_for_the_teams_it_owns(
     assert not is_verified_enterprise(type(owner).objects.get(pk=other.account_id))
     with pytest.raises(identity.RealNameRequired):
         payments.start_topup(other.account, "5000", base_url="http://testserver", by=member)
+    # Joining someone else's team as an owner lends it nothing; a suspended creator no longer counts.
+    stranger = UserFactory(email="stranger-lab@example.com")
+    identity.verify(stranger, real_name="王五", number=number(sequence="004"))
+    theirs = teams.create_team(stranger, name="Theirs", slug="theirs")
+    Membership.objects.create(team=theirs, user=owner, role=Role.OWNER)
+    assert not is_verified_enterprise(type(owner).objects.get(pk=theirs.account_id))
+    type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+    assert not is_verified_enterprise(type(owner).objects.get(pk=team.account_id))

@@ -143,7 +143,8 @@ def entry(commit: HubCommit, path: str) -> HubTreeFile:
 # download address inside instances (the relay refuses those segments) and would shadow nothing but confuse.
 RESERVED_NAMESPACES = frozenset({
     "api", "datasets", "hub-lfs", "instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub",
-    "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips",
+    "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips", "catalog",
+    "estimator",
 })  # fmt: skip
 
 

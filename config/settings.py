@@ -187,7 +187,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "console:dashboard"
-LOGOUT_REDIRECT_URL = "console:home"
+LOGOUT_REDIRECT_URL = "home"
 
 # Accounts (django-allauth): e-mail + password, verified e-mail before login, rate limits per IP and per key.
 ACCOUNT_LOGIN_METHODS = {"email"}

@@ -1,26 +1,41 @@
-"""Top-level URLs: the console pages, accounts, the API and its docs, health and the admin."""
+"""Top-level URLs: each app's pages under its own prefix, then what stays at the root and why.
+
+An app's URL conf spells only the addresses under its prefix; ``tests/test_url_prefixes.py`` walks the resolver
+and fails on a route outside its app's prefix or a root route not listed here.
+"""
 
 from csp.decorators import csp_update
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from console import views as console_views
 from console.ops.admin_site import staff_only
+from inference import proxy as inference_proxy
 
 urlpatterns = [
-    path("", include("console.urls")),
-    path("", include("instances.urls")),
-    path("", include("billing.urls")),
-    path("", include("marketplace.urls")),
-    path("", include("storage.urls")),
-    path("", include("inference.urls")),
-    path("", include("marketplace.inference.urls")),
+    path("console/", include("console.urls")),
+    path("instances/", include("instances.urls")),
+    path("storage/", include("storage.urls")),
+    path("billing/", include("billing.urls")),
+    path("catalog/", include("config.catalog_urls")),
+    path("marketplace/inference/", include("marketplace.inference.urls")),
+    path("marketplace/", include("marketplace.urls")),
+    path("endpoints/", include("inference.urls")),
     path("teams/", include("teams.urls")),
+    # At the root, each for a reason. The home page and the favicon are where browsers and people look; health
+    # checks probe a fixed address.
+    path("", console_views.home, name="home"),
+    path("favicon.ico", console_views.favicon, name="favicon"),
+    path("healthz", console_views.healthz, name="healthz"),
+    # The OpenAI-compatible proxy: /v1/ is the base URL its clients are configured with.
+    re_path(r"^v1/(?P<path>[a-z/]+)$", inference_proxy.v1, name="openai-v1"),
+    # Old addresses of pages that moved under their app's prefix: permanent redirects for bookmarks.
+    path("", include("config.moved_urls")),
+    # Third-party and cross-cutting confs under prefixes of their own: allauth, the language switch, the API.
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("healthz", console_views.healthz, name="healthz"),
     path("api/v1/", include("config.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The API docs' scripts are files (Swagger UI's split view; Redoc's bundle); both generate their own styles at
@@ -37,9 +52,11 @@ urlpatterns = [
         ),
         name="api-redoc",
     ),
+    # The back office and the admin: staff pages, apart from the apps'.
     path("ops/", include("console.ops.urls")),
     path(settings.ADMIN_URL, staff_only(admin.site.urls)),
-    # The Hugging Face Hub API (huggingface_hub with HF_ENDPOINT set to this console): last, its paths are broad.
+    # The Hugging Face Hub API (huggingface_hub with HF_ENDPOINT set to this console): its protocol puts
+    # /api/models/… and /<repo>/resolve/… at the endpoint's root. Last, its paths are broad.
     path("", include("marketplace.hub.hf_urls")),
 ]
 

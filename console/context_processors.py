@@ -16,9 +16,9 @@ SECTIONS = [
     (_("Billing"), "billing:wallet", "wallet2"),
 ]
 PUBLIC_LINKS = [
-    (_("Pricing"), "billing:pricing"),
-    (_("Chip comparison"), "instances:chips"),
-    (_("Training estimator"), "instances:estimator"),
+    (_("Pricing"), "catalog:pricing"),
+    (_("Chip comparison"), "catalog:chips"),
+    (_("Training estimator"), "catalog:estimator"),
 ]
 
 
@@ -33,7 +33,7 @@ def navigation(request):
     current = request.path
     sections = [{"label": label, "url": _url(name), "icon": icon, "active": False} for label, name, icon in SECTIONS]
     # The section whose URL is the longest prefix of the page's is the current one: /marketplace/inference/ is
-    # the inference templates, not the marketplace.
+    # the inference templates and /marketplace/hub/ the hub, not the marketplace.
     matching = [s for s in sections if s["url"] and current.startswith(s["url"])]
     if matching:
         max(matching, key=lambda s: len(s["url"]))["active"] = True

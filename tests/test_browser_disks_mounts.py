@@ -51,11 +51,11 @@ def test_mount_a_hub_model_and_hot_plug_a_disk_into_a_running_instance(page, liv
     page.on("dialog", lambda dialog: dialog.accept())
 
     # Search the hub in Chinese and open ChatGLM3-6B; its page leads to the instances
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     page.fill("#id_q", "对话")
-    page.wait_for_url("**/hub/?q=*")
+    page.wait_for_url("**/marketplace/hub/?q=*")
     page.locator("#hub-items").get_by_role("link", name="THUDM/chatglm3-6b").click()
-    page.wait_for_url("**/hub/THUDM/chatglm3-6b")
+    page.wait_for_url("**/marketplace/hub/THUDM/chatglm3-6b")
     page.click("#mount-cta")
     page.get_by_role("link", name="glm-finetune").click()
     page.wait_for_selector('#instance-badge[data-status="running"]')

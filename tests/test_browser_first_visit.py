@@ -21,7 +21,7 @@ CONSOLE_SECTIONS = [
     ("/endpoints/", "推理服务", "Inference endpoints"),
     ("/marketplace/inference/", "推理模板", "Inference templates"),
     ("/marketplace/", "镜像市场", "Image marketplace"),
-    ("/hub/", "模型与数据集", "Models and datasets"),
+    ("/marketplace/hub/", "模型与数据集", "Models and datasets"),
     ("/storage/", "云存储", "Cloud storage"),
     ("/billing/", "钱包", "Wallet"),
 ]
@@ -47,12 +47,12 @@ def test_the_hub_language_filter_shows_names_filters_and_keeps_searches_working(
     failed = []
 
     def record(response):
-        if response.status >= 400 and "/hub/" in response.url:
+        if response.status >= 400 and "/marketplace/hub/" in response.url:
             failed.append(f"{response.status} {response.url}")
 
     page.on("response", record)
 
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     labels = page.locator("#id_language option").all_inner_texts()
     assert labels[:4] == ["Any language", "Chinese", "English", "Multilingual"], labels
     before = _shown_repos(page)
@@ -75,7 +75,7 @@ def test_the_hub_language_filter_shows_names_filters_and_keeps_searches_working(
 
     # In Chinese the options are Chinese names
     page.context.add_cookies([{"name": settings.LANGUAGE_COOKIE_NAME, "value": "zh-hans", "url": live_server.url}])
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     assert page.locator("#id_language option").all_inner_texts()[:4] == ["任意语言", "中文", "英文", "多语言"]
 
 

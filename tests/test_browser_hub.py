@@ -24,9 +24,9 @@ def test_a_developer_finds_a_chinese_chat_model_and_likes_it(page, live_server, 
     )  # fmt: skip
 
     # Search in Chinese: results update in place and the URL carries the query
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     page.fill("#id_q", "对话")
-    page.wait_for_url("**/hub/?q=*")
+    page.wait_for_url("**/marketplace/hub/?q=*")
     results = page.locator("#hub-items")
     assert results.get_by_role("link", name="THUDM/chatglm3-6b").is_visible()
     assert results.get_by_role("link", name="microsoft/resnet-50").count() == 0
@@ -37,7 +37,7 @@ def test_a_developer_finds_a_chinese_chat_model_and_likes_it(page, live_server, 
 
     # The item's page: rendered card, files, chips with prices, the honest mount button
     results.get_by_role("link", name="THUDM/chatglm3-6b").click()
-    page.wait_for_url("**/hub/THUDM/chatglm3-6b")
+    page.wait_for_url("**/marketplace/hub/THUDM/chatglm3-6b")
     assert page.locator("#hub-card h1").inner_text() == "chatglm3-6b"
     assert page.locator("#hub-files").is_visible()
     assert "/card-hour on Ascend 910B" in page.locator("#hub-chips").inner_text()

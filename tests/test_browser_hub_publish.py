@@ -37,12 +37,12 @@ def test_a_user_publishes_a_repository_from_the_browser_and_finds_it_in_chinese(
         ]
     )  # fmt: skip
 
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     page.locator("#hub-new").click()
     page.fill("#id_namespace", "lab")
     page.fill("#id_name", "ascend-tiny")
     page.locator("#hub-create").click()
-    page.wait_for_url("**/hub/lab/ascend-tiny")
+    page.wait_for_url("**/marketplace/hub/lab/ascend-tiny")
 
     (tmp_path / "README.md").write_text(README, encoding="utf-8")
     (tmp_path / "config.json").write_text('{"model_type": "gpt2", "n_layer": 2}\n')
@@ -60,7 +60,7 @@ def test_a_user_publishes_a_repository_from_the_browser_and_finds_it_in_chinese(
     page.fill("#id_card", CARD)
     page.fill("#id_message", "Card: licence, language, chips")
     page.locator("#card-save").click()
-    page.wait_for_url("**/hub/lab/ascend-tiny")
+    page.wait_for_url("**/marketplace/hub/lab/ascend-tiny")
     item = HubItem.objects.get(repo="lab/ascend-tiny")
     assert (item.licence, item.languages, item.chips) == ("mit", ["zh"], ["npu"])
     assert "Card: licence, language, chips" in page.locator("#hub-commits").inner_text()
@@ -72,8 +72,8 @@ def test_a_user_publishes_a_repository_from_the_browser_and_finds_it_in_chinese(
     assert "not valid YAML" in page.locator("#card-error").inner_text()
     assert item.commits.count() == 2
 
-    page.goto(f"{live_server.url}/hub/")
+    page.goto(f"{live_server.url}/marketplace/hub/")
     page.fill("#id_q", "昇腾")
-    page.wait_for_url("**/hub/?q=*")
+    page.wait_for_url("**/marketplace/hub/?q=*")
     assert page.locator("#hub-items").get_by_role("link", name="lab/ascend-tiny").is_visible()
     screenshot(page, "hub-publish-02-found")

@@ -45,7 +45,7 @@ def test_deploy_a_hub_model_as_an_api_call_it_with_curl_and_see_the_request(
     _log_in(page, live_server, owner)
 
     # From the hub model's page: "Deploy as API" with vLLM, on the cheapest compatible chip
-    page.goto(f"{live_server.url}/hub/Qwen/Qwen2.5-0.5B-Instruct")
+    page.goto(f"{live_server.url}/marketplace/hub/Qwen/Qwen2.5-0.5B-Instruct")
     screenshot(page, "inference-01-hub-model")
     page.click('a.deploy-api[data-template="qwen2.5-0.5b-instruct-vllm"]')
     page.wait_for_url("**/endpoints/deploy/qwen2.5-0.5b-instruct-vllm/")

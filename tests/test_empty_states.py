@@ -31,7 +31,7 @@ def test_an_empty_list_says_what_it_holds_and_offers_a_first_action(
     assert 'class="btn btn-primary' in button, path
 
 
-@pytest.mark.parametrize(("path", "block"), [("/hub/", "hub-empty"), ("/marketplace/", "image-empty")])
+@pytest.mark.parametrize(("path", "block"), [("/marketplace/hub/", "hub-empty"), ("/marketplace/", "image-empty")])
 def test_a_search_that_finds_nothing_says_so(client, catalog, path, block):
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
     html = client.get(path, {"q": "zzqxnothingmatches"}).content.decode()

@@ -156,7 +156,7 @@ NOT_COVERED = {
     "api-spec-detail": "the public spec catalogue: the same for everyone",
     "inference:template": "public inference templates: the same for everyone",
     "endpoints:deploy": "takes a public template slug; the endpoint it creates is covered above",
-    "endpoints:v1": "the OpenAI-compatible proxy, authenticated by endpoint keys (tested in instances/tests)",
+    "openai-v1": "the OpenAI-compatible proxy, authenticated by endpoint keys (tested in instances/tests)",
     "marketplace:review-decide": "staff review: non-staff get 404 whatever the slug (test_review_access.py)",
     "api-agent-reports": "authenticated by the instance agent's own token, never a user's (instances/tests)",
     "account_confirm_email": "allauth's e-mail confirmation key: a secret, not an object id",
@@ -164,6 +164,9 @@ NOT_COVERED = {
     "billing:member-budget": "a member's budget, set in the team's context only (teams/tests/test_team_budgets.py)",
     "teams:invitation": "a signed invitation link: a secret, not an object id (teams/tests/test_teams.py)",
     None: "the API's catch-all (api/v1/<path>) and the admin's catch-all: JSON/HTML 404 for anything",
+    # Old addresses kept for bookmarks: the same 301 for everyone, to the routes the matrix covers above.
+    "moved:hub-item": "an old address: a redirect to marketplace:hub-item",
+    "moved:hub-card": "an old address: a redirect to marketplace:hub-card",
     # The Hugging Face Hub API: a private repository is "not found" to another user's token and to no token, and
     # writes are refused to anyone but its owner (marketplace/tests/test_hf_api.py, test_hub_publishing.py).
     "hub-api-info": "the Hub API, by repository name (marketplace/tests)",

@@ -64,10 +64,10 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
         screenshot(page, f"journey-{next(step):02d}-{name}")
 
     # 1. A visitor reads the price list and the chip comparison
-    page.goto(f"{live_server.url}/pricing/")
+    page.goto(f"{live_server.url}/catalog/pricing/")
     assert page.locator("main table").first.is_visible()
     shot("pricing")
-    page.goto(f"{live_server.url}/chips/")
+    page.goto(f"{live_server.url}/catalog/chips/")
     page.locator("main canvas").first.wait_for()
     shot("chip-comparison")
 
@@ -94,8 +94,8 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.locator("#topnav.collapse.show").wait_for()
     phone_menu = page.locator("#phone-console-nav")
     hrefs = phone_menu.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
-    for path in ("/console/", "/instances/", "/endpoints/", "/marketplace/inference/", "/marketplace/", "/hub/",
-                 "/storage/", "/billing/"):  # fmt: skip
+    for path in ("/console/", "/instances/", "/endpoints/", "/marketplace/inference/", "/marketplace/",
+                 "/marketplace/hub/", "/storage/", "/billing/"):  # fmt: skip
         assert path in hrefs, path
     shot("phone-menu")
     phone_menu.get_by_role("link", name="实例").click()
@@ -189,7 +189,7 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.wait_for_url("**/endpoints/")
     assert page.locator("main h1").first.inner_text() == "推理服务"
     shot("inference-pages")
-    page.goto(f"{live_server.url}/hub/Qwen/Qwen2.5-0.5B-Instruct")
+    page.goto(f"{live_server.url}/marketplace/hub/Qwen/Qwen2.5-0.5B-Instruct")
     page.click('a.deploy-api[data-template="qwen2.5-0.5b-instruct-vllm"]')
     page.wait_for_url("**/endpoints/deploy/qwen2.5-0.5b-instruct-vllm/")
     page.click("#deploy-button")

@@ -108,7 +108,7 @@ def test_markdown_users_write_is_rendered_without_scripts_handlers_or_javascript
     from marketplace.hub import services as hub
 
     item = hub.save_item(repo="owner-lab/evil", owner=owner, card=EVIL_MARKDOWN)
-    page = owner_client.get(f"/hub/{item.repo}").content.decode()
+    page = owner_client.get(f"/marketplace/hub/{item.repo}").content.decode()
     body = page.split("<main", 1)[-1]
     assert "<script>alert" not in body
     assert not re.search(r"<[a-z]+[^>]*\son(error|click)=", body)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 def _pricing(client) -> str:
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
-    response = client.get(reverse("billing:pricing"))
+    response = client.get(reverse("catalog:pricing"))
     assert response.status_code == 200
     return response.content.decode()
 

@@ -27,7 +27,7 @@ def _english(client):
 
 
 def test_a_visitor_sees_prices_with_the_subsidy_and_spot(client, catalog):
-    response = _english(client).get(reverse("billing:pricing"))
+    response = _english(client).get(reverse("catalog:pricing"))
 
     assert response.status_code == 200
     html = response.content.decode()
@@ -38,7 +38,7 @@ def test_a_visitor_sees_prices_with_the_subsidy_and_spot(client, catalog):
 
 
 def test_the_pricing_page_publishes_the_billing_table_per_state(client, catalog):
-    html = _english(client).get(reverse("billing:pricing")).content.decode()
+    html = _english(client).get(reverse("catalog:pricing")).content.decode()
 
     assert 'id="billing-states"' in html
     for text in ("Creating", "Starting", "never became healthy", "Running", "Stopped", "release countdown"):
@@ -49,7 +49,7 @@ def test_the_pricing_page_publishes_the_billing_table_per_state(client, catalog)
 def test_the_calculator_returns_only_the_breakdown_to_htmx(client, catalog):
     query = {"chip": "a100-80g", "cards": "8", "plan": "payg", "term": "30", "term_unit": "days", "zone": ""}
 
-    response = _english(client).get(reverse("billing:pricing"), query, HTTP_HX_REQUEST="true")
+    response = _english(client).get(reverse("catalog:pricing"), query, HTTP_HX_REQUEST="true")
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -60,7 +60,7 @@ def test_the_calculator_returns_only_the_breakdown_to_htmx(client, catalog):
 def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
     query = {"chip": "ascend-910b", "cards": "1", "plan": "payg", "spot": "on", "term": "1", "term_unit": "hours"}
 
-    html = client.get(reverse("billing:pricing"), query, HTTP_HX_REQUEST="true").content.decode()
+    html = client.get(reverse("catalog:pricing"), query, HTTP_HX_REQUEST="true").content.decode()
 
     assert 'id="payable-per-hour">¥1.03<' in html
 
@@ -82,8 +82,8 @@ def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
 def test_bad_calculator_input_gets_a_clear_message_never_a_500(client, catalog, change, message):
     query = {"chip": "ascend-910b", "cards": "1", "plan": "payg", "term": "1", "term_unit": "hours"} | change
 
-    full = _english(client).get(reverse("billing:pricing"), query)
-    partial = client.get(reverse("billing:pricing"), query, HTTP_HX_REQUEST="true")
+    full = _english(client).get(reverse("catalog:pricing"), query)
+    partial = client.get(reverse("catalog:pricing"), query, HTTP_HX_REQUEST="true")
 
     assert full.status_code == 400
     assert message in full.content.decode()
@@ -92,14 +92,14 @@ def test_bad_calculator_input_gets_a_clear_message_never_a_500(client, catalog, 
 
 
 def test_the_pricing_page_renders_in_chinese_by_default(client, catalog):
-    html = client.get(reverse("billing:pricing")).content.decode()
+    html = client.get(reverse("catalog:pricing")).content.decode()
 
     assert "昇腾 910B" in html
     assert "信创上云补贴" in html
 
 
 def test_a_signed_in_user_sees_the_same_page(owner_client, catalog):
-    assert owner_client.get(reverse("billing:pricing")).status_code == 200
+    assert owner_client.get(reverse("catalog:pricing")).status_code == 200
 
 
 def _add_chips(n):
@@ -124,7 +124,7 @@ def test_the_pricing_page_query_count_does_not_grow_with_chips_and_specs(
     request, catalog, django_assert_max_num_queries, persona
 ):
     client = request.getfixturevalue(persona)
-    url = reverse("billing:pricing")
+    url = reverse("catalog:pricing")
     _count(client, url)
     before = _count(client, url)
     _add_chips(5)
@@ -139,7 +139,7 @@ def test_the_pricing_page_query_count_does_not_grow_with_chips_and_specs(
 @pytest.mark.parametrize("persona", ["client", "owner_client"])
 def test_a_second_view_of_the_pricing_page_reuses_the_price_book_and_runs_fewer_queries(request, catalog, persona):
     client = request.getfixturevalue(persona)
-    url = reverse("billing:pricing")
+    url = reverse("catalog:pricing")
 
     first, second = _count(client, url), _count(client, url)
 

@@ -44,7 +44,7 @@ def test_the_dashboard_shows_the_trial_credit_and_the_spend_chart(owner_client, 
 
 
 def test_the_pricing_page_publishes_the_arrears_policy(client, catalog):
-    assert 'id="arrears-policy"' in client.get("/pricing/").content.decode()
+    assert 'id="arrears-policy"' in client.get("/catalog/pricing/").content.decode()
 
 
 def test_wallet_pages_need_a_login(client):

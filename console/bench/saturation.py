@@ -80,7 +80,8 @@ def _pages(history) -> list[tuple[str, str, bool]]:
     image = Image.objects.filter(status="listed").order_by("pk").first()
     wanted = {"dashboard", "instance list", "instance detail", "wallet", "transactions", "statement", "cloud disks"}
     pages = [(label, path, True) for label, path in history.pages() if label in wanted]
-    pages += [("hub", "/hub/", False), ("marketplace", "/marketplace/", False), ("pricing", "/pricing/", False)]
+    pages += [("hub", "/marketplace/hub/", False), ("marketplace", "/marketplace/", False)]
+    pages.append(("pricing", "/catalog/pricing/", False))
     if image is not None:
         pages.append(("image detail", f"/marketplace/images/{image.slug}/", False))
     return pages

@@ -35,7 +35,7 @@ def test_in_production_a_missing_page_is_a_404_in_the_consoles_look(settings, cl
     html = response.content.decode()
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
     assert 'class="navbar navbar-expand-lg' in html and 'class="navbar-brand' in html  # the console's header
-    assert 'id="not-found-home"' in html and f'href="{reverse("console:home")}"' in html
+    assert 'id="not-found-home"' in html and f'href="{reverse("home")}"' in html
     assert f'href="{reverse("marketplace:hub")}"' in html  # somewhere to go next
 
 

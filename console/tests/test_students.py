@@ -66,7 +66,7 @@ def test_a_student_verifies_on_the_page_and_gets_the_student_price_in_quotes(
     after = api.post("/api/v1/quotes", QUOTE, format="json").json()
     assert after["subsidy_programme"]["slug"] == "student-2026"
     assert Decimal(after["payable_total"]) == Decimal(before["payable_total"]) * Decimal("0.8")
-    pricing = page.get(reverse("billing:pricing")).content.decode()
+    pricing = page.get(reverse("catalog:pricing")).content.decode()
     assert 'id="programme-student-2026"' in pricing and "verified students" in pricing
     # Programmes do not stack: on a Xinchuang chip the larger discount (the student's 20%) counts.
     xinchuang = api.post("/api/v1/quotes", {"chip": "ascend-910b"}, format="json").json()
@@ -174,8 +174,8 @@ def test_in_a_teams_context_the_pricing_page_shows_the_teams_prices_not_the_stud
     students.confirm(owner, _mailed_code())
     teams.create_team(owner, name="Lab", slug="lab")
     page = _browser(owner)
-    assert "−20%" in page.get(reverse("billing:pricing")).content.decode()
+    assert "−20%" in page.get(reverse("catalog:pricing")).content.decode()
     page.post(reverse("teams:switch"), {"team": "lab"})
     assert (
-        "−20%" not in page.get(reverse("billing:pricing")).content.decode()
+        "−20%" not in page.get(reverse("catalog:pricing")).content.decode()
     )  # the team's launch gets no student price

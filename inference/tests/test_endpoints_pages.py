@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_hub_model_page_offers_deploy_as_api(client, inference_catalog):
-    page = client.get("/hub/Qwen/Qwen2.5-7B-Instruct").content.decode()
+    page = client.get("/marketplace/hub/Qwen/Qwen2.5-7B-Instruct").content.decode()
     assert 'href="/endpoints/deploy/qwen2.5-7b-instruct-vllm/"' in page
     assert 'href="/endpoints/deploy/qwen2.5-7b-instruct-mindformers/"' in page
 

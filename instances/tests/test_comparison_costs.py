@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def _page(client) -> str:
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
-    return client.get(reverse("instances:chips")).content.decode()
+    return client.get(reverse("catalog:chips")).content.decode()
 
 
 def _chart(html: str, slug: str) -> dict:

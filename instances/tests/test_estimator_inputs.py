@@ -17,7 +17,7 @@ def _english(client):
 def test_the_page_estimates_one_chip_on_the_cards_chosen(client, catalog):
     query = {"params_b": "7", "tokens_b": "100", "chip": "a100-80g", "cards": "64"}
 
-    html = _english(client).get(reverse("instances:estimator"), query).content.decode()
+    html = _english(client).get(reverse("catalog:estimator"), query).content.decode()
 
     assert 'id="id_chip"' in html and 'id="id_cards"' in html
     assert 'id="estimate-a100-80g"' in html and 'id="estimate-ascend-910b"' not in html
@@ -28,7 +28,7 @@ def test_the_page_estimates_one_chip_on_the_cards_chosen(client, catalog):
 def test_a_bad_card_count_is_shown_beside_the_field_in_chinese(client, catalog):
     query = {"params_b": "7", "tokens_b": "100", "chip": "a100-80g", "cards": "abc"}
 
-    response = client.get(reverse("instances:estimator"), query)
+    response = client.get(reverse("catalog:estimator"), query)
 
     html = response.content.decode()
     assert response.status_code == 400
@@ -38,7 +38,7 @@ def test_a_bad_card_count_is_shown_beside_the_field_in_chinese(client, catalog):
 
 
 def test_cards_without_a_chip_ask_for_the_chip(client, catalog):
-    html = _english(client).get(reverse("instances:estimator"), {"params_b": "7", "tokens_b": "1", "cards": "8"})
+    html = _english(client).get(reverse("catalog:estimator"), {"params_b": "7", "tokens_b": "1", "cards": "8"})
 
     assert "Choose a chip to estimate on a given number of cards." in html.content.decode()
 

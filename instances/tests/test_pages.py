@@ -20,7 +20,7 @@ def _english(client):
 
 
 def test_the_comparison_has_a_chart_and_a_table_for_every_figure(client, catalog):
-    response = _english(client).get(reverse("instances:chips"))
+    response = _english(client).get(reverse("catalog:chips"))
 
     html = response.content.decode()
     assert response.status_code == 200
@@ -32,7 +32,7 @@ def test_the_comparison_has_a_chart_and_a_table_for_every_figure(client, catalog
 
 
 def test_chart_data_holds_decimal_strings_and_only_chips_with_the_figure(client, catalog):
-    response = client.get(reverse("instances:chips"))
+    response = client.get(reverse("catalog:chips"))
     html = response.content.decode()
 
     start = html.index('<script id="chart-data-tflops" type="application/json">') + len(
@@ -45,18 +45,18 @@ def test_chart_data_holds_decimal_strings_and_only_chips_with_the_figure(client,
 
 
 def test_cost_per_100m_tokens_uses_the_subsidised_price(client, catalog):
-    html = _english(client).get(reverse("instances:chips")).content.decode()
+    html = _english(client).get(reverse("catalog:chips")).content.decode()
 
     # 10^8 tokens ÷ 1,680 tokens/s = 16.53 card-hours × ¥1.71 = ¥28.27
     assert "¥28.27" in html
 
 
 def test_the_comparison_page_renders_in_chinese(client, catalog):
-    assert "昇腾 910B" in client.get(reverse("instances:chips")).content.decode()
+    assert "昇腾 910B" in client.get(reverse("catalog:chips")).content.decode()
 
 
 def test_the_comparison_query_count_does_not_grow_with_chips(client, catalog, django_assert_max_num_queries):
-    url = reverse("instances:chips")
+    url = reverse("catalog:chips")
     with CaptureQueriesContext(connection) as before:
         client.get(url)
     for i in range(5):
@@ -71,7 +71,7 @@ def test_the_comparison_query_count_does_not_grow_with_chips(client, catalog, dj
 
 
 def test_the_estimator_explains_its_numbers(client, catalog):
-    html = _english(client).get(reverse("instances:estimator")).content.decode()
+    html = _english(client).get(reverse("catalog:estimator")).content.decode()
 
     assert "6 × N × D" in html
     assert "16 bytes per parameter" in html
@@ -82,7 +82,7 @@ def test_the_estimator_explains_its_numbers(client, catalog):
 def test_the_estimator_asks_for_enough_cards_to_hold_a_large_model(client, catalog):
     query = {"params_b": "70", "tokens_b": "10", "deadline_days": "", "budget_cny": ""}
 
-    html = _english(client).get(reverse("instances:estimator"), query).content.decode()
+    html = _english(client).get(reverse("catalog:estimator"), query).content.decode()
 
     row = html[html.index('id="estimate-ascend-910b"') :]
     row = row[: row.index("</tr>")]
@@ -104,8 +104,8 @@ def test_the_estimator_asks_for_enough_cards_to_hold_a_large_model(client, catal
 def test_bad_estimator_input_gets_a_clear_message_never_a_500(client, catalog, query, message):
     full = {"params_b": "7", "tokens_b": "100", "deadline_days": "30", "budget_cny": "100000"} | query
 
-    response = _english(client).get(reverse("instances:estimator"), full)
-    partial = client.get(reverse("instances:estimator"), full, HTTP_HX_REQUEST="true")
+    response = _english(client).get(reverse("catalog:estimator"), full)
+    partial = client.get(reverse("catalog:estimator"), full, HTTP_HX_REQUEST="true")
 
     assert response.status_code == 400
     assert message in response.content.decode()

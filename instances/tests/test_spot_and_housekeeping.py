@@ -299,4 +299,4 @@ def test_the_release_countdown_and_the_pricing_page_follow_the_operators_setting
     instance.refresh_from_db()
     assert instance.release_at - instance.stopped_at == timedelta(days=7)
     client.cookies["django_language"] = "en"
-    assert "released after 7 days stopped" in client.get("/pricing/").content.decode()
+    assert "released after 7 days stopped" in client.get("/catalog/pricing/").content.decode()

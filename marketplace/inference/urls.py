@@ -1,4 +1,4 @@
-"""Inference template pages under the marketplace."""
+"""Inference template pages, under /marketplace/inference/."""
 
 from django.urls import path
 
@@ -7,6 +7,6 @@ from . import views
 app_name = "inference"
 
 urlpatterns = [
-    path("marketplace/inference/", views.template_list, name="list"),
-    path("marketplace/inference/<str:slug>/", views.template_detail, name="template"),
+    path("", views.template_list, name="list"),
+    path("<str:slug>/", views.template_detail, name="template"),
 ]

@@ -12,7 +12,7 @@ def test_anyone_can_search_the_hub_in_chinese(chat_models, anon_api):
     assert body["count"] == 1 and body["count_exact"] is True
     item = body["results"][0]
     assert item["repo"] == "THUDM/chatglm3-6b" and item["chips"] == ["npu", "mlu", "dcu", "cuda"]
-    assert item["url"].endswith("/hub/THUDM/chatglm3-6b") and item["mine"] is False
+    assert item["url"].endswith("/marketplace/hub/THUDM/chatglm3-6b") and item["mine"] is False
 
 
 def test_filters_sort_and_pagination(chat_models, anon_api):

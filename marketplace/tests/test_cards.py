@@ -99,7 +99,7 @@ def test_nothing_executable_survives_in_a_rendered_card(markdown):
 
 def test_a_script_in_a_saved_card_never_reaches_the_page(make_item, client):
     make_item("evil/card", card="# Hi\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))")
-    html = client.get("/hub/evil/card").content.decode()
+    html = client.get("/marketplace/hub/evil/card").content.decode()
     card = html.split('id="hub-card">', 1)[1].split("</article>", 1)[0]
     assert executable_parts(card) == [] and "<h1>Hi</h1>" in card
 

@@ -52,7 +52,7 @@ def test_starter_cards_drive_the_filters_and_describe_the_facts():
 def test_the_chinese_hub_page_shows_no_english_platform_text(client):
     call_command("load_hub")
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
-    html = client.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = client.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     lead = re.search(r'<p class="lead fs-6">(.*?)</p>', html, re.S).group(1)
     assert lead == "智谱 AI 与清华 KEG 发布的第三代 ChatGLM 中英双语对话模型。"
     card = re.search(r'id="hub-card">(.*?)</div></article>', html, re.S).group(1)

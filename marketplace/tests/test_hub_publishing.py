@@ -135,7 +135,7 @@ def test_the_back_office_takes_a_repository_down_and_restores_it_audited(publish
     staff.post(f"/ops/hub/{item.public_id}/take-down/", {"reason": "Licence violation reported"})
     assert AuditEntry.objects.filter(action="hub_repo_taken_down", target_label="demo/tiny").exists()
 
-    assert _client().get("/hub/demo/tiny").status_code == 404
+    assert _client().get("/marketplace/hub/demo/tiny").status_code == 404
     stranger = _client().get("/demo/tiny/resolve/main/config.json")
     assert stranger.status_code == 404 and stranger.headers["X-Error-Code"] == "RepoNotFound"
     mine = _client(token).get("/demo/tiny/resolve/main/config.json")
@@ -143,11 +143,11 @@ def test_the_back_office_takes_a_repository_down_and_restores_it_audited(publish
     assert "Licence violation reported" in mine.json()["error"]
     page = Client(HTTP_ACCEPT_LANGUAGE="en")
     page.force_login(owner)
-    assert "Licence violation reported" in page.get("/hub/demo/tiny").content.decode()
+    assert "Licence violation reported" in page.get("/marketplace/hub/demo/tiny").content.decode()
 
     staff.post(f"/ops/hub/{item.public_id}/restore/", {"reason": "Resolved"})
     assert _client().get("/demo/tiny/resolve/main/config.json").status_code == 200
-    assert _client().get("/hub/", {"q": "tiny"}).status_code == 200
+    assert _client().get("/marketplace/hub/", {"q": "tiny"}).status_code == 200
     plain = UserFactory()
     viewer = Client()
     viewer.force_login(plain)
@@ -158,9 +158,9 @@ def test_the_rest_api_and_the_page_say_which_entries_are_metadata_only(published
     api = _client()
     assert api.get("/api/v1/hub/THUDM/chatglm3-6b").json()["metadata_only"] is True
     assert api.get("/api/v1/hub/demo/tiny").json()["metadata_only"] is False
-    page = api.get("/hub/THUDM/chatglm3-6b").content.decode()
+    page = api.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     assert 'id="metadata-only"' in page and "resolve/main" not in page
-    published_page = api.get("/hub/demo/tiny").content.decode()
+    published_page = api.get("/marketplace/hub/demo/tiny").content.decode()
     assert "/demo/tiny/resolve/main/config.json" in published_page and "HF_ENDPOINT" in published_page
 
 
@@ -328,17 +328,19 @@ def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(publ
     page = Client()
     page.cookies["django_language"] = "en"
     page.force_login(owner)
-    done = page.post("/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "folder": "model",
-                                                     "message": "Add weights"}, follow=True)  # fmt: skip
+    wanted = {"storage_path": "/weights.bin", "folder": "model", "message": "Add weights"}
+    done = page.post("/marketplace/hub/demo/tiny/from-storage", wanted, follow=True)
     assert "Committed 1 files" in done.content.decode()
     got = b"".join(_client().get("/demo/tiny/resolve/main/model/weights.bin").streaming_content)
     assert got == data
-    missing = page.post("/hub/demo/tiny/from-storage", {"storage_path": "/nope.bin", "message": "x"}, follow=True)
+    missing = page.post(
+        "/marketplace/hub/demo/tiny/from-storage", {"storage_path": "/nope.bin", "message": "x"}, follow=True
+    )
     assert "Nothing at" in missing.content.decode()
     stranger = Client()
     stranger.force_login(UserFactory())
-    assert stranger.post("/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "message": "x"}
-                         ).status_code == 403  # fmt: skip
+    refused = stranger.post("/marketplace/hub/demo/tiny/from-storage", {"storage_path": "/weights.bin", "message": "x"})
+    assert refused.status_code == 403
 
 
 def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(hub_storage, published):

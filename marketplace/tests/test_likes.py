@@ -44,7 +44,7 @@ def test_nobody_can_like_a_private_item_they_cannot_see(make_item, owner, strang
 
 
 def test_the_like_button_toggles_with_htmx(chat_models, owner_client):
-    url = "/hub/THUDM/chatglm3-6b/like"
+    url = "/marketplace/hub/THUDM/chatglm3-6b/like"
     response = owner_client.post(url, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200 and 'id="like-button"' in html and "<html" not in html
@@ -54,11 +54,11 @@ def test_the_like_button_toggles_with_htmx(chat_models, owner_client):
 
 
 def test_a_plain_form_post_comes_back_to_the_item(chat_models, owner_client):
-    response = owner_client.post("/hub/THUDM/chatglm3-6b/like")
-    assert response.status_code == 302 and response["Location"] == "/hub/THUDM/chatglm3-6b"
+    response = owner_client.post("/marketplace/hub/THUDM/chatglm3-6b/like")
+    assert response.status_code == 302 and response["Location"] == "/marketplace/hub/THUDM/chatglm3-6b"
 
 
 def test_an_anonymous_like_goes_to_the_login_page(chat_models, client):
-    response = client.post("/hub/THUDM/chatglm3-6b/like")
+    response = client.post("/marketplace/hub/THUDM/chatglm3-6b/like")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert HubLike.objects.count() == 0

@@ -9,53 +9,53 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_hub_is_public_and_named_marketplace_hub(chat_models, client):
-    assert reverse("marketplace:hub") == "/hub/"
-    response = client.get("/hub/")
+    assert reverse("marketplace:hub") == "/marketplace/hub/"
+    response = client.get("/marketplace/hub/")
     assert response.status_code == 200 and "THUDM/chatglm3-6b" in response.content.decode()
 
 
 def test_searching_in_chinese_on_the_page_lists_the_matches(chat_models, english):
-    html = english.get("/hub/", {"q": "对话", "kind": "model"}).content.decode()
+    html = english.get("/marketplace/hub/", {"q": "对话", "kind": "model"}).content.decode()
     assert "THUDM/chatglm3-6b" in html and "thu-coai/lccc" not in html and "Qwen/Qwen2.5" not in html
     assert 'value="对话"' in html  # the search box keeps the query, which the URL carries
     assert "1 result" in html
 
 
 def test_an_htmx_request_gets_only_the_results(chat_models, english):
-    response = english.get("/hub/", {"q": "chatglm"}, HTTP_HX_REQUEST="true")
+    response = english.get("/marketplace/hub/", {"q": "chatglm"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200 and html.lstrip().startswith('<section id="hub-results"')
     assert "THUDM/chatglm3-6b" in html and "<html" not in html
 
 
 def test_filters_appear_selected_from_the_url(chat_models, english):
-    html = english.get("/hub/", {"chip": "mlu", "sort": "likes", "licence": "MIT"}).content.decode()
+    html = english.get("/marketplace/hub/", {"chip": "mlu", "sort": "likes", "licence": "MIT"}).content.decode()
     assert '<option value="mlu" selected>' in html and '<option value="likes" selected>' in html
     assert '<option value="MIT" selected>' in html
     assert "thu-coai/lccc" in html and "THUDM/chatglm3-6b" not in html
 
 
 def test_bad_filters_get_a_clear_message_and_a_400(chat_models, english):
-    response = english.get("/hub/", {"chip": "tpu", "sort": "random"})
+    response = english.get("/marketplace/hub/", {"chip": "tpu", "sort": "random"})
     html = response.content.decode()
     assert response.status_code == 400 and 'id="hub-error"' in html and "tpu" in html
-    too_long = english.get("/hub/", {"q": "对" * 201})
+    too_long = english.get("/marketplace/hub/", {"q": "对" * 201})
     assert too_long.status_code == 400 and "at most 200 characters" in too_long.content.decode()
 
 
 def test_a_page_number_out_of_range_shows_the_last_page(make_item, english):
     for i in range(25):
         make_item(f"bulk-org/model-{i:02d}", summary="bulk")
-    html = english.get("/hub/", {"q": "bulk", "sort": "name", "page": "99"}).content.decode()
+    html = english.get("/marketplace/hub/", {"q": "bulk", "sort": "name", "page": "99"}).content.decode()
     assert "Page 2 of 2" in html and "bulk-org/model-24" in html and "bulk-org/model-00" not in html
-    assert english.get("/hub/", {"q": "bulk", "page": "abc"}).status_code == 200
+    assert english.get("/marketplace/hub/", {"q": "bulk", "page": "abc"}).status_code == 200
 
 
 def _list_queries(client, django_assert_max_num_queries, limit):
     with django_assert_max_num_queries(limit):
-        assert client.get("/hub/", {"q": "bulk"}).status_code == 200
+        assert client.get("/marketplace/hub/", {"q": "bulk"}).status_code == 200
     with django_assert_max_num_queries(limit):
-        assert client.get("/hub/", {"q": "bulk"}, HTTP_HX_REQUEST="true").status_code == 200
+        assert client.get("/marketplace/hub/", {"q": "bulk"}, HTTP_HX_REQUEST="true").status_code == 200
 
 
 def test_the_list_page_runs_the_same_few_queries_however_many_items_match(
@@ -79,7 +79,7 @@ def test_the_item_page_shows_card_files_chips_prices_and_counts(catalog, make_it
         size_bytes=12_500_000_000,
         files=[("config.json", 1_000), ("model-00001-of-00002.safetensors", 10_000_000_000)],
     )
-    html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = english.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     assert "<h1>ChatGLM3-6B</h1>" in html and "model-00001-of-00002.safetensors" in html
     assert "10 GB" in html and "12.5 GB" in html and "6.2 billion" in html
     assert "from ¥" in html and "/card-hour on Ascend 910B" in html
@@ -101,13 +101,13 @@ def _mount_cta(html):
 
 
 def test_an_anonymous_visitor_is_asked_to_log_in_to_mount(chat_models, english):
-    html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = english.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     assert _mount_cta(html).startswith('a class="btn btn-primary btn-sm" href="/accounts/login/?next=')
 
 
 def test_without_instances_the_mount_button_opens_the_wizard_with_the_repo_preselected(chat_models, english, owner):
     english.force_login(owner)
-    html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = english.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     assert 'id="mount-choices"' not in html
     href = _mount_cta(html).split('href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     assert href.startswith("/instances/new/?") and "mounts=THUDM%2Fchatglm3-6b" in href
@@ -122,7 +122,7 @@ def test_with_instances_the_mount_button_offers_them_and_mounts_the_repo(chat_mo
     instance = launch(name="glm-box")
     settle()
     english.force_login(owner)
-    html = english.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = english.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     picker = html.split('id="mount-choices"', 1)[1].split("</ul>", 1)[0]
     action = reverse("storage:instance-mount", args=[instance.public_id])
     assert "glm-box" in picker and f'action="{action}"' in picker
@@ -130,27 +130,27 @@ def test_with_instances_the_mount_button_offers_them_and_mounts_the_repo(chat_mo
     response = english.post(action, {"repo": "THUDM/chatglm3-6b"})
     assert response.status_code == 302 and response["Location"].startswith(instance.get_absolute_url())
     assert HubMount.objects.filter(instance=instance, repo="THUDM/chatglm3-6b").exists()
-    again = english.get("/hub/THUDM/chatglm3-6b").content.decode().split('id="mount-choices"', 1)[1]
+    again = english.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode().split('id="mount-choices"', 1)[1]
     assert "mount-into" not in again.split("</ul>", 1)[0]  # already mounted there: no second button
 
 
 def test_a_private_item_page_is_the_same_404_as_a_missing_one(make_item, owner, owner_client, client):
     make_item("owner-lab/secret", owner=owner, visibility="private")
-    assert owner_client.get("/hub/owner-lab/secret").status_code == 200
+    assert owner_client.get("/marketplace/hub/owner-lab/secret").status_code == 200
     client.logout()  # the same test client, now anonymous
-    assert client.get("/hub/owner-lab/secret").status_code == 404
-    assert client.get("/hub/owner-lab/missing").status_code == 404
+    assert client.get("/marketplace/hub/owner-lab/secret").status_code == 404
+    assert client.get("/marketplace/hub/owner-lab/missing").status_code == 404
 
 
 def test_strangers_and_teammates_get_404_for_a_private_item(make_item, owner, stranger, teammate, client):
     make_item("owner-lab/secret", owner=owner, visibility="private")
     for other in (stranger, teammate):
         client.force_login(other)
-        assert client.get("/hub/owner-lab/secret").status_code == 404
-        assert client.post("/hub/owner-lab/secret/like").status_code == 404
+        assert client.get("/marketplace/hub/owner-lab/secret").status_code == 404
+        assert client.post("/marketplace/hub/owner-lab/secret/like").status_code == 404
 
 
 def test_the_page_speaks_chinese_by_default(chat_models, client):
-    html = client.get("/hub/THUDM/chatglm3-6b").content.decode()
+    html = client.get("/marketplace/hub/THUDM/chatglm3-6b").content.decode()
     assert "ChatGLM3 中文对话模型" in html  # the Chinese summary
     assert "文本生成" in html  # the task's Chinese name

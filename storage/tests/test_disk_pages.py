@@ -51,7 +51,7 @@ def test_a_stranger_gets_404_for_anothers_disk_actions(client, stranger, owner, 
     for action in ("grow", "attach", "detach", "delete"):
         assert client.post(f"/storage/disks/{disk.public_id}/{action}/", {"size_gb": "500"}).status_code == 404
     assert "ckpt" not in client.get("/storage/disks/").content.decode()
-    base = f"/instances/{instance.public_id}"
+    base = f"/storage/instances/{instance.public_id}"
     assert client.post(f"{base}/disks/attach/", {"disk": str(disk.public_id)}).status_code == 404
     assert client.post(f"{base}/mounts/add/", {"repo": "THUDM/chatglm3-6b"}).status_code == 404
     assert CloudDisk.objects.get(pk=disk.pk).status == "available"
@@ -60,11 +60,11 @@ def test_a_stranger_gets_404_for_anothers_disk_actions(client, stranger, owner, 
 def test_the_instance_page_lists_mounts_and_disks_and_hot_plugs_from_the_panel(owner_client, owner, zone, instance):
     hub_services.save_item(repo="THUDM/chatglm3-6b", summary_zh="中文对话模型")
     disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
-    base = f"/instances/{instance.public_id}"
-    page = owner_client.get(f"{base}/").content.decode()
+    base = f"/storage/instances/{instance.public_id}"
+    page = owner_client.get(f"/instances/{instance.public_id}/").content.decode()
     assert "/root/shared" in page and "ckpt" in page  # a spare disk of the zone to attach
 
-    results = owner_client.get("/storage/hub-search/", {"q": "对话", "instance": str(instance.public_id)})
+    results = owner_client.get("/marketplace/hub/search/", {"q": "对话", "instance": str(instance.public_id)})
     assert "THUDM/chatglm3-6b" in results.content.decode()
     owner_client.post(f"{base}/mounts/add/", {"repo": "THUDM/chatglm3-6b"}, HTTP_HX_REQUEST="true")
     panel = owner_client.post(f"{base}/disks/attach/", {"disk": str(disk.public_id)}, HTTP_HX_REQUEST="true")
@@ -125,7 +125,7 @@ def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
 
 def test_the_pricing_page_states_the_disk_and_storage_prices(client, catalog):
     client.cookies["django_language"] = "en"  # pages follow the language switch, not Accept-Language
-    page = client.get("/pricing/").content.decode()
+    page = client.get("/catalog/pricing/").content.decode()
     assert "Cloud disks: ¥0.01 per GB-day" in page
     assert "the first 50 GB free, then ¥0.01 per GB-day" in page
 

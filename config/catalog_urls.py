@@ -1,0 +1,19 @@
+"""The public catalog pages under /catalog/: the price list, the chip comparison and the training estimator.
+
+Chips, zones and prices are the catalog app's data, but that app is the lowest layer (``.importlinter``) and these
+pages price what they show with billing's quote and instances' estimator, so their views stay in those apps and this
+conf, at the top beside ``config/urls.py``, gathers them under the catalog's prefix.
+"""
+
+from django.urls import path
+
+from billing import views as billing_views
+from instances import catalog_views
+
+app_name = "catalog"
+
+urlpatterns = [
+    path("pricing/", billing_views.pricing, name="pricing"),
+    path("chips/", catalog_views.chips, name="chips"),
+    path("estimator/", catalog_views.estimator_page, name="estimator"),
+]

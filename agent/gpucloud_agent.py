@@ -568,7 +568,8 @@ _HUB_API = re.compile(r"^/api/(?:models/|datasets/|repos/create/?(?:\?|$)|valida
 HUB_METHODS = {"GET", "HEAD", "POST", "PUT"}
 # First path segments of the console's own pages and APIs: never the hub's, whatever the rest looks like.
 _CONSOLE_ROOTS = {"instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin", "v1",
-                  "endpoints", "marketplace", "catalog", "i18n", "static", "media"}  # fmt: skip
+                  "endpoints", "marketplace", "catalog", "i18n", "static", "media", "healthz", "pricing", "chips",
+                  "estimator"}  # fmt: skip
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Headers the relay sets itself or never passes on: the connection's, cookies, and claims about the caller.
 _DROPPED_HEADERS = {"connection", "keep-alive", "cookie", "proxy-authorization", "proxy-connection", "host",

@@ -6,6 +6,7 @@ conf, at the top beside ``config/urls.py``, gathers them under the catalog's pre
 """
 
 from django.urls import path
+from django.views.generic import RedirectView
 
 from billing import views as billing_views
 from instances import catalog_views
@@ -13,6 +14,8 @@ from instances import catalog_views
 app_name = "catalog"
 
 urlpatterns = [
+    # The catalog's own address opens its first page, as every other prefix opens a page of its own.
+    path("", RedirectView.as_view(pattern_name="catalog:pricing"), name="index"),
     path("pricing/", billing_views.pricing, name="pricing"),
     path("chips/", catalog_views.chips, name="chips"),
     path("estimator/", catalog_views.estimator_page, name="estimator"),

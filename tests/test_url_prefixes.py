@@ -177,3 +177,8 @@ def test_the_root_exceptions_stay_where_clients_look_for_them(client):
     assert client.get("/healthz")["Content-Type"] == "application/json"
     assert client.get("/favicon.ico")["Location"].endswith("favicon.svg")
     assert client.post("/v1/chat/completions", "{}", content_type="application/json").status_code == 401
+
+
+def test_the_catalogs_own_address_opens_its_price_list(client):
+    response = client.get("/catalog/")
+    assert response.status_code == 302 and response["Location"] == "/catalog/pricing/"

@@ -44,9 +44,18 @@ class Alerts:
     stop: list[tuple[int, str, Decimal]] = field(default_factory=list)
     # Team members whose month's spend of the team's wallet reached their budget: (account, member, budget).
     budget: list[tuple[int, int, Decimal]] = field(default_factory=list)
+    # Users with a spending cap, and (account, member) pairs with a budget: their charges are posted every minute.
+    capped: set[int] = field(default_factory=set)
+    budgeted: set[tuple[int, int]] = field(default_factory=set)
 
     def __bool__(self):
         return bool(self.low or self.stop or self.budget)
+
+    def at_risk(self) -> tuple[set[int], set[tuple[int, int]]]:
+        """The payers who could reach zero, a cap or a budget within minutes: low, stopped or capped users, and
+        (account, member) pairs under a budget."""
+        users = {uid for uid, *_rest in self.low} | {uid for uid, *_rest in self.stop} | self.capped
+        return users, self.budgeted
 
 
 def retention_days() -> int:
@@ -89,6 +98,7 @@ def assess(buckets: dict[int, dict], now: datetime, *, vouchers: dict[int, Decim
     caps = dict(
         Wallet.objects.filter(user_id__in=solvent, spending_cap__isnull=False).values_list("user_id", "spending_cap")
     )
+    alerts.capped = set(caps)
     if caps:
         spent = spend.month_totals(rules.month_of(now), caps)
         alerts.stop += [(u, REASON_SPENDING_CAP, cap) for u, cap in caps.items() if spent.get(u, ZERO) >= cap]

@@ -70,15 +70,15 @@ def check_launch(account_id: int, member_id: int, needed: Decimal, *, pending_pe
         )
 
 
-def assess(sessions, now: datetime) -> list[tuple[int, int, Decimal]]:
+def assess(sessions, now: datetime) -> tuple[list[tuple[int, int, Decimal]], set[tuple[int, int]]]:
     """After a tick charged ``sessions``: the (account, member, budget) whose month's spend has reached the
-    budget."""
+    budget, and every (account, member) of them that has a budget."""
     pairs = {(s.user_id, s.member_id) for s in sessions if s.member_id is not None}
     if not pairs:
-        return []
+        return [], set()
     budgets = {k: v for k, v in team_budgets.budgets_for(*map(set, zip(*pairs, strict=True))).items() if k in pairs}
     if not budgets:
-        return []
+        return [], set()
     # One grouped sum for every budgeted member of the tick, not a query each: this runs inside the metering tick.
     totals = spend.month_totals(rules.month_of(now), {a for a, _m in budgets}, members={m for _a, m in budgets})
-    return [(a, m, budget) for (a, m), budget in budgets.items() if totals.get((a, m), ZERO) >= budget]
+    return [(a, m, budget) for (a, m), budget in budgets.items() if totals.get((a, m), ZERO) >= budget], set(budgets)

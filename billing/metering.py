@@ -4,7 +4,10 @@ The contract with ``instances`` (and endpoints, disks, storage):
 
 * :func:`open_usage` starts metering a running resource at the quote's per-minute price, frozen for the run.
 * :func:`close_usage` stops it and charges what is still due up to ``ended_at``.
-* ``billing.tasks.meter`` runs :func:`meter` every 60 s: it charges every open session.
+* ``billing.tasks.meter`` runs :func:`meter` every 60 s: it charges every open session that is due. With
+  ``METERING_POSTING_MINUTES`` above 1 a session is due every that many billed minutes (staggered by session),
+  or every minute while its payer is at risk (``billing.rules.next_posting``); what is posted is the same money,
+  in fewer, longer postings.
 
 Billed minutes = ceil((min(now, ended_at) − started_at) / 60 s): every started minute is billed, at its start.
 No drift: a session's ``charged`` always equals ``to_cents(payable_per_hour × billed_minutes / 60)``; each posting
@@ -20,10 +23,11 @@ idempotency key names the session and the billed-minute boundary, so the same mi
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -46,7 +50,17 @@ from .ledger import (
 from .models import Plan, UsageSession, Wallet
 from .money import ZERO
 from .quote import Quote
-from .rules import billed_minutes, charge_entries, minutes_cost, month_of, split_payment, usable_trial, voucher_usable
+from .rules import (
+    billed_minutes,
+    charge_entries,
+    minutes_cost,
+    month_of,
+    next_posting,
+    posting_minutes,
+    split_payment,
+    usable_trial,
+    voucher_usable,
+)
 
 _author_shares = None
 
@@ -103,6 +117,7 @@ def open_usage(
         resource_id=resource_id,
         label=label[:200],
         started_at=started_at,
+        charge_due_at=started_at,
         plan_slug=quote.plan_slug,
         prepaid=prepaid,
         chip_slug=quote.chip_slug or "",
@@ -177,17 +192,15 @@ def _lock(queryset):
 
 
 def meter(now: datetime | None = None, *, chunk_size: int = CHUNK_SIZE) -> TickReport:
-    """Charge every open session up to ``now``: one database transaction per chunk of sessions."""
+    """Charge every open session that is due up to ``now``: one database transaction per chunk of sessions."""
     now = now or timezone.now()
     report = TickReport()
     last_pk = 0
+    # A session not yet scheduled (one written without ``charge_due_at``) is due: a session is never left unbilled.
+    due = Q(charge_due_at__lt=now) | Q(charge_due_at__isnull=True, started_at__lt=now)
     while True:
         with transaction.atomic():
-            chunk = list(
-                _lock(UsageSession.objects.open().filter(pk__gt=last_pk, started_at__lt=now)).order_by("pk")[
-                    :chunk_size
-                ]
-            )
+            chunk = list(_lock(UsageSession.objects.open().filter(due, pk__gt=last_pk)).order_by("pk")[:chunk_size])
             if not chunk:
                 break
             last_pk = chunk[-1].pk
@@ -208,24 +221,51 @@ class _Due:
     subsidy: Decimal
 
 
-def _dues(sessions, now) -> list[_Due]:
-    dues = []
+def _dues(sessions, now) -> tuple[list[_Due], dict[int, int]]:
+    """What is due on each session, and every session's billed minutes up to ``now`` (to schedule the next look)."""
+    dues, billed = [], {}
     for s in sessions:
-        minutes = billed_minutes(s.started_at, min(now, s.ended_at) if s.ended_at else now)
+        minutes = billed[s.pk] = billed_minutes(s.started_at, min(now, s.ended_at) if s.ended_at else now)
         if minutes <= s.charged_minutes:
             continue
         payable = due_amount(s.payable_per_hour, minutes) - s.charged
         subsidy = due_amount(s.subsidy_per_hour, minutes) - s.subsidy_booked - s.subsidy_unfunded
         if payable > 0 or subsidy > 0:  # nothing new (less than a fen): wait for a later tick
             dues.append(_Due(s, minutes, payable, max(subsidy, ZERO)))
-    return dues
+    return dues, billed
+
+
+def _schedule(sessions, billed: dict[int, int], alerts, now) -> None:
+    """Set when the tick next looks at each session: after ``posting_minutes()`` billed minutes, or the next minute
+    when its payer is at risk (within an hour of spend of zero, stopped, capped, or a member under a budget)."""
+    every = posting_minutes()
+    users, members = alerts.at_risk()
+    for s in sessions:
+        at_risk = every == 1 or s.user_id in users or (s.user_id, s.member_id) in members
+        s.charge_due_at = next_posting(s.started_at, billed[s.pk], every=1 if at_risk else every, phase=s.pk)
+    if every > 1 and (users or members):
+        _bring_forward(users, members, now=now, besides=[s.pk for s in sessions])
+
+
+def _bring_forward(users, members, *, now, besides) -> None:
+    """The at-risk payers' other open sessions, scheduled further off on the longer cadence, are looked at by the
+    next tick. Sessions another tick holds are skipped: that tick schedules them itself."""
+    whose = Q(user_id__in=users)
+    for account, member in members:
+        whose |= Q(user_id=account, member_id=member)
+    later = UsageSession.objects.open().filter(whose, charge_due_at__gte=now + timedelta(minutes=1))
+    ids = list(_lock(later.exclude(pk__in=besides)).values_list("pk", flat=True))
+    if ids:
+        UsageSession.objects.filter(pk__in=ids).update(charge_due_at=None)
 
 
 def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcome:
     """Charge what is due on ``sessions`` (locked by the caller, in its transaction) in one batch posting."""
     outcome = ChargeOutcome()
-    dues = _dues(sessions, now)
+    dues, billed = _dues(sessions, now)
     if not dues:
+        _schedule(sessions, billed, outcome.alerts, now)
+        bulk_set(UsageSession, sessions, ["charge_due_at"])
         return outcome
     revenue = system_account(AccountKind.REVENUE)
     funded_by = programme_accounts({d.session.programme_id for d in dues if d.subsidy > 0 and d.session.programme_id})
@@ -259,11 +299,14 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     charges = [(d.session, d.payable, p.idempotency_key) for d, p in zip(dues, postings, strict=True)]
     postings += shares.postings(charges, now)
     post_batch(postings, locked=locked, programmes=programmes)
-    bulk_set(
-        UsageSession, [d.session for d in dues], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"]
-    )
     outcome.alerts = arrears.assess(buckets, now, vouchers=_covering_running(dues, held, voucher_left, now))
-    outcome.alerts.budget = budgets.assess([d.session for d in dues], now)
+    outcome.alerts.budget, outcome.alerts.budgeted = budgets.assess([d.session for d in dues], now)
+    _schedule(sessions, billed, outcome.alerts, now)
+    bulk_set(
+        UsageSession,
+        sessions,
+        ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded", "charge_due_at"],
+    )
     return outcome
 
 

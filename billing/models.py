@@ -387,6 +387,9 @@ class UsageSession(models.Model):
     charged = _money(_("charged (CNY)"), default=ZERO)
     subsidy_booked = _money(_("subsidy booked (CNY)"), default=ZERO)
     subsidy_unfunded = _money(_("subsidy borne by the operator (CNY)"), default=ZERO)
+    # When the metering tick should next look at this open session (billing.rules.next_posting); empty: at the
+    # next tick.
+    charge_due_at = models.DateTimeField(_("next charge"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = UsageSessionQuerySet.as_manager()

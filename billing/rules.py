@@ -4,6 +4,9 @@ Every other module asks these functions; none restates them.
 
 * **Trial credit** is usable while it has a balance and has not expired; it pays for compute only.
 * **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2.
+* **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 1)
+  minutes, at minute counts staggered by session so that a tick posts about one in that many sessions; a payer
+  within an hour of spend of zero, with a spending cap or under a member budget is posted every minute.
 * **Months** are the operator's local calendar months (``TIME_ZONE``): statements, spending caps, subsidy caps
   and reports all cut a month at local midnight on the first.
 * **Paying a charge**, in this order: the vouchers that cover it (the one expiring soonest first), then usable
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.utils import timezone
 
 from .choices import COMPUTE_KINDS
@@ -50,6 +54,19 @@ def billed_minutes(started_at: datetime, until: datetime) -> int:
 def billed_through(started_at: datetime, now: datetime) -> datetime:
     """The end of the minute ``now`` falls in (at least the first): what a session has billed, or will, up to."""
     return started_at + timedelta(minutes=max(1, billed_minutes(started_at, now)))
+
+
+def posting_minutes() -> int:
+    """How many billed minutes the tick gathers into one posting per session when its payer is not at risk."""
+    return settings.METERING_POSTING_MINUTES
+
+
+def next_posting(started_at: datetime, billed: int, *, every: int, phase: int) -> datetime:
+    """When the tick should next look at a session that has ``billed`` minutes counted: as the minute it should
+    post up to starts. That minute count is the next one after ``billed`` that is ``phase`` modulo ``every``, so
+    sessions started together still spread their postings over ``every`` ticks; ``every=1`` is the next minute."""
+    target = billed + 1 + (phase - billed - 1) % every
+    return started_at + timedelta(minutes=target - 1)
 
 
 def minutes_cost(per_hour: Decimal, minutes: int) -> Decimal:

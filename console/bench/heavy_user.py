@@ -232,6 +232,7 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
             [
                 UsageSession(
                     user=user, kind=s.kind, resource_id=copy.public_id, label=copy.name, started_at=started,
+                    charge_due_at=started,
                     plan_slug=s.plan_slug, prepaid=s.prepaid, chip_slug=s.chip_slug, cards=s.cards,
                     zone_slug=s.zone_slug, spot=s.spot, list_per_hour=s.list_per_hour,
                     payable_per_hour=s.payable_per_hour, subsidy_per_hour=s.subsidy_per_hour,

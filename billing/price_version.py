@@ -4,8 +4,8 @@
 the one it was built under. The token changes in the same transaction as the change itself, so a process that
 sees the change sees the new token too, whichever process or worker made it:
 
-- saving or deleting a price, plan, subsidy programme, zone, region or node (the admin, the seed, the services)
-  changes it through the signals connected here; so does changing a programme's chips or zones;
+- saving or deleting a price, plan, subsidy programme, chip, instance spec, zone, region or node (the admin, the
+  seed, the services) changes it through the signals connected here; so does changing a programme's chips or zones;
 - a queryset ``update()`` sends no signal, so the services that change those rows that way call :func:`bump`.
 
 What moves with every charge (a programme's ``spent``, a node's ``cards_reserved``) is not in the shared part and
@@ -17,7 +17,7 @@ import uuid
 from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
 from django.utils import timezone
 
-from catalog.models import Chip, Node, Region, Zone
+from catalog.models import Chip, InstanceSpec, Node, Region, Zone
 
 from .models import Plan, Price, PriceBookVersion, SubsidyProgramme
 
@@ -63,7 +63,8 @@ def _places_changed(sender, action, **kwargs):
 def connect() -> None:
     """Connect the receivers (from ``BillingConfig.ready``)."""
     # A chip too: deleting one silently empties its rows in the programmes' chip lists (no m2m signal for that).
-    for model in (Price, Plan, SubsidyProgramme, Chip, Zone, Region, Node):
+    # Instance specs: the price list shows each spec's price, and caches its content under this version.
+    for model in (Price, Plan, SubsidyProgramme, Chip, InstanceSpec, Zone, Region, Node):
         post_save.connect(_saved, sender=model, dispatch_uid=f"price_version_saved_{model._meta.label_lower}")
         post_delete.connect(_deleted, sender=model, dispatch_uid=f"price_version_deleted_{model._meta.label_lower}")
     for through in (SubsidyProgramme.chips.through, SubsidyProgramme.zones.through):

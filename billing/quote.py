@@ -59,6 +59,9 @@ class PriceBook:
     offers: Mapping[int, tuple[Zone, ...]]
     user: object = None
     usage: Mapping[int, Decimal] = field(default_factory=dict)
+    # What the book is built from, for everyone: the price version and the span of time it serves. With the
+    # programmes' budgets left, it names everything a page of this book's public prices shows.
+    version: tuple = ()
 
     def price_for(self, chip_id: int | None) -> PriceEntry | None:
         return self.prices.get(chip_id)
@@ -240,6 +243,7 @@ def load_price_book(*, at: datetime | None = None, user=None, person=None) -> Pr
         offers=shared.offers,
         user=user,
         usage=_load_usage(person or user, at, programmes),
+        version=(shared.version, shared.since, shared.until),
     )
 
 

@@ -1,7 +1,12 @@
 """The public pricing page with its live calculator (htmx) and the billing table per state."""
 
+import hashlib
+
 from django.conf import settings
+from django.core.cache import cache
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 
 from catalog.models import Chip, InstanceSpec
@@ -13,6 +18,8 @@ from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
 from .quote import load_price_book, storage_prices
 
 TEMPLATE = "billing/pricing.html"
+CONTENT = "billing/_pricing_content.html"
+CONTENT_SECONDS = 3600
 
 
 def _calculate(form, book, chips):
@@ -47,7 +54,17 @@ def _storage_prices() -> dict:
 
 @require_GET
 def pricing(request):
+    """The price list and the calculator. What a visitor who is not logged in sees without a query is the same
+    for everyone: it is rendered once per price book (version, span, programmes' budgets left) and language, and
+    kept in the cache under that name, so an operator's change or a programme's spending shows on the next visit."""
     book = load_price_book(**priced_for(request))
+    key = None
+    if not request.GET and not request.user.is_authenticated and not wants_partial(request):
+        left = tuple((p.id, p.remaining) for p in book.programmes)
+        key = f"pricing:{get_language()}:{hashlib.sha256(repr((book.version, left)).encode()).hexdigest()}"
+        content = cache.get(key)
+        if content is not None:
+            return render(request, TEMPLATE, {"content": content})
     chips = {chip.slug: chip for chip in Chip.objects.rentable()}
     zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
     form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}
@@ -56,7 +73,7 @@ def pricing(request):
     calculated, error = _calculate(form, book, chips)
     context = {"form": form, "quote": calculated, "error": error}
     if wants_partial(request):
-        return render(request, f"{TEMPLATE}#quote-breakdown", context)
+        return render(request, f"{CONTENT}#quote-breakdown", context)
     chip_names = {chip.pk: chip.label for chip in chips.values()}
     context |= {
         "rows": pricing_table.price_table(book, chips.values()),
@@ -66,4 +83,7 @@ def pricing(request):
         "release_days": settings.STOPPED_RELEASE_DAYS,
         **_storage_prices(),
     }
-    return render(request, TEMPLATE, context, status=400 if error and submitted else 200)
+    content = render_to_string(CONTENT, context, request)
+    if key is not None:
+        cache.set(key, content, CONTENT_SECONDS)
+    return render(request, TEMPLATE, {"content": content}, status=400 if error and submitted else 200)

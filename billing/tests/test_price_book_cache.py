@@ -1,6 +1,7 @@
 """The price book is built once per price version and shared, and is never stale: whatever the back office changes
 shows on the pricing page and in quotes at once, and a price set for later takes effect when its moment comes."""
 
+import re
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -16,7 +17,7 @@ from django.utils import timezone
 from billing.models import Plan, Price, PriceBookVersion, SubsidyProgramme, SubsidyUsage
 from billing.quote import load_price_book, quote
 from billing.rules import month_of
-from catalog.models import Node
+from catalog.models import InstanceSpec, Node
 from console.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
@@ -225,3 +226,39 @@ def test_a_programme_set_for_later_runs_exactly_between_its_start_and_end(client
         clock.shift(timedelta(hours=1))
         assert quote(chip=dcu).programme.slug == "xinchuang-2026"
         assert "DCU launch offer" not in _pricing(client)
+
+
+def test_a_visitors_price_list_is_rendered_once_and_then_served_in_two_queries(
+    client, catalog, django_assert_max_num_queries
+):
+    first = _pricing(client)
+    with django_assert_max_num_queries(2):  # the price version and what the programmes have spent
+        again = _pricing(client)
+    token = re.compile(r'"X-CSRFToken": "[^"]+"|name="csrfmiddlewaretoken" value="[^"]+"')  # masked afresh each time
+    assert token.sub("", again) == token.sub("", first) and "¥4.80" in again
+
+
+def test_the_price_list_kept_for_visitors_follows_an_instance_spec_saved_as_the_admin_does(client, catalog):
+    spec = InstanceSpec.objects.filter(chip__isnull=False, active=True).first()
+    _warm(client, f"<code>{spec.slug}</code>")
+    spec.memory_gb = 7777
+    spec.save()
+
+    assert ">7777<" in _pricing(client)
+    spec.active = False
+    spec.save()
+    assert f"<code>{spec.slug}</code>" not in _pricing(client)
+
+
+def test_the_price_list_kept_for_visitors_follows_what_a_programme_spends_and_each_language_has_its_own(
+    client, catalog
+):
+    programme = SubsidyProgramme.objects.filter(budget__isnull=False).first() or SubsidyProgramme.objects.first()
+    SubsidyProgramme.objects.filter(pk=programme.pk).update(budget=Decimal("1000.00"), spent=Decimal("0"))
+    _warm(client, "¥1,000.00 of budget left")
+    SubsidyProgramme.objects.filter(pk=programme.pk).update(spent=F("spent") + Decimal("250"))  # as the ledger does
+
+    assert "¥750.00 of budget left" in _pricing(client)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    chinese = client.get(reverse("catalog:pricing")).content.decode()
+    assert "价格" in chinese and "of budget left" not in chinese

@@ -1,15 +1,12 @@
 """The public pricing page with its live calculator (htmx) and the billing table per state."""
 
-import hashlib
-
 from django.conf import settings
-from django.core.cache import cache
 from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 
 from catalog.models import Chip, InstanceSpec
+from console import visitor_cache
 from console.htmx import wants_partial
 from teams.context import priced_for
 
@@ -19,7 +16,6 @@ from .quote import load_price_book, storage_prices
 
 TEMPLATE = "billing/pricing.html"
 CONTENT = "billing/_pricing_content.html"
-CONTENT_SECONDS = 3600
 
 
 def _calculate(form, book, chips):
@@ -54,17 +50,27 @@ def _storage_prices() -> dict:
 
 @require_GET
 def pricing(request):
-    """The price list and the calculator. What a visitor who is not logged in sees without a query is the same
-    for everyone: it is rendered once per price book (version, span, programmes' budgets left) and language, and
-    kept in the cache under that name, so an operator's change or a programme's spending shows on the next visit."""
+    """The price list and the calculator. What a visitor sees without a query is the same for everyone: it is kept
+    per price book (its version and span, the programmes' budgets left) and language, so an operator's change or a
+    programme's spending shows on the next visit."""
     book = load_price_book(**priced_for(request))
-    key = None
-    if not request.GET and not request.user.is_authenticated and not wants_partial(request):
+    if wants_partial(request):
+        context, _status = _pricing_context(request, book, partial=True)
+        return render(request, f"{CONTENT}#quote-breakdown", context)
+
+    def build():
+        context, status = _pricing_context(request, book)
+        return render_to_string(CONTENT, context, request), status
+
+    if request.GET:
+        content, status = build()
+    else:
         left = tuple((p.id, p.remaining) for p in book.programmes)
-        key = f"pricing:{get_language()}:{hashlib.sha256(repr((book.version, left)).encode()).hexdigest()}"
-        content = cache.get(key)
-        if content is not None:
-            return render(request, TEMPLATE, {"content": content})
+        content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=(book.version, left))
+    return render(request, TEMPLATE, {"content": content}, status=status)
+
+
+def _pricing_context(request, book, *, partial=False) -> tuple[dict, int]:
     chips = {chip.slug: chip for chip in Chip.objects.rentable()}
     zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
     form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}
@@ -72,8 +78,9 @@ def pricing(request):
     form = QuoteForm(request.GET if submitted else DEFAULT_QUERY, **form_kwargs)
     calculated, error = _calculate(form, book, chips)
     context = {"form": form, "quote": calculated, "error": error}
-    if wants_partial(request):
-        return render(request, f"{CONTENT}#quote-breakdown", context)
+    status = 400 if error and submitted else 200
+    if partial:
+        return context, status
     chip_names = {chip.pk: chip.label for chip in chips.values()}
     context |= {
         "rows": pricing_table.price_table(book, chips.values()),
@@ -83,7 +90,4 @@ def pricing(request):
         "release_days": settings.STOPPED_RELEASE_DAYS,
         **_storage_prices(),
     }
-    content = render_to_string(CONTENT, context, request)
-    if key is not None:
-        cache.set(key, content, CONTENT_SECONDS)
-    return render(request, TEMPLATE, {"content": content}, status=400 if error and submitted else 200)
+    return context, status

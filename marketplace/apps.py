@@ -21,3 +21,21 @@ class MarketplaceConfig(AppConfig):
         instance_images.register_source(image_services)
         # Instances mount the hub's models and datasets; storage keeps the mounts and asks the hub about items.
         mounts.register_hub(hub_services)
+        _connect_visitor_pages()
+
+
+def _connect_visitor_pages() -> None:
+    """A saved or deleted image or hub item is a new generation of the visitor's pages that list them."""
+    from django.db.models.signals import post_delete, post_save
+
+    from console import visitor_cache
+
+    from .models import HubItem, Image
+
+    for model, page in ((Image, "image-list"), (HubItem, "hub-list")):
+
+        def changed(sender, page=page, **kwargs):
+            visitor_cache.bump(page)
+
+        post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"visitor_page_{page}_saved")
+        post_delete.connect(changed, sender=model, weak=False, dispatch_uid=f"visitor_page_{page}_deleted")

@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import get_language
@@ -16,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
+from console import visitor_cache
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from instances.attachments import MOUNTABLE
@@ -28,6 +30,10 @@ from .forms import HubRepoForm, HubSearchForm, HubUploadForm
 from .hub import repos, services
 
 LIST_TEMPLATE = "marketplace/hub/list.html"
+LIST_CONTENT = "marketplace/hub/_list_content.html"
+# How long a visitor's page of the hub list is kept at most: its counts (downloads, likes) may lag that long; a saved
+# or deleted item is a new generation of the page at once.
+LIST_SECONDS = 30
 DETAIL_TEMPLATE = "marketplace/hub/detail.html"
 PAGE_SIZE = 20
 MOUNT_CHOICES = 10  # instances offered on an item's page; the rest mount from their own page
@@ -68,23 +74,34 @@ def _menus(form) -> dict:
 
 @require_GET
 def hub_list(request):
-    form = HubSearchForm(request.GET)
-    context = {"form": form, "page": None, "error": ""}
-    status = 200
-    if form.is_valid():
-        try:
-            items = services.search_items(request.user, form.hub_query(), form.sort_order())
-            total, exact = services.count_matches(items)
-            page = CappedPaginator(items, PAGE_SIZE, total).get_page(request.GET.get("page"))
-            context |= {"page": page, "total": total, "exact": exact}
-        except ServiceError as exc:
-            context["error"], status = str(exc.message), exc.status
-    else:
-        context["error"] = " ".join(f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items())
-        status = 400
+    """The searchable list. A visitor's page is kept for ``LIST_SECONDS`` per address and language."""
+
+    def build(partial=False):
+        form = HubSearchForm(request.GET)
+        context = {"form": form, "page": None, "error": ""}
+        status = 200
+        if form.is_valid():
+            try:
+                items = services.search_items(request.user, form.hub_query(), form.sort_order())
+                total, exact = services.count_matches(items)
+                page = CappedPaginator(items, PAGE_SIZE, total).get_page(request.GET.get("page"))
+                context |= {"page": page, "total": total, "exact": exact}
+            except ServiceError as exc:
+                context["error"], status = str(exc.message), exc.status
+        else:
+            errors = form.errors.items()
+            context["error"] = " ".join(f"{form[name].label}: {' '.join(e)}" for name, e in errors)
+            status = 400
+        if partial:
+            return context, status
+        return render_to_string(LIST_CONTENT, context | _menus(form), request), status
+
     if wants_partial(request):
-        return render(request, f"{LIST_TEMPLATE}#results", context, status=status)
-    return render(request, LIST_TEMPLATE, context | _menus(form), status=status)
+        context, status = build(partial=True)
+        return render(request, f"{LIST_CONTENT}#results", context, status=status)
+    parts = (visitor_cache.generation("hub-list"),)
+    content, status = visitor_cache.content(request, "hub-list", build, seconds=LIST_SECONDS, parts=parts)
+    return render(request, LIST_TEMPLATE, {"content": content}, status=status)
 
 
 def _item_or_404(request, org: str, name: str):

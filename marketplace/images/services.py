@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
 from catalog.models import Chip
+from console import visitor_cache
 from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
@@ -457,6 +458,7 @@ def _move_review(image: Image, new: str, *, by, reason: str = "", **changes) -> 
         _event(image, old, new, reason=reason, by=by)
     if new == ImageReview.LISTED:
         cache.delete(FRAMEWORKS_CACHE)
+    visitor_cache.bump("image-list")  # an update() sends no signal: the visitor's marketplace is told here
     image.refresh_from_db()
     return image
 

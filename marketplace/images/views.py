@@ -7,10 +7,12 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
+from console import visitor_cache
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from console.ops import roles
@@ -25,6 +27,10 @@ from . import clone, services
 from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, SaveImageForm
 
 LIST_TEMPLATE = "marketplace/images/list.html"
+LIST_CONTENT = "marketplace/images/_list_content.html"
+# How long a visitor's page of the marketplace is kept at most: its counts (clones, ratings) may lag that long; a
+# saved or deleted image is a new generation of the page at once.
+LIST_SECONDS = 30
 DETAIL_TEMPLATE = "marketplace/images/detail.html"
 PAGE_SIZE = 24
 
@@ -34,28 +40,39 @@ def _form_errors(form) -> str:
 
 
 def _search_page(request, *, mine: bool):
-    form = ImageSearchForm(request.GET)
-    context = {"form": form, "page": None, "error": "", "mine": mine}
-    status = 200
-    if form.is_valid():
-        try:
-            query = form.image_query(services.family_of_chip)
-            account = acting(request).account if mine else None
-            images = services.search_images(request.user, query, form.sort_order(), mine=mine, account=account)
-            context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
-        except ServiceError as exc:
-            context["error"], status = str(exc.message), exc.status
-    else:
-        context["error"], status = _form_errors(form), 400
+    """The marketplace or my images. A visitor's page of the marketplace is kept for ``LIST_SECONDS`` per address
+    and language."""
+
+    def build(partial=False):
+        form = ImageSearchForm(request.GET)
+        context = {"form": form, "page": None, "error": "", "mine": mine}
+        status = 200
+        if form.is_valid():
+            try:
+                query = form.image_query(services.family_of_chip)
+                account = acting(request).account if mine else None
+                images = services.search_images(request.user, query, form.sort_order(), mine=mine, account=account)
+                context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
+            except ServiceError as exc:
+                context["error"], status = str(exc.message), exc.status
+        else:
+            context["error"], status = _form_errors(form), 400
+        if partial:
+            return context, status
+        menus = {
+            "categories": ImageCategory.choices,
+            "families": FAMILY_CHOICES[1:],
+            "frameworks": services.framework_options(),
+            "systems": OperatingSystem.choices,
+        }
+        return render_to_string(LIST_CONTENT, context | menus, request), status
+
     if wants_partial(request):
-        return render(request, f"{LIST_TEMPLATE}#results", context, status=status)
-    menus = {
-        "categories": ImageCategory.choices,
-        "families": FAMILY_CHOICES[1:],
-        "frameworks": services.framework_options(),
-        "systems": OperatingSystem.choices,
-    }
-    return render(request, LIST_TEMPLATE, context | menus, status=status)
+        context, status = build(partial=True)
+        return render(request, f"{LIST_CONTENT}#results", context, status=status)
+    parts = (visitor_cache.generation("image-list"),)
+    content, status = visitor_cache.content(request, "image-list", build, seconds=LIST_SECONDS, parts=parts)
+    return render(request, LIST_TEMPLATE, {"content": content, "mine": mine}, status=status)
 
 
 @require_GET

@@ -1,0 +1,49 @@
+"""Public pages as a visitor who is not logged in sees them: the same for everyone at the same address in the same
+language, so each is rendered once and then served from the cache.
+
+A page names what else its content is built from (``parts``: a price version, a programme's budget left…); a change
+to any of them is a new entry, so such a page is never stale. What a page cannot name that way (a listing's counts)
+it keeps for ``seconds`` at most.
+"""
+
+import hashlib
+import uuid
+from collections.abc import Callable
+
+from django.core.cache import cache
+from django.utils.translation import get_language
+
+from .htmx import wants_partial
+
+
+def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds: int, parts=()) -> tuple[str, int]:
+    """(content, status) of the page ``name``: ``build()``'s, or the one kept for this address, language and
+    ``parts``. Only a visitor's full page of status 200 is kept; a logged-in user's page and htmx fragments are
+    always built."""
+    if request.user.is_authenticated or wants_partial(request) or request.method not in ("GET", "HEAD"):
+        return build()
+    name_of = repr((request.path, sorted(request.GET.lists()), parts))
+    key = f"visitor:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
+    kept = cache.get(key)
+    if kept is not None:
+        return kept, 200
+    html, status = build()
+    if status == 200:
+        cache.set(key, html, seconds)
+    return html, status
+
+
+def generation(name: str) -> str:
+    """A token that changes whenever ``bump(name)`` is called: a page passes it in ``parts`` so that a change it is
+    told of shows at once (within ``seconds`` where the cache is each process's own, as in the embedded default)."""
+    key = f"visitor-generation:{name}"
+    token = cache.get(key)
+    if token is None:
+        token = uuid.uuid4().hex
+        cache.add(key, token, None)
+        token = cache.get(key, token)
+    return token
+
+
+def bump(name: str) -> None:
+    cache.set(f"visitor-generation:{name}", uuid.uuid4().hex, None)

@@ -1,0 +1,57 @@
+"""The marketplace and the hub as a visitor who is not logged in sees them: rendered once, then served from the
+cache without a query, and a new generation as soon as an image or an item is listed or changed."""
+
+import pytest
+from django.conf import settings
+
+from marketplace.images import services as image_services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def en(client):
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    return client
+
+
+def _shows(client, path, text) -> bool:
+    response = client.get(path)
+    assert response.status_code == 200
+    return text in response.content.decode()
+
+
+def test_a_visitors_marketplace_is_served_from_the_cache_and_shows_an_image_listed_or_renamed_at_once(
+    en, owner, staff, community_image, django_assert_num_queries
+):
+    first = community_image(name="Visitor Vision")
+    second = community_image(name="Second Sight", listed=False)
+    assert _shows(en, "/marketplace/", f'data-image="{first.slug}"')
+    with django_assert_num_queries(0):
+        assert not _shows(en, "/marketplace/", f'data-image="{second.slug}"')
+
+    # Published and approved: each an update() of its review state, which sends no signal.
+    second = image_services.review_image(image_services.publish(owner, second), True, "", staff)
+    assert _shows(en, "/marketplace/", f'data-image="{second.slug}"')
+    second.name = "Third Eye"
+    image_services.save_edits(second)
+    assert _shows(en, "/marketplace/", "Third Eye")
+
+
+def test_a_logged_in_users_marketplace_is_built_for_them(en, owner, community_image):
+    en.force_login(owner)
+    assert _shows(en, "/marketplace/", "My images")  # their own links, never a visitor's page
+
+
+def test_a_visitors_hub_list_is_served_from_the_cache_and_shows_a_new_item_at_once(
+    en, make_item, django_assert_num_queries
+):
+    make_item("acme/first-model", summary="The first one.")
+    assert _shows(en, "/marketplace/hub/", "acme/first-model")
+    with django_assert_num_queries(0):
+        assert _shows(en, "/marketplace/hub/", "acme/first-model")
+
+    make_item("acme/second-model", summary="Another one.")
+    assert _shows(en, "/marketplace/hub/", "acme/second-model")
+    assert _shows(en, "/marketplace/hub/?q=second", "acme/second-model")
+    assert not _shows(en, "/marketplace/hub/?q=first", "acme/second-model")

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
+from console.choice_labels import ChoiceLabels
 from instances.choices import Backend
 
 from .choices import (
@@ -38,7 +39,7 @@ from .querysets import (
 )
 
 
-class HubItem(models.Model):
+class HubItem(ChoiceLabels, models.Model):
     """A model or data set that instances can mount read-only (SPEC §8).
 
     ``owner`` is empty for the platform's public catalogue. List fields (languages, frameworks, chips, tags) are
@@ -269,7 +270,7 @@ SLUG_VALIDATOR = RegexValidator(
 )
 
 
-class Image(models.Model):
+class Image(ChoiceLabels, models.Model):
     """A boot image in the marketplace (SPEC §7): one software stack with a variant per chip family it runs on.
 
     Platform images (``owner`` empty) are the official catalogue; users' images start private (saved from a

@@ -77,7 +77,7 @@ def _pages(history) -> list[tuple[str, str, bool]]:
     """(label, path, logged in) of the pages measured: the long-history user's and the public ones."""
     from marketplace.models import Image
 
-    image = Image.objects.filter(status="listed").order_by("pk").first()
+    image = Image.objects.listed().order_by("pk").first()
     wanted = {"dashboard", "instance list", "instance detail", "wallet", "transactions", "statement", "cloud disks"}
     pages = [(label, path, True) for label, path in history.pages() if label in wanted]
     pages += [("hub", "/marketplace/hub/", False), ("marketplace", "/marketplace/", False)]

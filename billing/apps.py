@@ -7,6 +7,7 @@ class BillingConfig(AppConfig):
     verbose_name = _("Billing")
 
     def ready(self):
-        from . import checks, price_version  # noqa: F401  (checks registers the system checks)
+        from . import budgets, checks, price_version  # noqa: F401  (checks registers the system checks)
 
         price_version.connect()
+        budgets.connect()

@@ -82,3 +82,19 @@ def assess(sessions, now: datetime) -> tuple[list[tuple[int, int, Decimal]], set
     # One grouped sum for every budgeted member of the tick, not a query each: this runs inside the metering tick.
     totals = spend.month_totals(rules.month_of(now), {a for a, _m in budgets}, members={m for _a, m in budgets})
     return [(a, m, budget) for (a, m), budget in budgets.items() if totals.get((a, m), ZERO) >= budget], set(budgets)
+
+
+def _budget_saved(sender, instance, update_fields=None, **kwargs):
+    if update_fields is None or "monthly_budget" in update_fields:
+        from .metering import look_again
+
+        look_again(instance.team.account_id, instance.user_id)
+
+
+def connect() -> None:
+    """A member's budget set or changed is watched by the next metering tick, whatever the posting cadence."""
+    from django.db.models.signals import post_save
+
+    from teams.models import Membership
+
+    post_save.connect(_budget_saved, sender=Membership, dispatch_uid="billing_budget_look_again")

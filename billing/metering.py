@@ -54,6 +54,7 @@ from .rules import (
     billed_minutes,
     charge_entries,
     minutes_cost,
+    month_bounds,
     month_of,
     next_posting,
     posting_minutes,
@@ -197,7 +198,12 @@ def meter(now: datetime | None = None, *, chunk_size: int = CHUNK_SIZE) -> TickR
     report = TickReport()
     last_pk = 0
     # A session not yet scheduled (one written without ``charge_due_at``) is due: a session is never left unbilled.
-    due = Q(charge_due_at__lt=now) | Q(charge_due_at__isnull=True, started_at__lt=now)
+    # So is one scheduled further off than the cadence allows (the cadence was shortened since).
+    due = (
+        Q(charge_due_at__lt=now)
+        | Q(charge_due_at__isnull=True, started_at__lt=now)
+        | Q(charge_due_at__gte=now + timedelta(minutes=posting_minutes()), started_at__lt=now)
+    )
     while True:
         with transaction.atomic():
             chunk = list(_lock(UsageSession.objects.open().filter(due, pk__gt=last_pk)).order_by("pk")[:chunk_size])
@@ -235,16 +241,44 @@ def _dues(sessions, now) -> tuple[list[_Due], dict[int, int]]:
     return dues, billed
 
 
-def _schedule(sessions, billed: dict[int, int], alerts, now) -> None:
+def _schedule(sessions, billed: dict[int, int], alerts, now, expiring=frozenset()) -> None:
     """Set when the tick next looks at each session: after ``posting_minutes()`` billed minutes, or the next minute
-    when its payer is at risk (within an hour of spend of zero, stopped, capped, or a member under a budget)."""
+    when its payer is at risk (within an hour of spend of zero, stopped, capped, a member under a budget, or
+    holding trial credit or a voucher that expires before then, so each minute is paid from what was usable in it).
+    Never after the last minute of the month: a posting's minutes all belong to the month it is booked in."""
     every = posting_minutes()
     users, members = alerts.at_risk()
+    users = users | set(expiring)
+    month_end = month_bounds(month_of(now))[1] - timedelta(minutes=1)
     for s in sessions:
         at_risk = every == 1 or s.user_id in users or (s.user_id, s.member_id) in members
-        s.charge_due_at = next_posting(s.started_at, billed[s.pk], every=1 if at_risk else every, phase=s.pk)
+        due = next_posting(s.started_at, billed[s.pk], every=1 if at_risk else every, phase=s.pk)
+        s.charge_due_at = due if at_risk else min(due, max(month_end, s.started_at))
     if every > 1 and (users or members):
         _bring_forward(users, members, now=now, besides=[s.pk for s in sessions])
+
+
+def look_again(user_id: int, member_id: int | None = None) -> None:
+    """The payer's open sessions (a member's only, when given) are looked at by the next tick: after a change to
+    what stops them (a spending cap, a member's budget), which the longer cadence would otherwise notice late."""
+    sessions = UsageSession.objects.open().filter(user_id=user_id)
+    if member_id is not None:
+        sessions = sessions.filter(member_id=member_id)
+    transaction.on_commit(lambda: sessions.update(charge_due_at=None))
+
+
+def _expiring(buckets, held, voucher_left, now) -> set[int]:
+    """The payers holding usable trial credit or a voucher that expires before the longer cadence's next posting."""
+    every = posting_minutes()
+    if every == 1:
+        return set()
+    soon = now + timedelta(minutes=every)
+    found = {uid for uid, b in buckets.items() if usable_trial(b[AccountKind.USER_TRIAL], now) and
+             b[AccountKind.USER_TRIAL].expires_at < soon}  # fmt: skip
+    for uid, vouchers_held in held.items():
+        if any(h.expires_at < soon and voucher_left.get(h.account_id, ZERO) > 0 for h in vouchers_held):
+            found.add(uid)
+    return found
 
 
 def _bring_forward(users, members, *, now, besides) -> None:
@@ -301,7 +335,7 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
     post_batch(postings, locked=locked, programmes=programmes)
     outcome.alerts = arrears.assess(buckets, now, vouchers=_covering_running(dues, held, voucher_left, now))
     outcome.alerts.budget, outcome.alerts.budgeted = budgets.assess([d.session for d in dues], now)
-    _schedule(sessions, billed, outcome.alerts, now)
+    _schedule(sessions, billed, outcome.alerts, now, _expiring(buckets, held, voucher_left, now))
     bulk_set(
         UsageSession,
         sessions,

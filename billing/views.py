@@ -36,11 +36,8 @@ def _calculate(form, book, chips):
     )
 
 
-def _storage_prices() -> dict:
+def _storage_prices(prices) -> dict:
     """The per-GB-day prices of disks and cloud storage in force now (None when not published)."""
-    from django.conf import settings
-
-    prices = storage_prices()
     return {
         "disk_price": prices.get("disk"),
         "cloud_storage_price": prices.get("storage"),
@@ -51,26 +48,26 @@ def _storage_prices() -> dict:
 @require_GET
 def pricing(request):
     """The price list and the calculator. What a visitor sees without a query is the same for everyone: it is kept
-    per price book (its version and span, the programmes' budgets left) and language, so an operator's change or a
-    programme's spending shows on the next visit."""
+    per price book (its version and span, the programmes' budgets left), the disk and storage prices in force and
+    the language, so an operator's change or a programme's spending shows on the next visit."""
     book = load_price_book(**priced_for(request))
     if wants_partial(request):
         context, _status = _pricing_context(request, book, partial=True)
         return render(request, f"{CONTENT}#quote-breakdown", context)
+    stored = storage_prices()
 
     def build():
-        context, status = _pricing_context(request, book)
+        context, status = _pricing_context(request, book, stored=stored)
         return render_to_string(CONTENT, context, request), status
 
-    if request.GET:
-        content, status = build()
-    else:
-        left = tuple((p.id, p.remaining) for p in book.programmes)
-        content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=(book.version, left))
+    left = tuple((p.id, p.remaining) for p in book.programmes)
+    in_force = tuple(sorted((resource, price.pk) for resource, price in stored.items()))
+    parts = (book.version, left, in_force)
+    content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=parts)
     return render(request, TEMPLATE, {"content": content}, status=status)
 
 
-def _pricing_context(request, book, *, partial=False) -> tuple[dict, int]:
+def _pricing_context(request, book, *, partial=False, stored=None) -> tuple[dict, int]:
     chips = {chip.slug: chip for chip in Chip.objects.rentable()}
     zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
     form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}
@@ -88,6 +85,6 @@ def _pricing_context(request, book, *, partial=False) -> tuple[dict, int]:
         "programmes": [(p, [chip_names.get(i, "") for i in sorted(p.chip_ids)]) for p in book.programmes],
         "plans": book.plans.values(),
         "release_days": settings.STOPPED_RELEASE_DAYS,
-        **_storage_prices(),
+        **_storage_prices(stored),
     }
     return context, status

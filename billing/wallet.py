@@ -36,6 +36,7 @@ from .ledger import (
     system_account,
     user_accounts,
 )
+from .metering import look_again
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
 from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, to_cents, to_rate
 from .quote import Quote
@@ -482,4 +483,5 @@ def set_spending_cap(user, cap) -> Wallet:
     wallet.spending_cap = value
     wallet.arrears_alerted_at = None
     wallet.save(update_fields=["spending_cap", "arrears_alerted_at"])
+    look_again(user.pk)  # the tick then watches the cap from its next run, whatever the posting cadence
     return wallet

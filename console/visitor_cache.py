@@ -1,6 +1,9 @@
 """Public pages as a visitor who is not logged in sees them: the same for everyone at the same address in the same
 language, so each is rendered once and then served from the cache.
 
+Only a page's bare address is kept (no query string): it is what most visitors open, and searches and filters, whose
+values are any text a visitor types, would each take an entry in the cache that also holds the rate limits.
+
 A page names what else its content is built from (``parts``: a price version, a programme's budget left…); a change
 to any of them is a new entry, so such a page is never stale. What a page cannot name that way (a listing's counts)
 it keeps for ``seconds`` at most.
@@ -11,6 +14,7 @@ import uuid
 from collections.abc import Callable
 
 from django.core.cache import cache
+from django.db import transaction
 from django.utils.translation import get_language
 
 from .htmx import wants_partial
@@ -18,11 +22,11 @@ from .htmx import wants_partial
 
 def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds: int, parts=()) -> tuple[str, int]:
     """(content, status) of the page ``name``: ``build()``'s, or the one kept for this address, language and
-    ``parts``. Only a visitor's full page of status 200 is kept; a logged-in user's page and htmx fragments are
-    always built."""
-    if request.user.is_authenticated or wants_partial(request) or request.method not in ("GET", "HEAD"):
+    ``parts``. Only a visitor's full page at its bare address, of status 200, is kept; a logged-in user's page,
+    htmx fragments and addresses with a query string are always built."""
+    if request.user.is_authenticated or wants_partial(request) or request.GET or request.method not in ("GET", "HEAD"):
         return build()
-    name_of = repr((request.path, sorted(request.GET.lists()), parts))
+    name_of = repr((request.path, parts))
     key = f"visitor:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
     kept = cache.get(key)
     if kept is not None:
@@ -46,4 +50,11 @@ def generation(name: str) -> str:
 
 
 def bump(name: str) -> None:
-    cache.set(f"visitor-generation:{name}", uuid.uuid4().hex, None)
+    """A new generation of ``name`` now, and another once the caller's transaction commits: a visitor who asks in
+    between, and is built the page as it was before the commit, keeps it under a generation that is already gone."""
+
+    def new_generation():
+        cache.set(f"visitor-generation:{name}", uuid.uuid4().hex, None)
+
+    new_generation()
+    transaction.on_commit(new_generation)

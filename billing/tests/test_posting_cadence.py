@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from billing import ledger, wallet
-from billing.choices import TransactionKind
+from billing.choices import AccountKind, TransactionKind
 from billing.metering import close_usage, meter, open_usage
-from billing.models import LedgerTransaction, UsageSession
+from billing.models import Account, LedgerTransaction, UsageSession
 from billing.quote import quote
 
 pytestmark = pytest.mark.django_db
@@ -166,4 +166,100 @@ def test_a_session_without_a_schedule_is_charged_by_the_next_tick(catalog, owner
     UsageSession.objects.filter(resource_id=resource).update(charge_due_at=None)
 
     assert _tick(3).charged == 1
+    assert UsageSession.objects.get(resource_id=resource).charged_minutes == 4
+
+
+@pytest.fixture
+def hourly(settings):
+    settings.METERING_POSTING_MINUTES = 60
+
+
+def test_a_spending_cap_set_between_postings_stops_the_run_within_a_minute(
+    catalog, owner, fund, hourly, arrears_calls, django_capture_on_commit_callbacks
+):
+    fund(owner, "1000")
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute
+    _open(owner, q)
+    _tick(0)
+    with django_capture_on_commit_callbacks(execute=True):
+        wallet.set_spending_cap(owner, "0.50")  # reached in the seventh minute
+
+    minute = 0
+    while not arrears_calls and minute < 70:
+        minute += 1
+        with django_capture_on_commit_callbacks(execute=True):
+            _tick(minute)
+    # Asked on the tick that bills the seventh minute (¥0.56), as with a posting a minute; not an hour later.
+    assert (minute, arrears_calls) == (6, [(owner.pk, "spending_cap")])
+
+
+def test_a_members_budget_set_between_postings_is_watched_from_the_next_tick(
+    catalog, owner, fund, hourly, django_capture_on_commit_callbacks
+):
+    from teams import services as teams
+    from teams.models import Membership
+    from teams.roles import Role
+    from tests.fixtures.factories import UserFactory
+
+    team = teams.create_team(owner, name="Vision", slug="vision")
+    fund(team.account, "1000")
+    member = UserFactory(email="member@example.com")
+    Membership.objects.create(team=team, user=member, role=Role.DEVELOPER)
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)
+    resource = uuid.uuid4()
+    open_usage(user=team.account, kind="instance", resource_id=resource, quote=q, started_at=START, member_id=member.pk)
+    _tick(0)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        teams.set_budget(teams.membership(owner, "vision"), member.public_id, "0.50")
+
+    assert _tick(1).charged == 1
+    assert [_tick(minute).charged for minute in range(2, 5)] == [1, 1, 1]  # every minute under a budget
+
+
+def test_trial_credit_expiring_before_the_next_posting_pays_only_for_the_minutes_it_was_usable(
+    catalog, owner, fund, hourly
+):
+    fund(owner, "100")
+    wallet.grant_trial_credit(owner, owner.email)
+    trial = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_TRIAL]
+    Account.objects.filter(pk=trial.pk).update(expires_at=START + timedelta(minutes=30, seconds=30))
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute
+    resource = _open(owner, q)
+    for minute in range(90):
+        _tick(minute)
+    close_usage(resource_id=resource, ended_at=START + timedelta(minutes=90))
+
+    # As with a posting a minute: the trial pays for the 31 minutes billed while it was usable, cash for the rest.
+    accounts = ledger.user_accounts([owner.pk])[owner.pk]
+    assert accounts[AccountKind.USER_TRIAL].balance == Decimal("10") - Decimal("0.08") * 31
+    assert accounts[AccountKind.USER_CASH].balance == Decimal("100") - Decimal("0.08") * (90 - 31)
+    assert ledger.check() == []
+
+
+def test_no_posting_carries_minutes_of_one_month_into_the_next(catalog, owner, fund, hourly):
+    fund(owner, "100")
+    late = datetime(2026, 3, 31, 23, 50, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+    q = quote(chip=catalog["a100-80g"], cards=1, at=late)
+    _open(owner, q, started_at=late)
+    for minute in range(20):  # 23:50:07 … 00:09:07
+        meter(late + timedelta(minutes=minute, seconds=7))
+
+    march = _usage_postings(owner).filter(created_at__lt=datetime(2026, 4, 1, tzinfo=ZoneInfo("Asia/Shanghai")))
+    # Everything started before midnight is posted before it (the 23:59 tick bills the minute started at 23:59).
+    assert sum(march.values_list("minutes", flat=True)) == 10
+    assert sum(_usage_postings(owner).values_list("minutes", flat=True)) <= 20
+
+
+def test_a_cadence_shortened_since_brings_sessions_scheduled_further_off_to_the_next_tick(
+    catalog, owner, fund, settings
+):
+    settings.METERING_POSTING_MINUTES = 60
+    fund(owner, "100")
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)
+    resource = _open(owner, q)
+    _tick(0)
+
+    settings.METERING_POSTING_MINUTES = 1
+    assert [_tick(minute).charged for minute in range(1, 4)] == [1, 1, 1]
     assert UsageSession.objects.get(resource_id=resource).charged_minutes == 4

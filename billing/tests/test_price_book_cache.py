@@ -228,11 +228,11 @@ def test_a_programme_set_for_later_runs_exactly_between_its_start_and_end(client
         assert "DCU launch offer" not in _pricing(client)
 
 
-def test_a_visitors_price_list_is_rendered_once_and_then_served_in_two_queries(
+def test_a_visitors_price_list_is_rendered_once_and_then_served_in_three_queries(
     client, catalog, django_assert_max_num_queries
 ):
     first = _pricing(client)
-    with django_assert_max_num_queries(2):  # the price version and what the programmes have spent
+    with django_assert_max_num_queries(3):  # the price version, what programmes have spent, the storage prices
         again = _pricing(client)
     token = re.compile(r'"X-CSRFToken": "[^"]+"|name="csrfmiddlewaretoken" value="[^"]+"')  # masked afresh each time
     assert token.sub("", again) == token.sub("", first) and "¥4.80" in again
@@ -262,3 +262,16 @@ def test_the_price_list_kept_for_visitors_follows_what_a_programme_spends_and_ea
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     chinese = client.get(reverse("catalog:pricing")).content.decode()
     assert "价格" in chinese and "of budget left" not in chinese
+
+
+def test_the_price_list_kept_for_visitors_follows_a_new_disk_price_at_its_moment(client, catalog):
+    from billing.models import StoragePrice
+
+    _warm(client, "Cloud disks:")
+    later = timezone.now() + timedelta(minutes=5)
+    StoragePrice.objects.create(resource="disk", per_gb_day=Decimal("9.87"), effective_from=timezone.now())
+    assert "¥9.87 per GB-day" in _pricing(client)
+    StoragePrice.objects.create(resource="disk", per_gb_day=Decimal("1.23"), effective_from=later)
+    assert "¥1.23 per GB-day" not in _pricing(client)
+    with time_machine.travel(later + timedelta(seconds=1)):
+        assert "¥1.23 per GB-day" in _pricing(client)

@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
 from django.utils.translation import gettext as _
 
-from console import tokens
+from console import tokens, visitor_cache
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from storage import quota
 from storage.choices import UsageSource
@@ -649,6 +649,7 @@ def take_down(item: HubItem, reason: str) -> HubItem:
     from django.utils import timezone
 
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=timezone.now(), takedown_reason=reason[:500])
+    visitor_cache.bump("hub-list")  # an update() sends no signal: the visitor's hub list is told here
     services.search.sync([item.pk])
     item.refresh_from_db()
     transaction.on_commit(lambda: _clear_layout_quietly(item.repo))
@@ -681,6 +682,7 @@ def _clear_layout(repo: str) -> None:
 @transaction.atomic
 def restore(item: HubItem) -> HubItem:
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=None, takedown_reason="")
+    visitor_cache.bump("hub-list")
     services.search.sync([item.pk])
     item.refresh_from_db()
     transaction.on_commit(lambda: _materialise_quietly(item.repo))

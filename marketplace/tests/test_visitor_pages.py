@@ -3,6 +3,8 @@ cache without a query, and a new generation as soon as an image or an item is li
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from marketplace.images import services as image_services
 
@@ -55,3 +57,22 @@ def test_a_visitors_hub_list_is_served_from_the_cache_and_shows_a_new_item_at_on
     assert _shows(en, "/marketplace/hub/", "acme/second-model")
     assert _shows(en, "/marketplace/hub/?q=second", "acme/second-model")
     assert not _shows(en, "/marketplace/hub/?q=first", "acme/second-model")
+
+
+def test_a_repository_taken_down_leaves_the_visitors_hub_list_at_once(en, make_item):
+    from marketplace.hub import repos
+
+    item = make_item("acme/doubtful-model", summary="Taken down soon.")
+    assert _shows(en, "/marketplace/hub/", "acme/doubtful-model")
+    repos.take_down(item, "Licence complaint")
+    assert not _shows(en, "/marketplace/hub/", "acme/doubtful-model")
+    repos.restore(item)
+    assert _shows(en, "/marketplace/hub/", "acme/doubtful-model")
+
+
+def test_a_search_is_always_built_and_never_kept(en, make_item, django_assert_max_num_queries):
+    make_item("acme/first-model", summary="The first one.")
+    en.get("/marketplace/hub/?q=first")
+    with CaptureQueriesContext(connection) as searched:
+        assert _shows(en, "/marketplace/hub/?q=first", "acme/first-model")
+    assert len(searched) > 0

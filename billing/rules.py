@@ -5,8 +5,10 @@ Every other module asks these functions; none restates them.
 * **Trial credit** is usable while it has a balance and has not expired; it pays for compute only.
 * **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2.
 * **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 1)
-  minutes, at minute counts staggered by session so that a tick posts about one in that many sessions; a payer
-  within an hour of spend of zero, with a spending cap or under a member budget is posted every minute.
+  minutes, at minute counts staggered by session so that a tick posts about one in that many sessions, and never
+  across the end of a month; a payer at risk is posted every minute: within an hour of spend of zero, stopped,
+  with a spending cap, a member under a budget, or holding trial credit or a voucher that expires before the next
+  posting (``billing.metering._schedule``).
 * **Months** are the operator's local calendar months (``TIME_ZONE``): statements, spending caps, subsidy caps
   and reports all cut a month at local midnight on the first.
 * **Paying a charge**, in this order: the vouchers that cover it (the one expiring soonest first), then usable

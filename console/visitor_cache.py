@@ -4,9 +4,10 @@ language, so each is rendered once and then served from the cache.
 Only a page's bare address is kept (no query string): it is what most visitors open, and searches and filters, whose
 values are any text a visitor types, would each take an entry in the cache that also holds the rate limits.
 
-A page names what else its content is built from (``parts``: a price version, a programme's budget left…); a change
-to any of them is a new entry, so such a page is never stale. What a page cannot name that way (a listing's counts)
-it keeps for ``seconds`` at most.
+A page names what else its content is built from (``parts``: a price version, a programme's budget left…), and
+whatever changes it without being named there calls :func:`bump` with the page's name (an image listed, an item
+taken down); either is a new entry, so such a page is never stale. What a page cannot follow either way (a listing's
+counts) it keeps for ``seconds`` at most.
 """
 
 import hashlib
@@ -21,12 +22,12 @@ from .htmx import wants_partial
 
 
 def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds: int, parts=()) -> tuple[str, int]:
-    """(content, status) of the page ``name``: ``build()``'s, or the one kept for this address, language and
-    ``parts``. Only a visitor's full page at its bare address, of status 200, is kept; a logged-in user's page,
-    htmx fragments and addresses with a query string are always built."""
+    """(content, status) of the page ``name``: ``build()``'s, or the one kept for this address, language, ``parts``
+    and generation of ``name``. Only a visitor's full page at its bare address, of status 200, is kept; a logged-in
+    user's page, htmx fragments and addresses with a query string are always built."""
     if request.user.is_authenticated or wants_partial(request) or request.GET or request.method not in ("GET", "HEAD"):
         return build()
-    name_of = repr((request.path, parts))
+    name_of = repr((request.path, parts, _generation(name)))
     key = f"visitor:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
     kept = cache.get(key)
     if kept is not None:
@@ -37,9 +38,9 @@ def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds
     return html, status
 
 
-def generation(name: str) -> str:
-    """A token that changes whenever ``bump(name)`` is called: a page passes it in ``parts`` so that a change it is
-    told of shows at once (within ``seconds`` where the cache is each process's own, as in the embedded default)."""
+def _generation(name: str) -> str:
+    """A token that changes whenever ``bump(name)`` is called, so that a change the page is told of shows at once
+    (within ``seconds`` where the cache is each process's own, as in the embedded default)."""
     key = f"visitor-generation:{name}"
     token = cache.get(key)
     if token is None:

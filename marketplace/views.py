@@ -31,8 +31,8 @@ from .hub import repos, services
 
 LIST_TEMPLATE = "marketplace/hub/list.html"
 LIST_CONTENT = "marketplace/hub/_list_content.html"
-# How long a visitor's page of the hub list is kept at most: its counts (downloads, likes) may lag that long; a saved
-# or deleted item is a new generation of the page at once.
+# How long a visitor's page of the hub list is kept at most: its counts (downloads, likes) may lag that long; an item
+# saved, deleted, taken down or restored is a new generation of the page at once.
 LIST_SECONDS = 30
 DETAIL_TEMPLATE = "marketplace/hub/detail.html"
 PAGE_SIZE = 20
@@ -72,35 +72,37 @@ def _menus(form) -> dict:
     return menus
 
 
+def _hub_results(request) -> tuple[dict, int, HubSearchForm]:
+    """The list's context for the query in the URL, its status, and the form."""
+    form = HubSearchForm(request.GET)
+    context = {"form": form, "page": None, "error": ""}
+    status = 200
+    if form.is_valid():
+        try:
+            items = services.search_items(request.user, form.hub_query(), form.sort_order())
+            total, exact = services.count_matches(items)
+            page = CappedPaginator(items, PAGE_SIZE, total).get_page(request.GET.get("page"))
+            context |= {"page": page, "total": total, "exact": exact}
+        except ServiceError as exc:
+            context["error"], status = str(exc.message), exc.status
+    else:
+        context["error"] = " ".join(f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items())
+        status = 400
+    return context, status, form
+
+
 @require_GET
 def hub_list(request):
-    """The searchable list. A visitor's page is kept for ``LIST_SECONDS`` per address and language."""
+    """The searchable list. A visitor's page at the bare address is kept (``console.visitor_cache``)."""
+    if wants_partial(request):
+        context, status, _form = _hub_results(request)
+        return render(request, f"{LIST_CONTENT}#results", context, status=status)
 
-    def build(partial=False):
-        form = HubSearchForm(request.GET)
-        context = {"form": form, "page": None, "error": ""}
-        status = 200
-        if form.is_valid():
-            try:
-                items = services.search_items(request.user, form.hub_query(), form.sort_order())
-                total, exact = services.count_matches(items)
-                page = CappedPaginator(items, PAGE_SIZE, total).get_page(request.GET.get("page"))
-                context |= {"page": page, "total": total, "exact": exact}
-            except ServiceError as exc:
-                context["error"], status = str(exc.message), exc.status
-        else:
-            errors = form.errors.items()
-            context["error"] = " ".join(f"{form[name].label}: {' '.join(e)}" for name, e in errors)
-            status = 400
-        if partial:
-            return context, status
+    def build():
+        context, status, form = _hub_results(request)
         return render_to_string(LIST_CONTENT, context | _menus(form), request), status
 
-    if wants_partial(request):
-        context, status = build(partial=True)
-        return render(request, f"{LIST_CONTENT}#results", context, status=status)
-    parts = (visitor_cache.generation("hub-list"),)
-    content, status = visitor_cache.content(request, "hub-list", build, seconds=LIST_SECONDS, parts=parts)
+    content, status = visitor_cache.content(request, "hub-list", build, seconds=LIST_SECONDS)
     return render(request, LIST_TEMPLATE, {"content": content}, status=status)
 
 

@@ -12,9 +12,9 @@ import uuid
 from datetime import timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import connection, transaction
+from django.test import override_settings
 from django.utils import timezone
 
 from billing import ledger
@@ -98,16 +98,12 @@ def metering_tick(report):
 def _five_minute_cadence(report, started):
     """Every session posted every five minutes: one tick spreads them (each is due as the next minute of its phase),
     then five ticks each post about a fifth of them."""
-    cadence = settings.METERING_POSTING_MINUTES
-    settings.METERING_POSTING_MINUTES = 5
-    try:
+    with override_settings(METERING_POSTING_MINUTES=5):
         meter(started + timedelta(minutes=63, seconds=5))
         times, charged = [], 0
         for minute in range(64, 69):
             with report.timer() as t:
                 charged += meter(started + timedelta(minutes=minute, seconds=5)).charged
             times.append(t.seconds)
-    finally:
-        settings.METERING_POSTING_MINUTES = cadence
     note = f"slowest of 5 ticks; {charged / 5:,.0f} sessions charged a tick, mean {sum(times) / 5:.1f} s"
     report.add("tick posting every 5 minutes (METERING_POSTING_MINUTES=5)", max(times), unit="s", note=note)

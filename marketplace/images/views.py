@@ -28,8 +28,8 @@ from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, Save
 
 LIST_TEMPLATE = "marketplace/images/list.html"
 LIST_CONTENT = "marketplace/images/_list_content.html"
-# How long a visitor's page of the marketplace is kept at most: its counts (clones, ratings) may lag that long; a
-# saved or deleted image is a new generation of the page at once.
+# How long a visitor's page of the marketplace is kept at most: its counts (launches, ratings) may lag that long; an
+# image saved, deleted, listed or rejected is a new generation of the page at once.
 LIST_SECONDS = 30
 DETAIL_TEMPLATE = "marketplace/images/detail.html"
 PAGE_SIZE = 24
@@ -39,26 +39,33 @@ def _form_errors(form) -> str:
     return " ".join(f"{form[name].label}: {' '.join(errors)}" for name, errors in form.errors.items())
 
 
-def _search_page(request, *, mine: bool):
-    """The marketplace or my images. A visitor's page of the marketplace is kept for ``LIST_SECONDS`` per address
-    and language."""
+def _search_results(request, *, mine: bool) -> tuple[dict, int]:
+    """The list's context for the query in the URL, and its status."""
+    form = ImageSearchForm(request.GET)
+    context = {"form": form, "page": None, "error": "", "mine": mine}
+    status = 200
+    if form.is_valid():
+        try:
+            query = form.image_query(services.family_of_chip)
+            account = acting(request).account if mine else None
+            images = services.search_images(request.user, query, form.sort_order(), mine=mine, account=account)
+            context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
+        except ServiceError as exc:
+            context["error"], status = str(exc.message), exc.status
+    else:
+        context["error"], status = _form_errors(form), 400
+    return context, status
 
-    def build(partial=False):
-        form = ImageSearchForm(request.GET)
-        context = {"form": form, "page": None, "error": "", "mine": mine}
-        status = 200
-        if form.is_valid():
-            try:
-                query = form.image_query(services.family_of_chip)
-                account = acting(request).account if mine else None
-                images = services.search_images(request.user, query, form.sort_order(), mine=mine, account=account)
-                context["page"] = Paginator(images, PAGE_SIZE).get_page(request.GET.get("page"))
-            except ServiceError as exc:
-                context["error"], status = str(exc.message), exc.status
-        else:
-            context["error"], status = _form_errors(form), 400
-        if partial:
-            return context, status
+
+def _search_page(request, *, mine: bool):
+    """The marketplace or my images. A visitor's page of the marketplace at the bare address is kept
+    (``console.visitor_cache``)."""
+    if wants_partial(request):
+        context, status = _search_results(request, mine=mine)
+        return render(request, f"{LIST_CONTENT}#results", context, status=status)
+
+    def build():
+        context, status = _search_results(request, mine=mine)
         menus = {
             "categories": ImageCategory.choices,
             "families": FAMILY_CHOICES[1:],
@@ -67,11 +74,7 @@ def _search_page(request, *, mine: bool):
         }
         return render_to_string(LIST_CONTENT, context | menus, request), status
 
-    if wants_partial(request):
-        context, status = build(partial=True)
-        return render(request, f"{LIST_CONTENT}#results", context, status=status)
-    parts = (visitor_cache.generation("image-list"),)
-    content, status = visitor_cache.content(request, "image-list", build, seconds=LIST_SECONDS, parts=parts)
+    content, status = visitor_cache.content(request, "image-list", build, seconds=LIST_SECONDS)
     return render(request, LIST_TEMPLATE, {"content": content, "mine": mine}, status=status)
 
 

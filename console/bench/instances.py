@@ -405,15 +405,26 @@ def jupyter_proxy_overhead(report):
     server = JupyterServer(token=uuid.uuid4().hex, base_path=f"/instances/{instance.public_id}/lab/",
                            socket=str(folder / "jupyter.sock"))  # fmt: skip
     try:
-        with _jupyter_process(jupyter, server, folder), _console_process(server, instance) as console:
-            times = _proxy_downloads(server, console, user, f"{server.base_path}files/data.csv")
-            calls = _proxy_downloads(server, console, user, f"{server.base_path}api/contents", rounds=PROXY_CALLS)
+        with (
+            _jupyter_process(jupyter, server, folder),
+            _console_process(server, instance) as console,
+            _splice_relay(server) as relay,
+        ):
+            times = _proxy_downloads(server, console, relay, user, f"{server.base_path}files/data.csv")
+            calls = _proxy_downloads(server, console, relay, user, f"{server.base_path}api/contents",
+                                     rounds=PROXY_CALLS)  # fmt: skip
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     report.add_latencies("10 MB straight from the socket", times["direct"], note="JupyterLab's /files/, httpx")
     report.add_latencies("10 MB through the console", times["proxied"], note="uvicorn process, httpx, socket")
+    report.add_latencies("10 MB through a zero-copy relay", times["relay"], note=RELAY_NOTE)
     ratio = statistics.median(times["proxied"]) / statistics.median(times["direct"])
     report.add("10 MB: through the console ÷ straight (p50)", ratio, unit="×", note=f"{PROXY_ROUNDS} downloads each")
+    ratio = statistics.median(times["relay"]) / statistics.median(times["direct"])
+    report.add("10 MB: through a zero-copy relay ÷ straight (p50)", ratio, unit="×", note="the hop's own cost")
+    ratio = statistics.median(times["proxied"]) / statistics.median(times["relay"])
+    report.add("10 MB: through the console ÷ through a zero-copy relay (p50)", ratio, unit="×",
+               note="the console's cost above the hop's")  # fmt: skip
     report.add_latencies("api/contents straight from the socket", calls["direct"], note="a kept connection")
     report.add_latencies("api/contents through the console", calls["proxied"], note="kept connections both hops")
     ratio = statistics.median(calls["proxied"]) / statistics.median(calls["direct"])
@@ -433,6 +444,24 @@ def _jupyter_process(jupyter: Path, server: JupyterServer, folder: Path):
     finally:
         process.kill()
         process.wait()
+
+
+RELAY_NOTE = "splice(2) between the sockets, no HTTP, no cookie: the floor of any proxy (console/bench/splice_relay.py)"
+
+
+@contextmanager
+def _splice_relay(server: JupyterServer):
+    """A relay that only joins a TCP connection to the lab's socket, copying nothing in user space, in a process of
+    its own: what one more hop costs whatever the proxy does."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    argv = [sys.executable, "-m", "console.bench.splice_relay", str(sock.fileno()), server.socket]
+    process = subprocess.Popen(argv, cwd=settings.BASE_DIR, pass_fds=[sock.fileno()])
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        process.kill()
+        process.wait()
+        sock.close()
 
 
 @contextmanager
@@ -465,9 +494,12 @@ def _wait_until_answering(client: httpx.Client, url: str, process: subprocess.Po
             time.sleep(0.05)
 
 
-def _proxy_downloads(server: JupyterServer, console_url: str, user, path, *, rounds: int = 0) -> dict[str, list[float]]:
+def _proxy_downloads(server: JupyterServer, console_url: str, relay_url: str, user, path, *,
+                     rounds: int = 0) -> dict[str, list[float]]:  # fmt: skip
+    signed = {"Authorization": f"token {server.token}"}
     direct = httpx.Client(transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost",
-                          headers={"Authorization": f"token {server.token}"}, timeout=60)  # fmt: skip
+                          headers=signed, timeout=60)  # fmt: skip
+    relay = httpx.Client(base_url=relay_url, headers={**signed, "Host": "localhost"}, timeout=60)
     console = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
     response = console.get(path)  # to the lab's own origin and back once, as a browser goes, for the lab's cookie
     proxied = httpx.Client(base_url=console_url, headers={"Host": urlsplit(response.headers["location"]).netloc},
@@ -479,9 +511,9 @@ def _proxy_downloads(server: JupyterServer, console_url: str, user, path, *, rou
         )
     if "gpucloud_lab" not in proxied.cookies:
         raise RuntimeError("the lab did not take the console's handoff")
-    times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    times: dict[str, list[float]] = {"direct": [], "proxied": [], "relay": []}
     for round_ in range((rounds or PROXY_ROUNDS) + 1):
-        for name, client in (("direct", direct), ("proxied", proxied)):
+        for name, client in (("direct", direct), ("proxied", proxied), ("relay", relay)):
             start = time.perf_counter()
             with client.stream("GET", path) as response:
                 received = sum(len(chunk) for chunk in response.iter_raw())

@@ -1,6 +1,8 @@
 """The console's navigation, shared by every page."""
 
-from django.urls import NoReverseMatch, reverse
+import functools
+
+from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 from django.utils.translation import gettext_lazy as _
 
 # (label, URL name, icon). A section whose URL does not exist yet is shown disabled, marked "coming soon",
@@ -23,10 +25,19 @@ PUBLIC_LINKS = [
 
 
 def _url(name):
-    try:
-        return reverse(name)
-    except NoReverseMatch:
-        return None
+    return _urls(get_script_prefix(), get_urlconf()).get(name)
+
+
+@functools.cache
+def _urls(prefix: str, urlconf) -> dict[str, str | None]:
+    """The menus' addresses under a script prefix and URL conf (reversed once: every page shows them)."""
+    found = {}
+    for name in [name for _label, name, *_icon in SECTIONS + PUBLIC_LINKS]:
+        try:
+            found[name] = reverse(name, urlconf=urlconf)
+        except NoReverseMatch:
+            found[name] = None
+    return found
 
 
 def navigation(request):

@@ -1,0 +1,103 @@
+"""The page frame (header, menus, sidebar, footer) is kept rendered per process, yet every response shows its own
+user, context, language, page and CSRF token."""
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from teams import services as team_services
+from tests.fixtures.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([A-Za-z0-9]+)"')
+
+
+def _client(user, language="en") -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    client.cookies["django_language"] = language
+    return client
+
+
+def _header(html: str) -> str:
+    return html.split('id="main"')[0]
+
+
+def test_each_user_sees_their_own_header_and_staff_their_links():
+    alice = UserFactory(email="alice@example.com")
+    bob = UserFactory(email="bob@example.com", is_staff=True)
+    pages = [reverse("storage:disks"), reverse("console:tokens")]
+    for _round in range(2):  # the second round is served from the kept frame
+        for path in pages:
+            mine, theirs = _client(alice).get(path).content.decode(), _client(bob).get(path).content.decode()
+            assert "alice@example.com" in _header(mine) and "bob@example.com" not in mine
+            assert "bob@example.com" in _header(theirs) and "alice@example.com" not in theirs
+            assert reverse("ops:index") in theirs and reverse("ops:index") not in mine
+    alice.email, bob.is_staff = "alice.new@example.com", False
+    alice.save()
+    bob.save()
+    mine, theirs = _client(alice).get(pages[0]).content.decode(), _client(bob).get(pages[0]).content.decode()
+    assert "alice.new@example.com" in _header(mine)
+    assert reverse("ops:index") not in theirs
+
+
+def test_the_menu_marks_the_page_in_view_and_the_language_switch_returns_to_it():
+    user = UserFactory(email="menu@example.com")
+    client = _client(user)
+    for path, section in [(reverse("storage:disks"), reverse("storage:index")),
+                          (reverse("billing:transactions") + "?page=2", reverse("billing:wallet"))]:  # fmt: skip
+        for _round in range(2):
+            html = _header(client.get(path).content.decode())
+            active = re.findall(r'<a class="nav-link active" href="([^"]+)"', html)
+            assert active and set(active) == {section}
+            assert f'name="next" type="hidden" value="{path.replace("&", "&amp;")}"' in html
+
+
+def test_the_frame_follows_the_language():
+    user = UserFactory(email="lang@example.com")
+    english = _client(user, "en").get(reverse("storage:disks")).content.decode()
+    chinese = _client(user, "zh-hans").get(reverse("storage:disks")).content.decode()
+    assert "Log out" in english and "Log out" not in chinese
+    assert "退出" in chinese or "登出" in chinese
+    assert '<html lang="en">' in english and '<html lang="zh-hans">' in chinese
+
+
+def test_the_team_badge_follows_the_context_and_the_teams_name():
+    user = UserFactory(email="owner@example.com")
+    team = team_services.create_team(user, name="Lab One", slug="lab-one")
+    client = _client(user)
+    path = reverse("storage:disks")
+    assert 'id="context-badge"' not in client.get(path).content.decode()
+    response = client.post(reverse("teams:switch"), {"team": team.slug, "next": path,
+                                                     "csrfmiddlewaretoken": _token(client, path)})  # fmt: skip
+    assert response.status_code == 302
+    assert "Lab One" in _header(client.get(path).content.decode())
+    team.name = "Lab Two"
+    team.save()
+    html = _header(client.get(path).content.decode())
+    assert "Lab Two" in html and "Lab One" not in html
+
+
+def _token(client: Client, path: str) -> str:
+    return TOKEN.search(client.get(path).content.decode())[1]
+
+
+def test_every_response_carries_a_token_of_its_own_session_that_the_console_accepts():
+    first = UserFactory(email="first@example.com")
+    second = UserFactory(email="second@example.com")
+    path = reverse("storage:disks")
+    a, b = _client(first), _client(second)
+    tokens_a = {_token(a, path) for _ in range(3)}
+    token_b = _token(b, path)
+    assert len(tokens_a) == 3 and token_b not in tokens_a  # masked afresh for every response, never a kept one
+    # The token in a's page works for a, and b's does not.
+    refused = a.post(reverse("set_language"), {"language": "en", "next": path, "csrfmiddlewaretoken": token_b})
+    assert refused.status_code == 403
+    accepted = a.post(reverse("set_language"), {"language": "en", "next": path, "csrfmiddlewaretoken": _token(a, path)})
+    assert accepted.status_code == 302
+    header_token = re.search(r'"X-CSRFToken": "([A-Za-z0-9]+)"', a.get(path).content.decode())[1]
+    via_header = a.post(reverse("set_language"), {"language": "en", "next": path}, HTTP_X_CSRFTOKEN=header_token)
+    assert via_header.status_code == 302

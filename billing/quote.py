@@ -66,6 +66,11 @@ class PriceBook:
     def price_for(self, chip_id: int | None) -> PriceEntry | None:
         return self.prices.get(chip_id)
 
+    def public_state(self) -> tuple:
+        """What a page of this book's public prices shows, as a key: the version and span, and each programme's
+        budget left (a programme that runs out stops subsidising)."""
+        return self.version, tuple((programme.id, programme.remaining) for programme in self.programmes)
+
     def default_zone(self, chip_id: int | None) -> Zone | None:
         zones = self.offers.get(chip_id, ()) if chip_id is not None else ()
         return zones[0] if zones else None

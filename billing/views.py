@@ -60,9 +60,8 @@ def pricing(request):
         context, status = _pricing_context(request, book, stored=stored)
         return render_to_string(CONTENT, context, request), status
 
-    left = tuple((p.id, p.remaining) for p in book.programmes)
     in_force = tuple(sorted((resource, price.pk) for resource, price in stored.items()))
-    parts = (book.version, left, in_force)
+    parts = (book.public_state(), in_force)
     content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=parts)
     return render(request, TEMPLATE, {"content": content}, status=status)
 

@@ -32,7 +32,7 @@ def _connect_visitor_pages() -> None:
 
     from .models import HubItem, Image
 
-    for model, page in ((Image, "image-list"), (HubItem, "hub-list")):
+    for model, page in ((Image, "image-list"), (Image, "image-detail"), (HubItem, "hub-list")):
 
         def changed(sender, page=page, **kwargs):
             visitor_cache.bump(page)

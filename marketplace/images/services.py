@@ -458,7 +458,8 @@ def _move_review(image: Image, new: str, *, by, reason: str = "", **changes) -> 
         _event(image, old, new, reason=reason, by=by)
     if new == ImageReview.LISTED:
         cache.delete(FRAMEWORKS_CACHE)
-    visitor_cache.bump("image-list")  # an update() sends no signal: the visitor's marketplace is told here
+    for page in ("image-list", "image-detail"):  # an update() sends no signal: the visitors' pages are told here
+        visitor_cache.bump(page)
     image.refresh_from_db()
     return image
 

@@ -32,6 +32,7 @@ LIST_CONTENT = "marketplace/images/_list_content.html"
 # image saved, deleted, listed or rejected is a new generation of the page at once.
 LIST_SECONDS = 30
 DETAIL_TEMPLATE = "marketplace/images/detail.html"
+DETAIL_CONTENT = "marketplace/images/_detail_content.html"
 PAGE_SIZE = 24
 
 
@@ -98,9 +99,9 @@ def _image_or_404(request, slug, action="view"):
         raise PermissionDenied(str(exc.message)) from exc
 
 
-def _detail_context(request, image, **extra) -> dict:
+def _detail_context(request, image, book) -> dict:
     variants = list(image.variants.all())
-    offers = services.chip_offers(image, load_price_book(**priced_for(request)))
+    offers = services.chip_offers(image, book)
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
     # A team's private image: its operators may publish it; it launches in the team's context only.
     team_image = services.team_private(request.user, image)
@@ -120,15 +121,24 @@ def _detail_context(request, image, **extra) -> dict:
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),
         "review_form": ReviewForm() if request.user.is_staff else None,
-    } | extra
+    }
 
 
 @require_GET
 def image_detail(request, slug):
+    """An image's page. A visitor's page is kept (``console.visitor_cache``) per price book; a change to the image
+    shows at once, its counts (launches, ratings, free cards) within ``LIST_SECONDS``."""
     image = _image_or_404(request, slug)
     if wants_partial(request):
-        return render(request, f"{DETAIL_TEMPLATE}#status", {"image": image})
-    return render(request, DETAIL_TEMPLATE, _detail_context(request, image))
+        return render(request, f"{DETAIL_CONTENT}#status", {"image": image})
+    book = load_price_book(**priced_for(request))
+
+    def build():
+        return render_to_string(DETAIL_CONTENT, _detail_context(request, image, book), request), 200
+
+    content, status = visitor_cache.content(request, "image-detail", build, seconds=LIST_SECONDS,
+                                            parts=(image.pk, book.public_state()))  # fmt: skip
+    return render(request, DETAIL_TEMPLATE, {"image": image, "content": content}, status=status)
 
 
 def _back(request, image, error: str = ""):

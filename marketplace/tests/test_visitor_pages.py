@@ -1,10 +1,13 @@
 """The marketplace and the hub as a visitor who is not logged in sees them: rendered once, then served from the
 cache without a query, and a new generation as soon as an image or an item is listed or changed."""
 
+from decimal import Decimal
+
 import pytest
 from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from marketplace.images import services as image_services
 
@@ -76,3 +79,37 @@ def test_a_search_is_always_built_and_never_kept(en, make_item, django_assert_ma
     with CaptureQueriesContext(connection) as searched:
         assert _shows(en, "/marketplace/hub/?q=first", "acme/first-model")
     assert len(searched) > 0
+
+
+def _offers(html: str) -> str:
+    return html.split('id="image-chips"')[1].split("</ul>")[0]
+
+
+def test_a_visitors_image_page_is_kept_and_shows_a_change_to_the_image_or_its_prices_at_once(
+    en, owner, staff, community_image, catalog, django_assert_max_num_queries
+):
+    from billing.models import Price
+
+    image = community_image(name="Kept Vision")
+    path = image.get_absolute_url()
+    first = en.get(path).content.decode().split('id="main"')[1]
+    assert "Kept Vision" in first
+    with django_assert_max_num_queries(4):  # the image itself (it may have been taken down) and the price book
+        assert en.get(path).content.decode().split('id="main"')[1] == first
+
+    image.name = "Kept Vision Two"
+    image_services.save_edits(image)
+    assert _shows(en, path, "Kept Vision Two")
+
+    before = _offers(en.get(path).content.decode())
+    for chip in {price.chip for price in Price.objects.filter(chip__isnull=False).select_related("chip")}:
+        Price.objects.create(chip=chip, per_hour=Decimal("9.99"), effective_from=timezone.now(), note="new list")
+    after = _offers(en.get(path).content.decode())
+    assert after != before and "¥9.99" in after
+
+
+def test_a_logged_in_users_image_page_is_built_for_them(en, owner, community_image):
+    image = community_image(name="Their Vision")
+    assert not _shows(en, image.get_absolute_url(), 'id="clone-mine-button"')
+    en.force_login(owner)
+    assert _shows(en, image.get_absolute_url(), 'id="clone-mine-button"')

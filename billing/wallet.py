@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired, ServiceError
 
-from . import arrears, rules, spend, vouchers
+from . import arrears, hourly, rules, spend, vouchers
 from .choices import COMPUTE_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
 from .display import format_cny, format_cny_rate
 from .ledger import (
@@ -114,14 +114,16 @@ def month_spent(user, now: datetime | None = None) -> Decimal:
     return spend.month_spent(user, rules.month_of(now or timezone.now()))
 
 
-def hourly_spend(user) -> Decimal:
-    """What the user's open sessions cost per hour together."""
-    total = UsageSession.objects.open().filter(user=user).aggregate(total=Sum("payable_per_hour"))["total"]
-    return ZERO if total is None else to_rate(Decimal(total))
+def hourly_spend(user, billing_now: list[hourly.BillingNow] | None = None) -> Decimal:
+    """What the user's open sessions cost per hour together: the sum of what each kind of resource costs
+    (``billing_now``, read here unless the caller has it)."""
+    parts = hourly.billing_now(user) if billing_now is None else billing_now
+    return to_rate(sum((part.per_hour for part in parts), ZERO))
 
 
-def summary(user, *, list_vouchers: bool = False) -> WalletSummary:
-    """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them)."""
+def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.BillingNow] | None = None) -> WalletSummary:
+    """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them).
+    ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up."""
     now = timezone.now()
     cash, trial, expires, held = _buckets(user, now, with_vouchers=True)
     wallet = Wallet.objects.filter(user=user).first()
@@ -131,7 +133,7 @@ def summary(user, *, list_vouchers: bool = False) -> WalletSummary:
         trial_expires_at=expires,
         spending_cap=wallet.spending_cap if wallet else None,
         month_spent=month_spent(user, now),
-        hourly_spend=hourly_spend(user),
+        hourly_spend=hourly_spend(user, billing_now),
         voucher_balance=held,
         vouchers=tuple(vouchers.vouchers_of(user)) if list_vouchers else (),
     )

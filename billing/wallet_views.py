@@ -46,11 +46,12 @@ def chart_data(user) -> dict:
 
 
 def wallet_context(user, *, list_vouchers: bool = False) -> dict:
+    billing_now = hourly.billing_now(user)
     return {
-        "wallet": wallet.summary(user, list_vouchers=list_vouchers),
+        "wallet": wallet.summary(user, list_vouchers=list_vouchers, billing_now=billing_now),
         "notifications": list(Notification.objects.for_user(user).unread()[:5]),
         "spend_chart": chart_data(user),
-        "billing_now": hourly.describe(hourly.billing_now(user)),
+        "billing_now": hourly.describe(billing_now),
         "retention_days": retention_days(),
     }
 

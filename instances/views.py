@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -199,12 +199,10 @@ def _detail_context(instance, error=""):
 
 
 def _fetch(request, public_id):
+    """The caller's instance with its related rows (one query, the ownership check's) and its events, newest first."""
     instance = _own(request, public_id)
-    return (
-        Instance.objects.with_related()
-        .prefetch_related(Prefetch("events", InstanceEvent.objects.order_by("-at", "-id")))
-        .get(pk=instance.pk)
-    )
+    prefetch_related_objects([instance], Prefetch("events", InstanceEvent.objects.order_by("-at", "-id")))
+    return instance
 
 
 @login_required

@@ -52,6 +52,29 @@ def test_the_list_query_count_does_not_grow_with_instances(english, launch, djan
     assert response.content.decode().count("data-instance=") == 16
 
 
+def test_a_kept_row_of_the_list_follows_the_instance_its_chip_and_the_language(english, launch):
+    from catalog.models import Chip
+
+    instance = launch(name="row-1")
+    settle()
+    url = reverse("instances:list")
+
+    def row(client=english) -> str:
+        html = client.get(url).content.decode()
+        return html.split(f'data-instance="{instance.public_id}"')[1].split("</tr>")[0]
+
+    assert "row-1" in row() and row() == row()  # the second is the kept one
+    Instance.objects.filter(pk=instance.pk).update(name="row-renamed")  # no signal: the row's values are its key
+    assert "row-renamed" in row()
+    services.stop(fresh(instance))
+    settle()
+    assert 'data-status="stopped"' in row() and "Not billed while stopped" in row()
+    Chip.objects.filter(slug="ascend-910b").update(name="Ascend 910B2")
+    assert "Ascend 910B2" in row()
+    english.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    assert "关机期间不计费" in row() and "Not billed" not in row()
+
+
 def test_the_wizard_shows_the_live_price_from_the_quote_function(english, lifecycle):
     response = english.get(reverse("instances:launch"), {"chip": "ascend-910b", "cards": "2", "plan": "payg"},
                            HTTP_HX_REQUEST="true")  # fmt: skip

@@ -59,16 +59,20 @@ def _english_outside_requests():
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    # Rate-limit counters live in the cache, and each process keeps a shared price book; each test starts with none.
+    # Rate-limit counters live in the cache, and each process keeps a shared price book and the catalog's names; each
+    # test starts with none.
     from django.core.cache import cache
 
+    from billing import catalog_names
     from billing.quote import forget_shared_book
 
     cache.clear()
     forget_shared_book()
+    catalog_names.forget()
     yield
     cache.clear()
     forget_shared_book()
+    catalog_names.forget()
 
 
 # Rows every test database keeps from its migration: the content types and permissions Django creates after

@@ -100,6 +100,10 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
     return page, month_statement(user, month, rows=rows, totals=spend.month_line_totals(user, month))
 
 
+# What a line shows of the session that names its resource.
+NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slug", "plan_slug", "started_at")
+
+
 def month_statement(user, month: date, rows=None, *, grouped: list | None = None, totals=None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
@@ -132,7 +136,8 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         ]
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
-    for s in UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at"):
+    named = UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at").only(*NAMING_FIELDS)
+    for s in named:
         sessions[s.resource_id] = s  # the latest session names the resource
     chips = chip_names(s.chip_slug for s in sessions.values())
     zones = zone_names(s.zone_slug for s in sessions.values())

@@ -63,3 +63,18 @@ def test_the_revenue_breakdowns_name_the_chip_zone_and_plan(client, finance_user
 
     assert "昇腾 910B" in html and "信创专区" in html and "按量计费（按分钟）" in html
     assert "ascend-910b" not in html and "cn-east-xc" not in html and ">payg<" not in html
+
+
+def test_a_chip_or_zone_renamed_in_the_admin_shows_on_the_next_statement(owner_client, ran_910b, catalog):
+    month = {"month": ran_910b.strftime("%Y-%m")}
+    owner_client.cookies["django_language"] = "en"
+    assert "Ascend 910B × 1" in owner_client.get(reverse("billing:statements"), month).content.decode()
+
+    chip = catalog["ascend-910b"]
+    chip.name = "Ascend 910B Pro"
+    chip.save()  # as the admin saves it
+    assert "Ascend 910B Pro × 1" in owner_client.get(reverse("billing:statements"), month).content.decode()
+    zone = Zone.objects.get(slug="cn-east-xc")
+    zone.name = "Innovation zone"
+    zone.save()
+    assert "Innovation zone" in owner_client.get(reverse("billing:statements"), month).content.decode()

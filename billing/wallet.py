@@ -90,17 +90,19 @@ class WalletSummary:
 
 
 def _buckets(user, now, *, with_vouchers=False):
-    """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold: one query."""
-    cash, trial, expires, held = ZERO, ZERO, None, ZERO
+    """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold and whether
+    the wallet holds any voucher at all (each has an account, spent or not): one query."""
+    cash, trial, expires, held, any_voucher = ZERO, ZERO, None, ZERO, False
     kinds = (AccountKind.USER_CASH, AccountKind.USER_TRIAL, *((AccountKind.USER_VOUCHER,) if with_vouchers else ()))
     for account in Account.objects.filter(user=user, kind__in=kinds):
         if account.kind == AccountKind.USER_CASH:
             cash = account.balance
         elif account.kind == AccountKind.USER_VOUCHER:
+            any_voucher = True
             held += account.balance if rules.voucher_usable(account, now) else ZERO
         elif rules.trial_usable(account, now):
             trial, expires = account.balance, account.expires_at
-    return (cash, trial, expires, held) if with_vouchers else (cash, trial, expires)
+    return (cash, trial, expires, held, any_voucher) if with_vouchers else (cash, trial, expires)
 
 
 def compute_balance(user) -> Decimal:
@@ -125,7 +127,7 @@ def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.Billi
     """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them).
     ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up."""
     now = timezone.now()
-    cash, trial, expires, held = _buckets(user, now, with_vouchers=True)
+    cash, trial, expires, held, any_voucher = _buckets(user, now, with_vouchers=True)
     wallet = Wallet.objects.filter(user=user).first()
     return WalletSummary(
         cash=cash,
@@ -135,7 +137,7 @@ def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.Billi
         month_spent=month_spent(user, now),
         hourly_spend=hourly_spend(user, billing_now),
         voucher_balance=held,
-        vouchers=tuple(vouchers.vouchers_of(user)) if list_vouchers else (),
+        vouchers=tuple(vouchers.vouchers_of(user)) if list_vouchers and any_voucher else (),
     )
 
 

@@ -33,25 +33,28 @@ def _catalog() -> dict[type, dict[str, object]]:
     return names
 
 
-def _names(model, slugs: Iterable[str]) -> dict[str, str]:
-    wanted = {slug for slug in slugs if slug}
-    if not wanted:
-        return {}
-    rows = _catalog()[model]
-    return {slug: rows[slug].label for slug in wanted if slug in rows}
+def _names(rows: dict[str, object], slugs: Iterable[str]) -> dict[str, str]:
+    return {slug: rows[slug].label for slug in {slug for slug in slugs if slug} if slug in rows}
+
+
+def names(chips: Iterable[str] = (), zones: Iterable[str] = (), plans: Iterable[str] = ()):
+    """(chip names, zone names, plan names) for these slugs, in the active language, from one look at the price
+    version: a page that names all three pays one query."""
+    catalog = _catalog()
+    return _names(catalog[Chip], chips), _names(catalog[Zone], zones), _names(catalog[Plan], plans)
 
 
 def chip_names(slugs: Iterable[str]) -> dict[str, str]:
     """slug → the chip's name in the active language, e.g. 'ascend-910b' → '昇腾 910B'."""
-    return _names(Chip, slugs)
+    return names(chips=slugs)[0]
 
 
 def zone_names(slugs: Iterable[str]) -> dict[str, str]:
-    return _names(Zone, slugs)
+    return names(zones=slugs)[1]
 
 
 def plan_names(slugs: Iterable[str]) -> dict[str, str]:
-    return _names(Plan, slugs)
+    return names(plans=slugs)[2]
 
 
 def forget() -> None:

@@ -12,8 +12,7 @@ from django.utils.translation import gettext as _
 from console import csvsafe
 from teams.accounts import is_account
 
-from . import spend
-from .catalog_names import chip_names, plan_names, zone_names
+from . import catalog_names, spend
 from .models import LedgerTransaction, UsageSession
 from .money import ZERO, summed
 from .rules import month_of
@@ -139,9 +138,9 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
     named = UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at").only(*NAMING_FIELDS)
     for s in named:
         sessions[s.resource_id] = s  # the latest session names the resource
-    chips = chip_names(s.chip_slug for s in sessions.values())
-    zones = zone_names(s.zone_slug for s in sessions.values())
-    plans = plan_names(s.plan_slug for s in sessions.values())
+    chips, zones, plans = catalog_names.names(chips=[s.chip_slug for s in sessions.values()],
+                                              zones=[s.zone_slug for s in sessions.values()],
+                                              plans=[s.plan_slug for s in sessions.values()])  # fmt: skip
     lines = []
     for row in rows:
         s = sessions.get(row["resource_id"])

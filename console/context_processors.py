@@ -46,7 +46,8 @@ def navigation(request):
     # The section whose URL is the longest prefix of the page's is the current one: /marketplace/inference/ is
     # the inference templates and /marketplace/hub/ the hub, not the marketplace.
     matching = [s for s in sections if s["url"] and current.startswith(s["url"])]
-    if matching:
-        max(matching, key=lambda s: len(s["url"]))["active"] = True
+    active = max(matching, key=lambda s: len(s["url"])) if matching else None
+    if active is not None:
+        active["active"] = True
     public = [{"label": label, "url": url} for label, name in PUBLIC_LINKS if (url := _url(name))]
-    return {"nav_sections": sections, "nav_public": public}
+    return {"nav_sections": sections, "nav_public": public, "nav_active": active["url"] if active else ""}

@@ -25,17 +25,21 @@ class MarketplaceConfig(AppConfig):
 
 
 def _connect_visitor_pages() -> None:
-    """A saved or deleted image or hub item is a new generation of the visitor's pages that list them."""
+    """A saved or deleted image (or variant of one) or hub item is a new generation of the visitor's pages that show
+    them."""
     from django.db.models.signals import post_delete, post_save
 
     from console import visitor_cache
 
-    from .models import HubItem, Image
+    from .models import HubItem, Image, ImageVariant
 
-    for model, page in ((Image, "image-list"), (Image, "image-detail"), (HubItem, "hub-list")):
+    pages = ((Image, "image-list"), (Image, "image-detail"), (ImageVariant, "image-list"),
+             (ImageVariant, "image-detail"), (HubItem, "hub-list"))  # fmt: skip
+    for model, page in pages:
 
         def changed(sender, page=page, **kwargs):
             visitor_cache.bump(page)
 
-        post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"visitor_page_{page}_saved")
-        post_delete.connect(changed, sender=model, weak=False, dispatch_uid=f"visitor_page_{page}_deleted")
+        name = f"visitor_page_{page}_{model._meta.model_name}"
+        post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"{name}_saved")
+        post_delete.connect(changed, sender=model, weak=False, dispatch_uid=f"{name}_deleted")

@@ -78,3 +78,14 @@ def test_a_chip_or_zone_renamed_in_the_admin_shows_on_the_next_statement(owner_c
     zone.name = "Innovation zone"
     zone.save()
     assert "Innovation zone" in owner_client.get(reverse("billing:statements"), month).content.decode()
+
+
+def test_the_statement_names_chips_zones_and_plans_with_one_look_at_the_price_version(owner_client, ran_910b):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    month = {"month": ran_910b.strftime("%Y-%m")}
+    owner_client.get(reverse("billing:statements"), month)
+    with CaptureQueriesContext(connection) as read:
+        owner_client.get(reverse("billing:statements"), month)
+    assert sum("pricebookversion" in query["sql"].lower() for query in read.captured_queries) == 1

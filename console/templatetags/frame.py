@@ -7,8 +7,10 @@ values it names, the language, the time zone and the script prefix (always part 
 does not name would be shown from whoever rendered it first. For a row, ``object|loaded`` names every value the
 object and the relations it was loaded with hold; a view that loads only some columns (``only()``) makes the key
 only those, and a row that showed anything else would read it with a query of its own, which the pages' query
-counts catch. The CSRF token is the exception: each part is kept with a marker where the token goes, and every
-response gets its own request's token there, so no token is ever shared between responses.
+counts catch. Two values are filled in per response instead: the CSRF token (``{% csrf_token %}``, ``{{ csrf_token }}``)
+and the page's own address (``{{ frame_here }}``, for the ``next`` of a form that comes back to the page). A part is
+kept with a marker where each goes, so no token is ever shared between responses, and a part is not kept once per
+address (a query string is anyone's to make up). A key longer than ``LONGEST_KEY`` is rendered and not kept.
 
 Nothing that moves with the clock may be shown in a kept part ("3 minutes ago", a countdown): it would stop.
 
@@ -17,6 +19,7 @@ new processes and so renders them afresh, and a changed setting (``override_sett
 ``KEPT`` parts used last are kept.
 """
 
+import itertools
 import secrets
 import threading
 from collections import OrderedDict
@@ -27,42 +30,52 @@ from django.db.models import Model
 from django.template.base import FilterExpression
 from django.urls import get_script_prefix, get_urlconf
 from django.utils import timezone, translation
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 register = template.Library()
 
 KEPT = 4096
-# Letters and digits only, so escaping leaves it as it is wherever the template writes the token.
-_MARKER = "csrfmarker" + secrets.token_hex(16)
-_kept: OrderedDict[str, list[str]] = OrderedDict()
+LONGEST_KEY = 2048
+# Letters and digits only, so escaping leaves them as they are wherever the template writes them.
+_TOKEN = "csrfmarker" + secrets.token_hex(16)
+_HERE = "heremarker" + secrets.token_hex(16)
+_kept: OrderedDict[str, str] = OrderedDict()
 _lock = threading.Lock()
+_nodes = itertools.count()
 
 
 class FrameNode(template.Node):
     def __init__(self, nodelist, name: str, vary_on: list[FilterExpression]):
         self.nodelist, self.name, self.vary_on = nodelist, name, vary_on
+        # Each parsed part has keys of its own: a template parsed anew (edited, under the development server) shows
+        # its new text, and two parts of the same name never show each other's.
+        self.node = next(_nodes)
 
     def render(self, context) -> str:
         shown = tuple(value.resolve(context) for value in self.vary_on)
         where = (translation.get_language(), timezone.get_current_timezone_name(), get_script_prefix(), get_urlconf())
         # repr, not the values themselves: equal values may read differently (Decimal("1.0") and Decimal("1.00")).
-        key = repr((self.name, where, shown))
+        key = repr((self.node, self.name, where, shown))
         with _lock:
-            parts = _kept.get(key)
-            if parts is not None:
+            kept = _kept.get(key)
+            if kept is not None:
                 _kept.move_to_end(key)
-        if parts is None:
-            with context.push(csrf_token=_MARKER):
-                parts = self.nodelist.render(context).split(_MARKER)
-            with _lock:
-                _kept[key] = parts
-                while len(_kept) > KEPT:
-                    _kept.popitem(last=False)
-        if len(parts) == 1:
-            return parts[0]
-        token = context.get("csrf_token")
-        token = "" if token in (None, "NOTPROVIDED") else str(token)  # as {% csrf_token %} renders without one
-        return mark_safe(token.join(parts))
+        if kept is None:
+            with context.push(csrf_token=_TOKEN, frame_here=_HERE):
+                kept = self.nodelist.render(context)
+            if len(key) <= LONGEST_KEY:
+                with _lock:
+                    _kept[key] = kept
+                    while len(_kept) > KEPT:
+                        _kept.popitem(last=False)
+        if _TOKEN in kept:
+            token = context.get("csrf_token")
+            kept = kept.replace(_TOKEN, "" if token in (None, "NOTPROVIDED") else str(token))  # as {% csrf_token %}
+        if _HERE in kept:
+            request = context.get("request")
+            kept = kept.replace(_HERE, escape(request.get_full_path()) if request is not None else "")
+        return mark_safe(kept)
 
 
 @register.tag("frame")
@@ -80,12 +93,19 @@ def do_frame(parser, token):
 def loaded(obj) -> tuple:
     """Every value a model instance holds (its loaded columns, and what a view set on it) and those of the relations
     it was loaded with or prefetched: the key of a row that shows it."""
+    return _loaded(obj, set())
+
+
+def _loaded(obj, seen: set[int]) -> tuple:
     if not isinstance(obj, Model):
         return (obj,)
+    if id(obj) in seen:  # a one-to-one relation caches both ways: each object is named once
+        return ("seen", type(obj).__name__, obj.pk)
+    seen.add(id(obj))
     values = tuple(item for item in obj.__dict__.items() if item[0][0] != "_")
-    related = tuple((name, loaded(other) if other is not None else None)
+    related = tuple((name, _loaded(other, seen) if other is not None else None)
                     for name, other in obj._state.fields_cache.items())  # fmt: skip
-    prefetched = tuple((name, tuple(loaded(other) for other in rows))
+    prefetched = tuple((name, tuple(_loaded(other, seen) for other in rows))
                        for name, rows in obj.__dict__.get("_prefetched_objects_cache", {}).items())  # fmt: skip
     return type(obj).__name__, values, related, prefetched
 

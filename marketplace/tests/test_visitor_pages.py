@@ -100,6 +100,10 @@ def test_a_visitors_image_page_is_kept_and_shows_a_change_to_the_image_or_its_pr
     image.name = "Kept Vision Two"
     image_services.save_edits(image)
     assert _shows(en, path, "Kept Vision Two")
+    variant = image.variants.first()
+    variant.os = "Kylin V10 SP3"  # as the admin edits a variant
+    variant.save()
+    assert _shows(en, path, "Kylin V10 SP3")
 
     before = _offers(en.get(path).content.decode())
     for chip in {price.chip for price in Price.objects.filter(chip__isnull=False).select_related("chip")}:

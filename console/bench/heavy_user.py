@@ -101,14 +101,14 @@ class HeavyUser:
 
 # The most queries each page may run, whatever the user's history (asserted by the tests and by `make bench`).
 QUERY_BUDGET = {
-    "dashboard": 11,
+    "dashboard": 10,
     "instance list": 6,
     "instance list, last page": 6,
-    "instance detail": 12,
-    "wallet": 11,
+    "instance detail": 11,
+    "wallet": 9,
     "transactions": 6,
     "transactions, last page": 6,
-    "statement": 9,  # one more since its lines name chips, zones and plans in the reader's language
+    "statement": 7,  # its lines name chips, zones and plans in the reader's language: one look at the price version
     "cloud disks": 8,
     "API: instances": 8,
     "API: transactions": 6,

@@ -25,6 +25,9 @@ from console.models import User
 INSTANCES = size(1_000, 100)
 TRANSACTIONS = int(os.environ.get("BENCH_TRANSACTIONS") or size(10_000, 1_000))
 PAGE_ROUNDS = size(30, 5)
+# Each page's time budget (SPEC §12: p95 < 50 ms for the long history): reported beside its p95, never asserted, as
+# the machine's load moves it; the query budgets are checked.
+PAGE_TIME_BUDGET_MS = 50
 LOAD_USERS = size(20, 5)
 LOAD_SECONDS = size(60, 10)
 HISTORY = f"{INSTANCES:,} instances and {TRANSACTIONS:,} ledger entries"
@@ -80,7 +83,9 @@ def _measure_pages(report, history, budgets) -> None:
             if run.status != 200 or run.queries > budget:
                 raise RuntimeError(f"{label} ({url}): HTTP {run.status}, {run.queries} queries (budget {budget})")
         p50, p95 = percentiles([run.seconds for run in runs])
-        note = f"p50 {p50:.1f} ms; {runs[-1].queries} queries (budget {budget}); n={len(runs)}"
+        within = "within" if p95 < PAGE_TIME_BUDGET_MS else "OVER"
+        note = (f"p50 {p50:.1f} ms; {within} the {PAGE_TIME_BUDGET_MS} ms budget; {runs[-1].queries} queries "
+                f"(budget {budget}); n={len(runs)}")  # fmt: skip
         report.add(f"{label} p95", p95, unit="ms", note=note)
 
 

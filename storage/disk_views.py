@@ -144,8 +144,7 @@ def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> di
     """What the panel shows: the owner's cloud storage (``/root/shared``, or a team's ``/root/shared-team``) with
     the top of its tree, hub mounts, attached disks, and the owner's detached disks of the instance's zone to
     attach. A fixed number of queries."""
-    attached = list(disks.attached_to(instance))
-    spare = list(disks.account_disks(instance.owner).filter(zone_id=instance.zone_id, status=DiskStatus.AVAILABLE))
+    attached, spare = disks.panel_disks(instance)
     shared_target = attachments.shared_target(instance)
     return {
         "instance": instance,

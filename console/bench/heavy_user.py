@@ -104,7 +104,7 @@ QUERY_BUDGET = {
     "dashboard": 10,
     "instance list": 6,
     "instance list, last page": 6,
-    "instance detail": 11,
+    "instance detail": 10,
     "wallet": 9,
     "transactions": 6,
     "transactions, last page": 6,

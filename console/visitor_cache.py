@@ -22,8 +22,9 @@ from .htmx import wants_partial
 
 
 def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds: int, parts=()) -> tuple[str, int]:
-    """(content, status) of the page ``name``: ``build()``'s, or the one kept for this address, language, ``parts``
-    and generation of ``name``. Only a visitor's full page at its bare address, of status 200, is kept; a logged-in
+    """(content, status) of the page ``name`` (or of pages at several addresses that change together, such as a
+    list and its items' pages): ``build()``'s, or the one kept for this address, language, ``parts`` and generation
+    of ``name``. Only a visitor's full page at its bare address, of status 200, is kept; a logged-in
     user's page, htmx fragments and addresses with a query string are always built."""
     if request.user.is_authenticated or wants_partial(request) or request.GET or request.method not in ("GET", "HEAD"):
         return build()

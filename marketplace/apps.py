@@ -31,10 +31,10 @@ def _connect_visitor_pages() -> None:
 
     from console import visitor_cache
 
+    from .images import services as image_services
     from .models import HubItem, Image, ImageVariant
 
-    pages = ((Image, "image-list"), (Image, "image-detail"), (ImageVariant, "image-list"),
-             (ImageVariant, "image-detail"), (HubItem, "hub-list"))  # fmt: skip
+    pages = ((Image, image_services.VISITOR_PAGES), (ImageVariant, image_services.VISITOR_PAGES), (HubItem, "hub-list"))
     for model, page in pages:
 
         def changed(sender, page=page, **kwargs):

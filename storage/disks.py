@@ -404,15 +404,19 @@ def release_from(instance: Instance) -> int:
     return released
 
 
+def _attached_to(instance: Instance) -> Q:
+    return Q(instance=instance, status=DiskStatus.ATTACHED)
+
+
 def attached_to(instance: Instance):
-    return CloudDisk.objects.filter(instance=instance, status=DiskStatus.ATTACHED).order_by("name")
+    return CloudDisk.objects.filter(_attached_to(instance)).order_by("name")
 
 
 def panel_disks(instance: Instance) -> tuple[list[CloudDisk], list[CloudDisk]]:
     """(the disks attached to ``instance``, by name; its owner's disks free to attach in its zone, newest first), in
     one query."""
     spare = Q(owner_id=instance.owner_id, zone_id=instance.zone_id, status=DiskStatus.AVAILABLE)
-    rows = CloudDisk.objects.filter(Q(instance=instance, status=DiskStatus.ATTACHED) | spare)
+    rows = CloudDisk.objects.filter(_attached_to(instance) | spare)
     rows = list(rows.select_related("zone", "instance"))  # newest first: the model's order
     attached = sorted((disk for disk in rows if disk.status == DiskStatus.ATTACHED), key=lambda disk: disk.name)
     return attached, [disk for disk in rows if disk.status == DiskStatus.AVAILABLE]

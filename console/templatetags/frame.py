@@ -102,12 +102,21 @@ def _loaded(obj, seen: set[int]) -> tuple:
     if id(obj) in seen:  # a one-to-one relation caches both ways: each object is named once
         return ("seen", type(obj).__name__, obj.pk)
     seen.add(id(obj))
-    values = tuple(item for item in obj.__dict__.items() if item[0][0] != "_")
+    # What a view set on it may be another object, or a list of them: each is named by its own values too.
+    values = tuple((name, _value(value, seen)) for name, value in obj.__dict__.items() if name[0] != "_")
     related = tuple((name, _loaded(other, seen) if other is not None else None)
                     for name, other in obj._state.fields_cache.items())  # fmt: skip
     prefetched = tuple((name, tuple(_loaded(other, seen) for other in rows))
                        for name, rows in obj.__dict__.get("_prefetched_objects_cache", {}).items())  # fmt: skip
     return type(obj).__name__, values, related, prefetched
+
+
+def _value(value, seen: set[int]):
+    if isinstance(value, Model):
+        return _loaded(value, seen)
+    if isinstance(value, (list, tuple)) and any(isinstance(item, Model) for item in value):
+        return tuple(_loaded(item, seen) for item in value)
+    return value
 
 
 def forget(**_kwargs) -> None:

@@ -131,3 +131,14 @@ def test_a_row_key_names_each_object_once_when_relations_point_back():
     voucher.account.voucher = voucher  # a one-to-one relation caches both ways
     key = loaded(voucher)
     assert "Account" in repr(key) and loaded(voucher) == key
+
+
+def test_a_row_key_names_an_object_a_view_set_on_the_row_by_its_own_values():
+    from billing.models import Account, Voucher
+    from console.templatetags.frame import loaded
+
+    voucher = Voucher(amount=1)
+    voucher.shown = [Account(balance=2)]  # as a view sets what a row shows beside its own columns
+    before = loaded(voucher)
+    voucher.shown[0].balance = 3
+    assert loaded(voucher) != before

@@ -52,6 +52,9 @@ MAX_COMMENT = 1000
 MAX_REASON = 500
 FRAMEWORKS_CACHE = "marketplace:images:frameworks"
 FRAMEWORKS_SECONDS = 300
+# The visitors' image pages (the marketplace and each image's page: ``console.visitor_cache``) share one generation:
+# any change to an image or a variant of one is a new generation of all of them.
+VISITOR_PAGES = "images"
 
 
 class Forbidden(ServiceError):
@@ -458,8 +461,7 @@ def _move_review(image: Image, new: str, *, by, reason: str = "", **changes) -> 
         _event(image, old, new, reason=reason, by=by)
     if new == ImageReview.LISTED:
         cache.delete(FRAMEWORKS_CACHE)
-    for page in ("image-list", "image-detail"):  # an update() sends no signal: the visitors' pages are told here
-        visitor_cache.bump(page)
+    visitor_cache.bump(VISITOR_PAGES)  # an update() sends no signal: the visitors' image pages are told here
     image.refresh_from_db()
     return image
 

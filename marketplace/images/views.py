@@ -75,7 +75,7 @@ def _search_page(request, *, mine: bool):
         }
         return render_to_string(LIST_CONTENT, context | menus, request), status
 
-    content, status = visitor_cache.content(request, "image-list", build, seconds=LIST_SECONDS)
+    content, status = visitor_cache.content(request, services.VISITOR_PAGES, build, seconds=LIST_SECONDS)
     return render(request, LIST_TEMPLATE, {"content": content, "mine": mine}, status=status)
 
 
@@ -136,7 +136,7 @@ def image_detail(request, slug):
     def build():
         return render_to_string(DETAIL_CONTENT, _detail_context(request, image, book), request), 200
 
-    content, status = visitor_cache.content(request, "image-detail", build, seconds=LIST_SECONDS,
+    content, status = visitor_cache.content(request, services.VISITOR_PAGES, build, seconds=LIST_SECONDS,
                                             parts=(image.pk, book.public_state()))  # fmt: skip
     return render(request, DETAIL_TEMPLATE, {"image": image, "content": content}, status=status)
 

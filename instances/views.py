@@ -219,11 +219,16 @@ def detail(request, public_id):
         return _status_partial(request, instance, refresh_panels=changed)
     context = _detail_context(instance) | _panels_context(_owner(request, instance), instance)
     # A team's instance names its team and who launched it, and offers its actions to the roles that may operate
-    # it (one query; none for one's own).
+    # it (no query for one's own, nor in the team's context; one outside it).
     context["team"], context["can_operate"] = None, True
     if instance.owner_id != request.user.pk:
-        member = Membership.objects.select_related("team").filter(user=request.user, team__account_id=instance.owner_id)
-        member = member.first()
+        member = acting(request).membership  # read for this request already: in the team's context, it is this one
+        if member is None or member.team.account_id != instance.owner_id:
+            member = (
+                Membership.objects.select_related("team")
+                .filter(user=request.user, team__account_id=instance.owner_id)
+                .first()
+            )
         context["team"] = member.team if member else None
         context["can_operate"] = member is not None and roles.can(member.role, roles.OPERATE)
     return render(request, "instances/detail.html", context)

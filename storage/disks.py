@@ -416,8 +416,8 @@ def panel_disks(instance: Instance) -> tuple[list[CloudDisk], list[CloudDisk]]:
     """(the disks attached to ``instance``, by name; its owner's disks free to attach in its zone, newest first), in
     one query."""
     spare = Q(owner_id=instance.owner_id, zone_id=instance.zone_id, status=DiskStatus.AVAILABLE)
-    rows = CloudDisk.objects.filter(_attached_to(instance) | spare)
-    rows = list(rows.select_related("zone", "instance"))  # newest first: the model's order
+    # The panel names each disk by its own columns: its zone and instance are the page's, read once already.
+    rows = list(CloudDisk.objects.filter(_attached_to(instance) | spare))  # newest first: the model's order
     attached = sorted((disk for disk in rows if disk.status == DiskStatus.ATTACHED), key=lambda disk: disk.name)
     return attached, [disk for disk in rows if disk.status == DiskStatus.AVAILABLE]
 

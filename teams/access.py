@@ -32,13 +32,34 @@ def account_ids(user, action: str = "view"):
     )
 
 
+def _team_accounts(user, action: str):
+    """The team accounts ``user`` may ``action`` the objects of (a subquery): through a team's API token, only that
+    team's."""
+    team_id = getattr(user, "token_team_id", None)
+    accounts = account_ids(user, action)
+    return accounts if team_id is None else accounts.filter(pk=team_id)
+
+
+def _own_reachable(user) -> bool:
+    """Whether the person's own objects are theirs here: not through a team's API token."""
+    return getattr(user, "token_team_id", None) is None
+
+
 def owned(user, action: str = "view", field: str = "owner") -> Q:
     """``field`` is ``user``, or the account of a team ``user`` may ``action`` the objects of. Through a team's API
     token, only that team's account (and only while the person's role allows it)."""
-    team_id = getattr(user, "token_team_id", None)
-    if team_id is not None:
-        return Q(**{f"{field}__in": account_ids(user, action).filter(pk=team_id)})
-    return Q(**{field: user}) | Q(**{f"{field}__in": account_ids(user, action)})
+    teams = Q(**{f"{field}__in": _team_accounts(user, action)})
+    return Q(**{field: user}) | teams if _own_reachable(user) else teams
+
+
+def reaches(user, account_id, action: str = "view") -> bool:
+    """Whether :func:`owned` admits an object of ``account_id`` already read: the person's own with no query, a
+    team's by one (the same subquery)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if _own_reachable(user) and account_id == user.pk:
+        return True
+    return _team_accounts(user, action).filter(account_id=account_id).exists()
 
 
 def refuse(user, account) -> None:  # account: a user or its id

@@ -4,7 +4,8 @@ The floor is a bare Django project (``console.bench.floor``: the default middlew
 template from a list). It and the console are served in turn by the same gunicorn (2 sync workers, DEBUG off) on
 the same 2 cores; locust without think time (4 clients) asks for one page at a time for a fixed time. Each page's
 throughput and p95 are reported with its ratio to the floor's (how many times slower; the target is ≤ 3×), the
-floor's being the mean of a run before the pages and one after.
+floor's being the mean of a run before the pages and one after. The same bare page behind a login is measured
+beside it: the share of a logged-in page's cost that is the session and the user alone.
 """
 
 import csv
@@ -96,18 +97,30 @@ def saturation(report):
     cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
     # The floor is measured before and after the pages, and each page is compared with the mean of the two: on a
     # shared machine the speed drifts over the minutes a run takes.
-    with _Gunicorn("console.bench.floor.wsgi:application") as floor:
+    # The same bare page behind a login as well (its session and user read from a SQLite file, as the console's are):
+    # what a logged-in page pays before any work of its own.
+    floor_env = {"FLOOR_DATABASE": str(Path(settings.DATA_DIR) / "floor.sqlite3")}
+    prepare = [sys.executable, "-m", "console.bench.floor.prepare"]
+    made = subprocess.run(prepare, env=os.environ | floor_env, cwd=settings.BASE_DIR, check=True, capture_output=True)
+    floor_cookie = made.stdout.decode().strip()
+    with _Gunicorn("console.bench.floor.wsgi:application", **floor_env) as floor:
         before, floor_p95, made = _saturate(floor.url, "/")
+        behind_login, behind_login_p95, behind_login_made = _saturate(floor.url, "/in/", floor_cookie)
     measured = []
     with _Gunicorn("config.wsgi") as console:
         for label, path, logged_in in _pages(history):
             measured.append((label, *_saturate(console.url, path, cookie if logged_in else "")))
-    with _Gunicorn("console.bench.floor.wsgi:application") as floor:
+    with _Gunicorn("console.bench.floor.wsgi:application", **floor_env) as floor:
         after, _p95, made = _saturate(floor.url, "/")
     floor_rps = (before + after) / 2
     setup = f"gunicorn 2 sync workers, {CLIENTS} clients, {SECONDS} s a page"
     note = f"mean of {before:.0f}/s before the pages and {after:.0f}/s after; p95 {floor_p95:.0f} ms; 9 KB; {setup}"
     report.add("floor: bare Django page", floor_rps, unit="/s", note=note)
+    note = f"p95 {behind_login_p95:.0f} ms; {behind_login_made:,} requests; the session and user read, then the page"
+    report.add("floor behind a login", behind_login, unit="/s", note=note)
+    report.add("floor behind a login: floor ÷ it", floor_rps / behind_login, unit="×", note="what logging in costs")
+    logged_in_pages = {label for label, _path, logged in _pages(history) if logged}
     for label, rps, p95, made in measured:
         report.add(f"{label}", rps, unit="/s", note=f"p95 {p95:.0f} ms (floor {floor_p95:.0f}); {made:,} requests")
-        report.add(f"{label}: floor ÷ page", floor_rps / rps, unit="×", note="target ≤ 3")
+        beside = f"; {behind_login / rps:.1f}× of the floor behind a login" if label in logged_in_pages else ""
+        report.add(f"{label}: floor ÷ page", floor_rps / rps, unit="×", note=f"target ≤ 3{beside}")

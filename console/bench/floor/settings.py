@@ -1,5 +1,6 @@
 """Settings of the bare floor project: what ``django-admin startproject`` gives, minus the admin."""
 
+import os
 from pathlib import Path
 
 SECRET_KEY = "floor-benchmark-only"  # noqa: S105 - never a real deployment: it serves one list
@@ -22,5 +23,8 @@ TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates",
               "OPTIONS": {"context_processors": ["django.template.context_processors.request",
                                                  "django.contrib.auth.context_processors.auth",
                                                  "django.contrib.messages.context_processors.messages"]}}]  # fmt: skip
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+# The logged-in page reads its session and user from a file every worker shares (``prepare`` makes it), kept open as
+# the console keeps its own; the anonymous page reads no database.
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ.get("FLOOR_DATABASE", ":memory:"),
+                         "CONN_MAX_AGE": 60}}  # fmt: skip
 USE_TZ = True

@@ -1,3 +1,4 @@
+from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import path
 
@@ -9,4 +10,5 @@ def page(request):
     return render(request, "floor.html", {"rows": ROWS, "title": "Floor"})
 
 
-urlpatterns = [path("", page)]
+# The same page behind a login: what any logged-in page pays before its own work (the session and the user read).
+urlpatterns = [path("", page), path("in/", login_required(page))]

@@ -123,37 +123,67 @@ def hourly_spend(user, billing_now: list[hourly.BillingNow] | None = None) -> De
     return to_rate(sum((part.per_hour for part in parts), ZERO))
 
 
-def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.BillingNow] | None = None) -> WalletSummary:
+def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.BillingNow] | None = None,
+            recent: "RecentSpend | None" = None) -> WalletSummary:  # fmt: skip
     """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them).
-    ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up."""
+    ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up; ``recent``: the
+    caller's :func:`recent_spend`, which holds this month's spend."""
     now = timezone.now()
     cash, trial, expires, held, any_voucher = _buckets(user, now, with_vouchers=True)
-    wallet = Wallet.objects.filter(user=user).first()
+    cap = Wallet.objects.filter(user=user).values_list("spending_cap", flat=True).first()
     return WalletSummary(
         cash=cash,
         trial=trial,
         trial_expires_at=expires,
-        spending_cap=wallet.spending_cap if wallet else None,
-        month_spent=month_spent(user, now),
+        spending_cap=cap,
+        month_spent=month_spent(user, now) if recent is None else recent.month(now),
         hourly_spend=hourly_spend(user, billing_now),
         voucher_balance=held,
         vouchers=tuple(vouchers.vouchers_of(user)) if list_vouchers and any_voucher else (),
     )
 
 
-def daily_spend(user, days: int = 30) -> list[tuple[date, Decimal]]:
-    """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query).
+CHART_DAYS = 30
+
+
+@dataclass(frozen=True)
+class RecentSpend:
+    """The wallet's spend per quarter-hour since the earlier of this month's start and the chart's first day: what
+    both the month's total and the daily chart add up, read once for a page that shows both."""
+
+    quarters: list[tuple[datetime, Decimal]]
+
+    def month(self, now: datetime) -> Decimal:
+        """This month's spend, as :func:`month_spent` sums it in the database (integer fen: the same to the fen)."""
+        start, end = rules.month_bounds(rules.month_of(now))
+        return sum((amount for quarter, amount in self.quarters if start <= quarter < end), ZERO)
+
+
+def _chart_start(days: int) -> tuple[date, datetime]:
+    first = timezone.localdate() - timedelta(days=days - 1)
+    return first, timezone.make_aware(datetime.combine(first, datetime.min.time()))
+
+
+def recent_spend(user) -> RecentSpend:
+    """What :func:`summary` and :func:`daily_spend` read of the running sums, in one query."""
+    month_start, _end = rules.month_bounds(rules.month_of(timezone.now()))
+    return RecentSpend(spend.per_quarter(user, min(month_start, _chart_start(CHART_DAYS)[1])))
+
+
+def daily_spend(user, days: int = CHART_DAYS, recent: RecentSpend | None = None) -> list[tuple[date, Decimal]]:
+    """Spend per local day for the last ``days`` days, oldest first, zero-filled (one query, none with the
+    caller's ``recent`` spend).
 
     The running sums are per quarter-hour; every UTC offset (and every summer-time shift) is a multiple of 15
     minutes, so each quarter falls on one local day and each day is exact.
     """
-    today = timezone.localdate()
-    first = today - timedelta(days=days - 1)
-    start = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    first, start = _chart_start(days)
+    quarters = spend.per_quarter(user, start) if recent is None else recent.quarters
     spent: dict[date, Decimal] = {}
-    for quarter, amount in spend.per_quarter(user, start):
-        day = timezone.localdate(quarter)
-        spent[day] = spent.get(day, ZERO) + amount
+    for quarter, amount in quarters:
+        if quarter >= start:
+            day = timezone.localdate(quarter)
+            spent[day] = spent.get(day, ZERO) + amount
     return [(first + timedelta(days=i), spent.get(first + timedelta(days=i), ZERO)) for i in range(days)]
 
 

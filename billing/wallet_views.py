@@ -35,9 +35,9 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 50
 
 
-def chart_data(user) -> dict:
+def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
     """The daily spend series for Chart.js: dates and amounts as strings (never floats)."""
-    days = wallet.daily_spend(user)
+    days = wallet.daily_spend(user, recent=recent)
     return {
         "labels": [d.isoformat() for d, _a in days],
         "values": [str(a) for _d, a in days],
@@ -46,11 +46,11 @@ def chart_data(user) -> dict:
 
 
 def wallet_context(user, *, list_vouchers: bool = False) -> dict:
-    billing_now = hourly.billing_now(user)
+    billing_now, recent = hourly.billing_now(user), wallet.recent_spend(user)
     return {
-        "wallet": wallet.summary(user, list_vouchers=list_vouchers, billing_now=billing_now),
+        "wallet": wallet.summary(user, list_vouchers=list_vouchers, billing_now=billing_now, recent=recent),
         "notifications": list(Notification.objects.for_user(user).unread()[:5]),
-        "spend_chart": chart_data(user),
+        "spend_chart": chart_data(user, recent),
         "billing_now": hourly.describe(billing_now),
         "retention_days": retention_days(),
     }

@@ -59,9 +59,34 @@ def test_a_run_across_midnight_splits_between_the_months_as_the_ledger_does(cata
         days = dict(wallet.daily_spend(owner, days=2))
     assert days == {march_end.date() - timedelta(days=1): in_march, march_end.date(): in_april}
 
+    # A page that shows both reads the quarters once: the same month and the same days.
+    with time_machine.travel(datetime(2026, 4, 1, 0, 30, tzinfo=SHANGHAI), tick=False):
+        recent = wallet.recent_spend(owner)
+        assert wallet.summary(owner, recent=recent).month_spent == in_april
+        assert dict(wallet.daily_spend(owner, days=2, recent=recent)) == days
+
     march_lines = statements.month_statement(owner, march).lines
     assert [(line.resource_id, line.charged) for line in march_lines] == [(resource, in_march)]
     assert statements.month_statement(owner, april).charged == in_april
+
+
+def test_the_one_read_counts_a_month_longer_than_the_chart(catalog, owner, fund):
+    fund(owner, Decimal("100"))
+    first_of_may = datetime(2026, 5, 1, 10, 0, tzinfo=SHANGHAI)
+    resource = uuid.uuid4()
+    open_usage(user=owner, kind="instance", resource_id=resource, quote=quote(chip=catalog["a100-80g"], cards=1,
+               at=first_of_may), started_at=first_of_may)  # fmt: skip
+    with time_machine.travel(first_of_may + timedelta(minutes=30), tick=False):
+        close_usage(resource_id=resource, ended_at=first_of_may + timedelta(minutes=30))
+    spent = spend.month_spent(owner, date(2026, 5, 1))
+    assert spent > 0
+
+    # On the 31st the chart's thirty days start on the 2nd; the month's spend still counts the 1st.
+    with time_machine.travel(datetime(2026, 5, 31, 12, 0, tzinfo=SHANGHAI), tick=False):
+        recent = wallet.recent_spend(owner)
+        assert wallet.summary(owner, recent=recent).month_spent == spent == wallet.summary(owner).month_spent
+        days = wallet.daily_spend(owner, recent=recent)
+    assert days[0][0] == date(2026, 5, 2) and sum(amount for _day, amount in days) == 0
 
 
 def test_a_ledger_written_before_the_sums_existed_is_summed_by_the_migration(catalog, owner, stranger, fund):

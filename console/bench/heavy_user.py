@@ -101,11 +101,11 @@ class HeavyUser:
 
 # The most queries each page may run, whatever the user's history (asserted by the tests and by `make bench`).
 QUERY_BUDGET = {
-    "dashboard": 10,
+    "dashboard": 9,
     "instance list": 6,
     "instance list, last page": 6,
     "instance detail": 10,
-    "wallet": 9,
+    "wallet": 8,
     "transactions": 6,
     "transactions, last page": 6,
     "statement": 7,  # its lines name chips, zones and plans in the reader's language: one look at the price version

@@ -17,6 +17,7 @@ from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
+from console.value_rows import ValueRows
 from teams import roles
 from teams.context import acting
 from teams.models import Membership, TeamEvent
@@ -25,14 +26,15 @@ from teams.services import record
 from . import services, shutdown
 from .backends import get_backend
 from .capacity import CapacityError
+from .choices import LIVE
 from .forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
 from .images import image_name
 from .models import Instance, InstanceEvent
 from .shutdown import FINISHED
 
 PAGE_SIZE = 50
-# What a row of the list shows: the rest of each instance and its catalogue rows is not read (the list of fifty
-# instances built six models of forty columns each, most of its time).
+# What a row of the list shows, read as values (the key of its kept part); the rest of each instance and its
+# catalogue rows is not read (the list of fifty instances built six models of forty columns each, most of its time).
 LIST_FIELDS = (
     "public_id", "name", "status", "kind", "cards", "spot", "price_per_hour", "created_at", "owner",
     "chip__slug", "chip__name", "chip__name_zh", "zone__name", "zone__name_zh", "plan__name", "plan__name_zh",
@@ -50,9 +52,10 @@ def instance_list(request):
     mine = Instance.objects.filter(owner=acting(request).account).with_related().not_endpoints()
     if request.GET.get("show") == "released":
         return _released_list(request, mine)
-    rows = mine.visible().select_related(None).select_related("chip", "zone", "plan").only(*LIST_FIELDS)
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page_obj": page, "instances": page.object_list, "any_live": any(i.is_live for i in page)}
+    rows = ValueRows(mine.visible(), LIST_FIELDS)
+    page = Paginator(rows.values, PAGE_SIZE).get_page(request.GET.get("page"))
+    status = rows.index("status")
+    context = {"page_obj": page, "rows": rows.rows(page), "any_live": any(row[status] in LIVE for row in page)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
     return render(request, template, context)
 

@@ -10,7 +10,9 @@ only those, and a row that showed anything else would read it with a query of it
 counts catch. Two values are filled in per response instead: the CSRF token (``{% csrf_token %}``, ``{{ csrf_token }}``)
 and the page's own address (``{{ frame_here }}``, for the ``next`` of a form that comes back to the page). A part is
 kept with a marker where each goes, so no token is ever shared between responses, and a part is not kept once per
-address (a query string is anyone's to make up). A key longer than ``LONGEST_KEY`` is rendered and not kept.
+address (a query string is anyone's to make up). A key longer than ``LONGEST_KEY`` is rendered and not kept, and so
+is a part whose ``unless`` condition holds: one showing what only this response holds (a form as just typed, with
+its errors).
 
 Nothing that moves with the clock may be shown in a kept part ("3 minutes ago", a countdown): it would stop.
 
@@ -46,13 +48,15 @@ _nodes = itertools.count()
 
 
 class FrameNode(template.Node):
-    def __init__(self, nodelist, name: str, vary_on: list[FilterExpression]):
-        self.nodelist, self.name, self.vary_on = nodelist, name, vary_on
+    def __init__(self, nodelist, name: str, vary_on: list[FilterExpression], unless: FilterExpression | None = None):
+        self.nodelist, self.name, self.vary_on, self.unless = nodelist, name, vary_on, unless
         # Each parsed part has keys of its own: a template parsed anew (edited, under the development server) shows
         # its new text, and two parts of the same name never show each other's.
         self.node = next(_nodes)
 
     def render(self, context) -> str:
+        if self.unless is not None and self.unless.resolve(context):
+            return self.nodelist.render(context)  # shows what this response alone holds: rendered, never kept
         shown = tuple(value.resolve(context) for value in self.vary_on)
         where = (translation.get_language(), timezone.get_current_timezone_name(), get_script_prefix(), get_urlconf())
         # repr, not the values themselves: equal values may read differently (Decimal("1.0") and Decimal("1.00")).
@@ -80,13 +84,20 @@ class FrameNode(template.Node):
 
 @register.tag("frame")
 def do_frame(parser, token):
-    """``{% frame "name" value … %}`` … ``{% endframe %}``."""
+    """``{% frame "name" value … [unless condition] %}`` … ``{% endframe %}``: with ``unless``, a response where the
+    condition holds (a form holding what was just typed, its errors) renders the part and does not keep it."""
     bits = token.split_contents()
     if len(bits) < 2 or bits[1][0] not in "\"'" or bits[1][-1] != bits[1][0]:
         raise template.TemplateSyntaxError("{% frame %} takes a quoted name, then the values the part shows")
+    unless = None
+    if "unless" in bits:
+        at = bits.index("unless")
+        if at != len(bits) - 2:
+            raise template.TemplateSyntaxError("{% frame %}: unless takes one condition, after the values")
+        unless, bits = parser.compile_filter(bits[-1]), bits[:at]
     nodelist = parser.parse(("endframe",))
     parser.delete_first_token()
-    return FrameNode(nodelist, bits[1][1:-1], [parser.compile_filter(bit) for bit in bits[2:]])
+    return FrameNode(nodelist, bits[1][1:-1], [parser.compile_filter(bit) for bit in bits[2:]], unless)
 
 
 @register.filter

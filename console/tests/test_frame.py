@@ -142,3 +142,13 @@ def test_a_row_key_names_an_object_a_view_set_on_the_row_by_its_own_values():
     before = loaded(voucher)
     voucher.shown[0].balance = 3
     assert loaded(voucher) != before
+
+
+def test_a_part_is_rendered_afresh_and_not_kept_while_its_unless_condition_holds():
+    from django.template import Context, Template
+
+    part = Template('{% load frame %}{% frame "typed" key unless typed %}{{ text }}{% endframe %}')
+    assert part.render(Context({"key": 1, "text": "what alice typed", "typed": True})) == "what alice typed"
+    assert part.render(Context({"key": 1, "text": "stored", "typed": False})) == "stored"  # nothing typed was kept
+    assert part.render(Context({"key": 1, "text": "other", "typed": False})) == "stored"  # kept for its key
+    assert part.render(Context({"key": 1, "text": "what bob typed", "typed": True})) == "what bob typed"

@@ -1,6 +1,7 @@
 """Auto-shutdown from the pages: optional fields in the launch wizard (errors next to them) and a panel on the
 instance page where the owner changes or clears it; ``shutdown.set_auto_shutdown`` applies the launch rule."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -85,3 +86,23 @@ def test_set_auto_shutdown_uses_the_launch_rule_and_refuses_a_released_instance(
     settle()
     with pytest.raises(Conflict):
         shutdown.set_auto_shutdown(Instance.objects.get(pk=instance.pk), None, None)
+
+
+def test_the_kept_panel_shows_the_stored_shutdown_never_what_was_typed_and_refused(english, launch):
+    instance = launch()
+    settle()
+    url = reverse("instances:auto-shutdown", args=[instance.public_id])
+
+    def panel() -> str:
+        page = english.get(instance.get_absolute_url()).content.decode()
+        part = page.split('id="auto-shutdown"')[1].split("</section>")[0]
+        return re.sub(r'name="csrfmiddlewaretoken" value="\w+"', "", part)  # each response's own token
+
+    assert panel() == panel() and 'id="auto-shutdown-idle">Off' in panel()  # the second one is kept
+    refused = english.post(url, {"idle_shutdown_minutes": "2"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'value="2"' in refused and "Idle minutes must be between 5 and 10080" in refused
+    assert 'value="2"' not in panel() and "Idle minutes must be" not in panel()  # the typed form was not kept
+    english.post(url, {"idle_shutdown_minutes": "45"}, HTTP_HX_REQUEST="true")
+    assert "After 45 idle minutes" in panel() and 'value="45"' in panel()
+    Instance.objects.filter(pk=instance.pk).update(idle_shutdown_minutes=None)  # no signal: the values are the key
+    assert 'id="auto-shutdown-idle">Off' in panel() and 'value="45"' not in panel()

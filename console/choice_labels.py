@@ -22,3 +22,8 @@ class ChoiceLabels:
     def _get_FIELD_display(self, field):
         value = getattr(self, field.attname)
         return force_str(_labels(field).get(make_hashable(value), value), strings_only=True)
+
+
+def label(model, name: str, value) -> str:
+    """What ``get_<name>_display`` shows for ``value`` of ``model``'s field ``name``, for a row read as values."""
+    return force_str(_labels(model._meta.get_field(name)).get(make_hashable(value), value), strings_only=True)

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from console.paging import BothEnds
+from console.value_rows import ValueRows
 from teams import roles
 from teams import services as team_services
 from teams.context import acting, page_account
@@ -33,9 +34,15 @@ from .money import ZERO
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50
-# What a row of billing/partials/transaction_rows.html shows: the rest of each transaction (a dozen columns more) is
-# not read, nor kept in the row's key.
+# What a row of billing/partials/transaction_rows.html shows, read as values (the key of its kept part): the rest of
+# each transaction (a dozen columns more) is not read.
 ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subsidy_amount")
+
+
+def _rows(transactions, count: int) -> list:
+    """The first ``count`` of ``transactions`` as the rows the partial shows."""
+    rows = ValueRows(transactions, ROW_FIELDS)
+    return rows.rows(rows.values[:count])
 
 
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
@@ -67,7 +74,7 @@ def _account(request):
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
-        "recent": LedgerTransaction.objects.for_user(user).only(*ROW_FIELDS).order_by("-created_at", "-pk")[:10],
+        "recent": _rows(LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk"), 10),
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
@@ -156,10 +163,11 @@ def transactions(request):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
-    page = Paginator(BothEnds(qs.only(*ROW_FIELDS)), PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = ValueRows(qs, ROW_FIELDS)
+    page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
+    context = {"form": form, "page": page, "transactions": rows.rows(page.object_list), "query": query.urlencode()}
     template = "billing/transactions.html#transaction-table" if wants_partial(request) else "billing/transactions.html"
     return render(request, template, context, status=400 if form.errors else 200)
 

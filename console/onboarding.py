@@ -22,8 +22,12 @@ class TrialBuys:
     hours: Decimal
 
 
-def needs_first_steps(user) -> bool:
-    """No instance ever launched (released ones count: they have launched before)."""
+def needs_first_steps(user, account=None) -> bool:
+    """No instance ever launched (released ones count: they have launched before). The launches of ``account`` (whose
+    pages are open: the user's own, or a team's they belong to) answer it with a plain query on the owner; only
+    when it has none are all the instances the user can see looked at."""
+    if Instance.objects.filter(owner=account or user).not_endpoints().exists():
+        return False
     return not Instance.objects.for_user(user).not_endpoints().exists()
 
 

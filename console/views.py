@@ -41,7 +41,7 @@ def dashboard(request):
         "active_tokens": ApiToken.objects.for_user(request.user).active().count(),
         "team_wallet": team_wallet,
     } | wallet_context(working.account if team_wallet else request.user)
-    if onboarding.needs_first_steps(request.user):
+    if onboarding.needs_first_steps(request.user, working.account):
         context |= {"first_steps": True, "trial_buys": onboarding.trial_buys(request.user)}
     return render(request, "console/dashboard.html", context)
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from django.template.loader import render_to_string
-from django.test import RequestFactory
+from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import translation
 
@@ -94,3 +94,21 @@ def test_the_first_steps_card_goes_once_there_is_an_instance(owner_client, launc
     launch(name="first")
     html = owner_client.get(reverse("console:dashboard")).content.decode()
     assert 'id="first-steps"' not in html
+
+
+def test_a_member_who_never_launched_sees_no_first_steps_once_the_team_has_an_instance(owner, launch):
+    from teams import services as team_services
+    from teams.models import Membership
+    from teams.roles import Role
+    from tests.fixtures.factories import UserFactory
+
+    team = team_services.create_team(owner, name="Vision", slug="vision")
+    member = UserFactory(email="member@example.com")
+    Membership.objects.create(team=team, user=member, role=Role.DEVELOPER)
+    client = Client()
+    client.force_login(member)
+    assert 'id="first-steps"' in client.get(reverse("console:dashboard")).content.decode()
+    launch(user=team.account, name="team-run")
+    assert 'id="first-steps"' not in client.get(reverse("console:dashboard")).content.decode()  # own context
+    assert client.post(reverse("teams:switch"), {"team": "vision"}).status_code == 302
+    assert 'id="first-steps"' not in client.get(reverse("console:dashboard")).content.decode()  # the team's

@@ -30,10 +30,11 @@ class Row:
 
 class ValueRows:
     """``queryset`` read as the value tuples of ``fields``: the model's own fields and fields of the rows it points
-    to (``chip__name``), one level deep. Give ``values`` to a paginator, then ``rows()`` each page."""
+    to (``chip__name``), one level deep. A paginator takes it as it is (its pages are lists of ``Row``); ``values``
+    are the tuples themselves, for a paginator of its own (``rows()`` turns them into rows)."""
 
     def __init__(self, queryset: QuerySet, fields: Sequence[str]):
-        self.model, self.db = queryset.model, queryset.db
+        self.model, self.db, self._queryset, self.ordered = queryset.model, queryset.db, queryset, queryset.ordered
         meta = self.model._meta
         own = ["pk"] + [name for name in fields if "__" not in name]
         related: dict[str, list[str]] = {}
@@ -57,6 +58,19 @@ class ValueRows:
     def values(self) -> QuerySet:
         """The value tuples, a query not yet run (each use reads them afresh)."""
         return self._values.all()
+
+    def count(self) -> int:
+        """How many rows there are, counted without joining the rows they point to."""
+        return self._queryset.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, item: slice) -> list[Row]:
+        """A slice of the rows (a page: a paginator takes ``ValueRows`` as it is)."""
+        if not isinstance(item, slice):
+            raise TypeError("ValueRows are read a slice at a time")
+        return self.rows(self._values[item])
 
     def index(self, name: str) -> int:
         """Where column ``name`` is in a row's key."""

@@ -53,9 +53,9 @@ def instance_list(request):
     if request.GET.get("show") == "released":
         return _released_list(request, mine)
     rows = ValueRows(mine.visible(), LIST_FIELDS)
-    page = Paginator(rows.values, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     status = rows.index("status")
-    context = {"page_obj": page, "rows": rows.rows(page), "any_live": any(row[status] in LIVE for row in page)}
+    context = {"page_obj": page, "rows": page.object_list, "any_live": any(row.key[status] in LIVE for row in page)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
     return render(request, template, context)
 

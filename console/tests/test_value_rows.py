@@ -46,3 +46,17 @@ def test_a_row_key_is_its_values_and_changes_with_them(launch):
 def test_only_the_rows_a_model_points_to_are_read():
     with pytest.raises(ValueError, match="one level deep"):
         ValueRows(Instance.objects.all(), ("chip__family__name",))
+
+
+def test_a_paginator_pages_the_rows_and_counts_them_without_joining(launch):
+    from django.core.paginator import Paginator
+
+    for n in range(3):
+        launch(name=f"p{n}")
+    rows = ValueRows(Instance.objects.order_by("name"), ("name", "chip__name"))
+    page = Paginator(rows, 2).get_page(2)
+    assert page.paginator.count == 3 and [row.object.name for row in page] == ["p2"]
+    assert [row.key[rows.index("chip__name")] for row in Paginator(rows, 2).get_page(1)] == ["Ascend 910B"] * 2
+    with CaptureQueriesContext(connection) as counted:
+        rows.count()
+    assert "JOIN" not in counted.captured_queries[0]["sql"]

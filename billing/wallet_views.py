@@ -39,12 +39,6 @@ PAGE_SIZE = 50
 ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subsidy_amount")
 
 
-def _rows(transactions, count: int) -> list:
-    """The first ``count`` of ``transactions`` as the rows the partial shows."""
-    rows = ValueRows(transactions, ROW_FIELDS)
-    return rows.rows(rows.values[:count])
-
-
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
     """The daily spend series for Chart.js: dates and amounts as strings (never floats)."""
     days = wallet.daily_spend(user, recent=recent)
@@ -74,7 +68,7 @@ def _account(request):
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
-        "recent": _rows(LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk"), 10),
+        "recent": ValueRows(LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk"), ROW_FIELDS)[:10],
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),

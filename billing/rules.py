@@ -4,7 +4,7 @@ Every other module asks these functions; none restates them.
 
 * **Trial credit** is usable while it has a balance and has not expired; it pays for compute only.
 * **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2.
-* **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 1)
+* **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 5)
   minutes, at minute counts staggered by session so that a tick posts about one in that many sessions, and never
   across the end of a month; a payer at risk is posted every minute: within an hour of spend of zero, stopped,
   with a spending cap, a member under a budget, or holding trial credit or a voucher that expires before the next

@@ -321,7 +321,7 @@ ARREARS_RETENTION_DAYS = env.int("ARREARS_RETENTION_DAYS", default=15)
 # How many billed minutes the metering tick gathers into one ledger posting per session (1: a posting a minute).
 # Whoever is within an hour of spend of zero, has a spending cap, or runs under a member budget is posted every
 # minute whatever this says, so nobody runs past zero, a cap or a budget for longer than a minute.
-METERING_POSTING_MINUTES = env.int("METERING_POSTING_MINUTES", default=1)
+METERING_POSTING_MINUTES = env.int("METERING_POSTING_MINUTES", default=5)
 if not 1 <= METERING_POSTING_MINUTES <= 60:
     raise ImproperlyConfigured("METERING_POSTING_MINUTES must be between 1 and 60.")
 # How long a stopped instance keeps its system disk before it is released (reminders 3 days and 1 day before).

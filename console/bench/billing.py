@@ -3,8 +3,9 @@
 ``BENCH_METERING_SESSIONS`` sets how many sessions the tick charges instead (``make bench`` runs PostgreSQL with
 100,000: the tick must charge that many in under 10 s there); unset, the usual ``size()`` applies.
 
-The ticks run at the configured cadence (``METERING_POSTING_MINUTES``, a posting a minute by default), then five
-more at a five-minute cadence once the sessions' postings have spread over the ticks, as a live console's do.
+The ticks run at the configured cadence (``METERING_POSTING_MINUTES``, a posting every five minutes by default),
+then five more at a five-minute cadence once the sessions' postings have spread over the ticks, as a live console's
+do.
 """
 
 import os

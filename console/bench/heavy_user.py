@@ -247,13 +247,14 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
 
 
 def _charge(user, copies: list[Instance], transactions: int) -> None:
-    """Metering ticks a minute apart over the copies' sessions until the user has ``transactions`` charges, then
-    the sessions end (the copies are stopped or released)."""
+    """Metering ticks a minute apart over the copies' sessions, each posting a minute of every session, until the
+    user has ``transactions`` charges; then the sessions end (the copies are stopped or released)."""
     sessions = UsageSession.objects.filter(user=user, resource_id__in=[c.public_id for c in copies])
     started = sessions.values_list("started_at", flat=True).first()
     ticks = math.ceil(max(transactions - LedgerTransaction.objects.filter(user=user).count(), 0) / max(len(copies), 1))
-    for minute in range(1, ticks + 1):
-        meter(started + timedelta(minutes=minute))
+    with override_settings(METERING_POSTING_MINUTES=1):
+        for minute in range(1, ticks + 1):
+            meter(started + timedelta(minutes=minute))
     sessions.update(ended_at=started + timedelta(minutes=ticks))
 
 

@@ -37,8 +37,9 @@ from .choices import (
     TransactionKind,
 )
 from .display import format_cny
-from .models import Account, LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage
+from .models import Account, LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from .money import CENT, ZERO, summed
+from .rules import posting_minutes
 
 
 class LedgerError(Exception):
@@ -240,8 +241,21 @@ def post_batch(
         bulk_set(Account, list(changed.values()), ["balance"])
         spend.record(created)
         booked()
+        _look_again({tx.user_id for tx, p in zip(created, todo, strict=True)
+                     if tx.user_amount < 0 and tx.user_id and p.usage_session_id is None})  # fmt: skip
     by_key = existing | {tx.idempotency_key: tx for tx in created}
     return [by_key[k] for k in keys]
+
+
+def _look_again(user_ids: set[int]) -> None:
+    """Wallets lowered by anything but metering (a refund clawed back, a withdrawal, a staff debit, a plan paid up
+    front, storage's daily charge): their open sessions are looked at by the next tick, which posts a payer now at
+    risk every minute. On the longer posting cadence they would otherwise be looked at only at their next posting,
+    minutes after the wallet ran low. After the commit: the tick locks sessions before wallets, never after."""
+    if not user_ids or posting_minutes() == 1:
+        return
+    sessions = UsageSession.objects.open().filter(user_id__in=user_ids, charge_due_at__isnull=False)
+    transaction.on_commit(lambda: sessions.update(charge_due_at=None))
 
 
 def _validate(p: Posting) -> None:

@@ -263,3 +263,34 @@ def test_a_cadence_shortened_since_brings_sessions_scheduled_further_off_to_the_
     settings.METERING_POSTING_MINUTES = 1
     assert [_tick(minute).charged for minute in range(1, 4)] == [1, 1, 1]
     assert UsageSession.objects.get(resource_id=resource).charged_minutes == 4
+
+
+@pytest.mark.parametrize("debit", ["staff", "storage"])
+def test_a_wallet_lowered_between_postings_by_anything_but_metering_is_stopped_at_zero_within_a_minute(
+    catalog, owner, fund, every_five, arrears_calls, django_capture_on_commit_callbacks, debit
+):
+    fund(owner, "100")
+    q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute: well funded, posted every five
+    _open(owner, q)
+    with django_capture_on_commit_callbacks(execute=True):
+        _tick(0)
+    # Something else takes all but 30 fen (under four minutes of spend) before the session's next posting is due.
+    with django_capture_on_commit_callbacks(execute=True):
+        if debit == "staff":
+            wallet.adjust_balance(user=owner, amount=Decimal("0.30") - wallet.compute_balance(owner), reason="test",
+                                  staff=None, idempotency_key="debit")  # fmt: skip
+        else:
+            cash = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_CASH]
+            revenue = ledger.system_account(AccountKind.REVENUE)
+            amount = wallet.compute_balance(owner) - Decimal("0.30")
+            ledger.post(ledger.Posting(kind=TransactionKind.STORAGE, idempotency_key="storage-day", user_id=owner.pk,
+                                       entries=((cash.pk, -amount), (revenue.pk, amount))))  # fmt: skip
+    minute = 0
+    while not arrears_calls and minute < 10:
+        minute += 1
+        with django_capture_on_commit_callbacks(execute=True):
+            _tick(minute)
+    # Looked at by the very next tick and posted every minute from then on, as with a posting a minute: the stop is
+    # asked on the tick that bills past zero (minute 4: 32 fen), not when the next five-minute posting came due.
+    assert (minute, arrears_calls) == (4, [(owner.pk, "arrears")])
+    assert wallet.compute_balance(owner) == Decimal("-0.02")

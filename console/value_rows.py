@@ -3,7 +3,7 @@
 A list's rows are kept parts (``{% frame %}``) keyed by what they show. Read as models with their related rows,
 fifty rows cost most of a list page, each model built field by field, although a kept row needs only its values
 to be found. ``ValueRows`` reads the same columns as value tuples (a third of the cost): each ``Row`` is keyed by
-its values, and builds its model, with the related rows it names set as ``select_related`` would set them, only
+its values, and builds its model, with the related rows it names cached on it as ``select_related`` caches them, only
 when the template reads ``row.object`` — that is, when its kept part is missing. A column it was not given is
 deferred, as with ``only()``: reading it runs a query of its own, which the pages' query counts catch.
 """
@@ -51,6 +51,8 @@ class ValueRows:
         self._related = []
         for relation, columns in related.items():
             field = meta.get_field(relation)
+            if not (field.concrete and (field.many_to_one or field.one_to_one)):
+                raise ValueError(f"{relation}: only the rows the model points to are read, one level deep")
             indexes = [at[f"{relation}__{column}"] for column in columns]
             self._related.append((field, self._plan(field.related_model, columns, indexes), indexes[0]))
 

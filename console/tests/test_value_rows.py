@@ -46,6 +46,8 @@ def test_a_row_key_is_its_values_and_changes_with_them(launch):
 def test_only_the_rows_a_model_points_to_are_read():
     with pytest.raises(ValueError, match="one level deep"):
         ValueRows(Instance.objects.all(), ("chip__family__name",))
+    with pytest.raises(ValueError, match="one level deep"):
+        ValueRows(Instance.objects.all(), ("events__detail",))  # rows that point to it: not one row
 
 
 def test_a_paginator_pages_the_rows_and_counts_them_without_joining(launch):

@@ -5,15 +5,15 @@ Rendering the frame cost about 2 ms of every page (the menus' links, the languag
 list's fifty rows several more; a kept part costs a dictionary look-up. What a part shows must come only from the
 values it names, the language, the time zone and the script prefix (always part of the key): a value it reads but
 does not name would be shown from whoever rendered it first. For a row, ``object|loaded`` names every value the
-object and the relations it was loaded with hold; a view that loads only some columns (``only()``) makes the key
-only those, and a row that showed anything else would read it with a query of its own, which the pages' query
-counts catch. A long list keys its rows by the values read for them instead (``console.value_rows``, ``row.key``),
-and builds a row's object only for a row rendered afresh. Two values are filled in per response instead: the CSRF token (``{% csrf_token %}``, ``{{ csrf_token }}``)
-and the page's own address (``{{ frame_here }}``, for the ``next`` of a form that comes back to the page). A part is
-kept with a marker where each goes, so no token is ever shared between responses, and a part is not kept once per
-address (a query string is anyone's to make up). A key longer than ``LONGEST_KEY`` is rendered and not kept, and so
-is a part whose ``unless`` condition holds: one showing what only this response holds (a form as just typed, with
-its errors).
+object and the relations it was loaded with hold; a view that loads only some columns (``only()``) makes the key only
+those, and a row that showed anything else would read it with a query of its own, which the pages' query counts
+catch. A long list keys its rows by the values read for them instead (``console.value_rows``, ``row.key``), and
+builds a row's object only for a row rendered afresh. Two values are filled in per response instead: the CSRF token
+(``{% csrf_token %}``, ``{{ csrf_token }}``) and the page's own address (``{{ frame_here }}``, for the ``next`` of a
+form that comes back to the page). A part is kept with a marker where each goes, so no token is ever shared between
+responses, and a part is not kept once per address (a query string is anyone's to make up). A key longer than
+``LONGEST_KEY`` is rendered and not kept, and so is a part whose ``unless`` condition holds: one showing what only
+this response holds (a form as just typed, with its errors).
 
 Nothing that moves with the clock may be shown in a kept part ("3 minutes ago", a countdown): it would stop.
 

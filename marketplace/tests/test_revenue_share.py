@@ -39,7 +39,8 @@ def _cash(user) -> Decimal:
     return Account.objects.get(user=user, kind=AccountKind.USER_CASH).balance
 
 
-def test_the_author_earns_the_share_of_each_charge_exactly_once(owner, stranger, launch, listed):
+def test_the_author_earns_the_share_of_each_charge_exactly_once(owner, stranger, launch, listed, settings):
+    settings.METERING_POSTING_MINUTES = 1  # a charge every minute: ninety-one one-minute shares, none drifting
     _fund(stranger)
     t0 = timezone.now() - timedelta(hours=2)
     _metered(launch, stranger, f"{listed.slug}-npu", t0)

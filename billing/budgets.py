@@ -18,6 +18,7 @@ from teams import budgets as team_budgets
 
 from . import rules, spend
 from .display import format_cny
+from .ledger import look_again
 from .models import UsageSession
 from .money import ZERO, to_cents
 
@@ -86,9 +87,7 @@ def assess(sessions, now: datetime) -> tuple[list[tuple[int, int, Decimal]], set
 
 def _budget_saved(sender, instance, update_fields=None, **kwargs):
     if update_fields is None or "monthly_budget" in update_fields:
-        from .metering import look_again
-
-        look_again(instance.team.account_id, instance.user_id)
+        look_again([instance.team.account_id], instance.user_id)
 
 
 def connect() -> None:

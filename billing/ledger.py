@@ -241,20 +241,26 @@ def post_batch(
         bulk_set(Account, list(changed.values()), ["balance"])
         spend.record(created)
         booked()
-        _look_again({tx.user_id for tx, p in zip(created, todo, strict=True)
-                     if tx.user_amount < 0 and tx.user_id and p.usage_session_id is None})  # fmt: skip
+        if posting_minutes() > 1:
+            # Wallets lowered by anything but metering (a refund clawed back, a withdrawal, a staff debit, a plan
+            # paid up front, storage's daily charge): on the longer cadence their sessions would otherwise be
+            # looked at only at their next posting, minutes after the wallet ran low.
+            look_again({tx.user_id for tx, p in zip(created, todo, strict=True)
+                        if tx.user_amount < 0 and tx.user_id and p.usage_session_id is None})  # fmt: skip
     by_key = existing | {tx.idempotency_key: tx for tx in created}
     return [by_key[k] for k in keys]
 
 
-def _look_again(user_ids: set[int]) -> None:
-    """Wallets lowered by anything but metering (a refund clawed back, a withdrawal, a staff debit, a plan paid up
-    front, storage's daily charge): their open sessions are looked at by the next tick, which posts a payer now at
-    risk every minute. On the longer posting cadence they would otherwise be looked at only at their next posting,
-    minutes after the wallet ran low. After the commit: the tick locks sessions before wallets, never after."""
-    if not user_ids or posting_minutes() == 1:
+def look_again(user_ids: Iterable[int], member_id: int | None = None) -> None:
+    """The payers' open sessions (one member's only, when given) are looked at by the next tick, which posts a
+    payer at risk every minute: after their wallet was lowered, or what stops them changed (a spending cap, a
+    member's budget). After the commit: the tick locks sessions before wallets, never after."""
+    user_ids = set(user_ids)
+    if not user_ids:
         return
     sessions = UsageSession.objects.open().filter(user_id__in=user_ids, charge_due_at__isnull=False)
+    if member_id is not None:
+        sessions = sessions.filter(member_id=member_id)
     transaction.on_commit(lambda: sessions.update(charge_due_at=None))
 
 

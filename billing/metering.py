@@ -258,15 +258,6 @@ def _schedule(sessions, billed: dict[int, int], alerts, now, expiring=frozenset(
         _bring_forward(users, members, now=now, besides=[s.pk for s in sessions])
 
 
-def look_again(user_id: int, member_id: int | None = None) -> None:
-    """The payer's open sessions (a member's only, when given) are looked at by the next tick: after a change to
-    what stops them (a spending cap, a member's budget), which the longer cadence would otherwise notice late."""
-    sessions = UsageSession.objects.open().filter(user_id=user_id)
-    if member_id is not None:
-        sessions = sessions.filter(member_id=member_id)
-    transaction.on_commit(lambda: sessions.update(charge_due_at=None))
-
-
 def _expiring(buckets, held, voucher_left, now) -> set[int]:
     """The payers holding usable trial credit or a voucher that expires before the longer cadence's next posting."""
     every = posting_minutes()

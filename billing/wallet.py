@@ -29,6 +29,7 @@ from .ledger import (
     available_subsidy,
     lock_accounts,
     lock_programmes,
+    look_again,
     post,
     post_batch,
     programme_accounts,
@@ -36,7 +37,6 @@ from .ledger import (
     system_account,
     user_accounts,
 )
-from .metering import look_again
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
 from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, to_cents, to_rate
 from .quote import Quote
@@ -517,5 +517,5 @@ def set_spending_cap(user, cap) -> Wallet:
     wallet.spending_cap = value
     wallet.arrears_alerted_at = None
     wallet.save(update_fields=["spending_cap", "arrears_alerted_at"])
-    look_again(user.pk)  # the tick then watches the cap from its next run, whatever the posting cadence
+    look_again([user.pk])  # the tick then watches the cap from its next run, whatever the posting cadence
     return wallet

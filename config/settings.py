@@ -403,6 +403,7 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 SESSION_COOKIE_HTTPONLY = True
+SESSION_ENGINE = "console.sessions"  # Django's database sessions, read with SQL built once
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_PROXY", True) else None

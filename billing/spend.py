@@ -17,6 +17,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Sum
 
+from console.prepared import Prepared
+
 from .bulk import bulk_add
 from .choices import SPEND_KINDS
 from .models import LedgerTransaction, SpendLine, SpendQuarter
@@ -95,9 +97,14 @@ def month_totals(month: date, users, members=None) -> dict:
 
 def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
     """(quarter start, spend) of every quarter from ``since`` with spend, all members together."""
-    rows = (SpendQuarter.objects.filter(user=user, start__gte=since).values("start").annotate(t=Sum("amount_fen"))
-            .order_by("start"))  # fmt: skip
-    return [(row["start"], -from_fen(row["t"])) for row in rows]
+    return [(row["start"], -from_fen(row["t"])) for row in _PER_QUARTER(getattr(user, "pk", user), since)]
+
+
+# The wallet and the dashboard read it on every visit: built once (console.prepared).
+_PER_QUARTER = Prepared(
+    lambda user_id, since: SpendQuarter.objects.filter(user_id=user_id, start__gte=since).values("start")
+    .annotate(t=Sum("amount_fen")).order_by("start"), int, datetime,
+)  # fmt: skip
 
 
 LINE_FIELDS = ("resource_id", "kind", "member_id", "minutes", "amount_fen", "subsidy_fen")

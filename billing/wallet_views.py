@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from console.paging import BothEnds
+from console.prepared import Prepared
 from console.value_rows import ValueRows
 from teams import roles
 from teams import services as team_services
@@ -39,6 +40,10 @@ PAGE_SIZE = 50
 ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subsidy_amount")
 
 
+# Unread notifications, on the wallet and the dashboard: built once (console.prepared), the owner's only.
+_UNREAD = Prepared(lambda user_id: Notification.objects.filter(user_id=user_id).unread()[:5], int)
+
+
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
     """The daily spend series for Chart.js: dates and amounts as strings (never floats)."""
     days = wallet.daily_spend(user, recent=recent)
@@ -53,7 +58,7 @@ def wallet_context(user, *, list_vouchers: bool = False) -> dict:
     billing_now, recent = hourly.billing_now(user), wallet.recent_spend(user)
     return {
         "wallet": wallet.summary(user, list_vouchers=list_vouchers, billing_now=billing_now, recent=recent),
-        "notifications": list(Notification.objects.for_user(user).unread()[:5]),
+        "notifications": _UNREAD(user.pk) if user.is_authenticated else [],
         "spend_chart": chart_data(user, recent),
         "billing_now": hourly.describe(billing_now),
         "retention_days": retention_days(),

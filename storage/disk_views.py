@@ -18,6 +18,7 @@ from billing.quote import storage_price
 from catalog.models import Zone
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
+from console.prepared import Prepared
 from instances import attachments
 from instances.backends import get_backend
 from instances.models import Instance
@@ -29,6 +30,7 @@ from . import disks, mounts
 from .choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
+_ZONES = Prepared(lambda: Zone.objects.active().select_related("region"))  # the create form's zones
 PANEL_TEMPLATE = "storage/instance_panel.html"
 
 
@@ -36,7 +38,7 @@ PANEL_TEMPLATE = "storage/instance_panel.html"
 
 
 def _disks_context(account, error: str = "", form=None) -> dict:
-    rows = list(disks.account_disks(account))
+    rows = disks.account_disk_list(account)
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
     zones = {disk.zone_id for disk in rows if disk.status == DiskStatus.AVAILABLE}
@@ -54,7 +56,7 @@ def _disks_context(account, error: str = "", form=None) -> dict:
         price = None
     return {
         "disks": rows,
-        "zones": Zone.objects.active().select_related("region"),
+        "zones": _ZONES(),
         "price": price,
         "error": error,
         "form": form or {},
@@ -148,7 +150,7 @@ def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> di
     shared_target = attachments.shared_target(instance)
     return {
         "instance": instance,
-        "mounts": list(mounts.mounts_of(instance)),
+        "mounts": mounts.mount_list(instance.pk),
         "attached_disks": attached,
         "spare_disks": spare,
         "shared_target": shared_target,

@@ -192,6 +192,9 @@ def statement_csv(statement: Statement, out) -> None:
     writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
 
 
+TRANSACTION_ORDER = ("-created_at", "-pk")  # newest first; the key makes the order total (read from either end)
+
+
 def filtered_transactions(user, *, kind: str = "", since: date | None = None, until: date | None = None):
     qs = LedgerTransaction.objects.for_user(user)
     if kind:
@@ -201,7 +204,7 @@ def filtered_transactions(user, *, kind: str = "", since: date | None = None, un
     if until:
         end = timezone.make_aware(datetime.combine(until + timedelta(days=1), datetime.min.time()))
         qs = qs.filter(created_at__lt=end)
-    return qs.order_by("-created_at", "-pk")
+    return qs.order_by(*TRANSACTION_ORDER)
 
 
 def transactions_csv(transactions, out) -> None:

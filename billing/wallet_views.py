@@ -19,7 +19,7 @@ from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from console.paging import BothEnds
 from console.prepared import Prepared
-from console.value_rows import ValueRows
+from console.value_rows import PreparedRows, ValueRows
 from teams import roles
 from teams import services as team_services
 from teams.context import acting, page_account
@@ -42,6 +42,13 @@ ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subs
 
 # Unread notifications, on the wallet and the dashboard: built once (console.prepared), the owner's only.
 _UNREAD = Prepared(lambda user_id: Notification.objects.filter(user_id=user_id).unread()[:5], int)
+
+
+# The transactions page as it opens (no filter): counted and paged by queries built once (console.prepared).
+_ALL_ROWS = PreparedRows(
+    lambda user_id: LedgerTransaction.objects.filter(user_id=user_id).order_by(*statements.TRANSACTION_ORDER),
+    ROW_FIELDS, int, both_ends=True,
+)  # fmt: skip
 
 
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
@@ -154,19 +161,25 @@ def spending_cap(request):
 @require_GET
 def transactions(request):
     form = TransactionFilterForm(request.GET or None)
-    filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
-    qs = statements.filtered_transactions(_account(request), **{k: v for k, v in filters.items() if v})
+    cleaned = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    filters = {k: v for k, v in cleaned.items() if v}
+    qs = statements.filtered_transactions(_account(request), **filters)
     if request.GET.get("format") == "csv" and not form.errors:
         out = io.StringIO()
         statements.transactions_csv(qs, out)
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
-    rows = ValueRows(qs, ROW_FIELDS)
-    page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
+    if filters:
+        rows = ValueRows(qs, ROW_FIELDS)
+        page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
+        shown = rows.rows(page.object_list)
+    else:  # the whole listing, as the page opens: by queries built once
+        page = Paginator(_ALL_ROWS(_account(request).pk), PAGE_SIZE).get_page(request.GET.get("page"))
+        shown = page.object_list
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"form": form, "page": page, "transactions": rows.rows(page.object_list), "query": query.urlencode()}
+    context = {"form": form, "page": page, "transactions": shown, "query": query.urlencode()}
     template = "billing/transactions.html#transaction-table" if wants_partial(request) else "billing/transactions.html"
     return render(request, template, context, status=400 if form.errors else 200)
 

@@ -39,13 +39,22 @@ class BothEnds:
         return self.total
 
     def __getitem__(self, item):
-        if not isinstance(item, slice) or item.step not in (None, 1):
-            raise TypeError("BothEnds takes slices without a step")
-        start, stop, _step = item.indices(self.total)
-        if start >= stop:
-            return []
-        if start <= self.total - stop:
-            return list(self.queryset[start:stop])
-        rows = list(self.queryset.reverse()[self.total - stop : self.total - start])
-        rows.reverse()
-        return rows
+        return read_nearer_end(
+            item, self.total, lambda start, stop: self.queryset[start:stop],
+            lambda start, stop: self.queryset.reverse()[start:stop],
+        )  # fmt: skip
+
+
+def read_nearer_end(item, total: int, forward, backward) -> list:
+    """The slice ``item`` of a listing of ``total`` rows: ``forward(start, stop)`` reads rows from its front,
+    ``backward(start, stop)`` from its end (the order reversed), whichever is nearer; the rows come in order."""
+    if not isinstance(item, slice) or item.step not in (None, 1):
+        raise TypeError("a listing read from either end takes slices without a step")
+    start, stop, _step = item.indices(total)
+    if start >= stop:
+        return []
+    if start <= total - stop:
+        return list(forward(start, stop))
+    rows = list(backward(total - stop, total - start))
+    rows.reverse()
+    return rows

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.db.models.query import prefetch_related_objects
 
 # Django prepares each kind of argument for the database as these fields do (a datetime becomes text on SQLite).
@@ -65,30 +65,64 @@ class _Built:
         self.queryset, self.sql, self.params, self.slots, self.compiler = queryset, sql, params, slots, compiler
 
 
+# A window's bounds while its SQL is built: both databases write them into the SQL as ``LIMIT n OFFSET m``.
+_LIMIT, _OFFSET = 987_654_319, 876_543_211
+_WINDOW = f"LIMIT {_LIMIT} OFFSET {_OFFSET}"
+ROWS, WINDOW, COUNT = "rows", "window", "count"
+
+
 class Prepared:
-    """``Prepared(lambda user_id: Model.objects.filter(owner_id=user_id), int)``; ``query(7)`` is the list of rows
-    the queryset built with ``7`` would give."""
+    """``Prepared(lambda user_id: Model.objects.filter(owner_id=user_id), int)``: ``query(7)`` is the list of rows
+    the queryset built with ``7`` would give, ``query.window(7, offset=100, limit=50)`` its slice ``[100:150]``
+    and ``query.count(7)`` its ``count()``."""
 
     def __init__(self, build: Callable[..., QuerySet], *kinds: type):
         unknown = [k for k in kinds if k not in KINDS]
         if unknown:
             raise ImproperlyConfigured(f"Prepared arguments are {KINDS}, not {unknown}")
         self.build, self.kinds = build, kinds
-        self._built: dict[str, _Built] = {}
+        self._built: dict[tuple[str, str], _Built] = {}
         self._lock = threading.Lock()
         _every.append(self)
 
     def __call__(self, *args, using: str = DEFAULT_DB_ALIAS) -> list:
+        return self._rows(self._get(using, ROWS), args, using)
+
+    def first(self, *args, using: str = DEFAULT_DB_ALIAS):
+        """The first row, or None (the queryset should be sliced to one row)."""
+        rows = self(*args, using=using)
+        return rows[0] if rows else None
+
+    def window(self, *args, offset: int, limit: int, using: str = DEFAULT_DB_ALIAS) -> list:
+        """The rows ``[offset:offset + limit]``."""
+        offset, limit = int(offset), int(limit)
+        if offset < 0 or limit < 0:
+            raise ValueError("a window starts and ends at or after the first row")
+        if limit == 0:
+            return []
+        return self._rows(self._get(using, WINDOW), args, using, f"LIMIT {limit} OFFSET {offset}")
+
+    def count(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
+        built = self._get(using, COUNT)
+        with connections[using].cursor() as cursor:
+            cursor.execute(built.sql, self._params(built, args, connections[using]))
+            return cursor.fetchone()[0]
+
+    def _params(self, built: _Built, args: tuple, connection) -> tuple:
         if len(args) != len(self.kinds):
             raise TypeError(f"this query takes {len(self.kinds)} arguments, not {len(args)}")
-        built = self._built.get(using) or self._build(using)
-        connection = connections[using]
         params = list(built.params)
         for position, i in built.slots:
             params[position] = _prepare(self.kinds[i], args[i], connection)
+        return tuple(params)
+
+    def _rows(self, built: _Built, args: tuple, using: str, window: str = "") -> list:
+        connection = connections[using]
+        params = self._params(built, args, connection)
+        sql = built.sql.replace(_WINDOW, window) if window else built.sql
         compiler = _shallow(built.compiler)
         compiler.connection = connection  # this thread's connection, not the one the SQL was built on
-        compiler.as_sql = lambda *a, **kw: (built.sql, tuple(params))
+        compiler.as_sql = lambda *a, **kw: (sql, params)
         query = _shallow(built.queryset.query)
         query.get_compiler = lambda *a, **kw: compiler
         queryset = _shallow(built.queryset)
@@ -98,20 +132,28 @@ class Prepared:
             prefetch_related_objects(rows, *queryset._prefetch_related_lookups)
         return rows
 
-    def first(self, *args, using: str = DEFAULT_DB_ALIAS):
-        """The first row, or None (the queryset should be sliced to one row)."""
-        rows = self(*args, using=using)
-        return rows[0] if rows else None
+    def _get(self, using: str, form: str) -> _Built:
+        return self._built.get((using, form)) or self._build(using, form)
 
-    def _build(self, using: str) -> _Built:
+    def _build(self, using: str, form: str) -> _Built:
         with self._lock:
-            if using in self._built:
-                return self._built[using]
+            if (using, form) in self._built:
+                return self._built[using, form]
             connection = connections[using]
             markers = [_marker(kind, i) for i, kind in enumerate(self.kinds)]
             queryset = self.build(*markers).using(using)
-            compiler = queryset.query.get_compiler(using=using)
-            sql, params = compiler.as_sql()
+            compiler = None
+            if form == COUNT:
+                sql, params = _count_sql(queryset, using)
+            else:
+                if form == WINDOW:
+                    if queryset.query.is_sliced:
+                        raise ImproperlyConfigured("a prepared window needs a query that is not sliced already")
+                    queryset = queryset[_OFFSET : _OFFSET + _LIMIT]
+                compiler = queryset.query.get_compiler(using=using)
+                sql, params = compiler.as_sql()
+                if form == WINDOW and sql.count(_WINDOW) != 1:
+                    raise ImproperlyConfigured(f"the SQL of a prepared window does not end with {_WINDOW}")
             wanted = [_prepare(kind, m, connection) for kind, m in zip(self.kinds, markers, strict=True)]
             slots = [(pos, i) for pos, p in enumerate(params) for i, w in enumerate(wanted)
                      if type(p) is type(w) and p == w]  # fmt: skip
@@ -120,8 +162,22 @@ class Prepared:
                 raise ImproperlyConfigured(
                     f"argument(s) {sorted(missing)} of a prepared query do not reach its SQL as parameters"
                 )
-            self._built[using] = built = _Built(queryset, sql, tuple(params), slots, compiler)
+            self._built[using, form] = built = _Built(queryset, sql, tuple(params), slots, compiler)
             return built
+
+
+def _count_sql(queryset: QuerySet, using: str) -> tuple[str, tuple]:
+    """``SELECT COUNT(*) … WHERE …`` of ``queryset``: as Django counts a queryset that is not sliced, distinct,
+    grouped or annotated (those it counts over a subquery, which is not built here)."""
+    query = queryset.query
+    if query.is_sliced or query.distinct or query.group_by or query.combinator or query.annotations:
+        raise ImproperlyConfigured("a prepared count needs a plain filtered queryset")
+    query = query.chain()
+    query.clear_ordering(force=True)
+    query.clear_select_clause()
+    query.select_related = False
+    query.add_annotation(Count("*"), alias="__count", select=True)
+    return query.get_compiler(using=using).as_sql()
 
 
 _every: list[Prepared] = []

@@ -8,9 +8,13 @@ when the template reads ``row.object`` — that is, when its kept part is missin
 deferred, as with ``only()``: reading it runs a query of its own, which the pages' query counts catch.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cached_property
 
 from django.db.models import QuerySet
+
+from .paging import TIE_BREAKERS, read_nearer_end
+from .prepared import Prepared
 
 
 class Row:
@@ -98,3 +102,62 @@ class ValueRows:
             setattr(obj, field.attname, key[pk_index])
             field.set_cached_value(obj, other)
         return obj
+
+
+class PreparedRows:
+    """:class:`ValueRows` of a queryset whose SQL is built once per database (``console.prepared``): a list page
+    built on every visit. ``LIST = PreparedRows(lambda account_id: …queryset…, fields, int)`` once, then
+    ``LIST(account.pk)`` is what a paginator takes: it counts and reads a page as ``ValueRows`` would. With
+    ``both_ends`` a page is read from the nearer end of the listing, as ``console.paging.BothEnds`` reads it."""
+
+    def __init__(self, build: Callable[..., QuerySet], fields: Sequence[str], *kinds: type, both_ends: bool = False):
+        self.build, self.fields, self.both_ends = build, tuple(fields), both_ends
+        self.all = Prepared(build, *kinds)
+        self.values = Prepared(lambda *args: ValueRows(build(*args), self.fields).values, *kinds)
+        self.reversed = Prepared(lambda *args: ValueRows(build(*args), self.fields).values.reverse(), *kinds)
+        self._shape: ValueRows | None = None
+
+    def __call__(self, *args) -> "BoundRows":
+        if self._shape is None:
+            # How a row is read and built depends on the model and the fields, not on the arguments.
+            self._shape = ValueRows(self.build(*args), self.fields)
+            if self.both_ends:
+                order = list(self._shape._queryset.query.order_by)
+                if not order or order[-1] not in TIE_BREAKERS:
+                    raise ValueError("reading a page backwards needs a total order ending with the primary key")
+        return BoundRows(self, self._shape, args)
+
+
+class BoundRows:
+    """The rows of one :class:`PreparedRows` call: ``count()`` and slices, as a paginator asks for them."""
+
+    def __init__(self, prepared: PreparedRows, shape: ValueRows, args: tuple):
+        self.prepared, self.shape, self.args, self.ordered = prepared, shape, args, shape.ordered
+
+    @cached_property
+    def total(self) -> int:
+        return self.prepared.all.count(*self.args)
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, item: slice) -> list[Row]:
+        def forward(start, stop):
+            return self.prepared.values.window(*self.args, offset=start, limit=stop - start)
+
+        if self.prepared.both_ends:
+
+            def backward(start, stop):
+                return self.prepared.reversed.window(*self.args, offset=start, limit=stop - start)
+
+            return self.shape.rows(read_nearer_end(item, self.total, forward, backward))
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            raise TypeError("rows are read a slice at a time")
+        start, stop, _step = item.indices(self.total)
+        return self.shape.rows(forward(start, stop) if start < stop else [])
+
+    def index(self, name: str) -> int:
+        return self.shape.index(name)

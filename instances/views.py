@@ -17,7 +17,7 @@ from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
-from console.value_rows import ValueRows
+from console.value_rows import PreparedRows
 from teams import roles
 from teams.context import acting
 from teams.models import Membership, TeamEvent
@@ -42,6 +42,14 @@ LIST_FIELDS = (
 SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 
 
+def _instances_of(account):  # an account, or its id
+    return Instance.objects.filter(owner=account).with_related().not_endpoints()
+
+
+# The list is read on every visit and every poll: its count and pages by queries built once (console.prepared).
+_LIVE_ROWS = PreparedRows(lambda account_id: _instances_of(account_id).visible(), LIST_FIELDS, int)
+
+
 @login_required
 @require_GET
 def instance_list(request):
@@ -49,10 +57,10 @@ def instance_list(request):
     what they cost."""
     # The context's account is the person's own or a team's they belong to (checked once per request by acting):
     # its instances are theirs to see, so the list filters on the owner alone.
-    mine = Instance.objects.filter(owner=acting(request).account).with_related().not_endpoints()
+    account = acting(request).account
     if request.GET.get("show") == "released":
-        return _released_list(request, mine)
-    rows = ValueRows(mine.visible(), LIST_FIELDS)
+        return _released_list(request, _instances_of(account))
+    rows = _LIVE_ROWS(account.pk)
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     status = rows.index("status")
     context = {"page_obj": page, "rows": page.object_list, "any_live": any(row.key[status] in LIVE for row in page)}

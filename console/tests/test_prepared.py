@@ -118,3 +118,23 @@ def test_a_signed_in_person_stays_signed_in_until_the_session_expires_or_they_ar
     assert client.get("/instances/").status_code == 200
     User.objects.filter(pk=ada.pk).update(is_active=False)
     assert client.get("/instances/").status_code == 302
+
+
+def test_a_window_and_a_count_are_the_querysets_slice_and_count():
+    ada = User.objects.create_user("ada@example.com")
+    t0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
+    for n in range(7):
+        _session(ada, f"s{n}", t0 + timedelta(minutes=n))
+    mine = Prepared(lambda user_id: UsageSession.objects.filter(user_id=user_id).order_by("-started_at"), int)
+    labels = [s.label for s in UsageSession.objects.filter(user_id=ada.pk).order_by("-started_at")]
+    for offset in range(9):
+        for limit in range(0, 4):
+            window = mine.window(ada.pk, offset=offset, limit=limit)
+            assert [s.label for s in window] == labels[offset : offset + limit]
+    assert mine.count(ada.pk) == 7 and mine.count(ada.pk + 1000) == 0
+    with pytest.raises(ImproperlyConfigured, match="plain"):
+        Prepared(lambda user_id: UsageSession.objects.filter(user_id=user_id).distinct(), int).count(ada.pk)
+    with pytest.raises(ImproperlyConfigured, match="not sliced"):
+        Prepared(lambda user_id: UsageSession.objects.filter(user_id=user_id)[:3], int).window(
+            ada.pk, offset=0, limit=2
+        )

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from console.value_rows import ValueRows
+from console.value_rows import PreparedRows, ValueRows
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -62,3 +62,23 @@ def test_a_paginator_pages_the_rows_and_counts_them_without_joining(launch):
     with CaptureQueriesContext(connection) as counted:
         rows.count()
     assert "JOIN" not in counted.captured_queries[0]["sql"]
+
+
+@pytest.mark.parametrize("both_ends", [False, True])
+def test_prepared_rows_count_and_slice_as_the_value_rows_of_the_same_queryset(launch, both_ends):
+    for n in range(6):
+        launch(name=f"box-{n}")
+    settle()
+    owner = Instance.objects.order_by("pk").first().owner_id
+
+    def build(owner_id):
+        return Instance.objects.filter(owner_id=owner_id).order_by("name", "-pk")
+
+    prepared = PreparedRows(build, ("name", "status", "chip__name"), int, both_ends=both_ends)(owner)
+    plain = ValueRows(build(owner), ("name", "status", "chip__name"))
+    assert prepared.count() == plain.count() == 6
+    for start in range(8):
+        for stop in range(start, 9):
+            assert [row.key for row in prepared[start:stop]] == [row.key for row in plain[start:stop]]
+    (row,) = prepared[2:3]
+    assert row.object.name == "box-2" and row.object.chip.name == row.key[prepared.index("chip__name")]

@@ -95,7 +95,7 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
         grouped = grouped_rows(user, month)
         page = Paginator(grouped, per_page).get_page(number)
         return page, month_statement(user, month, rows=page.object_list, grouped=grouped)
-    page = Paginator(spend.month_line_rows(user, month), per_page).get_page(number)
+    page = Paginator(spend.month_line_pages.bind(user.pk, month), per_page).get_page(number)
     rows = [spend.line_row(line) for line in page.object_list]
     return page, month_statement(user, month, rows=rows, totals=spend.month_line_totals(user, month))
 

@@ -19,7 +19,8 @@ what was built.
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
@@ -28,8 +29,8 @@ from django.db.models import Count, QuerySet
 from django.db.models.query import prefetch_related_objects
 
 # Django prepares each kind of argument for the database as these fields do (a datetime becomes text on SQLite).
-_FIELDS = {datetime: models.DateTimeField(), uuid.UUID: models.UUIDField()}
-KINDS = (int, str, datetime, uuid.UUID)
+_FIELDS = {datetime: models.DateTimeField(), date: models.DateField(), uuid.UUID: models.UUIDField()}
+KINDS = (int, str, datetime, date, uuid.UUID)
 
 
 def _marker(kind: type, i: int):
@@ -40,6 +41,8 @@ def _marker(kind: type, i: int):
         return f"prepared-marker-{i}-{uuid.uuid4().hex}"
     if kind is datetime:
         return datetime(1901, 2, 3, 4, 5, 6, 1000 + i, tzinfo=UTC)
+    if kind is date:
+        return date(1901, 3, 5) + timedelta(days=7 * i)
     return uuid.UUID(int=(2**127) + 7919 * (i + 1))
 
 
@@ -101,6 +104,10 @@ class Prepared:
         if limit == 0:
             return []
         return self._rows(self._get(using, WINDOW), args, using, f"LIMIT {limit} OFFSET {offset}")
+
+    def bind(self, *args, using: str = DEFAULT_DB_ALIAS) -> "Bound":
+        """The rows for ``args`` as a paginator takes them: counted once, then read a window at a time."""
+        return Bound(self, args, using)
 
     def count(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
         built = self._get(using, COUNT)
@@ -164,6 +171,35 @@ class Prepared:
                 )
             self._built[using, form] = built = _Built(queryset, sql, tuple(params), slots, compiler)
             return built
+
+
+class Bound:
+    """A :class:`Prepared` query's rows for some arguments, for a paginator: ``count()`` and slices."""
+
+    def __init__(self, prepared: Prepared, args: tuple, using: str):
+        self.prepared, self.args, self.using = prepared, args, using
+
+    @property
+    def ordered(self) -> bool:
+        return self.prepared._get(self.using, WINDOW).queryset.ordered
+
+    @cached_property
+    def total(self) -> int:
+        return self.prepared.count(*self.args, using=self.using)
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, item: slice) -> list:
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            raise TypeError("prepared rows are read a slice at a time")
+        start, stop, _step = item.indices(self.total)
+        if start >= stop:
+            return []
+        return self.prepared.window(*self.args, offset=start, limit=stop - start, using=self.using)
 
 
 def _count_sql(queryset: QuerySet, using: str) -> tuple[str, tuple]:

@@ -1,12 +1,13 @@
 """Queries built once per database: the rows each call's arguments give, the session and the user read that way."""
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.sessions.models import Session
 from django.core.exceptions import ImproperlyConfigured
+from django.core.paginator import Paginator
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -138,3 +139,15 @@ def test_a_window_and_a_count_are_the_querysets_slice_and_count():
         Prepared(lambda user_id: UsageSession.objects.filter(user_id=user_id)[:3], int).window(
             ada.pk, offset=0, limit=2
         )
+
+
+def test_a_date_argument_and_a_paginator_over_the_bound_rows():
+    ada = User.objects.create_user("ada@example.com")
+    t0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
+    for n in range(5):
+        _session(ada, f"s{n}", t0 + timedelta(days=n))
+    since = Prepared(lambda user_id, day: UsageSession.objects.filter(user_id=user_id, started_at__date__gte=day)
+                     .order_by("started_at").values_list("label", flat=True), int, date)  # fmt: skip
+    assert since(ada.pk, date(2026, 11, 3)) == ["s2", "s3", "s4"]
+    pages = Paginator(since.bind(ada.pk, date(2026, 11, 2)), 3)
+    assert pages.count == 4 and list(pages.page(1)) == ["s1", "s2", "s3"] and list(pages.page(2)) == ["s4"]

@@ -1,5 +1,6 @@
 """Monthly statements per resource and the transaction list with its CSV export."""
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -11,6 +12,7 @@ from django.utils.translation import gettext as _
 
 from console import csvsafe
 from console.choice_labels import label
+from console.prepared import Prepared
 from teams.accounts import is_account
 
 from . import catalog_names, spend
@@ -104,6 +106,19 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
 NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slug", "plan_slug", "started_at")
 
 
+def _naming(user_id, ids):
+    """The sessions that name resources ``ids``, oldest first (the latest names the resource)."""
+    queryset = UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by("started_at")
+    return queryset.values_list(*NAMING_FIELDS)
+
+
+# A statement page names up to fifty resources: that query is built once for fifty keys (console.prepared), a
+# page with fewer repeating a key that names nothing.
+NAMED_AT_ONCE = 50
+_NO_SUCH_RESOURCE = uuid.uuid4()
+_NAMING = Prepared(lambda user_id, *ids: _naming(user_id, ids), int, *[uuid.UUID] * NAMED_AT_ONCE)
+
+
 def month_statement(user, month: date, rows=None, *, grouped: list | None = None, totals=None) -> Statement:
     """What each resource cost in ``month``, with the subsidy it received, and the month's totals.
 
@@ -136,8 +151,11 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         ]
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
-    named = UsageSession.objects.for_user(user).filter(resource_id__in=ids).order_by("started_at")
-    for values in named.values_list(*NAMING_FIELDS):  # values, not models: a page names fifty resources or more
+    if len(ids) <= NAMED_AT_ONCE and user.is_authenticated:  # a page's worth: the query built once, keys padded
+        named = _NAMING(user.pk, *ids, *[_NO_SUCH_RESOURCE] * (NAMED_AT_ONCE - len(ids)))
+    else:
+        named = _naming(user.pk, ids)
+    for values in named:  # values, not models: a page names fifty resources or more
         session = dict(zip(NAMING_FIELDS, values, strict=True))
         sessions[session["resource_id"]] = session  # the latest session names the resource
     chips, zones, plans = catalog_names.names(chips=[s["chip_slug"] for s in sessions.values()],

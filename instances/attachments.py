@@ -23,6 +23,7 @@ import logging
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
+from console.prepared import Prepared
 from teams.accounts import is_account
 
 from .backends import BackendError, TransientBackendError, get_backend
@@ -132,8 +133,18 @@ def on_released(instance: Instance) -> None:
     mounts.on_released(instance)
 
 
+def _top_entries(owner_id: int):
+    from storage.models import Entry  # storage sits beside instances: read when the query is first built
+
+    return Entry.objects.filter(owner_id=owner_id, parent=None).listing_order()
+
+
+# The instance page shows it on every visit: built once (console.prepared).
+_TOP_ENTRIES = Prepared(_top_entries, int)
+
+
 def shared_listing(user, limit: int = 20):
     """The top of the user's cloud storage as ``/root/shared`` shows it (the simulated view: ``Entry`` rows)."""
-    from storage.models import Entry
-
-    return list(Entry.objects.for_user(user).filter(parent=None).listing_order()[:limit])
+    if not user.is_authenticated:  # as Entry.objects.for_user
+        return []
+    return _TOP_ENTRIES.window(user.pk, offset=0, limit=limit)

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
@@ -24,6 +25,7 @@ from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
+from console.prepared import Prepared
 from console.validators import clean_display_name
 from instances import snapshots
 from instances.capacity import free_capacity
@@ -67,21 +69,39 @@ class Forbidden(ServiceError):
 # Reading ----------------------------------------------------------------------------------------------------
 
 
-def _lookup(key) -> Q:
+def _key(key) -> tuple[str, object]:
+    """(field, value) of an image's key: its public id, or else its slug."""
     try:
-        return Q(public_id=uuid.UUID(str(key)))
+        return "public_id", uuid.UUID(str(key))
     except ValueError:
-        return Q(slug=str(key))
+        return "slug", str(key)
+
+
+def _lookup(key) -> Q:
+    field, value = _key(key)
+    return Q(**{field: value})
+
+
+def _visible(user, action: str = "view"):
+    """The images ``user`` may ``action``, with what an image's page names of its owner and its origin."""
+    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from")
+    return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
+
+
+_LISTED = {
+    "public_id": Prepared(lambda key: _visible(AnonymousUser()).filter(public_id=key)[:1], uuid.UUID),
+    "slug": Prepared(lambda key: _visible(AnonymousUser()).filter(slug=key)[:1], str),
+}
 
 
 def get_image(user, key, action: str = "view") -> Image:
     """The image ``key`` (its slug or public id) if ``user`` may see it; a missing image and someone else's
     private one answer the same 404."""
-    image = (
-        Image.objects.for_user(user, action).filter(_lookup(key)).select_related("owner", "cloned_from").first()
-        if key
-        else None
-    )
+    if key and action == "view" and not getattr(user, "is_authenticated", False):
+        field, value = _key(key)  # a visitor's look-up, by a query built once (visitors open images most)
+        image = _LISTED[field].first(value)
+    else:
+        image = _visible(user, action).filter(_lookup(key)).first() if key else None
     if image is None:
         if key:  # a team member whose role may only see the team's image is told so
             refuse_if_seen(user, Image.objects.all(), action, _lookup(key))

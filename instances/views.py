@@ -202,6 +202,8 @@ def _detail_context(instance, error=""):
     return {
         "instance": instance,
         "events": events,
+        # Events are append-only: their keys name everything the kept list of them shows.
+        "event_keys": tuple(event.pk for event in events),
         "cost": services.cost_so_far(instance, events),
         "image_name": image_name(instance.image),
         "simulated": get_backend(instance.backend_name).simulated,

@@ -137,6 +137,29 @@ def test_an_illegal_action_from_the_page_shows_a_message(english, launch):
     assert response.status_code == 200 and "you cannot start it now" in response.content.decode()
 
 
+def test_the_kept_parts_of_the_detail_page_follow_the_instance(english, launch):
+    from catalog.models import Chip
+
+    def timeline(html: str) -> str:
+        return html.split('id="events">')[1].split("</ol>")[0]
+
+    instance = launch(name="facts-1")
+    settle()
+    url = reverse("instances:detail", args=[instance.public_id])
+    english.get(url)
+    running = english.get(url).content.decode()  # its parts kept by now
+    assert 'id="stop-button"' in running and 'id="start-button"' not in running
+    assert timeline(running).count("<li") == fresh(instance).events.count()
+    services.stop(fresh(instance))
+    settle()
+    stopped = english.get(url).content.decode()
+    assert 'id="start-button"' in stopped and 'id="stop-button"' not in stopped and 'id="save-image-link"' in stopped
+    assert "not billed while stopped" in stopped
+    assert timeline(stopped).count("<li") == fresh(instance).events.count() > 3 and "Stopped" in timeline(stopped)
+    Chip.objects.filter(slug=fresh(instance).chip.slug).update(name="Renamed Chip")
+    assert "Renamed Chip" in english.get(url).content.decode()
+
+
 def test_stop_and_start_from_the_page(english, launch):
     instance = launch()
     settle()

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Prefetch, prefetch_related_objects
+from django.db.models import Prefetch
 from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -17,6 +17,7 @@ from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
+from console.prepared import Prepared
 from console.value_rows import PreparedRows
 from teams import roles
 from teams.context import acting
@@ -211,10 +212,21 @@ def _detail_context(instance, error=""):
     }
 
 
+# The instance page reads its timeline on every visit and every poll: built once (console.prepared).
+_TIMELINE = Prepared(
+    lambda instance_id: InstanceEvent.objects.filter(instance_id=instance_id).order_by("-at", "-id"), int
+)
+
+
 def _fetch(request, public_id):
-    """The caller's instance with its related rows (one query, the ownership check's) and its events, newest first."""
+    """The caller's instance with its related rows (one query, the ownership check's) and its events, newest first
+    (one more), held as ``prefetch_related`` holds them: ``instance.events.all()`` reads no more."""
     instance = _own(request, public_id)
-    prefetch_related_objects([instance], Prefetch("events", InstanceEvent.objects.order_by("-at", "-id")))
+    events = instance.events.all()
+    events._result_cache, events._prefetch_done = _TIMELINE(instance.pk), True
+    for event in events._result_cache:
+        InstanceEvent.instance.field.set_cached_value(event, instance)
+    instance._prefetched_objects_cache = {"events": events}
     return instance
 
 

@@ -67,6 +67,24 @@ def test_the_spending_cap_is_set_on_the_wallet_page_and_bad_input_is_explained(o
     assert wallet.summary(owner).spending_cap is None
 
 
+def test_the_kept_forms_of_the_wallet_page_show_the_saved_cap_and_never_an_earlier_error(owner_client):
+    owner_client.cookies["django_language"] = "en"
+
+    def cap_input(html: str) -> str:
+        return html.split('id="id_spending_cap"')[1].split(">")[0]
+
+    owner_client.get("/billing/")
+    assert 'value=""' in cap_input(owner_client.get("/billing/").content.decode())  # kept by now
+    owner_client.post("/billing/spending-cap/", {"spending_cap": "500"})
+    assert 'value="500' in cap_input(owner_client.get("/billing/").content.decode())
+    refused = owner_client.post("/billing/spending-cap/", {"spending_cap": "-1"}).content.decode()
+    assert "is-invalid" in cap_input(refused) and 'value="-1"' in cap_input(refused)
+    refused_topup = owner_client.post("/billing/topup/", {"amount": "abc"}).content.decode()
+    assert "number of yuan" in refused_topup
+    again = owner_client.get("/billing/").content.decode()
+    assert "is-invalid" not in again and 'value="500' in cap_input(again) and "number of yuan" not in again
+
+
 def test_the_transaction_list_does_not_grow_in_queries_with_rows(
     owner_client, owner, fund, django_assert_max_num_queries
 ):

@@ -7,10 +7,12 @@ wallet's figures) that costs 0.15–0.5 ms each, several times what SQLite or Po
 database with marker arguments, the positions the markers reach in the SQL's parameters are noted, and each call
 runs that SQL with the call's own arguments. The rows go through Django's own iterable for the queryset (models,
 ``values()`` dicts or ``values_list()`` tuples, with the field converters and ``select_related`` objects), and
-``prefetch_related`` runs as usual. SQLAlchemy keeps compiled statements the same way.
+``prefetch_related`` runs as usual. A query also reads a window of its rows (its ``LIMIT``/``OFFSET`` written in
+per call) and its count (``SELECT COUNT(*)`` with the same ``WHERE``), so a paginator's two queries are built once
+too. SQLAlchemy keeps compiled statements the same way.
 
 What a query depends on must be one of its arguments: anything else the function reads (the time, a setting, a
-default language) is frozen into the SQL the first time it runs. Arguments are ints, strings, aware datetimes or
+default language) is frozen into the SQL the first time it runs. Arguments are ints, strings, aware datetimes, dates or
 UUIDs; each must reach the SQL as a parameter of its own (not inside a ``__contains`` pattern, a list or a slice),
 else the first call raises :class:`ImproperlyConfigured`. A changed setting (``override_settings`` in tests) drops
 what was built.

@@ -151,7 +151,9 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         ]
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
-    if len(ids) <= NAMED_AT_ONCE and user.is_authenticated:  # a page's worth: the query built once, keys padded
+    if not ids:
+        named = []
+    elif len(ids) <= NAMED_AT_ONCE and user.is_authenticated:  # a page's worth: the query built once, keys padded
         named = _NAMING(user.pk, *ids, *[_NO_SUCH_RESOURCE] * (NAMED_AT_ONCE - len(ids)))
     else:
         named = _naming(user.pk, ids)

@@ -14,8 +14,9 @@ too. SQLAlchemy keeps compiled statements the same way.
 What a query depends on must be one of its arguments: anything else the function reads (the time, a setting, a
 default language) is frozen into the SQL the first time it runs. Arguments are ints, strings, aware datetimes, dates or
 UUIDs; each must reach the SQL as a parameter of its own (not inside a ``__contains`` pattern, a list or a slice),
-else the first call raises :class:`ImproperlyConfigured`. A changed setting (``override_settings`` in tests) drops
-what was built.
+else the first call raises :class:`ImproperlyConfigured`, as it does for an int argument that goes to a column
+narrower than 64 bits. The SQL is built per time zone (a date lookup names it among its parameters). A changed
+setting (``override_settings`` in tests) drops what was built.
 """
 
 import threading
@@ -24,11 +25,12 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import EmptyResultSet, FullResultSet, ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import Count, QuerySet
 from django.db.models.query import prefetch_related_objects
+from django.utils import timezone
 
 # Django prepares each kind of argument for the database as these fields do (a datetime becomes text on SQLite).
 _FIELDS = {datetime: models.DateTimeField(), date: models.DateField(), uuid.UUID: models.UUIDField()}
@@ -40,7 +42,9 @@ def _marker(kind: type, i: int):
     if kind is int:
         return -(2**53) - 7919 * (i + 1)
     if kind is str:
-        return f"prepared-marker-{i}-{uuid.uuid4().hex}"
+        # With the characters a pattern lookup escapes (``iexact`` on SQLite is a LIKE): escaped, it would no
+        # longer match, and the query is refused rather than given a user's % or _ as a wildcard.
+        return f"prepared%_\\marker-{i}-{uuid.uuid4().hex}"
     if kind is datetime:
         return datetime(1901, 2, 3, 4, 5, 6, 1000 + i, tzinfo=UTC)
     if kind is date:
@@ -48,9 +52,16 @@ def _marker(kind: type, i: int):
     return uuid.UUID(int=(2**127) + 7919 * (i + 1))
 
 
+class _NoRows(Exception):
+    """An argument no row can match (an integer past 64 bits): the query answers nothing, as Django's does."""
+
+
 def _prepare(kind: type, value, connection):
     if kind is int:
-        return int(value)
+        value = int(value)
+        if not -(2**63) <= value < 2**63:
+            raise _NoRows
+        return value
     if kind is str:
         return str(value)
     return _FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
@@ -91,7 +102,10 @@ class Prepared:
         _every.append(self)
 
     def __call__(self, *args, using: str = DEFAULT_DB_ALIAS) -> list:
-        return self._rows(self._get(using, ROWS), args, using)
+        try:
+            return self._rows(self._get(using, ROWS), args, using)
+        except _NoRows:
+            return []
 
     def first(self, *args, using: str = DEFAULT_DB_ALIAS):
         """The first row, or None (the queryset should be sliced to one row)."""
@@ -105,7 +119,10 @@ class Prepared:
             raise ValueError("a window starts and ends at or after the first row")
         if limit == 0:
             return []
-        return self._rows(self._get(using, WINDOW), args, using, f"LIMIT {limit} OFFSET {offset}")
+        try:
+            return self._rows(self._get(using, WINDOW), args, using, f"LIMIT {limit} OFFSET {offset}")
+        except _NoRows:
+            return []
 
     def bind(self, *args, using: str = DEFAULT_DB_ALIAS) -> "Bound":
         """The rows for ``args`` as a paginator takes them: counted once, then read a window at a time."""
@@ -113,8 +130,12 @@ class Prepared:
 
     def count(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
         built = self._get(using, COUNT)
+        try:
+            params = self._params(built, args, connections[using])
+        except _NoRows:
+            return 0
         with connections[using].cursor() as cursor:
-            cursor.execute(built.sql, self._params(built, args, connections[using]))
+            cursor.execute(built.sql, params)
             return cursor.fetchone()[0]
 
     def _params(self, built: _Built, args: tuple, connection) -> tuple:
@@ -142,25 +163,39 @@ class Prepared:
         return rows
 
     def _get(self, using: str, form: str) -> _Built:
-        return self._built.get((using, form)) or self._build(using, form)
+        # The current time zone is part of the key: a date lookup or truncation writes its name among the SQL's
+        # parameters.
+        key = (using, form, timezone.get_current_timezone_name())
+        return self._built.get(key) or self._build(key)
 
-    def _build(self, using: str, form: str) -> _Built:
+    def _build(self, key: tuple[str, str, str]) -> _Built:
+        using, form, _zone = key
         with self._lock:
-            if (using, form) in self._built:
-                return self._built[using, form]
+            if key in self._built:
+                return self._built[key]
             connection = connections[using]
             markers = [_marker(kind, i) for i, kind in enumerate(self.kinds)]
             queryset = self.build(*markers).using(using)
             compiler = None
             if form == COUNT:
-                sql, params = _count_sql(queryset, using)
+                try:
+                    sql, params = _count_sql(queryset, using)
+                except (EmptyResultSet, FullResultSet) as exc:
+                    raise ImproperlyConfigured("a prepared query's int arguments must go to 64-bit columns") from exc
             else:
                 if form == WINDOW:
                     if queryset.query.is_sliced:
                         raise ImproperlyConfigured("a prepared window needs a query that is not sliced already")
                     queryset = queryset[_OFFSET : _OFFSET + _LIMIT]
                 compiler = queryset.query.get_compiler(using=using)
-                sql, params = compiler.as_sql()
+                try:
+                    sql, params = compiler.as_sql()
+                except (EmptyResultSet, FullResultSet) as exc:
+                    # A marker outside a field's range (an int past 32 bits for an IntegerField on PostgreSQL)
+                    # drops the condition it is in.
+                    raise ImproperlyConfigured("a prepared query's int arguments must go to 64-bit columns") from exc
+                compiler = _shallow(compiler)
+                compiler.connection = None  # each call gives its own thread's connection; this one is let go
                 if form == WINDOW and sql.count(_WINDOW) != 1:
                     raise ImproperlyConfigured(f"the SQL of a prepared window does not end with {_WINDOW}")
             wanted = [_prepare(kind, m, connection) for kind, m in zip(self.kinds, markers, strict=True)]
@@ -171,7 +206,7 @@ class Prepared:
                 raise ImproperlyConfigured(
                     f"argument(s) {sorted(missing)} of a prepared query do not reach its SQL as parameters"
                 )
-            self._built[using, form] = built = _Built(queryset, sql, tuple(params), slots, compiler)
+            self._built[key] = built = _Built(queryset, sql, tuple(params), slots, compiler)
             return built
 
 

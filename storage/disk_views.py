@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -56,7 +57,7 @@ def _disks_context(account, error: str = "", form=None) -> dict:
         price = None
     return {
         "disks": rows,
-        "zones": _ZONES(),
+        "zones": SimpleLazyObject(_ZONES),  # read only where the page shows the create form
         "price": price,
         "error": error,
         "form": form or {},

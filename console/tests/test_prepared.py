@@ -151,3 +151,30 @@ def test_a_date_argument_and_a_paginator_over_the_bound_rows():
     assert since(ada.pk, date(2026, 11, 3)) == ["s2", "s3", "s4"]
     pages = Paginator(since.bind(ada.pk, date(2026, 11, 2)), 3)
     assert pages.count == 4 and list(pages.page(1)) == ["s1", "s2", "s3"] and list(pages.page(2)) == ["s4"]
+
+
+def test_a_users_wildcards_and_out_of_range_keys_match_nothing_they_would_not_in_django():
+    User.objects.create_user("ada@example.com")
+    iexact = Prepared(lambda email: User.objects.filter(email__iexact=email), str)
+    if connection.vendor == "sqlite":  # a LIKE pattern there, its argument escaped: refused, never a wildcard
+        with pytest.raises(ImproperlyConfigured):
+            iexact("%")
+    else:
+        assert iexact("%") == [] and iexact("ADA@example.com")[0].email == "ada@example.com"
+    by_pk = Prepared(lambda pk: User.objects.filter(pk=pk), int)
+    assert by_pk(2**70) == [] and by_pk.count(-(2**70)) == 0
+    with pytest.raises(User.DoesNotExist):
+        User.objects.get(pk=2**70)
+
+
+def test_a_date_lookup_is_built_for_the_current_time_zone():
+    from django.utils import timezone as tz
+
+    ada = User.objects.create_user("ada@example.com")
+    _session(ada, "late", datetime(2026, 11, 1, 20, 0, tzinfo=UTC))  # 2 November in Shanghai
+    on_day = Prepared(lambda day: UsageSession.objects.filter(started_at__date=day).values_list("label", flat=True),
+                      date)  # fmt: skip
+    with tz.override("UTC"):
+        assert on_day(date(2026, 11, 1)) == ["late"]
+    with tz.override("Asia/Shanghai"):
+        assert on_day(date(2026, 11, 1)) == [] and on_day(date(2026, 11, 2)) == ["late"]

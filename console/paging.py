@@ -23,9 +23,7 @@ class BothEnds:
     ordered = True  # Paginator's warning about unordered lists does not apply: the order is checked below
 
     def __init__(self, queryset: QuerySet):
-        order = list(queryset.query.order_by) or list(queryset.model._meta.ordering)
-        if not order or order[-1] not in TIE_BREAKERS:
-            raise ValueError(f"reading a page backwards needs a total order ending with the primary key, not {order}")
+        check_total_order(queryset)
         self.queryset = queryset
 
     @cached_property
@@ -45,15 +43,23 @@ class BothEnds:
         )  # fmt: skip
 
 
-def read_nearer_end(item, total: int, forward, backward) -> list:
+def check_total_order(queryset: QuerySet) -> None:
+    """Refuse a listing whose order is not total: read backwards, its page would not be the forward page."""
+    order = list(queryset.query.order_by) or list(queryset.model._meta.ordering)
+    if not order or order[-1] not in TIE_BREAKERS:
+        raise ValueError(f"reading a page backwards needs a total order ending with the primary key, not {order}")
+
+
+def read_nearer_end(item, total: int, forward, backward=None) -> list:
     """The slice ``item`` of a listing of ``total`` rows: ``forward(start, stop)`` reads rows from its front,
-    ``backward(start, stop)`` from its end (the order reversed), whichever is nearer; the rows come in order."""
+    ``backward(start, stop)`` from its end (the order reversed), whichever is nearer; the rows come in order.
+    Without ``backward`` every slice is read from the front."""
     if not isinstance(item, slice) or item.step not in (None, 1):
         raise TypeError("a listing read from either end takes slices without a step")
     start, stop, _step = item.indices(total)
     if start >= stop:
         return []
-    if start <= total - stop:
+    if backward is None or start <= total - stop:
         return list(forward(start, stop))
     rows = list(backward(total - stop, total - start))
     rows.reverse()

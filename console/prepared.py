@@ -32,6 +32,8 @@ from django.db.models import Count, QuerySet
 from django.db.models.query import prefetch_related_objects
 from django.utils import timezone
 
+from .paging import read_nearer_end
+
 # Django prepares each kind of argument for the database as these fields do (a datetime becomes text on SQLite).
 _FIELDS = {datetime: models.DateTimeField(), date: models.DateField(), uuid.UUID: models.UUIDField()}
 KINDS = (int, str, datetime, date, uuid.UUID)
@@ -124,9 +126,11 @@ class Prepared:
         except _NoRows:
             return []
 
-    def bind(self, *args, using: str = DEFAULT_DB_ALIAS) -> "Bound":
-        """The rows for ``args`` as a paginator takes them: counted once, then read a window at a time."""
-        return Bound(self, args, using)
+    def bind(self, *args, using: str = DEFAULT_DB_ALIAS, counted=None, reversed=None) -> "Bound":
+        """The rows for ``args`` as a paginator takes them: counted once (by ``counted``, another prepared query
+        of the same rows, when given), then read a window at a time; with ``reversed`` (the same query in the
+        reverse order) from the nearer end of the listing."""
+        return Bound(self, args, using, counted or self, reversed)
 
     def count(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
         built = self._get(using, COUNT)
@@ -213,8 +217,8 @@ class Prepared:
 class Bound:
     """A :class:`Prepared` query's rows for some arguments, for a paginator: ``count()`` and slices."""
 
-    def __init__(self, prepared: Prepared, args: tuple, using: str):
-        self.prepared, self.args, self.using = prepared, args, using
+    def __init__(self, prepared: Prepared, args: tuple, using: str, counted: Prepared, reversed: Prepared | None):
+        self.prepared, self.args, self.using, self.counted, self.reversed = prepared, args, using, counted, reversed
 
     @property
     def ordered(self) -> bool:
@@ -222,7 +226,7 @@ class Bound:
 
     @cached_property
     def total(self) -> int:
-        return self.prepared.count(*self.args, using=self.using)
+        return self.counted.count(*self.args, using=self.using)
 
     def count(self) -> int:
         return self.total
@@ -231,12 +235,10 @@ class Bound:
         return self.total
 
     def __getitem__(self, item: slice) -> list:
-        if not isinstance(item, slice) or item.step not in (None, 1):
-            raise TypeError("prepared rows are read a slice at a time")
-        start, stop, _step = item.indices(self.total)
-        if start >= stop:
-            return []
-        return self.prepared.window(*self.args, offset=start, limit=stop - start, using=self.using)
+        def reader(query):
+            return lambda start, stop: query.window(*self.args, offset=start, limit=stop - start, using=self.using)
+
+        return read_nearer_end(item, self.total, reader(self.prepared), self.reversed and reader(self.reversed))
 
 
 def _count_sql(queryset: QuerySet, using: str) -> tuple[str, tuple]:

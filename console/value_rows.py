@@ -9,11 +9,10 @@ deferred, as with ``only()``: reading it runs a query of its own, which the page
 """
 
 from collections.abc import Callable, Sequence
-from functools import cached_property
 
 from django.db.models import QuerySet
 
-from .paging import TIE_BREAKERS, read_nearer_end
+from .paging import check_total_order
 from .prepared import Prepared
 
 
@@ -112,7 +111,7 @@ class PreparedRows:
 
     def __init__(self, build: Callable[..., QuerySet], fields: Sequence[str], *kinds: type, both_ends: bool = False):
         self.build, self.fields, self.both_ends = build, tuple(fields), both_ends
-        self.all = Prepared(build, *kinds)
+        self.all = Prepared(build, *kinds)  # counted without the joins the values read
         self.values = Prepared(lambda *args: ValueRows(build(*args), self.fields).values, *kinds)
         self.reversed = Prepared(lambda *args: ValueRows(build(*args), self.fields).values.reverse(), *kinds)
         self._shape: ValueRows | None = None
@@ -122,42 +121,25 @@ class PreparedRows:
             # How a row is read and built depends on the model and the fields, not on the arguments.
             self._shape = ValueRows(self.build(*args), self.fields)
             if self.both_ends:
-                order = list(self._shape._queryset.query.order_by)
-                if not order or order[-1] not in TIE_BREAKERS:
-                    raise ValueError("reading a page backwards needs a total order ending with the primary key")
-        return BoundRows(self, self._shape, args)
+                check_total_order(self._shape._queryset)
+        bound = self.values.bind(*args, counted=self.all, reversed=self.reversed if self.both_ends else None)
+        return BoundRows(bound, self._shape)
 
 
 class BoundRows:
     """The rows of one :class:`PreparedRows` call: ``count()`` and slices, as a paginator asks for them."""
 
-    def __init__(self, prepared: PreparedRows, shape: ValueRows, args: tuple):
-        self.prepared, self.shape, self.args, self.ordered = prepared, shape, args, shape.ordered
-
-    @cached_property
-    def total(self) -> int:
-        return self.prepared.all.count(*self.args)
+    def __init__(self, bound, shape: ValueRows):
+        self.bound, self.shape, self.ordered = bound, shape, shape.ordered
 
     def count(self) -> int:
-        return self.total
+        return self.bound.count()
 
     def __len__(self) -> int:
-        return self.total
+        return self.bound.count()
 
     def __getitem__(self, item: slice) -> list[Row]:
-        def forward(start, stop):
-            return self.prepared.values.window(*self.args, offset=start, limit=stop - start)
-
-        if self.prepared.both_ends:
-
-            def backward(start, stop):
-                return self.prepared.reversed.window(*self.args, offset=start, limit=stop - start)
-
-            return self.shape.rows(read_nearer_end(item, self.total, forward, backward))
-        if not isinstance(item, slice) or item.step not in (None, 1):
-            raise TypeError("rows are read a slice at a time")
-        start, stop, _step = item.indices(self.total)
-        return self.shape.rows(forward(start, stop) if start < stop else [])
+        return self.shape.rows(self.bound[item])
 
     def index(self, name: str) -> int:
         return self.shape.index(name)

@@ -198,8 +198,14 @@ def _own(request, public_id) -> Instance:
         raise PermissionDenied(str(exc.message)) from exc
 
 
+# The instance page reads its timeline, newest first, on every visit and every poll: built once (console.prepared).
+_TIMELINE = Prepared(
+    lambda instance_id: InstanceEvent.objects.filter(instance_id=instance_id).order_by("-at", "-id"), int
+)
+
+
 def _detail_context(instance, error=""):
-    events = list(instance.events.all())
+    events = _TIMELINE(instance.pk)
     return {
         "instance": instance,
         "events": events,
@@ -212,28 +218,10 @@ def _detail_context(instance, error=""):
     }
 
 
-# The instance page reads its timeline on every visit and every poll: built once (console.prepared).
-_TIMELINE = Prepared(
-    lambda instance_id: InstanceEvent.objects.filter(instance_id=instance_id).order_by("-at", "-id"), int
-)
-
-
-def _fetch(request, public_id):
-    """The caller's instance with its related rows (one query, the ownership check's) and its events, newest first
-    (one more), held as ``prefetch_related`` holds them: ``instance.events.all()`` reads no more."""
-    instance = _own(request, public_id)
-    events = instance.events.all()
-    events._result_cache, events._prefetch_done = _TIMELINE(instance.pk), True
-    for event in events._result_cache:
-        InstanceEvent.instance.field.set_cached_value(event, instance)
-    instance._prefetched_objects_cache = {"events": events}
-    return instance
-
-
 @login_required
 @require_GET
 def detail(request, public_id):
-    instance = _fetch(request, public_id)
+    instance = _own(request, public_id)
     if instance.kind == Instance.Kind.ENDPOINT:
         # An endpoint has no SSH, JupyterLab or training curves: its own page has its keys and the curl example.
         return redirect(_endpoint_url(instance))
@@ -330,7 +318,7 @@ def _act(request, public_id, operation, event):
     else:
         record(instance, request.user, event, subject=instance.name)
     if wants_partial(request):
-        return _status_partial(request, _fetch(request, public_id), error)
+        return _status_partial(request, _own(request, public_id), error)
     if error:
         messages.error(request, error)
     return redirect(instance)

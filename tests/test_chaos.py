@@ -261,13 +261,20 @@ def test_cut_database_connections_are_reopened_and_nothing_is_half_done(chaos, w
     first = _launch(chaos, 2, name="before")
     wait_until(lambda: Instance.objects.filter(status=Status.RUNNING).count() == 2, 60, message="two running")
 
-    # While the next launches provision, every connection of the worker's is cut again and again
+    # While the next launches provision, every connection of the worker's is cut again and again, for five seconds
+    # and on until at least one cut landed. Celery closes a worker's connection before and after every task, so
+    # there is one to cut only while a task runs: once the provisioning is through, heartbeats keep the worker busy.
+    from config.celery import app
+
     later = _launch(chaos, 2, name="after")
-    # (for five seconds, and on until at least one connection was cut: the worker holds one once it has run a task)
     cut, start = 0, time.monotonic()
+    poked = start
     while time.monotonic() < start + 5 or (cut == 0 and time.monotonic() < start + 60):
         cut += _cut_database_connections()
-        time.sleep(0.05)
+        if not cut and time.monotonic() > poked + 0.1:
+            app.send_task("console.tasks.heartbeat")
+            poked = time.monotonic()
+        time.sleep(0.02)
     assert cut >= 1
     services.stop(Instance.objects.get(pk=first[0].pk))
     _repair()

@@ -89,14 +89,14 @@ def assess(buckets: dict[int, dict], now: datetime, *, vouchers: dict[int, Decim
     hourly = {
         uid: to_rate(Decimal(total))
         for uid, total in UsageSession.objects.open()
-        .filter(user_id__in=solvent)
+        .filter(user_id__among=solvent)
         .values_list("user_id")
         .annotate(total=Sum("payable_per_hour"))
         .values_list("user_id", "total")
     }
     alerts.low = [(u, balances[u], hourly[u]) for u in solvent if hourly.get(u) and balances[u] < hourly[u]]
     caps = dict(
-        Wallet.objects.filter(user_id__in=solvent, spending_cap__isnull=False).values_list("user_id", "spending_cap")
+        Wallet.objects.filter(user_id__among=solvent, spending_cap__isnull=False).values_list("user_id", "spending_cap")
     )
     alerts.capped = set(caps)
     if caps:

@@ -9,7 +9,8 @@ which took most of a 100,000-session tick.
 from contextlib import contextmanager
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.models.base import ModelState
 
 # The field types whose values psycopg sends as they are: on PostgreSQL Django's preparation of an int, an aware
 # datetime, a date, a Decimal, a string or a UUID returns that same value, and calling it for each of millions of
@@ -76,6 +77,27 @@ def _cursor():
         yield cursor
 
 
+def loaded(model, values: dict):
+    """An instance of ``model`` for a row just written with ``values`` (every concrete field's attname), built as
+    unpickling builds one: no ``__init__``, whose per-field work and defaults cost more than the insert itself for
+    the thousands of rows a metering tick writes."""
+    if len(values) != len(model._meta.concrete_fields):
+        raise ValueError(f"{model.__name__} needs a value for each of its fields")
+    instance = model.__new__(model)
+    instance.__dict__.update(values)
+    instance._state = ModelState()
+    instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS  # the alias ``connection`` is
+    return instance
+
+
+def instances(queryset) -> list:
+    """The queryset's rows as instances built by :func:`loaded`: for the thousands of plain rows (no
+    ``select_related``, no deferred fields) a metering tick reads and writes back."""
+    model = queryset.model
+    names = [f.attname for f in model._meta.concrete_fields]
+    return [loaded(model, dict(zip(names, row, strict=True))) for row in queryset.values_list(*names)]
+
+
 def bulk_set(model, objects, fields: list[str]) -> None:
     """``UPDATE … SET fields WHERE pk`` for many rows at once.
 
@@ -102,11 +124,14 @@ def bulk_set(model, objects, fields: list[str]) -> None:
         cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {pk} = %s", list(zip(*values, strict=True)))
 
 
-def bulk_insert(model, fields: list[str], rows: list[tuple], *, returning: tuple[str, str] | None = None):
+def bulk_insert(
+    model, fields: list[str], rows: list[tuple], *, returning: tuple[str, str] | None = None, skipping: str = ""
+):
     """Insert many rows: on PostgreSQL one ``INSERT … SELECT`` from ``unnest`` of one array per column, elsewhere
     one ``executemany``. Not ``bulk_create``: it builds a model instance per row and prepares each value through
     its field. ``returning=(key, column)`` (PostgreSQL only) returns ``{key: column}`` of the new rows: a unique key,
-    so that nothing rests on the order in which the database returns them."""
+    so that nothing rests on the order in which the database returns them. ``skipping`` (PostgreSQL only) names a
+    unique field: a row whose value is already there is not inserted (and not returned)."""
     if not rows:
         return {}
     meta = model._meta
@@ -117,14 +142,16 @@ def bulk_insert(model, fields: list[str], rows: list[tuple], *, returning: tuple
     with _cursor() as cursor:
         if connection.vendor == "postgresql":
             sql = f"INSERT INTO {table} ({names}) SELECT * FROM {_unnest(columns)}"
+            if skipping:
+                sql += f" ON CONFLICT ({connection.ops.quote_name(meta.get_field(skipping).column)}) DO NOTHING"
             if returning is None:
                 cursor.execute(sql, values)
                 return {}
             key, column = (connection.ops.quote_name(meta.get_field(name).column) for name in returning)
             cursor.execute(f"{sql} RETURNING {key}, {column}", values)
             return dict(cursor.fetchall())
-        if returning is not None:
-            raise NotImplementedError("bulk_insert returns keys on PostgreSQL only")
+        if returning is not None or skipping:
+            raise NotImplementedError("bulk_insert returns keys and skips rows on PostgreSQL only")
         placeholders = ", ".join(["%s"] * len(columns))
         cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", list(zip(*values, strict=True)))
         return {}

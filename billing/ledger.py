@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from console.errors import PaymentRequired
 
 from . import spend
-from .bulk import bulk_insert, bulk_set
+from .bulk import bulk_insert, bulk_set, instances, loaded
 from .choices import (
     OVERDRAFT_KINDS,
     TRIAL_CREDIT_KINDS,
@@ -140,11 +140,12 @@ def lock_user_accounts(user_ids: Iterable[int], extra_ids: Iterable[int] = ()) -
     The users' accounts must exist (:func:`user_accounts` creates them); missing ones are created first.
     """
     user_ids, extra_ids = set(user_ids), set(extra_ids)
-    query = Q(user_id__in=user_ids, kind__in=USER_ACCOUNT_KINDS) | Q(pk__in=extra_ids)
-    locked = {a.pk: a for a in Account.objects.select_for_update().filter(query).order_by("pk")}
+    query = Q(user_id__among=user_ids, kind__in=USER_ACCOUNT_KINDS) | Q(pk__among=extra_ids)
+    locking = Account.objects.select_for_update().filter(query).order_by("pk")
+    locked = {a.pk: a for a in instances(locking)}
     if sum(1 for a in locked.values() if a.user_id in user_ids and a.kind in USER_ACCOUNT_KINDS) < 2 * len(user_ids):
         user_accounts(user_ids)
-        locked = {a.pk: a for a in Account.objects.select_for_update().filter(query).order_by("pk")}
+        locked = {a.pk: a for a in instances(locking)}
     return locked
 
 
@@ -162,7 +163,7 @@ def subsidy_used(pairs: Iterable[tuple[int, int]], month: date) -> dict[tuple[in
     if not pairs:
         return {}
     rows = SubsidyUsage.objects.filter(
-        month=month, programme_id__in={p for p, _u in pairs}, user_id__in={u for _p, u in pairs}
+        month=month, programme_id__in={p for p, _u in pairs}, user_id__among={u for _p, u in pairs}
     ).values_list("programme_id", "user_id", "amount")
     return {(p, u): amount for p, u, amount in rows}
 
@@ -210,25 +211,22 @@ def post_batch(
         if wanted - accounts.keys():
             raise LedgerError(f"unknown accounts {sorted(wanted - accounts.keys())}")
         # Checked after the locks: a concurrent posting of the same key has committed by now, or will wait for us.
-        existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__in=keys)}
-        todo = [p for p in postings if p.idempotency_key not in existing]
+        now = timezone.now()
+        existing, todo, created = _claim(postings, accounts, now)
         if not todo:
             return [existing[k] for k in keys]
         booked = _book_subsidies([p.subsidy for p in todo if p.subsidy], programmes or {})
-        now = timezone.now()
         changed: dict[int, Account] = {}
-        rows = []
         for p in todo:
             at = p.at or now
-            user_amount = ZERO
             for account_id, amount in p.entries:
                 account = accounts[account_id]
                 _apply(account, amount, p, at)
                 changed[account_id] = account
-                if account.kind in WALLET_KINDS:
-                    user_amount += amount
-            rows.append(_transaction_row(p, at, user_amount))
-        created = _insert_transactions(rows)
+        if created is None:
+            created = LedgerTransaction.objects.bulk_create(
+                [LedgerTransaction(**_transaction_values(p, now, accounts)) for p in todo]
+            )
         bulk_insert(
             LedgerEntry,
             ["transaction_id", "account_id", "amount", "created_at"],
@@ -311,38 +309,57 @@ def _apply(account: Account, amount: Decimal, p: Posting, at: datetime) -> None:
     account.balance = new
 
 
-def _transaction_row(p: Posting, at: datetime, user_amount: Decimal) -> LedgerTransaction:
-    return LedgerTransaction(
-        kind=p.kind,
-        idempotency_key=p.idempotency_key,
-        user_id=p.user_id,
-        user_amount=user_amount,
-        subsidy_amount=p.subsidy.amount if p.subsidy else ZERO,
-        minutes=p.minutes,
-        usage_session_id=p.usage_session_id,
-        resource_id=p.resource_id,
-        topup_id=p.topup_id,
-        reason=p.reason[:255],
-        reference=p.reference[:255],
-        provider_reference=p.provider_reference[:255],
-        created_by_id=p.created_by_id,
-        member_id=p.member_id,
-        created_at=at,
-    )
+def _transaction_values(p: Posting, now: datetime, accounts: dict[int, Account]) -> dict:
+    """Every field of the posting's transaction but its primary key; its user amount is what its entries add to
+    the user's wallet accounts."""
+    return {
+        "public_id": uuid.uuid4(),
+        "kind": p.kind,
+        "idempotency_key": p.idempotency_key,
+        "user_id": p.user_id,
+        "user_amount": sum((amount for aid, amount in p.entries if accounts[aid].kind in WALLET_KINDS), ZERO),
+        "subsidy_amount": p.subsidy.amount if p.subsidy else ZERO,
+        "minutes": p.minutes,
+        "usage_session_id": p.usage_session_id,
+        "resource_id": p.resource_id,
+        "topup_id": p.topup_id,
+        "reason": p.reason[:255],
+        "reference": p.reference[:255],
+        "provider_reference": p.provider_reference[:255],
+        "created_by_id": p.created_by_id,
+        "member_id": p.member_id,
+        "created_at": p.at or now,
+    }
 
 
-def _insert_transactions(rows: list[LedgerTransaction]) -> list[LedgerTransaction]:
-    """``bulk_create`` for the ledger's transactions: on PostgreSQL one ``INSERT … SELECT FROM unnest`` whose new
-    primary keys come back beside the idempotency keys."""
+_TRANSACTION_FIELDS = [f.attname for f in LedgerTransaction._meta.concrete_fields if not f.primary_key]
+
+
+def _claim(postings, accounts, now):
+    """(the transactions already booked by key, the postings to book, their new transactions or None).
+
+    On PostgreSQL the transactions are inserted here, every key already booked skipped by the insert itself
+    (``ON CONFLICT DO NOTHING``, which waits for a concurrent insert of the same key to commit or roll back):
+    looking up a thousand keys first was planned as a scan of the whole ledger. A posting refused after this
+    (not enough funds) rolls the insert back with the rest. Elsewhere the keys are looked up, and the new
+    transactions are inserted by the caller once every posting has passed."""
+    keys = [p.idempotency_key for p in postings]
     if connection.vendor != "postgresql":
-        return LedgerTransaction.objects.bulk_create(rows)
-    fields = [f.attname for f in LedgerTransaction._meta.concrete_fields if not f.primary_key]
-    pks = bulk_insert(LedgerTransaction, fields, [[getattr(tx, name) for name in fields] for tx in rows],
-                      returning=("idempotency_key", "id"))  # fmt: skip
-    for tx in rows:
-        tx.pk = pks[tx.idempotency_key]
-        tx._state.adding, tx._state.db = False, connection.alias
-    return rows
+        existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__in=keys)}
+        return existing, [p for p in postings if p.idempotency_key not in existing], None
+    rows = [_transaction_values(p, now, accounts) for p in postings]
+    pks = bulk_insert(
+        LedgerTransaction,
+        _TRANSACTION_FIELDS,
+        [[row[name] for name in _TRANSACTION_FIELDS] for row in rows],
+        returning=("idempotency_key", "id"),
+        skipping="idempotency_key",
+    )
+    created = [loaded(LedgerTransaction, {"id": pks[row["idempotency_key"]], **row}) for row in rows
+               if row["idempotency_key"] in pks]  # fmt: skip
+    missing = [key for key in keys if key not in pks]
+    existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__in=missing)}
+    return existing, [p for p in postings if p.idempotency_key in pks], created
 
 
 def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, SubsidyProgramme]):
@@ -376,7 +393,7 @@ def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, Subsid
         ]  # fmt: skip
         SubsidyUsage.objects.bulk_create(new_rows)
         rows = SubsidyUsage.objects.filter(
-            month__in=months, programme_id__in=spent.keys(), user_id__in={u for _p, u, _m in existing}
+            month__in=months, programme_id__in=spent.keys(), user_id__among={u for _p, u, _m in existing}
         )
         changed = []
         for row in rows:

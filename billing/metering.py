@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 from console.errors import Conflict, ServiceError
 
 from . import arrears, budgets, vouchers
-from .bulk import bulk_set
+from .bulk import bulk_set, instances
 from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
 from .ledger import (
     Posting,
@@ -206,7 +206,9 @@ def meter(now: datetime | None = None, *, chunk_size: int = CHUNK_SIZE) -> TickR
     )
     while True:
         with transaction.atomic():
-            chunk = list(_lock(UsageSession.objects.open().filter(due, pk__gt=last_pk)).order_by("pk")[:chunk_size])
+            chunk = instances(
+                _lock(UsageSession.objects.open().filter(due, pk__gt=last_pk)).order_by("pk")[:chunk_size]
+            )
             if not chunk:
                 break
             last_pk = chunk[-1].pk

@@ -48,12 +48,15 @@ def record(transactions: Iterable[LedgerTransaction]) -> None:
     """Add the spend among ``transactions`` (just booked, in the caller's transaction) to the running sums."""
     quarters: dict[tuple, int] = defaultdict(int)
     lines: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
+    placed: dict[datetime, tuple[datetime, date]] = {}  # a batch's transactions mostly share one moment
     for tx in transactions:
         if tx.kind not in SPEND_KINDS or tx.user_id is None:
             continue
         member = tx.member_id or NO_MEMBER
-        quarters[(tx.user_id, member, quarter_start(tx.created_at))] += to_fen(tx.user_amount)
-        line = lines[(tx.user_id, month_of(tx.created_at), tx.resource_id or NO_RESOURCE, tx.kind, member)]
+        if (where := placed.get(tx.created_at)) is None:
+            where = placed[tx.created_at] = (quarter_start(tx.created_at), month_of(tx.created_at))
+        quarters[(tx.user_id, member, where[0])] += to_fen(tx.user_amount)
+        line = lines[(tx.user_id, where[1], tx.resource_id or NO_RESOURCE, tx.kind, member)]
         line[0] += tx.minutes or 0
         line[1] += to_fen(tx.user_amount)
         line[2] += to_fen(tx.subsidy_amount)

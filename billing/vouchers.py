@@ -86,7 +86,7 @@ def held(user_ids, now: datetime) -> dict[int, list[Held]]:
     """The usable vouchers of these wallets, soonest expiry first (read without locks: the charge locks the
     accounts and spends only what their locked balances hold)."""
     vouchers = _with_batch(
-        Voucher.objects.filter(user_id__in=set(user_ids), account__balance__gt=0, account__expires_at__gt=now)
+        Voucher.objects.filter(user_id__among=set(user_ids), account__balance__gt=0, account__expires_at__gt=now)
     ).order_by("expires_at", "pk")
     found: dict[int, list[Held]] = defaultdict(list)
     for v in vouchers:

@@ -7,4 +7,6 @@ class ConsoleConfig(AppConfig):
     verbose_name = _("Console")
 
     def ready(self):
-        from . import checks, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
+        from . import checks, lookups, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
+
+        lookups.register()

@@ -73,3 +73,30 @@ def test_spend_added_twice_to_the_same_line_is_summed(owner):
     line = SpendLine.objects.get(user=owner, resource_id=resource)
     assert (line.minutes, line.amount_fen) == (2, -20)
     assert ledger.check() == []
+
+
+@pytest.mark.django_db
+def test_a_batch_with_keys_already_booked_books_only_the_new_ones_and_returns_every_stored_transaction(owner):
+    accounts = ledger.user_accounts([owner.pk])[owner.pk]
+    adjustments = ledger.system_account(AccountKind.ADJUSTMENTS)
+    cash = accounts[AccountKind.USER_CASH]
+
+    def posting(n):
+        return ledger.Posting(kind=TransactionKind.ADJUSTMENT, idempotency_key=f"again:{n}", user_id=owner.pk,
+                              entries=((adjustments.pk, Decimal("-1.50")), (cash.pk, Decimal("1.50"))))  # fmt: skip
+
+    first = ledger.post_batch([posting(0), posting(1)])
+    # When the same postings come again beside a new one
+    second = ledger.post_batch([posting(1), posting(2), posting(0)])
+    # Then the old keys answer with the transactions booked before, the new one is booked, and money moved once each
+    assert [tx.pk for tx in second[::2]] == [first[1].pk, first[0].pk]
+    assert LedgerTransaction.objects.filter(user=owner).count() == 3
+    assert Account.objects.get(pk=cash.pk).balance == Decimal("4.50")
+    # and every transaction handed back is whole: each field as stored, none left to load
+    for tx in second:
+        stored = LedgerTransaction.objects.get(pk=tx.pk)
+        assert tx.get_deferred_fields() == set()
+        assert {f.attname: getattr(tx, f.attname) for f in LedgerTransaction._meta.concrete_fields} == {
+            f.attname: getattr(stored, f.attname) for f in LedgerTransaction._meta.concrete_fields
+        }
+    assert ledger.check() == []

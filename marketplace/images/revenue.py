@@ -103,7 +103,7 @@ def author_shares(sessions) -> AuthorShares:
     instance_ids = [s.resource_id for s in sessions if s.kind == UsageKind.INSTANCE]
     if not rate or not instance_ids:
         return AuthorShares()
-    booted = dict(Instance.objects.filter(public_id__in=instance_ids).values_list("public_id", "image"))
+    booted = dict(Instance.objects.filter(public_id__among=instance_ids).values_list("public_id", "image"))
     variants = {
         slug: Authorship(owner_id, public_id, name)
         for slug, owner_id, public_id, name in ImageVariant.objects.filter(

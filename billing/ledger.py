@@ -358,7 +358,9 @@ def _claim(postings, accounts, now):
     created = [loaded(LedgerTransaction, {"id": pks[row["idempotency_key"]], **row}) for row in rows
                if row["idempotency_key"] in pks]  # fmt: skip
     missing = [key for key in keys if key not in pks]
-    existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__in=missing)}
+    existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__among=missing)}
+    if len(existing) != len(missing):  # skipped by the insert, yet not there: refuse before anything commits
+        raise LedgerError(f"transactions {sorted(set(missing) - existing.keys())} were neither inserted nor found")
     return existing, [p for p in postings if p.idempotency_key in pks], created
 
 

@@ -1,13 +1,15 @@
 """``field__among=values``: membership in a long list of values, as one array parameter on PostgreSQL.
 
 ``field__in=values`` writes one placeholder per value: for the thousand keys a metering chunk looks up, the
-statement is kilobytes long, too long for the driver's cache of parsed statements, and each value is prepared
-through the lookup's machinery. ``field = ANY(%s)`` sends the values as one array: the statement stays short and
-is parsed once. Elsewhere (SQLite) it is ``IN``. Registered for every field when the console app is ready.
+statement's template is kilobytes long, too long for the driver's cache of parsed templates, and each value is
+prepared through the lookup's machinery. ``field = ANY(%s::type[])`` has one placeholder, and the values are one
+array of the column's own type. Elsewhere (SQLite), and for a subquery, it is ``IN``. Values are ids or other
+column values (a model instance counts as its primary key). Registered for every field when the console app is
+ready.
 """
 
 from django.core.exceptions import EmptyResultSet
-from django.db.models import Field, ForeignObject, Lookup
+from django.db.models import Field, ForeignObject, Lookup, Model
 from django.db.models.lookups import In
 
 
@@ -15,19 +17,39 @@ class Among(Lookup):
     lookup_name = "among"
     prepare_rhs = False
 
+    def get_prep_lookup(self):
+        # The values as they are when the filter is built (a generator is read once, a set may change later).
+        if self.rhs_is_direct_value():
+            return tuple(v.pk if isinstance(v, Model) else v for v in self.rhs)
+        return super().get_prep_lookup()
+
     def as_sql(self, compiler, connection):
-        if connection.vendor != "postgresql":
+        if not self.rhs_is_direct_value():
             return compiler.compile(In(self.lhs, self.rhs))
-        values = list(dict.fromkeys(v for v in self.rhs if v is not None))
+        field = self.lhs.output_field
+        values = [v for v in dict.fromkeys(self.rhs) if v is not None and _fits(field, v, connection)]
         if not values:
             raise EmptyResultSet
+        if connection.vendor != "postgresql":
+            return compiler.compile(In(self.lhs, values))
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        field = self.lhs.output_field
         prepared = [field.get_db_prep_value(v, connection, prepared=False) for v in values]
         # Cast to the column's own type: compared across types (bigint with the driver's smallint[]) the database
         # tests each row against the whole array instead of a hash of it.
         array_type = field.db_type(connection).split("(")[0]
         return f"{lhs} = ANY(%s::{array_type}[])", (*lhs_params, prepared)
+
+
+def _fits(field, value, connection) -> bool:
+    """An int outside the column's range matches nothing instead of failing the query."""
+    if not isinstance(value, int):
+        return True
+    kind = getattr(field, "target_field", field).get_internal_type()
+    try:
+        low, high = connection.ops.integer_field_range(kind)
+    except KeyError:
+        return True
+    return (low is None or value >= low) and (high is None or value <= high)
 
 
 def register() -> None:

@@ -26,8 +26,14 @@ def test_among_finds_the_rows_in_finds_by_key_relation_uuid_and_text(people):
     assert set(Account.objects.filter(user__among=ids)) == set(Account.objects.filter(user__in=ids))
     assert Account.objects.filter(user_id__among=ids).count() == 2 * len(ids)
     assert set(User.objects.filter(email__among=[u.email for u in chosen])) == set(chosen)
-    # Repeated values and None are ignored, as IN does
+    # Repeated values and None are ignored, as IN does; a model instance is its key; the values are read once
     assert User.objects.filter(pk__among=[*ids, *ids, None]).count() == len(ids)
+    assert set(Account.objects.filter(user__among=chosen)) == set(Account.objects.filter(user__in=chosen))
+    once = User.objects.filter(pk__among=(u.pk for u in chosen))
+    assert once.count() == once.count() == len(chosen)
+    # A subquery is a subquery; a key past the column's range matches nothing
+    assert set(User.objects.filter(pk__among=User.objects.filter(pk__in=ids).values("pk"))) == set(chosen)
+    assert User.objects.filter(pk__among=[ids[0], 2**70]).count() == 1
 
 
 @pytest.mark.django_db
@@ -40,7 +46,7 @@ def test_among_nothing_matches_nothing_without_a_query_and_drops_out_of_an_or(pe
 
 
 @pytest.mark.django_db
-def test_among_is_one_short_statement_on_postgresql(people):
+def test_among_sends_one_array_on_postgresql(people):
     ids = [u.pk for u in people] + list(range(10**6, 10**6 + 2000))
     with CaptureQueriesContext(connection) as queries:
         assert User.objects.filter(pk__among=ids).count() == len(people)

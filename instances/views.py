@@ -231,20 +231,22 @@ def detail(request, public_id):
         changed = request.GET.get("seen") != instance.status
         return _status_partial(request, instance, refresh_panels=changed)
     context = _detail_context(instance) | _panels_context(_owner(request, instance), instance)
-    # A team's instance names its team and who launched it, and offers its actions to the roles that may operate
-    # it (no query for one's own, nor in the team's context; one outside it).
-    context["team"], context["can_operate"] = None, True
-    if instance.owner_id != request.user.pk:
-        member = acting(request).membership  # read for this request already: in the team's context, it is this one
-        if member is None or member.team.account_id != instance.owner_id:
-            member = (
-                Membership.objects.select_related("team")
-                .filter(user=request.user, team__account_id=instance.owner_id)
-                .first()
-            )
-        context["team"] = member.team if member else None
-        context["can_operate"] = member is not None and roles.can(member.role, roles.OPERATE)
-    return render(request, "instances/detail.html", context)
+    return render(request, "instances/detail.html", context | _operator_context(request, instance))
+
+
+def _operator_context(request, instance) -> dict:
+    """A team's instance names its team and who launched it, and offers its actions to the roles that may operate
+    it (no query for one's own, nor in the team's context; one outside it)."""
+    if instance.owner_id == request.user.pk:
+        return {"team": None, "can_operate": True}
+    member = acting(request).membership  # read for this request already: in the team's context, it is this one
+    if member is None or member.team.account_id != instance.owner_id:
+        member = (
+            Membership.objects.select_related("team").filter(user=request.user, team__account_id=instance.owner_id)
+            .first()
+        )  # fmt: skip
+    return {"team": member.team if member else None,
+            "can_operate": member is not None and roles.can(member.role, roles.OPERATE)}  # fmt: skip
 
 
 def _owner(request, instance):
@@ -261,7 +263,9 @@ def _panels_context(user, instance) -> dict:
 
 
 def _status_partial(request, instance, error="", *, refresh_panels=True):
-    context = _detail_context(instance, error)
+    # The status part holds the actions: who may take them as on the page (a stopped instance offers "Save as
+    # image" to those who may operate it, without a reload).
+    context = _detail_context(instance, error) | _operator_context(request, instance)
     if refresh_panels:
         context |= _panels_context(_owner(request, instance), instance) | {"refresh_panels": True}
     return render(request, "instances/detail.html#status", context)

@@ -160,6 +160,17 @@ def test_the_kept_parts_of_the_detail_page_follow_the_instance(english, launch):
     assert "Renamed Chip" in english.get(url).content.decode()
 
 
+def test_the_page_s_poll_offers_saving_a_stopped_instance_as_an_image_without_a_reload(english, launch):
+    instance = launch(name="poll-save")
+    settle()
+    url = reverse("instances:detail", args=[instance.public_id])
+    english.get(url)
+    services.stop(fresh(instance))
+    settle()
+    polled = english.get(url, {"seen": "running"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="start-button"' in polled and 'id="save-image-link"' in polled
+
+
 def test_stop_and_start_from_the_page(english, launch):
     instance = launch()
     settle()

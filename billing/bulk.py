@@ -12,6 +12,8 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models.base import ModelState
 
+from console.lookups import array_type
+
 # The field types whose values psycopg sends as they are: on PostgreSQL Django's preparation of an int, an aware
 # datetime, a date, a Decimal, a string or a UUID returns that same value, and calling it for each of millions of
 # values cost seconds a tick. Anything else still goes through its field.
@@ -48,14 +50,8 @@ def _columns(fields, rows) -> list[list]:
     return columns
 
 
-def _array_type(field) -> str:
-    """The PostgreSQL array type for ``field``'s values, without a size: a cast to ``numeric(14, 2)[]`` or
-    ``varchar(n)[]`` would round or cut silently (Django's own UNNEST insert drops the size for the same reason)."""
-    return field.db_type(connection).split("(")[0] + "[]"
-
-
 def _unnest(fields) -> str:
-    return "unnest(" + ", ".join(f"%b::{_array_type(f)}" for f in fields) + ")"
+    return "unnest(" + ", ".join(f"%b::{array_type(f, connection)}" for f in fields) + ")"
 
 
 @contextmanager

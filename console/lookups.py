@@ -27,7 +27,8 @@ class Among(Lookup):
         if not self.rhs_is_direct_value():
             return compiler.compile(In(self.lhs, self.rhs))
         field = self.lhs.output_field
-        values = [v for v in dict.fromkeys(self.rhs) if v is not None and _fits(field, v, connection)]
+        fits = _range_check(field, connection)
+        values = [v for v in dict.fromkeys(self.rhs) if v is not None and fits(v)]
         if not values:
             raise EmptyResultSet
         if connection.vendor != "postgresql":
@@ -36,20 +37,27 @@ class Among(Lookup):
         prepared = [field.get_db_prep_value(v, connection, prepared=False) for v in values]
         # Cast to the column's own type: compared across types (bigint with the driver's smallint[]) the database
         # tests each row against the whole array instead of a hash of it.
-        array_type = field.db_type(connection).split("(")[0]
-        return f"{lhs} = ANY(%s::{array_type}[])", (*lhs_params, prepared)
+        return f"{lhs} = ANY(%s::{array_type(field, connection)})", (*lhs_params, prepared)
 
 
-def _fits(field, value, connection) -> bool:
-    """An int outside the column's range matches nothing instead of failing the query."""
-    if not isinstance(value, int):
-        return True
+def array_type(field, connection) -> str:
+    """The PostgreSQL array type of ``field``'s values, without a size: a cast to ``numeric(14, 2)[]`` or
+    ``varchar(n)[]`` would round or cut silently (Django's own UNNEST insert drops the size for the same reason)."""
+    return field.db_type(connection).split("(")[0] + "[]"
+
+
+def _range_check(field, connection):
+    """A test of one value: an int outside the column's range matches nothing instead of failing the query.
+
+    The range is looked up once per lookup, not once per value."""
     kind = getattr(field, "target_field", field).get_internal_type()
     try:
         low, high = connection.ops.integer_field_range(kind)
     except KeyError:
-        return True
-    return (low is None or value >= low) and (high is None or value <= high)
+        return lambda value: True
+    return lambda value: (
+        not isinstance(value, int) or ((low is None or value >= low) and (high is None or value <= high))
+    )
 
 
 def register() -> None:

@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -44,7 +45,7 @@ ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subs
 _UNREAD = Prepared(lambda user_id: Notification.objects.filter(user_id=user_id).unread()[:5], int)
 
 
-# The transactions page as it opens (no filter): counted and paged by queries built once (console.prepared).
+# The transactions page as it opens (no filter), and the wallet's latest ten: by queries built once (console.prepared).
 _ALL_ROWS = PreparedRows(
     lambda user_id: LedgerTransaction.objects.filter(user_id=user_id).order_by(*statements.TRANSACTION_ORDER),
     ROW_FIELDS, int, both_ends=True,
@@ -80,7 +81,7 @@ def _account(request):
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
-        "recent": ValueRows(LedgerTransaction.objects.for_user(user).order_by("-created_at", "-pk"), ROW_FIELDS)[:10],
+        "recent": _ALL_ROWS.head(10, user.pk),
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
@@ -160,18 +161,19 @@ def spending_cap(request):
 @login_required
 @require_GET
 def transactions(request):
-    form = TransactionFilterForm(request.GET or None)
-    cleaned = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    # The page as it opens (no query at all) shows the form empty, from a kept part: it is built only if that part
+    # has to be rendered.
+    form = TransactionFilterForm(request.GET) if request.GET else SimpleLazyObject(TransactionFilterForm)
+    cleaned = form.cleaned_data if request.GET and form.is_valid() else {}
     filters = {k: v for k, v in cleaned.items() if v}
-    qs = statements.filtered_transactions(_account(request), **filters)
     if request.GET.get("format") == "csv" and not form.errors:
         out = io.StringIO()
-        statements.transactions_csv(qs, out)
+        statements.transactions_csv(statements.filtered_transactions(_account(request), **filters), out)
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
     if filters:
-        rows = ValueRows(qs, ROW_FIELDS)
+        rows = ValueRows(statements.filtered_transactions(_account(request), **filters), ROW_FIELDS)
         page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
         shown = rows.rows(page.object_list)
     else:  # the whole listing, as the page opens: by queries built once
@@ -181,7 +183,7 @@ def transactions(request):
     query.pop("page", None)
     context = {"form": form, "page": page, "transactions": shown, "query": query.urlencode()}
     template = "billing/transactions.html#transaction-table" if wants_partial(request) else "billing/transactions.html"
-    return render(request, template, context, status=400 if form.errors else 200)
+    return render(request, template, context, status=400 if request.GET and form.errors else 200)
 
 
 @login_required

@@ -125,6 +125,10 @@ class PreparedRows:
         bound = self.values.bind(*args, counted=self.all, reversed=self.reversed if self.both_ends else None)
         return BoundRows(bound, self._shape)
 
+    def head(self, limit: int, *args) -> list[Row]:
+        """The first ``limit`` rows for ``args``, not counted (the latest few a page shows)."""
+        return self(*args).shape.rows(self.values.window(*args, offset=0, limit=limit))
+
 
 class BoundRows:
     """The rows of one :class:`PreparedRows` call: ``count()`` and slices, as a paginator asks for them."""

@@ -11,17 +11,22 @@ catch. A long list keys its rows by the values read for them instead (``console.
 builds a row's object only for a row rendered afresh. Two values are filled in per response instead: the CSRF token
 (``{% csrf_token %}``, ``{{ csrf_token }}``) and the page's own address (``{{ frame_here }}``, for the ``next`` of a
 form that comes back to the page). A part is kept with a marker where each goes, so no token is ever shared between
-responses, and a part is not kept once per address (a query string is anyone's to make up). A key longer than
-``LONGEST_KEY`` is rendered and not kept, and so is a part whose ``unless`` condition holds: one showing what only
-this response holds (a form as just typed, with its errors).
+responses, and a part is not kept once per address (a query string is anyone's to make up). A part whose ``unless``
+condition holds is rendered and not kept: one showing what only this response holds (a form as just typed, with its
+errors).
+
+A whole list is a part too, around its rows' parts and keyed by every row's key (``rows|keys``): a list shown again
+as it was costs one look-up instead of one per row, and a list with one row changed renders the others from their
+own kept parts. A key longer than ``LONGEST_KEY`` (a list's) is kept under its digest (BLAKE2b, 256 bits).
 
 Nothing that moves with the clock may be shown in a kept part ("3 minutes ago", a countdown): it would stop.
 
 Parts are kept in the process, not in the shared cache: a new release (new templates, new static file names) starts
 new processes and so renders them afresh, and a changed setting (``override_settings`` in tests) drops them. The
-``KEPT`` parts used last are kept.
+``KEPT`` parts used last are kept, and no more than ``KEPT_CHARS`` characters of them.
 """
 
+import hashlib
 import itertools
 import secrets
 import threading
@@ -36,14 +41,18 @@ from django.utils import timezone, translation
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from console.value_rows import Row
+
 register = template.Library()
 
 KEPT = 4096
+KEPT_CHARS = 16_000_000
 LONGEST_KEY = 2048
 # Letters and digits only, so escaping leaves them as they are wherever the template writes them.
 _TOKEN = "csrfmarker" + secrets.token_hex(16)
 _HERE = "heremarker" + secrets.token_hex(16)
 _kept: OrderedDict[str, str] = OrderedDict()
+_chars = 0  # of the parts kept
 _lock = threading.Lock()
 _nodes = itertools.count()
 
@@ -62,6 +71,8 @@ class FrameNode(template.Node):
         where = (translation.get_language(), timezone.get_current_timezone_name(), get_script_prefix(), get_urlconf())
         # repr, not the values themselves: equal values may read differently (Decimal("1.0") and Decimal("1.00")).
         key = repr((self.node, self.name, where, shown))
+        if len(key) > LONGEST_KEY:
+            key = hashlib.blake2b(key.encode(), digest_size=32).hexdigest()
         with _lock:
             kept = _kept.get(key)
             if kept is not None:
@@ -69,11 +80,7 @@ class FrameNode(template.Node):
         if kept is None:
             with context.push(csrf_token=_TOKEN, frame_here=_HERE):
                 kept = self.nodelist.render(context)
-            if len(key) <= LONGEST_KEY:
-                with _lock:
-                    _kept[key] = kept
-                    while len(_kept) > KEPT:
-                        _kept.popitem(last=False)
+            _keep(key, kept)
         if _TOKEN in kept:
             token = context.get("csrf_token")
             kept = kept.replace(_TOKEN, "" if token in (None, "NOTPROVIDED") else str(token))  # as {% csrf_token %}
@@ -81,6 +88,15 @@ class FrameNode(template.Node):
             request = context.get("request")
             kept = kept.replace(_HERE, escape(request.get_full_path()) if request is not None else "")
         return mark_safe(kept)
+
+
+def _keep(key: str, part: str) -> None:
+    global _chars
+    with _lock:
+        _chars += len(part) - len(_kept.get(key, ""))  # another thread may have kept it meanwhile
+        _kept[key] = part
+        while len(_kept) > KEPT or _chars > KEPT_CHARS:
+            _chars -= len(_kept.popitem(last=False)[1])
 
 
 @register.tag("frame")
@@ -106,6 +122,13 @@ def loaded(obj) -> tuple:
     """Every value a model instance holds (its loaded columns, and what a view set on it) and those of the relations
     it was loaded with or prefetched: the key of a row that shows it."""
     return _loaded(obj, set())
+
+
+@register.filter
+def keys(rows) -> tuple:
+    """The key of a part showing a whole list: each row's key (``console.value_rows.Row``), or its values as
+    :func:`loaded` names them."""
+    return tuple(row.key if isinstance(row, Row) else _loaded(row, set()) for row in rows)
 
 
 _NESTED = (Model, list, tuple)
@@ -139,8 +162,10 @@ def _value(value, seen: set[int]):
 
 def forget(**_kwargs) -> None:
     """Drop every kept part: a changed setting (static files, languages, debug) may show in any of them."""
+    global _chars
     with _lock:
         _kept.clear()
+        _chars = 0
 
 
 setting_changed.connect(forget, dispatch_uid="console.frame.forget")

@@ -152,3 +152,37 @@ def test_a_part_is_rendered_afresh_and_not_kept_while_its_unless_condition_holds
     assert part.render(Context({"key": 1, "text": "stored", "typed": False})) == "stored"  # nothing typed was kept
     assert part.render(Context({"key": 1, "text": "other", "typed": False})) == "stored"  # kept for its key
     assert part.render(Context({"key": 1, "text": "what bob typed", "typed": True})) == "what bob typed"
+
+
+def test_a_whole_list_is_kept_once_and_follows_a_change_to_any_one_row():
+    from django.template import Context, Template
+
+    from console.templatetags import frame
+
+    frame.forget()
+    rows = [{"id": n, "amount": f"{n}.00"} for n in range(200)]  # a key far longer than LONGEST_KEY
+    shown = Template(
+        '{% load frame %}{% frame "list" rows|keys %}{% for row in rows %}{% frame "row" row|loaded %}'
+        "{{ row.id }}={{ row.amount }};{% endframe %}{% endfor %}{% endframe %}"
+    )
+    first = shown.render(Context({"rows": rows}))
+    assert "7=7.00;" in first and len(frame._kept) == 201  # every row, and the list under its key's digest
+    assert all(len(key) <= frame.LONGEST_KEY for key in frame._kept)
+    changed = [*rows[:7], {"id": 7, "amount": "9.99"}, *rows[8:]]
+    again = shown.render(Context({"rows": changed}))
+    assert "7=9.99;" in again and "7=7.00;" not in again and again.count(";") == 200
+    assert shown.render(Context({"rows": rows})) == first
+
+
+def test_the_kept_parts_never_hold_more_than_their_budget(monkeypatch):
+    from django.template import Context, Template
+
+    from console.templatetags import frame
+
+    frame.forget()
+    monkeypatch.setattr(frame, "KEPT_CHARS", 10_000)
+    part = Template('{% load frame %}{% frame "big" n %}{{ text }}{% endframe %}')
+    for n in range(30):
+        assert part.render(Context({"n": n, "text": "x" * 1000})) == "x" * 1000
+    assert sum(len(text) for text in frame._kept.values()) <= 10_000 and len(frame._kept) == 10
+    assert frame._chars == sum(len(text) for text in frame._kept.values())

@@ -409,7 +409,12 @@ class UsageSession(ChoiceLabels, models.Model):
                 name="usage_ends_after_start",
             ),
         ]
-        indexes = [models.Index(fields=["user", "started_at"]), models.Index(fields=["ended_at", "id"])]
+        indexes = [
+            models.Index(fields=["user", "started_at"]),
+            models.Index(fields=["ended_at", "id"]),
+            # The sessions that name a statement page's resources, found per resource among the user's own.
+            models.Index(fields=["user", "resource_id", "started_at"]),
+        ]
 
     def __str__(self):
         return f"{self.kind} {self.label or self.resource_id} from {self.started_at:%Y-%m-%d %H:%M}"

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 from console.prepared import Prepared
 
@@ -129,17 +129,19 @@ def line_row(line: tuple) -> dict:
 
 
 def month_line_totals(user, month: date) -> dict:
-    """The month's minutes, charge and subsidy over all its lines, summed in the database."""
+    """The month's minutes, charge and subsidy over all its lines, summed in the database, and how many lines
+    there are (``lines``)."""
     sums = next(iter(_MONTH_TOTALS(getattr(user, "pk", user), month)), {})
     return {"minutes": sums.get("minutes") or 0, "charged": from_fen(sums.get("charged") or 0),
-            "subsidy": from_fen(sums.get("subsidy") or 0)}  # fmt: skip
+            "subsidy": from_fen(sums.get("subsidy") or 0), "lines": sums.get("lines") or 0}  # fmt: skip
 
 
 # The statement reads them on every visit: built once (console.prepared). The lines of one user are grouped by
 # the user, so the sums come back as one row (none when the month has no lines).
 _MONTH_TOTALS = Prepared(
     lambda user_id, month: SpendLine.objects.filter(user_id=user_id, month=month).order_by().values("user_id")
-    .annotate(minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen")), int, date,
+    .annotate(minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen"), lines=Count("id")),
+    int, date,
 )  # fmt: skip
 month_line_pages = Prepared(lambda user_id, month: month_line_rows(user_id, month), int, date)
 

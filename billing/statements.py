@@ -4,6 +4,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
@@ -21,8 +22,7 @@ from .money import ZERO, summed
 from .rules import month_of
 
 
-@dataclass(frozen=True)
-class StatementLine:
+class StatementLine(NamedTuple):  # a tuple: a page builds fifty of them on every visit
     resource_id: object
     kind: str
     label: str
@@ -97,9 +97,10 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
         grouped = grouped_rows(user, month)
         page = Paginator(grouped, per_page).get_page(number)
         return page, month_statement(user, month, rows=page.object_list, grouped=grouped)
-    page = Paginator(spend.month_line_pages.bind(user.pk, month), per_page).get_page(number)
+    totals = spend.month_line_totals(user, month)  # counts the lines too: the paginator does not count them again
+    page = Paginator(spend.month_line_pages.bind(user.pk, month, total=totals["lines"]), per_page).get_page(number)
     rows = [spend.line_row(line) for line in page.object_list]
-    return page, month_statement(user, month, rows=rows, totals=spend.month_line_totals(user, month))
+    return page, month_statement(user, month, rows=rows, totals=totals)
 
 
 # What a line shows of the session that names its resource.
@@ -107,9 +108,9 @@ NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slu
 
 
 def _naming(user_id, ids):
-    """The sessions that name resources ``ids``, oldest first (the latest names the resource)."""
-    queryset = UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by("started_at")
-    return queryset.values_list(*NAMING_FIELDS)
+    """The sessions that name resources ``ids``, in no order: not ordered, the query is answered from the index of
+    the user's sessions per resource, not by reading every session the user ever had in time order."""
+    return UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by().values_list(*NAMING_FIELDS)
 
 
 # A statement page names up to fifty resources: that query is built once for fifty keys (console.prepared), a
@@ -157,7 +158,8 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         named = _NAMING(user.pk, *ids, *[_NO_SUCH_RESOURCE] * (NAMED_AT_ONCE - len(ids)))
     else:
         named = _naming(user.pk, ids)
-    for values in named:  # values, not models: a page names fifty resources or more
+    started_at = NAMING_FIELDS.index("started_at")
+    for values in sorted(named, key=lambda values: values[started_at]):  # values, not models: fifty or more
         session = dict(zip(NAMING_FIELDS, values, strict=True))
         sessions[session["resource_id"]] = session  # the latest session names the resource
     chips, zones, plans = catalog_names.names(chips=[s["chip_slug"] for s in sessions.values()],

@@ -126,11 +126,14 @@ class Prepared:
         except _NoRows:
             return []
 
-    def bind(self, *args, using: str = DEFAULT_DB_ALIAS, counted=None, reversed=None) -> "Bound":
+    def bind(self, *args, using: str = DEFAULT_DB_ALIAS, counted=None, reversed=None, total=None) -> "Bound":
         """The rows for ``args`` as a paginator takes them: counted once (by ``counted``, another prepared query
-        of the same rows, when given), then read a window at a time; with ``reversed`` (the same query in the
-        reverse order) from the nearer end of the listing."""
-        return Bound(self, args, using, counted or self, reversed)
+        of the same rows, when given; not at all when the caller already knows their ``total``), then read a window
+        at a time; with ``reversed`` (the same query in the reverse order) from the nearer end of the listing."""
+        bound = Bound(self, args, using, counted or self, reversed)
+        if total is not None:
+            bound.total = total
+        return bound
 
     def count(self, *args, using: str = DEFAULT_DB_ALIAS) -> int:
         built = self._get(using, COUNT)

@@ -104,13 +104,15 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
 
 
 # What a line shows of the session that names its resource.
-NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slug", "plan_slug", "started_at")
+NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slug", "plan_slug")
 
 
 def _naming(user_id, ids):
-    """The sessions that name resources ``ids``, in no order: not ordered, the query is answered from the index of
-    the user's sessions per resource, not by reading every session the user ever had in time order."""
-    return UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by().values_list(*NAMING_FIELDS)
+    """The sessions that name resources ``ids``, each resource's oldest first (its latest names it): in the order
+    of the index of the user's sessions per resource, so neither every session the user ever had is read nor
+    any sorted."""
+    queryset = UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by("resource_id", "started_at")
+    return queryset.values_list(*NAMING_FIELDS)
 
 
 # A statement page names up to fifty resources: that query is built once for fifty keys (console.prepared), a
@@ -158,21 +160,22 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         named = _NAMING(user.pk, *ids, *[_NO_SUCH_RESOURCE] * (NAMED_AT_ONCE - len(ids)))
     else:
         named = _naming(user.pk, ids)
-    started_at = NAMING_FIELDS.index("started_at")
-    for values in sorted(named, key=lambda values: values[started_at]):  # values, not models: fifty or more
+    for values in named:  # values, not models: a page names fifty resources or more
         session = dict(zip(NAMING_FIELDS, values, strict=True))
         sessions[session["resource_id"]] = session  # the latest session names the resource
     chips, zones, plans = catalog_names.names(chips=[s["chip_slug"] for s in sessions.values()],
                                               zones=[s["zone_slug"] for s in sessions.values()],
                                               plans=[s["plan_slug"] for s in sessions.values()])  # fmt: skip
-    lines = []
+    lines, kinds = [], {}  # each kind's name translated once, not once per line
     for row in rows:
         s = sessions.get(row["resource_id"])
-        kind = label(UsageSession, "kind", s["kind"]) if s else label(LedgerTransaction, "kind", row["kind"])
+        model, kind = (UsageSession, s["kind"]) if s else (LedgerTransaction, row["kind"])
+        if (model, kind) not in kinds:
+            kinds[model, kind] = str(label(model, "kind", kind))
         lines.append(
             StatementLine(
                 resource_id=row["resource_id"],
-                kind=str(kind),
+                kind=kinds[model, kind],
                 label=(s["label"] if s else "") or str(row["resource_id"] or ""),
                 chip=s["chip_slug"] if s else "",
                 cards=s["cards"] if s else 0,

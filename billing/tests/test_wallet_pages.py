@@ -150,6 +150,28 @@ def test_a_long_statement_pages_its_lines_and_keeps_the_months_totals(owner_clie
     assert csv.count("run-") == 55
 
 
+def test_a_resource_run_several_times_is_one_line_named_by_its_latest_run(owner_client, owner, catalog, fund):
+    owner_client.cookies["django_language"] = "en"
+    fund(owner, "100")
+    resource = uuid.uuid4()
+    # Renamed and moved to another chip between runs; the runs are opened out of order of their starts.
+    for hours, label, chip in (
+        (3, "third-name", "mlu370-x8"),
+        (0, "first-name", "mlu370-x8"),
+        (1, "second-name", "ascend-910b"),
+    ):
+        started = START + timedelta(hours=hours)
+        q = quote(chip=catalog[chip], cards=1, at=started)
+        open_usage(user=owner, kind="instance", resource_id=resource, quote=q, started_at=started, label=label)
+        with time_machine.travel(started + timedelta(minutes=30), tick=False):
+            close_usage(resource_id=resource, ended_at=started + timedelta(minutes=30))
+
+    html = owner_client.get("/billing/statements/?month=2026-03").content.decode()
+    assert html.count("<tr><td>") == 1 and "<tr><td>third-name<" in html
+    assert "first-name" not in html and "second-name" not in html
+    assert "MLU370" in html.split("<tr><td>third-name<")[1].split("</tr>")[0]
+
+
 def test_the_spend_chart_puts_each_charge_on_its_local_day(owner, catalog, fund):
     fund(owner, "100")
     late = datetime(2026, 3, 9, 23, 30, tzinfo=ZoneInfo("Asia/Shanghai"))  # 15:30 UTC: still the 9th in Beijing

@@ -36,6 +36,7 @@ from django import template
 from django.core.signals import setting_changed
 from django.db.models import Model
 from django.template.base import FilterExpression
+from django.template.loader_tags import BlockNode
 from django.urls import get_script_prefix, get_urlconf
 from django.utils import timezone, translation
 from django.utils.html import escape
@@ -58,6 +59,10 @@ _nodes = itertools.count()
 
 
 class FrameNode(template.Node):
+    # Not looked into when a page's blocks are collected: Django walks the whole base template for its blocks on every
+    # render of a page that extends it, and the header's part alone is hundreds of nodes. A part holds no block.
+    child_nodelists = ()
+
     def __init__(self, nodelist, name: str, vary_on: list[FilterExpression], unless: FilterExpression | None = None):
         self.nodelist, self.name, self.vary_on, self.unless = nodelist, name, vary_on, unless
         # Each parsed part has keys of its own: a template parsed anew (edited, under the development server) shows
@@ -114,6 +119,8 @@ def do_frame(parser, token):
         unless, bits = parser.compile_filter(bits[-1]), bits[:at]
     nodelist = parser.parse(("endframe",))
     parser.delete_first_token()
+    if nodelist.get_nodes_by_type(BlockNode):  # kept, it would show the block of whichever page rendered it first
+        raise template.TemplateSyntaxError("{% frame %} may not hold a {% block %}")
     return FrameNode(nodelist, bits[1][1:-1], [parser.compile_filter(bit) for bit in bits[2:]], unless)
 
 

@@ -186,3 +186,10 @@ def test_the_kept_parts_never_hold_more_than_their_budget(monkeypatch):
         assert part.render(Context({"n": n, "text": "x" * 1000})) == "x" * 1000
     assert sum(len(text) for text in frame._kept.values()) <= 10_000 and len(frame._kept) == 10
     assert frame._chars == sum(len(text) for text in frame._kept.values())
+
+
+def test_a_part_may_not_hold_a_block():
+    from django.template import Template, TemplateSyntaxError
+
+    with pytest.raises(TemplateSyntaxError, match="may not hold a"):
+        Template('{% load frame %}{% frame "x" %}{% block title %}{% endblock %}{% endframe %}')

@@ -183,8 +183,8 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
                 zone_name=zones.get(s["zone_slug"], s["zone_slug"]) if s else "",
                 plan_name=plans.get(s["plan_slug"], s["plan_slug"]) if s else "",
                 minutes=row["minutes"] or 0,
-                charged=-summed(row["charged"]),
-                subsidy=summed(row["subsidy"]),
+                charged=-row["charged"],  # exact fen already (spend.line_row)
+                subsidy=row["subsidy"],
                 member=row.get("member__email") or "",
             )
         )

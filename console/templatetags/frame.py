@@ -133,9 +133,13 @@ def loaded(obj) -> tuple:
 
 @register.filter
 def keys(rows) -> tuple:
-    """The key of a part showing a whole list: each row's key (``console.value_rows.Row``), or its values as
-    :func:`loaded` names them."""
-    return tuple(row.key if isinstance(row, Row) else _loaded(row, set()) for row in rows)
+    """The key of a part showing a whole list: each row's key (``console.value_rows.Row``), a tuple's values (a
+    named tuple's too, without its names: they are the same for every row), or an object's values as :func:`loaded`
+    names them."""
+    return tuple(
+        row.key if isinstance(row, Row) else tuple(row) if isinstance(row, tuple) else _loaded(row, set())
+        for row in rows
+    )
 
 
 _NESTED = (Model, list, tuple)

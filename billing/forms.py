@@ -12,6 +12,7 @@ from .choices import TERM_UNIT_MINUTES, TermUnit
 from .models import Invoice
 from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount
 from .quote import MAX_TERM_MINUTES
+from .rules import check_listing_date
 
 NO_CARD = "no-card"
 DEFAULT_CHIP = "ascend-910b"
@@ -132,8 +133,10 @@ class TransactionFilterForm(forms.Form):
     """Filters of the transactions list."""
 
     kind = forms.ChoiceField(label=_("Kind"), required=False)
-    since = forms.DateField(label=_("From"), required=False, error_messages={"invalid": _("Enter a valid date.")})
-    until = forms.DateField(label=_("To"), required=False, error_messages={"invalid": _("Enter a valid date.")})
+    since = forms.DateField(label=_("From"), required=False, error_messages={"invalid": _("Enter a valid date.")},
+                            validators=[check_listing_date])  # fmt: skip
+    until = forms.DateField(label=_("To"), required=False, error_messages={"invalid": _("Enter a valid date.")},
+                            validators=[check_listing_date])  # fmt: skip
 
     def __init__(self, *args, **kwargs):
         from .choices import TransactionKind

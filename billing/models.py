@@ -496,8 +496,7 @@ class SpendLine(models.Model):
             models.UniqueConstraint(fields=["user", "month", "resource_id", "kind", "member_id"],
                                     name="spend_line_once"),
         ]  # fmt: skip
-        # On SQLite the table has one index more, made by migration 0017 and unknown to Django: a change here that
-        # makes Django rebuild the table on SQLite must make that index again.
+        # On SQLite the table has one index more, which Django does not know of (billing.sqlite_indexes).
 
     def __str__(self):
         return f"{self.user_id} {self.month:%Y-%m} {self.resource_id} {self.kind}"

@@ -26,7 +26,9 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .choices import COMPUTE_KINDS
 from .money import MINUTES_PER_HOUR, ZERO, to_cents
@@ -168,3 +170,17 @@ def charge_entries(*, trial, cash, revenue, payable, payment: Payment, subsidy_a
         entries.append((subsidy_account, -subsidy))
     entries.append((revenue, payable + subsidy))
     return tuple((account, amount) for account, amount in entries if amount) or ((revenue, ZERO),)
+
+
+# The dates a listing may be filtered by: this century, as a statement's month (billing.forms). A date far outside
+# it would overflow the time arithmetic of the filter (the day after 9999-12-31) instead of being refused.
+EARLIEST_DATE, LATEST_DATE = date(2000, 1, 1), date(2099, 12, 31)
+
+
+def check_listing_date(value: date) -> None:
+    """Refuse a filter date outside ``EARLIEST_DATE``..``LATEST_DATE`` (a field validator, for forms and the API)."""
+    if not EARLIEST_DATE <= value <= LATEST_DATE:
+        raise ValidationError(
+            _("Give a date from %(first)s to %(last)s.") % {"first": EARLIEST_DATE, "last": LATEST_DATE},
+            code="out_of_range",
+        )

@@ -37,6 +37,9 @@ class StatementLine(NamedTuple):  # a tuple: a page builds fifty of them on ever
     member: str = ""  # on a team's statement: the member whose use it was (their address)
 
 
+NO_MONEY = Decimal("0.00")  # a line's zero sum, written as every amount is: to the fen
+
+
 @dataclass(frozen=True)
 class MemberSpend:
     member: str  # the member's address; empty for charges of the team's own (top-up fees, adjustments…)
@@ -108,9 +111,9 @@ NAMING_FIELDS = ("resource_id", "kind", "label", "chip_slug", "cards", "zone_slu
 
 
 def _naming(user_id, ids):
-    """The sessions that name resources ``ids``, each resource's oldest first (its latest names it): in the order
-    of the index of the user's sessions per resource, so neither every session the user ever had is read nor
-    any sorted."""
+    """The sessions that name resources ``ids``, each resource's oldest first (its latest names it; a resource has
+    one session per start): the order of the index of the user's sessions per resource, so not every session the
+    user ever had is read."""
     queryset = UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by("resource_id", "started_at")
     return queryset.values_list(*NAMING_FIELDS)
 
@@ -183,8 +186,8 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
                 zone_name=zones.get(s["zone_slug"], s["zone_slug"]) if s else "",
                 plan_name=plans.get(s["plan_slug"], s["plan_slug"]) if s else "",
                 minutes=row["minutes"] or 0,
-                charged=-row["charged"],  # exact fen already (spend.line_row)
-                subsidy=row["subsidy"],
+                charged=-(row["charged"] or NO_MONEY),  # exact fen already (spend.line_row)
+                subsidy=row["subsidy"] or NO_MONEY,
                 member=row.get("member__email") or "",
             )
         )

@@ -158,6 +158,10 @@ def spending_cap(request):
     return redirect("billing:wallet")
 
 
+def _filtered(request, filters: dict):
+    return statements.filtered_transactions(_account(request), **filters)
+
+
 @login_required
 @require_GET
 def transactions(request):
@@ -168,12 +172,12 @@ def transactions(request):
     filters = {k: v for k, v in cleaned.items() if v}
     if request.GET.get("format") == "csv" and not form.errors:
         out = io.StringIO()
-        statements.transactions_csv(statements.filtered_transactions(_account(request), **filters), out)
+        statements.transactions_csv(_filtered(request, filters), out)
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
     if filters:
-        rows = ValueRows(statements.filtered_transactions(_account(request), **filters), ROW_FIELDS)
+        rows = ValueRows(_filtered(request, filters), ROW_FIELDS)
         page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
         shown = rows.rows(page.object_list)
     else:  # the whole listing, as the page opens: by queries built once

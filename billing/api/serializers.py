@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
+from ..rules import check_listing_date
 
 
 class AmountField(serializers.DecimalField):
@@ -146,8 +147,8 @@ class TransactionSerializer(serializers.Serializer):
 
 class TransactionFilterSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=[], required=False)
-    since = serializers.DateField(required=False)
-    until = serializers.DateField(required=False)
+    since = serializers.DateField(required=False, validators=[check_listing_date])
+    until = serializers.DateField(required=False, validators=[check_listing_date])
 
     def __init__(self, *args, **kwargs):
         from ..choices import TransactionKind

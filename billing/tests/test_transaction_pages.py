@@ -94,3 +94,17 @@ def test_a_filtered_deep_page_is_read_the_same_way(owner_client, owner):
 def test_a_listing_without_a_total_order_is_refused():
     with pytest.raises(ValueError, match="total order"):
         BothEnds(LedgerTransaction.objects.order_by("-created_at"))
+
+
+@pytest.mark.parametrize("query", ["until=9999-12-31", "since=0001-01-01", "since=2026-01-01&until=2100-01-01"])
+def test_a_filter_date_out_of_this_century_is_refused_on_the_page_and_in_the_api(owner_client, owner_api, query):
+    owner_client.cookies["django_language"] = "en"
+    page = owner_client.get(f"/billing/transactions/?{query}")
+    assert page.status_code == 400 and "Give a date from 2000-01-01 to 2099-12-31." in page.content.decode()
+    owner_client.cookies["django_language"] = "zh-hans"
+    assert (
+        "请填写 2000-01-01 至 2099-12-31 之间的日期。"
+        in owner_client.get(f"/billing/transactions/?{query}").content.decode()
+    )
+    answer = owner_api.get(f"/api/v1/transactions?{query}")
+    assert answer.status_code == 400 and "2099-12-31" in str(answer.json())

@@ -23,7 +23,8 @@ Nothing that moves with the clock may be shown in a kept part ("3 minutes ago", 
 
 Parts are kept in the process, not in the shared cache: a new release (new templates, new static file names) starts
 new processes and so renders them afresh, and a changed setting (``override_settings`` in tests) drops them. The
-``KEPT`` parts used last are kept, and no more than ``KEPT_CHARS`` characters of them.
+``KEPT`` parts used last are kept, and no more than ``KEPT_CHARS`` characters of them and their keys (a part of more
+than a sixteenth of that is not kept).
 """
 
 import hashlib
@@ -70,7 +71,12 @@ class FrameNode(template.Node):
         self.node = next(_nodes)
 
     def render(self, context) -> str:
+        # Rendered afresh inside a part being kept (a row inside its list): its markers stay for the part around it
+        # to fill in, and what only this response holds keeps that part from being kept too.
+        inside = context.get("frame_here") == _HERE
         if self.unless is not None and self.unless.resolve(context):
+            if inside:
+                context["frame_spoiled"].append(self.name)
             return self.nodelist.render(context)  # shows what this response alone holds: rendered, never kept
         shown = tuple(value.resolve(context) for value in self.vary_on)
         where = (translation.get_language(), timezone.get_current_timezone_name(), get_script_prefix(), get_urlconf())
@@ -83,9 +89,15 @@ class FrameNode(template.Node):
             if kept is not None:
                 _kept.move_to_end(key)
         if kept is None:
-            with context.push(csrf_token=_TOKEN, frame_here=_HERE):
+            spoiled: list[str] = []
+            with context.push(csrf_token=_TOKEN, frame_here=_HERE, frame_spoiled=spoiled):
                 kept = self.nodelist.render(context)
-            _keep(key, kept)
+            if not spoiled:
+                _keep(key, kept)
+            elif inside:
+                context["frame_spoiled"].append(self.name)
+        if inside:
+            return mark_safe(kept)
         if _TOKEN in kept:
             token = context.get("csrf_token")
             kept = kept.replace(_TOKEN, "" if token in (None, "NOTPROVIDED") else str(token))  # as {% csrf_token %}
@@ -97,11 +109,18 @@ class FrameNode(template.Node):
 
 def _keep(key: str, part: str) -> None:
     global _chars
+    size = len(key) + len(part)
+    if size > KEPT_CHARS // 16:  # one part never takes the room of many
+        return
     with _lock:
-        _chars += len(part) - len(_kept.get(key, ""))  # another thread may have kept it meanwhile
+        earlier = _kept.pop(key, None)  # another thread may have kept it meanwhile
+        if earlier is not None:
+            _chars -= len(key) + len(earlier)
         _kept[key] = part
+        _chars += size
         while len(_kept) > KEPT or _chars > KEPT_CHARS:
-            _chars -= len(_kept.popitem(last=False)[1])
+            dropped, text = _kept.popitem(last=False)
+            _chars -= len(dropped) + len(text)
 
 
 @register.tag("frame")

@@ -180,12 +180,35 @@ def test_the_kept_parts_never_hold_more_than_their_budget(monkeypatch):
     from console.templatetags import frame
 
     frame.forget()
-    monkeypatch.setattr(frame, "KEPT_CHARS", 10_000)
+    monkeypatch.setattr(frame, "KEPT_CHARS", 20_000)
     part = Template('{% load frame %}{% frame "big" n %}{{ text }}{% endframe %}')
     for n in range(30):
         assert part.render(Context({"n": n, "text": "x" * 1000})) == "x" * 1000
-    assert sum(len(text) for text in frame._kept.values()) <= 10_000 and len(frame._kept) == 10
-    assert frame._chars == sum(len(text) for text in frame._kept.values())
+    held = sum(len(key) + len(text) for key, text in frame._kept.items())
+    assert held <= 20_000 and 10 < len(frame._kept) < 20 and frame._chars == held
+    assert part.render(Context({"n": "huge", "text": "y" * 2000})) == "y" * 2000  # over a sixteenth: not kept
+    assert frame._chars == held and not any("y" in text for text in frame._kept.values())
+
+
+def test_a_row_rendered_inside_a_list_leaves_the_address_and_what_was_typed_out_of_the_kept_list(rf):
+    from django.template import Context, Template
+
+    from console.templatetags import frame
+
+    frame.forget()
+    shown = Template(
+        '{% load frame %}{% frame "list" rows %}{% for row in rows %}'
+        '{% frame "row" row unless typed %}{{ row }}{% if typed %}:{{ typed }}{% endif %}@{{ frame_here }};'
+        "{% endframe %}{% endfor %}{% endframe %}"
+    )
+    alice = shown.render(Context({"rows": [1, 2], "request": rf.get("/a/?secret=alice"), "typed": ""}))
+    assert alice == "1@/a/?secret=alice;2@/a/?secret=alice;"
+    bob = shown.render(Context({"rows": [1, 2], "request": rf.get("/b/"), "typed": ""}))
+    assert bob == "1@/b/;2@/b/;"  # the list was kept without alice's address
+    typed = shown.render(Context({"rows": [3], "request": rf.get("/c/"), "typed": "draft"}))
+    assert typed == "3:draft@/c/;"
+    later = shown.render(Context({"rows": [3], "request": rf.get("/c/"), "typed": ""}))
+    assert later == "3@/c/;"  # what was typed kept neither the row nor the list around it
 
 
 def test_a_part_may_not_hold_a_block():

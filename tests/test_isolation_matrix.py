@@ -223,7 +223,6 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     from instances import secrets as instance_secrets
     from instances import services as instances
     from instances.tests.fixtures import settle
-    from marketplace import seed as hub_catalog
     from marketplace.hub import services as hub
     from marketplace.images import services as images
     from marketplace.models import Image
@@ -231,9 +230,10 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     from storage import mounts as hub_mounts
     from storage import services as storage
     from storage.tests.fixtures import store_file
+    from tests.fixtures.catalog import load_hub
 
     _fund(owner)
-    hub_catalog.load()
+    load_hub()
     objects = {}
     objects["instance"] = instances.launch(
         owner, instances.LaunchRequest(name="train-1", image="mindspore-2.3-cann8", chip="ascend-910b")
@@ -415,7 +415,6 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     from inference import services as endpoints
     from instances import services as instances
     from instances.tests.fixtures import settle
-    from marketplace import seed as hub_catalog
     from marketplace.images import services as images
     from marketplace.inference import services as inference
     from marketplace.models import Image
@@ -425,12 +424,13 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     from teams import services as teams
     from teams.models import Membership
     from teams.roles import Role
+    from tests.fixtures.catalog import load_hub
     from tests.fixtures.factories import UserFactory
 
     team = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
     account = team.account
     _fund(account)
-    hub_catalog.load()
+    load_hub()
     inference.load()
     objects = {"team": team}
     objects["instance"] = instances.launch(

@@ -18,9 +18,9 @@ QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", "li
 @pytest.fixture
 def rows(owner, catalog, fund):
     """At least one row in each list, so that the page is really read from the database."""
-    from marketplace import seed as hub_catalog
+    from tests.fixtures.catalog import load_hub
 
-    hub_catalog.load()
+    load_hub()
     fund(owner, "50")
     Entry.objects.create(owner=owner, kind="folder", name="data", path="/data")
 

@@ -19,10 +19,10 @@ from instances.tests.fixtures import settle
 @pytest.fixture
 def inference_catalog(catalog):
     """Chips, prices, the official images (``catalog`` from the image fixtures), the hub and the templates."""
-    from marketplace import seed as hub_catalog
     from marketplace.inference import services as inference
+    from tests.fixtures.catalog import load_hub
 
-    hub_catalog.load()
+    load_hub()
     inference.load()
     return catalog
 

@@ -92,11 +92,11 @@ def test_a_team_token_does_what_the_role_allows_and_nothing_after_leaving(catalo
 
 
 def test_a_team_token_reaches_its_own_team_only(team, owner, catalog):
-    from marketplace import seed as hub_catalog
     from marketplace.hub import services as hub
+    from tests.fixtures.catalog import load_hub
 
     other = services.create_team(owner, name="Other lab", slug="other-lab")
-    hub_catalog.load()
+    load_hub()
     hub.save_item(repo="owner-lab/secret-model", owner=owner, visibility="private")
     api = _team_client(owner)
     assert api.get("/api/v1/teams/vision-lab").status_code == 200

@@ -457,7 +457,9 @@ SLURM = {
     # Shared by every node of the zone: instances/<id> (system disks), disks/<id>, shared/<user>, hub/<repo>.
     "root": env.str("SLURM_ROOT", default="/var/lib/gpucloud"),
     "agent_python": env.str("SLURM_AGENT_PYTHON", default="/usr/bin/python3"),
-    "agent_path": env.str("SLURM_AGENT_PATH", default=str(BASE_DIR / "agent" / "gpucloud_agent.py")),
+    # Empty: a copy of this checkout's agent under the root (tools/), readable by every job's account however
+    # private the checkout is; set it to an agent file the nodes already have to use that one instead.
+    "agent_path": env.str("SLURM_AGENT_PATH", default=""),
     "console_url": env.str("SLURM_CONSOLE_URL", default=SITE_URL),
     "heartbeat_seconds": env.float("SLURM_HEARTBEAT_SECONDS", default=15),
     "job_prefix": env.str("SLURM_JOB_PREFIX", default="inst-"),

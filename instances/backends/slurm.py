@@ -63,6 +63,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -166,6 +167,33 @@ def _create_account(name: str, uid: int) -> None:
          "--uid", str(uid), "--gid", str(uid), name],
         capture_output=True, check=False,
     )  # fmt: skip
+
+
+def agent_path(config: dict) -> str:
+    """The agent file the jobs run: ``agent_path`` when the zone names one, else a copy of this checkout's agent in
+    ``<root>/tools/`` (root's, readable by every account), named by its content so that an upgrade never changes
+    a file a running job has open. The checkout itself may be private (a home folder at 0700) and its accounts
+    must never run anything they could write."""
+    if config.get("agent_path"):
+        return config["agent_path"]
+    source = Path(agent_module.__file__)
+    body = source.read_bytes()
+    tools = Path(config["root"]) / "tools"
+    target = tools / f"gpucloud_agent-{hashlib.sha256(body).hexdigest()[:16]}.py"
+    if target.is_file() and not target.is_symlink() and target.read_bytes() == body:
+        return str(target)
+    tools.mkdir(parents=True, exist_ok=True)
+    os.chmod(tools, 0o755)
+    fd, staging = tempfile.mkstemp(dir=tools, prefix=".agent-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        os.chmod(staging, 0o644)
+        os.replace(staging, target)
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+    return str(target)
 
 
 def agent_token(public_id) -> str:
@@ -537,7 +565,7 @@ class SlurmBackend(Backend):
         family = instance.chip.backend if instance.chip_id else "cpu"
         # -I (isolated): the owner's variables reach the agent too, and PYTHONPATH or PYTHONHOME must not change it.
         command = [
-            config.get("agent_python", "python3"), "-I", config["agent_path"], "--instance", str(instance.public_id),
+            config.get("agent_python", "python3"), "-I", agent_path(config), "--instance", str(instance.public_id),
             "--root", str(root), "--family", family, "--console", config.get("console_url", ""),
             "--interval", str(config.get("heartbeat_seconds", 15)),
         ]  # fmt: skip
@@ -760,7 +788,7 @@ class SlurmBackend(Backend):
         if disk:
             _make_private(root / "disks" / str(uuid.UUID(disk)), account, like=root)
         # The agent as the jobs run it: a Python and a file the account can read, wherever the console lives.
-        agent = [config.get("agent_python", "python3"), "-I", config["agent_path"]]
+        agent = [config.get("agent_python", "python3"), "-I", agent_path(config)]
         done = subprocess.run(
             [*agent, "--write-layout", str(root), str(system)],
             input=json.dumps(layout), capture_output=True, text=True, user=account.uid, group=account.gid,

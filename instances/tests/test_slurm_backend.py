@@ -6,12 +6,15 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
+import subprocess
 import time
 
 import pytest
 from django.core.management import call_command
 from django.utils import translation
 
+from agent import gpucloud_agent as agent_module
 from catalog.models import Node
 from instances.backends import BackendError, Phase, TransientBackendError
 from instances.backends.slurm import (
@@ -20,6 +23,7 @@ from instances.backends.slurm import (
     SlurmBackend,
     SlurmClient,
     SlurmError,
+    agent_path,
     agent_token,
     check_agent_token,
     job_phase,
@@ -115,6 +119,35 @@ def test_an_agent_token_opens_only_its_own_instance():
     assert check_agent_token("5b6f4a3e-0000-4000-8000-000000000001", token)
     assert not check_agent_token("5b6f4a3e-0000-4000-8000-000000000002", token)
     assert not check_agent_token("5b6f4a3e-0000-4000-8000-000000000001", "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the agent as another account")
+def test_jobs_run_a_readable_copy_of_the_agent_even_from_a_private_checkout(tmp_path, monkeypatch):
+    # A checkout in a private home folder: the jobs' accounts cannot read the agent file where it lies.
+    checkout = tmp_path / "home"
+    checkout.mkdir(mode=0o700)
+    private = checkout / "gpucloud_agent.py"
+    shutil.copyfile(agent_module.__file__, private)
+    monkeypatch.setattr(agent_module, "__file__", str(private))
+    root = tmp_path / "root"
+    root.mkdir()
+    for folder in (root, *root.parents):  # the cluster's root is searchable by every account, as on the nodes
+        os.chmod(folder, os.stat(folder).st_mode | 0o001)
+    os.chmod(checkout, 0o700)
+    config = {"root": str(root), "agent_path": ""}
+
+    path = agent_path(config)
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-I"]
+    assert subprocess.run([*as_nobody, str(private), "--help"], capture_output=True).returncode != 0
+    ran = subprocess.run([*as_nobody, path, "--help"], capture_output=True, text=True, cwd="/")
+    assert ran.returncode == 0, ran.stderr
+    assert "--instance" in ran.stdout
+    assert agent_path(config) == path  # the same content: the same file, not a new copy per job
+
+    private.write_text(private.read_text() + "\n# upgraded\n")
+    upgraded = agent_path(config)
+    assert upgraded != path and os.path.exists(path)  # a running job's file stays; new jobs get the new one
+    assert agent_path({"root": str(root), "agent_path": "/srv/agent.py"}) == "/srv/agent.py"
 
 
 def test_zone_settings_override_the_cluster_defaults(settings):

@@ -278,8 +278,8 @@ async def _copy_in(process, sink: asyncio.StreamWriter, on_resize: Callable, pgi
         except asyncssh.SignalReceived as received:
             _signal(pgid, getattr(signal, f"SIG{received.signal}", None))
             continue
-        except (asyncssh.BreakReceived, asyncssh.SoftEOFReceived):
-            continue
+        except asyncssh.BreakReceived:
+            continue  # a soft EOF (^D at a pty) reads as the end of input: asyncssh raises nothing for it
         if not data:
             break
         try:

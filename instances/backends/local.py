@@ -63,6 +63,7 @@ from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoi
 log = logging.getLogger(__name__)
 
 BWRAP = "/usr/bin/bwrap"
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # the host's, bound in with /usr: scp and sftp run it inside
 MOUNT_HUB = "/mnt/gpucloud"  # inside the sandbox
 SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket, and the hub's (served by the agent from outside)
 HUB_SOCKET = "hub.sock"

@@ -7,6 +7,7 @@ the database and the client are all real. To run the same tests against real mac
 instance of the local backend (``on_local``) in place of ``host_shell``'s.
 """
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import pytest
 
 from console import ssh_keys
 from instances import ssh_gateway
+from instances.backends import local
 from instances.backends.simulated import SimulatedBackend
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -30,6 +32,22 @@ CLIENT_OPTIONS = (
 )
 # -F /dev/null: nothing from the machine's or the user's ssh_config.
 SSH_OPTIONS = ["-F", "/dev/null", *(arg for option in CLIENT_OPTIONS for arg in ("-o", option))]
+
+
+@pytest.fixture(scope="session")
+def sftp_server() -> Path:
+    """OpenSSH's sftp-server, which scp (SFTP by default) and sftp run in the machine: installed where this host
+    lets a test do what ``make run`` does (root with apt-get), else the test skips and says how to install it."""
+    path = Path(local.SFTP_SERVER)
+    if not path.exists() and os.geteuid() == 0 and shutil.which("apt-get"):
+        install = ["apt-get", "install", "-y", "-qq", "openssh-sftp-server"]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if subprocess.run(install, capture_output=True, env=env, check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env, check=False)
+            subprocess.run(install, capture_output=True, env=env, check=False)
+    if not path.exists():
+        pytest.skip(f"no {path} here: apt-get install openssh-sftp-server (scp and sftp run it in the machine)")
+    return path
 
 
 @pytest.fixture

@@ -106,6 +106,27 @@ def test_the_terminal_follows_the_clients_window_size(gateway, running_instance,
         os.close(master)
 
 
+def test_a_break_from_the_client_leaves_the_session_working(gateway, running_instance, owner_key):
+    # given an interactive session on a terminal, where OpenSSH's escape "~B" sends a break request
+    master, terminal = pty.openpty()
+    user = f"{running_instance.public_id}@127.0.0.1"
+    argv = ["ssh", "-p", str(gateway.port), "-i", str(owner_key.private), *SSH_OPTIONS, "-tt", user]
+    command = "echo ready; read line; echo got-$line"
+    client = subprocess.Popen([*argv, command], stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    try:
+        assert "ready" in _read_until(master, "ready")
+        os.write(master, b"~B")
+        time.sleep(0.3)  # the break reaches the gateway before the line
+        os.write(master, b"go\n")
+        # then what is typed after it still reaches the program
+        assert "got-go" in _read_until(master, "got-go")
+        assert client.wait(timeout=10) == 0
+    finally:
+        client.kill()
+        os.close(master)
+
+
 def _window(fd: int, rows: int, columns: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
@@ -121,7 +142,7 @@ def _read_until(fd: int, text: str, timeout: float = 10) -> str:
     return seen
 
 
-def test_scp_copies_a_file_in_and_out(gateway, running_instance, owner_key, host_shell, tmp_path):
+def test_scp_copies_a_file_in_and_out(gateway, running_instance, owner_key, host_shell, sftp_server, tmp_path):
     local = tmp_path / "weights.bin"
     local.write_bytes(bytes(range(256)) * 4000)
     target = f"{running_instance.public_id}@127.0.0.1:"

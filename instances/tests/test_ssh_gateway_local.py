@@ -37,7 +37,9 @@ def test_a_pty_session_inside_the_machine(gateway, machine, owner_key):
     assert "on-a-terminal\n/dev/pts/" in output and "not a tty" not in output
 
 
-def test_scp_copies_into_the_home_and_back_owned_by_the_machines_user(gateway, machine, owner_key, on_local, tmp_path):
+def test_scp_copies_into_the_home_and_back_owned_by_the_machines_user(
+    gateway, machine, owner_key, on_local, sftp_server, tmp_path
+):
     local_file = tmp_path / "data.bin"
     local_file.write_bytes(b"x" * 100_000)
     target = f"{machine.public_id}@127.0.0.1:"
@@ -64,7 +66,9 @@ def test_an_interactive_login_shell_inside_the_machine(gateway, machine, owner_k
     assert result.returncode == 5 and b"42" in result.stdout
 
 
-def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(gateway, machine, owner_key, tmp_path):
+def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(
+    gateway, machine, owner_key, sftp_server, tmp_path
+):
     from django.conf import settings
 
     console_file = settings.BASE_DIR / "config" / "settings.py"

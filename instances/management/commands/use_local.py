@@ -1,7 +1,8 @@
 """``manage.py use_local [--off] [--install] [--check]``: run the catalog's nodes as sandboxes on this host.
 
 The embedded default of ``make run``. It checks that this host can run sandboxes (root, bubblewrap, namespaces),
-installs bubblewrap first with ``--install`` when it can (root on Debian/Ubuntu), builds the runtime (JupyterLab,
+installs what it needs first with ``--install`` when it can (root on Debian/Ubuntu: bubblewrap, and the SFTP server
+that scp and sftp run inside a machine), builds the runtime (JupyterLab,
 numpy) once, and moves every node that is on the simulated backend to the local one. Where the host cannot, the
 nodes stay simulated and the command says why. ``--off`` moves local nodes back to the simulated backend.
 Instances keep the backend they were launched on.
@@ -9,6 +10,7 @@ Instances keep the backend they were launched on.
 
 import shutil
 import subprocess
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -16,13 +18,20 @@ from catalog.models import Node
 from instances import runtime
 from instances.backends import local
 
+# The Debian packages a machine on this host needs, by a file each one installs.
+PACKAGES = {"bubblewrap": local.BWRAP, "openssh-sftp-server": local.SFTP_SERVER}
+
+
+def missing_packages() -> list[str]:
+    return [package for package, path in PACKAGES.items() if not Path(path).exists()]
+
 
 class Command(BaseCommand):
     help = "Run the catalog's simulated nodes as real sandboxes on this host (the local backend), where it can."
 
     def add_arguments(self, parser):
         parser.add_argument("--off", action="store_true", help="back to the simulated backend")
-        parser.add_argument("--install", action="store_true", help="apt-get install bubblewrap when it is missing")
+        parser.add_argument("--install", action="store_true", help="apt-get install what is missing")
         parser.add_argument(
             "--check", action="store_true", help="check the host and build the runtime; move no node (CI)"
         )
@@ -32,11 +41,13 @@ class Command(BaseCommand):
             moved = Node.objects.filter(backend_name="local").update(backend_name="simulated")
             self.stdout.write(f"{moved} node(s) back on the simulated backend")
             return
+        missing = missing_packages()
+        if missing and install and shutil.which("apt-get"):
+            self.stdout.write(f"Installing {' '.join(missing)} (apt-get install)…")
+            subprocess.run(["apt-get", "install", "-y", "-qq", *missing], capture_output=True, check=False)
         ok, why = local.availability()
-        if not ok and install and not shutil.which("bwrap") and shutil.which("apt-get"):
-            self.stdout.write("Installing bubblewrap (apt-get install bubblewrap)…")
-            subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], capture_output=True, check=False)
-            ok, why = local.availability()
+        if ok and (missing := missing_packages()):
+            self.stdout.write(self.style.WARNING(f"Missing here: {' '.join(missing)} (apt-get install them)."))
         if ok:
             try:
                 if not runtime.is_ready():

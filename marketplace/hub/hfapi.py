@@ -222,6 +222,22 @@ def _range_not_satisfiable(size: int) -> HttpResponse:
 # --- Writing ------------------------------------------------------------------------------------------------------
 
 
+def _wants_private(body: dict) -> bool:
+    """Whether a new repository is private, as the client says it: ``visibility`` ("public" or "private", what
+    current clients send) or ``private`` (a boolean, older clients). A value this hub cannot honour is refused,
+    never read as public."""
+    visibility, private = body.get("visibility"), body.get("private")
+    if private is not None and not isinstance(private, bool):
+        raise ServiceError(_("“private” must be true or false."), code="invalid_visibility")
+    if visibility is None:
+        return bool(private)
+    if visibility not in ("public", "private"):
+        raise ServiceError(_("Visibility must be “public” or “private”."), code="invalid_visibility")
+    if private is not None and private != (visibility == "private"):
+        raise ServiceError(_("“private” and “visibility” disagree: send one of them."), code="invalid_visibility")
+    return visibility == "private"
+
+
 @endpoint(write=True, methods=("POST",))
 def create_repo(request, user):
     body = _json_body(request)
@@ -231,8 +247,9 @@ def create_repo(request, user):
         raise ServiceError(_("This hub holds models and datasets only."), code="invalid_repo_type")
     prefix = "" if kind == HubKind.MODEL else "datasets/"
     try:
-        item = repos.create_repo(user, name=body.get("name"), organization=body.get("organization"),
-                                 private=bool(body.get("private")), kind=kind)  # fmt: skip
+        item = repos.create_repo(
+            user, name=body.get("name"), organization=body.get("organization"), private=_wants_private(body), kind=kind
+        )
     except Conflict as exc:  # the client, with exist_ok, reads the existing repository's address from the answer
         repo = f"{body.get('organization')}/{body.get('name')}"
         return _error(exc.status, exc.message, url=request.build_absolute_uri(f"/{prefix}{repo}"))

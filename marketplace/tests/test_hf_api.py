@@ -138,6 +138,38 @@ def test_publish_with_the_real_client_and_download_byte_for_byte(hub, tmp_path):
     assert read_only.value.response.status_code == 403
 
 
+def test_a_repository_asked_for_as_private_by_visibility_is_private(hub):
+    # Current clients (huggingface_hub 1.x and later) send "visibility"; older ones send "private".
+    url, _served = hub
+    owner = UserFactory()
+    headers = {"Authorization": f"Bearer {_token(owner).plaintext}"}
+    for name, body in (("new", {"visibility": "private"}), ("old", {"private": True})):
+        made = requests.post(
+            f"{url}/api/repos/create", json={"name": name, "organization": "demo", **body}, headers=headers, timeout=10
+        )
+        assert made.status_code == 200, made.text
+        assert requests.get(f"{url}/api/models/demo/{name}", timeout=10).status_code == 404
+        assert requests.get(f"{url}/api/models/demo/{name}", headers=headers, timeout=10).json()["private"] is True
+    public = requests.post(
+        f"{url}/api/repos/create",
+        json={"name": "open", "organization": "demo", "visibility": "public"},
+        headers=headers,
+        timeout=10,
+    )
+    assert public.status_code == 200 and requests.get(f"{url}/api/models/demo/open", timeout=10).status_code == 200
+    for body in (
+        {"visibility": "protected"},
+        {"visibility": "secret"},
+        {"private": "yes"},
+        {"visibility": "public", "private": True},
+    ):
+        refused = requests.post(
+            f"{url}/api/repos/create", json={"name": "x", "organization": "demo", **body}, headers=headers, timeout=10
+        )
+        assert refused.status_code == 400 and refused.json()["error"], body
+    assert not HubItem.objects.filter(repo="demo/x").exists()
+
+
 def test_a_file_uploaded_twice_is_stored_once_and_ranges_are_served(hub, tmp_path):
     url, _served = hub
     owner = UserFactory()

@@ -22,6 +22,7 @@ pytest_plugins = [
     "instances.tests.ssh_fixtures",
     "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
+    "marketplace.tests.latest_hf",
     "console.ops.tests.fixtures",
 ]
 

@@ -29,4 +29,5 @@ urlpatterns = [
     path("hub/<str:org>/<str:name>/card", views.hub_card, name="hub-card"),
     path("hub/<str:org>/<str:name>/from-storage", views.hub_from_storage, name="hub-from-storage"),
     path("hub/<str:org>/<str:name>/like", views.hub_like, name="hub-like"),
+    path("hub/<str:org>/<str:name>/visibility", views.hub_visibility, name="hub-visibility"),
 ]

@@ -200,6 +200,17 @@ def _publishable(request, org, name):
     return item
 
 
+@login_required
+@require_POST
+def hub_visibility(request, org: str, name: str):
+    """Make one of the user's repositories private or public."""
+    item = _publishable(request, org, name)
+    private = request.POST.get("private") == "true"
+    repos.set_visibility(request.user, item.kind, item.repo, private)
+    messages.success(request, _("The repository is now private.") if private else _("The repository is now public."))
+    return redirect("marketplace:hub-item", org=item.org, name=item.name)
+
+
 def _clean_folder(text: str) -> str:
     return "/".join(part for part in (text or "").replace("\\", "/").split("/") if part not in ("", ".")).strip()
 

@@ -79,6 +79,7 @@ COVERED = {
     "marketplace:hub-upload": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-card": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:hub-from-storage": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
+    "marketplace:hub-visibility": lambda o: dict(zip(("org", "name"), o["hub"].repo.split("/"), strict=True)),
     "marketplace:save-instance": lambda o: {"instance_id": o["instance"].public_id},
     "marketplace:image": lambda o: {"slug": o["image"].slug},
     "marketplace:image-clone": lambda o: {"slug": o["image"].slug},
@@ -179,6 +180,9 @@ NOT_COVERED = {
     "hub-lfs-verify": "by content hash: answers only for the caller's own uploads (marketplace/tests)",
     "hub-resolve": "the Hub API's downloads, by repository name (marketplace/tests)",
     "hub-resolve-dataset": "the Hub API's downloads, by repository name (marketplace/tests)",
+    "hub-api-settings": "the Hub API, by repository name: its owner's token only (marketplace/tests)",
+    "hub-repo-page": "a redirect to marketplace:hub-item, the same for everyone",
+    "hub-api-list": "the Hub API's lists, by kind: public repositories and the caller's own (marketplace/tests)",
 }
 
 

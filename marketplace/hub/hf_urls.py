@@ -10,7 +10,11 @@ KIND = r"(?P<kind>models|datasets)"
 REV = r"(?P<revision>[^/]+)"
 
 urlpatterns = [
+    re_path(r"^api/whoami-v2/?$", hfapi.whoami, name="hub-api-whoami"),
     re_path(r"^api/repos/create/?$", hfapi.create_repo, name="hub-api-create"),
+    re_path(r"^api/repos/delete/?$", hfapi.delete_repo, name="hub-api-delete"),
+    re_path(rf"^api/{KIND}/?$", hfapi.list_repos, name="hub-api-list"),
+    re_path(rf"^api/{KIND}/{REPO}/settings/?$", hfapi.repo_settings, name="hub-api-settings"),
     re_path(r"^api/validate-yaml/?$", hfapi.validate_yaml, name="hub-api-validate-yaml"),
     re_path(rf"^api/{KIND}/{REPO}/?$", hfapi.repo_info, name="hub-api-info"),
     re_path(rf"^api/{KIND}/{REPO}/revision/{REV}/?$", hfapi.repo_info, name="hub-api-revision"),
@@ -27,4 +31,6 @@ urlpatterns = [
         name="hub-resolve-dataset",
     ),  # fmt: skip
     re_path(rf"^{REPO}/resolve/{REV}/(?P<path>.+)$", hfapi.resolve, name="hub-resolve"),
+    # A repository's address as the Hub gives it (``create_repo`` returns it): its page in the marketplace.
+    re_path(rf"^(?P<prefix>datasets/)?{REPO}/?$", hfapi.repo_page, name="hub-repo-page"),
 ]

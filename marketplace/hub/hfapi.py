@@ -16,7 +16,7 @@ import re
 from urllib.parse import quote
 
 from django.conf import settings
-from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponsePermanentRedirect, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -25,7 +25,7 @@ from console import tokens
 from console.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility
-from . import blobs, repos
+from . import blobs, repos, search, services
 
 KINDS = {"models": HubKind.MODEL, "datasets": HubKind.DATASET, "model": HubKind.MODEL, "dataset": HubKind.DATASET}
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
@@ -51,6 +51,7 @@ def _caller(request, *, write: bool):
             raise Forbidden(_("This API token can only read: create a read-write token to publish."),
                             code="read_only_token")  # fmt: skip
         request.hub_token_id = token.pk
+        request.hub_token = token
         return token.user
     if not write and request.user.is_authenticated:
         return request.user
@@ -124,6 +125,84 @@ def _info(item, commit) -> dict:
     if item.kind == HubKind.MODEL:
         info |= {"modelId": item.repo, "pipeline_tag": item.task or None, "library_name": item.library_name or None}
     return info
+
+
+def _listed(item) -> dict:
+    """What a list of repositories says of each (as the Hub's lists: no file list unless asked for)."""
+    info = {
+        "_id": str(item.public_id), "id": item.repo, "author": item.org,
+        "lastModified": item.updated_at.isoformat().replace("+00:00", "Z"),
+        "createdAt": item.created_at.isoformat().replace("+00:00", "Z"),
+        "private": item.visibility == HubVisibility.PRIVATE, "disabled": False, "gated": False,
+        "downloads": item.mount_count, "likes": item.likes_count, "tags": item.tags,
+        "metadataOnly": item.head_id is None,
+    }  # fmt: skip
+    if item.kind == HubKind.MODEL:
+        info |= {"modelId": item.repo, "pipeline_tag": item.task or None, "library_name": item.library_name or None}
+    return info
+
+
+# The Hub's sort keys (huggingface_hub's ``sort=``) in this hub's orders; descending unless ``direction=1``.
+LIST_SORTS = {
+    "downloads": ("mount_count", "id"), "likes": ("likes_count", "id"), "lastModified": ("updated_at", "id"),
+    "createdAt": ("created_at", "id"), "trendingScore": ("likes_count", "id"), "id": ("repo",),
+}  # fmt: skip
+LIST_PAGE = 1000  # the Hub's own page size for an unlimited list
+
+
+@endpoint()
+def list_repos(request, user, kind):
+    """``list_models`` / ``list_datasets``: ``author``, ``search``, ``sort``, ``direction``, ``limit``; pages
+    of at most 1,000 linked by a ``Link: rel="next"`` header, as the Hub pages them."""
+    params = request.GET
+    sort = params.get("sort") or "downloads"
+    if sort not in LIST_SORTS:
+        raise ServiceError(_("Unknown sort order “%(sort)s”.") % {"sort": sort[:50]}, code="invalid_sort")
+    try:
+        limit = min(int(params.get("limit") or LIST_PAGE), LIST_PAGE)
+        offset = max(int(params.get("offset") or 0), 0)
+    except ValueError:
+        raise ServiceError(_("limit and offset must be whole numbers."), code="invalid_limit") from None
+    if limit < 1:
+        raise ServiceError(_("limit and offset must be whole numbers."), code="invalid_limit")
+    query = search.HubQuery(q=(params.get("search") or "")[:200], kind=KINDS[kind])
+    items = services.search_items(user, query)
+    if author := params.get("author"):
+        items = items.filter(repo__istartswith=f"{author}/")
+    descending = params.get("direction") != "1" and sort != "id"
+    items = items.order_by(*(f"-{f}" if descending else f for f in LIST_SORTS[sort]))
+    page = list(items[offset : offset + limit + 1])
+    response = JsonResponse([_listed(item) for item in page[:limit]], safe=False)
+    if len(page) > limit and "limit" not in params:
+        following = params.copy()
+        following["offset"] = str(offset + limit)
+        response["Link"] = f'<{request.build_absolute_uri(request.path)}?{following.urlencode()}>; rel="next"'
+    return response
+
+
+@endpoint()
+def whoami(request, user):
+    """Who a token belongs to (``hf auth login`` and ``whoami``): the user's hub namespace as their name, the
+    other namespaces they publish under as organisations, and the token's name and role."""
+    token = getattr(request, "hub_token", None)
+    if user is None or token is None:
+        return _error(401, INVALID_CREDENTIALS)
+    name = repos.user_namespace(user)
+    others = repos.HubNamespace.objects.filter(user=user).exclude(name=name).order_by("name")
+    return JsonResponse({
+        "type": "user", "id": str(user.public_id), "name": name, "fullname": user.get_full_name() or name,
+        "email": user.email, "emailVerified": True, "isPro": False, "canPay": False,
+        "orgs": [{"type": "org", "name": org.name, "fullname": org.name} for org in others],
+        "auth": {"type": "access_token", "accessToken": {"displayName": token.name,
+                 "role": "write" if token.can_write else "read"}},
+    })  # fmt: skip
+
+
+def repo_page(request, repo, prefix=""):
+    """``/<namespace>/<name>`` (and ``/datasets/…``): a permanent redirect to the repository's page, which says
+    "not found" alike for a missing and a private repository."""
+    org, _sep, name = repo.partition("/")
+    return HttpResponsePermanentRedirect(reverse("marketplace:hub-item", args=[org, name]))
 
 
 @endpoint()
@@ -255,6 +334,33 @@ def create_repo(request, user):
         return _error(exc.status, exc.message, url=request.build_absolute_uri(f"/{prefix}{repo}"))
     return JsonResponse({"url": request.build_absolute_uri(f"/{prefix}{item.repo}"), "name": item.repo,
                          "id": str(item.public_id)})  # fmt: skip
+
+
+@endpoint(write=True, methods=("DELETE",))
+def delete_repo(request, user):
+    """``delete_repo``: one of the caller's repositories, by ``organization`` (their own namespace when left out)
+    and ``name``; a missing one, or someone else's, is not found."""
+    body = _json_body(request)
+    name, organization = body.get("name"), body.get("organization") or repos.user_namespace(user)
+    kind = KINDS.get(body.get("type") or "model") if isinstance(body.get("type") or "model", str) else None
+    if kind is None or not isinstance(name, str) or not isinstance(organization, str):
+        raise ServiceError(_("Give the repository as namespace/name, e.g. demo/tiny."), code="invalid_repo_id")
+    item = repos.writable(user, kind, f"{organization}/{name}")  # missing or private: not found; not theirs: 403
+    services.delete_item(user, item.repo)
+    return JsonResponse({})
+
+
+@endpoint(write=True, methods=("PUT",))
+def repo_settings(request, user, kind, repo):
+    """``update_repo_settings``: the visibility (``private`` or ``visibility``) of one of the caller's
+    repositories. Gating is not offered here and is refused rather than ignored."""
+    body = _json_body(request)
+    if body.get("gated") not in (None, False, "false"):
+        raise ServiceError(_("Gated access is not offered on this hub."), code="invalid_gated")
+    if "private" not in body and "visibility" not in body:
+        raise ServiceError(_("Say what to change: private or visibility."), code="invalid_settings")
+    item = repos.set_visibility(user, KINDS[kind], repo, _wants_private(body))
+    return JsonResponse({"private": item.visibility == HubVisibility.PRIVATE, "visibility": item.visibility})
 
 
 @endpoint(methods=("POST",))

@@ -101,6 +101,15 @@ def writable(user, kind: str, repo: str) -> HubItem:
     raise Forbidden(_("You cannot write to %(repo)s: it is not yours.") % {"repo": repo}, code="not_owner")
 
 
+def set_visibility(user, kind: str, repo: str, private: bool) -> HubItem:
+    """Make one of ``user``'s repositories private or public (its page, the API's settings call)."""
+    item = writable(user, kind, repo)
+    visibility = HubVisibility.PRIVATE if private else HubVisibility.PUBLIC
+    if item.visibility != visibility:
+        item = services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=visibility)
+    return item
+
+
 def metadata_only(item: HubItem) -> NotFound:
     return RevisionNotFound(
         _(
@@ -169,10 +178,34 @@ def claim_namespace(user, org: str) -> None:
         raise Forbidden(_("The namespace %(org)s belongs to someone else.") % {"org": org}, code="namespace_taken")
 
 
+def user_namespace(user) -> str:
+    """The namespace a bare repository name goes under for ``user`` (the Hub puts ``create_repo("name")`` under the
+    token's own user): the first namespace they claimed, else one made from their e-mail address's local part
+    (``li.wei@…`` → ``li.wei``, then ``li.wei-2``… when taken or reserved), claimed for them now."""
+    first = HubNamespace.objects.filter(user=user).order_by("created_at", "pk").first()
+    if first is not None:
+        return first.name
+    local = re.sub(r"[^A-Za-z0-9._-]+", "-", user.email.partition("@")[0]).strip("._-")[:90] or "user"
+    for number in range(1, 100):
+        name = local if number == 1 else f"{local}-{number}"
+        if name.lower() in RESERVED_NAMESPACES or not services.REPO_PATTERN.match(f"{name}/x"):
+            continue
+        try:
+            claim_namespace(user, name)
+        except Forbidden:
+            continue
+        return name
+    name = f"user-{uuid.uuid4().hex[:12]}"
+    claim_namespace(user, name)
+    return name
+
+
 @transaction.atomic
 def create_repo(user, *, name, organization, private: bool, kind: str) -> HubItem:
     if kind not in HubKind.values:
         raise ServiceError(_("Choose a model or a dataset repository."), code="invalid_repo_type")
+    if organization is None and isinstance(name, str):
+        organization = user_namespace(user)
     if not isinstance(name, str) or not isinstance(organization, str) or not organization:
         raise ServiceError(_("Give the repository as namespace/name, e.g. demo/tiny."), code="invalid_repo_id")
     repo = f"{organization}/{name}"

@@ -365,3 +365,24 @@ def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(h
     assert blobs.sweep_orphans(later) == 2
     assert not HubBlob.objects.filter(pk=orphan.pk).exists() and not blobs.storage().exists(stray)
     assert HubBlob.objects.filter(pk=kept.pk).exists() and blobs.storage().exists(blobs.key(kept.sha256))
+
+
+def test_the_owner_sees_and_changes_the_visibility_on_the_page(published):
+    owner, _token_text = published
+    item = HubItem.objects.get(repo="demo/tiny")
+    page = Client()
+    page.force_login(owner)
+    html = page.get(f"/marketplace/hub/{item.repo}", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert 'id="hub-visibility"' in html and "Make private" in html
+    assert "hf download" in html and "huggingface-cli" not in html
+
+    response = page.post(f"/marketplace/hub/{item.repo}/visibility", {"private": "true"})
+    assert response.status_code == 302
+    assert Client().get(f"/marketplace/hub/{item.repo}").status_code == 404  # a stranger no longer sees it
+    assert "Make public" in page.get(f"/marketplace/hub/{item.repo}", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    stranger = Client()
+    stranger.force_login(UserFactory())
+    assert stranger.post(f"/marketplace/hub/{item.repo}/visibility", {"private": "false"}).status_code == 404
+    page.post(f"/marketplace/hub/{item.repo}/visibility", {"private": "false"})
+    assert Client().get(f"/marketplace/hub/{item.repo}").status_code == 200

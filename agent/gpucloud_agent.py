@@ -547,7 +547,7 @@ _PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?"
 _REPO = _PART + "/" + _PART
 _REV = r"[^/?#]+"
 HUB_ADDRESSES = re.compile(
-    r"^/(?:api/repos/create/?|api/validate-yaml/?"
+    r"^/(?:api/repos/(?:create|delete)/?|api/validate-yaml/?|api/whoami-v2/?|api/(?:models|datasets)/?"
     r"|api/(?:models|datasets)/"
     + _REPO
     + r"(?:/(?:revision/"
@@ -558,14 +558,19 @@ HUB_ADDRESSES = re.compile(
     + _REV
     + r"|commit/"
     + _REV
-    + r"))?/?"
+    + r"|xet-write-token/"
+    + _REV
+    + r"|settings))?/?"
     r"|hub-lfs/[0-9a-f]{64}(?:/verify)?"
+    r"|hub-xet/v1/(?:shards|(?:xorbs|xorb-grants)/default/[0-9a-f]{64}|chunks/default-merkledb/[0-9a-f]{64})"
     r"|(?:datasets/)?" + _REPO + r"\.git/info/lfs/objects/batch"
     r"|(?:datasets/)?" + _REPO + r"/resolve/" + _REV + r"/[^?#]+)"
     r"(?:\?[^#]*)?$"
 )
-_HUB_API = re.compile(r"^/api/(?:models/|datasets/|repos/create/?(?:\?|$)|validate-yaml/?(?:\?|$))")
-HUB_METHODS = {"GET", "HEAD", "POST", "PUT"}
+_HUB_API = re.compile(
+    r"^/api/(?:models/|datasets/|(?:models|datasets|repos/create|repos/delete|validate-yaml|whoami-v2)/?(?:\?|$))"
+)
+HUB_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE"}
 # First path segments of the console's own pages and APIs: never the hub's, whatever the rest looks like.
 _CONSOLE_ROOTS = {"instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin", "v1",
                   "endpoints", "marketplace", "catalog", "i18n", "static", "media", "healthz", "pricing", "chips",

@@ -12,11 +12,19 @@ from django.utils import translation
 from django.utils.translation import trans_real
 
 OPENAI_PREFIX = "/v1/"  # the OpenAI-compatible inference proxy
-API_PREFIXES = ("/api/", OPENAI_PREFIX, "/hub-lfs/")
+API_PREFIXES = ("/api/", OPENAI_PREFIX, "/hub-lfs/", "/hub-xet/")
 HUB_API_MARKERS = ("/resolve/", ".git/info/lfs/")  # …/<org>/<name>/resolve/<rev>/<path>, …/<repo>.git/info/lfs/…
 
 
-HUB_API_PREFIXES = ("/api/models/", "/api/datasets/", "/api/repos/", "/api/validate-yaml", "/hub-lfs/")
+HUB_API_PREFIXES = (
+    "/api/models",
+    "/api/datasets",
+    "/api/repos/",
+    "/api/validate-yaml",
+    "/api/whoami-v2",
+    "/hub-lfs/",
+    "/hub-xet/",
+)
 
 
 def is_hub_api(path: str) -> bool:

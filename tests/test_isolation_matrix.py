@@ -183,6 +183,8 @@ NOT_COVERED = {
     "hub-api-settings": "the Hub API, by repository name: its owner's token only (marketplace/tests)",
     "hub-repo-page": "a redirect to marketplace:hub-item, the same for everyone",
     "hub-api-list": "the Hub API's lists, by kind: public repositories and the caller's own (marketplace/tests)",
+    "hub-xet-write-token": "the Hub API, by repository name: its owner's read-write token only (marketplace/tests)",
+    "hub-xet-xorb": "the Xet CAS: a xorb is kept under its uploader and read for no one else (marketplace/tests)",
 }
 
 

@@ -21,6 +21,16 @@ urlpatterns = [
     re_path(rf"^api/{KIND}/{REPO}/tree/{REV}(?:/(?P<path>.*))?$", hfapi.repo_tree, name="hub-api-tree"),
     re_path(rf"^api/{KIND}/{REPO}/preupload/{REV}/?$", hfapi.preupload, name="hub-api-preupload"),
     re_path(rf"^api/{KIND}/{REPO}/commit/{REV}/?$", hfapi.commit, name="hub-api-commit"),
+    re_path(rf"^api/{KIND}/{REPO}/xet-write-token/{REV}/?$", hfapi.xet_write_token, name="hub-xet-write-token"),
+    # The Xet CAS that token names (marketplace.hub.xet).
+    re_path(r"^hub-xet/$", hfapi.xet_not_offered, name="hub-xet-root"),
+    re_path(r"^hub-xet/v1/xorbs/(?P<prefix>[a-z-]+)/(?P<xorb>[0-9a-f]{64})$", hfapi.xet_xorb, name="hub-xet-xorb"),
+    re_path(r"^hub-xet/v1/shards/?$", hfapi.xet_shard, name="hub-xet-shard"),
+    re_path(
+        r"^hub-xet/v1/(?:chunks|xorb-grants|xorb-commits|reconstructions)/",
+        hfapi.xet_not_offered,
+        name="hub-xet-not-offered",
+    ),
     re_path(rf"^(?P<prefix>datasets/)?{REPO}\.git/info/lfs/objects/batch$", hfapi.lfs_batch, name="hub-lfs-batch"),
     re_path(r"^hub-lfs/(?P<oid>[0-9a-f]{64})$", hfapi.lfs_upload, name="hub-lfs-upload"),
     re_path(r"^hub-lfs/(?P<oid>[0-9a-f]{64})/verify$", hfapi.lfs_verify, name="hub-lfs-verify"),

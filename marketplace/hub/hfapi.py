@@ -25,7 +25,7 @@ from console import tokens
 from console.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility
-from . import blobs, repos, search, services
+from . import blobs, repos, search, services, xet
 
 KINDS = {"models": HubKind.MODEL, "datasets": HubKind.DATASET, "model": HubKind.MODEL, "dataset": HubKind.DATASET}
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
@@ -429,3 +429,54 @@ def lfs_verify(request, user, oid):
     body = _json_body(request)
     repos.verify_lfs(user, oid, body.get("size"))
     return JsonResponse({"oid": oid, "size": body.get("size")})
+
+
+# --- Xet (huggingface_hub with hf_xet, its default) ------------------------------------------------------------
+
+
+@endpoint(write=True)
+def xet_write_token(request, user, kind, repo, revision):
+    """A short-lived token for uploading a repository's files through the Xet protocol, with the CAS address."""
+    item = repos.writable(user, KINDS[kind], repo)
+    cas_url = request.build_absolute_uri(reverse("hub-xet-root")).rstrip("/")
+    return JsonResponse(xet.write_token(user, item, getattr(request, "hub_token_id", None), cas_url))
+
+
+def cas(methods):
+    """Wrap a CAS view: the method, the Xet token's user, and errors as JSON."""
+
+    def wrap(view):
+        @csrf_exempt
+        def run(request, *args, **kwargs):
+            if request.method not in methods:
+                return _error(405, _("Method not allowed."))
+            try:
+                user = xet.token_user(request.headers.get("Authorization", ""))
+                return view(request, user, *args, **kwargs)
+            except ServiceError as exc:
+                return _error(401 if exc.code == "xet_token" else exc.status, exc.message)
+
+        return run
+
+    return wrap
+
+
+@cas(("POST",))
+def xet_xorb(request, user, prefix, xorb):
+    if prefix != "default":
+        return _error(400, _("Xorbs are uploaded under the prefix “default”."))
+    inserted = xet.receive_xorb(user, xorb, request.read(xet.MAX_XORB_BYTES + 1))
+    return JsonResponse({"was_inserted": inserted})
+
+
+@cas(("POST",))
+def xet_shard(request, user):
+    xet.receive_shard(user, request.read(xet.MAX_SHARD_BYTES + 1))
+    return JsonResponse({"result": 1})
+
+
+@cas(("GET", "POST"))
+def xet_not_offered(request, user, **kwargs):
+    """Global deduplication queries and upload grants: not offered here, which the protocol answers with 404 (the
+    client then uploads every new chunk, and posts each xorb itself)."""
+    return _error(404, _("Not offered by this hub."))

@@ -151,9 +151,9 @@ def entry(commit: HubCommit, path: str) -> HubTreeFile:
 # Namespaces that are the console's own first path segments: a repository there could not be reached at its
 # download address inside instances (the relay refuses those segments) and would shadow nothing but confuse.
 RESERVED_NAMESPACES = frozenset({
-    "api", "datasets", "hub-lfs", "instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub",
-    "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips", "catalog",
-    "estimator",
+    "api", "datasets", "hub-lfs", "hub-xet", "instances", "billing", "ops", "accounts", "console", "storage", "teams",
+    "hub", "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips",
+    "catalog", "estimator",
 })  # fmt: skip
 
 

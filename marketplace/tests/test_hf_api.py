@@ -6,6 +6,7 @@ others; a revoked token is refused; catalogue entries without bytes say they are
 import hashlib
 import json
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,14 @@ def test_the_newest_client_and_hf_command_line(hub, latest_hf, tmp_path):
     source = tmp_path / "source"
     source.mkdir()
     files = _folder(source)
+    # Through Xet: a 12 MB file of random bytes (chunks stored as they are), text that LZ4 compresses, and
+    # 32-bit floats that the client byte-groups before compressing.
+    files["weights/big.bin"] = os.urandom(12 * 1024 * 1024)
+    files["data/corpus.txt"] = ("一行中文和 English text, repeated.\n" * 60_000).encode()
+    files["weights/floats.bin"] = b"".join(struct.pack("<f", 1.0 + i / 1e6) for i in range(300_000))
+    for name in ("weights/big.bin", "data/corpus.txt", "weights/floats.bin"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(files[name])
     script = f"""
 import json, sys
 from pathlib import Path
@@ -236,9 +245,7 @@ print(json.dumps({{"repo": repo.repo_id, "listed": [m.id for m in api.list_model
                   "files": {{p.relative_to(local).as_posix(): p.read_bytes().hex() for p in Path(local).rglob("*")
                             if p.is_file()}}}}))
 """
-    # Uploads through the Xet protocol are not answered here yet: the client's documented switch sends them
-    # through LFS, which this hub stores once per SHA-256.
-    done = run_latest(latest_hf, url, home, "python", "-c", script, env={"HF_HUB_DISABLE_XET": "1"})
+    done = run_latest(latest_hf, url, home, "python", "-c", script)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["repo"] == "wang.fang/fresh" and result["listed"] == ["wang.fang/fresh"]
@@ -246,6 +253,8 @@ print(json.dumps({{"repo": repo.repo_id, "listed": [m.id for m in api.list_model
     assert HubItem.objects.get(repo="wang.fang/fresh").visibility == "private"
     assert requests.get(f"{url}/api/models/wang.fang/fresh", timeout=10).status_code == 404
     assert requests.get(f"{url}/wang.fang/fresh/resolve/main/config.json", timeout=10).status_code == 404
+    big = HubBlob.objects.get(sha256=hashlib.sha256(files["weights/big.bin"]).hexdigest())
+    assert big.size == 12 * 1024 * 1024  # rebuilt from the xorbs and stored once, by its SHA-256
 
 
 def test_a_file_uploaded_twice_is_stored_once_and_ranges_are_served(hub, tmp_path):

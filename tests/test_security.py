@@ -41,6 +41,12 @@ CSRF_EXEMPT = {
     # cookie, so a cross-site form cannot act as the user (without a token it is a 401).
     "/api/repos/create/?": "the Hub API: token only",
     "/api/validate-yaml/?": "the Hub API: checks a card's YAML, writes nothing",
+    "/api/repos/delete/?": "the Hub API: token only (DELETE)",
+    "/api/whoami-v2/?": "the Hub API: token only (GET)",
+    # The Xet CAS takes only the short-lived Xet token the Hub API issues to a read-write API token.
+    "/hub-xet/": "the Xet CAS's root: answers 404 to everything",
+    "/hub-xet/v1/shards/?": "the Xet CAS: Xet token only",
+    "/hub-xet/v1/(?:chunks|xorb-grants|xorb-commits|reconstructions)/": "the Xet CAS: 404 (not offered) to all",
 }
 
 

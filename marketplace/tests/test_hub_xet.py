@@ -64,9 +64,8 @@ def _xet_token(client: Client, token: str) -> dict:
 
 def _cas(client, method, path, body, token):
     call = client.post if method == "POST" else client.get
-    return call(
-        f"/hub-xet/v1/{path}", body, content_type="application/octet-stream", HTTP_AUTHORIZATION=f"Bearer {token}"
-    )
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}", "HTTP_ACCEPT_LANGUAGE": "en"}
+    return call(f"/hub-xet/v1/{path}", body, content_type="application/octet-stream", **headers)
 
 
 def test_a_file_sent_as_a_xorb_and_a_shard_is_rebuilt_stored_once_and_committed(owner):

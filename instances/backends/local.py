@@ -140,6 +140,9 @@ def availability() -> tuple[bool, str]:
     )  # fmt: skip
     if probe.returncode != 0:
         return False, f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    why = local_seccomp.unavailable()
+    if why:
+        return False, why
     return True, ""
 
 
@@ -295,9 +298,6 @@ class LocalBackend(Backend):
     def submit(self, instance) -> str:
         ok, why = availability()
         if not ok:
-            raise BackendError(why)
-        why = local_seccomp.unavailable()
-        if why:
             raise BackendError(why)
         local_uids.claim()
         state = read_state(instance.public_id)

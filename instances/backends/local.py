@@ -9,11 +9,16 @@ it again by the pid recorded when it started):
 
 Inside, the user is root of a user namespace that maps to one unprivileged host user per owner
 (``LOCAL_SANDBOX_UID_BASE`` + the owner's id): files it writes on the host belong to that user, and everything
-else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr`` and
-``/etc`` read-only, the runtime (``instances.runtime``) read-only, its home (the system disk, writable), a socket
-folder, and the mount hub ``/mnt/gpucloud`` (data disks, the owner's cloud storage, hub items read-only) that
-``/root/data``, ``/root/shared``, ``/root/public`` and ``/root/datasets`` point into. There is no network
+else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr``
+read-only, an ``/etc`` of its own (``local_etc``), the runtime (``instances.runtime``) read-only, its home (the
+system disk, writable), a socket folder on a small tmpfs of its own, and the mount hub ``/mnt/gpucloud`` (data
+disks, the owner's cloud storage, hub items read-only) that ``/root/data``, ``/root/shared``, ``/root/public`` and
+``/root/datasets`` point into. There is no network
 interface but its own loopback: PostgreSQL, Redis and the console on the host's 127.0.0.1 are out of reach.
+Every process inside runs under a seccomp filter (``local_seccomp``); ``/tmp``, ``/var`` and ``/dev/shm`` are
+tmpfs of fixed sizes and the rest of the machine's root read-only, so nothing it writes outside its disks is
+unbounded; no process inside shows a host path in ``/proc`` (bwrap reads its options through a descriptor). Sandbox
+uids come from a range the console claims on the host (``local_uids``).
 
 The mount hub is a shared mount on the host, so a disk or a hub item mounted while the machine runs appears
 inside at once (mount propagation), without a restart.

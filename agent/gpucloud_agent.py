@@ -26,6 +26,9 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
   with no network): each request, one per connection, goes to the console only when it is one of the hub's Hugging
   Face API addresses (repository info and trees, ``resolve`` downloads, uploads), without the caller's cookies;
   anything else is refused. The machine's own relay (``workloads/hub_relay.py``) listens on its loopback;
+* with ``--log-cap <bytes>``, reads the workload's output through a pipe and keeps its log (the agent's standard
+  output, a file opened for reading and writing) within that many bytes at every moment: when the next write would
+  pass it, the log is rewritten in place to its newest half (:class:`CappedLog`);
 * with ``--private`` (the job runs as its owner's own account), keeps everything it writes to that account: its
   folders 0700 and its files 0600 (the system disk itself is 0700), while the workload and JupyterLab create files
   with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group.
@@ -734,6 +737,43 @@ def _pipe(source, target) -> None:
             pass
 
 
+class CappedLog:
+    """A log file of at most ``cap`` bytes, written through a descriptor opened for reading and writing (not
+    appending). When a write would pass the cap, the newest ``cap // 2`` bytes (of the file and the write) are
+    written at its start and the file is cut after them: the file never holds more than ``cap`` bytes, and its end,
+    which is what a reader of its last lines reads, always holds the newest output."""
+
+    def __init__(self, fd: int, cap: int):
+        self.fd = fd
+        self.cap = max(2, cap)
+        self.end = os.lseek(fd, 0, os.SEEK_END)
+
+    def write(self, data: bytes) -> None:
+        if self.end + len(data) <= self.cap:
+            os.pwrite(self.fd, data, self.end)
+            self.end += len(data)
+            return
+        keep = self.cap // 2
+        data = data[-keep:]
+        older = keep - len(data)
+        kept = os.pread(self.fd, older, max(0, self.end - older)) if older else b""
+        newest = kept + data
+        os.pwrite(self.fd, newest, 0)
+        os.ftruncate(self.fd, len(newest))
+        self.end = len(newest)
+
+    def pump(self, source) -> None:
+        """Copy ``source`` (the workload's output pipe) into the log until it closes."""
+        while True:
+            chunk = os.read(source.fileno(), 65536)
+            if not chunk:
+                return
+            try:
+                self.write(chunk)
+            except OSError as exc:  # the host's disk is full: drop the output rather than stall the workload
+                sys.stderr.write(f"agent: cannot write the log: {exc}\n")
+
+
 class Agent:
     def __init__(self, options, environ: dict):
         self.options = options
@@ -746,6 +786,7 @@ class Agent:
         self.token = environ.get("GPUCLOUD_AGENT_TOKEN", "")
         self.host = HostSampler()
         self.workload: subprocess.Popen | None = None
+        self.log_pump = None  # the thread that copies the workload's output into its capped log
         self.stopping_since: float | None = None
         self.checkpoint: dict | None = None
         self.layout: dict = {}
@@ -792,9 +833,22 @@ class Agent:
         self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
         write_environment(self.system, env)
         command = self.options.workload or ["sleep", "infinity"]
+        capped = self.options.log_cap > 0
         self.workload = subprocess.Popen(
-            command, env=env, cwd=self.system / "root", start_new_session=True, umask=self.child_umask
+            command,
+            env=env,
+            cwd=self.system / "root",
+            start_new_session=True,
+            umask=self.child_umask,
+            stdout=subprocess.PIPE if capped else None,
+            stderr=subprocess.STDOUT if capped else None,
         )
+        if capped:
+            import threading
+
+            log = CappedLog(sys.stdout.fileno(), self.options.log_cap)
+            self.log_pump = threading.Thread(target=log.pump, args=(self.workload.stdout,), daemon=True)
+            self.log_pump.start()
         if self.lab is not None:
             self.lab.start(env, umask=self.child_umask)
 
@@ -873,6 +927,8 @@ class Agent:
             elif answering:
                 self.report("heartbeat")  # the lab's address without waiting for the next beat
             if code is not None:
+                if self.log_pump is not None:
+                    self.log_pump.join(timeout=2)  # the workload's last words into the log
                 self.report("exited")
                 return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
             if self.stopping_since is not None and now - self.stopping_since > self.options.grace:
@@ -911,6 +967,9 @@ def parse_args(argv):
         "--private", action="store_true", help="the job runs as its owner's own account: keep what it writes to it"
     )
     parser.add_argument("--hub-socket", default="", help="serve the console's model hub on this Unix socket")
+    parser.add_argument(
+        "--log-cap", type=int, default=0, help="keep the workload's output (standard output) within this many bytes"
+    )
     parser.add_argument("workload", nargs=argparse.REMAINDER, help="-- the command to run (default: sleep)")
     options = parser.parse_args(argv)
     if options.workload and options.workload[0] == "--":

@@ -482,6 +482,15 @@ LOCAL_RUNTIME_DIR = Path(
 )
 LOCAL_RUNTIME_PYTHON = env.str("LOCAL_RUNTIME_PYTHON", default="")
 LOCAL_SANDBOX_UID_BASE = env.int("LOCAL_SANDBOX_UID_BASE", default=1_000_000_000)  # above /etc/subuid ranges
+# A console's sandbox uids are [base, base + LOCAL_SANDBOX_UID_RANGE); it claims the range in a file under
+# LOCAL_SANDBOX_UID_REGISTRY before it starts a machine, and refuses while another console's claim overlaps it.
+LOCAL_SANDBOX_UID_RANGE = env.int("LOCAL_SANDBOX_UID_RANGE", default=100_000_000)
+LOCAL_SANDBOX_UID_REGISTRY = Path(env.str("LOCAL_SANDBOX_UID_REGISTRY", default="/run/gpucloud-sandbox-uids"))
+# Sizes (MiB) of each machine's in-memory file systems: its sockets folder (/run/gpucloud), /tmp, /var, /dev/shm.
+LOCAL_RUN_MB = env.int("LOCAL_RUN_MB", default=16)
+LOCAL_TMP_MB = env.int("LOCAL_TMP_MB", default=512)
+LOCAL_VAR_MB = env.int("LOCAL_VAR_MB", default=64)
+LOCAL_SHM_MB = env.int("LOCAL_SHM_MB", default=64)
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)

@@ -9,11 +9,16 @@ it again by the pid recorded when it started):
 
 Inside, the user is root of a user namespace that maps to one unprivileged host user per owner
 (``LOCAL_SANDBOX_UID_BASE`` + the owner's id): files it writes on the host belong to that user, and everything
-else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr`` and
-``/etc`` read-only, the runtime (``instances.runtime``) read-only, its home (the system disk, writable), a socket
-folder, and the mount hub ``/mnt/gpucloud`` (data disks, the owner's cloud storage, hub items read-only) that
-``/root/data``, ``/root/shared``, ``/root/public`` and ``/root/datasets`` point into. There is no network
+else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr``
+read-only, an ``/etc`` of its own (``local_etc``), the runtime (``instances.runtime``) read-only, its home (the
+system disk, writable), a socket folder on a small tmpfs of its own, and the mount hub ``/mnt/gpucloud`` (data
+disks, the owner's cloud storage, hub items read-only) that ``/root/data``, ``/root/shared``, ``/root/public`` and
+``/root/datasets`` point into. There is no network
 interface but its own loopback: PostgreSQL, Redis and the console on the host's 127.0.0.1 are out of reach.
+Every process inside runs under a seccomp filter (``local_seccomp``); ``/tmp``, ``/var`` and ``/dev/shm`` are
+tmpfs of fixed sizes and the rest of the machine's root read-only, so nothing it writes outside its disks is
+unbounded; no process inside shows a host path in ``/proc`` (bwrap reads its options through a descriptor). Sandbox
+uids come from a range the console claims on the host (``local_uids``).
 
 The mount hub is a shared mount on the host, so a disk or a hub item mounted while the machine runs appears
 inside at once (mount propagation), without a restart.
@@ -57,7 +62,7 @@ from agent import gpucloud_agent as agent_module
 from teams.accounts import is_account
 
 from .. import runtime
-from . import local_home, local_volumes
+from . import local_etc, local_home, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -71,7 +76,7 @@ HUB_RELAY_PORT = 8860  # inside, on the loopback: workloads/hub_relay.py, HF_END
 BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
 WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
 JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
-LAB_SOCKET = "lab.sock"  # a hard link to it in the instance's root-owned folder: what the console connects to
+LAB_SOCKET = "lab.sock"  # a hard link to it in the root of the instance's run tmpfs: what the console connects to
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
 DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the size the console offers first
@@ -81,7 +86,15 @@ TOOLS = "tools"
 AGENT_FILE = "gpucloud_agent.py"
 WORKLOADS_SOURCE = Path(__file__).resolve().parents[1] / "workloads"
 MIN_GRACE = 1.0  # seconds
-LOG_BYTES = 2 * 1024 * 1024  # the start command's log keeps its last 2 MB across restarts
+LOG_BYTES = 2 * 1024 * 1024  # the start command's log never holds more than its last 2 MB, running or not
+# The instance's run folder is a small tmpfs of its own, mounted on the host while the machine runs: the sockets
+# folder the machine writes (SOCKETS, bound at SOCKET_DIR), the console's link to JupyterLab's socket, the machine's
+# generated /etc (ETC) and bubblewrap's arguments (BWRAP_ARGS). Whatever the machine writes there stops at its size.
+SOCKETS = "gpucloud"
+ETC = "etc"
+BWRAP_ARGS = "bwrap.args"  # read by bwrap from a descriptor: its command line inside names no host path
+SECCOMP_FILE = "seccomp.bpf"  # in the boot folder: bwrap loads it at start, and a shell entering the machine too
+MIB = 1024 * 1024
 
 
 # Where things are --------------------------------------------------------------------------------------------
@@ -93,8 +106,8 @@ def sandbox_root() -> Path:
 
 def folder(public_id) -> Path:
     """The instance's folder on the host: ``root/`` (its home, the system disk, where ``root.img`` is mounted),
-    ``run/``, ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the host's root writes anything but
-    ``root/`` and ``run/``."""
+    ``run/`` (a tmpfs while the machine runs), ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the
+    host's root writes anything but ``root/`` and ``run/gpucloud/``."""
     return sandbox_root() / "instances" / str(public_id)
 
 
@@ -105,7 +118,12 @@ def hub_links(instance) -> tuple[str, ...]:
 
 
 def sandbox_uid(instance) -> int:
-    return int(settings.LOCAL_SANDBOX_UID_BASE) + int(instance.owner_id)
+    return local_uids.uid_for(instance.owner_id)
+
+
+def sockets(public_id) -> Path:
+    """The machine's socket folder on the host (its /run/gpucloud), in the instance's run tmpfs."""
+    return folder(public_id) / "run" / SOCKETS
 
 
 # The host ----------------------------------------------------------------------------------------------------
@@ -128,6 +146,9 @@ def availability() -> tuple[bool, str]:
     )  # fmt: skip
     if probe.returncode != 0:
         return False, f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    why = local_seccomp.unavailable()
+    if why:
+        return False, why
     return True, ""
 
 
@@ -284,6 +305,7 @@ class LocalBackend(Backend):
         ok, why = availability()
         if not ok:
             raise BackendError(why)
+        local_uids.claim()
         state = read_state(instance.public_id)
         if state.get("released"):
             raise BackendError(_("This instance's machine was released."))
@@ -303,17 +325,17 @@ class LocalBackend(Backend):
         # machine cannot replace; inside the home and the socket folder the machine's own processes (init, the
         # agent as the sandbox user) make what they need, so no symlink made inside can lead root anywhere.
         for path, owner, mode in ((base, 0, 0o711), (base / ".gpucloud", uid, 0o700), (home, uid, 0o700),
-                                  (run, uid, 0o700), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
+                                  (run, 0, 0o711), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
             _own_folder(path, owner, mode)
         for name in hub_links(instance):
             (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
         disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
         try:
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
+            _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
+            _own_folder(run / SOCKETS, uid, 0o700)
+            local_etc.write_etc(run / ETC, hostname(instance))
             _copy_tools(base / TOOLS)
-            (base / LAB_SOCKET).unlink(missing_ok=True)
-            (run / JUPYTER_SOCKET).unlink(missing_ok=True)  # whatever the machine left there (unlink follows no link)
-            (run / HUB_SOCKET).unlink(missing_ok=True)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
             # Disks and storage folders mounted on the host (and grown, if they grew while this machine held
@@ -329,6 +351,7 @@ class LocalBackend(Backend):
             limited = cgroup.create()
             logfile = base / "console.log"
             _trim(logfile)
+            logfile.touch(mode=0o600)
             job_id = f"local-{instance.public_id.hex[:12]}-{int(_now())}"
             argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None)
             pidfile = base / "agent.pid"
@@ -344,7 +367,10 @@ class LocalBackend(Backend):
                 f"echo $$ > {shlex.quote(str(pidfile))}; {argv[2]}",
                 *argv[3:],
             ]
-            with open(logfile, "ab") as out, open(base / "agent.log", "ab") as agent_log:
+            # Read and write, not append: the agent keeps the log within LOG_BYTES while it grows, rewriting it in
+            # place (it reads its tail back through this descriptor).
+            with open(logfile, "r+b") as out, open(base / "agent.log", "ab") as agent_log:
+                out.seek(0, os.SEEK_END)
                 out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
                 out.flush()
                 subprocess.run(
@@ -353,7 +379,8 @@ class LocalBackend(Backend):
                          "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id)},
                 )  # fmt: skip
         except BaseException:
-            local_home.unmount(base)  # the machine never started: its home does not stay mounted
+            _umount(run)  # the machine never started: its home and run folder do not stay mounted
+            local_home.unmount(base)
             raise
         pid = _wait_for_pid(pidfile)
         write_state(instance.public_id, {
@@ -535,9 +562,14 @@ class LocalBackend(Backend):
         # terminal, the command runs under script(1) on a pty of the machine's own /dev/pts, which does not name the
         # caller's: tty, and any program that asks for its terminal's name, finds one.
         on_a_pty = 'if [ -t 0 ]; then exec /usr/bin/script -qefc "$1" /dev/null; fi; shift; exec "$@"'
+        # The machine's seccomp filter is loaded (by the host's Python, isolated: nothing of the machine's runs
+        # first) before the shell; nsenter itself runs with an empty environment, so no process inside ever shows
+        # the caller's.
         inner = [
+            "/usr/bin/env", "-i",
             "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
             "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
+            str(runtime.system_python()), "-I", "-S", "-c", local_seccomp.LOADER, f"{BOOT_DIR}/{SECCOMP_FILE}",
             "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
             f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
         ]  # fmt: skip
@@ -610,6 +642,8 @@ class LocalBackend(Backend):
         if folder(public_id).exists():
             self._unmount_all(public_id)
             local_home.unmount(folder(public_id))
+            if _is_mount_point(folder(public_id) / "run"):
+                _umount(folder(public_id) / "run")
         if pid and not state.get("killed"):
             state.update(killed=True, ended_at=state.get("ended_at") or _now())
             if folder(public_id).exists():
@@ -668,27 +702,35 @@ class LocalBackend(Backend):
             "start": (instance.start_command or DEFAULT_START) + "\n",
         }
         os.chmod(boot, 0o700)
+        files[SECCOMP_FILE] = local_seccomp.program()
         for name, text in files.items():
             path = boot / name
             path.unlink(missing_ok=True)
-            path.write_text(text)
+            path.write_bytes(text if isinstance(text, bytes) else text.encode())
             os.chown(path, uid, uid)
             os.chmod(path, 0o400)
         os.chmod(boot, 0o500)
 
     def _argv(self, instance, base: Path, uid: int, runtime_path: Path, cgroup: Cgroup | None) -> list[str]:
         prefix = runtime.python_prefix()
+        run = base / "run"
+        # Every writable place inside has a size: the home and disks their images, the sockets folder its tmpfs,
+        # /tmp, /var and /dev/shm theirs (in memory, counted in the machine's memory limit too); /dev and the root
+        # bwrap builds the sandbox in are read-only.
         bwrap = [
-            BWRAP, "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-net", "--die-with-parent", "--hostname", f"gpu-{instance.public_id.hex[:8]}",
-            "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+            "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-net", "--die-with-parent", "--disable-userns", "--hostname", hostname(instance),
+            "--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds(),
             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
             "--symlink", "usr/sbin", "/sbin",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var", "--dir", "/var/tmp",
+            "--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev", "--proc", "/proc",
+            "--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp",
+            "--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp",
             "--ro-bind", str(runtime_path), str(runtime_path),
             *(["--ro-bind", str(prefix), str(prefix)] if prefix else []),
             "--bind", str(base / "root"), "/root",
-            "--bind", str(base / "run"), SOCKET_DIR,
+            "--bind", str(run / SOCKETS), SOCKET_DIR,
             "--ro-bind", str(base / "boot"), BOOT_DIR,
             "--ro-bind", str(base / TOOLS / "workloads"), WORKLOADS_DIR,
             "--bind", str(base / "mnt"), MOUNT_HUB,
@@ -699,16 +741,28 @@ class LocalBackend(Backend):
             "--setenv", "GPUCLOUD_SCALARS", f"/root/{agent_module.SCALARS_FILE}",
             "--setenv", "GPUCLOUD_CHECKPOINT_MARKER", f"/root/{agent_module.MARKER}",
             "--setenv", "QUICKSTART_CHECKPOINT", "/root/.gpucloud/quickstart.json",
-            "--chdir", "/root", "/bin/sh", f"{BOOT_DIR}/init",
+            "--chdir", "/root", "--seccomp", "4", "--remount-ro", "/",
         ]  # fmt: skip
-        # The workload ignores SIGUSR1 on the way in, so the checkpoint signal the agent passes to its process
-        # group does not end bwrap or JupyterLab; the start command gets the default action back (init).
-        workload = ["/bin/sh", "-c", "trap '' USR1; exec \"$@\"", "sh", *bwrap]
+        # bwrap reads its options from a file (descriptor 3) and its seccomp program from another (4), and runs with
+        # an empty environment: its command line and environment, which its first process inside shows in
+        # /proc/1, name no host path. The workload ignores SIGUSR1 on the way in, so the checkpoint signal the agent
+        # passes to its process group does not end bwrap or JupyterLab; the start command gets the default action
+        # back (init).
+        options = run / BWRAP_ARGS
+        options.unlink(missing_ok=True)
+        options.write_bytes(b"".join(arg.encode() + b"\0" for arg in bwrap))
+        os.chown(options, uid, uid)
+        os.chmod(options, 0o400)
+        workload = [
+            "/bin/sh", "-c",
+            f"trap '' USR1; exec /usr/bin/env -i {BWRAP} --args 3 -- /bin/sh {BOOT_DIR}/init "
+            f"3<{shlex.quote(str(options))} 4<{shlex.quote(str(base / 'boot' / SECCOMP_FILE))}",
+        ]  # fmt: skip
         agent = [
             str(runtime.system_python()), str(base / TOOLS / AGENT_FILE), "--instance",
             str(instance.public_id), "--root", str(sandbox_root()), "--family", "cpu",
             "--console", settings.LOCAL_AGENT_CONSOLE_URL, "--interval", str(settings.LOCAL_HEARTBEAT_SECONDS),
-            "--hub-socket", str(base / "run" / HUB_SOCKET),
+            "--hub-socket", str(run / SOCKETS / HUB_SOCKET), "--log-cap", str(LOG_BYTES),
             "--", *workload,
         ]  # fmt: skip
         switch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
@@ -740,6 +794,10 @@ python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv
 echo "== start command exited with status $? =="
 wait
 """
+
+
+def hostname(instance) -> str:
+    return f"gpu-{instance.public_id.hex[:8]}"
 
 
 def lab_path(public_id) -> str:
@@ -793,6 +851,15 @@ def _trim(path: Path) -> None:
         pass
 
 
+def _mount_run(run: Path) -> None:
+    """A fresh tmpfs of ``LOCAL_RUN_MB`` at the instance's run folder (root's, searchable by all)."""
+    if _is_mount_point(run):
+        _umount(run)
+    size = int(settings.LOCAL_RUN_MB) * MIB
+    options = f"size={size},nr_inodes=4096,mode=0711,uid=0,gid=0,nosuid,nodev,noexec"
+    _run(["mount", "-t", "tmpfs", "-o", options, "gpucloud-run", str(run)])
+
+
 def _own_folder(path: Path, owner: int, mode: int) -> None:
     """``path`` a real folder (not a symlink) owned by ``owner`` with ``mode``; its parent is root's."""
     path.mkdir(parents=True, exist_ok=True)
@@ -810,7 +877,7 @@ def _lab_socket(public_id, state: dict) -> Path | None:
     checked after it is made, so a symlink or another file put there from inside never leads the console (root)
     to one of the host's sockets; once made, nothing the machine does changes where it leads."""
     base = folder(public_id)
-    link, made = base / LAB_SOCKET, base / "run" / JUPYTER_SOCKET
+    link, made = base / "run" / LAB_SOCKET, sockets(public_id) / JUPYTER_SOCKET
     uid = state.get("uid")
 
     def ours(path: Path):

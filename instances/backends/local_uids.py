@@ -5,7 +5,8 @@ An owner's machines run as host uid ``LOCAL_SANDBOX_UID_BASE`` + the owner's id;
 the same host uids (one console's user could signal, trace or read the other's). So a console claims its range
 before it starts a machine: one file per console under ``LOCAL_SANDBOX_UID_REGISTRY`` (``/run``, so claims go with a
 reboot), named after and naming its ``DATA_DIR``, written under a lock. A start refuses, saying which console holds
-what, while another console's live claim overlaps; a claim whose data folder is gone is stale and is dropped.
+what, while another console's claim overlaps and a process of that console's range runs on the host (its machines);
+a claim whose console runs nothing there gives way, and one whose data folder is gone is dropped.
 """
 
 import fcntl
@@ -48,6 +49,25 @@ def _claim_file(registry: Path, console: str) -> Path:
     return registry / f"{hashlib.sha256(console.encode()).hexdigest()[:16]}.json"
 
 
+def _in_use(first: int, end: int) -> bool:
+    """Whether any process on this host runs as a uid of ``[first, end)``: a claim matters while its console has a
+    machine (or anything else) running under it; a console with none left running holds nothing another could
+    clash with, and its claim gives way."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:"):
+                if any(first <= int(uid) < end for uid in line.split()[1:]):
+                    return True
+                break
+    return False
+
+
 def claim() -> None:
     """Claim this console's range on the host, or refuse (BackendError) while another console's overlaps it."""
     registry = Path(settings.LOCAL_SANDBOX_UID_REGISTRY)
@@ -67,7 +87,7 @@ def claim() -> None:
             if not Path(other_console).is_dir():
                 path.unlink(missing_ok=True)  # that console's data folder is gone: so is the console
                 continue
-            if first < other_end and other_first < end:
+            if first < other_end and other_first < end and _in_use(other_first, other_end):
                 raise BackendError(
                     _(
                         "This console's sandbox uids %(first)s–%(last)s overlap %(other_first)s–%(other_last)s, "

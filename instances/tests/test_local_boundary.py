@@ -9,6 +9,7 @@ never share sandbox uids.
 import json
 import os
 import shlex
+import subprocess
 import time
 
 import pytest
@@ -161,24 +162,33 @@ def test_the_machine_has_an_etc_of_its_own(on_local, running):
 
 def test_a_second_console_whose_sandbox_uids_overlap_is_refused(on_local, launch, settings, tmp_path):
     settings.LOCAL_SANDBOX_UID_REGISTRY = tmp_path / "registry"
-    # Another console on this host, with its own data folder, holds the range of ours.
+    # Another console on this host, with its own data folder, holds the range of ours and runs a machine in it.
     other_data = tmp_path / "other-console"
     other_data.mkdir()
     settings.DATA_DIR, ours = other_data, settings.DATA_DIR
     local_uids.claim()
     settings.DATA_DIR = ours
+    first, end = local_uids.extent()
+    as_theirs = ["setpriv", f"--reuid={end - 1}", f"--regid={end - 1}", "--clear-groups", "sleep", "120"]
+    its_machine = subprocess.Popen(as_theirs)
+    try:
+        instance = launch(chip="ascend-910b", cards=1)
+        on_local.settle(until=lambda: fresh(instance).status == Status.FAILED, message="the refusal")
+        assert "overlap" in fresh(instance).status_detail
+        assert not (on_local.folder(instance) / "root").exists()  # nothing of the machine was made
 
-    instance = launch(chip="ascend-910b", cards=1)
-    on_local.settle(until=lambda: fresh(instance).status == Status.FAILED, message="the refusal")
-    assert "overlap" in fresh(instance).status_detail
-    assert not (on_local.folder(instance) / "root").exists()  # nothing of the machine was made
-
-    # A range of its own is fine; so is ours once that console's data folder is gone.
-    settings.LOCAL_SANDBOX_UID_BASE = int(settings.LOCAL_SANDBOX_UID_BASE) + settings.LOCAL_SANDBOX_UID_RANGE
-    local_uids.claim()
-    settings.LOCAL_SANDBOX_UID_BASE -= settings.LOCAL_SANDBOX_UID_RANGE
-    with pytest.raises(BackendError, match="overlap"):
+        # A range of its own is fine.
+        settings.LOCAL_SANDBOX_UID_BASE = first + settings.LOCAL_SANDBOX_UID_RANGE
         local_uids.claim()
+        settings.LOCAL_SANDBOX_UID_BASE = first
+        with pytest.raises(BackendError, match="overlap"):
+            local_uids.claim()
+    finally:
+        its_machine.kill()
+        its_machine.wait()
+    # That console runs nothing in the range any more (a console gone, or one whose machines are all stopped):
+    # its claim gives way, as it does once its data folder is gone.
+    local_uids.claim()
     other_data.rmdir()
     local_uids.claim()
 

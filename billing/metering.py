@@ -20,10 +20,11 @@ a worker that dies mid-tick loses only its uncommitted chunk, which the next tic
 idempotency key names the session and the billed-minute boundary, so the same minute can never be booked twice.
 """
 
+import copy
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
@@ -53,9 +54,11 @@ from .quote import Quote
 from .rules import (
     billed_minutes,
     charge_entries,
+    last_start_in_month,
+    minute_started,
     minutes_cost,
-    month_bounds,
     month_of,
+    month_segments,
     next_posting,
     posting_minutes,
     split_payment,
@@ -223,23 +226,40 @@ def meter(now: datetime | None = None, *, chunk_size: int = CHUNK_SIZE) -> TickR
 
 @dataclass
 class _Due:
+    """What one posting books for a session: billed minutes ``after`` (exclusive) to ``minutes`` (inclusive), all
+    started in ``month``, dated ``at`` (a moment of that month)."""
+
     session: UsageSession
     minutes: int
     payable: Decimal
     subsidy: Decimal
+    month: date
+    at: datetime
+    after: int = 0
+    charged: UsageSession | None = None  # the session as it stands after this posting
 
 
 def _dues(sessions, now) -> tuple[list[_Due], dict[int, int]]:
-    """What is due on each session, and every session's billed minutes up to ``now`` (to schedule the next look)."""
+    """What is due on each session, and every session's billed minutes up to ``now`` (to schedule the next look).
+
+    One due per month the unposted minutes started in: a minute is booked in the month it started, whenever the
+    tick gets to it. Minutes whose charge rounds to nothing yet wait for a later tick, unless their month is over
+    or the session has ended: then they are posted at ¥0, so that the statement counts every started minute."""
     dues, billed = [], {}
+    this_month = month_of(now)
     for s in sessions:
         minutes = billed[s.pk] = billed_minutes(s.started_at, min(now, s.ended_at) if s.ended_at else now)
         if minutes <= s.charged_minutes:
             continue
-        payable = due_amount(s.payable_per_hour, minutes) - s.charged
-        subsidy = due_amount(s.subsidy_per_hour, minutes) - s.subsidy_booked - s.subsidy_unfunded
-        if payable > 0 or subsidy > 0:  # nothing new (less than a fen): wait for a later tick
-            dues.append(_Due(s, minutes, payable, max(subsidy, ZERO)))
+        charged, subsidised = s.charged, s.subsidy_booked + s.subsidy_unfunded
+        for month, after, upto in month_segments(s.started_at, s.charged_minutes, minutes):
+            payable = due_amount(s.payable_per_hour, upto) - charged
+            subsidy = due_amount(s.subsidy_per_hour, upto) - subsidised
+            settled = month < this_month or s.ended_at is not None
+            if payable > 0 or subsidy > 0 or (settled and not s.prepaid):
+                at = now if month == this_month else minute_started(s.started_at, upto)
+                dues.append(_Due(s, upto, payable, max(subsidy, ZERO), month, at, after))
+                charged, subsidised = charged + payable, subsidised + max(subsidy, ZERO)
     return dues, billed
 
 
@@ -247,15 +267,16 @@ def _schedule(sessions, billed: dict[int, int], alerts, now, expiring=frozenset(
     """Set when the tick next looks at each session: after ``posting_minutes()`` billed minutes, or the next minute
     when its payer is at risk (within an hour of spend of zero, stopped, capped, a member under a budget, or
     holding trial credit or a voucher that expires before then, so each minute is paid from what was usable in it).
-    Never after the last minute of the month: a posting's minutes all belong to the month it is booked in."""
+    Never after the start of the session's last minute in this month, so that the month's minutes are posted before
+    it ends when the beat allows (a posting after midnight still books them in their month: ``_dues``)."""
     every = posting_minutes()
     users, members = alerts.at_risk()
     users = users | set(expiring)
-    month_end = month_bounds(month_of(now))[1] - timedelta(minutes=1)
     for s in sessions:
         at_risk = every == 1 or s.user_id in users or (s.user_id, s.member_id) in members
         due = next_posting(s.started_at, billed[s.pk], every=1 if at_risk else every, phase=s.pk)
-        s.charge_due_at = due if at_risk else min(due, max(month_end, s.started_at))
+        last = last_start_in_month(s.started_at, now)
+        s.charge_due_at = due if at_risk or last <= minute_started(s.started_at, billed[s.pk]) else min(due, last)
     if every > 1 and (users or members):
         _bring_forward(users, members, now=now, besides=[s.pk for s in sessions])
 
@@ -311,19 +332,20 @@ def charge_sessions(sessions: list[UsageSession], now: datetime) -> ChargeOutcom
         if account.user_id in user_ids:
             buckets[account.user_id][account.kind] = account
     programmes = lock_programmes(funded_by)
-    month = month_of(now)
-    used = subsidy_used(
-        {(pid, _cap_subject(d.session)) for d in dues if (pid := d.session.programme_id) in funded_by}, month
-    )
+    used = {}  # (programme, person, month): what the person has received in the month a charge's minutes started
+    for month in {d.month for d in dues}:
+        pairs = {(pid, _cap_subject(d.session)) for d in dues if (pid := d.session.programme_id) in funded_by}
+        used |= {(p, u, month): amount for (p, u), amount in subsidy_used(pairs, month).items()}
     trial_left = {uid: usable_trial(b[AccountKind.USER_TRIAL], now) for uid, b in buckets.items()}
     budget_left = {pid: None if p.budget is None else max(p.budget - p.spent, ZERO) for pid, p in programmes.items()}
-    context = (buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, month, now)
+    context = (buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, now)
     postings = []
     for due in dues:
         postings.append(_posting(due, *context))
         outcome.charged += 1
         outcome.amount += due.payable
-    charges = [(d.session, d.payable, p.idempotency_key) for d, p in zip(dues, postings, strict=True)]
+    # Each charge with its session as it stood just after it (a session may have one charge per month in a batch).
+    charges = [(d.charged, d.payable, p.idempotency_key) for d, p in zip(dues, postings, strict=True)]
     postings += shares.postings(charges, now)
     post_batch(postings, locked=locked, programmes=programmes)
     outcome.alerts = arrears.assess(buckets, now, vouchers=_covering_running(dues, held, voucher_left, now))
@@ -352,9 +374,7 @@ def _covering_running(dues, held, voucher_left, now) -> dict:
     return {uid: sum(by_account.values(), ZERO) for uid, by_account in totals.items()}
 
 
-def _posting(
-    due, buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, month, now
-) -> Posting:
+def _posting(due, buckets, trial_left, held, voucher_left, revenue, funded_by, programmes, used, budget_left, now):
     s = due.session
     cash = buckets[s.user_id][AccountKind.USER_CASH]
     trial = buckets[s.user_id][AccountKind.USER_TRIAL]
@@ -368,11 +388,12 @@ def _posting(
     programme_account = funded_by[s.programme_id].pk if booked else None
     entries = charge_entries(trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=due.payable,
                              payment=payment, subsidy_account=programme_account, subsidy=booked)  # fmt: skip
-    minutes = due.minutes - s.charged_minutes
+    minutes = due.minutes - due.after
     s.charged += due.payable
     s.charged_minutes = due.minutes
     s.subsidy_booked += booked
     s.subsidy_unfunded += due.subsidy - booked
+    due.charged = copy.copy(s)
     return Posting(
         kind=TransactionKind.USAGE,
         idempotency_key=f"usage:{s.public_id}:{due.minutes}",
@@ -382,8 +403,8 @@ def _posting(
         usage_session_id=s.pk,
         resource_id=s.resource_id,
         minutes=minutes,
-        subsidy=SubsidyBooking(s.programme_id, _cap_subject(s), month, booked) if booked else None,
-        at=now,
+        subsidy=SubsidyBooking(s.programme_id, _cap_subject(s), due.month, booked) if booked else None,
+        at=due.at,
         member_id=s.member_id,
     )
 
@@ -398,7 +419,7 @@ def _fund_subsidy(due, programmes, used, budget_left) -> Decimal:
     """What the programme pays of this charge: all of it, unless its budget or the person's cap runs out."""
     s = due.session
     programme = programmes[s.programme_id]
-    key = (s.programme_id, _cap_subject(s))
+    key = (s.programme_id, _cap_subject(s), due.month)
     limits = [budget_left[s.programme_id]]
     if programme.monthly_cap_per_user is not None:
         limits.append(max(programme.monthly_cap_per_user - used.get(key, ZERO), ZERO))

@@ -28,7 +28,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -36,7 +36,7 @@ from console.errors import Conflict, ServiceError
 
 from . import arrears, budgets, vouchers
 from .bulk import bulk_set, instances
-from .choices import COMPUTE_KINDS, AccountKind, TransactionKind, UsageKind
+from .choices import COMPUTE_KINDS, WALLET_KINDS, AccountKind, TransactionKind, UsageKind
 from .ledger import (
     Posting,
     SubsidyBooking,
@@ -48,8 +48,8 @@ from .ledger import (
     system_account,
     user_accounts,
 )
-from .models import Plan, UsageSession, Wallet
-from .money import ZERO
+from .models import LedgerEntry, Plan, UsageSession, Voucher, Wallet
+from .money import ZERO, summed
 from .quote import Quote
 from .rules import (
     billed_minutes,
@@ -57,6 +57,7 @@ from .rules import (
     last_start_in_month,
     minute_started,
     minutes_cost,
+    month_bounds,
     month_of,
     month_segments,
     next_posting,
@@ -149,8 +150,9 @@ def open_usage(
 def close_usage(*, resource_id: uuid.UUID, ended_at: datetime) -> UsageSession | None:
     """Stop metering the open session of ``resource_id`` and charge what is due up to ``ended_at``.
 
-    Idempotent: None when no session is open. Minutes a tick already billed stay billed (the instances app
-    closes a session when the stop is asked, which is never before the last tick).
+    Idempotent: None when no session is open. An end noticed late (a machine that died or was reclaimed minutes
+    before reconcile saw it) finds minutes after it already charged: they are given back (:func:`_give_back`),
+    so the run costs what its minutes up to ``ended_at`` cost, as the instance's page shows.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -167,8 +169,96 @@ def close_usage(*, resource_id: uuid.UUID, ended_at: datetime) -> UsageSession |
         session.ended_at = max(ended_at, session.started_at)
         UsageSession.objects.filter(pk=session.pk).update(ended_at=session.ended_at)
         outcome = charge_sessions([session], now)
+        _give_back(session, now)
     arrears.follow_up(outcome.alerts, now)
     return session
+
+
+# Giving back what was charged past a run's end, newest money first: the reverse of the order a charge is paid in.
+_GIVE_BACK_ORDER = {AccountKind.USER_CASH: 0, AccountKind.USER_TRIAL: 1, AccountKind.USER_VOUCHER: 2}
+
+
+def _give_back(session: UsageSession, now: datetime) -> None:
+    """Give back the minutes a closed ``session`` was charged past its end, one posting per month they started
+    in, booked in that month (so its statement, spend and the person's subsidy month lose them again).
+
+    Why give back rather than never charge them: a machine's end is known only once reconcile notices it, and a
+    minute is charged as it starts (arrears stop within a minute of zero); holding every charge until each machine
+    is seen alive again would delay them all. The rare late end is corrected in the ledger instead.
+
+    Each posting returns what the month's charges of the session took, newest first: to the cash, trial credit and
+    vouchers that paid them (to cash when that trial credit or voucher has expired since: it cannot be spent any
+    more), the programme's subsidy to the programme (what the operator bore is given back first). The key names
+    the session and the minute count given back to, so it is posted once."""
+    s = session
+    minutes = billed_minutes(s.started_at, s.ended_at)
+    if s.charged_minutes <= minutes:
+        return
+    revenue = system_account(AccountKind.REVENUE)
+    cash = user_accounts([s.user_id])[s.user_id][AccountKind.USER_CASH]
+    postings = []
+    for month, after, upto in reversed(month_segments(s.started_at, minutes, s.charged_minutes)):
+        payable = due_amount(s.payable_per_hour, upto) - due_amount(s.payable_per_hour, after)
+        subsidy = due_amount(s.subsidy_per_hour, upto) - due_amount(s.subsidy_per_hour, after)
+        entries, back, booked_back = _returned(s, month, payable, subsidy, cash.pk, now)
+        unfunded_back = subsidy - booked_back
+        entries.append((revenue.pk, -(payable + booked_back)))
+        if booked_back:
+            entries.append((programme_accounts([s.programme_id])[s.programme_id].pk, booked_back))
+        postings.append(
+            Posting(
+                kind=TransactionKind.USAGE,
+                idempotency_key=f"usage:{s.public_id}:{upto}:back-to:{after}",
+                entries=tuple((a, amount) for a, amount in entries if amount) or ((revenue.pk, ZERO),),
+                user_id=s.user_id,
+                reference=s.label or str(s.resource_id),
+                usage_session_id=s.pk,
+                resource_id=s.resource_id,
+                minutes=after - upto,
+                subsidy=SubsidyBooking(s.programme_id, _cap_subject(s), month, -booked_back) if booked_back else None,
+                at=now if month == month_of(now) else minute_started(s.started_at, upto),
+                member_id=s.member_id,
+            )
+        )
+        s.charged -= back
+        s.subsidy_booked -= booked_back
+        s.subsidy_unfunded -= unfunded_back
+    s.charged_minutes = minutes
+    post_batch(postings)
+    bulk_set(UsageSession, [s], ["charged", "charged_minutes", "subsidy_booked", "subsidy_unfunded"])
+
+
+def _returned(s, month, payable, subsidy, cash_id, now) -> tuple[list, Decimal, Decimal]:
+    """What goes back to whom of ``payable`` (and ``subsidy``) charged to ``s`` in ``month``: the wallet entries,
+    their sum, and the subsidy given back to the programme (at most what it paid for the session that month)."""
+    start, end = month_bounds(month)
+    charges = LedgerEntry.objects.filter(
+        transaction__usage_session_id=s.pk, transaction__kind=TransactionKind.USAGE, transaction__minutes__gt=0,
+        transaction__created_at__gte=start, transaction__created_at__lt=end,
+    )  # fmt: skip
+    paid = charges.filter(account__kind__in=WALLET_KINDS, amount__lt=0).order_by("-transaction__created_at", "-pk")
+    rows = list(paid.values_list("transaction_id", "account_id", "account__kind", "account__expires_at", "amount"))
+    rows.sort(key=lambda r: (-r[0], _GIVE_BACK_ORDER[r[2]]))  # newest charge first; in it, cash before credit
+    spent_vouchers = set(
+        Voucher.objects.filter(account_id__in={r[1] for r in rows}, expired_at__isnull=False).values_list(
+            "account_id", flat=True
+        )
+    )
+    to: dict[int, Decimal] = defaultdict(Decimal)
+    left = payable
+    for _tx, account, kind, expires_at, amount in rows:
+        if left <= 0:
+            break
+        take = min(-amount, left)
+        spendable = kind == AccountKind.USER_CASH or (
+            expires_at is not None and expires_at > now and account not in spent_vouchers
+        )
+        to[account if spendable else cash_id] += take
+        left -= take
+    to[cash_id] += left  # nothing is left unless charges were posted out of their month: the wallet gets it all
+    booked = -summed(charges.filter(account__kind=AccountKind.SUBSIDY).aggregate(t=Sum("amount"))["t"])
+    booked_back = min(max(subsidy - s.subsidy_unfunded, ZERO), booked, s.subsidy_booked)
+    return list(to.items()), payable, max(booked_back, ZERO)
 
 
 # --- The tick ---------------------------------------------------------------------------------------------------------

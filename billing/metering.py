@@ -54,7 +54,7 @@ from .quote import Quote
 from .rules import (
     billed_minutes,
     charge_entries,
-    last_start_in_month,
+    last_start_before,
     minute_started,
     minutes_cost,
     month_bounds,
@@ -337,12 +337,17 @@ def _dues(sessions, now) -> tuple[list[_Due], dict[int, int]]:
     or the session has ended: then they are posted at ¥0, so that the statement counts every started minute."""
     dues, billed = [], {}
     this_month = month_of(now)
+    month_start = month_bounds(this_month)[0]
     for s in sessions:
         minutes = billed[s.pk] = billed_minutes(s.started_at, min(now, s.ended_at) if s.ended_at else now)
         if minutes <= s.charged_minutes:
             continue
         charged, subsidised = s.charged, s.subsidy_booked + s.subsidy_unfunded
-        for month, after, upto in month_segments(s.started_at, s.charged_minutes, minutes):
+        if minute_started(s.started_at, s.charged_minutes + 1) >= month_start:  # all of them this month
+            segments = [(this_month, s.charged_minutes, minutes)]
+        else:
+            segments = month_segments(s.started_at, s.charged_minutes, minutes)
+        for month, after, upto in segments:
             payable = due_amount(s.payable_per_hour, upto) - charged
             subsidy = due_amount(s.subsidy_per_hour, upto) - subsidised
             settled = month < this_month or s.ended_at is not None
@@ -362,10 +367,11 @@ def _schedule(sessions, billed: dict[int, int], alerts, now, expiring=frozenset(
     every = posting_minutes()
     users, members = alerts.at_risk()
     users = users | set(expiring)
+    month_end = month_bounds(month_of(now))[1]
     for s in sessions:
         at_risk = every == 1 or s.user_id in users or (s.user_id, s.member_id) in members
         due = next_posting(s.started_at, billed[s.pk], every=1 if at_risk else every, phase=s.pk)
-        last = last_start_in_month(s.started_at, now)
+        last = last_start_before(s.started_at, month_end)
         s.charge_due_at = due if at_risk or last <= minute_started(s.started_at, billed[s.pk]) else min(due, last)
     if every > 1 and (users or members):
         _bring_forward(users, members, now=now, besides=[s.pk for s in sessions])

@@ -569,6 +569,8 @@ class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
         parts = [str(self.get_kind_display())]
         if self.reference:
             parts.append(self.reference)
+        if self.kind == TransactionKind.USAGE and self.minutes < 0:
+            parts.append(str(_("minutes after the end given back")))
         return " · ".join(parts)
 
 

@@ -8,7 +8,7 @@ Every other module asks these functions; none restates them.
   minutes (:func:`month_segments`), and one that posts a past month's minutes is dated in that month.
 * **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 5)
   minutes, at minute counts staggered by session so that a tick posts about one in that many sessions, and the
-  last minute a session starts in a month is posted as it starts (:func:`last_start_in_month`); a payer at
+  last minute a session starts in a month is posted as it starts (:func:`last_start_before`); a payer at
   risk is posted every minute: within an hour of spend of zero, stopped, with a spending cap, a member under a
   budget, or holding trial credit or a voucher that expires before the next posting
   (``billing.metering._schedule``).
@@ -83,9 +83,8 @@ def minute_started(started_at: datetime, minute: int) -> datetime:
     return started_at + timedelta(minutes=minute - 1)
 
 
-def last_start_in_month(started_at: datetime, moment: datetime) -> datetime:
-    """The start of the session's last minute that starts in ``moment``'s month (or its first, if later)."""
-    end = month_bounds(month_of(moment))[1]
+def last_start_before(started_at: datetime, end: datetime) -> datetime:
+    """The start of a session's last minute that starts before ``end`` (a month's end; its first, if later)."""
     return started_at + timedelta(minutes=max(0, math.ceil((end - started_at).total_seconds() / 60) - 1))
 
 

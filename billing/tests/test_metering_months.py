@@ -9,10 +9,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import time_machine
+from django.utils import translation
 
 from billing import ledger, wallet
 from billing.metering import close_usage, meter, open_usage
-from billing.models import Price, SubsidyUsage, UsageSession
+from billing.models import LedgerTransaction, Price, SubsidyUsage, UsageSession
 from billing.money import to_cents
 from billing.quote import quote
 from billing.statements import month_statement
@@ -135,6 +136,9 @@ def test_minutes_charged_after_a_late_noticed_end_are_given_back(catalog, xinchu
     assert s.trial + s.cash == Decimal("110") - Decimal("10.79")
     xinchuang_subsidy.refresh_from_db()
     assert xinchuang_subsidy.spent == SubsidyUsage.objects.get(user=owner).amount == Decimal("1.20")
+    back = LedgerTransaction.objects.get(usage_session=session, minutes__lt=0)  # one posting gave them back
+    with translation.override("en"):
+        assert back.user_amount > 0 and back.description.endswith("minutes after the end given back")
     # Closing again (a retried stop) gives back nothing more.
     assert close_usage(resource_id=resource, ended_at=died) is None
     assert wallet.summary(owner).cash == s.cash

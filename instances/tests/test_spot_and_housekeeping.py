@@ -53,6 +53,7 @@ def test_a_reclaim_noticed_after_the_beat_charged_past_it_costs_what_the_instanc
 ):
     from billing import ledger, metering
     from billing.models import LedgerTransaction
+    from billing.money import summed
     from instances.costs import cost_so_far
 
     settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
@@ -70,9 +71,8 @@ def test_a_reclaim_noticed_after_the_beat_charged_past_it_costs_what_the_instanc
         settle()
         instance = fresh(instance)
         [session] = lifecycle.sessions_of(instance)
-        paid = -LedgerTransaction.objects.filter(usage_session__resource_id=instance.public_id).aggregate(
-            t=Sum("user_amount")
-        )["t"]
+        charges = LedgerTransaction.objects.filter(usage_session__resource_id=instance.public_id)
+        paid = -summed(charges.aggregate(t=Sum("user_amount"))["t"])
         assert instance.status == Status.PREEMPTED
         assert paid == cost_so_far(instance) == (session.per_hour * 8 / 60).quantize(Decimal("0.01"))
         assert ledger.check() == []

@@ -198,3 +198,43 @@ def test_a_months_minutes_that_round_to_nothing_are_counted_in_that_month(catalo
     assert march.minutes == 4 and april.minutes == 20
     assert march.charged + april.charged == _cost("0.10", 24)
     assert ledger.check() == []
+
+
+@pytest.mark.parametrize("expired_meanwhile", [False, True])
+def test_minutes_a_voucher_paid_past_a_late_noticed_end_go_back_to_it_or_to_cash_once_it_has_expired(
+    catalog, owner, fund, settings, expired_meanwhile
+):
+    from billing import vouchers
+    from billing.models import Account, Plan, Voucher
+    from catalog.models import Chip
+
+    settings.METERING_POSTING_MINUTES = 1
+    fund(owner, "100")
+    start = datetime(2026, 3, 2, 9, 0, 0, tzinfo=SHANGHAI)
+    with time_machine.travel(start - timedelta(hours=1), tick=False):
+        batch = vouchers.create_batch(
+            name="Launch week", name_zh="体验周", amount=Decimal("50"), expires_at=start + timedelta(minutes=30),
+            quantity=1, min_spend=Decimal("0"), one_per_user=True, chips=Chip.objects.none(), plans=Plan.objects.none(),
+            shared_code="",
+        )  # fmt: skip
+        vouchers.redeem(owner, vouchers.display_code(batch.codes.get().code), by=owner)
+    q = quote(chip=catalog["a100-80g"], cards=1, at=start)  # 8 fen a minute, paid by the voucher
+    resource = uuid.uuid4()
+    open_usage(user=owner, kind="instance", resource_id=resource, quote=q, started_at=start)
+    died = start + timedelta(minutes=14, seconds=30)  # 15 started minutes
+
+    _beat(start, start + timedelta(minutes=20), 7)  # 20 minutes charged: 5 past the end
+    noticed = start + timedelta(minutes=20, seconds=30)
+    if expired_meanwhile:  # noticed only after the voucher expired and what was left on it was taken
+        noticed = start + timedelta(minutes=31)
+        vouchers.expire_vouchers(noticed)
+    _close(resource, died, noticed_at=noticed)
+
+    voucher = Account.objects.get(user=owner, kind="user_voucher")
+    if expired_meanwhile:  # the voucher can no longer be spent: its 5 minutes go to cash
+        assert (voucher.balance, wallet.summary(owner).cash) == (Decimal("0"), Decimal("100.40"))
+        assert Voucher.objects.get(user=owner).expired_at is not None
+    else:
+        assert (voucher.balance, wallet.summary(owner).cash) == (Decimal("50") - Decimal("1.20"), Decimal("100"))
+    assert (month_statement(owner, MARCH).minutes, month_statement(owner, MARCH).charged) == (15, Decimal("1.20"))
+    assert ledger.check() == []

@@ -14,6 +14,13 @@ No drift: a session's ``charged`` always equals ``to_cents(payable_per_hour × b
 charges the difference between that rounded running total and what was already charged. The subsidised part
 is booked against its programme the same way.
 
+Months: minute n started at ``started_at + (n − 1) min`` and is booked in that moment's local month, whatever
+second of the minute the beat runs at and whatever the cadence: a posting holds one month's minutes and is dated
+in that month (a posting made after midnight for minutes started before it is dated at the last of them). Minutes
+whose charge rounds to ¥0 are posted too once their month is over or the run has ended, so the statement counts
+every started minute. An end noticed late (after ticks charged past it) is corrected by :func:`close_usage`,
+which gives those minutes back.
+
 Overlapping ticks and dead workers: sessions are claimed in chunks with ``SELECT … FOR UPDATE SKIP LOCKED``
 (PostgreSQL; SQLite serialises writers), re-read under the lock, and each chunk is one database transaction —
 a worker that dies mid-tick loses only its uncommitted chunk, which the next tick charges. Each posting's

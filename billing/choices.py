@@ -67,10 +67,12 @@ class TransactionKind(models.TextChoices):
 
 # What may spend the trial credit: compute only (and its expiry takes what is left). Nothing else may touch it.
 TRIAL_DEBIT_KINDS = frozenset({TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.TRIAL_EXPIRY})
-TRIAL_CREDIT_KINDS = frozenset({TransactionKind.TRIAL_GRANT})
-# A voucher likewise pays for the compute it covers and nothing else; only its redemption puts money on it.
+# (A usage posting gives back what it took when a run's end is noticed after minutes past it were charged.)
+TRIAL_CREDIT_KINDS = frozenset({TransactionKind.TRIAL_GRANT, TransactionKind.USAGE})
+# A voucher likewise pays for the compute it covers and nothing else; only its redemption puts money on it (and
+# a usage posting giving back what it took).
 VOUCHER_DEBIT_KINDS = frozenset({TransactionKind.USAGE, TransactionKind.UPFRONT, TransactionKind.VOUCHER_EXPIRY})
-VOUCHER_CREDIT_KINDS = frozenset({TransactionKind.VOUCHER_GRANT})
+VOUCHER_CREDIT_KINDS = frozenset({TransactionKind.VOUCHER_GRANT, TransactionKind.USAGE})
 # Metering charges what has been used even when it takes the cash below zero (the arrears stop follows within
 # one metering period); refunds and disputes claw back what was paid. Nothing else may overdraw a wallet.
 OVERDRAFT_KINDS = frozenset(

@@ -272,8 +272,13 @@ def _validate(p: Posting) -> None:
         total += amount
     if total != ZERO:
         raise LedgerError(f"entries of {p.idempotency_key} sum to {total}, not zero")
-    if p.subsidy is not None and p.subsidy.amount < 0:
+    if p.subsidy is not None and p.subsidy.amount < 0 and not is_usage_credit(p):
         raise LedgerError("a subsidy booking cannot be negative")
+
+
+def is_usage_credit(p: Posting) -> bool:
+    """Whether ``p`` gives back minutes charged past a run's end (``billing.metering``): negative minutes."""
+    return p.kind == TransactionKind.USAGE and p.minutes < 0
 
 
 def _apply(account: Account, amount: Decimal, p: Posting, at: datetime) -> None:
@@ -450,7 +455,9 @@ def _check_vouchers() -> list[str]:
 
     problems = []
     granted = dict(
-        LedgerEntry.objects.filter(account__kind=AccountKind.USER_VOUCHER, amount__gt=0)
+        LedgerEntry.objects.filter(
+            account__kind=AccountKind.USER_VOUCHER, amount__gt=0, transaction__kind=TransactionKind.VOUCHER_GRANT
+        )
         .values_list("account_id")
         .annotate(total=Sum("amount"))
         .values_list("account_id", "total")

@@ -522,7 +522,8 @@ class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
     )  # fmt: skip
     user_amount = _money(_("change to the wallet (CNY)"), default=ZERO)
     subsidy_amount = _money(_("subsidy (CNY)"), default=ZERO)
-    minutes = models.PositiveIntegerField(_("billed minutes"), default=0)
+    # Negative on a usage posting that gives back minutes charged past a run's end noticed late.
+    minutes = models.IntegerField(_("billed minutes"), default=0)
     usage_session = models.ForeignKey(
         UsageSession, on_delete=models.PROTECT, null=True, blank=True, related_name="transactions"
     )
@@ -568,6 +569,8 @@ class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
         parts = [str(self.get_kind_display())]
         if self.reference:
             parts.append(self.reference)
+        if self.kind == TransactionKind.USAGE and self.minutes < 0:
+            parts.append(str(_("minutes after the end given back")))
         return " · ".join(parts)
 
 

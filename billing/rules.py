@@ -3,12 +3,15 @@
 Every other module asks these functions; none restates them.
 
 * **Trial credit** is usable while it has a balance and has not expired; it pays for compute only.
-* **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2.
+* **Billed minutes**: every started minute is billed, at its start: 0 s → 0, 1 s → 1, 60 s → 1, 61 s → 2. A
+  minute belongs to the month it started in, whenever the tick posts it: a posting never mixes two months'
+  minutes (:func:`month_segments`), and one that posts a past month's minutes is dated in that month.
 * **Posting cadence**: the tick posts a session's billed minutes every ``METERING_POSTING_MINUTES`` (default 5)
-  minutes, at minute counts staggered by session so that a tick posts about one in that many sessions, and never
-  across the end of a month; a payer at risk is posted every minute: within an hour of spend of zero, stopped,
-  with a spending cap, a member under a budget, or holding trial credit or a voucher that expires before the next
-  posting (``billing.metering._schedule``).
+  minutes, at minute counts staggered by session so that a tick posts about one in that many sessions, and the
+  last minute a session starts in a month is posted as it starts (:func:`last_start_before`); a payer at
+  risk is posted every minute: within an hour of spend of zero, stopped, with a spending cap, a member under a
+  budget, or holding trial credit or a voucher that expires before the next posting
+  (``billing.metering._schedule``).
 * **Months** are the operator's local calendar months (``TIME_ZONE``): statements, spending caps, subsidy caps
   and reports all cut a month at local midnight on the first.
 * **Paying a charge**, in this order: the vouchers that cover it (the one expiring soonest first), then usable
@@ -58,6 +61,31 @@ def billed_minutes(started_at: datetime, until: datetime) -> int:
 def billed_through(started_at: datetime, now: datetime) -> datetime:
     """The end of the minute ``now`` falls in (at least the first): what a session has billed, or will, up to."""
     return started_at + timedelta(minutes=max(1, billed_minutes(started_at, now)))
+
+
+def month_segments(started_at: datetime, after: int, upto: int) -> list[tuple[date, int, int]]:
+    """Billed minutes ``after`` (exclusive) to ``upto`` (inclusive), counted from 1, cut where a month starts:
+    (month, after, upto) for each month, oldest first. Minute ``n`` started at ``started_at + (n − 1) min`` and
+    belongs to that moment's month."""
+    segments = []
+    while after < upto:
+        month = month_of(started_at + timedelta(minutes=after))
+        following = month_bounds(month)[1]
+        # Minutes n ≤ upto with started_at + (n − 1) min < following, i.e. n − 1 < (following − started_at) / 60 s.
+        last = min(upto, math.ceil((following - started_at).total_seconds() / 60))
+        segments.append((month, after, last))
+        after = last
+    return segments
+
+
+def minute_started(started_at: datetime, minute: int) -> datetime:
+    """When billed minute ``minute`` (counted from 1) of a session started."""
+    return started_at + timedelta(minutes=minute - 1)
+
+
+def last_start_before(started_at: datetime, end: datetime) -> datetime:
+    """The start of a session's last minute that starts before ``end`` (a month's end; its first, if later)."""
+    return started_at + timedelta(minutes=max(0, math.ceil((end - started_at).total_seconds() / 60) - 1))
 
 
 def posting_minutes() -> int:

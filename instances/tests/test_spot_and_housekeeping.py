@@ -48,6 +48,36 @@ def test_a_spot_preemption_stops_billing_at_the_preemption_minute(launch, lifecy
     assert instance.status == Status.RUNNING and instance.spot and len(lifecycle.sessions_of(instance)) == 2
 
 
+def test_a_reclaim_noticed_after_the_beat_charged_past_it_costs_what_the_instance_page_shows(
+    launch, lifecycle, settings
+):
+    from billing import ledger, metering
+    from billing.models import LedgerTransaction
+    from billing.money import summed
+    from instances.costs import cost_so_far
+
+    settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        instance = launch(spot=True)
+        settle()
+        for _minute in range(7):
+            clock.shift(timedelta(minutes=1))
+            metering.meter()
+        clock.shift(timedelta(seconds=30))
+        simulated.preempt(instance)  # reclaimed at 7 min 30 s: 8 started minutes
+        for _minute in range(3):  # the metering beat runs on; reconcile notices three minutes later
+            clock.shift(timedelta(minutes=1))
+            metering.meter()
+        settle()
+        instance = fresh(instance)
+        [session] = lifecycle.sessions_of(instance)
+        charges = LedgerTransaction.objects.filter(usage_session__resource_id=instance.public_id)
+        paid = -summed(charges.aggregate(t=Sum("user_amount"))["t"])
+        assert instance.status == Status.PREEMPTED
+        assert paid == cost_so_far(instance) == (session.per_hour * 8 / 60).quantize(Decimal("0.01"))
+        assert ledger.check() == []
+
+
 def test_the_notice_window_keeps_the_cards_until_it_ends(launch, lifecycle, settings):
     settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
     with time_machine.travel(timezone.now(), tick=False) as clock:

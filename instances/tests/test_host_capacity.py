@@ -299,6 +299,7 @@ def _race(owner, count: int, threads: int) -> list:
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_cpu_only_launches_never_pass_the_account_limit_on_postgresql(owner, lifecycle, settings):
     settings.ACCOUNT_MAX_CPU_ONLY = 5
+    lifecycle.balances[owner.pk] = 10_000  # funded before the race: only the launches' own locks order them
     results = _race(owner, 40, threads=20)
     won = [r for r in results if isinstance(r, Instance)]
     assert len(won) == 5
@@ -326,3 +327,24 @@ def test_concurrent_launches_never_oversell_a_nodes_cpu_on_postgresql(owner, lif
     results = _race(owner, 40, threads=20)
     assert len([r for r in results if isinstance(r, Instance)]) == 2 * nodes.count()
     assert not Node.objects.filter(cpu_millis_reserved__gt=F("vcpus") * 1000).exists()
+
+
+# The operator's page ------------------------------------------------------------------------------------------
+
+
+def test_the_operator_sets_the_default_limit_in_the_back_office_and_it_is_audited(owner, superuser, lifecycle):
+    from django.test import Client
+
+    from console.models import AuditEntry
+
+    staff = Client()
+    staff.cookies[django_settings.LANGUAGE_COOKIE_NAME] = "en"
+    staff.force_login(superuser)
+    response = staff.post(reverse("admin:instances_accountlimit_add"), {"max_machines": "", "max_cpu_only": "1"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    _launch(owner, "a")
+    with pytest.raises(LimitReached) as refused:
+        _launch(owner, "b")
+    assert "its limit of CPU-only machines at once (1)" in str(refused.value.message)
+    entry = AuditEntry.objects.get(action="account_limit_set")
+    assert entry.after["max_cpu_only"] == 1 and entry.actor_email == superuser.email

@@ -348,3 +348,24 @@ def test_the_operator_sets_the_default_limit_in_the_back_office_and_it_is_audite
     assert "its limit of CPU-only machines at once (1)" in str(refused.value.message)
     entry = AuditEntry.objects.get(action="account_limit_set")
     assert entry.after["max_cpu_only"] == 1 and entry.actor_email == superuser.email
+
+
+# A real sandbox ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.sandbox
+@pytest.mark.django_db(transaction=True)
+def test_a_real_sandbox_holds_the_hosts_last_core_until_it_stops(owner, on_local, launch, settings):
+    from instances.choices import Status
+
+    settings.LOCAL_HOST_CPUS, settings.LOCAL_CONSOLE_CPUS, settings.LOCAL_CPUS = 1, 0, 1.0
+    first = launch(name="first", **CPU_ONLY)
+    on_local.settle(until=lambda: Instance.objects.get(pk=first.pk).status == Status.RUNNING, message="it to run")
+    with pytest.raises(CapacityError) as refused:
+        launch(name="second", **CPU_ONLY)
+    assert refused.value.code == "no_cpu" and "0 of 1 are free" in str(refused.value.message)
+
+    services.stop(Instance.objects.get(pk=first.pk))
+    on_local.settle(until=lambda: Instance.objects.get(pk=first.pk).status == Status.STOPPED, message="it to stop")
+    second = launch(name="second", **CPU_ONLY)
+    on_local.settle(until=lambda: Instance.objects.get(pk=second.pk).status == Status.RUNNING, message="it to run")

@@ -27,7 +27,7 @@ ROW = 1
 # scheduler ``cards_reserved``; neither is read into it.
 UNSHARED_FIELDS = {
     SubsidyProgramme: frozenset({"spent"}),
-    Node: frozenset({"cards_reserved", "backend_name"}),
+    Node: frozenset({"cards_reserved", "cpu_millis_reserved", "memory_mb_reserved", "backend_name"}),
 }
 
 

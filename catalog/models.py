@@ -177,7 +177,10 @@ def check_zone_accepts(zone: Zone, chip: Chip) -> None:
 
 
 class Node(models.Model):
-    """A host in a zone with ``cards`` cards of one chip. Capacity is counted in cards."""
+    """A host in a zone with ``cards`` cards of one chip, ``vcpus`` vCPUs and ``memory_gb`` of RAM. Instances
+    reserve cards, CPU and memory on it by compare-and-set; check constraints refuse an oversold row. (The local
+    backend's nodes all stand on the console's own host: their CPU and memory are counted once, for that host, in
+    ``instances.HostLoad``.)"""
 
     zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="nodes")
     chip = models.ForeignKey(Chip, on_delete=models.PROTECT, related_name="nodes")
@@ -189,6 +192,19 @@ class Node(models.Model):
     drained = models.BooleanField(_("drained"), default=False, help_text=_("Takes no new instances."))
     cards_reserved = models.PositiveSmallIntegerField(
         _("cards reserved"), default=0, help_text=_("Held by instances; changed only by compare-and-set.")
+    )
+    vcpus = models.PositiveIntegerField(
+        _("vCPUs"), default=128, validators=[MinValueValidator(1)], help_text=_("What instances may reserve.")
+    )
+    memory_gb = models.PositiveIntegerField(
+        _("RAM (GB)"), default=1024, validators=[MinValueValidator(1)], help_text=_("What instances may reserve.")
+    )
+    # Thousandths of a vCPU and MB: a reservation is the spec's figures (or the local backend's cgroup limits).
+    cpu_millis_reserved = models.PositiveIntegerField(
+        _("CPU reserved (thousandths of a vCPU)"), default=0, help_text=_("Changed only by compare-and-set.")
+    )
+    memory_mb_reserved = models.PositiveIntegerField(
+        _("RAM reserved (MB)"), default=0, help_text=_("Changed only by compare-and-set.")
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -204,6 +220,12 @@ class Node(models.Model):
             models.CheckConstraint(condition=Q(cards__gte=1), name="node_has_cards"),
             # The database itself refuses an oversold node, whatever code path tries.
             models.CheckConstraint(condition=Q(cards_reserved__lte=models.F("cards")), name="node_never_oversold"),
+            models.CheckConstraint(
+                condition=Q(cpu_millis_reserved__lte=models.F("vcpus") * 1000), name="node_cpu_never_oversold"
+            ),
+            models.CheckConstraint(
+                condition=Q(memory_mb_reserved__lte=models.F("memory_gb") * 1024), name="node_memory_never_oversold"
+            ),
         ]
 
     def __str__(self):

@@ -494,6 +494,14 @@ LOCAL_SHM_MB = env.int("LOCAL_SHM_MB", default=64)
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)
+# What the local backend's machines may hold together: each reserves its cgroup limits (LOCAL_CPUS,
+# LOCAL_MEMORY_MB) at launch from the host's CPUs (nproc) and memory (MemTotal), less what the console keeps for
+# itself (PostgreSQL, Redis, web and worker); a launch past that is refused. LOCAL_HOST_CPUS / LOCAL_HOST_MEMORY_MB
+# replace the measured figures (0: measured).
+LOCAL_HOST_CPUS = env.float("LOCAL_HOST_CPUS", default=0.0)
+LOCAL_HOST_MEMORY_MB = env.int("LOCAL_HOST_MEMORY_MB", default=0)
+LOCAL_CONSOLE_CPUS = env.float("LOCAL_CONSOLE_CPUS", default=0.0)
+LOCAL_CONSOLE_MEMORY_MB = env.int("LOCAL_CONSOLE_MEMORY_MB", default=2048)
 # Each home (the system disk) is an ext4 image of the instance's system disk size, loop-mounted: "auto" where this
 # host has loop devices and mkfs.ext4 (else a plain folder without a size limit, and the instance page says so),
 # "on" to refuse to start a machine without the limit, "off" for plain folders.
@@ -506,6 +514,14 @@ LOCAL_AGENT_CONSOLE_URL = env.str(
     "LOCAL_AGENT_CONSOLE_URL", default=f"http://{_web_host}:{env.int('PORT', default=8000)}"
 )
 LOCAL_HEARTBEAT_SECONDS = env.float("LOCAL_HEARTBEAT_SECONDS", default=15)
+
+# Machines one account (a person or a team's account) may hold at once (creating, starting, running or stopping),
+# and how many of them CPU-only: the defaults of the back office's account limits (instances.AccountLimit), where
+# the operator changes them for everyone or raises them for one account. LIMITS_CONTACT (an address or a URL) is
+# where a refusal tells users to ask for more; empty: "ask the operator".
+ACCOUNT_MAX_MACHINES = env.int("ACCOUNT_MAX_MACHINES", default=10)
+ACCOUNT_MAX_CPU_ONLY = env.int("ACCOUNT_MAX_CPU_ONLY", default=3)
+LIMITS_CONTACT = env.str("LIMITS_CONTACT", default="")
 
 SLURM_ZONES = {
     "cn-east-xc": {"partition": "xinchuang"},

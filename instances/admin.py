@@ -5,7 +5,7 @@ from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from console.errors import ServiceError
 
 from . import services
-from .models import AgentReport, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
+from .models import AccountLimit, AgentReport, HostLoad, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
 
 
 @admin.register(Region)
@@ -37,9 +37,9 @@ class ChipAdmin(admin.ModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "zone", "chip", "cards", "cards_reserved", "backend_name", "drained"]
+    list_display = ["name", "zone", "chip", "cards", "cards_reserved", "vcpus", "memory_gb", "backend_name", "drained"]
     # Draining is a staff action with an audit row: the actions below (and /ops/capacity/) go through the service.
-    readonly_fields = ["cards_reserved", "drained"]
+    readonly_fields = ["cards_reserved", "cpu_millis_reserved", "memory_mb_reserved", "drained"]
     list_filter = ["zone", "chip", "backend_name", "drained"]
     search_fields = ["name"]
     list_select_related = ["zone", "chip"]
@@ -177,4 +177,40 @@ class SecretAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AccountLimit)
+class AccountLimitAdmin(admin.ModelAdmin):
+    """The operator's limits on machines at once: the row without an account is everyone's default (empty figures:
+    the settings'), an account's row raises or lowers it for that account. Every save is audited."""
+
+    list_display = ["__str__", "max_machines", "max_cpu_only", "updated_at"]
+    search_fields = ["account__email"]
+    raw_id_fields = ["account"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # clear the figures instead: the change stays in the audit log
+
+    def save_model(self, request, obj, form, change):
+        from console.ops.admin_audit import audited_save
+
+        audited_save(
+            request, obj, change, lambda: super(AccountLimitAdmin, self).save_model(request, obj, form, change)
+        )
+
+
+@admin.register(HostLoad)
+class HostLoadAdmin(admin.ModelAdmin):
+    """What the machines hold on a backend's one host (the local backend): changed only by the reservations."""
+
+    list_display = ["backend_name", "cpu_millis_reserved", "memory_mb_reserved"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False

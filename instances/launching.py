@@ -17,10 +17,20 @@ from console.errors import ServiceError
 from console.field_errors import FieldError
 from console.validators import clean_display_name
 
-from . import attachments, billing, conf
+from . import attachments, billing, conf, limits
 from .backends import BackendError, get_backend
 from .backends.base import SECRETS_NEED_OWN_ACCOUNT
-from .capacity import out_of_capacity, reclaim_from_spot, reserve
+from .capacity import (
+    COMPUTE_SHORTAGE,
+    NOTHING,
+    CapacityError,
+    demand_for,
+    node_shortage,
+    out_of_capacity,
+    reclaim_from_spot,
+    reserve,
+    reserve_compute,
+)
 from .choices import (
     Backend,
     Reason,
@@ -131,6 +141,10 @@ def _candidates(request: LaunchRequest, user, book) -> list[Candidate]:
     return found
 
 
+def _nodes_backend(nodes) -> str:
+    return nodes.values_list("backend_name", flat=True).first() or "simulated"
+
+
 def _zone_backend(zone: Zone) -> str:
     return Node.objects.filter(zone=zone).values_list("backend_name", flat=True).first() or "simulated"
 
@@ -153,11 +167,20 @@ def launch(user, request: LaunchRequest, *, by=None) -> Instance:
     image = get_image(request.image, family, user)
     _check_shutdown(request.auto_shutdown_at, request.idle_shutdown_minutes)
     attachments.check_launch(user, request)
+    shortage = None
     for candidate in candidates:
-        instance = _retried(_create, user, name, candidate, image.slug, request, book, boot, by or user)
+        try:
+            instance = _retried(_create, user, name, candidate, image.slug, request, book, boot, by or user)
+        except CapacityError as exc:
+            if exc.code not in COMPUTE_SHORTAGE:
+                raise
+            shortage = exc  # the cards are there but not the CPU or memory: another candidate may have both
+            continue
         if instance is not None:
             record_launch(image.slug)
             return instance
+    if shortage is not None:
+        raise shortage
     what = _("%(cards)s× %(chip)s") % {"cards": request.cards, "chip": candidates[0].chip.label}
     raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
 
@@ -194,19 +217,26 @@ def _create(
         billing.check_launch_funds(user, candidate.quote)
         disk_per_hour = quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
         billing.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
-        node, victims = None, []
+        # Under the wallet lock the funds check took: concurrent launches of one account count each other.
+        limits.check_launch(user, cpu_only=candidate.chip is None)
+        node, victims, demand = None, [], NOTHING
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)
-            node = reserve(nodes, request.cards)
+            demand = demand_for(_nodes_backend(nodes), candidate.spec)
+            node = reserve(nodes, request.cards, demand)
             if node is None and not request.spot:
-                node, victims = reclaim_from_spot(nodes, request.cards) or (None, [])
+                node, victims = reclaim_from_spot(nodes, request.cards, demand) or (None, [])
             if node is None:
+                shortage = node_shortage(nodes, request.cards, demand)
+                if shortage is not None:
+                    raise shortage  # rolls back this transaction; the next candidate may have room
                 return None
         backend_name = node.backend_name if node else _zone_backend(candidate.zone)
         _check_secrets_kept_apart(backend_name, candidate.zone, boot)
         instance = Instance.objects.create(
             owner=user, launched_by=by, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
             cards=candidate.spec.cards, node=node, reserved_cards=candidate.spec.cards if node else 0, plan=plan,
+            reserved_cpu_millis=demand.cpu_millis if node else 0, reserved_memory_mb=demand.memory_mb if node else 0,
             spot=request.spot, term_end_action=request.term_end_action, image=image,
             backend_name=backend_name,
             auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
@@ -217,6 +247,9 @@ def _create(
             instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,
             detail=node.name if node else "", data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
         )  # fmt: skip
+        if candidate.chip is None:
+            nodes = Node.objects.schedulable().filter(zone=candidate.zone, backend_name=backend_name)
+            reserve_compute(instance, candidate.spec, nodes)
         attachments.at_launch(instance, request)
         for victim in victims:
             _reclaim(victim)

@@ -18,9 +18,9 @@ from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from console.prepared import Prepared
 from teams.access import reaches, refuse_if_seen
 
-from . import attachments, billing, conf
+from . import attachments, billing, conf, limits
 from .backends import BackendError, Phase, TransientBackendError, get_backend
-from .capacity import free, hold, out_of_capacity, reserve
+from .capacity import Demand, demand_for, free, hold, node_shortage, out_of_capacity, reserve, reserve_compute
 from .choices import (
     LIVE,
     SPEC_CARD_COUNTS,
@@ -125,6 +125,7 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
         if not in_paid_term:
             billing.check_launch_funds(instance.owner, q, exclude=instance)
             billing.check_member_budget(instance.owner, runner, q, exclude=instance)
+        limits.check_launch(instance.owner, cpu_only=to_no_card or instance.chip_id is None, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.
         free(instance)
@@ -132,12 +133,16 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
             _switch_to_no_card(instance, spec)
         detail = ""
         if instance.chip_id is not None:
-            node = _reserve_for_restart(instance)
+            demand = demand_for(instance.backend_name, instance.spec)
+            node = _reserve_for_restart(instance, demand)
             if node.pk != instance.node_id:
                 note(instance, Reason.MOVED, detail=_("from %(old)s to %(new)s") % {
                     "old": instance.node.name if instance.node else "—", "new": node.name})  # fmt: skip
-            hold(instance, node, instance.cards)
+            hold(instance, node, instance.cards, demand)
             detail = node.name
+        else:
+            nodes = Node.objects.schedulable().filter(zone=instance.zone, backend_name=instance.backend_name)
+            reserve_compute(instance, instance.spec, nodes)
         transition(instance, Status.STARTING, reason=Reason.START_REQUESTED, detail=detail, wanted=Wanted.RUNNING,
                    stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0,
                    price_per_hour=q.payable_per_hour, launched_by_id=runner)  # fmt: skip
@@ -145,12 +150,14 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
     return instance
 
 
-def _reserve_for_restart(instance: Instance) -> Node:
+def _reserve_for_restart(instance: Instance, demand: Demand) -> Node:
     home = Node.objects.filter(pk=instance.node_id) if instance.node_id else Node.objects.none()
-    node = reserve(home, instance.cards) or reserve(
-        _nodes_for(instance.chip, instance.zone).exclude(pk=instance.node_id), instance.cards
-    )
+    others = _nodes_for(instance.chip, instance.zone).exclude(pk=instance.node_id)
+    node = reserve(home, instance.cards, demand) or reserve(others, instance.cards, demand)
     if node is None:
+        shortage = node_shortage(_nodes_for(instance.chip, instance.zone), instance.cards, demand)
+        if shortage is not None:
+            raise shortage
         what = _("%(cards)s× %(chip)s in %(zone)s") % {
             "cards": instance.cards, "chip": instance.chip.label, "zone": instance.zone.label}  # fmt: skip
         raise out_of_capacity(what, chips=[instance.chip], cards=instance.cards, no_card_offered=True)

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
@@ -51,6 +52,10 @@ class Instance(ChoiceLabels, models.Model):
     cards = models.PositiveSmallIntegerField(_("cards"), default=0)
     node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="instances", null=True, blank=True)
     reserved_cards = models.PositiveSmallIntegerField(_("cards held"), default=0)
+    # CPU (thousandths of a vCPU) and memory it holds while it holds its cards (0 when stopped): on its node, or on
+    # the host of a backend whose nodes share one (``HostLoad``). Freed by compare-and-set, like the cards.
+    reserved_cpu_millis = models.PositiveIntegerField(_("CPU held (thousandths of a vCPU)"), default=0)
+    reserved_memory_mb = models.PositiveIntegerField(_("RAM held (MB)"), default=0)
     plan = models.ForeignKey("billing.Plan", on_delete=models.PROTECT, related_name="instances")
     spot = models.BooleanField(_("spot"), default=False)
     term_end_action = models.CharField(
@@ -282,3 +287,54 @@ class TrainingScalar(models.Model):
 
     def __str__(self):
         return f"{self.instance_id} {self.tag}@{self.step} = {self.value}"
+
+
+class HostLoad(models.Model):
+    """CPU and memory held on the one host of a backend whose nodes all stand on it (the local backend: the
+    console's own host). What the host has is measured, not stored (``instances.capacity.host_capacity``); a
+    reservation is a compare-and-set against it, so concurrent launches never take more than the host has."""
+
+    backend_name = models.CharField(_("compute backend"), max_length=32, unique=True)
+    cpu_millis_reserved = models.PositiveIntegerField(_("CPU reserved (thousandths of a vCPU)"), default=0)
+    memory_mb_reserved = models.PositiveIntegerField(_("RAM reserved (MB)"), default=0)
+
+    class Meta:
+        verbose_name = _("host load")
+        verbose_name_plural = _("host loads")
+
+    def __str__(self):
+        return f"{self.backend_name}: {self.cpu_millis_reserved / 1000:g} vCPU, {self.memory_mb_reserved} MB"
+
+
+class AccountLimit(models.Model):
+    """How many machines an account (a person or a team's account) may hold at once, and how many of them CPU-only.
+    The row without an account is the default for everyone (``ACCOUNT_MAX_MACHINES`` and ``ACCOUNT_MAX_CPU_ONLY``
+    when there is none); an account's own row raises or lowers it for that account. An empty figure: the
+    default's. Edited in the back office."""
+
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+        verbose_name=_("account"), help_text=_("Empty: the default for every account."),
+    )  # fmt: skip
+    max_machines = models.PositiveSmallIntegerField(
+        _("machines at once"), null=True, blank=True,
+        help_text=_("Creating, starting, running or stopping. Empty: the default."),
+    )  # fmt: skip
+    max_cpu_only = models.PositiveSmallIntegerField(
+        _("CPU-only machines at once"),
+        null=True,
+        blank=True,
+        help_text=_("Of those, without cards. Empty: the default."),
+    )
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("account limit")
+        verbose_name_plural = _("account limits")
+        constraints = [
+            # One default row: the account column with NULL read as 0 is unique.
+            models.UniqueConstraint(Coalesce("account", models.Value(0)), name="one_account_limit_per_account"),
+        ]
+
+    def __str__(self):
+        return str(self.account) if self.account_id else str(_("Default for every account"))

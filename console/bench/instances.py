@@ -27,7 +27,7 @@ from console.bench import benchmark, size
 from console.models import User, WorkerHeartbeat
 from instances import services, ssh_gateway
 from instances.backends import JupyterServer, get_backend
-from instances.models import Instance
+from instances.models import AccountLimit, Instance
 from tests.asgi_server import login_cookies
 
 LAUNCHES = size(200, 40)
@@ -38,6 +38,8 @@ def _user(email: str):
     user, _created = User.objects.get_or_create(email=email)
     wallet.adjust_balance(user=user, amount=Decimal("100000"), reason="bench", staff=None,
                           idempotency_key=f"bench:{uuid.uuid4()}")  # fmt: skip
+    # The benchmarks run hundreds of machines for one account: the cards are their limit, not the account's.
+    AccountLimit.objects.update_or_create(account=user, defaults={"max_machines": 10_000, "max_cpu_only": 10_000})
     return user
 
 

@@ -1,5 +1,6 @@
 """Audit rows for the few changes staff can still make through the Django admin's forms (prices not yet in force,
-subsidy programme terms). Everything else in the admin is read-only or goes through ``console.ops.services``."""
+subsidy programme terms, account limits). Everything else in the admin is read-only or goes through
+``console.ops.services``."""
 
 from django.db import transaction
 from django.forms.models import model_to_dict
@@ -12,6 +13,8 @@ ACTIONS = {
     ("price", True): AuditAction.PRICE_CHANGED,
     ("subsidyprogramme", False): AuditAction.PROGRAMME_CREATED,
     ("subsidyprogramme", True): AuditAction.PROGRAMME_CHANGED,
+    ("accountlimit", False): AuditAction.ACCOUNT_LIMIT_SET,
+    ("accountlimit", True): AuditAction.ACCOUNT_LIMIT_SET,
 }
 
 

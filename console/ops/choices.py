@@ -31,6 +31,7 @@ class AuditAction(models.TextChoices):
     VOUCHER_CODES_EXPORTED = "voucher_codes_exported", _("Voucher codes exported")
     HUB_REPO_TAKEN_DOWN = "hub_repo_taken_down", _("Hub repository taken down")
     HUB_REPO_RESTORED = "hub_repo_restored", _("Hub repository restored")
+    ACCOUNT_LIMIT_SET = "account_limit_set", _("Account limit set")
 
 
 BADGE_COLOURS = {

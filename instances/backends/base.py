@@ -139,6 +139,17 @@ class Backend(ABC):
         a machine get its owner's secrets. The simulated backend runs nothing; the others say."""
         return True
 
+    # Host capacity: what a machine holds of CPU and memory while it holds its cards.
+
+    def demand(self, spec) -> tuple[int, int]:
+        """The CPU (thousandths of a vCPU) and memory (MB) a machine of ``spec`` holds: the spec's figures."""
+        return spec.vcpus * 1000, spec.memory_gb * 1024
+
+    def host_capacity(self) -> tuple[int, int] | None:
+        """For a backend whose nodes all stand on one host: the CPU (thousandths of a vCPU) and memory (MB) its
+        machines may hold together. None (the default): each node has its own (``Node.vcpus``, ``memory_gb``)."""
+        return None
+
     # Entering the machine. Backends that run no real machine (simulated) keep these defaults.
 
     def jupyter(self, instance) -> JupyterServer | None:

@@ -152,6 +152,24 @@ def availability() -> tuple[bool, str]:
     return True, ""
 
 
+def host_capacity() -> tuple[int, int]:
+    """What this host's machines may hold together: its CPUs (those this process may run on, as ``nproc`` counts
+    them) and memory (``MemTotal``), or LOCAL_HOST_CPUS / LOCAL_HOST_MEMORY_MB, less the console's own share
+    (LOCAL_CONSOLE_CPUS, LOCAL_CONSOLE_MEMORY_MB). In thousandths of a vCPU and MB."""
+    cpus = float(settings.LOCAL_HOST_CPUS) or len(os.sched_getaffinity(0))
+    memory_mb = int(settings.LOCAL_HOST_MEMORY_MB) or _mem_total_mb()
+    cpu_millis = int((cpus - float(settings.LOCAL_CONSOLE_CPUS)) * 1000)
+    return max(cpu_millis, 0), max(memory_mb - int(settings.LOCAL_CONSOLE_MEMORY_MB), 0)
+
+
+def _mem_total_mb() -> int:
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024  # kB
+    return 0
+
+
 class Cgroup:
     """One instance's cgroup: v2 (``/sys/fs/cgroup/gpucloud/<id>``) or v1 (one folder per controller)."""
 
@@ -298,6 +316,14 @@ def _at(epoch: float | None) -> datetime | None:
 class LocalBackend(Backend):
     name = "local"
     simulated = False
+
+    # Host capacity: every node of this backend is this host; a machine holds its cgroup limits.
+
+    def demand(self, spec) -> tuple[int, int]:
+        return math.ceil(float(settings.LOCAL_CPUS) * 1000), int(settings.LOCAL_MEMORY_MB)
+
+    def host_capacity(self) -> tuple[int, int]:
+        return host_capacity()
 
     # Lifecycle -----------------------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from billing.money import to_cents
 from billing.quote import quote_storage
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 
-from . import paths, quota
+from . import paths, quota, tree
 from .choices import EntryKind, UploadStatus
 from .models import Entry, Upload
 from .quota import usage_bytes  # noqa: F401  (the entry point billing reads: storage.services.usage_bytes)
@@ -55,6 +55,7 @@ def backend():
 
 
 def get_entry(user, public_id, action: str = "view") -> Entry:
+    tree.sync(user)
     try:
         return Entry.objects.for_user(user, action).get(public_id=public_id)
     except (Entry.DoesNotExist, ValueError, TypeError) as exc:
@@ -73,6 +74,7 @@ def find(user, path, action: str = "view") -> Entry | None:
     path = paths.clean_path(path)
     if path == paths.ROOT:
         return None
+    tree.sync(user)
     try:
         return Entry.objects.for_user(user, action).get(path=path)
     except Entry.DoesNotExist as exc:
@@ -88,6 +90,7 @@ def find_folder(user, path, action: str = "view") -> Entry | None:
 
 def children(user, folder: Entry | None):
     """A folder's listing (``None`` is the root): folders first, then files, by name."""
+    tree.sync(user)
     return Entry.objects.for_user(user).filter(parent=folder).listing_order()
 
 
@@ -111,9 +114,27 @@ def create_folder(user, parent: Entry | None, name) -> Entry:
     path = paths.join(parent.path if parent else paths.ROOT, name)
     try:
         with transaction.atomic():
-            return Entry.objects.create(owner=user, parent=parent, kind=EntryKind.FOLDER, name=name, path=path)
+            made = Entry.objects.create(owner=user, parent=parent, kind=EntryKind.FOLDER, name=name, path=path)
+            if tree.enabled():
+                _on_tree(lambda: tree.make_folder(user, path), path)
+            return made
     except IntegrityError as exc:
         raise _clash(user, path) from exc
+
+
+def _on_tree(change, path: str):
+    """A change to the account's tree; what is in the way (a file a machine made there a moment ago) is a clash,
+    a full file system is the quota."""
+    try:
+        return change()
+    except FileExistsError as exc:
+        raise Conflict(_("“%(path)s” already exists.") % {"path": path}, code="exists") from exc
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise Conflict(
+            _("“%(path)s” changed in the meantime; reload and try again.") % {"path": path}, code="changed"
+        ) from exc
+    except tree.NoSpace as exc:
+        raise quota.QuotaExceeded(_("Not enough storage space: your storage is full.")) from exc
 
 
 def make_folders(user, path) -> Entry | None:
@@ -153,6 +174,7 @@ def _relocate(user, entry: Entry, parent: Entry | None, name: str) -> Entry:
     if entry.is_folder and (parent is not None and (parent.pk == entry.pk or parent.path.startswith(old_path + "/"))):
         raise ServiceError(_("A folder cannot be moved into itself."), code="into_itself")
     with transaction.atomic():
+        tree.sync(user)
         descendants = _descendants(user, entry) if entry.is_folder else Entry.objects.none()
         for path in descendants.values_list("path", flat=True):
             paths.check_length(new_path + path[len(old_path) :])
@@ -163,6 +185,8 @@ def _relocate(user, entry: Entry, parent: Entry | None, name: str) -> Entry:
                 descendants.update(path=Concat(Value(new_path), Substr("path", len(old_path) + 1)))
                 entry.parent, entry.name, entry.path = parent, name, new_path
                 entry.save(update_fields=["parent", "name", "path", "updated_at"])
+                if tree.enabled() and (entry.is_folder or not entry.storage_key):
+                    _on_tree(lambda: tree.rename(user, old_path, new_path), new_path)
         except IntegrityError as exc:
             raise _clash(user, new_path) from exc
     return entry
@@ -190,11 +214,14 @@ def delete(user, public_id) -> Entry:
         if entry.is_folder:
             _descendants(user, entry).delete()
         entry.delete()
-        transaction.on_commit(lambda: _remove_bytes(keys, [u for (u,) in uploads]))
+        on_tree = entry.path if tree.enabled() and (entry.is_folder or not entry.storage_key) else None
+        transaction.on_commit(lambda: _remove_bytes(keys, [u for (u,) in uploads], user, on_tree))
     return entry
 
 
-def _remove_bytes(keys, upload_ids) -> None:
+def _remove_bytes(keys, upload_ids, user=None, tree_path=None) -> None:
+    if tree_path is not None:
+        tree.remove(user, tree_path)
     for key in keys:
         if key:
             backend().delete(key)
@@ -208,8 +235,10 @@ def open_file(user, public_id) -> tuple[Entry, File]:
     if entry.is_folder:
         raise ServiceError(_("A folder cannot be downloaded; download its files one by one."), code="is_a_folder")
     try:
+        if not entry.storage_key and tree.enabled():
+            return entry, File(tree.open_file(user, entry.path), name=entry.name)
         return entry, backend().open(entry.storage_key, "rb")
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:
         log.error("storage: bytes of %s missing at %s", entry.public_id, entry.storage_key)
         raise Unavailable(_("The file's contents are temporarily unavailable.")) from exc
 
@@ -355,6 +384,9 @@ class _StagedFile(File):
 
 
 def _finish(upload: Upload, handle) -> None:
+    if tree.enabled():
+        _finish_in_tree(upload, handle)
+        return
     checksum = _sha256(handle)
     key = f"{upload.owner.public_id}/{upload.public_id}"
     staging = _staging_path(upload.public_id)
@@ -367,6 +399,26 @@ def _finish(upload: Upload, handle) -> None:
             upload.save(update_fields=["status", "entry", "completed_at", "updated_at"])
     except Exception:
         backend().delete(key)
+        _discard(upload)
+        raise
+    staging.unlink(missing_ok=True)
+
+
+def _finish_in_tree(upload: Upload, handle) -> None:
+    """The staged file put at its path in the account's tree and its row made, in one step: the row is created
+    first (its name chosen), the bytes placed inside the same transaction, so a failure of either leaves neither."""
+    checksum = _sha256(handle)
+    staging = _staging_path(upload.public_id)
+    owner = upload.owner
+    tree.sync(owner)  # what machines made is in the index, so a name they took is not chosen again
+    try:
+        with transaction.atomic():
+            list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk"))
+            entry = _create_file(upload, "", checksum)
+            _on_tree(lambda: tree.place(owner, entry.path, staging), entry.path)
+            upload.status, upload.entry, upload.completed_at = UploadStatus.COMPLETE, entry, timezone.now()
+            upload.save(update_fields=["status", "entry", "completed_at", "updated_at"])
+    except Exception:
         _discard(upload)
         raise
     staging.unlink(missing_ok=True)

@@ -41,15 +41,7 @@ def fresh(instance):
 
 
 @pytest.fixture
-def trees(on_local, cloud_storage):
-    """The accounts' trees in the test's own storage location; their images unmounted after its machines end."""
-    yield cloud_storage
-    on_local.kill_all()
-    local_volumes.unmount_all(on_local.root, cloud_storage.root)
-
-
-@pytest.fixture
-def running(on_local, launch, trees):
+def running(on_local, launch):
     def run(**fields):
         fields.setdefault("chip", "ascend-910b")
         fields.setdefault("cards", 1)
@@ -135,7 +127,7 @@ def test_bytes_written_inside_are_billed_past_the_free_tier_like_uploads(on_loca
     assert charge.user_amount == Decimal("-2.00")  # 11 MiB past the free tier: 0.02 GB (rounded up) × ¥100
 
 
-def test_a_host_without_room_refuses_a_storage_image_and_says_why(on_local, owner, trees, settings):
+def test_a_host_without_room_refuses_a_storage_image_and_says_why(on_local, owner, settings):
     settings.LOCAL_HOST_RESERVE_GB = 10**6
     folder = tree.location() / str(owner.public_id)
     with pytest.raises(BackendError, match="cannot hold"):

@@ -32,6 +32,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import storages
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from . import paths
 from .choices import EntryKind
@@ -89,9 +90,14 @@ def _mounted(root: Path) -> None:
     """An account whose tree is an image (made at its first machine's start) has it mounted before the console
     writes: never into the empty folder under it. (It takes the volume's lock itself, so before ours.)"""
     if root.with_name(f"{root.name}.img").exists():
-        from instances.backends import local_volumes
+        from console.errors import Unavailable
+        from instances.backends import TransientBackendError, local_volumes
 
-        local_volumes.ready(root)
+        try:
+            local_volumes.ready(root)
+        except (OSError, TransientBackendError) as exc:
+            log.error("storage: the image of %s cannot be mounted: %s", root, exc)
+            raise Unavailable(_("Your cloud storage is temporarily unavailable; try again shortly.")) from exc
 
 
 def _hand_over(path, owner, *, dir_fd=None) -> None:

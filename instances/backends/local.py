@@ -455,6 +455,9 @@ class LocalBackend(Backend):
             path = _storage_tree(source.rsplit("/", 1)[-1])  # bound by root: its parents stay private
             # The account's own files, limited to its storage quota (ENOSPC inside past it).
             local_volumes.ensure(path, sandbox_uid(instance), float(settings.STORAGE_MAX_GB), adopt=True)
+            earlier = sandbox_root() / "shared" / path.name
+            if earlier != path:  # what machines wrote before /root/shared was the account's cloud storage
+                local_volumes.merge_earlier(earlier, path)
             self._add_mount(instance, target, str(path), read_only=False)
             return
         # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.

@@ -320,6 +320,34 @@ def delete(folder: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def merge_earlier(earlier: Path, folder: Path) -> None:
+    """The files of an account's earlier ``/root/shared`` (``earlier``: an image of its own under the sandbox root,
+    which the console never saw) copied into its cloud storage tree ``folder`` (ready and mounted), never over a
+    file of the same path; the earlier volume deleted once every file is copied. Files that do not fit (the
+    quota) or clash leave it in place, logged, for the operator."""
+    if not image_of(earlier).exists() and not earlier.is_dir():
+        return
+    if not ready(earlier):
+        return
+    with _locked(earlier):
+        copied = _quiet(["cp", "-a", "--no-dereference", "-n", f"{earlier}/.", str(folder)])
+        clashes = [p for p in earlier.rglob("*") if not p.is_dir() and not _same(p, folder / p.relative_to(earlier))]
+    if copied and not clashes:
+        delete(earlier)
+        log.info("%s: the files of the earlier /root/shared (%s) are in the account's cloud storage", folder, earlier)
+    else:
+        log.warning("%s: the earlier /root/shared %s was not merged completely; it is kept", folder, earlier)
+
+
+def _same(one: Path, other: Path) -> bool:
+    """Whether ``other`` is a copy of ``one`` (``cp -a`` keeps the size and the modification time)."""
+    try:
+        a, b = one.lstat(), other.lstat()
+    except OSError:
+        return False
+    return (a.st_size, int(a.st_mtime)) == (b.st_size, int(b.st_mtime))
+
+
 def unmount_all(root: Path, *more: Path) -> None:
     """Every volume under ``root`` (and in the folders ``more``, such as the cloud storage location) unmounted, its
     files kept in its image: for a host going down, and tests."""

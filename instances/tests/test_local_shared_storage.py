@@ -138,3 +138,17 @@ def test_a_host_without_room_refuses_a_storage_image_and_says_why(on_local, owne
     settings.STORAGE_MAX_GB = 0.5
     local_volumes.ensure(folder, tree.sandbox_uid(owner), settings.STORAGE_MAX_GB, adopt=True)
     assert folder.with_name(f"{owner.public_id}.img").stat().st_size == 512 * MB
+
+
+def test_files_a_machine_wrote_before_shared_was_cloud_storage_are_kept_and_listed(on_local, running, owner, owner_api):
+    # The earlier /root/shared: an image of its own under the sandbox root, never seen by the console.
+    earlier = on_local.root / "shared" / str(owner.public_id)
+    local_volumes.ensure(earlier, tree.sandbox_uid(owner), 1)
+    (earlier / "checkpoints").mkdir()
+    (earlier / "checkpoints" / "step-100.pt").write_bytes(b"w" * 1000)
+    local_volumes.unmount_all(on_local.root)
+
+    instance = running()
+    assert on_local.run(instance, "stat -c %s /root/shared/checkpoints/step-100.pt").stdout.strip() == "1000"
+    assert listing(owner_api, "/checkpoints")["step-100.pt"]["size"] == 1000
+    assert not earlier.exists() and not earlier.with_name(f"{owner.public_id}.img").exists()

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.storage import storages
+from django.core.files.storage import FileSystemStorage, storages
 from django.db import transaction
 from django.utils.translation import gettext as _
 
@@ -48,7 +48,7 @@ class NoSpace(OSError):
 
 
 def enabled() -> bool:
-    return settings.STORAGE == "local" and hasattr(storages["cloudstorage"], "location")
+    return settings.STORAGE == "local" and isinstance(storages["cloudstorage"], FileSystemStorage)
 
 
 def location() -> Path:

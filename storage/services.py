@@ -114,6 +114,7 @@ def create_folder(user, parent: Entry | None, name) -> Entry:
     path = paths.join(parent.path if parent else paths.ROOT, name)
     try:
         with transaction.atomic():
+            _lock_account(user)
             made = Entry.objects.create(owner=user, parent=parent, kind=EntryKind.FOLDER, name=name, path=path)
             if tree.enabled():
                 _on_tree(lambda: tree.make_folder(user, path), path)
@@ -174,6 +175,7 @@ def _relocate(user, entry: Entry, parent: Entry | None, name: str) -> Entry:
     if entry.is_folder and (parent is not None and (parent.pk == entry.pk or parent.path.startswith(old_path + "/"))):
         raise ServiceError(_("A folder cannot be moved into itself."), code="into_itself")
     with transaction.atomic():
+        _lock_account(user)
         tree.sync(user)
         descendants = _descendants(user, entry) if entry.is_folder else Entry.objects.none()
         for path in descendants.values_list("path", flat=True):
@@ -207,6 +209,7 @@ def delete(user, public_id) -> Entry:
     """Delete a file, or a folder with everything in it (and the uploads in progress into it)."""
     entry = get_entry(user, public_id, "delete")
     with transaction.atomic():
+        _lock_account(user)
         files = _descendants(user, entry).files() if entry.is_folder else Entry.objects.filter(pk=entry.pk)
         keys = list(files.values_list("storage_key", flat=True))
         folders = [entry.pk, *_descendants(user, entry).folders().values_list("pk", flat=True)]
@@ -214,14 +217,20 @@ def delete(user, public_id) -> Entry:
         if entry.is_folder:
             _descendants(user, entry).delete()
         entry.delete()
-        on_tree = entry.path if tree.enabled() and (entry.is_folder or not entry.storage_key) else None
-        transaction.on_commit(lambda: _remove_bytes(keys, [u for (u,) in uploads], user, on_tree))
+        if tree.enabled() and (entry.is_folder or not entry.storage_key):
+            # In the tree now, under the account's lock: a listing never sees the files without their rows.
+            tree.remove(user, entry.path)
+        transaction.on_commit(lambda: _remove_bytes(keys, [u for (u,) in uploads]))
     return entry
 
 
-def _remove_bytes(keys, upload_ids, user=None, tree_path=None) -> None:
-    if tree_path is not None:
-        tree.remove(user, tree_path)
+def _lock_account(user) -> None:
+    """The account's row locked for the transaction: its tree and index change one writer at a time (the reads
+    that refresh the index from the tree, ``storage.tree.sync``, take it too)."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+
+
+def _remove_bytes(keys, upload_ids) -> None:
     for key in keys:
         if key:
             backend().delete(key)
@@ -276,7 +285,7 @@ def create_upload(user, *, folder_path, filename, length, content_type: str = ""
     with transaction.atomic():
         # One user's parallel uploads are checked one after the other: the row lock on the user serialises
         # them on PostgreSQL, as SQLite's IMMEDIATE transactions already do.
-        list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+        _lock_account(user)
         quota.check(user, length)
         _require_storage_funds(user, length)
         upload = Upload.objects.create(
@@ -413,7 +422,7 @@ def _finish_in_tree(upload: Upload, handle) -> None:
     tree.sync(owner)  # what machines made is in the index, so a name they took is not chosen again
     try:
         with transaction.atomic():
-            list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk"))
+            _lock_account(owner)
             entry = _create_file(upload, "", checksum)
             _on_tree(lambda: tree.place(owner, entry.path, staging), entry.path)
             upload.status, upload.entry, upload.completed_at = UploadStatus.COMPLETE, entry, timezone.now()

@@ -10,6 +10,7 @@ upload never skips data. When the last byte arrives, the staged file is moved in
 rename on local disk) and the file's row is created in the same step; if either fails, both are undone.
 """
 
+import errno
 import fcntl
 import hashlib
 import logging
@@ -136,6 +137,12 @@ def _on_tree(change, path: str):
         ) from exc
     except tree.NoSpace as exc:
         raise quota.QuotaExceeded(_("Not enough storage space: your storage is full.")) from exc
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # a link planted where a folder was: never followed
+            raise
+        raise Conflict(
+            _("“%(path)s” changed in the meantime; reload and try again.") % {"path": path}, code="changed"
+        ) from exc
 
 
 def make_folders(user, path) -> Entry | None:
@@ -146,8 +153,10 @@ def make_folders(user, path) -> Entry | None:
         if existing is None:
             try:
                 existing = create_folder(user, folder, paths.split(step)[1])
-            except Conflict:  # created by a concurrent request a moment ago
-                existing = Entry.objects.for_user(user).get(path=step)
+            except Conflict:  # created by a concurrent request a moment ago, or something else is in the way
+                existing = Entry.objects.for_user(user).filter(path=step).first()
+                if existing is None:
+                    raise
         if not existing.is_folder:
             raise ServiceError(_("“%(path)s” is a file, not a folder.") % {"path": step}, code="not_a_folder")
         folder = existing

@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from console.errors import ServiceError
 from storage import services, tree
 from storage.models import Entry
-from storage.tests.fixtures import store_file
+from storage.tests.fixtures import _Stream, store_file
 
 BEFORE = [("storage", "0006_stored_elsewhere")]
 AFTER = [("storage", "0007_files_at_their_paths")]
@@ -101,3 +102,32 @@ def test_a_file_made_in_the_tree_is_listed_and_one_removed_from_it_is_not(owner,
     listed = {e.path: e.size for e in Entry.objects.filter(owner=owner)}
     assert listed == {"/made": 0, "/made/b.bin": 2}
     assert services.usage_bytes(owner) == 2
+
+
+def test_a_link_planted_in_the_tree_never_leads_the_console_outside_it(owner, cloud_storage, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    services.make_folders(owner, "/data")
+    upload = services.create_upload(owner, folder_path="/data", filename="x.bin", length=3)
+    # A machine replaces the folder by a link to somewhere else on the host.
+    folder = cloud_storage.root / str(owner.public_id)
+    (folder / "data").rmdir()
+    (folder / "data").symlink_to(outside)
+    with pytest.raises(ServiceError):
+        services.write_chunk(owner, upload.public_id, offset=0, stream=_Stream(b"abc"), content_length=3)
+    with pytest.raises(ServiceError):
+        services.make_folders(owner, "/data/sub")
+    # Even a change that raced the refresh (the row still there) never follows the link.
+    staged = tmp_path / "staged"
+    staged.write_bytes(b"abc")
+    for change in (
+        lambda: tree.place(owner, "/data/x.bin", staged),
+        lambda: tree.make_folder(owner, "/data/sub"),
+        lambda: tree.rename(owner, "/data/x", "/y"),
+        lambda: tree.open_file(owner, "/data"),
+    ):
+        with pytest.raises(OSError):
+            change()
+    tree.remove(owner, "/data/x")
+    assert list(outside.iterdir()) == []
+    assert not Entry.objects.filter(owner=owner, path__startswith="/data").exists()

@@ -506,6 +506,9 @@ LOCAL_CONSOLE_MEMORY_MB = env.int("LOCAL_CONSOLE_MEMORY_MB", default=2048)
 # host has loop devices and mkfs.ext4 (else a plain folder without a size limit, and the instance page says so),
 # "on" to refuse to start a machine without the limit, "off" for plain folders.
 LOCAL_HOME_QUOTA = env.str("LOCAL_HOME_QUOTA", default="auto").lower()
+# Disk space the local backend's images (homes, data disks, cloud storage) never promise away: each sparse image's
+# room to grow counts against the host's free space less this.
+LOCAL_HOST_RESERVE_GB = env.float("LOCAL_HOST_RESERVE_GB", default=10)
 if LOCAL_HOME_QUOTA not in ("auto", "on", "off"):
     raise ImproperlyConfigured(f"LOCAL_HOME_QUOTA must be 'auto', 'on' or 'off', not {LOCAL_HOME_QUOTA!r}.")
 # The agent reports to the web server on this host directly (make run's HOST and PORT), not through the public URL.

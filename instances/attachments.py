@@ -10,12 +10,11 @@ The lifecycle calls two hooks: :func:`apply` right after the backend accepted a 
 mount and disk again — backends treat repeats as no-ops — so a restart on another node of the zone finds its disks
 and mounts there too) and :func:`on_released` when an instance is released (disks are detached and kept, mounts go).
 
-What a backend needs for ``/root/shared``: cloud storage keeps each file's bytes under a fixed key
-(``<owner>/<entry>``), not under its path, so a real backend cannot bind-mount a folder. The source handed over is
-``cloudstorage/<user public id>``; the simulated backend records it and the instance page lists the tree from the
-``Entry`` rows (labelled simulated). A real backend needs a read-write view of that tree: a FUSE file system over
-the storage API (or an S3 gateway such as s3fs/goofys when ``STORAGE=s3``) that maps paths to keys through the
-``Entry`` index, mounted on the node and bound into the job at ``/root/shared``.
+What a backend needs for ``/root/shared``: the source handed over is ``cloudstorage/<account public id>``. With
+``STORAGE=local`` cloud storage is a tree of the account's files at their paths (``storage.tree``), and the local
+backend binds that very tree (a size-limited image of the storage quota), so the console and the machines share
+one set of files; the index is refreshed from the tree when read. The simulated backend records the source and the
+instance page lists the tree from the ``Entry`` rows. On S3 storage a machine does not see the bucket's files yet.
 """
 
 import logging
@@ -147,4 +146,7 @@ def shared_listing(user, limit: int = 20):
     """The top of the user's cloud storage as ``/root/shared`` shows it (the simulated view: ``Entry`` rows)."""
     if not user.is_authenticated:  # as Entry.objects.for_user
         return []
+    from storage import tree
+
+    tree.sync(user)  # what the account's machines wrote there
     return _TOP_ENTRIES.window(user.pk, offset=0, limit=limit)

@@ -18,9 +18,11 @@ class Entry(models.Model):
     """A folder or a file in a user's cloud storage.
 
     The database is the file system's index: the normalised ``path`` (``/a/b/c``) is unique per owner and the
-    ``parent`` link makes a folder listing one indexed query. A file's bytes live in the ``cloudstorage`` storage
-    backend under an opaque ``storage_key`` (``<owner public_id>/<entry public_id>``) that never changes, so a
-    rename or move is a metadata update inside one transaction and never a copy of bytes.
+    ``parent`` link makes a folder listing one indexed query. With ``STORAGE=local`` a file's bytes are at its path
+    in the account's tree (``storage.tree``; ``storage_key`` empty), the same files its machines see at
+    ``/root/shared``, and the rows are refreshed from the tree when read. On S3 the bytes are under an opaque
+    ``storage_key`` (``<owner public_id>/<entry public_id>``) that never changes, so a rename or move there is a
+    metadata update and never a copy of bytes.
     """
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)

@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from console.errors import ServiceError
 from teams.accounts import is_account, is_account_address
 
+from . import tree
 from .choices import UsageSource
 from .models import Entry, StoredElsewhere, Upload
 
@@ -49,6 +50,7 @@ def usage_bytes(user, *, besides: str | None = None) -> int:
 
 
 def file_bytes(user) -> int:
+    tree.sync(user)  # what the account's machines wrote counts from this read on
     return Entry.objects.for_user(user).files().aggregate(total=Sum("size"))["total"] or 0
 
 
@@ -142,6 +144,7 @@ def usage_snapshot() -> list[UserUsage]:
     """Every user's stored bytes (files and what is kept elsewhere) and the part beyond the free tier, in one
     query (two grouped sums in a UNION): the metering input for GB-day billing (billing multiplies
     ``billable_bytes`` by the period's length and the per-GB-day price)."""
+    tree.sync_all()  # machine-written bytes are billed like uploads
     free = free_bytes()
     totals: dict[int, int] = {}
     emails: dict[int, str] = {}

@@ -10,6 +10,7 @@ upload never skips data. When the last byte arrives, the staged file is moved in
 rename on local disk) and the file's row is created in the same step; if either fails, both are undone.
 """
 
+import errno
 import fcntl
 import hashlib
 import logging
@@ -35,7 +36,7 @@ from billing.money import to_cents
 from billing.quote import quote_storage
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 
-from . import paths, quota
+from . import paths, quota, tree
 from .choices import EntryKind, UploadStatus
 from .models import Entry, Upload
 from .quota import usage_bytes  # noqa: F401  (the entry point billing reads: storage.services.usage_bytes)
@@ -55,6 +56,7 @@ def backend():
 
 
 def get_entry(user, public_id, action: str = "view") -> Entry:
+    tree.sync(user)
     try:
         return Entry.objects.for_user(user, action).get(public_id=public_id)
     except (Entry.DoesNotExist, ValueError, TypeError) as exc:
@@ -73,6 +75,7 @@ def find(user, path, action: str = "view") -> Entry | None:
     path = paths.clean_path(path)
     if path == paths.ROOT:
         return None
+    tree.sync(user)
     try:
         return Entry.objects.for_user(user, action).get(path=path)
     except Entry.DoesNotExist as exc:
@@ -88,6 +91,7 @@ def find_folder(user, path, action: str = "view") -> Entry | None:
 
 def children(user, folder: Entry | None):
     """A folder's listing (``None`` is the root): folders first, then files, by name."""
+    tree.sync(user)
     return Entry.objects.for_user(user).filter(parent=folder).listing_order()
 
 
@@ -111,9 +115,34 @@ def create_folder(user, parent: Entry | None, name) -> Entry:
     path = paths.join(parent.path if parent else paths.ROOT, name)
     try:
         with transaction.atomic():
-            return Entry.objects.create(owner=user, parent=parent, kind=EntryKind.FOLDER, name=name, path=path)
+            _lock_account(user)
+            made = Entry.objects.create(owner=user, parent=parent, kind=EntryKind.FOLDER, name=name, path=path)
+            if tree.enabled():
+                _on_tree(lambda: tree.make_folder(user, path), path)
+            return made
     except IntegrityError as exc:
         raise _clash(user, path) from exc
+
+
+def _on_tree(change, path: str):
+    """A change to the account's tree; what is in the way (a file a machine made there a moment ago) is a clash,
+    a full file system is the quota."""
+    try:
+        return change()
+    except FileExistsError as exc:
+        raise Conflict(_("“%(path)s” already exists.") % {"path": path}, code="exists") from exc
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise Conflict(
+            _("“%(path)s” changed in the meantime; reload and try again.") % {"path": path}, code="changed"
+        ) from exc
+    except tree.NoSpace as exc:
+        raise quota.QuotaExceeded(_("Not enough storage space: your storage is full.")) from exc
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # a link planted where a folder was: never followed
+            raise
+        raise Conflict(
+            _("“%(path)s” changed in the meantime; reload and try again.") % {"path": path}, code="changed"
+        ) from exc
 
 
 def make_folders(user, path) -> Entry | None:
@@ -124,8 +153,10 @@ def make_folders(user, path) -> Entry | None:
         if existing is None:
             try:
                 existing = create_folder(user, folder, paths.split(step)[1])
-            except Conflict:  # created by a concurrent request a moment ago
-                existing = Entry.objects.for_user(user).get(path=step)
+            except Conflict:  # created by a concurrent request a moment ago, or something else is in the way
+                existing = Entry.objects.for_user(user).filter(path=step).first()
+                if existing is None:
+                    raise
         if not existing.is_folder:
             raise ServiceError(_("“%(path)s” is a file, not a folder.") % {"path": step}, code="not_a_folder")
         folder = existing
@@ -153,6 +184,8 @@ def _relocate(user, entry: Entry, parent: Entry | None, name: str) -> Entry:
     if entry.is_folder and (parent is not None and (parent.pk == entry.pk or parent.path.startswith(old_path + "/"))):
         raise ServiceError(_("A folder cannot be moved into itself."), code="into_itself")
     with transaction.atomic():
+        _lock_account(user)
+        tree.sync(user)
         descendants = _descendants(user, entry) if entry.is_folder else Entry.objects.none()
         for path in descendants.values_list("path", flat=True):
             paths.check_length(new_path + path[len(old_path) :])
@@ -163,6 +196,8 @@ def _relocate(user, entry: Entry, parent: Entry | None, name: str) -> Entry:
                 descendants.update(path=Concat(Value(new_path), Substr("path", len(old_path) + 1)))
                 entry.parent, entry.name, entry.path = parent, name, new_path
                 entry.save(update_fields=["parent", "name", "path", "updated_at"])
+                if tree.enabled() and (entry.is_folder or not entry.storage_key):
+                    _on_tree(lambda: tree.rename(user, old_path, new_path), new_path)
         except IntegrityError as exc:
             raise _clash(user, new_path) from exc
     return entry
@@ -183,6 +218,7 @@ def delete(user, public_id) -> Entry:
     """Delete a file, or a folder with everything in it (and the uploads in progress into it)."""
     entry = get_entry(user, public_id, "delete")
     with transaction.atomic():
+        _lock_account(user)
         files = _descendants(user, entry).files() if entry.is_folder else Entry.objects.filter(pk=entry.pk)
         keys = list(files.values_list("storage_key", flat=True))
         folders = [entry.pk, *_descendants(user, entry).folders().values_list("pk", flat=True)]
@@ -190,8 +226,17 @@ def delete(user, public_id) -> Entry:
         if entry.is_folder:
             _descendants(user, entry).delete()
         entry.delete()
+        if tree.enabled() and (entry.is_folder or not entry.storage_key):
+            # In the tree now, under the account's lock: a listing never sees the files without their rows.
+            tree.remove(user, entry.path)
         transaction.on_commit(lambda: _remove_bytes(keys, [u for (u,) in uploads]))
     return entry
+
+
+def _lock_account(user) -> None:
+    """The account's row locked for the transaction: its tree and index change one writer at a time (the reads
+    that refresh the index from the tree, ``storage.tree.sync``, take it too)."""
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
 
 
 def _remove_bytes(keys, upload_ids) -> None:
@@ -208,8 +253,10 @@ def open_file(user, public_id) -> tuple[Entry, File]:
     if entry.is_folder:
         raise ServiceError(_("A folder cannot be downloaded; download its files one by one."), code="is_a_folder")
     try:
+        if not entry.storage_key and tree.enabled():
+            return entry, File(tree.open_file(user, entry.path), name=entry.name)
         return entry, backend().open(entry.storage_key, "rb")
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:
         log.error("storage: bytes of %s missing at %s", entry.public_id, entry.storage_key)
         raise Unavailable(_("The file's contents are temporarily unavailable.")) from exc
 
@@ -247,7 +294,7 @@ def create_upload(user, *, folder_path, filename, length, content_type: str = ""
     with transaction.atomic():
         # One user's parallel uploads are checked one after the other: the row lock on the user serialises
         # them on PostgreSQL, as SQLite's IMMEDIATE transactions already do.
-        list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+        _lock_account(user)
         quota.check(user, length)
         _require_storage_funds(user, length)
         upload = Upload.objects.create(
@@ -355,6 +402,9 @@ class _StagedFile(File):
 
 
 def _finish(upload: Upload, handle) -> None:
+    if tree.enabled():
+        _finish_in_tree(upload, handle)
+        return
     checksum = _sha256(handle)
     key = f"{upload.owner.public_id}/{upload.public_id}"
     staging = _staging_path(upload.public_id)
@@ -367,6 +417,26 @@ def _finish(upload: Upload, handle) -> None:
             upload.save(update_fields=["status", "entry", "completed_at", "updated_at"])
     except Exception:
         backend().delete(key)
+        _discard(upload)
+        raise
+    staging.unlink(missing_ok=True)
+
+
+def _finish_in_tree(upload: Upload, handle) -> None:
+    """The staged file put at its path in the account's tree and its row made, in one step: the row is created
+    first (its name chosen), the bytes placed inside the same transaction, so a failure of either leaves neither."""
+    checksum = _sha256(handle)
+    staging = _staging_path(upload.public_id)
+    owner = upload.owner
+    tree.sync(owner)  # what machines made is in the index, so a name they took is not chosen again
+    try:
+        with transaction.atomic():
+            _lock_account(owner)
+            entry = _create_file(upload, "", checksum)
+            _on_tree(lambda: tree.place(owner, entry.path, staging), entry.path)
+            upload.status, upload.entry, upload.completed_at = UploadStatus.COMPLETE, entry, timezone.now()
+            upload.save(update_fields=["status", "entry", "completed_at", "updated_at"])
+    except Exception:
         _discard(upload)
         raise
     staging.unlink(missing_ok=True)

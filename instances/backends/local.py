@@ -39,7 +39,6 @@ says whether this host can run it, and ``make run`` falls back to the simulated 
 import fcntl
 import json
 import logging
-import math
 import os
 import re
 import secrets
@@ -109,6 +108,17 @@ def folder(public_id) -> Path:
     ``run/`` (a tmpfs while the machine runs), ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the
     host's root writes anything but ``root/`` and ``run/gpucloud/``."""
     return sandbox_root() / "instances" / str(public_id)
+
+
+def _storage_tree(account_public_id: str) -> Path:
+    """Where the account's cloud storage is on this host: with ``STORAGE=local`` its tree in the storage location
+    (``storage.tree``), the very files the console lists and serves; on S3 storage a folder of its own under the
+    sandbox root (not yet the bucket's files)."""
+    from storage import tree
+
+    if tree.enabled():
+        return tree.location() / account_public_id
+    return sandbox_root() / "shared" / account_public_id
 
 
 def hub_links(instance) -> tuple[str, ...]:
@@ -496,9 +506,12 @@ class LocalBackend(Backend):
 
     def mount(self, instance, source: str, target: str) -> None:
         if source.startswith("cloudstorage/") or target == "/root/shared":
-            path = sandbox_root() / "shared" / source.rsplit("/", 1)[-1]
-            _make_traversable(path.parent)
-            local_volumes.ensure(path, sandbox_uid(instance), math.ceil(settings.STORAGE_MAX_GB))
+            path = _storage_tree(source.rsplit("/", 1)[-1])  # bound by root: its parents stay private
+            # The account's own files, limited to its storage quota (ENOSPC inside past it).
+            local_volumes.ensure(path, sandbox_uid(instance), float(settings.STORAGE_MAX_GB), adopt=True)
+            earlier = sandbox_root() / "shared" / path.name
+            if earlier != path:  # what machines wrote before /root/shared was the account's cloud storage
+                local_volumes.merge_earlier(earlier, path)
             self._add_mount(instance, target, str(path), read_only=False)
             return
         # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.

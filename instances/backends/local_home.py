@@ -120,7 +120,7 @@ def make_ext4_image(image: Path, uid: int, size_gb: int) -> None:
     # lazy_journal_init: the holes of a new sparse file already read as zeros, so the journal is not written out
     # (a 100 GB disk's would take 1 GB of the host's). -m 0: no blocks reserved for root, who is nobody inside.
     steps = [
-        ["truncate", "-s", str(int(size_gb) * GIB), str(staging)],
+        ["truncate", "-s", str(int(size_gb * GIB)), str(staging)],
         ["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
          f"root_owner={uid}:{uid},lazy_itable_init=1,lazy_journal_init=1", str(staging)],
     ]  # fmt: skip

@@ -28,6 +28,10 @@ class LocalHost:
     def __init__(self, root: Path):
         self.root = root
 
+    def storage(self, account) -> Path:
+        """The account's cloud storage tree on the host: what its machines see at /root/shared."""
+        return self.root / "cloud" / str(account.public_id)
+
     def folder(self, instance) -> Path:
         return self.root / "instances" / str(instance.public_id)
 
@@ -76,7 +80,7 @@ class LocalHost:
         backend = get_backend("local")
         for path in (self.root / "instances").glob("*"):
             backend._kill(path.name, local.read_state(path.name))
-        local_volumes.unmount_all(self.root)
+        local_volumes.unmount_all(self.root, self.root / "cloud")
 
 
 def local_unavailable() -> str:
@@ -94,6 +98,14 @@ def on_local(request, settings, catalog):
     root = Path(tempfile.mkdtemp(prefix="gpucloud-sbx-", dir="/tmp"))
     settings.LOCAL_SANDBOX_ROOT = root
     settings.LOCAL_HUB_ROOT = root / "hub"
+    # The accounts' cloud storage trees (bound at /root/shared) in the sandbox root too: their images are the
+    # test's, unmounted and checked with the rest.
+    settings.STORAGES = settings.STORAGES | {
+        "cloudstorage": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(root / "cloud")},
+        }
+    }
     settings.LOCAL_AGENT_CONSOLE_URL = live_server.url
     settings.LOCAL_HEARTBEAT_SECONDS = 1
     Node.objects.update(backend_name="local")

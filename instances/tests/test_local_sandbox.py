@@ -182,7 +182,7 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     # The owner's cloud storage is /root/shared.
     backend.mount(instance, f"cloudstorage/{instance.owner.public_id}", "/root/shared")
     on_local.run(instance, "echo shared > /root/shared/from-inside.txt")
-    assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").read_text() == "shared\n"
+    assert (on_local.storage(instance.owner) / "from-inside.txt").read_text() == "shared\n"
 
     # Attaching again while running stacks nothing: each mount is made once.
     backend.attach_disk(fresh(instance), "disk-1")
@@ -193,7 +193,7 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     assert not on_local.home(instance).exists()
     assert mounts_under(on_local.folder(instance)) == []
     assert (on_local.root / "disks" / "disk-1" / "kept.txt").read_text(encoding="utf-8") == "数据\n"
-    assert (on_local.root / "shared" / str(instance.owner.public_id) / "from-inside.txt").exists()
+    assert (on_local.storage(instance.owner) / "from-inside.txt").exists()
 
 
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
@@ -250,9 +250,9 @@ def test_a_teams_machine_has_the_teams_folder_at_shared_team_and_no_members_own(
     # The start mounted the team's cloud storage, read-write; /root/shared (a person's own) is not there at all.
     done = on_local.run(instance, "echo 团队 > /root/shared-team/note.txt && ls -d /root/shared || echo no-shared")
     assert done.stdout.splitlines() == ["no-shared"], done.stderr
-    note = on_local.root / "shared" / str(team.account.public_id) / "note.txt"
+    note = on_local.storage(team.account) / "note.txt"
     assert note.read_text(encoding="utf-8") == "团队\n"
-    assert not (on_local.root / "shared" / str(owner.public_id)).exists()
+    assert not on_local.storage(owner).exists()
 
 
 def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_console(on_local, running):

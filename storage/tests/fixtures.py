@@ -23,7 +23,9 @@ def cloud_storage(settings, tmp_path):
     settings.STORAGE_STAGING_DIR = staging
 
     def files_on_disk():
-        return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+        # Users' bytes, without the accounts' lock files (``.<account>.lock``, empty) beside their trees.
+        found = root.rglob("*") if root.exists() else ()
+        return sorted(p for p in found if p.is_file() and not (p.parent == root and p.name.endswith(".lock")))
 
     def staged():
         return sorted(staging.glob("*")) if staging.exists() else []

@@ -112,7 +112,13 @@ def test_the_usage_bar_shows_used_free_and_maximum(owner_client, owner_has_toppe
 def _fill(owner, folder, n):
     for i in range(n):
         Entry.objects.create(
-            owner=owner, parent=folder, kind="file", name=f"f{i:03}.txt", path=f"/big/f{i:03}.txt", size=i
+            owner=owner,
+            parent=folder,
+            kind="file",
+            name=f"f{i:03}.txt",
+            path=f"/big/f{i:03}.txt",
+            size=i,
+            storage_key=f"{owner.public_id}/f{i}",  # kept under a key (the earlier layout): no bytes in the tree
         )
 
 

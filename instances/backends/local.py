@@ -39,6 +39,7 @@ says whether this host can run it, and ``make run`` falls back to the simulated 
 import fcntl
 import json
 import logging
+import math
 import os
 import re
 import secrets

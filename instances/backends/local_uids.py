@@ -87,22 +87,26 @@ def claim() -> None:
             if not Path(other_console).is_dir():
                 path.unlink(missing_ok=True)  # that console's data folder is gone: so is the console
                 continue
-            if first < other_end and other_first < end and _in_use(other_first, other_end):
-                raise BackendError(
-                    _(
-                        "This console's sandbox uids %(first)s–%(last)s overlap %(other_first)s–%(other_last)s, "
-                        "which the console with the data folder %(other)s uses on this host (%(claim)s). Set "
-                        "LOCAL_SANDBOX_UID_BASE to a range of its own, or delete that file if that console is gone."
-                    )
-                    % {
-                        "first": first,
-                        "last": end - 1,
-                        "other_first": other_first,
-                        "other_last": other_end - 1,
-                        "other": other_console,
-                        "claim": path,
-                    }
+            if not (first < other_end and other_first < end):
+                continue
+            if not _in_use(other_first, other_end):
+                path.unlink(missing_ok=True)  # that console runs nothing here: its claim gives way for good
+                continue
+            raise BackendError(
+                _(
+                    "This console's sandbox uids %(first)s–%(last)s overlap %(other_first)s–%(other_last)s, "
+                    "which the console with the data folder %(other)s uses on this host (%(claim)s). Set "
+                    "LOCAL_SANDBOX_UID_BASE to a range of its own, or delete that file if that console is gone."
                 )
+                % {
+                    "first": first,
+                    "last": end - 1,
+                    "other_first": other_first,
+                    "other_last": other_end - 1,
+                    "other": other_console,
+                    "claim": path,
+                }
+            )
         wanted = {"first": first, "end": end, "data_dir": console}
         try:
             if json.loads(mine.read_text()) == wanted:

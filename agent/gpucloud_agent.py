@@ -84,7 +84,8 @@ JUPYTER_LOG = ".gpucloud/jupyter.log"  # under the system disk, beside the home 
 # O_NONBLOCK (a FIFO neither stalls the open nor a read) and kept only when it is a regular file.
 
 MAX_FILE_BYTES = 1024 * 1024  # the most read of a small file the machine can write (the layout)
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# O_PATH: a folder is only walked through, which needs search permission, not read (the instance's folder is 0711).
+_FOLDER = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _parts(relative) -> list[str]:
@@ -137,10 +138,10 @@ def read_beneath(top: Path, relative, limit: int = MAX_FILE_BYTES) -> bytes:
         return file.read(limit)
 
 
-def write_beneath(top: Path, relative, data: bytes, mode: int = 0o666) -> None:
+def write_beneath(top: Path, relative, data: bytes, mode: int = 0o666, *, exact: bool = False) -> None:
     """``top/relative`` replaced whole by ``data``: a new file of the agent's own (O_EXCL, a name nobody chose)
     renamed over the name, so whatever was there — a link, a FIFO, a hard link to another file — is replaced, never
-    written through. Missing folders are made, without following a link."""
+    written through. Missing folders are made, without following a link. ``exact``: ``mode`` whatever the umask."""
     *folders, name = _parts(relative)
     folder = open_folder(top, folders, create=True)
     try:
@@ -148,6 +149,8 @@ def write_beneath(top: Path, relative, data: bytes, mode: int = 0o666) -> None:
         fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
         try:
             with os.fdopen(fd, "wb") as file:
+                if exact:
+                    os.fchmod(file.fileno(), mode)
                 file.write(data)
             os.rename(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
@@ -239,8 +242,10 @@ def read_layout(system: Path) -> dict:
         return {}
 
 
-def write_layout(system: Path, layout: dict) -> None:
-    write_beneath(system, LAYOUT, json.dumps(layout, indent=1, sort_keys=True).encode())
+def write_layout(system: Path, layout: dict, mode: int | None = None) -> None:
+    """The layout on the system disk; ``mode``: the file's, whatever the umask (else the umask's)."""
+    data = json.dumps(layout, indent=1, sort_keys=True).encode()
+    write_beneath(system, LAYOUT, data, mode or 0o666, exact=mode is not None)
 
 
 def _link(system: Path, relative: str, target: str) -> list[Path]:

@@ -154,9 +154,9 @@ def test_with_a_fifo_at_the_scalars_and_the_marker_heartbeats_go_on_and_a_stop_c
         "mkfifo $HOME/.gpucloud/scalars.jsonl $HOME/.gpucloud/checkpoint.json $HOME/.gpucloud/checkpoint.tmp;"
         " touch $HOME/planted; while true; do sleep 0.1; done"
     )
-    command = [sys.executable, str(AGENT), "--instance", "abc", "--root", str(tmp_path), "--family", "cpu",
-               "--console", f"http://127.0.0.1:{console.server_port}", "--interval", "0.2", "--grace", "2",
-               "--", "bash", "-c", plant]  # fmt: skip
+    console_url = f"http://127.0.0.1:{console.server_port}"
+    options = ["--instance", "abc", "--root", str(tmp_path), "--family", "cpu", "--console", console_url]
+    command = [sys.executable, str(AGENT), *options, "--interval", "0.2", "--grace", "2", "--", "bash", "-c", plant]
     process = subprocess.Popen(command, env={"PATH": os.environ["PATH"], "GPUCLOUD_AGENT_TOKEN": "gca_x"})
     try:
         home = tmp_path / "instances" / "abc" / "root"

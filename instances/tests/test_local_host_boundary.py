@@ -165,7 +165,9 @@ def data_folder(settings, on_local):
     settings.LOCAL_SANDBOX_ROOT = on_local.root = data / "sandboxes"
     settings.LOCAL_HUB_ROOT = data / "sandboxes" / "hub"
     yield old
-    shutil.rmtree(parent, ignore_errors=True)
+    on_local.kill_all()  # the machines and their volumes first: never delete through a mount
+    if not on_local.mounts():
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_a_sandbox_user_reads_nothing_of_the_data_folder_on_the_host(data_folder, on_local, running, owner):

@@ -274,7 +274,7 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
 
     instance = running()
     on_local.run(instance, "cd /root && (nohup python -m http.server 7860 >/dev/null 2>&1 &)")
-    (on_local.home(instance) / "gradio-says.txt").write_text("你好")
+    on_local.run(instance, "printf 你好 > /root/gradio-says.txt")  # the machine's own file (the console's are 0600)
     owner, other = lab_browser(console_server, instance.owner, instance.public_id), browser(console_server, stranger)
 
     def answer():

@@ -31,18 +31,27 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
   pass it, the log is rewritten in place to its newest half (:class:`CappedLog`);
 * with ``--private`` (the job runs as its owner's own account), keeps everything it writes to that account: its
   folders 0700 and its files 0600 (the system disk itself is 0700), while the workload and JupyterLab create files
-  with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group.
+  with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group;
+* trusts nothing the machine can write: every file it reads or writes on the system disk (the scalars, the
+  checkpoint marker, the layout, the environment, JupyterLab's log) is opened from the system disk's own folder one
+  component at a time without following links, non-blocking and only when it is a regular file, reads are capped,
+  and files are replaced by a new file renamed into place (never written through), so a link, a FIFO or a device
+  left there never leads the agent (on the local backend a host user outside the sandbox) to a file of the host,
+  and never stalls its heartbeats (see "Files the machine can write").
 """
 
 import argparse
+import errno
 import json
 import math
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -67,6 +76,94 @@ MARKER = ".gpucloud/checkpoint.json"  # under the system disk's /root
 LAYOUT = ".gpucloud/layout.json"  # under the system disk: the disks and mounts, kept across restarts
 ENVIRONMENT = ".gpucloud/environment"  # under the system disk: the workload's variables, for shells in the job
 JUPYTER_LOG = ".gpucloud/jupyter.log"  # under the system disk, beside the home JupyterLab shows
+
+
+# Files the machine can write -----------------------------------------------------------------------------------
+# The workload writes the system disk; on the local backend it is a sandbox whose files the agent, outside it as the
+# same host user, reads and writes. A link there resolves on the agent's side, against the host's files, and a FIFO
+# blocks whoever opens it. So the agent opens such a file from a folder it trusts (the system disk, or the home),
+# one component at a time: each folder with O_NOFOLLOW | O_DIRECTORY held open and the next name looked up in it
+# (a link anywhere is an error, never a detour, even if it is swapped in meanwhile), the file itself O_NOFOLLOW and
+# O_NONBLOCK (a FIFO neither stalls the open nor a read) and kept only when it is a regular file.
+
+MAX_FILE_BYTES = 1024 * 1024  # the most read of a small file the machine can write (the layout)
+# O_PATH: a folder is only walked through, which needs search permission, not read (the instance's folder is 0711).
+_FOLDER = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _parts(relative) -> list[str]:
+    parts = [part for part in str(relative).split("/") if part]
+    if not parts or any(part in (".", "..") for part in parts):
+        raise OSError(errno.EINVAL, "not a plain relative path", str(relative))
+    return parts
+
+
+def open_folder(top: Path, parts: list[str], *, create: bool = False, made: list | None = None) -> int:
+    """A descriptor of the folder ``top/<parts…>``, walked without following a link; with ``create``, missing
+    folders are made (and appended to ``made``)."""
+    fd = os.open(top, _FOLDER)
+    try:
+        for depth, part in enumerate(parts):
+            if create:
+                try:
+                    os.mkdir(part, dir_fd=fd)
+                    if made is not None:
+                        made.append(Path(top, *parts[: depth + 1]))
+                except FileExistsError:
+                    pass
+            following = os.open(part, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = following
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_beneath(top: Path, relative, flags: int = os.O_RDONLY, mode: int = 0o666, *, create_folders=False) -> int:
+    """A descriptor of the regular file ``top/relative``, opened without following a link below ``top`` and without
+    blocking; anything but a regular file there (a FIFO, a device, a socket, a folder) raises OSError."""
+    *folders, name = _parts(relative)
+    folder = open_folder(top, folders, create=create_folders)
+    try:
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=folder)
+    finally:
+        os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(Path(top, relative)))
+    return fd
+
+
+def read_beneath(top: Path, relative, limit: int = MAX_FILE_BYTES) -> bytes:
+    """At most ``limit`` bytes of the regular file ``top/relative`` (see :func:`open_beneath`)."""
+    with os.fdopen(open_beneath(top, relative), "rb") as file:
+        return file.read(limit)
+
+
+def write_beneath(top: Path, relative, data: bytes, mode: int = 0o666, *, exact: bool = False) -> None:
+    """``top/relative`` replaced whole by ``data``: a new file of the agent's own (O_EXCL, a name nobody chose)
+    renamed over the name, so whatever was there — a link, a FIFO, a hard link to another file — is replaced, never
+    written through. Missing folders are made, without following a link. ``exact``: ``mode`` whatever the umask."""
+    *folders, name = _parts(relative)
+    folder = open_folder(top, folders, create=True)
+    try:
+        staged = f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                if exact:
+                    os.fchmod(file.fileno(), mode)
+                file.write(data)
+            os.rename(staged, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            try:
+                os.unlink(staged, dir_fd=folder)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(folder)
 
 
 # Cards ---------------------------------------------------------------------------------------------------------
@@ -118,94 +215,123 @@ def write_environment(system: Path, env: dict) -> Path:
     for name, value in sorted(env.items()):
         if _VARIABLE_NAME.match(name) and name not in _NOT_SHARED and not name.startswith(("SLURM_", "SLURMD_")):
             lines.append(f"export {name}={shlex.quote(value)}")
-    path = system / ENVIRONMENT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
-        file.write("\n".join(lines) + "\n")
-    tmp.replace(path)
-    return path
+    write_beneath(system, ENVIRONMENT, ("\n".join(lines) + "\n").encode(), mode=0o600)
+    return system / ENVIRONMENT
 
 
 # Directories ---------------------------------------------------------------------------------------------------
 
 
+def _well_formed_mount(mount) -> bool:
+    return isinstance(mount, dict) and isinstance(mount.get("target"), str) and isinstance(mount.get("source"), str)
+
+
+def clean_layout(layout) -> dict:
+    """Only the well-formed entries of a layout: the file is on the system disk, where the workload may write."""
+    layout = layout if isinstance(layout, dict) else {}
+    disks, mounts = layout.get("disks"), layout.get("mounts")
+    disks = disks if isinstance(disks, list) else []
+    mounts = mounts if isinstance(mounts, list) else []
+    return {
+        "disks": [d for d in disks if isinstance(d, str) and d not in ("", ".", "..") and "/" not in d],
+        "mounts": [m for m in mounts if _well_formed_mount(m)],
+    }
+
+
 def read_layout(system: Path) -> dict:
     try:
-        return json.loads((system / LAYOUT).read_text())
+        return clean_layout(json.loads(read_beneath(system, LAYOUT)))
     except (OSError, ValueError):
         return {}
 
 
-def write_layout(system: Path, layout: dict) -> None:
-    path = system / LAYOUT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(layout, indent=1, sort_keys=True))
-    tmp.replace(path)
+def write_layout(system: Path, layout: dict, mode: int | None = None) -> None:
+    """The layout on the system disk; ``mode``: the file's, whatever the umask (else the umask's)."""
+    data = json.dumps(layout, indent=1, sort_keys=True).encode()
+    write_beneath(system, LAYOUT, data, mode or 0o666, exact=mode is not None)
 
 
-def _link(link: Path, target: str) -> list[Path]:
-    made = []
-    for folder in reversed(link.parents):
-        if not folder.exists():
-            folder.mkdir()
-            made.append(folder)
-    if link.is_symlink() and os.readlink(link) == target:
-        return made
-    if link.is_symlink() or link.is_file():
-        link.unlink()
-    elif link.exists():
-        return made  # a real directory the user made there: never clobber data
-    link.symlink_to(target)
-    return [*made, link]
+def _link(system: Path, relative: str, target: str) -> list[Path]:
+    """A link at ``system/relative`` to ``target``, its folders made as needed, none of them followed if a link."""
+    made: list[Path] = []
+    *folders, name = _parts(relative)
+    folder = open_folder(system, folders, create=True, made=made)
+    try:
+        try:
+            found = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            found = None
+        if found is not None and stat.S_ISLNK(found.st_mode) and os.readlink(name, dir_fd=folder) == target:
+            return made
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            return made  # a real directory the user made there: never clobber data
+        if found is not None:
+            os.unlink(name, dir_fd=folder)  # an old link, or a file in the link's place
+        os.symlink(target, name, dir_fd=folder)
+    finally:
+        os.close(folder)
+    return [*made, Path(system, *folders, name)]
 
 
-def layout_paths(root: Path, system: Path, layout: dict) -> dict[Path, str]:
-    """Where each link of ``layout`` goes on the system disk, and what it points at."""
-    links = {system / "root" / "data" / disk: str(root / "disks" / disk) for disk in layout.get("disks", [])}
-    links |= {system / m["target"].lstrip("/"): m["source"] for m in layout.get("mounts", [])}
+def _unlink_link(system: Path, relative: str) -> None:
+    """Remove the link at ``system/relative``; anything else there, or a link on the way, is left alone."""
+    *folders, name = _parts(relative)
+    folder = open_folder(system, folders)
+    try:
+        if stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+            os.unlink(name, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def layout_paths(root: Path, layout: dict) -> dict[str, str]:
+    """Where each link of ``layout`` goes on the system disk (relative to it), and what it points at."""
+    links = {f"root/data/{disk}": str(root / "disks" / disk) for disk in layout.get("disks", [])}
+    links |= {m["target"].lstrip("/"): m["source"] for m in layout.get("mounts", [])}
     return links
 
 
 def apply_layout(root: Path, system: Path, layout: dict, previous: dict | None = None) -> list[Path]:
     """Make the instance's view match ``layout``: a link per data disk (``/root/data/<disk>``, the disk created
     when missing) and per mount (the user's storage, hub items); links of ``previous`` that are gone go.
-    Returns the paths it made, so a caller running as another user can hand them to the jobs' user."""
+    Returns the paths it made, so a caller running as another user can hand them to the jobs' user. A link or
+    anything else the workload put on the way is never followed: that link is skipped."""
     made = []
+    layout, previous = clean_layout(layout), clean_layout(previous or {})
     home = system / "root"
     if not home.exists():
         home.mkdir(parents=True)
         made.append(home)
-    links = layout_paths(root, system, layout)
-    for disk in layout.get("disks", []):
+    links = layout_paths(root, layout)
+    for disk in layout["disks"]:
         target = root / "disks" / disk
         if not target.exists():
             target.mkdir(parents=True)
             made.append(target)
     for link, target in links.items():
-        made += _link(link, target)
-    for link in set(layout_paths(root, system, previous or {})) - set(links):
-        if link.is_symlink():
-            link.unlink()
+        try:
+            made += _link(system, link, target)
+        except OSError as exc:
+            sys.stderr.write(f"agent: cannot link /{link}: {exc}\n")
+    for link in set(layout_paths(root, previous)) - set(links):
+        try:
+            _unlink_link(system, link)
+        except OSError:
+            pass
     return made
 
 
 def write_marker(system: Path, *, signal_name: str, job_id: str, restart: int) -> dict:
+    """The checkpoint marker in the home's ``.gpucloud``, replaced whole (see :func:`write_beneath`)."""
     marker = {
         "signal": signal_name,
         "at": datetime.now(UTC).isoformat(),
         "job_id": job_id,
         "restart_count": restart,
     }
-    path = system / "root" / MARKER
-    if not path.parent.parent.is_dir():
+    if not (system / "root").is_dir():
         return marker  # the system disk is gone (released): nothing to write on
-    path.parent.mkdir(exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(marker))
-    tmp.replace(path)
+    write_beneath(system / "root", MARKER, json.dumps(marker).encode())
     return marker
 
 
@@ -352,6 +478,8 @@ def collect_metrics(family: str, cards: list[int], host: HostSampler) -> dict:
 
 SCALARS_FILE = ".gpucloud/scalars.jsonl"
 MAX_SCALARS_PER_REPORT = 500
+MAX_SCALAR_BYTES = 1024 * 1024  # read of the scalars file a report at most
+MAX_SCALAR_LINE = 64 * 1024  # a longer line is no scalar: skipped
 
 
 def parse_scalar(line: str) -> dict | None:
@@ -372,33 +500,49 @@ def parse_scalar(line: str) -> dict | None:
 
 
 class ScalarTail:
-    """The new complete lines of the workload's scalars file since the last report (a partial last line waits)."""
+    """The new complete lines of the workload's scalars file since the last report (a partial last line waits).
 
-    def __init__(self, path: Path):
+    The file is the workload's: it is opened below ``home`` (by default its own folder) without following a link,
+    only when it is a regular file (see :func:`open_beneath`), and at most ``MAX_SCALAR_BYTES`` are read a report;
+    a line longer than ``MAX_SCALAR_LINE`` is skipped whole."""
+
+    def __init__(self, path: Path, home: Path | None = None):
         self.path = path
+        self.home = home or path.parent
+        self.relative = path.relative_to(self.home)
         self.offset = 0
         self.inode = None
+        self.skipping = False  # inside a line too long to be a scalar: dropped up to its end
 
     def read(self, limit: int = MAX_SCALARS_PER_REPORT) -> list[dict]:
         try:
-            with self.path.open("rb") as f:
-                stat = os.fstat(f.fileno())
-                if stat.st_size < self.offset or stat.st_ino != self.inode:
-                    self.offset = 0  # the workload truncated or replaced the file: it is all new
-                self.inode = stat.st_ino
+            with os.fdopen(open_beneath(self.home, self.relative), "rb") as f:
+                found = os.fstat(f.fileno())
+                if found.st_size < self.offset or found.st_ino != self.inode:
+                    self.offset, self.skipping = 0, False  # the workload truncated or replaced the file: all new
+                self.inode = found.st_ino
                 f.seek(self.offset)
-                scalars = []
-                while len(scalars) < limit:
-                    line = f.readline()
-                    if not line.endswith(b"\n"):
-                        break  # end of file, or a line still being written
-                    self.offset += len(line)
-                    scalar = parse_scalar(line.decode("utf-8", "replace"))
-                    if scalar is not None:
-                        scalars.append(scalar)
-                return scalars
+                return self._lines(f.read(MAX_SCALAR_BYTES), limit)
         except OSError:
             return []
+
+    def _lines(self, data: bytes, limit: int) -> list[dict]:
+        scalars, start = [], 0
+        while len(scalars) < limit:
+            end = data.find(b"\n", start)
+            if end < 0:
+                if start == 0 and len(data) >= MAX_SCALAR_LINE:
+                    self.offset, self.skipping = self.offset + len(data), True  # no line end in sight: skip it
+                break  # end of file, or a line still being written
+            line, start = data[start : end + 1], end + 1
+            self.offset += len(line)
+            if self.skipping or len(line) > MAX_SCALAR_LINE:
+                self.skipping = False
+                continue
+            scalar = parse_scalar(line.decode("utf-8", "replace"))
+            if scalar is not None:
+                scalars.append(scalar)
+        return scalars
 
 
 # JupyterLab ----------------------------------------------------------------------------------------------------
@@ -447,12 +591,13 @@ class JupyterLab:
 
     PROBE_EVERY = 0.5  # seconds
 
-    def __init__(self, program: str, *, host: str, base_url: str, root_dir: Path, log: Path):
+    def __init__(self, program: str, *, host: str, base_url: str, root_dir: Path, log: Path, beneath=None):
         self.program = program
         self.host = host
         self.base_url = base_url
         self.root_dir = root_dir
         self.log = log
+        self.beneath = beneath or log.parent  # the log is opened below this folder without following a link
         self.process: subprocess.Popen | None = None
         self.url: str | None = None
         self.failed = False
@@ -471,7 +616,8 @@ class JupyterLab:
                 self.program, host=self.host, port=port, base_url=self.base_url, root_dir=self.root_dir
             )
             self.candidate = f"http://{f'[{self.host}]' if ':' in self.host else self.host}:{port}"
-            with open(self.log, "ab") as log:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+            with os.fdopen(open_beneath(self.beneath, self.log.relative_to(self.beneath), flags), "ab") as log:
                 # A session of its own: a signal for the workload's process group never reaches it.
                 self.process = subprocess.Popen(
                     command,
@@ -654,8 +800,13 @@ class HubRelay:
 
         self.path.unlink(missing_ok=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(str(self.path))
-        os.chmod(self.path, 0o600)
+        # The socket is made 0600 as it is bound (no chmod afterwards: the machine writes this folder, and chmod
+        # would follow a link it put in the socket's place). bind never follows a link at the name either.
+        previous = os.umask(0o177)
+        try:
+            server.bind(str(self.path))
+        finally:
+            os.umask(previous)
         server.listen(64)
         self.server = server
         threading.Thread(target=self._serve, daemon=True).start()
@@ -790,7 +941,7 @@ class Agent:
         self.stopping_since: float | None = None
         self.checkpoint: dict | None = None
         self.layout: dict = {}
-        self.scalars = ScalarTail(self.system / "root" / SCALARS_FILE)
+        self.scalars = ScalarTail(self.system / "root" / SCALARS_FILE, home=self.system / "root")
         self.unsent: list[dict] = []  # scalars of a report that failed: sent with the next one
         self.lab: JupyterLab | None = None
         if options.jupyter:
@@ -800,6 +951,7 @@ class Agent:
                 base_url=f"/instances/{options.instance}/lab/",
                 root_dir=self.system / "root",
                 log=self.system / JUPYTER_LOG,
+                beneath=self.system,
             )
 
     def lay_out(self) -> None:
@@ -830,7 +982,10 @@ class Agent:
 
     def start_workload(self) -> None:
         env = self.workload_environment()
-        self.scalars.path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the scalars' folder, for the workload to write in (whatever the home holds there is the user's)
+            os.close(open_folder(self.system / "root", _parts(SCALARS_FILE)[:-1], create=True))
+        except OSError as exc:
+            sys.stderr.write(f"agent: no folder for the scalars file: {exc}\n")
         write_environment(self.system, env)
         command = self.options.workload or ["sleep", "infinity"]
         capped = self.options.log_cap > 0
@@ -901,7 +1056,10 @@ class Agent:
     def run(self) -> int:
         self.lay_out()
         if self.options.hub_socket and self.options.console:
-            HubRelay(Path(self.options.hub_socket), self.options.console).start()
+            try:
+                HubRelay(Path(self.options.hub_socket), self.options.console).start()
+            except OSError as exc:  # something the machine left at the socket's name: the machine runs without
+                sys.stderr.write(f"agent: the hub is not served: {exc}\n")
         signal.signal(signal.SIGUSR1, self.on_signal)
         signal.signal(signal.SIGTERM, self.on_signal)
         try:
@@ -935,8 +1093,11 @@ class Agent:
                 self._forward(signal.SIGKILL)
             if now >= next_report and self.stopping_since is None:
                 layout = read_layout(self.system)
-                apply_layout(self.root, self.system, layout, previous=self.layout)
-                self.layout = layout
+                try:
+                    apply_layout(self.root, self.system, layout, previous=self.layout)
+                    self.layout = layout
+                except OSError as exc:  # the heartbeat goes on whatever the system disk holds
+                    sys.stderr.write(f"agent: cannot apply the layout: {exc}\n")
                 self.report("heartbeat")
                 next_report = now + self.options.interval
             time.sleep(0.1)

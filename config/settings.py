@@ -230,6 +230,9 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
+# Uploaded files and their folders are the console's user's alone (Django's default would make files 0644).
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -289,9 +292,16 @@ elif STORAGE == "local":
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT / "cloudstorage"), "base_url": None},
     }
+    # A hub blob is hard-linked into the folders machines mount read-only (LOCAL_HUB_ROOT), so the file itself is
+    # readable by all; its folders here are the console's alone, so no other host user can reach it by its path.
     STORAGES["hub"] = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(MEDIA_ROOT / "hub"), "base_url": None},
+        "OPTIONS": {
+            "location": str(MEDIA_ROOT / "hub"),
+            "base_url": None,
+            "file_permissions_mode": 0o644,
+            "directory_permissions_mode": 0o700,
+        },
     }
 else:
     raise ImproperlyConfigured(f"STORAGE must be 'local' or 's3', not {STORAGE!r}.")

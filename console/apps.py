@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 from django.utils.translation import gettext_lazy as _
 
 
@@ -7,6 +8,8 @@ class ConsoleConfig(AppConfig):
     verbose_name = _("Console")
 
     def ready(self):
-        from . import checks, lookups, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
+        from . import checks, data_dir, lookups, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
 
         lookups.register()
+        # After every migrate (each deploy, each make run): the data folder made private (see console.data_dir).
+        post_migrate.connect(data_dir.after_migrate, sender=self, dispatch_uid="console.data_dir")

@@ -365,7 +365,7 @@ class LocalBackend(Backend):
                                   (run, 0, 0o711), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
             _own_folder(path, owner, mode)
         for name in hub_links(instance):
-            (mnt / name).mkdir(exist_ok=True)  # empty until something is mounted there
+            _open_folder(mnt / name)  # empty until something is mounted there
         disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
         try:
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
@@ -520,6 +520,7 @@ class LocalBackend(Backend):
             raise BackendError(_("%(source)s cannot be mounted.") % {"source": source})
         path = Path(settings.LOCAL_HUB_ROOT) / source
         path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o755)  # the mount's root, listed inside; the folders above it stay the console's alone
         self._add_mount(instance, target, str(path), read_only=True)
 
     def unmount(self, instance, target: str) -> None:
@@ -566,7 +567,7 @@ class LocalBackend(Backend):
             if not Path(entry["source"]).exists():
                 log.warning("%s: %s is gone, not mounted at %s", public_id, entry["source"], target)
                 continue
-            point.mkdir(parents=True, exist_ok=True)
+            _open_folder(point)
             options = ["-o", "ro"] if entry.get("read_only") else []
             _run(["mount", "--bind", *options, entry["source"], str(point)])
 
@@ -695,7 +696,7 @@ class LocalBackend(Backend):
         deadline = time.monotonic() + MIN_GRACE
         while time.monotonic() < deadline:
             try:
-                if marker.stat().st_mtime >= since - 0.01:
+                if marker.lstat().st_mtime >= since - 0.01:  # the machine's file: never followed
                     return
             except OSError:
                 pass
@@ -961,6 +962,18 @@ def _copy_tools(tools: Path) -> None:
         os.replace(staging, tools)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _open_folder(path: Path) -> None:
+    """``path`` and the folders up to the instance's mount hub made readable by all: the machine lists them inside
+    (the console's umask would leave new folders its own alone)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(exist_ok=True)
+        os.chmod(folder, 0o755)
 
 
 def _make_traversable(path: Path) -> None:

@@ -769,8 +769,10 @@ class SlurmBackend(Backend):
         previous = agent_module.read_layout(system)
         layout = {"disks": list(previous.get("disks", [])), "mounts": list(previous.get("mounts", []))}
         change(layout)
-        agent_module.write_layout(system, layout)
+        # Shared with the jobs' group, as the instance root is (the console's own umask keeps its files private).
+        agent_module.write_layout(system, layout, mode=0o664)
         made = agent_module.apply_layout(root, system, layout, previous=previous)
+        _share_folders(made)
         owner = root.stat()
         _give_to(owner.st_uid, owner.st_gid, [system / agent_module.LAYOUT, *made])
 
@@ -888,13 +890,28 @@ def _make_dirs(path: Path, *, like: Path) -> None:
         missing.append(probe)
         probe = probe.parent
     path.mkdir(parents=True, exist_ok=True)
+    _share_folders(missing)  # group-writable for the agent, whatever the console's umask
     try:
         owner = like.stat()
         for folder in missing:
             os.chown(folder, owner.st_uid, owner.st_gid)
-            folder.chmod(0o2775)
     except (PermissionError, FileNotFoundError):
-        pass  # not root: the directories are ours, which the deployment makes group-writable for the agent
+        pass  # not root: the directories are ours, shared with the jobs' group
+
+
+def _share_folders(paths) -> None:
+    """The folders among ``paths`` (just made by the console) made 2775, for the jobs' group; links are skipped."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # a link or a file (the layout's links), or gone
+        try:
+            os.fchmod(fd, 0o2775)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _give_to(uid: int, gid: int, paths) -> None:

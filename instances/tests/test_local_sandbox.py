@@ -173,6 +173,7 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     item = on_local.root / "hub" / "qwen" / "Qwen2-7B"
     item.mkdir(parents=True)
     (item / "config.json").write_text('{"model_type": "qwen2"}')
+    os.chmod(item / "config.json", 0o644)  # as the hub lays a repository out (the console's umask is 077)
     backend.mount(instance, "qwen/Qwen2-7B", "/root/public/qwen/Qwen2-7B")
     assert on_local.run(instance, "cat /root/public/qwen/Qwen2-7B/config.json").stdout == '{"model_type": "qwen2"}'
     assert on_local.run(instance, "echo x > /root/public/qwen/Qwen2-7B/config.json").returncode != 0
@@ -273,7 +274,7 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
 
     instance = running()
     on_local.run(instance, "cd /root && (nohup python -m http.server 7860 >/dev/null 2>&1 &)")
-    (on_local.home(instance) / "gradio-says.txt").write_text("你好")
+    on_local.run(instance, "printf 你好 > /root/gradio-says.txt")  # the machine's own file (the console's are 0600)
     owner, other = lab_browser(console_server, instance.owner, instance.public_id), browser(console_server, stranger)
 
     def answer():

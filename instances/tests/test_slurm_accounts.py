@@ -153,10 +153,10 @@ def test_the_accounts_system_disk_disks_and_storage_are_its_alone_and_its_links_
     layout = system / ".gpucloud" / "layout.json"
     assert json.loads(layout.read_text())["disks"] == [disk] and layout.stat().st_uid == nobody.uid
 
-    # A layout the account rewrote to lead elsewhere is never a path the console hands over
+    # A layout the account rewrote to lead elsewhere is never a path the console hands over, and the account's own
+    # tools drop what is malformed in it rather than follow it
     layout.write_text(json.dumps({"disks": ["../../../../etc"], "mounts": [{"target": 3}]}))
-    with pytest.raises(BackendError):  # the account's own tools cannot follow it there either
-        backend.detach_disk(instance, disk)
+    backend.detach_disk(instance, disk)
     assert (Path("/etc").stat().st_uid, Path("/etc").stat().st_mode & 0o777) == (0, 0o755)
 
 

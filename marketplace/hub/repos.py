@@ -582,13 +582,13 @@ def _lay_out(item: HubItem, root: Path) -> None:
     sources = {f.path: blobs.local_path(f.blob) for f in files}
     if any(source is None for source in sources.values()):
         return  # blobs in S3: machines download through HF_ENDPOINT instead
-    root.mkdir(parents=True, exist_ok=True)
+    _readable_folder(root)
     for path, source in sources.items():
         target = root / path
         for parent in reversed(target.relative_to(root).parents[:-1]):  # a file where a folder now goes
             if (root / parent).is_file() or (root / parent).is_symlink():
                 (root / parent).unlink()
-        target.parent.mkdir(parents=True, exist_ok=True)
+            _readable_folder(root / parent)
         if target.is_dir() and not target.is_symlink():  # a folder where a file now goes
             shutil.rmtree(target)
         if target.exists() and os.path.samefile(target, source):
@@ -606,6 +606,13 @@ def _lay_out(item: HubItem, root: Path) -> None:
             existing.unlink()
         elif existing.is_dir() and not any(existing.iterdir()):
             existing.rmdir()
+
+
+def _readable_folder(path: Path) -> None:
+    """A folder of a repository's layout, readable by all: machines of every owner list it where it is mounted (the
+    console's umask would make it its own alone). The folders above the repository's stay the console's."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o755)
 
 
 def card_data(item: HubItem) -> dict:

@@ -1,0 +1,29 @@
+"""What a first visit notices: unit prices shown exactly, amounts to the fen, refusals that state the true reason."""
+
+import pytest
+
+from billing import wallet
+from storage.models import CloudDisk
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_pricing_page_shows_the_per_minute_price_exactly_not_rounded_to_the_fen(client, catalog):
+    client.cookies["django_language"] = "en"
+    page = client.get("/catalog/pricing/").content.decode()  # the calculator opens on one 910B card, by the minute
+    # ¥1.90 a card-hour less the 10% Xinchuang subsidy is ¥1.71 an hour: ¥0.0285 a minute, not ¥0.03.
+    assert "¥0.0285 per minute" in page
+    assert "¥0.03 per minute" not in page
+
+
+def test_a_disk_refused_for_want_of_cash_states_its_true_price_not_zero(client, stranger, catalog):
+    wallet.grant_trial_credit(stranger, stranger.email)  # the trial credit pays for compute only
+    client.force_login(stranger)
+    client.cookies["django_language"] = "en"
+    response = client.post("/storage/disks/new/", {"name": "journey-disk", "size_gb": "5", "zone": "cn-east-xc"})
+    text = response.content.decode()
+    # 5 GB at ¥0.01 a GB-day is ¥0.05 a day: ¥0.002083 an hour.
+    assert "This needs ¥0.002083 for its first hour and your cash balance is ¥0.00." in text
+    assert "needs ¥0.00 " not in text
+    assert "paid from cash" in text
+    assert not CloudDisk.objects.filter(owner=stranger).exists()

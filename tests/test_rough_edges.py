@@ -27,3 +27,23 @@ def test_a_disk_refused_for_want_of_cash_states_its_true_price_not_zero(client, 
     assert "needs ¥0.00 " not in text
     assert "paid from cash" in text
     assert not CloudDisk.objects.filter(owner=stranger).exists()
+
+
+@pytest.mark.parametrize("url", ["/catalog/pricing/", "/catalog/estimator/", "/instances/new/"])
+def test_a_chip_without_a_price_is_offered_nowhere_a_chip_is_chosen(client, owner, catalog, url):
+    client.force_login(owner)
+    client.cookies["django_language"] = "en"
+    page = client.get(url).content.decode()
+    assert 'value="ascend-910b"' in page or "Ascend 910B" in page
+    # The seeded RTX 4090 has no price: it is neither an option nor an estimate row.
+    assert 'value="rtx-4090"' not in page
+    if url != "/catalog/pricing/":  # the price list names it, as not published yet
+        assert "RTX 4090" not in page
+
+
+def test_a_chip_is_offered_once_staff_publish_its_price(client, owner, catalog):
+    from billing.models import Price
+
+    Price.objects.create(chip=catalog["rtx-4090"], per_hour="2.50", effective_from="2026-01-01T00:00:00+08:00")
+    client.force_login(owner)
+    assert 'value="rtx-4090"' in client.get("/instances/new/").content.decode()

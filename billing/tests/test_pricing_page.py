@@ -62,7 +62,7 @@ def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
 
     html = client.get(reverse("catalog:pricing"), query, HTTP_HX_REQUEST="true").content.decode()
 
-    assert 'id="payable-per-hour">¥1.03<' in html
+    assert 'id="payable-per-hour">¥1.026<' in html  # ¥1.90 × 0.6 spot × 0.9 subsidy, exactly
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from decimal import Decimal
 
 from django import template
 from django.utils.translation import get_language
+from django.utils.translation import gettext_lazy as _
 
 from instances.choices import Backend
 
@@ -12,6 +13,22 @@ from ..hub import services
 register = template.Library()
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+# A chip family's badge on list and detail pages: a short name a person reads, never the slug (npu, cuda…).
+_FAMILY_BADGES = {
+    "npu": _("Ascend"),
+    "mlu": _("Cambricon"),
+    "dcu": _("Hygon"),
+    "cuda": _("NVIDIA"),
+    "": _("CPU only"),
+    "cpu": _("CPU only"),
+}
+
+
+@register.filter
+def family_badge(family) -> str:
+    """The short name of a chip family (``npu`` → 昇腾 in Chinese, Ascend in English)."""
+    return str(_FAMILY_BADGES.get(family or "", family))
 
 
 @register.filter

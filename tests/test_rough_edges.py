@@ -47,3 +47,13 @@ def test_a_chip_is_offered_once_staff_publish_its_price(client, owner, catalog):
     Price.objects.create(chip=catalog["rtx-4090"], per_hour="2.50", effective_from="2026-01-01T00:00:00+08:00")
     client.force_login(owner)
     assert 'value="rtx-4090"' in client.get("/instances/new/").content.decode()
+
+
+def test_the_footer_s_status_link_leads_to_a_page_a_person_reads(client):
+    home = client.get("/").content.decode()
+    assert 'href="/console/status/"' in home and 'href="/healthz"' not in home
+    page = client.get("/console/status/")
+    assert page["Content-Type"].startswith("text/html")
+    html = page.content.decode()
+    assert "服务状态" in html and "数据库" in html and '"database": {' not in html
+    assert client.get("/healthz")["Content-Type"] == "application/json"  # probes keep their JSON

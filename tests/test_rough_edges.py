@@ -57,3 +57,13 @@ def test_the_footer_s_status_link_leads_to_a_page_a_person_reads(client):
     html = page.content.decode()
     assert "服务状态" in html and "数据库" in html and '"database": {' not in html
     assert client.get("/healthz")["Content-Type"] == "application/json"  # probes keep their JSON
+
+
+def test_the_back_office_user_list_shows_people_not_teams_internal_accounts(client, ops_user, owner):
+    from teams import services as teams
+
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    client.force_login(ops_user)
+    page = client.get("/ops/users/").content.decode()
+    assert owner.email in page
+    assert team.account.email not in page

@@ -67,3 +67,12 @@ def test_the_back_office_user_list_shows_people_not_teams_internal_accounts(clie
     page = client.get("/ops/users/").content.decode()
     assert owner.email in page
     assert team.account.email not in page
+
+
+def test_staff_roles_read_as_names_on_the_chinese_back_office(client, ops_user, finance_user):
+    client.force_login(ops_user)
+    overview = client.get("/ops/").content.decode()
+    assert '<span class="badge text-bg-dark me-1">运维</span>' in overview
+    detail = client.get(f"/ops/users/{finance_user.public_id}/").content.decode()
+    assert '<span class="badge text-bg-dark">财务</span>' in detail
+    assert ">ops<" not in overview and ">finance<" not in detail

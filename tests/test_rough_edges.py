@@ -76,3 +76,9 @@ def test_staff_roles_read_as_names_on_the_chinese_back_office(client, ops_user, 
     detail = client.get(f"/ops/users/{finance_user.public_id}/").content.decode()
     assert '<span class="badge text-bg-dark">财务</span>' in detail
     assert ">ops<" not in overview and ">finance<" not in detail
+
+
+def test_a_refusal_on_a_chinese_page_names_the_chip_in_chinese(client, catalog):
+    query = {"chip": "a100-80g", "cards": "1", "zone": "cn-east-xc", "plan": "payg", "term": "1", "term_unit": "hours"}
+    error = client.get("/catalog/pricing/", query).content.decode().split('id="quote-error">')[1].split("<")[0]
+    assert "英伟达 A100" in error and "A100 80GB SXM" not in error

@@ -82,3 +82,9 @@ def test_a_refusal_on_a_chinese_page_names_the_chip_in_chinese(client, catalog):
     query = {"chip": "a100-80g", "cards": "1", "zone": "cn-east-xc", "plan": "payg", "term": "1", "term_unit": "hours"}
     error = client.get("/catalog/pricing/", query).content.decode().split('id="quote-error">')[1].split("<")[0]
     assert "英伟达 A100" in error and "A100 80GB SXM" not in error
+
+
+def test_real_name_verification_asks_for_a_person_s_name_not_a_resource_s(owner_client):
+    page = owner_client.get("/console/real-name/").content.decode()
+    label = page.split('for="id_real_name"')[1].split("</label>")[0]
+    assert "姓名" in label and "名称" not in label

@@ -344,7 +344,7 @@ class LocalBackend(Backend):
                 *argv[3:],
             ]
             with open(logfile, "ab") as out, open(base / "agent.log", "ab") as agent_log:
-                out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
+                out.write(f"\n== {timezone.localtime():%Y-%m-%d %H:%M:%S %z} · machine starting ==\n".encode())
                 out.flush()
                 subprocess.run(
                     argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,

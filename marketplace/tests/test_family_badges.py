@@ -25,3 +25,14 @@ def test_family_badges_in_english_are_english_names(client, official_images):
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
     badges = _badges(client.get("/marketplace/").content.decode())
     assert "Ascend" in badges and not set(badges) & set(SLUGS)
+
+
+def test_hub_frameworks_and_licences_read_as_names_on_the_chinese_page(client):
+    from tests.fixtures.catalog import load_hub
+
+    load_hub()
+    page = client.get("/marketplace/hub/").content.decode()
+    options = re.findall(r"<option value=\"[^\"]+\"[^>]*>([^<]*)</option>", page)
+    assert "PyTorch" in options and "pytorch" not in options
+    assert "Llama 2 社区许可证" in options
+    assert not [o for o in options if "license" in o or o == "unknown"]

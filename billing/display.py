@@ -4,16 +4,16 @@ Only display: amounts are computed and stored elsewhere (``billing.money``) and 
 decimal strings. A negative amount reads "−¥0.19" everywhere: the minus sign (U+2212) before the currency symbol.
 """
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 
-from .money import CENT, CURRENCY_SYMBOL, to_cents
+from .money import CURRENCY_SYMBOL, to_cents, trim_rate
 
 MINUS = "\u2212"
 
-# A rate is shown to the fen like any amount. Only a rate below one fen (a per-GB-day price, a per-minute rate
-# of a small disk) would read ¥0.00, so it keeps up to four decimal places: ¥0.0014. Below ¥0.0001 it reads
-# "<¥0.0001" rather than a misleading zero.
-SMALL_RATE_QUANTUM = Decimal("0.0001")
+# Two rules. An amount (a total, a balance, a charge) is shown to the fen: ¥27,648.00. A unit price or rate (per
+# card-hour, per minute, per GB-day, what runs for an hour) is shown exactly as it is priced and charged: at least two
+# decimal places and as many more as it has, up to the six places rates are kept at (billing.money.to_rate):
+# ¥1.71, ¥0.0285 per minute, ¥0.002083 an hour — never ¥0.03 for ¥0.0285 nor ¥0.00 for a small disk's hour.
 
 
 def as_decimal(value) -> Decimal | None:
@@ -47,21 +47,12 @@ def format_cny(value) -> str:
 
 
 def rate_amount(value) -> Decimal | None:
-    """A rate rounded for display: to the fen, or to four places when it is below one fen (see above)."""
+    """A unit price as shown: exact to six places, at least two (see above)."""
     amount = as_decimal(value)
-    if amount is None:
-        return None
-    if amount == 0 or abs(amount) >= CENT:
-        return to_cents(amount)
-    small = amount.quantize(SMALL_RATE_QUANTUM, rounding=ROUND_HALF_UP)
-    return small.normalize() if small else small
+    return None if amount is None else trim_rate(amount)
 
 
 def format_cny_rate(value) -> str:
-    """A price or rate: ¥1.72, ¥0.0014, −¥0.03; empty for no value."""
+    """A unit price or rate, exact: ¥1.72, ¥0.0285, ¥0.002083, −¥0.03; empty for no value."""
     amount = rate_amount(value)
-    if amount is None:
-        return ""
-    if amount == 0 and as_decimal(value) != 0:
-        return f"{MINUS if as_decimal(value) < 0 else ''}<{CURRENCY_SYMBOL}{SMALL_RATE_QUANTUM}"
-    return _with_symbol(amount)
+    return "" if amount is None else _with_symbol(amount)

@@ -322,7 +322,7 @@ def _check_cards(chip: Chip | None, cards: int | None) -> int:
             raise ServiceError(_("The no-card mode has no cards."), code="invalid_cards")
         return 0
     if not chip.rentable:
-        raise ServiceError(_("%(chip)s is not for rent.") % {"chip": chip.name}, code="not_rentable")
+        raise ServiceError(_("%(chip)s is not for rent.") % {"chip": chip.label}, code="not_rentable")
     cards = 1 if cards is None else cards
     if isinstance(cards, bool) or not isinstance(cards, int) or not 1 <= cards <= MAX_CARDS:
         raise ServiceError(
@@ -346,7 +346,7 @@ def _resolve_zone(book: PriceBook, chip: Chip | None, zone: Zone | None) -> Zone
         names = ", ".join(z.label for z in offered)
         raise ServiceError(
             _("%(chip)s is not offered in %(zone)s; it is offered in: %(zones)s.")
-            % {"chip": chip.name, "zone": zone.label, "zones": names},
+            % {"chip": chip.label, "zone": zone.label, "zones": names},
             code="not_offered_in_zone",
         )
     return zone
@@ -415,7 +415,7 @@ def quote(
     plan = _resolve_plan(book, plan, spot)
     price = book.price_for(chip.pk if chip else None)
     if price is None:
-        what = chip.name if chip else _("the no-card mode")
+        what = chip.label if chip else _("the no-card mode")
         raise ServiceError(_("No price is published for %(what)s yet.") % {"what": what}, code="no_price")
     programme = _best_programme(book, chip.pk if chip else None, zone.pk if zone else None)
     billed = math.ceil(term / plan.period_minutes) * plan.period_minutes

@@ -69,7 +69,9 @@ def pricing(request):
 def _pricing_context(request, book, *, partial=False, stored=None) -> tuple[dict, int]:
     chips = {chip.slug: chip for chip in Chip.objects.rentable()}
     zones = sorted({z.pk: z for offered in book.offers.values() for z in offered}.values(), key=lambda z: z.sort_order)
-    form_kwargs = {"chips": chips.values(), "zones": zones, "plans": book.plans.values()}
+    # The calculator offers only chips with a price (the list below also names those not priced yet).
+    priced = [chip for chip in chips.values() if book.price_for(chip.pk) is not None]
+    form_kwargs = {"chips": priced, "zones": zones, "plans": book.plans.values()}
     submitted = "chip" in request.GET
     form = QuoteForm(request.GET if submitted else DEFAULT_QUERY, **form_kwargs)
     calculated, error = _calculate(form, book, chips)

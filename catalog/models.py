@@ -172,7 +172,7 @@ def check_zone_accepts(zone: Zone, chip: Chip) -> None:
     """The Xinchuang zone rule, in one place: only domestic chips there."""
     if zone.xinchuang and not chip.xinchuang:
         raise ValidationError(
-            _("The Xinchuang zone holds domestic chips only; %(chip)s is not one.") % {"chip": chip.name}
+            _("The Xinchuang zone holds domestic chips only; %(chip)s is not one.") % {"chip": chip.label}
         )
 
 

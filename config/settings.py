@@ -214,13 +214,16 @@ ACCOUNT_RATE_LIMITS = {
 
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="smtp://localhost:25" if PRODUCTION else "consolemail://")
 vars().update(EMAIL_CONFIG)
-DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="GPU Cloud <noreply@gpucloud.local>")
+# The sender a person sees is the product's Chinese name, as on every page (Django encodes it for the header).
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="信创算力云 <noreply@gpucloud.local>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 # Languages: Simplified Chinese by default, English by the switch in the header.
 LANGUAGE_CODE = "zh-hans"
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# The language chosen with the switch is kept for a year, not forgotten when the browser closes.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 60 * 60
 TIME_ZONE = env.str("TIME_ZONE", default="Asia/Shanghai")
 USE_I18N = True
 USE_TZ = True

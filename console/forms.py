@@ -80,7 +80,9 @@ class SSHKeyForm(forms.Form):
 
 class RealNameForm(forms.Form):
     real_name = forms.CharField(
-        label=_("Name"), max_length=60, error_messages={"required": _("Enter your name as it is on your ID card.")}
+        label=pgettext_lazy("person", "Name"),
+        max_length=60,
+        error_messages={"required": _("Enter your name as it is on your ID card.")},
     )
     number = forms.CharField(
         label=_("ID number"),

@@ -8,6 +8,7 @@ app_name = "console"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("status/", views.status_page, name="status"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<uuid:public_id>/revoke/", views.revoke_token, name="revoke-token"),
     path("ssh-keys/", ssh_key_views.ssh_key_list, name="ssh-keys"),

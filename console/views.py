@@ -105,6 +105,18 @@ def healthz(request):
     return JsonResponse(report, status=200 if report["status"] == "ok" else 503)
 
 
+@require_GET
+@never_cache
+def status_page(request):
+    """The service status a person reads (the footer's link): the same checks as /healthz, which stays JSON for
+    probes, each named in the page's language."""
+    report = services.health_report()
+    names = {"database": _("Database"), "broker": _("Task queue"), "worker": _("Background worker")}
+    parts = [(names[key], report[key]["ok"]) for key in ("database", "broker", "worker")]
+    ok = report["status"] == "ok"
+    return render(request, "console/status.html", {"parts": parts, "ok": ok}, status=200 if ok else 503)
+
+
 def _json_error(request, status, code, message):
     """OpenAI's error shape on the /v1 proxy, the Hugging Face Hub's on its API, the API's on /api; None for a
     page."""

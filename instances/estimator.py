@@ -274,10 +274,10 @@ def estimate_chip(job: TrainingJob, chip: Chip, *, cards: int | None = None, boo
 def estimate_training(
     job: TrainingJob, *, chips=None, cards: int | None = None, user=None, book: PriceBook | None = None
 ) -> Estimate:
-    """Estimate ``job`` on every rentable chip (or ``chips``, on ``cards`` cards if given) and recommend the
-    cheapest that fits."""
+    """Estimate ``job`` on every chip offered, rentable and priced (or ``chips``, on ``cards`` cards if given),
+    and recommend the cheapest that fits."""
     book = book or load_price_book(user=user)
-    chips = chips if chips is not None else Chip.objects.rentable().with_figures()
+    chips = chips if chips is not None else Chip.objects.offered().with_figures()
     rows = tuple(estimate_chip(job, chip, cards=cards, book=book) for chip in chips)
     fitting = [row for row in rows if row.acceptable]
     recommended = min(fitting, key=lambda r: (r.cost, r.days), default=None)

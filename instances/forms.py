@@ -44,7 +44,7 @@ class EstimatorForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.chips = {chip.slug: chip for chip in Chip.objects.rentable().with_figures()}
+        self.chips = {chip.slug: chip for chip in Chip.objects.offered().with_figures()}
         self.fields["chip"].choices = [("", _("Every chip"))] + [(s, c.label) for s, c in self.chips.items()]
 
     def clean(self):
@@ -62,7 +62,7 @@ class EstimatorForm(forms.Form):
         return data
 
     def estimate_on(self) -> dict:
-        """The chips to estimate (the one chosen, or every rentable chip) and the fixed card count, if any."""
+        """The chips to estimate (the one chosen, or every chip offered) and the fixed card count, if any."""
         slug = self.cleaned_data.get("chip")
         chips = [self.chips[slug]] if slug else list(self.chips.values())
         return {"chips": chips, "cards": self.cleaned_data.get("cards")}

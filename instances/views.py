@@ -93,7 +93,7 @@ def _wizard_form(request, data=None):
     return LaunchForm(
         data,
         zones=Zone.objects.active().select_related("region"),
-        chips=list(Chip.objects.rentable().order_by("sort_order")),
+        chips=list(Chip.objects.offered().order_by("sort_order")),
         plans=Plan.objects.active(),
         user=acting(request).account,
     )
@@ -154,7 +154,7 @@ def _shutdown_wizard_context() -> dict:
 
 
 def _first_choice() -> QueryDict:
-    chip = Chip.objects.rentable().order_by("sort_order").first()
+    chip = Chip.objects.offered().order_by("sort_order").first()
     data = QueryDict(mutable=True)
     data.update({"chip": chip.slug if chip else "", "cards": "1", "plan": "payg", "term_end_action": "continue"})
     return data

@@ -182,7 +182,8 @@ def _require_funds(user, per_hour, *, launching: Instance | None = None, by=None
     wizard) counts that instance's first hour too: neither is billed yet, and together they must fit. On a team's
     wallet, ``by`` (the member) must also have that hour left of their monthly budget."""
     pending = launching.price_per_hour or 0 if launching is not None and launching.status in LAUNCHING else 0
-    wallet.require_funds(user, to_cents(per_hour), compute=False, pending_per_hour=pending)
+    # The exact hourly price, not rounded to the fen: a small disk's hour (¥0.002083) would read "needs ¥0.00".
+    wallet.require_funds(user, per_hour, compute=False, pending_per_hour=pending)
     if by is not None and launching is None:  # the launch checked the member's budget for both
         budgets.check_launch(user.pk, by, to_cents(per_hour))
 
@@ -229,7 +230,7 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         if size > current.size_gb:
             new_per_hour = quote_disk(size, zone=current.zone).payable_per_hour
             extra = new_per_hour - quote_disk(current.size_gb, zone=current.zone).payable_per_hour
-            wallet.require_funds(account, to_cents(extra), compute=False)
+            wallet.require_funds(account, extra, compute=False)
             if member_id is not None:
                 # On a team's wallet the member who grows the disk pays for all of it from now on, from their
                 # monthly budget (the next session below is theirs).

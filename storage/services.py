@@ -32,7 +32,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing import wallet
-from billing.money import to_cents
 from billing.quote import quote_storage
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 
@@ -318,7 +317,7 @@ def _require_storage_funds(user, length: int) -> None:
         return
     extra_gb = math.ceil((before + length - max(before, free)) / quota.GB)
     try:
-        needed = to_cents(quote_storage("storage", extra_gb).payable_per_hour)
+        needed = quote_storage("storage", extra_gb).payable_per_hour
     except ServiceError:  # no storage price published: nothing is charged beyond the free tier yet
         return
     wallet.require_funds(user, needed, compute=False)

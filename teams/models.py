@@ -134,3 +134,15 @@ class TeamEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.subject}"
+
+    @property
+    def shown_detail(self) -> str:
+        """What the log line adds after the subject, as a person reads it: the role by its name (not its slug),
+        the new monthly budget (or that there is none); other details as stored."""
+        if self.action in (self.Action.INVITED, self.Action.JOINED, self.Action.ROLE_CHANGED):
+            return str(Role(self.detail).label) if self.detail in Role.values else self.detail
+        if self.action == self.Action.BUDGET_CHANGED:
+            if self.detail in ("", "—"):
+                return str(_("no budget"))
+            return str(_("to %(amount)s a month") % {"amount": self.detail})
+        return self.detail

@@ -21,7 +21,7 @@ def cny(value) -> str:
 
 @register.filter
 def cny_rate(value) -> str:
-    """A price or rate, to the fen (four places only below one fen): ¥1.72, ¥0.0014."""
+    """A unit price or rate, exact (at least two places, up to six): ¥1.72, ¥0.0285, ¥0.002083."""
     return format_cny_rate(value)
 
 

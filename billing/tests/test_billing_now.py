@@ -22,7 +22,7 @@ def only_a_disk(owner, catalog, fund):
 def test_the_dashboard_says_an_idle_disk_bills_not_that_something_runs(owner_client, only_a_disk):
     html = owner_client.get("/console/").content.decode()
 
-    assert "当前计费：每小时 ¥0.04（云硬盘 1 块）" in html
+    assert "当前计费：每小时 ¥0.041667（云硬盘 1 块）" in html
     assert "运行" not in html.split('id="wallet-billing-now"')[1].split("</span>")[0]
 
 
@@ -31,7 +31,7 @@ def test_the_wallet_page_says_the_same_in_english(owner_client, only_a_disk):
 
     html = owner_client.get("/billing/").content.decode()
 
-    assert "Billing now: ¥0.04 an hour for 1 cloud disk" in html and "Running now" not in html
+    assert "Billing now: ¥0.041667 an hour for 1 cloud disk" in html and "Running now" not in html
 
 
 def test_running_instances_and_disks_are_named_together(owner_client, owner, catalog, only_a_disk):

@@ -24,16 +24,18 @@ def _render(text: str, **context) -> str:
 @pytest.mark.parametrize(
     ("value", "shown"),
     [
-        (Decimal("1.718333"), "¥1.72"),
-        (Decimal("1.026"), "¥1.03"),
+        (Decimal("1.718333"), "¥1.718333"),
+        (Decimal("1.026"), "¥1.026"),
         (Decimal("4.8"), "¥4.80"),
-        (Decimal("0.041667"), "¥0.04"),
-        (Decimal("0.000694"), "¥0.0007"),  # below one fen: up to four places instead of ¥0.00
+        (Decimal("0.0285"), "¥0.0285"),  # a per-minute price: never rounded to ¥0.03
+        (Decimal("0.041667"), "¥0.041667"),
+        (Decimal("0.000694"), "¥0.000694"),  # below one fen: still exact, never ¥0.00
+        (Decimal("1.900000"), "¥1.90"),
         (Decimal("0"), "¥0.00"),
         (Decimal("-0.03"), "−¥0.03"),
     ],
 )
-def test_a_rate_is_shown_to_the_fen_with_the_sign_before_the_currency(value, shown):
+def test_a_unit_price_is_shown_exactly_with_the_sign_before_the_currency(value, shown):
     assert _render("{{ v|cny_rate }}", v=value) == shown
 
 
@@ -56,9 +58,9 @@ def test_the_transactions_page_shows_charges_as_minus_yuan(owner_client, owner, 
     assert "¥-" not in html and "¥−" not in html
 
 
-def test_the_low_balance_alert_shows_the_hourly_rate_to_the_fen(owner):
+def test_the_low_balance_alert_shows_the_balance_to_the_fen_and_the_hourly_rate_exactly(owner):
     from billing.models import Notification
 
-    note = Notification(user=owner, kind="low_balance", params={"balance": "1.00", "hourly": "1.718333"})
+    note = Notification(user=owner, kind="low_balance", params={"balance": "1.5", "hourly": "1.718300"})
 
-    assert "¥1.72 an hour" in note.message and "1.718333" not in note.message
+    assert "¥1.50" in note.message and "¥1.7183 an hour" in note.message

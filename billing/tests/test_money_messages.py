@@ -1,5 +1,5 @@
-"""Money in messages reads like money on every page: to the fen (a rate below a fen to four places), and a minus
-sign before the ¥ — never "¥-3.00" or six decimal places."""
+"""Money in messages reads like money on every page: amounts to the fen, unit prices exactly, and a minus
+sign before the ¥ — never "¥-3.00", nor a price rounded away (¥0.00 for a small disk's hour)."""
 
 from decimal import Decimal
 
@@ -25,15 +25,15 @@ def _refusal(user, needed, **kw) -> str:
     return refused.value.message
 
 
-def test_a_refused_launch_shows_the_hourly_price_to_the_fen(owner, fund):
+def test_a_refused_launch_shows_the_hourly_price_exactly_and_the_balance_to_the_fen(owner, fund):
     fund(owner, "1")
-    message = _refusal(owner, "1.718333", compute=True)
-    assert message == "Launching needs ¥1.72 and your balance is ¥1.00. Top up to continue."
+    message = _refusal(owner, "1.71", compute=True)
+    assert message == "Launching needs ¥1.71 and your balance is ¥1.00. Top up to continue."
 
 
-def test_a_refused_disk_shows_a_price_below_a_fen_to_four_places(owner):
+def test_a_refused_disk_shows_a_price_below_a_fen_exactly(owner):
     message = _refusal(owner, "0.001389", compute=False)
-    assert message.startswith("This needs ¥0.0014 for its first hour and your cash balance is ¥0.00.")
+    assert message.startswith("This needs ¥0.001389 for its first hour and your cash balance is ¥0.00.")
 
 
 def test_the_spending_cap_refusal_shows_both_amounts_to_the_fen(owner, fund):

@@ -32,7 +32,7 @@ def test_a_visitor_sees_prices_with_the_subsidy_and_spot(client, catalog):
     assert response.status_code == 200
     html = response.content.decode()
     assert "¥1.71" in html  # 910B after the Xinchuang subsidy
-    assert "¥1.03" in html  # and as spot (¥1.026, shown to the fen)
+    assert "¥1.026" in html  # and as spot, exactly (never rounded to ¥1.03)
     assert "¥4.80" in html  # A100 list price
     assert "Price not published yet" in html  # RTX 4090
 
@@ -62,7 +62,7 @@ def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
 
     html = client.get(reverse("catalog:pricing"), query, HTTP_HX_REQUEST="true").content.decode()
 
-    assert 'id="payable-per-hour">¥1.03<' in html
+    assert 'id="payable-per-hour">¥1.026<' in html  # ¥1.90 × 0.6 spot × 0.9 subsidy, exactly
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_the_calculator_shows_spot_and_subsidy_for_the_910b(client, catalog):
         ({"chip": "h100"}, "Choose a chip"),
         ({"cards": "3"}, "1, 2, 4 or 8"),
         ({"plan": "daily", "spot": "on"}, "pay-as-you-go only"),
-        ({"chip": "rtx-4090"}, "No price is published"),
+        ({"chip": "rtx-4090"}, "Choose a chip"),  # not offered until it has a price
         ({"chip": "a100-80g", "zone": "cn-east-xc"}, "domestic chips only"),
     ],
 )

@@ -323,7 +323,8 @@ def review_image(request, public_id):
 @require_GET
 def users(request):
     form = UserSearchForm(request.GET)
-    found = User.objects.order_by("-date_joined")
+    # People only: a team's wallet is an internal account of its team, reached from the team, not listed here.
+    found = User.objects.filter(team_account__isnull=True).order_by("-date_joined")
     if form.is_valid() and form.cleaned_data["q"]:
         found = found.filter(email__icontains=form.cleaned_data["q"].strip())
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))

@@ -35,3 +35,17 @@ def ops_nav(context):
             active = request.path == url if name == "ops:index" else request.path.startswith(url)
             items.append({"label": label, "url": url, "icon": icon, "active": active})
     return {"items": items, "show_admin": roles.is_staff(user)}
+
+
+# A staff role by its name in the page's language, never the group's slug.
+_ROLE_NAMES = {
+    roles.OPS: _("Operations"),
+    roles.FINANCE: _("Finance"),
+    "superuser": _("Superuser"),
+}
+
+
+@register.filter
+def staff_role(role) -> str:
+    """``ops`` → 运维 (Operations in English); a group without a known name as it is called."""
+    return str(_ROLE_NAMES.get(role, role))

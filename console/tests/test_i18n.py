@@ -1,5 +1,6 @@
 """Chinese by default, English by the switch; every catalogued string has a Chinese translation."""
 
+import re
 from pathlib import Path
 
 import polib
@@ -29,3 +30,28 @@ def test_every_message_has_a_chinese_translation():
     po = polib.pofile(str(Path(settings.BASE_DIR) / "locale/zh_Hans/LC_MESSAGES/django.po"))
     untranslated = [e.msgid for e in po if e.obsolete is False and (not e.translated() or e.fuzzy)]
     assert untranslated == []
+
+
+def test_the_language_choice_is_kept_when_the_browser_closes(client):
+    response = client.post("/i18n/setlang/", {"language": "en", "next": "/"})
+    cookie = response.cookies[settings.LANGUAGE_COOKIE_NAME]
+    assert cookie.value == "en" and int(cookie["max-age"]) >= 30 * 24 * 60 * 60  # a lasting cookie, not a session one
+
+
+def test_chinese_uses_one_word_per_concept_and_addresses_the_reader_politely():
+    po = polib.pofile(str(Path(settings.BASE_DIR) / "locale/zh_Hans/LC_MESSAGES/django.po"))
+    texts = [e.msgstr for e in po if not e.obsolete] + [s for e in po for s in e.msgstr_plural.values()]
+    assert [t for t in texts if "你" in t] == []  # 您, never 你
+    assert [t for t in texts if "试用金" in t] == []  # the trial credit is 体验金 everywhere
+
+
+def test_mail_comes_from_the_product_s_chinese_name():
+    assert settings.DEFAULT_FROM_EMAIL.startswith("信创算力云 <")
+
+
+def test_chinese_sentences_use_chinese_punctuation():
+    po = polib.pofile(str(Path(settings.BASE_DIR) / "locale/zh_Hans/LC_MESSAGES/django.po"))
+    texts = [e.msgstr for e in po if not e.obsolete] + [s for e in po for s in e.msgstr_plural.values()]
+    # After a Chinese character: ，；：！？ and 。, and （…） around Chinese words — never their ASCII forms.
+    ascii_after_chinese = re.compile(r"[\u4e00-\u9fff][,;:!?.](\s|$)|[\u4e00-\u9fff] ?\([^)]*[\u4e00-\u9fff][^)]*\)")
+    assert [t for t in texts if ascii_after_chinese.search(t)] == []

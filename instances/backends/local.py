@@ -408,7 +408,7 @@ class LocalBackend(Backend):
             # place (it reads its tail back through this descriptor).
             with open(logfile, "r+b") as out, open(base / "agent.log", "ab") as agent_log:
                 out.seek(0, os.SEEK_END)
-                out.write(f"\n== {timezone.now():%Y-%m-%d %H:%M:%S} UTC · machine starting ==\n".encode())
+                out.write(f"\n== {timezone.localtime():%Y-%m-%d %H:%M:%S %z} · machine starting ==\n".encode())
                 out.flush()
                 subprocess.run(
                     argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,

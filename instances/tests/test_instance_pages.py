@@ -201,9 +201,9 @@ def test_the_list_needs_a_login(client):
 def test_the_wizard_prices_the_new_data_disk_beside_the_compute(english, lifecycle):
     params = {"chip": "ascend-910b", "cards": "1", "plan": "payg", "data_disk_gb": "100"}
     html = english.get(reverse("instances:launch"), params, HTTP_HX_REQUEST="true").content.decode()
-    # 100 GB × ¥0.01 a GB-day = ¥1.00 a day = ¥0.041667 an hour, on top of the 910B's subsidised ¥1.71 (to the fen)
+    # 100 GB × ¥0.01 a GB-day = ¥1.00 a day = ¥0.041667 an hour, on top of the 910B's subsidised ¥1.71 (exactly)
     assert 'id="price-disk">¥1.00 a day<' in html
-    assert 'id="price-running-total">¥1.75<' in html
+    assert 'id="price-running-total">¥1.751667<' in html
     assert "also while the instance is stopped" in html
     without = english.get(reverse("instances:launch"), params | {"data_disk_gb": "0"}, HTTP_HX_REQUEST="true")
     assert 'id="price-disk"' not in without.content.decode()

@@ -97,7 +97,7 @@ class ChipPrice:
 
 def chip_prices(item: HubItem, book: PriceBook) -> list[ChipPrice]:
     """One row per compatible family: its cheapest rentable chip with a published price, pay-as-you-go."""
-    chips = Chip.objects.rentable().filter(backend__in=item.chips).order_by("sort_order")
+    chips = Chip.objects.offered().filter(backend__in=item.chips).order_by("sort_order")
     best: dict[str, tuple[Chip, Decimal]] = {}
     for chip in chips:
         try:

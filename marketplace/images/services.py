@@ -237,7 +237,7 @@ def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
     """One row per chip variant of ``image``: the family's cheapest chip (with free cards when any has them),
     pay-as-you-go after subsidies. A fixed number of queries whatever the catalogue's size."""
     variants = [v for v in image.variants.all() if not v.is_cpu_only]
-    chips = list(Chip.objects.rentable().filter(backend__in=[v.family for v in variants]).order_by("sort_order"))
+    chips = list(Chip.objects.offered().filter(backend__in=[v.family for v in variants]).order_by("sort_order"))
     free: dict[int, int] = {}
     for row in free_capacity(chips=chips):
         free[row.chip.pk] = free.get(row.chip.pk, 0) + row.free

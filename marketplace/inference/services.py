@@ -40,7 +40,7 @@ def get_template(slug: str) -> InferenceTemplate:
 
 def chips_of(template: InferenceTemplate, chips: list[Chip] | None = None) -> list[Chip]:
     """The rentable chips ``template`` runs on (from ``chips`` when given, to save queries on list pages)."""
-    pool = chips if chips is not None else list(Chip.objects.rentable())
+    pool = chips if chips is not None else list(Chip.objects.offered())
     family = template.variant.family
     return [c for c in pool if c.backend == family and c.rentable and (not template.chips or c.slug in template.chips)]
 

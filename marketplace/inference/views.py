@@ -15,7 +15,7 @@ from . import services
 def template_list(request):
     user = request.user if request.user.is_authenticated else None
     book = load_price_book(user=user)
-    chips = list(Chip.objects.rentable())
+    chips = list(Chip.objects.offered())
     rows = [(t, services.offers(t, book, user=user, chips=chips)) for t in services.templates()]
     return render(request, "marketplace/inference/list.html", {"rows": rows})
 

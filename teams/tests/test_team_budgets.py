@@ -267,3 +267,17 @@ def test_the_dashboard_in_a_teams_context_shows_the_teams_wallet_to_billing_role
     developer_view = _browser(developer).get(reverse("console:dashboard")).content.decode()
     assert "Your own wallet. You are working in 视觉实验室" in developer_view
     assert f"{team_cash:,.2f}" not in developer_view
+
+
+def test_the_team_log_says_the_new_budget_and_roles_by_name(team, owner):
+    member = _member(team, Role.DEVELOPER, email="dev@example.com")
+    _budget(team, owner, member, "500")
+    services.invite(services.membership(owner, team.slug), "finance@example.com", Role.BILLING)
+    page = _browser(owner).get(reverse("teams:detail", args=[team.slug])).content.decode()
+    log = page.split('id="team-events"')[1].split("</ul>")[0]
+    assert 'changed the monthly budget of dev@example.com <span class="text-secondary">(to ¥500.00 a month)' in log
+    assert "(Billing)" in log and "(billing)" not in log
+    chinese = _browser(owner)
+    chinese.cookies["django_language"] = "zh-hans"
+    log = chinese.get(reverse("teams:detail", args=[team.slug])).content.decode().split('id="team-events"')[1]
+    assert 'dev@example.com <span class="text-secondary">（改为每月 ¥500.00）' in log

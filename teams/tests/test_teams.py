@@ -332,3 +332,12 @@ def test_the_after_login_page_must_be_on_this_site(client, owner):
     session.save()
     response = client.post(reverse("account_login"), {"login": owner.email, "password": "correct horse battery"})
     assert response["Location"] == reverse("console:dashboard")
+
+
+def test_the_invitation_s_sign_up_form_is_prefilled_with_the_invited_address(client, team, owner, mailoutbox, sent):
+    with sent():
+        services.invite(services.membership(owner, team.slug), "student+ml@example.com", Role.DEVELOPER)
+    page = client.get(_link(mailoutbox[0])).content.decode()
+    signup = re.search(r'id="invitation-signup" href="([^"]+)"', page).group(1).replace("&amp;", "&")
+    form = client.get(signup).content.decode()
+    assert re.search(r'<input[^>]*name="email"[^>]*value="student\+ml@example.com"', form)

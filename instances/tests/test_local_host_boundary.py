@@ -164,6 +164,9 @@ def data_folder(settings, on_local):
     settings.STORAGES = settings.STORAGES | stores
     settings.LOCAL_SANDBOX_ROOT = on_local.root = data / "sandboxes"
     settings.LOCAL_HUB_ROOT = data / "sandboxes" / "hub"
+    # The same console moved to this folder: its uid range claimed in a registry of its own, so the claim of the
+    # folder it came from (whose machines may still be stopping) is not another console's.
+    settings.LOCAL_SANDBOX_UID_REGISTRY = parent / "uid-claims"
     yield old
     on_local.kill_all()  # the machines and their volumes first: never delete through a mount
     if not on_local.mounts():

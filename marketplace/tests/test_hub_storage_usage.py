@@ -52,7 +52,9 @@ def publisher(cloud_storage):
 
 def test_the_storage_page_and_api_count_what_the_owner_published(publisher):
     owner, token = publisher
-    Entry.objects.create(owner=owner, kind="file", name="a.bin", path="/a.bin", size=5000)
+    Entry.objects.create(
+        owner=owner, kind="file", name="a.bin", path="/a.bin", size=5000, storage_key=f"{owner.public_id}/a"
+    )  # kept under a key (the earlier layout): no bytes in the tree
     _commit(token, "weights.bin", b"w" * 12_000)
     _commit(token, "weights.bin", b"v" * 12_000)  # the older revision stays downloadable: it still counts
 
@@ -75,7 +77,9 @@ def test_the_storage_page_and_api_count_what_the_owner_published(publisher):
 def test_the_billing_snapshot_reads_published_bytes_beside_files(publisher, settings):
     owner, token = publisher
     settings.STORAGE_FREE_GB = 10_000 / quota.GB
-    Entry.objects.create(owner=owner, kind="file", name="a.bin", path="/a.bin", size=4000)
+    Entry.objects.create(
+        owner=owner, kind="file", name="a.bin", path="/a.bin", size=4000, storage_key=f"{owner.public_id}/a"
+    )  # kept under a key (the earlier layout): no bytes in the tree
     _commit(token, "weights.bin", b"w" * 12_000)
     row = next(r for r in quota.usage_snapshot() if r.user_id == owner.pk)
     assert (row.used_bytes, row.billable_bytes) == (16_000, 6_000)

@@ -204,6 +204,7 @@ class GatewayServer(asyncssh.SSHServer):
         # asyncssh asks about a key twice (the client's query, then its signature): one lookup per key.
         self._checked: dict[tuple, Grant | None] = {}
         self.revoked = asyncio.Event()
+        self.lost = asyncio.Event()
         self.sessions: set[asyncio.Task] = set()
         self._watcher: asyncio.Task | None = None
 
@@ -217,6 +218,7 @@ class GatewayServer(asyncssh.SSHServer):
         self.peer = conn.get_extra_info("peername", ("?", 0))[0]
 
     def connection_lost(self, exc):
+        self.lost.set()
         if self._watcher is not None:
             self._watcher.cancel()
 
@@ -257,8 +259,9 @@ class GatewayServer(asyncssh.SSHServer):
 
     async def _watch(self) -> None:
         """Look the grant up again every ACCESS_RECHECK_SECONDS; once it no longer holds, end the sessions (each
-        hangs up its program and says why) and close the connection. A database that cannot answer ends nothing:
-        the next look-up decides."""
+        hangs up its program and says why) and close the connection: the client closes it once its sessions have
+        ended (after reading what they said last), else the gateway does. A database that cannot answer ends
+        nothing: the next look-up decides."""
         while True:
             await asyncio.sleep(max(float(settings.ACCESS_RECHECK_SECONDS), 0.1))
             try:
@@ -270,7 +273,10 @@ class GatewayServer(asyncssh.SSHServer):
         self.revoked.set()
         if self.sessions:
             await asyncio.wait(set(self.sessions), timeout=HANGUP_GRACE_SECONDS + 1)
-        self.conn.close()
+        try:
+            await asyncio.wait_for(self.lost.wait(), HANGUP_GRACE_SECONDS)
+        except TimeoutError:
+            self.conn.close()
 
 
 # Sessions ----------------------------------------------------------------------------------------------------

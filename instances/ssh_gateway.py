@@ -255,6 +255,8 @@ class GatewayServer(asyncssh.SSHServer):
     async def auth_completed(self):
         log.info("ssh login to %s with key %s from %s", self.instance_id, self.grant.key_pk, self.peer)
         self._watcher = asyncio.ensure_future(self._watch())
+        self.gateway.watchers.add(self._watcher)
+        self._watcher.add_done_callback(self.gateway.watchers.discard)
         await _db(record_login)(self.grant)
 
     async def _watch(self) -> None:
@@ -474,11 +476,13 @@ async def _run(process, grant: Grant) -> None:
 
 
 class Gateway:
-    """The listening gateway and its sessions under way, which end (their programs hung up) when it stops."""
+    """The listening gateway and its sessions under way, which end (their programs hung up) when it stops, and each
+    connection's watch over its access."""
 
     def __init__(self):
         self.acceptor = None
         self.sessions: set[asyncio.Task] = set()
+        self.watchers: set[asyncio.Task] = set()
 
     @property
     def port(self) -> int:
@@ -528,9 +532,9 @@ class Gateway:
         if self.acceptor is not None:
             self.acceptor.close()
             await self.acceptor.wait_closed()
-        for task in list(self.sessions):
+        for task in [*self.sessions, *self.watchers]:
             task.cancel()
-        await asyncio.gather(*self.sessions, return_exceptions=True)
+        await asyncio.gather(*self.sessions, *self.watchers, return_exceptions=True)
         await sync_to_async(connections.close_all, thread_sensitive=True)()  # the database thread's connections
 
 

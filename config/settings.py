@@ -59,6 +59,10 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[:
 LAB_DOMAIN = env.str("LAB_DOMAIN", default="lab.localhost").strip(".").lower()
 LAB_SESSION_SECONDS = env.int("LAB_SESSION_SECONDS", default=12 * 3600)  # a lab's cookie, before the console again
 LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how long a lab trusts its last look-up
+# Every open SSH session, lab websocket (kernels, terminals, exposed ports) and streamed lab answer looks its access up
+# again this often, from the database, and ends once it no longer holds: a member removed or demoted, a key deleted,
+# an account suspended, a console session signed out or an instance stopped is out within about this long.
+ACCESS_RECHECK_SECONDS = env.float("ACCESS_RECHECK_SECONDS", default=2)
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
 # Personal real-name verification (console/identity.py): who confirms a name and ID number, and which actions need

@@ -20,7 +20,10 @@ Entering goes back and forth once, as an OAuth sign-in does:
    the user, the instance, the user's password (a password change ends it) and the console session it was entered
    from (sealed with ``console.encryption``): signing out of the console ends it too. Every other request must
    carry that cookie; ownership and the instance's Jupyter server are looked up again every few seconds
-   (``LAB_AUTH_CACHE_SECONDS``), so a released or transferred instance closes within that.
+   (``LAB_AUTH_CACHE_SECONDS``), so a released or transferred instance closes within that. What stays open (a
+   kernel's, terminal's or exposed port's websocket, a long download) is looked up again, uncached, every
+   ``ACCESS_RECHECK_SECONDS`` and closed once it no longer holds: a suspended account, a member who left the team or
+   lost the role, signing out, a new password, or an instance stopping.
 
 Requests go to the instance's Jupyter server (a Unix socket on the local backend, the address the agent reported on
 Slurm) signed with the server's token in an ``Authorization`` header. The token never reaches the browser: it is cut
@@ -55,7 +58,7 @@ from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.http import Http404, HttpResponseRedirect
 from django.http.cookie import parse_cookie
 from django.http.request import split_domain_port
@@ -76,6 +79,7 @@ from console.upstream import pooled_client
 
 from .backends import JupyterServer, get_backend
 from .backends.local import lab_path
+from .choices import Status
 from .lifecycle import get_instance
 
 LAB_PATH = re.compile(r"^/instances/(?P<public_id>[^/]+)/lab/")
@@ -114,15 +118,20 @@ NOT_RETURNED = HOP_BY_HOP | {
 }
 TIMEOUT = httpx.Timeout(connect=5, read=600, write=60, pool=5)
 WEBSOCKET_MAX_MESSAGE = 64 * 1024 * 1024  # a notebook output with large images; far above Jupyter's usual messages
+# An instance whose machine is up or coming up; the lab of one stopping, stopped or released is closed.
+LAB_STATES = frozenset({Status.CREATING, Status.STARTING, Status.RUNNING})
 
 
 def lab_server(user, public_id) -> JupyterServer | None:
-    """The Jupyter server of ``user``'s instance ``public_id`` (None while it has none). Entering a machine is a
-    change, not a view; anyone else's instance and a missing one raise the same NotFound."""
+    """The Jupyter server of ``user``'s instance ``public_id`` (None while it has none, and once the instance is
+    stopping, stopped or released, whatever its Jupyter still answers). Entering a machine is a change, not a view;
+    anyone else's instance and a missing one raise the same NotFound."""
     try:
         instance = get_instance(user, public_id, "change")
     except Forbidden as exc:  # a team role that may only look at the instance does not enter it either
         raise NotFound(str(exc.message)) from exc
+    if instance.status not in LAB_STATES:
+        return None
     return get_backend(instance.backend_name).jupyter(instance)
 
 
@@ -280,7 +289,7 @@ async def lab_application(scope, receive, send) -> None:
         return await page.error(send, 503)
     if scope["method"] not in READ_METHODS and _header(scope, "origin") != page.origin:
         return await page.error(send, 403)
-    if await _proxy(scope, receive, send, grant.server):
+    if await _proxy(scope, receive, send, grant.server, lambda: _still_serves(page.cookie, payload, grant.server)):
         return
     # The server did not answer where the last look-up said: look again (the machine may have stopped, or moved).
     _forget(page.cookie)
@@ -290,7 +299,9 @@ async def lab_application(scope, receive, send) -> None:
     if fresh.server is None:
         return await page.error(send, 503)
     moved = fresh.server != grant.server and scope["method"] in READ_METHODS and not _has_body(scope)
-    if moved and await _proxy(scope, receive, send, fresh.server):
+    if moved and await _proxy(
+        scope, receive, send, fresh.server, lambda: _still_serves(page.cookie, payload, fresh.server)
+    ):
         return
     _forget(page.cookie)
     await page.error(send, 502)
@@ -437,11 +448,11 @@ async def _no_cookie(scope, send, page: _Page) -> None:
     await _respond(send, 302, [(b"location", location), (b"cache-control", b"no-store")], b"")
 
 
-async def _grant(cookie: str, payload: dict) -> Grant | None:
-    """What the cookie admits, looked up at most every LAB_AUTH_CACHE_SECONDS; None for nobody."""
+async def _grant(cookie: str, payload: dict, *, fresh: bool = False) -> Grant | None:
+    """What the cookie admits, looked up at most every LAB_AUTH_CACHE_SECONDS (``fresh``: now); None for nobody."""
     now = time.monotonic()
     grant = _grants.get(cookie)
-    if grant is not None and grant.expires > now:
+    if grant is not None and grant.expires > now and not fresh:
         return grant
     try:
         server = await sync_to_async(_authorize)(payload)
@@ -492,9 +503,11 @@ def _console_session_alive(sealed, user) -> bool:
 # HTTP -----------------------------------------------------------------------------------------------------------
 
 
-async def _proxy(scope, receive, send, server: JupyterServer) -> bool:
+async def _proxy(scope, receive, send, server: JupyterServer, still_admitted) -> bool:
     """Relay the request to ``server`` and its answer back; False, with nothing sent, when the server cannot be
-    reached."""
+    reached. An answer that streams for long (a download, a web app's event stream on an exposed port) is looked up
+    again every ACCESS_RECHECK_SECONDS as it goes, and cut off (the connection dropped, so the browser sees it
+    unfinished) once its cookie no longer admits."""
     client = pooled_client(timeout=TIMEOUT, socket=server.socket, origin=_upstream_origin(server))
     # A kept connection the server had just closed (it restarted, or timed it out) fails at once: a read is sent once
     # more, on a new connection. (A write is not: the server may have acted on it before the connection failed.)
@@ -517,7 +530,12 @@ async def _proxy(scope, receive, send, server: JupyterServer) -> bool:
         if text and server.token:
             chunks = _without(server.token.encode(), chunks)
         if scope["method"] != "HEAD":
+            check_at = time.monotonic() + settings.ACCESS_RECHECK_SECONDS
             async for chunk in chunks:
+                if time.monotonic() >= check_at:
+                    if not await still_admitted():
+                        return True
+                    check_at = time.monotonic() + settings.ACCESS_RECHECK_SECONDS
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except (httpx.HTTPError, OSError):
@@ -676,9 +694,20 @@ async def _websocket(scope, receive, send, page: _Page) -> None:
         return await deny(scope, send, 502)
     try:
         await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
-        await _pump(receive, send, upstream, still_admitted=lambda: _grant(page.cookie, payload))
+        await _pump(receive, send, upstream, still_admitted=lambda: _still_serves(page.cookie, payload, grant.server))
     finally:
         await upstream.close()
+
+
+async def _still_serves(cookie: str, payload: dict, server: JupyterServer) -> bool:
+    """Whether the cookie still admits its user to ``server``, looked up now: the user, their console session, their
+    right to change the instance (a team role that operates) and the instance's running Jupyter, as at entry. A
+    database that cannot answer ends nothing: the next look-up decides."""
+    try:
+        grant = await _grant(cookie, payload, fresh=True)
+    except DatabaseError:
+        return True
+    return grant is not None and grant.server == server
 
 
 async def deny(scope, send, status: int) -> None:
@@ -714,8 +743,9 @@ async def _connect(server: JupyterServer, scope) -> ClientConnection:
 
 async def _pump(receive, send, upstream: ClientConnection, still_admitted) -> None:
     """Frames both ways, text as text and binary as binary, until either side closes; the browser learns the
-    machine's close code. A kernel's or terminal's socket stays open for hours, so the cookie that opened it is
-    checked again every LAB_AUTH_CACHE_SECONDS: signing out, a new password or losing the instance closes it (1008)."""
+    machine's close code. A kernel's, terminal's or exposed port's socket stays open for hours, so the cookie that
+    opened it is looked up again every ACCESS_RECHECK_SECONDS, past the kept look-up: signing out, a new password, a
+    suspended account, leaving the team or a role that no longer operates, and a stopped instance close it (1008)."""
     browser_gone, revoked = asyncio.Event(), asyncio.Event()
     from_browser = asyncio.create_task(_from_browser(receive, upstream, browser_gone))
     watcher = asyncio.create_task(_watch(still_admitted, upstream, revoked))
@@ -736,8 +766,8 @@ async def _pump(receive, send, upstream: ClientConnection, still_admitted) -> No
 
 async def _watch(still_admitted, upstream: ClientConnection, revoked: asyncio.Event) -> None:
     while True:
-        await asyncio.sleep(max(float(settings.LAB_AUTH_CACHE_SECONDS), 1.0))
-        if await still_admitted() is None:
+        await asyncio.sleep(max(float(settings.ACCESS_RECHECK_SECONDS), 0.1))
+        if not await still_admitted():
             revoked.set()
             await upstream.close()
             return

@@ -2,7 +2,10 @@
 scp and SFTP) in one of the user's running instances. ``manage.py ssh_gateway`` runs it as its own process.
 
 The SSH user name is the instance's public id (with or without dashes). Only public-key logins exist, and a key
-is let in when it is one of the instance owner's SSH keys (``console.SSHKey``) and the instance is running; no
+is let in when it is one of the SSH keys (``console.SSHKey``) of someone who may operate the instance (its owner,
+or a team member whose role may) and the instance is running. While a connection lasts, that rule is looked up
+again every ``ACCESS_RECHECK_SECONDS``; once it no longer holds (the person left the team or lost the role, the key
+was deleted, an account disabled, the instance stopped) the connection's programs are hung up and it is closed. No
 passwords, keyboard-interactive, port, agent or X11 forwarding. A session runs what the instance's backend says
 enters the machine (``Backend.enter_argv``) under a pty when the client asked for one, with pipes otherwise, and
 hands back its exit status. SFTP (and scp, which speaks SFTP or, with ``-O``, runs ``scp -t`` as a command) is
@@ -32,7 +35,7 @@ from asgiref.sync import sync_to_async
 from asyncssh.constants import EXTENDED_DATA_STDERR
 from asyncssh.stream import SSHReader, SSHWriter
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connections
 from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
@@ -127,14 +130,25 @@ def instance_id(username: str) -> uuid.UUID | None:
 
 def find_grant(public_id: uuid.UUID, fingerprint: str) -> Grant | None:
     """The running instance ``public_id`` and the key with ``fingerprint`` of someone who may operate it: its
-    owner, or for a team's instance a member whose role may (``teams.access``, checked at each login, so a member
-    who left or lost the role is out at once). None when the instance is missing, not running, an endpoint, its
-    owner or the key's owner is disabled, or no such person has that key. One query per matching key (usually
-    one)."""
-    keys = SSHKey.objects.filter(fingerprint=fingerprint, user__is_active=True).values_list("pk", "user_id")
-    running = Instance.objects.filter(
-        public_id=public_id, kind=Instance.Kind.INSTANCE, status=Status.RUNNING, owner__is_active=True
-    )
+    owner, or for a team's instance a member whose role may (``teams.access``). None when the instance is missing,
+    not running, an endpoint, its owner or the key's owner is disabled, or no such person has that key. One query
+    per matching key (usually one)."""
+    return _first_grant(SSHKey.objects.filter(fingerprint=fingerprint), Instance.objects.filter(public_id=public_id))
+
+
+def grant_holds(grant: Grant) -> bool:
+    """Whether ``grant`` would still be given at login: the same rule as :func:`find_grant`, for the one key and
+    instance of a session under way, which every open connection asks every ``ACCESS_RECHECK_SECONDS``. A member
+    who left or lost the role, a deleted key, a disabled account or a stopped instance ends it. Two small queries."""
+    keys, instances = SSHKey.objects.filter(pk=grant.key_pk), Instance.objects.filter(pk=grant.instance_pk)
+    return _first_grant(keys, instances) == grant
+
+
+def _first_grant(keys, instances) -> Grant | None:
+    """Of ``keys`` and ``instances``: the first key of an active person who may operate one of the instances that
+    is running (and is an instance, of an active owner), with that instance."""
+    keys = keys.filter(user__is_active=True).values_list("pk", "user_id")
+    running = instances.filter(kind=Instance.Kind.INSTANCE, status=Status.RUNNING, owner__is_active=True)
     for key_pk, user_id in keys:
         instance_pk = running.filter(owned(user_id, "change")).values_list("pk", flat=True).first()
         if instance_pk is not None:
@@ -177,21 +191,36 @@ class GatewayProcess(asyncssh.SSHServerProcess):
 
 
 class GatewayServer(asyncssh.SSHServer):
-    """One client connection: public-key authentication against the instance owner's keys."""
+    """One client connection: public-key authentication against the instance owner's keys, and then the same
+    access looked up again every ``ACCESS_RECHECK_SECONDS`` while the connection lasts: once it no longer holds,
+    every session of the connection is hung up and the connection closed."""
 
     def __init__(self, gateway: "Gateway"):
         self.gateway = gateway
         self.instance_id: uuid.UUID | None = None
         self.grant: Grant | None = None
         self.peer = ""
+        self.conn = None
         # asyncssh asks about a key twice (the client's query, then its signature): one lookup per key.
         self._checked: dict[tuple, Grant | None] = {}
+        self.revoked = asyncio.Event()
+        self.lost = asyncio.Event()
+        self.sessions: set[asyncio.Task] = set()
+        self._watcher: asyncio.Task | None = None
 
     def session_requested(self):
+        if self.revoked.is_set():
+            return False
         return GatewayProcess(self.gateway.session, None, 0, False)
 
     def connection_made(self, conn):
+        self.conn = conn
         self.peer = conn.get_extra_info("peername", ("?", 0))[0]
+
+    def connection_lost(self, exc):
+        self.lost.set()
+        if self._watcher is not None:
+            self._watcher.cancel()
 
     def begin_auth(self, username):
         self.instance_id = instance_id(username)
@@ -225,7 +254,31 @@ class GatewayServer(asyncssh.SSHServer):
 
     async def auth_completed(self):
         log.info("ssh login to %s with key %s from %s", self.instance_id, self.grant.key_pk, self.peer)
+        self._watcher = asyncio.ensure_future(self._watch())
+        self.gateway.watchers.add(self._watcher)
+        self._watcher.add_done_callback(self.gateway.watchers.discard)
         await _db(record_login)(self.grant)
+
+    async def _watch(self) -> None:
+        """Look the grant up again every ACCESS_RECHECK_SECONDS; once it no longer holds, end the sessions (each
+        hangs up its program and says why) and close the connection: the client closes it once its sessions have
+        ended (after reading what they said last), else the gateway does. A database that cannot answer ends
+        nothing: the next look-up decides."""
+        while True:
+            await asyncio.sleep(max(float(settings.ACCESS_RECHECK_SECONDS), 0.1))
+            try:
+                if not await _db(grant_holds)(self.grant):
+                    break
+            except DatabaseError:
+                log.warning("ssh access to %s could not be checked again", self.instance_id, exc_info=True)
+        log.info("ssh access to %s with key %s ended: closing its connection", self.instance_id, self.grant.key_pk)
+        self.revoked.set()
+        if self.sessions:
+            await asyncio.wait(set(self.sessions), timeout=HANGUP_GRACE_SECONDS + 1)
+        try:
+            await asyncio.wait_for(self.lost.wait(), HANGUP_GRACE_SECONDS)
+        except TimeoutError:
+            self.conn.close()
 
 
 # Sessions ----------------------------------------------------------------------------------------------------
@@ -423,11 +476,13 @@ async def _run(process, grant: Grant) -> None:
 
 
 class Gateway:
-    """The listening gateway and its sessions under way, which end (their programs hung up) when it stops."""
+    """The listening gateway and its sessions under way, which end (their programs hung up) when it stops, and each
+    connection's watch over its access."""
 
     def __init__(self):
         self.acceptor = None
         self.sessions: set[asyncio.Task] = set()
+        self.watchers: set[asyncio.Task] = set()
 
     @property
     def port(self) -> int:
@@ -450,18 +505,26 @@ class Gateway:
 
     async def session(self, process) -> None:
         task = asyncio.current_task()
+        server = process.get_extra_info("connection").get_owner()
         self.sessions.add(task)
+        server.sessions.add(task)
         closed = asyncio.ensure_future(process.wait_closed())
-        work = asyncio.ensure_future(_run(process, process.get_extra_info("connection").get_owner().grant))
+        revoked = asyncio.ensure_future(server.revoked.wait())
+        work = asyncio.ensure_future(_run(process, server.grant))
         try:
-            # A client that goes away closes the channel: the work is cancelled and its program hung up.
-            await asyncio.wait({work, closed}, return_when=asyncio.FIRST_COMPLETED)
+            # A client that goes away closes the channel, and access that ends ends the session: either way the
+            # work is cancelled and its program hung up.
+            await asyncio.wait({work, closed, revoked}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for pending in (work, closed):
+            for pending in (work, closed, revoked):
                 pending.cancel()
-            await asyncio.gather(work, closed, return_exceptions=True)
+            await asyncio.gather(work, closed, revoked, return_exceptions=True)
             self.sessions.discard(task)
-        if not work.cancelled() and (error := work.exception()) is not None:
+            server.sessions.discard(task)
+        if server.revoked.is_set() and work.cancelled():
+            _say(process, _("Your access to this instance has ended: the session is closed."))
+            process.exit(255)
+        elif not work.cancelled() and (error := work.exception()) is not None:
             log.error("ssh session failed", exc_info=error)
             process.exit(1)
 
@@ -469,9 +532,9 @@ class Gateway:
         if self.acceptor is not None:
             self.acceptor.close()
             await self.acceptor.wait_closed()
-        for task in list(self.sessions):
+        for task in [*self.sessions, *self.watchers]:
             task.cancel()
-        await asyncio.gather(*self.sessions, return_exceptions=True)
+        await asyncio.gather(*self.sessions, *self.watchers, return_exceptions=True)
         await sync_to_async(connections.close_all, thread_sensitive=True)()  # the database thread's connections
 
 

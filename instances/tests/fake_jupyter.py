@@ -4,10 +4,12 @@ request without ``Authorization: token <token>`` (403); it records what it was s
 
 Under the base path: ``api/status`` (Jupyter's JSON), ``lab`` (a page with the token in its page config, as
 JupyterLab writes it, and the cookies and headers Jupyter sets), ``files/<n>`` (n bytes), ``api/echo`` (the digest
-of the request body), ``redirect`` (to ``lab`` by the server's own address); a websocket anywhere echoes every frame
-with the subprotocol the client offered first.
+of the request body), ``redirect`` (to ``lab`` by the server's own address), ``events`` (an event stream, as a web
+app on an exposed port sends: a line every fifth of a second, for ever); a websocket anywhere echoes every frame with
+the subprotocol the client offered first.
 """
 
+import asyncio
 import hashlib
 import json
 import secrets
@@ -69,6 +71,17 @@ class FakeJupyter:
                     break
             body = json.dumps({"length": length, "sha256": digest.hexdigest()}).encode()
             await _answer(send, 200, body, "application/json")
+        elif route == "events":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+            number = 0
+            while True:
+                await send({"type": "http.response.body", "body": f"event {number}\n".encode(), "more_body": True})
+                number += 1
+                try:
+                    if (await asyncio.wait_for(receive(), 0.2))["type"] == "http.disconnect":
+                        return
+                except TimeoutError:
+                    pass
         elif route == "redirect":
             await _answer(
                 send, 302, b"", "text/plain", [(b"location", f"http://localhost{self.base_path}lab".encode())]

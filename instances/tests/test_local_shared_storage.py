@@ -6,6 +6,7 @@ was written; bytes written inside are billed past the free tier like uploads; th
 than it has.
 """
 
+import os
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -146,6 +147,8 @@ def test_files_a_machine_wrote_before_shared_was_cloud_storage_are_kept_and_list
     local_volumes.ensure(earlier, tree.sandbox_uid(owner), 1)
     (earlier / "checkpoints").mkdir()
     (earlier / "checkpoints" / "step-100.pt").write_bytes(b"w" * 1000)
+    for path in (earlier / "checkpoints", earlier / "checkpoints" / "step-100.pt"):  # as the machine wrote them
+        os.chown(path, tree.sandbox_uid(owner), tree.sandbox_uid(owner))
     local_volumes.unmount_all(on_local.root)
 
     instance = running()

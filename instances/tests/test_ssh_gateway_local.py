@@ -83,3 +83,49 @@ def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(
     got = tmp_path / "hostname"
     assert scp(gateway.port, owner_key, target + "escape/proc/sys/kernel/hostname", str(got)).returncode == 0
     assert got.read_text().startswith("gpu-")
+
+
+def test_a_member_removed_from_the_team_is_hung_up_inside_the_machine(gateway, on_local, launch, owner, tmp_path):
+    import subprocess
+    import time
+
+    from console import ssh_keys
+    from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key
+    from teams import services as teams
+    from teams.models import Membership
+    from teams.roles import Role
+    from tests.fixtures.factories import UserFactory
+
+    # given a developer of a team with an SSH session open in the team's machine, writing a file there
+    team = teams.create_team(owner, name="Vision", slug="vision")
+    instance = launch(user=team.account, chip="ascend-910b", cards=1)
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
+    developer = UserFactory(email="dev@example.com")
+    Membership.objects.create(team=team, user=developer, role=Role.DEVELOPER)
+    key = make_key(tmp_path / "keys", "dev")
+    ssh_keys.add_ssh_key(developer, public_key=key.public_text)
+    writer = "while :; do date >> /root/written; sleep 0.2; done"
+    argv = ["ssh", "-p", str(gateway.port), "-i", str(key.private), *SSH_OPTIONS, f"{instance.public_id}@127.0.0.1"]
+    client = subprocess.Popen([*argv, writer], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    written = on_local.home(fresh(instance)) / "written"
+    try:
+        deadline = time.monotonic() + 30
+        while not written.exists():
+            assert time.monotonic() < deadline, "the session did not start"
+            time.sleep(0.1)
+
+        # when the team's owner removes them
+        teams.remove_member(teams.membership(owner, team.slug), developer.public_id)
+        began = time.monotonic()
+
+        # then their session ends within seconds, and what it ran in the machine with it
+        _stdout, stderr = client.communicate(timeout=10)
+        assert time.monotonic() - began < 10
+        assert b"Your access to this instance has ended" in stderr
+        time.sleep(1)
+        size = written.stat().st_size
+        time.sleep(1)
+        assert written.stat().st_size == size, "the program inside still writes"
+    finally:
+        client.kill()
+        client.wait()

@@ -4,6 +4,7 @@ and a huge, negative or non-numeric ``limit``/``offset`` (or HTML ``page``) answ
 import pytest
 
 from console.api.pagination import MAX_LIMIT
+from storage import services as storage_services
 from storage.models import Entry
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +40,7 @@ def test_a_made_up_limit_or_offset_answers_a_page_not_a_server_error(owner_api, 
 def test_a_huge_limit_is_lowered_to_the_ceiling_and_still_returns_a_small_folder_whole(owner_api, owner):
     owner_api.raise_request_exception = False
     for n in range(3):
-        Entry.objects.create(owner=owner, kind="folder", name=f"f{n}", path=f"/f{n}")
+        storage_services.create_folder(owner, None, f"f{n}")
 
     page = owner_api.get(f"/api/v1/storage/entries?limit={HUGE}").json()
 

@@ -49,7 +49,9 @@ def test_a_chip_not_for_sale_is_left_out_of_the_price_charts_and_marked_in_the_o
     assert "Unnamed domestic mid-range GPU (not for sale)" in _chart(html, "tflops")["labels"]
 
 
-def test_prices_on_the_comparison_are_shown_to_the_fen(client, catalog):
+def test_prices_on_the_comparison_are_unit_prices_shown_exactly(client, catalog):
+    # A card-hour price is a unit price: shown with as many decimals as it has (the spot ¥1.026), never rounded.
     table = _table(_page(client), "price")
 
-    assert not re.search(r"¥\d+\.\d{3,}", table)
+    assert "¥1.026<" in table and "¥1.03<" not in table
+    assert not re.search(r"¥\d+\.\d{7,}", table)

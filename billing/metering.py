@@ -240,9 +240,12 @@ def _returned(s, month, payable, subsidy, cash_id, now) -> tuple[list, Decimal, 
     their sum, and the subsidy given back to the programme (at most what it paid for the session that month)."""
     start, end = month_bounds(month)
     charges = LedgerEntry.objects.filter(
-        transaction__usage_session_id=s.pk, transaction__kind=TransactionKind.USAGE, transaction__minutes__gt=0,
-        transaction__created_at__gte=start, transaction__created_at__lt=end,
-    )  # fmt: skip
+        transaction__usage_session_id=s.pk,
+        transaction__kind=TransactionKind.USAGE,
+        transaction__minutes__gt=0,
+        transaction__created_at__gte=start,
+        transaction__created_at__lt=end,
+    )
     paid = charges.filter(account__kind__in=WALLET_KINDS, amount__lt=0).order_by("-transaction__created_at", "-pk")
     rows = list(paid.values_list("transaction_id", "account_id", "account__kind", "account__expires_at", "amount"))
     rows.sort(key=lambda r: (-r[0], _GIVE_BACK_ORDER[r[2]]))  # newest charge first; in it, cash before credit

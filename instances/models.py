@@ -313,13 +313,20 @@ class AccountLimit(models.Model):
     default's. Edited in the back office."""
 
     account = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
-        verbose_name=_("account"), help_text=_("Empty: the default for every account."),
-    )  # fmt: skip
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("account"),
+        help_text=_("Empty: the default for every account."),
+    )
     max_machines = models.PositiveSmallIntegerField(
-        _("machines at once"), null=True, blank=True,
+        _("machines at once"),
+        null=True,
+        blank=True,
         help_text=_("Creating, starting, running or stopping. Empty: the default."),
-    )  # fmt: skip
+    )
     max_cpu_only = models.PositiveSmallIntegerField(
         _("CPU-only machines at once"),
         null=True,

@@ -113,8 +113,9 @@ def test_across_a_price_change_at_midnight_each_run_keeps_the_price_it_started_a
 
 
 @pytest.mark.parametrize("every", [1, 5])
-def test_minutes_charged_after_a_late_noticed_end_are_given_back(catalog, xinchuang_subsidy, owner, fund, settings,
-                                                                  every):  # fmt: skip
+def test_minutes_charged_after_a_late_noticed_end_are_given_back(
+    catalog, xinchuang_subsidy, owner, fund, settings, every
+):
     settings.METERING_POSTING_MINUTES = every
     wallet.grant_trial_credit(owner, owner.email)  # ¥10 of trial credit pays first, then cash
     fund(owner, "100")
@@ -213,10 +214,17 @@ def test_minutes_a_voucher_paid_past_a_late_noticed_end_go_back_to_it_or_to_cash
     start = datetime(2026, 3, 2, 9, 0, 0, tzinfo=SHANGHAI)
     with time_machine.travel(start - timedelta(hours=1), tick=False):
         batch = vouchers.create_batch(
-            name="Launch week", name_zh="体验周", amount=Decimal("50"), expires_at=start + timedelta(minutes=30),
-            quantity=1, min_spend=Decimal("0"), one_per_user=True, chips=Chip.objects.none(), plans=Plan.objects.none(),
+            name="Launch week",
+            name_zh="体验周",
+            amount=Decimal("50"),
+            expires_at=start + timedelta(minutes=30),
+            quantity=1,
+            min_spend=Decimal("0"),
+            one_per_user=True,
+            chips=Chip.objects.none(),
+            plans=Plan.objects.none(),
             shared_code="",
-        )  # fmt: skip
+        )
         vouchers.redeem(owner, vouchers.display_code(batch.codes.get().code), by=owner)
     q = quote(chip=catalog["a100-80g"], cards=1, at=start)  # 8 fen a minute, paid by the voucher
     resource = uuid.uuid4()

@@ -361,8 +361,14 @@ class LocalBackend(Backend):
         # Root creates and hands over only the folders directly in the instance's root-owned folder, which the
         # machine cannot replace; inside the home and the socket folder the machine's own processes (init, the
         # agent as the sandbox user) make what they need, so no symlink made inside can lead root anywhere.
-        for path, owner, mode in ((base, 0, 0o711), (base / ".gpucloud", uid, 0o700), (home, uid, 0o700),
-                                  (run, 0, 0o711), (boot, uid, 0o500), (mnt, 0, 0o755)):  # fmt: skip
+        for path, owner, mode in (
+            (base, 0, 0o711),
+            (base / ".gpucloud", uid, 0o700),
+            (home, uid, 0o700),
+            (run, 0, 0o711),
+            (boot, uid, 0o500),
+            (mnt, 0, 0o755),
+        ):
             _own_folder(path, owner, mode)
         for name in hub_links(instance):
             _open_folder(mnt / name)  # empty until something is mounted there
@@ -758,32 +764,36 @@ class LocalBackend(Backend):
         # Every writable place inside has a size: the home and disks their images, the sockets folder its tmpfs,
         # /tmp, /var and /dev/shm theirs (in memory, counted in the machine's memory limit too); /dev and the root
         # bwrap builds the sandbox in are read-only.
-        bwrap = [
-            "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-net", "--die-with-parent", "--disable-userns", "--hostname", hostname(instance),
-            "--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds(),
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-            "--symlink", "usr/sbin", "/sbin",
-            "--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm",
-            "--remount-ro", "/dev", "--proc", "/proc",
-            "--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp",
-            "--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp",
-            "--ro-bind", str(runtime_path), str(runtime_path),
-            *(["--ro-bind", str(prefix), str(prefix)] if prefix else []),
-            "--bind", str(base / "root"), "/root",
-            "--bind", str(run / SOCKETS), SOCKET_DIR,
-            "--ro-bind", str(base / "boot"), BOOT_DIR,
-            "--ro-bind", str(base / TOOLS / "workloads"), WORKLOADS_DIR,
-            "--bind", str(base / "mnt"), MOUNT_HUB,
-            "--clearenv",
-            "--setenv", "HOME", "/root", "--setenv", "USER", "root", "--setenv", "SHELL", "/bin/bash",
-            "--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", _sandbox_path(runtime_path),
-            "--setenv", "GPUCLOUD_INSTANCE", str(instance.public_id),
-            "--setenv", "GPUCLOUD_SCALARS", f"/root/{agent_module.SCALARS_FILE}",
-            "--setenv", "GPUCLOUD_CHECKPOINT_MARKER", f"/root/{agent_module.MARKER}",
-            "--setenv", "QUICKSTART_CHECKPOINT", "/root/.gpucloud/quickstart.json",
-            "--chdir", "/root", "--seccomp", "4", "--remount-ro", "/",
-        ]  # fmt: skip
+        environment = {
+            "HOME": "/root",
+            "USER": "root",
+            "SHELL": "/bin/bash",
+            "LANG": "C.UTF-8",
+            "PATH": _sandbox_path(runtime_path),
+            "GPUCLOUD_INSTANCE": str(instance.public_id),
+            "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
+            "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
+            "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
+        }
+        groups = [
+            ("--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
+            ("--unshare-net", "--die-with-parent", "--disable-userns", "--hostname", hostname(instance)),
+            ("--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds()),
+            ("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
+            ("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
+            ("--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm"),
+            ("--remount-ro", "/dev", "--proc", "/proc"),
+            ("--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp"),
+            ("--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp"),
+            ("--ro-bind", str(runtime_path), str(runtime_path)),
+            ("--ro-bind", str(prefix), str(prefix)) if prefix else (),
+            ("--bind", str(base / "root"), "/root", "--bind", str(run / SOCKETS), SOCKET_DIR),
+            ("--ro-bind", str(base / "boot"), BOOT_DIR, "--ro-bind", str(base / TOOLS / "workloads"), WORKLOADS_DIR),
+            ("--bind", str(base / "mnt"), MOUNT_HUB, "--clearenv"),
+            *(("--setenv", name, value) for name, value in environment.items()),
+            ("--chdir", "/root", "--seccomp", "4", "--remount-ro", "/"),
+        ]
+        bwrap = [argument for group in groups for argument in group]
         # bwrap reads its options from a file (descriptor 3) and its seccomp program from another (4), and runs with
         # an empty environment: its command line and environment, which its first process inside shows in
         # /proc/1, name no host path. The workload ignores SIGUSR1 on the way in, so the checkpoint signal the agent

@@ -130,13 +130,19 @@ def _info(item, commit) -> dict:
 def _listed(item) -> dict:
     """What a list of repositories says of each (as the Hub's lists: no file list unless asked for)."""
     info = {
-        "_id": str(item.public_id), "id": item.repo, "author": item.org,
+        "_id": str(item.public_id),
+        "id": item.repo,
+        "author": item.org,
         "lastModified": item.updated_at.isoformat().replace("+00:00", "Z"),
         "createdAt": item.created_at.isoformat().replace("+00:00", "Z"),
-        "private": item.visibility == HubVisibility.PRIVATE, "disabled": False, "gated": False,
-        "downloads": item.mount_count, "likes": item.likes_count, "tags": item.tags,
+        "private": item.visibility == HubVisibility.PRIVATE,
+        "disabled": False,
+        "gated": False,
+        "downloads": item.mount_count,
+        "likes": item.likes_count,
+        "tags": item.tags,
         "metadataOnly": item.head_id is None,
-    }  # fmt: skip
+    }
     if item.kind == HubKind.MODEL:
         info |= {"modelId": item.repo, "pipeline_tag": item.task or None, "library_name": item.library_name or None}
     return info
@@ -144,9 +150,13 @@ def _listed(item) -> dict:
 
 # The Hub's sort keys (huggingface_hub's ``sort=``) in this hub's orders; descending unless ``direction=1``.
 LIST_SORTS = {
-    "downloads": ("mount_count", "id"), "likes": ("likes_count", "id"), "lastModified": ("updated_at", "id"),
-    "createdAt": ("created_at", "id"), "trendingScore": ("likes_count", "id"), "id": ("repo",),
-}  # fmt: skip
+    "downloads": ("mount_count", "id"),
+    "likes": ("likes_count", "id"),
+    "lastModified": ("updated_at", "id"),
+    "createdAt": ("created_at", "id"),
+    "trendingScore": ("likes_count", "id"),
+    "id": ("repo",),
+}
 LIST_PAGE = 1000  # the Hub's own page size for an unlimited list
 
 
@@ -189,13 +199,23 @@ def whoami(request, user):
         return _error(401, INVALID_CREDENTIALS)
     name = repos.user_namespace(user)
     others = repos.HubNamespace.objects.filter(user=user).exclude(name=name).order_by("name")
-    return JsonResponse({
-        "type": "user", "id": str(user.public_id), "name": name, "fullname": user.get_full_name() or name,
-        "email": user.email, "emailVerified": True, "isPro": False, "canPay": False,
-        "orgs": [{"type": "org", "name": org.name, "fullname": org.name} for org in others],
-        "auth": {"type": "access_token", "accessToken": {"displayName": token.name,
-                 "role": "write" if token.can_write else "read"}},
-    })  # fmt: skip
+    return JsonResponse(
+        {
+            "type": "user",
+            "id": str(user.public_id),
+            "name": name,
+            "fullname": user.get_full_name() or name,
+            "email": user.email,
+            "emailVerified": True,
+            "isPro": False,
+            "canPay": False,
+            "orgs": [{"type": "org", "name": org.name, "fullname": org.name} for org in others],
+            "auth": {
+                "type": "access_token",
+                "accessToken": {"displayName": token.name, "role": "write" if token.can_write else "read"},
+            },
+        }
+    )
 
 
 def repo_page(request, repo, prefix=""):

@@ -37,10 +37,15 @@ def latest_hf() -> Path:
 def run_latest(bin_folder: Path, endpoint: str, home: Path, *argv: str, env: dict | None = None):
     """Run a program of the newest client's environment against ``endpoint``, with its own ``HF_HOME``."""
     environment = {
-        "PATH": f"{bin_folder}:/usr/bin:/bin", "HOME": str(home), "HF_HOME": str(home / "hf"),
-        "HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_TELEMETRY": "1", "NO_COLOR": "1", "LANG": "C.UTF-8",
+        "PATH": f"{bin_folder}:/usr/bin:/bin",
+        "HOME": str(home),
+        "HF_HOME": str(home / "hf"),
+        "HF_ENDPOINT": endpoint,
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "NO_COLOR": "1",
+        "LANG": "C.UTF-8",
         **(env or {}),
-    }  # fmt: skip
+    }
     program = argv[0] if "/" in argv[0] else str(bin_folder / argv[0])
     return subprocess.run(
         [program, *argv[1:]], capture_output=True, text=True, env=environment, timeout=300, check=False

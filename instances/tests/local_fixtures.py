@@ -18,6 +18,7 @@ import pytest
 from catalog.models import Node
 from instances import services
 from instances.backends import get_backend, local, local_home, local_volumes
+from instances.choices import Status
 from instances.models import Instance
 from instances.tests.fixtures import settle_until
 
@@ -158,3 +159,22 @@ class LocalDriver:
     def checkpointed(self, instance) -> bool:
         with self.host.stopped_home(instance) as home:
             return (home / ".gpucloud" / "checkpoint.json").exists()
+
+
+@pytest.fixture
+def running(on_local, launch):
+    """Start a machine on the local backend (a 910B card unless told otherwise) and wait until it runs: returns a
+    function that takes ``launch``'s fields and gives back the running instance."""
+
+    def run(**fields):
+        fields.setdefault("chip", "ascend-910b")
+        fields.setdefault("cards", 1)
+        instance = launch(**fields)
+
+        def fresh():
+            return Instance.objects.with_related().get(pk=instance.pk)
+
+        on_local.settle(until=lambda: fresh().status == Status.RUNNING, message="the machine to run")
+        return fresh()
+
+    return run

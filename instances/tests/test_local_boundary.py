@@ -26,18 +26,6 @@ def fresh(instance):
     return Instance.objects.with_related().get(pk=instance.pk)
 
 
-@pytest.fixture
-def running(on_local, launch):
-    def run(**fields):
-        fields.setdefault("chip", "ascend-910b")
-        fields.setdefault("cards", 1)
-        instance = launch(**fields)
-        on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
-        return fresh(instance)
-
-    return run
-
-
 def test_every_writable_place_outside_the_disks_stops_small_and_off_the_hosts_disk(on_local, running, settings):
     settings.LOCAL_TMP_MB = 32
     instance = running()

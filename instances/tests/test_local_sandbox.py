@@ -47,18 +47,6 @@ def mounts_under(path) -> list[str]:
     return [p for p in local._mount_points() if p == str(path) or p.startswith(f"{path}/")]
 
 
-@pytest.fixture
-def running(on_local, launch):
-    def run(**fields):
-        fields.setdefault("chip", "ascend-910b")
-        fields.setdefault("cards", 1)
-        instance = launch(**fields)
-        on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
-        return fresh(instance)
-
-    return run
-
-
 def test_a_launched_instance_runs_jupyterlab_and_a_shell_inside(on_local, running):
     instance = running()
     assert instance.access["simulated"] is False

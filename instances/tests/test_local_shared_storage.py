@@ -14,7 +14,6 @@ import pytest
 
 from billing.models import LedgerTransaction, StoragePrice
 from instances.backends import BackendError, local_volumes
-from instances.choices import Status
 from instances.models import Instance
 from storage import billing as storage_billing
 from storage import tree
@@ -39,18 +38,6 @@ FILL = (
 
 def fresh(instance):
     return Instance.objects.with_related().get(pk=instance.pk)
-
-
-@pytest.fixture
-def running(on_local, launch):
-    def run(**fields):
-        fields.setdefault("chip", "ascend-910b")
-        fields.setdefault("cards", 1)
-        instance = launch(**fields)
-        on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
-        return fresh(instance)
-
-    return run
 
 
 def listing(api, path="/"):

@@ -334,15 +334,23 @@ def clean_text(value) -> bool:
 
 
 def _path(value) -> str:
+    """A file's path in a repository, as the Hub accepts it: relative, no empty, dot or `.git` parts (Git keeps its
+    own files there), and no part that starts or ends with a space (names that look alike but are not)."""
     ok = (
         isinstance(value, str) and 0 < len(value) <= 500 and not value.startswith("/") and "\\" not in value
-        and clean_text(value) and all(part not in ("", ".", "..") and len(part.encode()) <= 255
-                                      for part in value.split("/"))
+        and clean_text(value) and all(_path_part_ok(part) for part in value.split("/"))
     )  # fmt: skip
     if not ok:
         raise ServiceError(_("%(path)s is not a valid file path in a repository.") % {"path": str(value)[:100]},
                            code="invalid_path")  # fmt: skip
     return value
+
+
+def _path_part_ok(part: str) -> bool:
+    return (
+        part not in ("", ".", "..") and part.lower() != ".git" and part == part.strip()
+        and len(part.encode()) <= 255
+    )  # fmt: skip
 
 
 def lfs_pointer_oid(sha256: str, size: int) -> str:

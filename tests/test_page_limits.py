@@ -1,5 +1,6 @@
 """Paged lists never fail on a page size or position a client makes up: ``limit`` has one ceiling on every API list,
-and a huge, negative or non-numeric ``limit``/``offset`` (or HTML ``page``) answers a page, not a server error."""
+a huge ``limit``/``offset`` (or a made-up HTML ``page``) answers a page, and a negative or non-numeric one is a 400
+naming the parameter — never a server error, and never the first page passed off as the one asked for."""
 
 import pytest
 
@@ -12,8 +13,10 @@ pytestmark = pytest.mark.django_db
 LISTS = ["tokens", "chips", "zones", "specs", "transactions", "topups", "instances", "disks", "storage/entries",
          "images", "hub"]  # fmt: skip
 HUGE = str(10**30)
-QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", "limit=-1", "limit=abc", "offset=-5",
-           "offset=abc", f"limit={MAX_LIMIT + 1}"]  # fmt: skip
+QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", f"limit={MAX_LIMIT + 1}", "limit=",
+           "offset=0"]  # fmt: skip
+BAD_QUERIES = [("limit=-1", "limit"), ("limit=abc", "limit"), ("limit=0", "limit"), ("limit=1.5", "limit"),
+               ("offset=-5", "offset"), ("offset=abc", "offset"), ("limit=5&offset=%EF%BC%91", "offset")]  # fmt: skip
 
 
 @pytest.fixture
@@ -35,6 +38,23 @@ def test_a_made_up_limit_or_offset_answers_a_page_not_a_server_error(owner_api, 
 
     assert response.status_code == 200, response.content[:300]
     assert len(response.json()["results"]) <= MAX_LIMIT
+
+
+@pytest.mark.parametrize(("query", "name"), BAD_QUERIES)
+@pytest.mark.parametrize("url", ["tokens", "instances", "storage/entries", "hub"])
+def test_a_negative_or_non_numeric_limit_or_offset_is_a_400_naming_it(owner_api, rows, url, query, name):
+    response = owner_api.get(f"/api/v1/{url}?{query}", HTTP_ACCEPT_LANGUAGE="en")
+
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["message"].startswith(f"{name}: Must be a whole number")
+    assert list(response.json()["errors"]) == [name]
+
+
+def test_the_schema_states_the_minimums(owner_api):
+    schema = owner_api.get("/api/schema/?format=json").json()
+    parameters = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/tokens/"]["get"]["parameters"]}
+
+    assert parameters["limit"]["minimum"] == 1 and parameters["offset"]["minimum"] == 0
 
 
 def test_a_huge_limit_is_lowered_to_the_ceiling_and_still_returns_a_small_folder_whole(owner_api, owner):

@@ -149,7 +149,9 @@ class TusView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        if request.method != "OPTIONS" and request.headers.get("Tus-Resumable") != TUS_VERSION:
+        # A method this address does not answer is a 405 (DRF's, after this), whatever the tus header says.
+        answered = request.method.lower() in self.http_method_names and hasattr(self, request.method.lower())
+        if answered and request.method != "OPTIONS" and request.headers.get("Tus-Resumable") != TUS_VERSION:
             raise TusPreconditionFailed(_("This endpoint speaks the tus protocol: send “Tus-Resumable: 1.0.0”."))
 
     def finalize_response(self, request, response, *args, **kwargs):

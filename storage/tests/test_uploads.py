@@ -187,6 +187,12 @@ def test_tus_requests_without_the_protocol_version_are_refused(owner_api):
     assert response.status_code == 412 and response["Tus-Version"] == "1.0.0"
 
 
+def test_a_method_the_upload_addresses_do_not_answer_is_a_405_with_or_without_the_tus_header(owner_api):
+    for headers in ({}, {"HTTP_TUS_RESUMABLE": "1.0.0"}):
+        assert owner_api.put("/api/v1/storage/uploads", **headers).status_code == 405
+        assert owner_api.get("/api/v1/storage/uploads", **headers).status_code == 405
+
+
 def test_tus_discovery_lists_the_supported_extensions(anon_api):
     response = anon_api.options("/api/v1/storage/uploads")
     assert response.status_code == 204

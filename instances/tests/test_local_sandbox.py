@@ -185,6 +185,21 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     assert (on_local.storage(instance.owner) / "from-inside.txt").exists()
 
 
+def test_a_starter_dataset_with_real_files_mounts_and_loads_inside(on_local, running):
+    from marketplace import seed as hub_catalog
+    from storage import mounts
+
+    hub_catalog.load()  # as `make run` does: the starter entries' real files are committed and laid out
+    instance = running()
+
+    mounts.mount(instance.owner, instance, "gpucloud/console-zh-en")
+    read = on_local.run(instance, "python3 -c \"import json; rows = [json.loads(l) for l in "
+                        "open('/root/datasets/gpucloud/console-zh-en/data/train.jsonl')]; "
+                        "print(len(rows), [r['zh'] for r in rows if r['en'] == 'Metadata only'][0])\"")  # fmt: skip
+    count, label = read.stdout.split()
+    assert int(count) > 1000 and label == "仅有元数据", read.stderr
+
+
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
 
 

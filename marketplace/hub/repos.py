@@ -532,7 +532,6 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     if clash:
         raise ServiceError(_("%(path)s cannot be both a file and a folder.") % {"path": clash[0][:100]},
                            code="invalid_path")  # fmt: skip
-    size = sum(f.size for f in files.values())
     blobs_in_tree = {f.blob.pk: f.blob.size for f in files.values()}
     owner = item.owner  # who may commit (writable): their storage holds it
     counted = set(HubBlob.objects.filter(_counted(owner), pk__in=blobs_in_tree).values_list("pk", flat=True))
@@ -540,24 +539,50 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     if _storage_committed(owner) + new_bytes > quota.max_bytes():
         raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
                        % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
+    new = _record_commit(item, user, header, files, readme)
+    record_usage(owner)
+    return new
+
+
+def _record_commit(item: HubItem, author, header: dict, files: dict[str, HubTreeFile], readme) -> HubCommit:
+    """Save ``files`` (path → file) as the new head of ``item``, its file list and size with it, and lay the tree
+    out for mounts once the transaction commits."""
     listing = "\n".join(f"{p}\0{f.git_oid}" for p, f in sorted(files.items()))
     seed = f"{item.head.oid if item.head else ''}\n{listing}\n{header.get('summary')}\n{uuid.uuid4()}"
     new = HubCommit.objects.create(
         item=item, oid=hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest(), parent=item.head,
         summary=header["summary"].strip()[:500], description=str(header.get("description") or "")[:20000],
-        author=user,
+        author=author,
     )  # fmt: skip
     HubTreeFile.objects.bulk_create(
         HubTreeFile(commit=new, path=f.path, blob=f.blob, size=f.size, git_oid=f.git_oid, lfs=f.lfs)
         for f in files.values()
     )
     listed = [(p, f.size) for p, f in sorted(files.items())]
+    size = sum(f.size for f in files.values())
     services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
                        files=listed, **_fields_from_card(item, readme))  # fmt: skip
     HubItem.objects.filter(pk=item.pk).update(head=new)
-    record_usage(owner)
     transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return new
+
+
+@transaction.atomic
+def publish_catalogue_files(repo: str, contents: dict[str, bytes], summary: str) -> HubCommit | None:
+    """Make ``contents`` (path → bytes) the whole tree of the platform's catalogue repository ``repo`` — how the
+    install gives starter entries real files — unless its head already holds exactly these. The bytes are stored
+    once by SHA-256 like any upload; a catalogue repository has no owner, so they count against nobody's storage."""
+    item = HubItem.objects.select_for_update(of=("self",)).select_related("head").get(repo=repo, owner__isnull=True)
+    current = {f.path: f.blob.sha256 for f in tree(item.head)} if item.head else {}
+    if current == {path: hashlib.sha256(content).hexdigest() for path, content in contents.items()}:
+        return None
+    files = {}
+    for path, content in sorted(contents.items()):
+        blob = blobs.store_bytes(content)
+        large = len(content) >= settings.HUB_LFS_THRESHOLD_BYTES
+        oid = lfs_pointer_oid(blob.sha256, blob.size) if large else blobs.git_blob_oid(content)
+        files[_path(path)] = HubTreeFile(path=path, blob=blob, size=blob.size, git_oid=oid, lfs=large)
+    return _record_commit(item, None, {"summary": summary}, files, None)
 
 
 def _materialise_quietly(repo: str) -> None:

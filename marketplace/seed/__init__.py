@@ -2,7 +2,8 @@
 
 ``load()`` is idempotent: items are created when missing and otherwise left as staff edited them (``update=True``
 rewrites them from the files). Counters (mounts, likes) are never touched. Each entry becomes a model card —
-Markdown with YAML front matter, the same format users will publish — and a file list derived from its size.
+Markdown with YAML front matter, the same format users will publish — and a file list derived from its size, except
+the entries with ``built``: their files are real, made at install by ``built.py`` and committed to the repository.
 """
 
 import hashlib
@@ -16,6 +17,7 @@ import yaml
 from instances.choices import Backend
 
 from ..choices import HubKind
+from . import built
 
 HERE = Path(__file__).parent
 FACTS_FILE = HERE / "hub.toml"
@@ -131,6 +133,13 @@ def entries() -> list[dict]:
         extra = cards.get(entry["repo"], {})
         frameworks = entry.get("frameworks", [])
         params = entry.get("params_b")
+        contents = built.files(entry["built"]) if entry.get("built") else None
+        if contents is not None:  # real files: the list and sizes are theirs
+            files = [(path, len(content)) for path, content in sorted(contents.items())]
+            entry = entry | {"size_gb": Decimal(sum(size for _path, size in files)) / GB}
+            entry.setdefault("rows", built.rows(contents) if entry["kind"] == HubKind.DATASET else None)
+        else:
+            files = file_list(entry, extra.get("library_name", ""))
         result.append(
             {
                 "repo": entry["repo"],
@@ -143,10 +152,16 @@ def entries() -> list[dict]:
                 "frameworks": frameworks,
                 "chips": chips_for(entry["kind"], frameworks),
                 "card": card(entry, extra),
-                "files": file_list(entry, extra.get("library_name", "")),
+                "files": files,
             }
         )
     return result
+
+
+def built_entries() -> dict[str, str]:
+    """The starter repositories whose files are real, with the builder that makes them (``built`` in hub.toml)."""
+    facts = _read(FACTS_FILE)
+    return {e["repo"]: e["built"] for kind in ("model", "dataset") for e in facts.get(kind, []) if e.get("built")}
 
 
 def load(*, update: bool = False) -> dict[str, int]:
@@ -168,4 +183,14 @@ def load(*, update: bool = False) -> dict[str, int]:
             continue
         services.save_catalog_item(**values)
         counts["updated" if item is not None else "created"] += 1
+    counts["with files"] = _publish_built()
     return counts
+
+
+def _publish_built() -> int:
+    """Commit the real files of the starter entries that have them; a new revision only where they changed."""
+    from ..hub import repos
+
+    for repo, name in built_entries().items():
+        repos.publish_catalogue_files(repo, built.files(name), summary=f"Files built at install ({name})")
+    return len(built_entries())

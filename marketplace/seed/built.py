@@ -1,0 +1,67 @@
+"""Starter entries whose files are real: made at install from what ships with the console, nothing downloaded.
+
+Each builder returns the repository's whole tree (path → bytes), byte for byte the same on every machine with the
+same release, so ``load_hub`` commits a new revision only when the source changed.
+"""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import polib
+from django.conf import settings
+
+from catalog import seed as catalog_seed
+
+CHIP_COLUMNS = [
+    "slug", "vendor", "name", "name_zh", "backend", "xinchuang", "memory_gb", "memory_type", "memory_bandwidth_tbs",
+    "tflops_bf16", "tflops_fp16", "measured_tflops_bf16", "measured_tflops_fp16", "mfu", "interconnect",
+    "interconnect_gbs", "glm70b_tokens_per_s", "note",
+]  # fmt: skip
+
+
+def console_zh_en() -> dict[str, bytes]:
+    """The console's own interface strings with their Chinese translations, one JSON object a line (``en``,
+    ``zh``): a small parallel corpus of product language, sorted by the English."""
+    catalogue = polib.pofile(str(Path(settings.BASE_DIR) / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"))
+    pairs = sorted(
+        {(e.msgid, e.msgstr) for e in catalogue.translated_entries() if not e.msgid_plural and e.msgstr.strip()}
+    )
+    lines = (json.dumps({"en": en, "zh": zh}, ensure_ascii=False) for en, zh in pairs)
+    return {"data/train.jsonl": ("\n".join(lines) + "\n").encode()}
+
+
+def chip_figures() -> dict[str, bytes]:
+    """The chips the catalogue lists with the figures the operator published (memory, TFLOPS, MFU, throughput),
+    as one CSV: blank where a source gives no figure."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CHIP_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for chip in catalog_seed.read()["chip"]:
+        writer.writerow({column: _cell(chip.get(column)) for column in CHIP_COLUMNS})
+    return {"chips.csv": out.getvalue().encode()}
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+BUILDERS = {"console-zh-en": console_zh_en, "chip-figures": chip_figures}
+
+
+def files(name: str) -> dict[str, bytes]:
+    return BUILDERS[name]()
+
+
+def rows(contents: dict[str, bytes]) -> int:
+    """Records in a built data set: lines of its JSON Lines files and of its CSV files less their headers."""
+    total = 0
+    for path, content in contents.items():
+        if path.endswith((".jsonl", ".csv")):
+            total += content.count(b"\n") - (1 if path.endswith(".csv") else 0)
+    return total

@@ -27,6 +27,9 @@ COMBINED_DESCRIPTIONS = frozenset(
 )  # fmt: skip
 
 
+FORMER_PUBLISHER = "星宇智算 · official"  # what the catalogue said before: English on a Chinese page
+
+
 @cache
 def entries() -> dict:
     with CATALOG_FILE.open("rb") as fh:
@@ -42,6 +45,9 @@ def load(*, update: bool = False) -> dict[str, int]:
         image, was_created = services.save_catalog_image(entry, data["publisher"], update=update)
         created += was_created
         kept += not was_created
+        if image.publisher == FORMER_PUBLISHER:  # the page shows "official" as a translated badge instead
+            image.publisher = data["publisher"]
+            services.save_edits(image)
         if _has_combined_description(image):
             image.description = entry.get("description", "").strip()
             image.description_zh = entry.get("description_zh", "").strip()

@@ -88,3 +88,17 @@ def test_markdown_with_a_script_is_neutralised(owner, official_images):
     assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
     assert "&lt;script&gt;" in html and "<strong>bold</strong>" in html
     assert "<script" not in services.render_description("<script>alert(1)</script>")
+
+
+def test_an_official_image_shows_a_translated_badge_and_an_earlier_english_publisher_is_replaced(
+    official_images, client
+):
+    image = Image.objects.get(slug="pytorch-2.2")
+    Image.objects.filter(pk=image.pk).update(publisher=catalog.FORMER_PUBLISHER)  # a database loaded before
+    call_command("load_images")
+    image.refresh_from_db()
+    assert image.publisher == "星宇智算"
+
+    client.cookies["django_language"] = "zh-hans"
+    page = client.get(f"/marketplace/images/{image.slug}/").content.decode()
+    assert 'id="official-badge">官方<' in page and "· official" not in page

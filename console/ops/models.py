@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from . import audit_text
 from .choices import BADGE_COLOURS, AuditAction
 
 
@@ -102,6 +103,14 @@ class AuditEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AuditLogIsAppendOnly("audit entries are append-only")
+
+    @property
+    def target_kind(self) -> str:
+        return audit_text.target_kind(self.target_type)
+
+    @property
+    def changes(self):
+        return audit_text.changes(self)
 
     @property
     def badge(self) -> str:

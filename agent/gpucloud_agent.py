@@ -449,6 +449,84 @@ class HostSampler:
         return {"source": "host", "card_utilisation": cpu, "memory_used": memory, "cards": []}
 
 
+class CgroupSampler:
+    """CPU and memory of the cgroup this agent and its workload run in: the machine's own share and limit, for a
+    machine without cards (reported with source ``cgroup``). CPU is the share of the cgroup's CPU quota (the
+    host's CPUs where it has none) used since the last sample; memory is what the cgroup uses of its limit (the
+    host's memory where it has none). Cgroup v2, or v1 with the memory, cpu and cpuacct controllers."""
+
+    def __init__(self, proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")):
+        self.proc = proc
+        self.path: Path | None = None  # v2: the cgroup's folder
+        self.v1: dict[str, Path] = {}  # v1: each controller's folder
+        try:
+            for line in (proc / "self" / "cgroup").read_text().splitlines():
+                hierarchy, controllers, path = line.split(":", 2)
+                relative = path.lstrip("/")
+                if hierarchy == "0" and not controllers and (cgroups / relative / "memory.current").exists():
+                    self.path = cgroups / relative
+                for controller in controllers.split(","):
+                    if controller in ("memory", "cpu", "cpuacct") and relative:
+                        self.v1[controller] = cgroups / controller / relative
+        except (OSError, ValueError):
+            self.path, self.v1 = None, {}
+        if self.path is None and not {"memory", "cpuacct"} <= set(self.v1):
+            self.v1 = {}
+        self.last: tuple[float, float] | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.path is not None or bool(self.v1)
+
+    def _read(self, folder: Path, name: str) -> str:
+        return (folder / name).read_text().strip()
+
+    def _cpu_seconds(self) -> float:
+        if self.path is not None:
+            stat = self._read(self.path, "cpu.stat").splitlines()
+            return next(int(line.split()[1]) for line in stat if line.startswith("usage_usec")) / 1e6
+        return int(self._read(self.v1["cpuacct"], "cpuacct.usage")) / 1e9
+
+    def _cpus(self) -> float:
+        if self.path is not None:
+            quota, _sep, period = self._read(self.path, "cpu.max").partition(" ")
+        elif "cpu" in self.v1:
+            quota, period = (
+                self._read(self.v1["cpu"], "cpu.cfs_quota_us"),
+                self._read(self.v1["cpu"], "cpu.cfs_period_us"),
+            )
+        else:
+            quota, period = "max", ""
+        if quota in ("max", "-1") or not period:
+            return float(os.cpu_count() or 1)
+        return max(int(quota) / int(period), 0.01)
+
+    def _host_memory(self) -> int:
+        for line in (self.proc / "meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def _memory(self) -> tuple[int, int]:
+        if self.path is not None:
+            used, limit = self._read(self.path, "memory.current"), self._read(self.path, "memory.max")
+        else:
+            used = self._read(self.v1["memory"], "memory.usage_in_bytes")
+            limit = self._read(self.v1["memory"], "memory.limit_in_bytes")
+        host = self._host_memory()
+        limit = host if limit == "max" else min(int(limit), host or int(limit))  # v1 says "none" with a huge number
+        return int(used), limit
+
+    def sample(self) -> dict:
+        used_cpu, now = self._cpu_seconds(), time.monotonic()
+        cpu = 0.0
+        if self.last is not None and now > self.last[0]:
+            cpu = min(100.0, _pct(used_cpu - self.last[1], (now - self.last[0]) * self._cpus()))
+        self.last = (now, used_cpu)
+        used, limit = self._memory()
+        return {"source": "cgroup", "card_utilisation": cpu, "memory_used": _pct(used, limit), "cards": []}
+
+
 def card_metrics(family: str, cards: list[int], output: str) -> dict:
     """The vendor tool's ``output`` reduced to the instance's cards: the mean utilisation and memory share."""
     parser = PARSERS.get(family)
@@ -463,14 +541,20 @@ def card_metrics(family: str, cards: list[int], output: str) -> dict:
     }
 
 
-def collect_metrics(family: str, cards: list[int], host: HostSampler) -> dict:
+def collect_metrics(family: str, cards: list[int], host: HostSampler, machine: CgroupSampler | None = None) -> dict:
+    """The cards' figures from the vendor's tool; without one, the machine's own cgroup; else the host's."""
     tool = shutil.which(VENDOR_TOOLS.get(family, ""))
     if tool:
         try:
             result = subprocess.run([tool, *TOOL_ARGUMENTS[family]], capture_output=True, text=True, timeout=10)
             return card_metrics(family, cards, result.stdout)
         except (OSError, subprocess.SubprocessError, ValueError):
-            pass  # a broken tool must not stop the heartbeat: fall back to the host's figures
+            pass  # a broken tool must not stop the heartbeat: fall back to the machine's or the host's figures
+    if machine is not None and machine.available:
+        try:
+            return machine.sample()
+        except (OSError, ValueError, StopIteration):
+            pass
     return host.sample()
 
 
@@ -936,6 +1020,7 @@ class Agent:
         self.cards = local_cards(environ.get("SLURM_JOB_GPUS", ""), options.offset)
         self.token = environ.get("GPUCLOUD_AGENT_TOKEN", "")
         self.host = HostSampler()
+        self.machine = CgroupSampler()
         self.workload: subprocess.Popen | None = None
         self.log_pump = None  # the thread that copies the workload's output into its capped log
         self.stopping_since: float | None = None
@@ -1033,7 +1118,7 @@ class Agent:
             "job_id": self.job_id,
             "restart_count": self.restart,
             "cards": self.cards,
-            "metrics": collect_metrics(self.options.family, self.cards, self.host),
+            "metrics": collect_metrics(self.options.family, self.cards, self.host, self.machine),
             "checkpoint": self.checkpoint,
             "scalars": self.unsent + self.scalars.read(MAX_SCALARS_PER_REPORT - len(self.unsent)),
             "jupyter": {"url": self.lab.url} if self.lab is not None and self.lab.url else None,

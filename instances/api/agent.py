@@ -17,7 +17,7 @@ from .. import heartbeats
 from ..backends.slurm import lab_address
 
 EVENTS = ["started", "heartbeat", "checkpoint", "exited"]
-SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "host"]
+SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "cgroup", "host"]
 
 
 class CardSampleSerializer(serializers.Serializer):

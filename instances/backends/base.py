@@ -69,6 +69,9 @@ class JupyterServer:
 class Backend(ABC):
     name = ""
     simulated = False
+    # Whether its machines' cards report through the vendor's tool (npu-smi, cnmon, hy-smi, nvidia-smi): the chart
+    # is then the cards'; otherwise it is the machine's CPU and memory, from its cgroup.
+    card_metrics = True
 
     @abstractmethod
     def submit(self, instance) -> str:

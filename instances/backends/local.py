@@ -215,6 +215,18 @@ class Cgroup:
                 (self.paths["pids"] / "pids.max").write_text(str(pids))
                 (self.paths["cpu"] / "cpu.cfs_period_us").write_text("100000")
                 (self.paths["cpu"] / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+                accounting = self.ROOT / "cpuacct" / "gpucloud" / self.name  # CPU time, for the machine's chart
+                if accounting.parent.parent.is_dir() and accounting.parent.parent != self.paths["cpu"].parent.parent:
+                    try:
+                        accounting.mkdir(parents=True, exist_ok=True)
+                        self.paths["cpuacct"] = accounting
+                    except OSError:
+                        pass  # no chart of its CPU; the limits hold all the same
+            for path in self.paths.values():
+                # The agent, as the machine's user outside its namespaces, reads its usage for the chart: the
+                # folders above it searchable only, its own readable (writing a limit still takes root).
+                os.chmod(path.parent, 0o711)
+                os.chmod(path, 0o755)
             return True
         except OSError as exc:
             log.warning("no cgroup limits for sandbox %s: %s", self.name, exc)
@@ -327,6 +339,7 @@ def _at(epoch: float | None) -> datetime | None:
 class LocalBackend(Backend):
     name = "local"
     simulated = False
+    card_metrics = False  # sandboxes on this host see no card: their chart is their cgroup's CPU and memory
 
     # Host capacity: every node of this backend is this host; a machine holds its cgroup limits.
 

@@ -117,6 +117,22 @@ def test_the_detail_page_labels_simulated_access_and_metrics(english, launch):
     assert data["simulated"] is True and len(data["labels"]) >= 1
 
 
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_the_chart_is_named_for_what_it_measures_cards_or_the_machines_cpu_and_memory(owner_client, launch, language):
+    owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
+    on_cards = launch(name="cards-1")
+    on_host = launch(name="host-1")
+    Instance.objects.filter(pk=on_host.pk).update(backend_name="local")  # a sandbox of this host: no card to read
+
+    cards = owner_client.get(on_cards.get_absolute_url()).content.decode()
+    machine = owner_client.get(on_host.get_absolute_url()).content.decode()
+
+    title = {"zh-hans": ("卡利用率与显存", "本机 CPU 与内存"), "en": ("Card utilisation", "This machine's CPU")}
+    assert title[language][0] in cards and title[language][1] not in cards
+    assert title[language][1] in machine and title[language][0] not in machine
+    assert ("CPU（%）" if language == "zh-hans" else "CPU (%)") in machine
+
+
 def test_the_detail_page_shows_what_a_finished_run_cost(english, launch, lifecycle):
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch()

@@ -200,6 +200,20 @@ def test_a_starter_dataset_with_real_files_mounts_and_loads_inside(on_local, run
     assert int(count) > 1000 and label == "仅有元数据", read.stderr
 
 
+def test_the_chart_reads_the_machines_own_cgroup_not_the_hosts(on_local, running):
+    from instances.models import AgentReport
+
+    instance = running()
+    held = on_local.run(instance, "python3 -c 'import time; b = b\"x\" * (600 << 20); time.sleep(6)'")
+    assert held.returncode == 0, held.stderr
+
+    # 600 MiB of its 2 GiB limit is over a quarter of this machine's memory, however much the host has; reports
+    # come every second here.
+    mine = AgentReport.objects.filter(instance=instance, source="cgroup")
+    on_local.settle(until=lambda: mine.filter(memory_used__gte=25).exists(), timeout=30, message="the report")
+    assert not AgentReport.objects.filter(instance=instance, source="host").exists()
+
+
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
 
 

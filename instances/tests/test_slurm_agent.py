@@ -94,6 +94,78 @@ def test_without_the_vendor_tool_host_cpu_and_memory_are_reported_labelled_host(
     assert metrics == {"source": "host", "card_utilisation": 50.0, "memory_used": 75.0, "cards": []}
 
 
+def _cgroup(tmp_path, *, usage_usec: int, cpu_max: str, current: int, limit: str):
+    proc, group = tmp_path / "proc", tmp_path / "cgroup" / "gpucloud" / "abc"
+    (proc / "self").mkdir(parents=True, exist_ok=True)
+    group.mkdir(parents=True, exist_ok=True)
+    (proc / "self" / "cgroup").write_text("0::/gpucloud/abc\n")
+    (proc / "meminfo").write_text("MemTotal:    8000000 kB\n")
+    (group / "cpu.stat").write_text(f"usage_usec {usage_usec}\nuser_usec 0\nsystem_usec 0\n")
+    (group / "cpu.max").write_text(f"{cpu_max}\n")
+    (group / "memory.current").write_text(f"{current}\n")
+    (group / "memory.max").write_text(f"{limit}\n")
+    return proc, tmp_path / "cgroup"
+
+
+def test_without_a_card_the_machines_own_cgroup_is_reported_against_its_own_limits(tmp_path, monkeypatch):
+    proc, cgroups = _cgroup(tmp_path, usage_usec=0, cpu_max="50000 100000", current=512 << 20, limit=str(2 << 30))
+    clock = iter([100.0, 110.0])
+    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(agent.shutil, "which", lambda name: None)
+    machine = agent.CgroupSampler(proc, cgroups)
+    agent.collect_metrics("cpu", [], agent.HostSampler(proc), machine)
+    _cgroup(tmp_path, usage_usec=2_500_000, cpu_max="50000 100000", current=1 << 30, limit=str(2 << 30))
+
+    metrics = agent.collect_metrics("cpu", [], agent.HostSampler(proc), machine)
+
+    # 2.5 s of CPU in 10 s on half a CPU: half of the machine's share, whatever the host's other cores do.
+    assert metrics == {"source": "cgroup", "card_utilisation": 50.0, "memory_used": 50.0, "cards": []}
+
+
+def test_a_cgroup_without_limits_is_measured_against_the_hosts_cpus_and_memory(tmp_path, monkeypatch):
+    proc, cgroups = _cgroup(tmp_path, usage_usec=0, cpu_max="max 100000", current=2_048_000_000, limit="max")
+    monkeypatch.setattr(agent.os, "cpu_count", lambda: 4)
+    clock = iter([0.0, 1.0])
+    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
+    machine = agent.CgroupSampler(proc, cgroups)
+    machine.sample()
+    _cgroup(tmp_path, usage_usec=1_000_000, cpu_max="max 100000", current=2_048_000_000, limit="max")
+
+    assert machine.sample() == {"source": "cgroup", "card_utilisation": 25.0, "memory_used": 25.0, "cards": []}
+
+
+def test_on_cgroup_v1_the_memory_cpu_and_cpuacct_controllers_are_read(tmp_path, monkeypatch):
+    proc, cgroups = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(
+        "5:memory:/gpucloud/abc\n2:cpuacct:/gpucloud/abc\n1:cpu:/gpucloud/abc\n0::/\n"
+    )
+    (proc / "meminfo").write_text("MemTotal:       4000 kB\n")
+    for controller, files in {
+        "memory": {"memory.usage_in_bytes": "1024000", "memory.limit_in_bytes": "9223372036854771712"},
+        "cpu": {"cpu.cfs_quota_us": "100000", "cpu.cfs_period_us": "100000"},
+        "cpuacct": {"cpuacct.usage": "0"},
+    }.items():
+        (cgroups / controller / "gpucloud" / "abc").mkdir(parents=True)
+        for name, value in files.items():
+            (cgroups / controller / "gpucloud" / "abc" / name).write_text(value + "\n")
+    clock = iter([0.0, 2.0])
+    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
+    machine = agent.CgroupSampler(proc, cgroups)
+    machine.sample()
+    (cgroups / "cpuacct" / "gpucloud" / "abc" / "cpuacct.usage").write_text("500000000\n")
+
+    # Half a second in two on one CPU; no memory limit: the host's 4000 kB.
+    assert machine.sample() == {"source": "cgroup", "card_utilisation": 25.0, "memory_used": 25.0, "cards": []}
+
+
+def test_outside_a_machines_cgroup_the_host_is_reported(tmp_path):
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("4:memory:/user.slice\n0::/\n")
+
+    assert not agent.CgroupSampler(tmp_path / "proc", tmp_path / "cgroup").available
+
+
 def test_the_layout_links_storage_disks_and_read_only_hub_items_and_drops_stale_ones(tmp_path):
     root = tmp_path / "root"
     system = root / "instances" / "abc"

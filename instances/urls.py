@@ -21,6 +21,8 @@ urlpatterns = [
     path("<str:public_id>/auto-shutdown/", views.auto_shutdown, name="auto-shutdown"),
     path("<str:public_id>/metrics/", views.metrics, name="metrics"),
     path("<str:public_id>/training/", views.training, name="training"),
+    path("<str:public_id>/ports/", views.ports, name="ports"),
+    path("<str:public_id>/ports/open/", views.open_port, name="open-port"),
     # JupyterLab, proxied; its websockets are routed in config/asgi.py.
     re_path(r"^(?P<public_id>[^/]+)/lab/(?P<path>.*)$", jupyter_proxy.lab, name="lab"),
     path("<str:public_id>/lab-handoff/", jupyter_proxy.lab_handoff, name="lab-handoff"),

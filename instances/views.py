@@ -359,6 +359,37 @@ def training(request, public_id):
     return JsonResponse(services.training_curves(_own(request, public_id)))
 
 
+# Ports people open most, named on the port panel (any other port is listed by its number alone).
+KNOWN_PORTS = {6006: "TensorBoard", 7860: "Gradio", 8501: "Streamlit", 8265: "Ray", 5000: "Flask", 8000: "HTTP",
+               8080: "HTTP"}  # fmt: skip
+
+
+@login_required
+@require_GET
+def ports(request, public_id):
+    """The port panel: what listens on a TCP port inside the running machine, each opened through the console."""
+    instance = _own(request, public_id)
+    listening = get_backend(instance.backend_name).listening_ports(instance) if instance.status == "running" else []
+    rows = [{"port": port, "name": KNOWN_PORTS.get(port, "")} for port in listening or []]
+    return render(request, "instances/partials/ports.html", {"instance": instance, "ports": rows})
+
+
+@login_required
+@require_GET
+def open_port(request, public_id):
+    """Open any port of the machine through the console (the form on the port panel): its address, or back to the
+    page with why not."""
+    instance = _own(request, public_id)
+    raw = request.GET.get("port", "").strip()
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535):
+        messages.error(request, _("A port is a whole number from 1 to 65535."))
+        return redirect(instance.get_absolute_url())
+    if instance.status != "running" or not instance.access.get("jupyter"):
+        messages.error(request, _("Ports open while the machine is running."))
+        return redirect(instance.get_absolute_url())
+    return redirect(f"{instance.get_absolute_url()}lab/proxy/{int(raw)}/")
+
+
 @login_required
 @require_GET
 def metrics(request, public_id):

@@ -155,6 +155,11 @@ class Backend(ABC):
 
     # Entering the machine. Backends that run no real machine (simulated) keep these defaults.
 
+    def listening_ports(self, instance) -> list[int] | None:
+        """The TCP ports something listens on inside the running machine (what its port panel offers to open);
+        None where this backend cannot tell."""
+        return None
+
     def jupyter(self, instance) -> JupyterServer | None:
         """The running instance's Jupyter server, or None when it has none (yet)."""
         return None

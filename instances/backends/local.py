@@ -70,6 +70,7 @@ log = logging.getLogger(__name__)
 BWRAP = "/usr/bin/bwrap"
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # the host's, bound in with /usr: scp and sftp run it inside
 MOUNT_HUB = "/mnt/gpucloud"  # inside the sandbox
+TCP_LISTEN = "0A"  # a socket's state in /proc/net/tcp: listening
 SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket, and the hub's (served by the agent from outside)
 HUB_SOCKET = "hub.sock"
 HUB_RELAY_PORT = 8860  # inside, on the loopback: workloads/hub_relay.py, HF_ENDPOINT
@@ -667,6 +668,27 @@ class LocalBackend(Backend):
 
     def _running(self, state: dict) -> bool:
         return bool(state.get("pid")) and not state.get("killed") and _alive(state["pid"], state.get("started"))
+
+    def listening_ports(self, instance) -> list[int] | None:
+        """Read from the kernel's table of the machine's network namespace (``/proc/<pid>/net/tcp{,6}`` of a
+        process inside), never from anything the machine wrote."""
+        state = read_state(instance.public_id)
+        if not self._running(state):
+            return []
+        inside = self._sandbox_pid(state)
+        if inside is None:
+            return []
+        ports = set()
+        for table in ("tcp", "tcp6"):
+            try:
+                rows = Path(f"/proc/{inside}/net/{table}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                fields = row.split()
+                if len(fields) > 3 and fields[3] == TCP_LISTEN:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        return sorted(ports - {HUB_RELAY_PORT})  # the platform's own relay to the model hub is no app of theirs
 
     def _sandbox_pid(self, state: dict) -> int | None:
         """A process inside the sandbox: the agent's child is bwrap, whose child is the namespace's first."""

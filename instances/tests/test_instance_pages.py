@@ -223,3 +223,32 @@ def test_the_wizard_prices_the_new_data_disk_beside_the_compute(english, lifecyc
     assert "also while the instance is stopped" in html
     without = english.get(reverse("instances:launch"), params | {"data_disk_gb": "0"}, HTTP_HX_REQUEST="true")
     assert 'id="price-disk"' not in without.content.decode()
+
+
+def test_the_port_panel_lists_what_listens_and_opens_any_port_through_the_console(
+    english, launch, monkeypatch, stranger
+):
+    from django.test import Client
+
+    from instances.backends.simulated import SimulatedBackend
+
+    instance = launch()
+    settle()
+    Instance.objects.filter(pk=instance.pk).update(access={**fresh(instance).access, "jupyter": "proxied"})
+    monkeypatch.setattr(SimulatedBackend, "listening_ports", lambda self, instance: [6006, 8123])
+    panel = english.get(reverse("instances:ports", args=[instance.public_id])).content.decode()
+
+    assert 'href="/instances/%s/lab/proxy/6006/"' % instance.public_id in panel and "TensorBoard · 6006" in panel
+    assert 'data-port="8123"' in panel and "every 5s" in panel
+    opened = english.get(reverse("instances:open-port", args=[instance.public_id]), {"port": "8123"})
+    assert opened.status_code == 302 and opened["Location"].endswith(f"/instances/{instance.public_id}/lab/proxy/8123/")
+    for bad in ("0", "65536", "http", "-1", ""):
+        refused = english.get(reverse("instances:open-port", args=[instance.public_id]), {"port": bad}, follow=True)
+        assert "A port is a whole number from 1 to 65535." in refused.content.decode()
+    other = Client()
+    other.force_login(stranger)
+    assert other.get(reverse("instances:ports", args=[instance.public_id])).status_code == 404
+
+    monkeypatch.setattr(SimulatedBackend, "listening_ports", lambda self, instance: [])
+    empty = english.get(reverse("instances:ports", args=[instance.public_id])).content.decode()
+    assert 'id="ports-empty"' in empty

@@ -302,6 +302,10 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
 
     response = wait_until(answer, timeout=30, message="the app on port 7860 through the console")
     assert response.content.decode() == "你好"
+    # The port panel lists it, read from the machine's own network namespace, with the link that just answered.
+    assert get_backend("local").listening_ports(fresh(instance)) == [7860]
+    panel = browser(console_server, instance.owner).get(f"/instances/{instance.public_id}/ports/").content.decode()
+    assert f'href="/instances/{instance.public_id}/lab/proxy/7860/"' in panel and "Gradio · 7860" in panel
     assert other.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt").status_code == 404
 
 

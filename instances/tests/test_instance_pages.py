@@ -238,7 +238,7 @@ def test_the_port_panel_lists_what_listens_and_opens_any_port_through_the_consol
     monkeypatch.setattr(SimulatedBackend, "listening_ports", lambda self, instance: [6006, 8123])
     panel = english.get(reverse("instances:ports", args=[instance.public_id])).content.decode()
 
-    assert 'href="/instances/%s/lab/proxy/6006/"' % instance.public_id in panel and "TensorBoard · 6006" in panel
+    assert f'href="/instances/{instance.public_id}/lab/proxy/6006/"' in panel and "TensorBoard · 6006" in panel
     assert 'data-port="8123"' in panel and "every 5s" in panel
     opened = english.get(reverse("instances:open-port", args=[instance.public_id]), {"port": "8123"})
     assert opened.status_code == 302 and opened["Location"].endswith(f"/instances/{instance.public_id}/lab/proxy/8123/")

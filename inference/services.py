@@ -23,6 +23,7 @@ from console import identity, keys
 from console.chart_time import minute_label
 from console.errors import Conflict, NotFound, ServiceError
 from instances import services
+from instances.backends import get_backend
 from instances.choices import Reason, Status
 from instances.models import Instance
 from teams.access import refuse_if_seen
@@ -247,6 +248,27 @@ def upstream_base(endpoint: Endpoint) -> str:
     """Where the endpoint's model server answers (``…/v1``): the address the backend reported for the instance, or
     "" when it reported none. Never derived from a request."""
     return ((endpoint.instance.access or {}).get("inference_url") or "").rstrip("/")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a request to the endpoint's model server goes: ``base`` (``…/v1``), over ``socket`` when it is set."""
+
+    base: str
+    socket: str = ""
+
+
+SOCKET_BASE = "http://model-server/v1"  # the host name is not used: the request goes over the socket
+
+
+def upstream(endpoint: Endpoint) -> Upstream | None:
+    """The endpoint's model server: a Unix socket on this host (the local backend's machines), else the address the
+    backend reported; None when there is neither. Never derived from a request."""
+    socket = get_backend(endpoint.instance.backend_name).model_socket(endpoint.instance)
+    if socket:
+        return Upstream(SOCKET_BASE, socket)
+    base = upstream_base(endpoint)
+    return Upstream(base) if base else None
 
 
 def is_simulated(endpoint: Endpoint) -> bool:

@@ -156,6 +156,11 @@ class Backend(ABC):
         """The running instance's Jupyter server, or None when it has none (yet)."""
         return None
 
+    def model_socket(self, instance) -> str:
+        """The Unix socket on the console's host where a running endpoint's model server answers ``/v1/…``, or ""
+        when it has none there (its model server, if any, is at the address it reported in ``access``)."""
+        return ""
+
     def enter_argv(self, instance, command: str | None) -> list[str]:
         """The argv that, run on the console's host, executes ``command`` (``/bin/sh -c`` semantics) inside the
         running instance, or a login shell when ``command`` is None. The SSH gateway runs it under a pty or with

@@ -84,6 +84,12 @@ def _chip_order(user, template, chip: str) -> list[str]:
     """The chips to try, in order: the one asked for, else the compatible ones cheapest first."""
     from marketplace.inference import services as inference
 
+    if not template.needs_a_card:
+        if chip:
+            raise ServiceError(
+                _("This template runs on the CPU, in the no-card mode: leave the chip empty."), code="incompatible_chip"
+            )
+        return [""]  # the no-card mode
     compatible = inference.chips_of(template)
     if chip:
         if chip not in {c.slug for c in compatible}:
@@ -101,8 +107,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     """Launch ``request.template`` as an endpoint of ``user`` (a person, or a team's account with ``by`` the
     member deploying it, whose budget it spends): an instance of kind endpoint running the template's image
     variant with its model mounted read-only, and the endpoint row beside it. The same checks as any launch
-    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried. An endpoint is a
-    public API, so the operator may ask for real-name verification first."""
+    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried; a CPU-only template
+    runs in the no-card mode. A template whose model needs a card is refused (``needs_a_card``) where the machines
+    have none. An endpoint is a public API, so the operator may ask for real-name verification first."""
     from marketplace.inference import services as inference
 
     identity.require(by or user, "endpoint", account=user)
@@ -112,6 +119,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     except NotFound as exc:
         raise ServiceError(exc.message, code="unknown_template") from exc
     _check_idle(request.idle_stop_minutes)
+    refusal = inference.card_refusal(template)
+    if refusal:
+        raise ServiceError(refusal, code="needs_a_card")
     chips = _chip_order(user, template, request.chip)
     if not chips:
         raise ServiceError(_("No compatible chip is offered for this template right now."), code="no_chip")
@@ -119,8 +129,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     problem = None
     for chip in chips:
         launch = services.LaunchRequest(
-            name=name, image=template.variant.slug, chip=chip, cards=template.cards, mounts=(template.model.repo,)
-        )
+            name=name, image=template.variant.slug, chip=chip, no_card=not chip, cards=template.cards if chip else 0,
+            mounts=(template.model.repo,),
+        )  # fmt: skip
         try:
             with transaction.atomic():
                 instance = services.launch(user, launch, by=by)

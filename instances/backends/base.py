@@ -69,6 +69,9 @@ class JupyterServer:
 class Backend(ABC):
     name = ""
     simulated = False
+    # Whether its machines have the accelerator cards they reserve; a template whose model needs one is refused on a
+    # backend without (the local backend runs every machine on the host's CPU).
+    has_cards = True
 
     @abstractmethod
     def submit(self, instance) -> str:

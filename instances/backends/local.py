@@ -334,6 +334,7 @@ def _at(epoch: float | None) -> datetime | None:
 class LocalBackend(Backend):
     name = "local"
     simulated = False
+    has_cards = False  # a machine reserves a card of its node's chip but runs on the host's CPU
 
     # Host capacity: every node of this backend is this host; a machine holds its cgroup limits.
 

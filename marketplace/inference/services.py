@@ -49,12 +49,22 @@ def chips_of(template: InferenceTemplate, chips: list[Chip] | None = None) -> li
     return [c for c in pool if c.backend == family and c.rentable and (not template.chips or c.slug in template.chips)]
 
 
-def card_refusal(template: InferenceTemplate) -> str:
+def node_backends() -> dict[int, set[str]]:
+    """Chip id → the backends its nodes are on (one query, for pages and lists that ask :func:`card_refusal` often)."""
+    found: dict[int, set[str]] = {}
+    for chip_id, backend in Node.objects.values_list("chip_id", "backend_name").distinct():
+        found.setdefault(chip_id, set()).add(backend)
+    return found
+
+
+def card_refusal(template: InferenceTemplate, backends_of: dict[int, set[str]] | None = None, chips=None) -> str:
     """Why ``template`` cannot be deployed on this console: its model needs a card and every node of its chips is on
-    a backend whose machines have none. "" when it can (or when no node holds its chips: deploy says so)."""
+    a backend whose machines have none. "" when it can (or when no node holds its chips: deploy says so).
+    ``backends_of`` is :func:`node_backends` and ``chips`` the offered chips, when the caller has them."""
     if not template.needs_a_card:
         return ""
-    backends = set(Node.objects.filter(chip__in=chips_of(template)).values_list("backend_name", flat=True))
+    backends_of = node_backends() if backends_of is None else backends_of
+    backends = set().union(*(backends_of.get(chip.pk, set()) for chip in chips_of(template, chips)))
     if not backends or any(get_backend(name).has_cards for name in backends):
         return ""
     return _(

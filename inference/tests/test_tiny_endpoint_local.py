@@ -45,7 +45,7 @@ def test_the_tiny_demo_endpoint_answers_the_openai_client_through_the_console(
     (model,) = client.models.list().data
     assert model.id == "ngram-zh-en-tiny" == endpoint.served_model
 
-    messages = [{"role": "user", "content": "您的实例"}]
+    messages = [{"role": "user", "content": "您的余额不足"}]
     answer = client.chat.completions.create(model=model.id, messages=messages, max_tokens=20, seed=1)
     text = answer.choices[0].message.content
     assert text and len(text) <= 20 and answer.usage.completion_tokens == len(text)

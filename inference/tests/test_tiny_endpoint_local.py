@@ -77,3 +77,20 @@ def test_the_tiny_demo_endpoint_answers_the_openai_client_through_the_console(
     on_local.settle(until=lambda: instance().status == Status.STOPPED, message="the endpoint to stop")
     assert UsageSession.objects.get(resource_id=running.public_id).ended_at is not None
     assert not (local.sockets(running.public_id) / local.MODEL_SOCKET).exists()
+
+
+def test_an_endpoint_whose_model_server_exits_fails_at_once_with_its_reason_and_unbilled(
+    on_local, inference_catalog, owner
+):
+    fund(owner)
+    endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="tiny-demo-cpu"))
+    # A model server that cannot start (in place of the tiny model's, before the machine boots).
+    Instance.objects.filter(pk=endpoint.instance_id).update(start_command="echo no model here; exit 3")
+
+    def instance():
+        return Instance.objects.get(pk=endpoint.instance_id)
+
+    on_local.settle(until=lambda: instance().status == Status.FAILED, timeout=30, message="the endpoint to fail")
+    failed = instance()
+    assert "exited with status 3" in failed.status_detail
+    assert not UsageSession.objects.filter(resource_id=failed.public_id).exists()

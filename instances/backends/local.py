@@ -480,9 +480,12 @@ class LocalBackend(Backend):
         if state.get("released"):
             return BackendStatus(Phase.RELEASED, since=_at(state["released"]))
         if not self._running(state):
+            # Read before the clean-up below, which marks the machine killed: one that ended on its own (its start
+            # command exited while booting, say) failed, and says why; one that was stopped or killed stopped.
+            deliberate = state.get("signalled_at") is not None or state.get("killed")
             self._kill(instance.public_id, state)
             ended = state.get("ended_at") or _now()
-            if state.get("signalled_at") is not None or state.get("killed"):
+            if deliberate:
                 return BackendStatus(Phase.STOPPED, since=_at(ended))
             return BackendStatus(Phase.FAILED, since=_at(ended), message=self._last_words(instance.public_id))
         if state.get("disk_gb"):

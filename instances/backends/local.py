@@ -79,11 +79,11 @@ SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket, and the hub's (serv
 HUB_SOCKET = "hub.sock"
 HUB_RELAY_PORT = 8860  # inside, on the loopback: workloads/hub_relay.py, HF_ENDPOINT
 BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
-WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
+WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start script, the tiny model's server
 JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
 LAB_SOCKET = "lab.sock"  # a hard link to it in the root of the instance's run tmpfs: what the console connects to
-MODEL_SOCKET = "model.sock"  # an endpoint's model server, in the machine's socket folder (and linked as the lab's)
-LINKED_MODEL_SOCKET = "model-server.sock"
+MODEL_SOCKET = "model.sock"  # in the machine's socket folder, where an endpoint's model server makes it
+LINKED_MODEL_SOCKET = "model-server.sock"  # the console's hard link to it, beside LAB_SOCKET
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
 DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the size the console offers first

@@ -10,6 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalog.models import Chip
 from instances import services
 from marketplace.inference import services as inference
 from teams.context import account_for
@@ -28,6 +29,11 @@ class TemplateSerializer(serializers.Serializer):
     cards = serializers.IntegerField()
     arguments = serializers.CharField()
     chips = serializers.ListField(child=serializers.CharField())
+    needs_a_card = serializers.BooleanField()
+    refusal = serializers.SerializerMethodField(help_text="Why it cannot be deployed here; empty when it can.")
+
+    def get_refusal(self, template) -> str:
+        return inference.card_refusal(template, self.context["node_backends"], self.context["chips"])
 
 
 class KeySerializer(serializers.Serializer):
@@ -72,7 +78,8 @@ def _endpoint(request, endpoint):
 class TemplateListView(APIView):
     @extend_schema(summary="Inference templates", responses=TemplateSerializer(many=True))
     def get(self, request):
-        return Response(TemplateSerializer(inference.templates(), many=True).data)
+        context = {"node_backends": inference.node_backends(), "chips": list(Chip.objects.offered())}
+        return Response(TemplateSerializer(inference.templates(), many=True, context=context).data)
 
 
 @extend_schema(tags=["inference"])

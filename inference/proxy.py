@@ -7,7 +7,9 @@ shape ``{"error": {"message", "type", "code"}}`` in the request's language (``co
 
 The simulated backend has no machine and no model server: its endpoints are answered in-process by
 :func:`simulated_answer`, a labelled simulated model, so the whole path works on a laptop. Where a request goes is
-never taken from the request itself: a real upstream is the address the backend reported for the instance.
+never taken from the request itself: a real upstream is the Unix socket the backend names for the instance (the
+local backend's machines, like JupyterLab's) or the address it reported. ``/v1/models`` of a running endpoint with
+a real upstream is the model server's own answer, so it names the model actually served.
 
 The view is async: under the ASGI server a request waiting for the model server, or streaming its answer, holds no
 thread. The database work (key, rate limit, wake-up, the request log) runs in Django's sync_to_async threads.
@@ -62,6 +64,8 @@ class _Call:
     url: str
     stream: bool
     started: float
+    socket: str = ""
+    method: str = "POST"
 
 
 @csrf_exempt
@@ -91,7 +95,7 @@ def _admit(request, path: str):
                             headers={"Retry-After": "60"})  # fmt: skip
     endpoints.touch(endpoint)
     if path == "models":
-        return _models(endpoint)
+        return _models(request, endpoint, key)
     if request.method != "POST":
         return openai_error(405, _("Use POST for /v1/%(path)s.") % {"path": path}, type_="invalid_request_error",
                             code="method_not_allowed")  # fmt: skip
@@ -100,7 +104,11 @@ def _admit(request, path: str):
     return _call(request, endpoint, key, path)
 
 
-def _models(endpoint):
+def _models(request, endpoint, key):
+    upstream = endpoints.upstream(endpoint) if endpoint.instance.status == Status.RUNNING else None
+    if upstream is not None and request.method == "GET":
+        url = urljoin(upstream.base + "/", "models")
+        return _Call(endpoint, key, "models", url, False, time.monotonic(), upstream.socket, "GET")
     created = int(endpoint.created_at.timestamp())
     model = {"id": endpoint.served_model, "object": "model", "created": created, "owned_by": "gpucloud"}
     return JsonResponse({"object": "list", "data": [model]})
@@ -120,11 +128,6 @@ def _not_running(endpoint):
                         code="endpoint_unavailable")  # fmt: skip
 
 
-def _upstream_url(endpoint, path: str) -> str:
-    base = endpoints.upstream_base(endpoint)
-    return urljoin(base + "/", path) if base else ""
-
-
 def _call(request, endpoint, key, path):
     try:
         body = parse_json_body(request.body or b"{}")
@@ -137,17 +140,21 @@ def _call(request, endpoint, key, path):
     started = time.monotonic()
     if endpoints.is_simulated(endpoint):
         return _answer_simulated(endpoint, key, path, body, started)
-    return _Call(endpoint, key, path, _upstream_url(endpoint, path), stream, started)
+    upstream = endpoints.upstream(endpoint)
+    if upstream is None:
+        return _Call(endpoint, key, path, "", stream, started)
+    return _Call(endpoint, key, path, urljoin(upstream.base + "/", path), stream, started, upstream.socket)
 
 
 async def _proxy(request, call: _Call):
-    client = async_client(timeout=TIMEOUT)
+    client = async_client(timeout=TIMEOUT, socket=call.socket)
     streams = call.stream
     try:
         if not call.url:
             raise httpx.ConnectError("the backend reported no model server")
         headers = {"Content-Type": "application/json", "Accept-Language": request.headers.get("Accept-Language", "")}
-        upstream_request = client.build_request("POST", call.url, content=request.body, headers=headers)
+        body = request.body if call.method == "POST" else None
+        upstream_request = client.build_request(call.method, call.url, content=body, headers=headers)
         upstream = await client.send(upstream_request, stream=True)
         streams = call.stream and upstream.status_code < 400
         if not streams:
@@ -179,6 +186,8 @@ async def _proxy(request, call: _Call):
 
 
 async def _log(call: _Call, **fields) -> None:
+    if call.path == "models":
+        return  # listing the model is not a request to it (the log and the chart count those)
     await sync_to_async(endpoints.log_request)(
         call.endpoint, call.key, path=call.path, latency_ms=_ms(call.started), **fields
     )

@@ -23,6 +23,7 @@ from console import identity, keys
 from console.chart_time import minute_label
 from console.errors import Conflict, NotFound, ServiceError
 from instances import services
+from instances.backends import get_backend
 from instances.choices import Reason, Status
 from instances.models import Instance
 from teams.access import refuse_if_seen
@@ -83,6 +84,12 @@ def _chip_order(user, template, chip: str) -> list[str]:
     """The chips to try, in order: the one asked for, else the compatible ones cheapest first."""
     from marketplace.inference import services as inference
 
+    if not template.needs_a_card:
+        if chip:
+            raise ServiceError(
+                _("This template runs on the CPU, in the no-card mode: leave the chip empty."), code="incompatible_chip"
+            )
+        return [""]  # the no-card mode
     compatible = inference.chips_of(template)
     if chip:
         if chip not in {c.slug for c in compatible}:
@@ -100,8 +107,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     """Launch ``request.template`` as an endpoint of ``user`` (a person, or a team's account with ``by`` the
     member deploying it, whose budget it spends): an instance of kind endpoint running the template's image
     variant with its model mounted read-only, and the endpoint row beside it. The same checks as any launch
-    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried. An endpoint is a
-    public API, so the operator may ask for real-name verification first."""
+    (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried; a CPU-only template
+    runs in the no-card mode. A template whose model needs a card is refused (``needs_a_card``) where the machines
+    have none. An endpoint is a public API, so the operator may ask for real-name verification first."""
     from marketplace.inference import services as inference
 
     identity.require(by or user, "endpoint", account=user)
@@ -111,6 +119,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     except NotFound as exc:
         raise ServiceError(exc.message, code="unknown_template") from exc
     _check_idle(request.idle_stop_minutes)
+    refusal = inference.card_refusal(template)
+    if refusal:
+        raise ServiceError(refusal, code="needs_a_card")
     chips = _chip_order(user, template, request.chip)
     if not chips:
         raise ServiceError(_("No compatible chip is offered for this template right now."), code="no_chip")
@@ -118,8 +129,9 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     problem = None
     for chip in chips:
         launch = services.LaunchRequest(
-            name=name, image=template.variant.slug, chip=chip, cards=template.cards, mounts=(template.model.repo,)
-        )
+            name=name, image=template.variant.slug, chip=chip, no_card=not chip, cards=template.cards if chip else 0,
+            mounts=(template.model.repo,),
+        )  # fmt: skip
         try:
             with transaction.atomic():
                 instance = services.launch(user, launch, by=by)
@@ -247,6 +259,27 @@ def upstream_base(endpoint: Endpoint) -> str:
     """Where the endpoint's model server answers (``…/v1``): the address the backend reported for the instance, or
     "" when it reported none. Never derived from a request."""
     return ((endpoint.instance.access or {}).get("inference_url") or "").rstrip("/")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a request to the endpoint's model server goes: ``base`` (``…/v1``), over ``socket`` when it is set."""
+
+    base: str
+    socket: str = ""
+
+
+SOCKET_BASE = "http://model-server/v1"  # the host name is not used: the request goes over the socket
+
+
+def upstream(endpoint: Endpoint) -> Upstream | None:
+    """The endpoint's model server: a Unix socket on this host (the local backend's machines), else the address the
+    backend reported; None when there is neither. Never derived from a request."""
+    socket = get_backend(endpoint.instance.backend_name).model_socket(endpoint.instance)
+    if socket:
+        return Upstream(SOCKET_BASE, socket)
+    base = upstream_base(endpoint)
+    return Upstream(base) if base else None
 
 
 def is_simulated(endpoint: Endpoint) -> bool:

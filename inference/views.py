@@ -75,8 +75,12 @@ def deploy(request, slug):
         else:
             record(endpoint.instance, request.user, TeamEvent.Action.LAUNCHED, subject=endpoint.instance.name)
             return redirect(endpoint)
+    refusal = inference.card_refusal(template)
+    if refusal and not error:
+        error = refusal  # said before the form is filled in, as the deploy itself would say it
     offers = inference.offers(template, load_price_book(user=account, person=request.user), user=account)
     context = {
+        "refused": bool(refusal),
         "template": template,
         "offers": offers,
         "error": error,

@@ -301,7 +301,13 @@ def _step_starting(instance: Instance, status) -> float | None:
             return None
     _explain_wait(instance, status)
     started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
-    if started and (timezone.now() - started).total_seconds() > conf.provision_timeout_seconds():
+    waited = (timezone.now() - started).total_seconds() if started else 0
+    if instance.kind == Instance.Kind.ENDPOINT and waited > conf.endpoint_health_timeout_seconds():
+        seconds = int(conf.endpoint_health_timeout_seconds())
+        detail = _("the model server did not answer its health check within %(seconds)s seconds") % {"seconds": seconds}
+        _fail(instance, Reason.NEVER_HEALTHY, detail)
+        return None
+    if waited > conf.provision_timeout_seconds():
         minutes = int(conf.provision_timeout_seconds() // 60)
         _fail(instance, Reason.NEVER_HEALTHY, _("not healthy after %(minutes)s minutes") % {"minutes": minutes})
         return None

@@ -214,7 +214,7 @@ def _detail_context(instance, error=""):
         "cost": services.cost_so_far(instance, events),
         "image_name": image_name(instance.image),
         "simulated": get_backend(instance.backend_name).simulated,
-        "card_metrics": instance.cards > 0 and get_backend(instance.backend_name).card_metrics,
+        "card_metrics": instance.cards > 0 and get_backend(instance.backend_name).has_cards,
         "error": error,
     }
 

@@ -481,14 +481,15 @@ class ImageEvent(models.Model):
 
 class InferenceTemplate(models.Model):
     """A hub model served by a framework (vLLM, MindFormers, TensorRT-LLM, MagicMind) from one image variant, on
-    the chips of that variant's family, with a default size and serving arguments (SPEC §9). Deploying it makes an
-    endpoint (``inference.services``)."""
+    the chips of that variant's family, with a default size and serving arguments (SPEC §9); or, from a CPU-only
+    variant, in the no-card mode (the tiny demo model). Deploying it makes an endpoint (``inference.services``)."""
 
     class Framework(models.TextChoices):
         VLLM = "vllm", "vLLM"
         MINDFORMERS = "mindformers", "MindFormers"
         TENSORRT_LLM = "tensorrt-llm", "TensorRT-LLM"
         MAGICMIND = "magicmind", "MagicMind"
+        TINY_LM = "tiny-lm", _("tiny demo server (CPU)")
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     slug = models.CharField(_("slug"), max_length=64, unique=True, validators=[SLUG_VALIDATOR])
@@ -521,6 +522,11 @@ class InferenceTemplate(models.Model):
     @property
     def family(self) -> str:
         return self.variant.family
+
+    @property
+    def needs_a_card(self) -> bool:
+        """Whether its model needs an accelerator card: every template but those of a CPU-only image variant."""
+        return not self.variant.is_cpu_only
 
     @property
     def served_name(self) -> str:

@@ -69,9 +69,10 @@ class JupyterServer:
 class Backend(ABC):
     name = ""
     simulated = False
-    # Whether its machines' cards report through the vendor's tool (npu-smi, cnmon, hy-smi, nvidia-smi): the chart
-    # is then the cards'; otherwise it is the machine's CPU and memory, from its cgroup.
-    card_metrics = True
+    # Whether its machines have the accelerator cards they reserve. A template whose model needs one is refused on a
+    # backend without (the local backend runs every machine on the host's CPU), and a machine there charts its own
+    # CPU and memory, from its cgroup, instead of cards.
+    has_cards = True
 
     @abstractmethod
     def submit(self, instance) -> str:
@@ -163,6 +164,11 @@ class Backend(ABC):
     def jupyter(self, instance) -> JupyterServer | None:
         """The running instance's Jupyter server, or None when it has none (yet)."""
         return None
+
+    def model_socket(self, instance) -> str:
+        """The Unix socket on the console's host where a running endpoint's model server answers ``/v1/…``, or ""
+        when it has none there (its model server, if any, is at the address it reported in ``access``)."""
+        return ""
 
     def enter_argv(self, instance, command: str | None) -> list[str]:
         """The argv that, run on the console's host, executes ``command`` (``/bin/sh -c`` semantics) inside the

@@ -7,6 +7,10 @@ it again by the pid recorded when it started):
       └─ bwrap: its own user, PID, IPC, UTS, mount and network namespaces
            └─ /opt/gpucloud/boot/init: JupyterLab on a Unix socket, then the start command
 
+An inference endpoint's machine (an instance of kind endpoint) runs no JupyterLab: its start command is its model
+server, listening on ``/run/gpucloud/model.sock`` (for the tiny demo model, ``workloads/tiny_lm.py``); it is running
+once that server answers ``GET /v1/models``, and the console's ``/v1`` proxy reaches it through the same socket.
+
 Inside, the user is root of a user namespace that maps to one unprivileged host user per owner
 (``LOCAL_SANDBOX_UID_BASE`` + the owner's id): files it writes on the host belong to that user, and everything
 else on the host is as foreign to it as to any unprivileged user. It sees only what is bound in: ``/usr``
@@ -62,6 +66,7 @@ from agent import gpucloud_agent as agent_module
 from teams.accounts import is_account
 
 from .. import runtime
+from ..models import Instance
 from . import local_etc, local_home, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
@@ -75,9 +80,11 @@ SOCKET_DIR = "/run/gpucloud"  # inside: JupyterLab's socket, and the hub's (serv
 HUB_SOCKET = "hub.sock"
 HUB_RELAY_PORT = 8860  # inside, on the loopback: workloads/hub_relay.py, HF_ENDPOINT
 BOOT_DIR = "/opt/gpucloud/boot"  # inside, read-only: the init script and the instance's environment
-WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start training script
+WORKLOADS_DIR = "/opt/gpucloud/workloads"  # inside, read-only: the quick-start script, the tiny model's server
 JUPYTER_SOCKET = "jupyter.sock"  # in the machine's socket folder, where JupyterLab makes it
 LAB_SOCKET = "lab.sock"  # a hard link to it in the root of the instance's run tmpfs: what the console connects to
+MODEL_SOCKET = "model.sock"  # in the machine's socket folder, where an endpoint's model server makes it
+LINKED_MODEL_SOCKET = "model-server.sock"  # the console's hard link to it, beside LAB_SOCKET
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
 DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the size the console offers first
@@ -340,7 +347,7 @@ def _at(epoch: float | None) -> datetime | None:
 class LocalBackend(Backend):
     name = "local"
     simulated = False
-    card_metrics = False  # sandboxes on this host see no card: their chart is their cgroup's CPU and memory
+    has_cards = False  # a machine reserves a card of its node's chip but runs on the host's CPU
 
     # Host capacity: every node of this backend is this host; a machine holds its cgroup limits.
 
@@ -486,9 +493,12 @@ class LocalBackend(Backend):
         if state.get("released"):
             return BackendStatus(Phase.RELEASED, since=_at(state["released"]))
         if not self._running(state):
+            # Read before the clean-up below, which marks the machine killed: one that ended on its own (its start
+            # command exited while booting, say) failed, and says why; one that was stopped or killed stopped.
+            deliberate = state.get("signalled_at") is not None or state.get("killed")
             self._kill(instance.public_id, state)
             ended = state.get("ended_at") or _now()
-            if state.get("signalled_at") is not None or state.get("killed"):
+            if deliberate:
                 return BackendStatus(Phase.STOPPED, since=_at(ended))
             return BackendStatus(Phase.FAILED, since=_at(ended), message=self._last_words(instance.public_id))
         if state.get("disk_gb"):
@@ -501,10 +511,11 @@ class LocalBackend(Backend):
                 return BackendStatus(Phase.STOPPED, since=_at(state["stop_at"]))
             return BackendStatus(Phase.STOPPING, since=_at(state["signalled_at"]), ready_in=state["stop_at"] - _now())
         if not state.get("ready_at"):
-            if not self._jupyter_answers(instance.public_id, state):
-                return BackendStatus(Phase.BOOTING, since=_at(state["submitted_at"]), ready_in=1.0)
+            healthy = self._model_answers if _serves_a_model(instance) else self._jupyter_answers
+            if not healthy(instance.public_id, state):
+                return BackendStatus(Phase.BOOTING, since=_at(state["submitted_at"]), ready_in=0.5)
             state = update_state(instance.public_id, ready_at=_now())
-        return BackendStatus(Phase.RUNNING, since=_at(state["ready_at"]), access=self._access(state))
+        return BackendStatus(Phase.RUNNING, since=_at(state["ready_at"]), access=self._access(instance, state))
 
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
         from ..heartbeats import metric_points
@@ -607,10 +618,17 @@ class LocalBackend(Backend):
         state = read_state(instance.public_id)
         if not self._running(state) or state.get("signalled_at") is not None:
             return None
-        socket_path = _lab_socket(instance.public_id, state)
+        socket_path = _linked_socket(instance.public_id, state, JUPYTER_SOCKET, LAB_SOCKET)
         if socket_path is None:
             return None
         return JupyterServer(token=state["token"], base_path=lab_path(instance.public_id), socket=str(socket_path))
+
+    def model_socket(self, instance) -> str:
+        state = read_state(instance.public_id)
+        if not _serves_a_model(instance) or not self._running(state) or state.get("signalled_at") is not None:
+            return ""
+        found = _linked_socket(instance.public_id, state, MODEL_SOCKET, LINKED_MODEL_SOCKET)
+        return str(found) if found else ""
 
     def enter_argv(self, instance, command: str | None) -> list[str]:
         state = read_state(instance.public_id)
@@ -744,28 +762,23 @@ class LocalBackend(Backend):
             time.sleep(0.02)
 
     def _jupyter_answers(self, public_id, state: dict) -> bool:
-        path = _lab_socket(public_id, state)
-        if path is None:
-            return False
         request = (
             f"GET {lab_path(public_id)}api/status HTTP/1.0\r\nHost: localhost\r\n"
             f"Authorization: token {state['token']}\r\n\r\n"
         ).encode()
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-                client.settimeout(2)
-                client.connect(str(path))
-                client.sendall(request)
-                head = client.recv(64)
-        except OSError:
-            return False
-        return head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200")
+        return _answers_200(_linked_socket(public_id, state, JUPYTER_SOCKET, LAB_SOCKET), request)
 
-    def _access(self, state: dict) -> dict:
+    def _model_answers(self, public_id, state: dict) -> bool:
+        """The health check of an endpoint's machine: its model server lists its model."""
+        request = b"GET /v1/models HTTP/1.0\r\nHost: localhost\r\n\r\n"
+        return _answers_200(_linked_socket(public_id, state, MODEL_SOCKET, LINKED_MODEL_SOCKET), request)
+
+    def _access(self, instance, state: dict) -> dict:
         # disk_gb: the size the home is limited to (0: none on this host); limited: whether the cgroup limits are.
+        serves = _serves_a_model(instance)
         return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
-                "sandbox": True, "jupyter": True, "ssh": True, "disk_gb": state.get("disk_gb", 0),
-                "limited": state.get("limited", False)}  # fmt: skip
+                "sandbox": True, "jupyter": not serves, "model_server": serves, "ssh": True,
+                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False)}  # fmt: skip
 
     def _last_words(self, public_id) -> str:
         last = tail_lines(folder(public_id) / "console.log", 1).strip()
@@ -780,8 +793,8 @@ class LocalBackend(Backend):
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
-            "init": INIT_SCRIPT.format(base_url=lab_path(instance.public_id), socket=f"{SOCKET_DIR}/{JUPYTER_SOCKET}"),
-            "start": (instance.start_command or DEFAULT_START) + "\n",
+            "init": init_script(instance),
+            "start": (instance.start_command or default_start(instance)) + "\n",
         }
         os.chmod(boot, 0o700)
         files[SECCOMP_FILE] = local_seccomp.program()
@@ -860,9 +873,28 @@ DEFAULT_START = (
     "# No start command was given: the quick-start training script runs on the CPU and charts its curve.\n"
     f"exec python {WORKLOADS_DIR}/quickstart_train.py"
 )
+# An endpoint's machine serves the tiny demo model, the one model a machine without a card can serve (the console
+# refuses to deploy a template that needs a card here). It serves the model under the model's own name.
+ENDPOINT_START = (
+    "# The endpoint's model server: the tiny demo model trained into the runtime at install, on a Unix socket.\n"
+    f"exec python {WORKLOADS_DIR}/tiny_lm.py --socket {SOCKET_DIR}/{MODEL_SOCKET}"
+)
+
+
+def _serves_a_model(instance) -> bool:
+    return instance.kind == Instance.Kind.ENDPOINT
+
+
+def default_start(instance) -> str:
+    if _serves_a_model(instance):
+        return ENDPOINT_START
+    return DEFAULT_START
+
 
 # The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
-# the start command with SIGUSR1's default action restored and its output in the instance's log.
+# the start command with SIGUSR1's default action restored and its output in the instance's log. A machine ends when
+# its start command and JupyterLab have both ended; an endpoint's (no JupyterLab) when its model server does, so a
+# server that cannot start fails the endpoint at once, with its last words.
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud
@@ -871,15 +903,24 @@ for name in data shared shared-team public datasets; do
   [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name"
 done
 setsid python /opt/gpucloud/workloads/hub_relay.py >/run/gpucloud/hub-relay.log 2>&1 &
+{lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
+  /bin/sh /opt/gpucloud/boot/start 2>&1
+echo "== start command exited with status $? =="
+{end}
+"""
+LAB_LINES = """\
 setsid jupyter lab --no-browser --allow-root --ServerApp.sock={socket} --ServerApp.sock_mode=0600 \\
   --ServerApp.base_url={base_url} --ServerApp.root_dir=/root --LabApp.news_url=None \\
   --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \\
   >/run/gpucloud/jupyter.log 2>&1 &
-python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
-  /bin/sh /opt/gpucloud/boot/start 2>&1
-echo "== start command exited with status $? =="
-wait
 """
+
+
+def init_script(instance) -> str:
+    if _serves_a_model(instance):
+        return INIT_SCRIPT.format(lab="", end="exit 1")
+    lab = LAB_LINES.format(base_url=lab_path(instance.public_id), socket=f"{SOCKET_DIR}/{JUPYTER_SOCKET}")
+    return INIT_SCRIPT.format(lab=lab, end="wait")
 
 
 def hostname(instance) -> str:
@@ -957,13 +998,14 @@ def _own_folder(path: Path, owner: int, mode: int) -> None:
         os.close(fd)
 
 
-def _lab_socket(public_id, state: dict) -> Path | None:
-    """The socket the console may connect to: a hard link, in the instance's root-owned folder, to the socket
-    JupyterLab made in the machine's socket folder. It is (re)made only from a socket of the machine's user and
-    checked after it is made, so a symlink or another file put there from inside never leads the console (root)
-    to one of the host's sockets; once made, nothing the machine does changes where it leads."""
+def _linked_socket(public_id, state: dict, made_name: str, link_name: str) -> Path | None:
+    """The socket the console may connect to: a hard link ``link_name``, in the instance's root-owned folder, to the
+    socket ``made_name`` that a server (JupyterLab, an endpoint's model server) made in the machine's socket folder.
+    It is (re)made only from a socket of the machine's user and checked after it is made, so a symlink or another
+    file put there from inside never leads the console (root) to one of the host's sockets; once made, nothing the
+    machine does changes where it leads."""
     base = folder(public_id)
-    link, made = base / "run" / LAB_SOCKET, sockets(public_id) / JUPYTER_SOCKET
+    link, made = base / "run" / link_name, sockets(public_id) / made_name
     uid = state.get("uid")
 
     def ours(path: Path):
@@ -976,9 +1018,10 @@ def _lab_socket(public_id, state: dict) -> Path | None:
     current, fresh = ours(link), ours(made)
     if current is not None and (fresh is None or fresh.st_ino == current.st_ino):
         return link
+
     if fresh is None:
         return None
-    link.unlink(missing_ok=True)  # JupyterLab made a new socket (it restarted), or the link is not a socket
+    link.unlink(missing_ok=True)  # the server made a new socket (it restarted), or the link is not a socket
     try:
         os.link(made, link, follow_symlinks=False)
     except OSError:
@@ -987,6 +1030,21 @@ def _lab_socket(public_id, state: dict) -> Path | None:
         link.unlink(missing_ok=True)
         return None
     return link
+
+
+def _answers_200(path: Path | None, request: bytes) -> bool:
+    """Whether the server on the socket ``path`` answers ``request`` with 200 within two seconds."""
+    if path is None:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(2)
+            client.connect(str(path))
+            client.sendall(request)
+            head = client.recv(64)
+    except OSError:
+        return False
+    return head.startswith(b"HTTP/1.1 200") or head.startswith(b"HTTP/1.0 200")
 
 
 def _copy_tools(tools: Path) -> None:

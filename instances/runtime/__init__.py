@@ -1,5 +1,6 @@
 """The local backend's runtime: the Python environment every sandboxed instance runs (JupyterLab,
-jupyter-server-proxy, numpy), built once per requirements file and cached outside the console's environment.
+jupyter-server-proxy, numpy) and the tiny demo model that CPU-only endpoints serve (``tiny_model``), built once per
+requirements file and cached outside the console's environment.
 
 It is a virtualenv of the host's system Python (``/usr/bin/python3`` — under ``/usr``, which every sandbox binds
 read-only), so its scripts' shebangs name paths that exist inside the sandbox too. The folder name carries a hash
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
+
+from . import tiny_model
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +64,34 @@ def path() -> Path:
 
 
 def is_ready() -> bool:
-    return (path() / ".complete").exists()
+    return (path() / ".complete").exists() and tiny_model.path(path()).exists()
+
+
+def _searchable(folder: Path) -> None:
+    """``folder`` and every folder above it searchable by all (the sandbox users walk to the runtime through them;
+    a console run with a strict umask would leave ``/opt/gpucloud`` its own)."""
+    for each in (folder, *folder.parents):
+        mode = each.stat().st_mode
+        if mode & 0o001 == 0:
+            os.chmod(each, mode | 0o001)
 
 
 def ensure() -> Path:
-    """The runtime's folder, building it first if needed (about a minute on a cold pip cache)."""
+    """The runtime's folder, building it first if needed (about a minute on a cold pip cache), with the tiny demo
+    model trained into it (half a second)."""
     target = path()
-    if (target / ".complete").exists():
+    if is_ready():
         return target
     root().mkdir(parents=True, exist_ok=True)
     os.chmod(root(), 0o755)
+    _searchable(root())
     with open(root() / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / ".complete").exists():
+        if is_ready():
             return target  # another process built it while this one waited
+        if (target / ".complete").exists():
+            tiny_model.install(target)  # a runtime built before the model was part of it
+            return target
         shutil.rmtree(target, ignore_errors=True)
         log.info("building the local runtime in %s", target)
         steps = [
@@ -88,6 +105,7 @@ def ensure() -> Path:
                 raise RuntimeUnavailable(f"building the runtime failed: {exc}") from exc
             if done.returncode != 0:
                 raise RuntimeUnavailable(f"building the runtime failed: {(done.stderr or done.stdout)[-2000:]}")
+        tiny_model.install(target)
         # Readable by the sandboxes' unprivileged users.
         subprocess.run(["chmod", "-R", "a+rX", str(target)], check=False)
         (target / ".complete").write_text(REQUIREMENTS.read_text())

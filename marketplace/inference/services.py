@@ -1,7 +1,10 @@
 """Inference templates (SPEC §9): which templates exist, where each can run and at what price, and the seed.
 
 A template's chips are its image variant's family, narrowed by ``InferenceTemplate.chips`` to those the model fits
-on. Deploying one is ``inference.services.deploy``; these functions only read.
+on; a template of a CPU-only variant runs in the no-card mode. A template whose model needs a card cannot be
+deployed where every node of its chips is on a backend without cards (the local backend's machines run on the CPU):
+:func:`card_refusal` says why, on its page and when it is deployed. Deploying one is ``inference.services.deploy``;
+these functions only read.
 """
 
 import tomllib
@@ -13,8 +16,9 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
-from catalog.models import Chip
+from catalog.models import Chip, Node
 from console.errors import NotFound, ServiceError
+from instances.backends import get_backend
 
 from ..models import HubItem, ImageVariant, InferenceTemplate
 
@@ -45,14 +49,44 @@ def chips_of(template: InferenceTemplate, chips: list[Chip] | None = None) -> li
     return [c for c in pool if c.backend == family and c.rentable and (not template.chips or c.slug in template.chips)]
 
 
+def node_backends() -> dict[int, set[str]]:
+    """Chip id → the backends its nodes are on (one query, for pages and lists that ask :func:`card_refusal` often)."""
+    found: dict[int, set[str]] = {}
+    for chip_id, backend in Node.objects.values_list("chip_id", "backend_name").distinct():
+        found.setdefault(chip_id, set()).add(backend)
+    return found
+
+
+def card_refusal(template: InferenceTemplate, backends_of: dict[int, set[str]] | None = None, chips=None) -> str:
+    """Why ``template`` cannot be deployed on this console: its model needs a card and every node of its chips is on
+    a backend whose machines have none. "" when it can (or when no node holds its chips: deploy says so).
+    ``backends_of`` is :func:`node_backends` and ``chips`` the offered chips, when the caller has them."""
+    if not template.needs_a_card:
+        return ""
+    backends_of = node_backends() if backends_of is None else backends_of
+    backends = set().union(*(backends_of.get(chip.pk, set()) for chip in chips_of(template, chips)))
+    if not backends or any(get_backend(name).has_cards for name in backends):
+        return ""
+    return _(
+        "%(framework)s needs an accelerator card, and the machines here run on the CPU only: this model cannot be "
+        "served here. The CPU demo template “tiny-demo-cpu” can."
+    ) % {"framework": template.get_framework_display()}
+
+
 @dataclass(frozen=True)
 class TemplateOffer:
-    chip: Chip
+    chip: Chip | None  # None: the no-card mode (a CPU-only template)
     per_hour: Decimal | None  # payable per hour for the template's cards, after subsidies; None: not offered
 
 
 def offers(template: InferenceTemplate, book: PriceBook, user=None, chips=None) -> list[TemplateOffer]:
-    """Each compatible chip with its hourly price for the template's default cards, cheapest first."""
+    """Each compatible chip with its hourly price for the template's default cards, cheapest first; for a CPU-only
+    template, the no-card mode's price."""
+    if not template.needs_a_card:
+        try:
+            return [TemplateOffer(None, quote(chip=None, cards=0, plan="payg", user=user, book=book).payable_per_hour)]
+        except ServiceError:
+            return [TemplateOffer(None, None)]
     found = []
     for chip in chips_of(template, chips):
         try:

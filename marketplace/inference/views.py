@@ -28,4 +28,5 @@ def template_detail(request, slug):
         raise Http404(exc.message) from exc
     user = request.user if request.user.is_authenticated else None
     offers = services.offers(template, load_price_book(user=user), user=user)
-    return render(request, "marketplace/inference/detail.html", {"template": template, "offers": offers})
+    context = {"template": template, "offers": offers, "refusal": services.card_refusal(template)}
+    return render(request, "marketplace/inference/detail.html", context)

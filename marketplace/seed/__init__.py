@@ -60,6 +60,8 @@ def _shards(total: int, shard: int, pattern: str) -> list[tuple[str, int]]:
 
 def file_list(entry: dict, library: str) -> list[tuple[str, int]]:
     """A plausible file list from the entry's size: weight or data shards plus the usual small files."""
+    if "files" in entry:  # listed as they are
+        return [(name, size) for name, size in entry["files"]]
     total = int(Decimal(str(entry["size_gb"])) * GB)
     if entry["kind"] == HubKind.DATASET:
         return [("README.md", 6_000), *_shards(total, DATA_SHARD_BYTES, "data/train-{i:05d}-of-{n:05d}.parquet")]

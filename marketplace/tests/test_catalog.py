@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def test_load_hub_creates_the_starter_items_once_and_keeps_counters(owner):
     call_command("load_hub", stdout=None)
     total = HubItem.objects.count()
-    assert total == 33 and HubItem.objects.filter(kind="dataset").count() == 13
+    assert total == 34 and HubItem.objects.filter(kind="dataset").count() == 13  # the tiny model, two built datasets
     chatglm = HubItem.objects.get(repo="THUDM/chatglm3-6b")
     services.like(owner, chatglm)
     services.record_mount(chatglm)

@@ -2,8 +2,9 @@
 
 The embedded default of ``make run``. It checks that this host can run sandboxes (root, bubblewrap, namespaces),
 installs what it needs first with ``--install`` when it can (root on Debian/Ubuntu: bubblewrap, and the SFTP server
-that scp and sftp run inside a machine), builds the runtime (JupyterLab,
-numpy) once, and moves every node that is on the simulated backend to the local one. Where the host cannot, the
+that scp and sftp run inside a machine), builds the runtime (JupyterLab, numpy, and the tiny demo model that
+CPU-only inference endpoints serve, trained here) once, and moves every node that is on the simulated backend to
+the local one. Where the host cannot, the
 nodes stay simulated and the command says why. ``--off`` moves local nodes back to the simulated backend.
 Instances keep the backend they were launched on.
 """
@@ -51,7 +52,9 @@ class Command(BaseCommand):
         if ok:
             try:
                 if not runtime.is_ready():
-                    self.stdout.write("Building the instances' runtime (JupyterLab, numpy) once; about a minute…")
+                    self.stdout.write(
+                        "Building the instances' runtime (JupyterLab, numpy, the tiny demo model) once; about a minute…"
+                    )
                 path = runtime.ensure()
             except runtime.RuntimeUnavailable as exc:
                 ok, why = False, str(exc)

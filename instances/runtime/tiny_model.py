@@ -16,6 +16,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import polib
 from django.conf import settings
 
 from ..workloads.ngram import NgramModel
@@ -34,7 +35,6 @@ STDLIB_MODULES = (
     "dataclasses.py", "enum.py", "inspect.py", "zipfile.py",
 )  # fmt: skip
 _PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{[^}]*\}|<[^>]+>")
-_PO_STRING = re.compile(r'^(msgid|msgstr|msgid_plural|msgstr\[\d\])\s+"(.*)"$|^"(.*)"$')
 
 
 def path(runtime_path: Path) -> Path:
@@ -42,25 +42,13 @@ def path(runtime_path: Path) -> Path:
     return runtime_path / MODELS / FILE_NAME
 
 
-def _unquote(text: str) -> str:
-    return text.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-
-
 def translation_pairs(po_file: Path = TRANSLATIONS) -> list[str]:
     """Every translated interface string as one document: the English, then the Chinese."""
-    documents, entry, current = [], {}, None
-    for line in po_file.read_text(encoding="utf-8").splitlines() + [""]:
-        match = _PO_STRING.match(line.strip())
-        if match and match.group(1):
-            current = match.group(1)
-            entry[current] = entry.get(current, "") + _unquote(match.group(2))
-        elif match and current:
-            entry[current] += _unquote(match.group(3))
-        elif not line.strip():
-            english, chinese = entry.get("msgid", ""), entry.get("msgstr", "") or entry.get("msgstr[0]", "")
-            if english and chinese:
-                documents.append(_PLACEHOLDER.sub("", f"{english}\n{chinese}"))
-            entry, current = {}, None
+    documents = []
+    for entry in polib.pofile(str(po_file)).translated_entries():
+        chinese = entry.msgstr or entry.msgstr_plural.get(0, "")
+        if entry.msgid and chinese:
+            documents.append(_PLACEHOLDER.sub("", f"{entry.msgid}\n{chinese}"))
     return documents
 
 

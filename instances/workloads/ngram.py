@@ -57,6 +57,10 @@ class NgramModel:
     # Files --------------------------------------------------------------------------------------------------
 
     def save(self, path: Path) -> None:
+        path.write_bytes(self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The model file: JSON with sorted keys, so the same training text gives the same bytes."""
         data = {
             "format": FORMAT,
             "name": self.name,
@@ -65,7 +69,7 @@ class NgramModel:
             "bigrams": self.bigrams,
             "unigrams": self.unigrams,
         }
-        path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
     def load(cls, path: Path) -> "NgramModel":

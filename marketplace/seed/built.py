@@ -51,7 +51,15 @@ def _cell(value) -> str:
     return str(value)
 
 
-BUILDERS = {"console-zh-en": console_zh_en, "chip-figures": chip_figures}
+def ngram_zh_en_tiny() -> dict[str, bytes]:
+    """The tiny character model the CPU-only inference template serves, trained as the machines' runtime trains
+    it (``instances.runtime.tiny_model``): the same text gives the same file."""
+    from instances.runtime import tiny_model
+
+    return {tiny_model.FILE_NAME: tiny_model.train().to_bytes()}
+
+
+BUILDERS = {"console-zh-en": console_zh_en, "chip-figures": chip_figures, "ngram-zh-en-tiny": ngram_zh_en_tiny}
 
 
 def files(name: str) -> dict[str, bytes]:

@@ -82,3 +82,15 @@ def test_lists_and_the_mount_picker_mark_the_entries_that_are_metadata_only(hub_
     assert label in picker
     everything = owner_client.get("/marketplace/hub/", {"kind": "dataset"}).content.decode()
     assert everything.count("metadata-only") == everything.count('class="list-group-item hub-item"') - 2
+
+
+def test_the_tiny_demo_model_is_in_the_hub_as_its_template_serves_it(hub_with_files):
+    from instances.runtime import tiny_model
+    from instances.workloads.ngram import NgramModel
+
+    body = _download(Client(), f"/{tiny_model.REPO}/resolve/main/{tiny_model.FILE_NAME}")
+    laid_out = Path(hub_with_files) / tiny_model.REPO / tiny_model.FILE_NAME
+
+    assert HubItem.objects.get(repo=tiny_model.REPO).has_bytes and laid_out.read_bytes() == body
+    model = NgramModel.load(laid_out)
+    assert model.name == tiny_model.REPO and model.trained_on > 100_000

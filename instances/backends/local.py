@@ -62,7 +62,7 @@ from agent import gpucloud_agent as agent_module
 from teams.accounts import is_account
 
 from .. import runtime
-from . import local_etc, local_home, local_seccomp, local_uids, local_volumes
+from . import local_etc, local_home, local_lab, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -377,7 +377,7 @@ class LocalBackend(Backend):
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
-            local_etc.write_etc(run / ETC, hostname(instance))
+            local_etc.write_etc(run / ETC, hostname(instance), files=local_lab.etc_files(f"{runtime_path}/bin"))
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
@@ -430,7 +430,7 @@ class LocalBackend(Backend):
             **{k: v for k, v in state.items() if k in ("mounts",)},
             "job_id": job_id, "pid": pid, "started": _start_time(pid), "submitted_at": _now(),
             "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
-            "disk_gb": disk_gb,
+            "disk_gb": disk_gb, "runtime": str(runtime_path),
         })  # fmt: skip
         if not limited:
             log.warning("sandbox %s runs without memory, process and CPU limits (no writable cgroup)", job_id)
@@ -611,14 +611,15 @@ class LocalBackend(Backend):
         on_a_pty = 'if [ -t 0 ]; then exec /usr/bin/script -qefc "$1" /dev/null; fi; shift; exec "$@"'
         # The machine's seccomp filter is loaded (by the host's Python, isolated: nothing of the machine's runs
         # first) before the shell; nsenter itself runs with an empty environment, so no process inside ever shows
-        # the caller's.
+        # the caller's. PATH leads to the runtime the machine was started with (bound inside).
+        path = _sandbox_path(_runtime_of(state))
         inner = [
             "/usr/bin/env", "-i",
             "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
             "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
             str(runtime.system_python()), "-I", "-S", "-c", local_seccomp.LOADER, f"{BOOT_DIR}/{SECCOMP_FILE}",
             "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
-            f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
+            f"PATH={path}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
         ]  # fmt: skip
         command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
         whole = shlex.quote(shlex.join(command_argv))
@@ -858,6 +859,11 @@ def lab_path(public_id) -> str:
 def _sandbox_path(runtime_path: Path | None = None) -> str:
     runtime_path = runtime_path or runtime.path()
     return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def _runtime_of(state: dict) -> Path | None:
+    """The runtime the machine was started with (bound inside), which an upgrade since does not move."""
+    return Path(state["runtime"]) if state.get("runtime") else None
 
 
 def agent_module_token(public_id) -> str:

@@ -742,7 +742,15 @@ class LocalBackend(Backend):
 
         # The model hub through the agent's relay (the machine has no network); the user's own variables win.
         hub = {"HF_ENDPOINT": f"http://127.0.0.1:{HUB_RELAY_PORT}", "HF_HUB_DISABLE_TELEMETRY": "1"}
-        environment = {"JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
+        # The platform's variables are in this file, not in bwrap's environment: JupyterLab, the start command and
+        # every SSH session read it, so a run started over SSH logs its curve where the agent reads it too.
+        platform = {
+            "GPUCLOUD_INSTANCE": str(instance.public_id),
+            "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
+            "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
+            "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
+        }
+        environment = {**platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
@@ -771,10 +779,6 @@ class LocalBackend(Backend):
             "SHELL": "/bin/bash",
             "LANG": "C.UTF-8",
             "PATH": _sandbox_path(runtime_path),
-            "GPUCLOUD_INSTANCE": str(instance.public_id),
-            "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
-            "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
-            "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
         }
         groups = [
             ("--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),

@@ -92,3 +92,22 @@ def test_a_running_machine_keeps_its_python_over_ssh_after_the_runtime_is_upgrad
     monkeypatch.setattr(runtime, "requirements_hash", lambda: "upgraded0000")
     command = ssh(gateway.port, owner_key, instance.public_id, WHICH_PYTHON)
     assert between_markers(command.stdout.decode()) == expected(started_with), command.stderr
+
+
+def test_a_run_started_over_ssh_has_jupyters_variables_and_draws_its_training_curve(
+    on_local, running, gateway, owner_key
+):
+    instance = running(start_command="echo no training at boot")
+    platform = "echo BEGIN''; env | grep -E '^(GPUCLOUD|QUICKSTART)_' | sort; echo end''-of-run"
+    over_ssh = between_markers(ssh(gateway.port, owner_key, instance.public_id, platform).stdout.decode())
+    assert "GPUCLOUD_SCALARS=/root/" in over_ssh and over_ssh == in_lab_terminal(instance, platform)
+
+    # The quick-start script run by hand over SSH: its curve reaches the instance's page.
+    train = "python /opt/gpucloud/workloads/quickstart_train.py --steps 3 --interval 0.1 --checkpoint /tmp/q.json"
+    assert ssh(gateway.port, owner_key, instance.public_id, train).returncode == 0
+
+    def curve():
+        return get_backend("local").training_curves(fresh(instance)).get("loss", [])
+
+    on_local.settle(until=lambda: len(curve()) == 3, timeout=30, message="the curve of the run over SSH")
+    assert [step for step, _value in curve()] == [1, 2, 3]

@@ -499,17 +499,33 @@ class LocalBackend(Backend):
 
     # Disks and mounts: bind mounts under the instance's mount hub ------------------------------------------
 
-    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         source = sandbox_root() / "disks" / str(disk_id)
         _make_traversable(source.parent)
         local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
-        self._add_mount(instance, f"/root/data/{disk_id}", str(source), read_only=False)
+        target = self._disk_target(instance, str(source), disk_folder_name(name, str(disk_id)))
+        self._add_mount(instance, target, str(source), read_only=False)
 
     def delete_disk(self, disk_id: str) -> None:
         local_volumes.delete(sandbox_root() / "disks" / str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:
-        self.unmount(instance, f"/root/data/{disk_id}")
+        source = str(sandbox_root() / "disks" / str(disk_id))
+        for target, entry in read_state(instance.public_id).get("mounts", {}).items():
+            if entry["source"] == source:
+                self.unmount(instance, target)
+
+    def _disk_target(self, instance, source: str, name: str) -> str:
+        """Where a disk appears inside: ``/root/data/<name>``, or ``<name>-2``… when another disk of the machine
+        has that folder already. A disk mounted elsewhere before (under its id, or another name) moves there."""
+        mounts = read_state(instance.public_id).get("mounts", {})
+        taken = {target for target, entry in mounts.items() if entry["source"] != source}
+        target, number = f"/root/data/{name}", 2
+        while target in taken:
+            target, number = f"/root/data/{name}-{number}", number + 1
+        for before in [t for t, entry in mounts.items() if entry["source"] == source and t != target]:
+            self.unmount(instance, before)
+        return target
 
     def mount(self, instance, source: str, target: str) -> None:
         if source.startswith("cloudstorage/") or target == "/root/shared":
@@ -536,6 +552,10 @@ class LocalBackend(Backend):
             point = self._mount_point(instance.public_id, target)
             if point is not None:
                 _umount(point)
+                try:
+                    point.rmdir()  # no empty folder left inside where the mount was
+                except OSError:
+                    pass
             del mounts[target]
             update_state(instance.public_id, mounts=mounts)
 
@@ -863,6 +883,13 @@ def lab_path(public_id) -> str:
 def _sandbox_path(runtime_path: Path | None = None) -> str:
     runtime_path = runtime_path or runtime.path()
     return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def disk_folder_name(name: str, disk_id: str) -> str:
+    """The folder a disk named ``name`` has in /root/data: its name, where that is a folder name (the console's
+    disk names are: no "/", no control characters, not "." or ".."), else its id."""
+    unsafe = not name or name in (".", "..") or "/" in name or len(name.encode()) > 255
+    return disk_id if unsafe or any(ord(c) < 32 or ord(c) == 127 for c in name) else name
 
 
 def _runtime_of(state: dict) -> Path | None:

@@ -377,7 +377,8 @@ class LocalBackend(Backend):
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
-            local_etc.write_etc(run / ETC, hostname(instance), files=local_lab.etc_files(f"{runtime_path}/bin"))
+            lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale())
+            local_etc.write_etc(run / ETC, hostname(instance), files=lab)
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)

@@ -5,13 +5,25 @@ numpy, pip) first in PATH. The sandbox starts with it first; a login shell (Jupy
 ``bash -l`` begun from an empty environment) gets it again from ``/etc/profile.d``, so nothing that builds PATH
 afresh leaves the host's ``/usr/bin/python3`` (no numpy) in front. JupyterLab's terminal is a login shell by
 configuration (``/etc/jupyter``), not by the guess Jupyter makes from whether its output is a terminal.
+
+JupyterLab speaks the language the console spoke when it started the machine (Chinese, the console's own language,
+unless the start was asked for in English): its settings' defaults (``overrides.json``, which the user may still
+change in the Settings menu) live in the machine's ``/etc/jupyter/lab/settings``. Its news and announcements
+pop-up is off (the plugin disabled in ``page_config.json``): the machine has no network to fetch news over.
 """
 
 import json
 
+from django.utils import translation
+
 PROFILE_SCRIPT = "profile.d/gpucloud-runtime.sh"
 SERVER_CONFIG = "jupyter/jupyter_server_config.json"
+LAB_SETTINGS = "jupyter/lab/settings"  # under /etc inside: JupyterLab's application settings folder
 TERMINAL_SHELL = ["/bin/bash", "-l"]
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
+TRANSLATION = "@jupyterlab/translation-extension:plugin"
+# The console's languages as JupyterLab's locales (the runtime has their language packs; English is built in).
+LAB_LOCALES = {"zh-hans": "zh_CN", "en": "en"}
 
 
 def runtime_profile(runtime_bin: str) -> str:
@@ -25,14 +37,38 @@ def runtime_profile(runtime_bin: str) -> str:
     )
 
 
+def lab_locale(language: str | None = None) -> str:
+    """JupyterLab's locale for a console language (the active one by default); Chinese for any Chinese."""
+    language = (language or translation.get_language() or "").lower()
+    return LAB_LOCALES["zh-hans"] if language.startswith("zh") else LAB_LOCALES["en"]
+
+
 def server_config() -> dict:
-    """The Jupyter server's configuration: the terminal's shell."""
-    return {"ServerApp": {"terminado_settings": {"shell_command": TERMINAL_SHELL}}}
+    """The Jupyter server's configuration: the terminal's shell, and where JupyterLab's settings defaults are."""
+    return {
+        "ServerApp": {"terminado_settings": {"shell_command": TERMINAL_SHELL}},
+        "LabApp": {"app_settings_dir": f"/etc/{LAB_SETTINGS}"},
+    }
 
 
-def etc_files(runtime_bin: str) -> dict[str, str]:
+def overrides(locale: str) -> dict:
+    """JupyterLab's settings defaults: its language."""
+    return {TRANSLATION: {"locale": locale}}
+
+
+def page_config() -> dict:
+    return {"disabledExtensions": {ANNOUNCEMENTS: True}}
+
+
+def etc_files(runtime_bin: str, locale: str) -> dict[str, str]:
     """The files, by their name under the machine's ``/etc``."""
     return {
         PROFILE_SCRIPT: runtime_profile(runtime_bin),
-        SERVER_CONFIG: json.dumps(server_config(), indent=1) + "\n",
+        SERVER_CONFIG: _json(server_config()),
+        f"{LAB_SETTINGS}/overrides.json": _json(overrides(locale)),
+        f"{LAB_SETTINGS}/page_config.json": _json(page_config()),
     }
+
+
+def _json(value: dict) -> str:
+    return json.dumps(value, indent=1) + "\n"

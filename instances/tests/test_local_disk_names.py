@@ -1,5 +1,5 @@
 """A data disk of a real machine of the local backend appears inside under the name its page shows,
-``/root/data/<name>``: attached at launch or while the machine runs, kept across a stop and a start, gone from
+``/root/data/<name>``: attached while the machine runs, kept across a stop and a start, gone from
 ``/root/data`` when detached."""
 
 import shlex

@@ -6,10 +6,11 @@ numpy, pip) first in PATH. The sandbox starts with it first; a login shell (Jupy
 afresh leaves the host's ``/usr/bin/python3`` (no numpy) in front. JupyterLab's terminal is a login shell by
 configuration (``/etc/jupyter``), not by the guess Jupyter makes from whether its output is a terminal.
 
-JupyterLab speaks the language the console spoke when it started the machine (Chinese, the console's own language,
-unless the start was asked for in English): its settings' defaults (``overrides.json``, which the user may still
-change in the Settings menu) live in the machine's ``/etc/jupyter/lab/settings``. Its news and announcements
-pop-up is off (the plugin disabled in ``page_config.json``): the machine has no network to fetch news over.
+JupyterLab speaks the language active where the machine is started: the console's own (Chinese) in the worker,
+the requester's where a start runs in a request; the console keeps no language per user to ask instead. Its
+settings' defaults (``overrides.json``, which the user may still change in the Settings menu) live in the machine's
+``/etc/jupyter/lab/settings``. Its news and announcements pop-up is off (the plugin disabled in
+``page_config.json``): the machine has no network to fetch news over.
 """
 
 import json

@@ -112,7 +112,8 @@ def apply(instance: Instance) -> None:
     backend = get_backend(instance.backend_name)
     calls = [lambda: backend.mount(instance, shared_source(instance.owner), shared_target(instance))]
     calls += [
-        lambda d=d: backend.attach_disk(instance, str(d.public_id), d.size_gb) for d in disks.attached_to(instance)
+        lambda d=d: backend.attach_disk(instance, str(d.public_id), d.size_gb, name=d.name)
+        for d in disks.attached_to(instance)
     ]
     calls += [lambda m=m: backend.mount(instance, m.repo, m.target) for m in mounts.mounts_of(instance)]
     for call in calls:

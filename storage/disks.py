@@ -257,8 +257,11 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         if disk.status == DiskStatus.ATTACHED and disk.instance_id is not None:
             # The machine's file system grows with it (a running one at once; a refusal undoes the grow).
             instance = Instance.objects.get(pk=disk.instance_id)
-            backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id), size),
-                         "disk grow")  # fmt: skip
+            backend_call(
+                instance,
+                lambda backend: backend.attach_disk(instance, str(disk.public_id), size, name=disk.name),
+                "disk grow",
+            )
     return disk
 
 
@@ -358,8 +361,11 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
         _check_instance(instance)
         _move(disk, DiskStatus.AVAILABLE, DiskStatus.ATTACHING, DiskReason.ATTACH_REQUESTED,
               detail=instance.name, instance=instance)  # fmt: skip
-        backend_call(instance, lambda backend: backend.attach_disk(instance, str(disk.public_id), disk.size_gb),
-                     "disk attach")  # fmt: skip
+        backend_call(
+            instance,
+            lambda backend: backend.attach_disk(instance, str(disk.public_id), disk.size_gb, name=disk.name),
+            "disk attach",
+        )
         hot = instance.status in HOT
         detail = instance.name if hot else _("%(name)s (at its next start)") % {"name": instance.name}
         _move(disk, DiskStatus.ATTACHING, DiskStatus.ATTACHED, DiskReason.ATTACHED, detail=detail)

@@ -110,9 +110,10 @@ class Backend(ABC):
         return training_curves(instance)
 
     @abstractmethod
-    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         """Make the data disk ``disk_id`` of ``size_gb`` GB (grown when it is larger than before) available in
-        the instance at ``/root/data/<disk_id>``. Idempotent."""
+        the instance at ``/root/data/<name>`` (the name the disk's page shows; backends that cannot yet use
+        ``/root/data/<disk_id>``). Idempotent."""
 
     @abstractmethod
     def detach_disk(self, instance, disk_id: str) -> None: ...

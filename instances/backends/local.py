@@ -67,7 +67,7 @@ from teams.accounts import is_account
 
 from .. import runtime
 from ..models import Instance
-from . import local_etc, local_home, local_seccomp, local_uids, local_volumes
+from . import local_etc, local_home, local_lab, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -398,7 +398,8 @@ class LocalBackend(Backend):
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
-            local_etc.write_etc(run / ETC, hostname(instance))
+            lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale())
+            local_etc.write_etc(run / ETC, hostname(instance), files=lab)
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token)
@@ -451,7 +452,7 @@ class LocalBackend(Backend):
             **{k: v for k, v in state.items() if k in ("mounts",)},
             "job_id": job_id, "pid": pid, "started": _start_time(pid), "submitted_at": _now(),
             "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
-            "disk_gb": disk_gb,
+            "disk_gb": disk_gb, "runtime": str(runtime_path),
         })  # fmt: skip
         if not limited:
             log.warning("sandbox %s runs without memory, process and CPU limits (no writable cgroup)", job_id)
@@ -524,17 +525,33 @@ class LocalBackend(Backend):
 
     # Disks and mounts: bind mounts under the instance's mount hub ------------------------------------------
 
-    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         source = sandbox_root() / "disks" / str(disk_id)
         _make_traversable(source.parent)
         local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
-        self._add_mount(instance, f"/root/data/{disk_id}", str(source), read_only=False)
+        target = self._disk_target(instance, str(source), disk_folder_name(name, str(disk_id)))
+        self._add_mount(instance, target, str(source), read_only=False)
 
     def delete_disk(self, disk_id: str) -> None:
         local_volumes.delete(sandbox_root() / "disks" / str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:
-        self.unmount(instance, f"/root/data/{disk_id}")
+        source = str(sandbox_root() / "disks" / str(disk_id))
+        for target, entry in read_state(instance.public_id).get("mounts", {}).items():
+            if entry["source"] == source:
+                self.unmount(instance, target)
+
+    def _disk_target(self, instance, source: str, name: str) -> str:
+        """Where a disk appears inside: ``/root/data/<name>``, or ``<name>-2``… when another disk of the machine
+        has that folder already. A disk mounted elsewhere before (under its id, or another name) moves there."""
+        mounts = read_state(instance.public_id).get("mounts", {})
+        taken = {target for target, entry in mounts.items() if entry["source"] != source}
+        target, number = f"/root/data/{name}", 2
+        while target in taken:
+            target, number = f"/root/data/{name}-{number}", number + 1
+        for before in [t for t, entry in mounts.items() if entry["source"] == source and t != target]:
+            self.unmount(instance, before)
+        return target
 
     def mount(self, instance, source: str, target: str) -> None:
         if source.startswith("cloudstorage/") or target == "/root/shared":
@@ -561,6 +578,10 @@ class LocalBackend(Backend):
             point = self._mount_point(instance.public_id, target)
             if point is not None:
                 _umount(point)
+                try:
+                    point.rmdir()  # no empty folder left inside where the mount was
+                except OSError:
+                    pass
             del mounts[target]
             update_state(instance.public_id, mounts=mounts)
 
@@ -643,14 +664,15 @@ class LocalBackend(Backend):
         on_a_pty = 'if [ -t 0 ]; then exec /usr/bin/script -qefc "$1" /dev/null; fi; shift; exec "$@"'
         # The machine's seccomp filter is loaded (by the host's Python, isolated: nothing of the machine's runs
         # first) before the shell; nsenter itself runs with an empty environment, so no process inside ever shows
-        # the caller's.
+        # the caller's. PATH leads to the runtime the machine was started with (bound inside).
+        path = _sandbox_path(_runtime_of(state))
         inner = [
             "/usr/bin/env", "-i",
             "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
             "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
             str(runtime.system_python()), "-I", "-S", "-c", local_seccomp.LOADER, f"{BOOT_DIR}/{SECCOMP_FILE}",
             "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
-            f"PATH={_sandbox_path()}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
+            f"PATH={path}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
         ]  # fmt: skip
         command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
         whole = shlex.quote(shlex.join(command_argv))
@@ -789,7 +811,15 @@ class LocalBackend(Backend):
 
         # The model hub through the agent's relay (the machine has no network); the user's own variables win.
         hub = {"HF_ENDPOINT": f"http://127.0.0.1:{HUB_RELAY_PORT}", "HF_HUB_DISABLE_TELEMETRY": "1"}
-        environment = {"JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
+        # The platform's variables are in this file, not in bwrap's environment: JupyterLab, the start command and
+        # every SSH session read it, so a run started over SSH logs its curve where the agent reads it too.
+        platform = {
+            "GPUCLOUD_INSTANCE": str(instance.public_id),
+            "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
+            "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
+            "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
+        }
+        environment = {**platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
@@ -818,10 +848,6 @@ class LocalBackend(Backend):
             "SHELL": "/bin/bash",
             "LANG": "C.UTF-8",
             "PATH": _sandbox_path(runtime_path),
-            "GPUCLOUD_INSTANCE": str(instance.public_id),
-            "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
-            "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
-            "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
         }
         groups = [
             ("--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
@@ -934,6 +960,18 @@ def lab_path(public_id) -> str:
 def _sandbox_path(runtime_path: Path | None = None) -> str:
     runtime_path = runtime_path or runtime.path()
     return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def disk_folder_name(name: str, disk_id: str) -> str:
+    """The folder a disk named ``name`` has in /root/data: its name, where that is a folder name (the console's
+    disk names are: no "/", no control characters, not "." or ".."), else its id."""
+    unsafe = not name or name in (".", "..") or "/" in name or len(name.encode()) > 255
+    return disk_id if unsafe or any(ord(c) < 32 or ord(c) == 127 for c in name) else name
+
+
+def _runtime_of(state: dict) -> Path | None:
+    """The runtime the machine was started with (bound inside), which an upgrade since does not move."""
+    return Path(state["runtime"]) if state.get("runtime") else None
 
 
 def agent_module_token(public_id) -> str:

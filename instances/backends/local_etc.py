@@ -50,6 +50,7 @@ def files_for(hostname: str, *, nameservers=(), files: dict[str, str] | None = N
         "shells": "/bin/sh\n/bin/bash\n/usr/bin/bash\n",
         "profile": (
             'export PATH="${PATH:-/usr/local/bin:/usr/bin:/bin}"\n'
+            'for script in /etc/profile.d/*.sh; do [ -r "$script" ] && . "$script"; done; unset script\n'
             'if [ -n "$BASH_VERSION" ] && [ -f /etc/bash.bashrc ]; then . /etc/bash.bashrc; fi\n'
         ),
         "bash.bashrc": ("[ -z \"$PS1\" ] && return\nPS1='\\u@\\h:\\w\\$ '\n"),
@@ -65,7 +66,9 @@ def write_etc(folder: Path, hostname: str, *, nameservers=(), files: dict[str, s
     os.chmod(folder, 0o755)
     for name, text in files_for(hostname, nameservers=nameservers, files=files).items():
         path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in reversed(path.relative_to(folder).parents[:-1]):  # readable inside, whatever the umask
+            (folder / parent).mkdir(exist_ok=True)
+            os.chmod(folder / parent, 0o755)
         path.write_text(text)
         os.chmod(path, 0o644)
     for name in HOST_COPIES:

@@ -157,7 +157,7 @@ class SimulatedBackend(Backend):
             accuracy.append((step, round(min(0.99, 0.97 - 0.85 * math.exp(-step / 35) + noise / 4), 4)))
         return {"accuracy": accuracy, "loss": loss}
 
-    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         self._add(instance, "disks", disk_id)
 
     def detach_disk(self, instance, disk_id: str) -> None:

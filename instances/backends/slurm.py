@@ -811,7 +811,8 @@ class SlurmBackend(Backend):
             return str(shared)
         return str(Path(config.get("hub_root") or self.root(config) / "hub") / source)
 
-    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None) -> None:
+    def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
+        # The jobs' layout links disks by their id (/root/data/<disk_id>): the agent on the nodes knows no names.
         self._edit_layout(instance, lambda layout: _add_once(layout["disks"], str(disk_id)), disk=str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:

@@ -223,7 +223,7 @@ def test_a_data_disk_holds_its_size_and_no_more_grows_while_running_and_its_byte
     instance = running()
     disk = disks.create(instance.owner, name="small", size_gb=1, zone=instance.zone)
     disks.attach(instance.owner, disk.public_id, instance.public_id)
-    inside = f"/root/data/{disk.public_id}"
+    inside = disk.device_path
 
     # 1.2 GB does not fit on a 1 GB disk: the machine is told so, the host's disk is untouched.
     full = on_local.run(instance, f"python -c '{FILL.format(mb=1200)}' {inside}/big")

@@ -3,8 +3,10 @@
 
 It fits a logistic-regression classifier to a synthetic two-class dataset by mini-batch gradient descent, in plain
 Python so that it runs in every image, and appends one JSON line per scalar and step to ``$GPUCLOUD_SCALARS``
-(``{"tag": "loss", "step": 10, "value": 0.73, "time": 1767225600.0}``), which the instance agent forwards. On
-SIGUSR1 or SIGTERM (stop, spot preemption) it saves a checkpoint and exits; started again, it resumes from it.
+(``{"tag": "loss", "step": 10, "value": 0.73, "time": 1767225600.0}``), which the instance agent forwards. It saves
+a checkpoint after every step (written whole, then renamed: a kill never leaves half of one), and on SIGUSR1 or
+SIGTERM (stop, spot preemption) saves it and exits; started again, after a stop or after the machine died without a
+word, it resumes from it.
 
     python quickstart_train.py [--steps 600] [--interval 1.0] [--checkpoint /root/data/quickstart.json]
 """
@@ -51,6 +53,26 @@ def train_step(weights: list[float], batch, rate: float) -> tuple[float, float]:
     return loss / len(batch), right / len(batch)
 
 
+def resume(checkpoint: Path) -> dict:
+    """The state the last run saved, or a fresh one (none saved, or one this script cannot read)."""
+    try:
+        state = json.loads(checkpoint.read_text())
+        if isinstance(state.get("step"), int) and len(state.get("weights", ())) == FEATURES:
+            print(f"resuming from step {state['step']}", flush=True)
+            return state
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {"step": 0, "weights": [0.0] * FEATURES}
+
+
+def save(checkpoint: Path, state: dict) -> None:
+    """The checkpoint written to a file beside it, then renamed over it: it is always a whole one."""
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    draft = checkpoint.with_name(f".{checkpoint.name}.{os.getpid()}")
+    draft.write_text(json.dumps(state))
+    os.replace(draft, checkpoint)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=600)
@@ -59,15 +81,11 @@ def main(argv=None) -> int:
     options = parser.parse_args(argv)
     scalars = Path(os.environ.get("GPUCLOUD_SCALARS", "scalars.jsonl"))
     checkpoint = Path(options.checkpoint)
-    state = {"step": 0, "weights": [0.0] * FEATURES}
-    if checkpoint.exists():
-        state = json.loads(checkpoint.read_text())
-        print(f"resuming from step {state['step']}", flush=True)
+    state = resume(checkpoint)
     print(f"quick start: training a logistic-regression classifier for {options.steps} steps", flush=True)
 
     def save_and_exit(signum, _frame):
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        checkpoint.write_text(json.dumps(state))
+        save(checkpoint, state)
         print(f"checkpoint at step {state['step']} ({signal.Signals(signum).name})", flush=True)
         sys.exit(0)
 
@@ -83,6 +101,7 @@ def main(argv=None) -> int:
             for tag, value in (("loss", loss), ("accuracy", accuracy)):
                 out.write(json.dumps({"tag": tag, "step": state["step"], "value": round(value, 5), "time": now}) + "\n")
             out.flush()
+            save(checkpoint, state)
             time.sleep(options.interval)
     return 0
 

@@ -920,7 +920,8 @@ def default_start(instance) -> str:
 # The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
 # the start command with SIGUSR1's default action restored and its output in the instance's log. A machine ends when
 # its start command and JupyterLab have both ended; an endpoint's (no JupyterLab) when its model server does, so a
-# server that cannot start fails the endpoint at once, with its last words.
+# server that cannot start fails the endpoint at once, with its last words. At the first start the quick-start
+# notebook is copied into the home, inside and as the machine's user (never over a file of theirs).
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud
@@ -929,6 +930,10 @@ for name in data shared shared-team public datasets; do
   [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name"
 done
 setsid python /opt/gpucloud/workloads/hub_relay.py >/run/gpucloud/hub-relay.log 2>&1 &
+if [ ! -e /root/.gpucloud/quickstart-given ]; then
+  [ -e /root/quickstart.ipynb ] || [ -L /root/quickstart.ipynb ] || cp /opt/gpucloud/workloads/quickstart.ipynb /root/
+  : > /root/.gpucloud/quickstart-given
+fi
 {lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
 echo "== start command exited with status $? =="
@@ -1093,7 +1098,7 @@ def _copy_tools(tools: Path) -> None:
         os.chmod(staging, 0o755)
         shutil.copyfile(agent_module.__file__, staging / AGENT_FILE)
         (staging / "workloads").mkdir(mode=0o755)
-        for source in WORKLOADS_SOURCE.glob("*.py"):
+        for source in [*WORKLOADS_SOURCE.glob("*.py"), *WORKLOADS_SOURCE.glob("*.ipynb")]:
             shutil.copyfile(source, staging / "workloads" / source.name)
         for path in (staging / AGENT_FILE, *(staging / "workloads").iterdir()):
             os.chmod(path, 0o644)

@@ -214,6 +214,27 @@ def test_the_chart_reads_the_machines_own_cgroup_not_the_hosts(on_local, running
     assert not AgentReport.objects.filter(instance=instance, source="host").exists()
 
 
+def test_the_quick_start_notebook_is_in_the_home_and_runs(on_local, running):
+    instance = running()
+
+    ran = on_local.run(
+        instance,
+        "cd /root && jupyter nbconvert --to notebook --execute --output /tmp/ran.ipynb quickstart.ipynb >/dev/null 2>&1"
+        " && python3 -c \"import json; cells = json.load(open('/tmp/ran.ipynb'))['cells']; "
+        "print(''.join(''.join(o.get('text', [])) for o in cells[-1]['outputs']))\"",
+        timeout=120,
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    assert "loss" in ran.stdout and "step   40" in ran.stdout
+    on_local.run(instance, "rm /root/quickstart.ipynb")
+    services.stop(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
+    services.start(fresh(instance))
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
+    assert on_local.run(instance, "ls /root/quickstart.ipynb").returncode != 0  # given once: deleted, it stays gone
+
+
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
 
 

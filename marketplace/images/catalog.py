@@ -48,11 +48,28 @@ def load(*, update: bool = False) -> dict[str, int]:
         if image.publisher == FORMER_PUBLISHER:  # the page shows "official" as a translated badge instead
             image.publisher = data["publisher"]
             services.save_edits(image)
+        if _has_earlier_description(image):  # never edited by staff: the catalogue's current words
+            image.description = entry.get("description", "").strip()
+            image.description_zh = entry.get("description_zh", "").strip()
+            services.save_edits(image)
         if _has_combined_description(image):
             image.description = entry.get("description", "").strip()
             image.description_zh = entry.get("description_zh", "").strip()
             services.save_edits(image)
     return {"created": created, "existing": kept}
+
+
+# The English and Chinese descriptions (the first 16 hex digits of the SHA-256 of both, joined by a newline and a
+# NUL) that earlier releases of the catalogue wrote: an image that still has them was never edited by staff, so
+# ``load()`` gives it the current descriptions without waiting for ``update``.
+EARLIER_DESCRIPTIONS = frozenset(
+    {"c8cdc3ab067be6bc", "3fa5dad89a16e766", "3e851f538d91602b", "d0748333a4e90d87", "fef2955f7caff92b"}
+)
+
+
+def _has_earlier_description(image) -> bool:
+    both = f"{image.description.strip()}\n\0{image.description_zh.strip()}"
+    return hashlib.sha256(both.encode()).hexdigest()[:16] in EARLIER_DESCRIPTIONS
 
 
 def _has_combined_description(image) -> bool:

@@ -102,3 +102,39 @@ def test_an_official_image_shows_a_translated_badge_and_an_earlier_english_publi
     client.cookies["django_language"] = "zh-hans"
     page = client.get(f"/marketplace/images/{image.slug}/").content.decode()
     assert 'id="official-badge">官方<' in page and "· official" not in page
+
+
+def test_an_image_with_an_earlier_releases_description_gets_the_current_one_and_a_staff_edit_is_kept(
+    official_images,
+):
+    import tomllib
+    from pathlib import Path
+
+    earlier = """
+## MindSpore 2.3 + MindFormers on Ascend
+
+The Xinchuang zone's flagship image: CANN 8.0 with MindSpore 2.3 and the MindFormers suite (GLM, Baichuan,
+Qwen and LLaMA recipes), on openEuler 22.03 LTS.
+
+- Start in JupyterLab or over SSH; `npu-smi info` shows your cards.
+- `/root/shared` is your cloud storage, `/root/public` the hub's models mounted read-only.
+- The quick-start notebook trains a small model and writes its loss curve, charted on the instance page.
+"""
+    earlier_zh = """
+## 昇腾官方镜像：MindSpore 2.3 + MindFormers
+
+信创专区主力镜像：CANN 8.0 + MindSpore 2.3 + MindFormers 套件（内置 GLM、Baichuan、Qwen、LLaMA 训练脚本），基于 openEuler 22.03 LTS。
+
+- 通过 JupyterLab 或 SSH 开始使用；`npu-smi info` 可查看你的加速卡。
+- `/root/shared` 是你的云存储，`/root/public` 是以只读方式挂载的模型库模型。
+- 快速上手 notebook 会训练一个小模型并写出 loss 曲线，曲线显示在实例页面上。
+"""
+    Image.objects.filter(slug="mindspore-2.3").update(description=earlier.strip(), description_zh=earlier_zh.strip())
+    Image.objects.filter(slug="openeuler-cann8").update(description="Edited by staff.")
+    call_command("load_images")
+
+    current = {e["slug"]: e for e in tomllib.loads(Path(catalog.CATALOG_FILE).read_text())["image"]}
+    mindspore = Image.objects.get(slug="mindspore-2.3")
+    assert mindspore.description_zh == current["mindspore-2.3"]["description_zh"].strip()
+    assert "你" not in mindspore.description_zh and "quickstart.ipynb" in mindspore.description
+    assert Image.objects.get(slug="openeuler-cann8").description == "Edited by staff."

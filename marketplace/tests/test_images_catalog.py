@@ -123,7 +123,8 @@ Qwen and LLaMA recipes), on openEuler 22.03 LTS.
     earlier_zh = """
 ## 昇腾官方镜像：MindSpore 2.3 + MindFormers
 
-信创专区主力镜像：CANN 8.0 + MindSpore 2.3 + MindFormers 套件（内置 GLM、Baichuan、Qwen、LLaMA 训练脚本），基于 openEuler 22.03 LTS。
+信创专区主力镜像：CANN 8.0 + MindSpore 2.3 + MindFormers 套件（内置 GLM、Baichuan、Qwen、LLaMA 训练脚本），\
+基于 openEuler 22.03 LTS。
 
 - 通过 JupyterLab 或 SSH 开始使用；`npu-smi info` 可查看你的加速卡。
 - `/root/shared` 是你的云存储，`/root/public` 是以只读方式挂载的模型库模型。

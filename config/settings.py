@@ -508,6 +508,9 @@ LOCAL_RUN_MB = env.int("LOCAL_RUN_MB", default=16)
 LOCAL_TMP_MB = env.int("LOCAL_TMP_MB", default=512)
 LOCAL_VAR_MB = env.int("LOCAL_VAR_MB", default=64)
 LOCAL_SHM_MB = env.int("LOCAL_SHM_MB", default=64)
+# Where the host's lxcfs serves each machine's own /proc figures (memory limit, CPUs, uptime): instances.backends.
+# local_lxcfs starts it there when it is not running.
+LOCAL_LXCFS_DIR = env.str("LOCAL_LXCFS_DIR", default="/var/lib/gpucloud/lxcfs")
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)

@@ -67,7 +67,7 @@ from teams.accounts import is_account
 
 from .. import runtime
 from ..models import Instance
-from . import local_etc, local_home, local_lab, local_seccomp, local_uids, local_volumes
+from . import local_etc, local_home, local_lab, local_lxcfs, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -856,7 +856,7 @@ class LocalBackend(Backend):
             ("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
             ("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
             ("--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm"),
-            ("--remount-ro", "/dev", "--proc", "/proc"),
+            ("--remount-ro", "/dev", "--proc", "/proc", *local_lxcfs.bwrap_binds(local_lxcfs.ensure())),
             ("--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp"),
             ("--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp"),
             ("--ro-bind", str(runtime_path), str(runtime_path)),
@@ -931,8 +931,8 @@ for name in data shared shared-team public datasets; do
 done
 setsid python /opt/gpucloud/workloads/hub_relay.py >/run/gpucloud/hub-relay.log 2>&1 &
 if [ ! -e /root/.gpucloud/quickstart-given ]; then
-  [ -e /root/quickstart.ipynb ] || [ -L /root/quickstart.ipynb ] || cp /opt/gpucloud/workloads/quickstart.ipynb /root/
-  : > /root/.gpucloud/quickstart-given
+  [ -e /root/quickstart.ipynb ] || [ -L /root/quickstart.ipynb ] || cp /opt/gpucloud/workloads/quickstart.ipynb /root/ 2>/dev/null
+  touch /root/.gpucloud/quickstart-given 2>/dev/null
 fi
 {lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1

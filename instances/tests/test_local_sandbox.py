@@ -235,6 +235,20 @@ def test_the_quick_start_notebook_is_in_the_home_and_runs(on_local, running):
     assert on_local.run(instance, "ls /root/quickstart.ipynb").returncode != 0  # given once: deleted, it stays gone
 
 
+def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, running, settings):
+    from instances.backends import local_lxcfs
+
+    if local_lxcfs.ensure() is None and not os.environ.get("CI"):
+        pytest.skip("lxcfs cannot run here (not installed, or no /dev/fuse): /proc shows the host's figures")
+    instance = running()
+
+    total = on_local.run(instance, "free -m | awk '/^Mem:/ {print $2}'").stdout.strip()
+    uptime = float(on_local.run(instance, "cut -d' ' -f1 /proc/uptime").stdout)
+
+    assert int(total) == settings.LOCAL_MEMORY_MB  # its limit, however much the host has
+    assert uptime < 600  # since the machine started, not the host
+
+
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"
 
 

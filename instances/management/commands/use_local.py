@@ -1,8 +1,8 @@
 """``manage.py use_local [--off] [--install] [--check]``: run the catalog's nodes as sandboxes on this host.
 
 The embedded default of ``make run``. It checks that this host can run sandboxes (root, bubblewrap, namespaces),
-installs what it needs first with ``--install`` when it can (root on Debian/Ubuntu: bubblewrap, and the SFTP server
-that scp and sftp run inside a machine), builds the runtime (JupyterLab, numpy, and the tiny demo model that
+installs what it needs first with ``--install`` when it can (root on Debian/Ubuntu: bubblewrap, the SFTP server
+that scp and sftp run inside a machine, and lxcfs, which shows a machine its own memory and CPUs in /proc), builds the runtime (JupyterLab, numpy, and the tiny demo model that
 CPU-only inference endpoints serve, trained here) once, and moves every node that is on the simulated backend to
 the local one. Where the host cannot, the
 nodes stay simulated and the command says why. ``--off`` moves local nodes back to the simulated backend.
@@ -17,10 +17,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from catalog.models import Node
 from instances import runtime
-from instances.backends import local
+from instances.backends import local, local_lxcfs
 
 # The Debian packages a machine on this host needs, by a file each one installs.
-PACKAGES = {"bubblewrap": local.BWRAP, "openssh-sftp-server": local.SFTP_SERVER}
+PACKAGES = {"bubblewrap": local.BWRAP, "openssh-sftp-server": local.SFTP_SERVER, "lxcfs": local_lxcfs.LXCFS}
 
 
 def missing_packages() -> list[str]:

@@ -931,7 +931,8 @@ for name in data shared shared-team public datasets; do
 done
 setsid python /opt/gpucloud/workloads/hub_relay.py >/run/gpucloud/hub-relay.log 2>&1 &
 if [ ! -e /root/.gpucloud/quickstart-given ]; then
-  [ -e /root/quickstart.ipynb ] || [ -L /root/quickstart.ipynb ] || cp /opt/gpucloud/workloads/quickstart.ipynb /root/ 2>/dev/null
+  [ -e /root/quickstart.ipynb ] || [ -L /root/quickstart.ipynb ] ||
+    cp /opt/gpucloud/workloads/quickstart.ipynb /root/ 2>/dev/null
   touch /root/.gpucloud/quickstart-given 2>/dev/null
 fi
 {lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\

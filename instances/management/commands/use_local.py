@@ -2,11 +2,11 @@
 
 The embedded default of ``make run``. It checks that this host can run sandboxes (root, bubblewrap, namespaces),
 installs what it needs first with ``--install`` when it can (root on Debian/Ubuntu: bubblewrap, the SFTP server
-that scp and sftp run inside a machine, and lxcfs, which shows a machine its own memory and CPUs in /proc), builds the runtime (JupyterLab, numpy, and the tiny demo model that
-CPU-only inference endpoints serve, trained here) once, and moves every node that is on the simulated backend to
-the local one. Where the host cannot, the
-nodes stay simulated and the command says why. ``--off`` moves local nodes back to the simulated backend.
-Instances keep the backend they were launched on.
+that scp and sftp run inside a machine, and lxcfs, which shows a machine its own memory and CPUs in /proc), builds
+the runtime (JupyterLab, numpy, and the tiny demo model that CPU-only inference endpoints serve, trained here) once,
+and moves every node that is on the simulated backend to the local one. Where the host cannot, the nodes stay
+simulated and the command says why. ``--off`` moves local nodes back to the simulated backend. Instances keep the
+backend they were launched on.
 """
 
 import shutil

@@ -1,7 +1,8 @@
 """In real headless Chromium, against the console under uvicorn with a real Celery worker: a new user launches
 the quick-start image on the local backend (a real sandbox), opens JupyterLab from the instance page, runs a
-notebook cell, runs a command in the terminal, sees the terminal's file in JupyterLab's file browser, and finds
-the real training run's curve on the instance page.
+notebook cell, runs commands in the terminal (numpy imports there too), sees the terminal's file in JupyterLab's
+file browser, opens the web server it started from the instance page's port panel, and finds the real training
+run's curve on the instance page.
 """
 
 import re
@@ -99,9 +100,13 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
 
     try:
         # A notebook cell runs in the machine's kernel.
-        lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
+        # JupyterLab speaks the console's language (Chinese by default): its launcher's categories are translated.
+        lab.locator(
+            '.jp-LauncherCard[data-category="Notebook"], .jp-LauncherCard[data-category="笔记本"]'
+        ).first.click()
         lab.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
-        expect(lab.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible(timeout=60_000)
+        idle = lab.locator(".jp-StatusBar-Widget", has_text=re.compile("Idle|空闲")).first
+        expect(idle).to_be_visible(timeout=60_000)
         lab.locator(".jp-Notebook .jp-Cell .cm-content").first.click()
         lab.keyboard.type("import numpy; print(numpy.arange(3).sum())")
         lab.keyboard.press("Shift+Enter")
@@ -110,17 +115,23 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
 
         # The terminal runs commands (with Chinese text); what it writes shows in the file browser.
         lab.locator('[data-command="launcher:create"]').first.click()
-        lab.locator('.jp-LauncherCard[data-category="Other"][title*="erminal"], '
-                    '.jp-LauncherCard[data-category="Other"]:has-text("Terminal"), '
-                    '.jp-LauncherCard[data-category="Other"]:has-text("终端")').first.click()  # fmt: skip
+        lab.locator('.jp-LauncherCard[data-category="Other"]:has-text("Terminal"), '
+                    '.jp-LauncherCard:has-text("终端")').first.click()  # fmt: skip
         lab.wait_for_selector(".jp-Terminal .xterm-helper-textarea", state="attached")
         lab.locator(".jp-Terminal").last.click()
-        lab.keyboard.type("nproc > nproc.txt; echo 你好，机器 > 终端.txt\n")
+        lab.keyboard.type(
+            "nproc > nproc.txt; python3 -c 'import numpy; print(numpy.__version__)' > numpy.txt; "
+            "echo 你好，机器 > 终端.txt; (nohup python3 -m http.server 8123 >/dev/null 2>&1 &)\n"
+        )
         home = sandboxes.home(instance)
         wait_until(lambda: (home / "终端.txt").exists() and (home / "nproc.txt").exists(), timeout=30,
                    message="the terminal's files")  # fmt: skip
         assert (home / "终端.txt").read_text(encoding="utf-8") == "你好，机器\n"
         assert int((home / "nproc.txt").read_text()) >= 1
+        # The terminal's python3 is the runtime's, with numpy, as the notebook's is.
+        wait_until(lambda: (home / "numpy.txt").exists() and (home / "numpy.txt").read_text().strip(), timeout=30,
+                   message="numpy imported in the terminal")  # fmt: skip
+        assert re.fullmatch(r"\d+\.\d+.*", (home / "numpy.txt").read_text().strip())
         lab.locator('[data-command="filebrowser:refresh"]').first.click()
         expect(lab.locator(".jp-DirListing-item", has_text="终端.txt")).to_be_visible(timeout=30_000)
         screenshot(lab, "machine-03-terminal")
@@ -131,10 +142,22 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
 
     expect(page.locator("#terminal-hint")).to_be_visible()
 
+    # The port panel finds the web server the terminal started and opens it through the console.
+    port = page.locator('#port-list a[data-port="8123"]')
+    expect(port).to_be_visible(timeout=30_000)
+    with page.context.expect_page() as opened:
+        port.click()
+    app = opened.value
+    expect(app.locator("body")).to_contain_text("终端.txt", timeout=60_000)  # http.server lists the home
+    screenshot(app, "machine-04-port")
+    app.close()
+    # The chart is the machine's own CPU and memory: it has no card to measure.
+    expect(page.locator("#metrics-title")).to_contain_text("CPU")
+
     # Back on the instance page: the curve is the real run's, forwarded by the agent; no "simulated" label.
     wait_until(lambda: TrainingScalar.objects.filter(instance=instance, tag="loss").count() >= 3, timeout=60,
                message="the quick-start run's scalars")  # fmt: skip
     page.reload()
     expect(page.locator("#training-chart")).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"))
     expect(page.locator("#training-title .badge")).to_have_count(0)
-    screenshot(page, "machine-04-curve")
+    screenshot(page, "machine-05-curve")

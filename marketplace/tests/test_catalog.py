@@ -140,3 +140,19 @@ def test_a_name_taken_by_someone_else_is_a_conflict(make_item, owner, stranger):
 def test_unknown_chip_families_are_refused(make_item):
     with pytest.raises(services.ServiceError, match="npu, mlu, dcu or cuda"):
         make_item("org/model", chips=["tpu"])
+
+
+def test_every_starter_entry_fits_its_columns_on_every_database():
+    """SQLite keeps a text of any length; PostgreSQL refuses one past the column's size."""
+    from django.db import models
+
+    from marketplace.seed import entries
+
+    sizes = {f.name: f.max_length for f in HubItem._meta.fields if isinstance(f, models.CharField)}
+    too_long = [
+        (entry["repo"], name, len(value))
+        for entry in entries()
+        for name, value in entry.items()
+        if isinstance(value, str) and name in sizes and len(value) > sizes[name]
+    ]
+    assert too_long == []

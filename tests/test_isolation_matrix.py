@@ -67,6 +67,8 @@ COVERED = {
     "instances:release": lambda o: {"public_id": o["instance"].public_id},
     "instances:metrics": lambda o: {"public_id": o["instance"].public_id},
     "instances:training": lambda o: {"public_id": o["instance"].public_id},
+    "instances:ports": lambda o: {"public_id": o["instance"].public_id},
+    "instances:open-port": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
     "instances:logs": lambda o: {"public_id": o["instance"].public_id},
     "instances:secret-replace": lambda o: {"name": o["secret"].name},

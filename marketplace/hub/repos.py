@@ -544,11 +544,15 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     return new
 
 
-def _record_commit(item: HubItem, author, header: dict, files: dict[str, HubTreeFile], readme) -> HubCommit:
+def _record_commit(
+    item: HubItem, author, header: dict, files: dict[str, HubTreeFile], readme, *, salt: str | None = None
+) -> HubCommit:
     """Save ``files`` (path → file) as the new head of ``item``, its file list and size with it, and lay the tree
-    out for mounts once the transaction commits."""
+    out for mounts once the transaction commits. The commit's id hashes its parent, tree and message with ``salt``
+    (random unless given: two people's identical commits stay two commits)."""
     listing = "\n".join(f"{p}\0{f.git_oid}" for p, f in sorted(files.items()))
-    seed = f"{item.head.oid if item.head else ''}\n{listing}\n{header.get('summary')}\n{uuid.uuid4()}"
+    salt = str(uuid.uuid4()) if salt is None else salt
+    seed = f"{item.head.oid if item.head else ''}\n{listing}\n{header.get('summary')}\n{salt}"
     new = HubCommit.objects.create(
         item=item, oid=hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest(), parent=item.head,
         summary=header["summary"].strip()[:500], description=str(header.get("description") or "")[:20000],
@@ -582,7 +586,9 @@ def publish_catalogue_files(repo: str, contents: dict[str, bytes], summary: str)
         large = len(content) >= settings.HUB_LFS_THRESHOLD_BYTES
         oid = lfs_pointer_oid(blob.sha256, blob.size) if large else blobs.git_blob_oid(content)
         files[_path(path)] = HubTreeFile(path=path, blob=blob, size=blob.size, git_oid=oid, lfs=large)
-    return _record_commit(item, None, {"summary": summary}, files, None)
+    # The same release builds the same files: the same commit id on every install (a catalogue commit is made only
+    # when the tree changed, so it never repeats one).
+    return _record_commit(item, None, {"summary": summary}, files, None, salt="catalogue")
 
 
 def _materialise_quietly(repo: str) -> None:

@@ -7,6 +7,7 @@ same release, so ``load_hub`` commits a new revision only when the source change
 import csv
 import io
 import json
+from functools import cache
 from pathlib import Path
 
 import polib
@@ -21,6 +22,7 @@ CHIP_COLUMNS = [
 ]  # fmt: skip
 
 
+@cache  # one process builds it once: every load_hub (each test's, too) reuses it
 def console_zh_en() -> dict[str, bytes]:
     """The console's own interface strings with their Chinese translations, one JSON object a line (``en``,
     ``zh``): a small parallel corpus of product language, sorted by the English."""
@@ -51,6 +53,7 @@ def _cell(value) -> str:
     return str(value)
 
 
+@cache  # training takes a second or two: once a process
 def ngram_zh_en_tiny() -> dict[str, bytes]:
     """The tiny character model the CPU-only inference template serves, trained as the machines' runtime trains
     it (``instances.runtime.tiny_model``): the same text gives the same file."""

@@ -455,8 +455,9 @@ class CgroupSampler:
     host's CPUs where it has none) used since the last sample; memory is what the cgroup uses of its limit (the
     host's memory where it has none). Cgroup v2, or v1 with the memory, cpu and cpuacct controllers."""
 
-    def __init__(self, proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")):
+    def __init__(self, proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup"), clock=time.monotonic):
         self.proc = proc
+        self.clock = clock
         self.path: Path | None = None  # v2: the cgroup's folder
         self.v1: dict[str, Path] = {}  # v1: each controller's folder
         try:
@@ -518,7 +519,7 @@ class CgroupSampler:
         return int(used), limit
 
     def sample(self) -> dict:
-        used_cpu, now = self._cpu_seconds(), time.monotonic()
+        used_cpu, now = self._cpu_seconds(), self.clock()
         cpu = 0.0
         if self.last is not None and now > self.last[0]:
             cpu = min(100.0, _pct(used_cpu - self.last[1], (now - self.last[0]) * self._cpus()))

@@ -110,9 +110,8 @@ def _cgroup(tmp_path, *, usage_usec: int, cpu_max: str, current: int, limit: str
 def test_without_a_card_the_machines_own_cgroup_is_reported_against_its_own_limits(tmp_path, monkeypatch):
     proc, cgroups = _cgroup(tmp_path, usage_usec=0, cpu_max="50000 100000", current=512 << 20, limit=str(2 << 30))
     clock = iter([100.0, 110.0])
-    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(agent.shutil, "which", lambda name: None)
-    machine = agent.CgroupSampler(proc, cgroups)
+    machine = agent.CgroupSampler(proc, cgroups, clock=lambda: next(clock))
     agent.collect_metrics("cpu", [], agent.HostSampler(proc), machine)
     _cgroup(tmp_path, usage_usec=2_500_000, cpu_max="50000 100000", current=1 << 30, limit=str(2 << 30))
 
@@ -126,8 +125,7 @@ def test_a_cgroup_without_limits_is_measured_against_the_hosts_cpus_and_memory(t
     proc, cgroups = _cgroup(tmp_path, usage_usec=0, cpu_max="max 100000", current=2_048_000_000, limit="max")
     monkeypatch.setattr(agent.os, "cpu_count", lambda: 4)
     clock = iter([0.0, 1.0])
-    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
-    machine = agent.CgroupSampler(proc, cgroups)
+    machine = agent.CgroupSampler(proc, cgroups, clock=lambda: next(clock))
     machine.sample()
     _cgroup(tmp_path, usage_usec=1_000_000, cpu_max="max 100000", current=2_048_000_000, limit="max")
 
@@ -150,8 +148,7 @@ def test_on_cgroup_v1_the_memory_cpu_and_cpuacct_controllers_are_read(tmp_path, 
         for name, value in files.items():
             (cgroups / controller / "gpucloud" / "abc" / name).write_text(value + "\n")
     clock = iter([0.0, 2.0])
-    monkeypatch.setattr(agent.time, "monotonic", lambda: next(clock))
-    machine = agent.CgroupSampler(proc, cgroups)
+    machine = agent.CgroupSampler(proc, cgroups, clock=lambda: next(clock))
     machine.sample()
     (cgroups / "cpuacct" / "gpucloud" / "abc" / "cpuacct.usage").write_text("500000000\n")
 

@@ -13,7 +13,8 @@ sandbox's first process exists):
    (``--enable-sandbox --enable-seccomp``) and opens no API socket, so nothing is forwarded inward.
 
 The namespace belongs to bwrap's user namespace, where the machine's user is root. That root holds no
-``CAP_NET_ADMIN`` there (bwrap drops it, ``BWRAP_CAP_DROPS``; a shell entering the machine drops every capability)
+``CAP_NET_ADMIN`` there (bwrap, started by the unprivileged sandbox user, gives its processes none, and
+``BWRAP_CAP_DROPS`` says so to bwrap explicitly; a shell entering the machine drops every capability)
 and may not make a user namespace of its own (``--disable-userns``), so it can neither change these rules nor the
 interface.
 

@@ -403,7 +403,8 @@ class LocalBackend(Backend):
             lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale())
             egress = _egress(instance)
             nameservers = (local_network.DNS,) if egress else ()
-            local_etc.write_etc(run / ETC, hostname(instance), nameservers=nameservers, files={**lab, **_mirrors(egress)})
+            etc_files = {**lab, **_mirrors(egress)}
+            local_etc.write_etc(run / ETC, hostname(instance), nameservers=nameservers, files=etc_files)
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
             self._write_boot(instance, boot, uid, token, egress=egress)

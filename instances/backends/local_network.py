@@ -178,4 +178,3 @@ def stop(pid: int | None) -> None:
         os.waitpid(pid, 0)  # our child when this process started it
     except ChildProcessError:
         pass
-

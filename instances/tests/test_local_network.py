@@ -73,7 +73,7 @@ def test_the_hosts_loopback_is_out_of_reach(egress, running):
             "    s = socket.socket(); s.settimeout(3)\n"
             f"    print(host, s.connect_ex((host, {port})))\n"
         )
-        done = egress.run(instance, f"python3 -c \"{code}\"")
+        done = egress.run(instance, f'python3 -c "{code}"')
         # Wake the waiter: the host's own connection is the one it gets when nothing from inside came first.
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
         waiter.join()
@@ -119,3 +119,17 @@ def test_slirp4netns_dies_with_the_machine(egress, running):
     assert os.path.exists(f"/proc/{slirp}")
     local.LocalBackend()._kill(instance.public_id, local.read_state(instance.public_id))
     assert not os.path.exists(f"/proc/{slirp}") or open(f"/proc/{slirp}/stat").read().split()[2] == "Z"
+
+
+def test_the_operators_mirrors_are_written_into_the_machine(egress, running, settings):
+    settings.MIRROR_PIP_INDEX = "https://pypi.mirror.example/simple"
+    settings.MIRROR_HF_ENDPOINT = "https://hf.mirror.example"
+    instance = running()
+    done = egress.run(instance, "python3 -m pip config list; echo $HF_ENDPOINT")
+    assert done.stdout.split() == ["global.index-url='https://pypi.mirror.example/simple'", "https://hf.mirror.example"]
+
+
+def test_without_mirrors_pip_uses_its_index_and_the_hub_its_relay(egress, running):
+    instance = running()
+    done = egress.run(instance, "python3 -m pip config list; echo $HF_ENDPOINT")
+    assert done.stdout.split() == [f"http://127.0.0.1:{local.HUB_RELAY_PORT}"]

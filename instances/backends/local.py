@@ -826,7 +826,8 @@ class LocalBackend(Backend):
         serves = _serves_a_model(instance)
         return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
                 "sandbox": True, "jupyter": not serves, "model_server": serves, "ssh": True,
-                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False)}  # fmt: skip
+                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False),
+                "egress": bool(state.get("slirp_pid"))}  # fmt: skip
 
     def _last_words(self, public_id) -> str:
         last = tail_lines(folder(public_id) / "console.log", 1).strip()

@@ -42,8 +42,11 @@ def ruleset(instance) -> str:
     return done.stdout
 
 
-def test_a_machine_downloads_from_the_package_index(egress, running):
+def test_a_machine_downloads_from_the_package_index(egress, running, client, owner):
     instance = running()
+    client.force_login(owner)
+    page = client.get(instance.get_absolute_url()).content.decode()
+    assert 'id="sandbox-network"' in page and 'id="sandbox-no-network"' not in page
     assert egress.run(instance, "cat /etc/resolv.conf").stdout.strip() == "nameserver 10.0.2.3"
     done = egress.run(instance, "python3 -m pip download -q --no-deps -d /tmp/x six && ls /tmp/x", timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -103,9 +106,12 @@ def test_private_ranges_are_dropped_and_the_machine_cannot_lift_the_rules(egress
     assert ruleset(instance) == rules
 
 
-def test_a_zone_without_egress_keeps_the_loopback_only(egress, running):
+def test_a_zone_without_egress_keeps_the_loopback_only(egress, running, client, owner):
     Zone.objects.update(egress=False)
     instance = running()
+    client.force_login(owner)
+    page = client.get(instance.get_absolute_url()).content.decode()
+    assert 'id="sandbox-no-network"' in page and 'id="sandbox-network"' not in page
     done = egress.run(instance, "cat /proc/net/dev")
     interfaces = [line.split(":")[0].strip() for line in done.stdout.splitlines()[2:]]
     assert interfaces == ["lo"]

@@ -847,6 +847,7 @@ class LocalBackend(Backend):
             "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
             "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
             "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
+            "GPUCLOUD_NETWORK": "outbound" if egress else "loopback",
         }
         environment = {**platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
@@ -982,7 +983,11 @@ if [ ! -e /root/.gpucloud/quickstart-given ]; then
     cp /opt/gpucloud/workloads/quickstart.ipynb /root/ 2>/dev/null
   touch /root/.gpucloud/quickstart-given 2>/dev/null
 fi
-{lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
+{lab}i=0  # the start command meets the outbound interface up (the host attaches it within a second of the start)
+while [ "$GPUCLOUD_NETWORK" = outbound ] && [ $i -lt 100 ] && ! grep -q '^ *tap0:' /proc/net/dev; do
+  sleep 0.1; i=$((i + 1))
+done
+python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
 echo "== start command exited with status $? =="
 {end}

@@ -139,3 +139,17 @@ def test_without_mirrors_pip_uses_its_index_and_the_hub_its_relay(egress, runnin
     instance = running()
     done = egress.run(instance, "python3 -m pip config list; echo $HF_ENDPOINT")
     assert done.stdout.split() == [f"http://127.0.0.1:{local.HUB_RELAY_PORT}"]
+
+
+def test_the_start_command_finds_the_network_up(egress, running):
+    instance = running(start_command="grep -c tap0: /proc/net/dev > /root/at-start; sleep 600")
+    assert (egress.home(instance) / "at-start").read_text() == "1\n"
+    assert egress.run(instance, "echo $GPUCLOUD_NETWORK").stdout == "outbound\n"
+
+
+def test_without_slirp4netns_a_machine_runs_on_its_loopback_and_the_log_says_why(egress, running, monkeypatch, caplog):
+    monkeypatch.setattr(local_network, "SLIRP4NETNS", "/nonexistent/slirp4netns")
+    instance = running()
+    assert "slirp4netns not installed" in caplog.text
+    done = egress.run(instance, "cat /proc/net/dev")
+    assert [line.split(":")[0].strip() for line in done.stdout.splitlines()[2:]] == ["lo"]

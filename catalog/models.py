@@ -58,6 +58,11 @@ class Zone(BilingualName):
         _("Xinchuang zone"), default=False, help_text=_("Domestic chips only; domestic OS images available.")
     )
     active = models.BooleanField(_("active"), default=True)
+    egress = models.BooleanField(
+        _("outbound network"),
+        default=True,
+        help_text=_("Machines here reach the internet (never the host or a private network); off: loopback only."),
+    )
     sort_order = models.PositiveSmallIntegerField(default=0)
 
     objects = ZoneQuerySet.as_manager()

@@ -511,6 +511,10 @@ LOCAL_SHM_MB = env.int("LOCAL_SHM_MB", default=64)
 # Where the host's lxcfs serves each machine's own /proc figures (memory limit, CPUs, uptime): instances.backends.
 # local_lxcfs starts it there when it is not running.
 LOCAL_LXCFS_DIR = env.str("LOCAL_LXCFS_DIR", default="/var/lib/gpucloud/lxcfs")
+# Operator mirrors written into local machines that have a network (a zone with egress): pip's index (the
+# machine's /etc/pip.conf) and the model hub (HF_ENDPOINT; empty: the console's own hub, through the agent's relay).
+MIRROR_PIP_INDEX = env.str("MIRROR_PIP_INDEX", default="")
+MIRROR_HF_ENDPOINT = env.str("MIRROR_HF_ENDPOINT", default="")
 LOCAL_MEMORY_MB = env.int("LOCAL_MEMORY_MB", default=2048)
 LOCAL_PIDS = env.int("LOCAL_PIDS", default=512)
 LOCAL_CPUS = env.float("LOCAL_CPUS", default=1.0)

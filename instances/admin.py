@@ -16,8 +16,8 @@ class RegionAdmin(admin.ModelAdmin):
 
 @admin.register(Zone)
 class ZoneAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "name_zh", "region", "xinchuang", "active"]
-    list_filter = ["region", "xinchuang", "active"]
+    list_display = ["slug", "name", "name_zh", "region", "xinchuang", "egress", "active"]
+    list_filter = ["region", "xinchuang", "egress", "active"]
     search_fields = ["slug", "name", "name_zh"]
     list_select_related = ["region"]
 

@@ -17,8 +17,10 @@ else on the host is as foreign to it as to any unprivileged user. It sees only w
 read-only, an ``/etc`` of its own (``local_etc``), the runtime (``instances.runtime``) read-only, its home (the
 system disk, writable), a socket folder on a small tmpfs of its own, and the mount hub ``/mnt/gpucloud`` (data
 disks, the owner's cloud storage, hub items read-only) that ``/root/data``, ``/root/shared``, ``/root/public`` and
-``/root/datasets`` point into. There is no network
-interface but its own loopback: PostgreSQL, Redis and the console on the host's 127.0.0.1 are out of reach.
+``/root/datasets`` point into. Its network namespace has its own loopback and, where its zone allows egress
+and the host has slirp4netns and nftables, an outbound-only interface (``local_network``): the internet, never the
+host's loopback, its addresses or a private range. PostgreSQL, Redis and the console on the host's 127.0.0.1 are
+out of reach either way.
 Every process inside runs under a seccomp filter (``local_seccomp``); ``/tmp``, ``/var`` and ``/dev/shm`` are
 tmpfs of fixed sizes and the rest of the machine's root read-only, so nothing it writes outside its disks is
 unbounded; no process inside shows a host path in ``/proc`` (bwrap reads its options through a descriptor). Sandbox
@@ -67,7 +69,7 @@ from teams.accounts import is_account
 
 from .. import runtime
 from ..models import Instance
-from . import local_etc, local_home, local_lab, local_lxcfs, local_seccomp, local_uids, local_volumes
+from . import local_etc, local_home, local_lab, local_lxcfs, local_network, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
 
 log = logging.getLogger(__name__)
@@ -399,10 +401,13 @@ class LocalBackend(Backend):
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
             lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale())
-            local_etc.write_etc(run / ETC, hostname(instance), files=lab)
+            egress = _egress(instance)
+            nameservers = (local_network.DNS,) if egress else ()
+            etc_files = {**lab, **_mirrors(egress)}
+            local_etc.write_etc(run / ETC, hostname(instance), nameservers=nameservers, files=etc_files)
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
-            self._write_boot(instance, boot, uid, token)
+            self._write_boot(instance, boot, uid, token, egress=egress)
             # Disks and storage folders mounted on the host (and grown, if they grew while this machine held
             # them) before it binds them; a deleted disk's goes from the machine's mounts.
             mounts = state.get("mounts", {})
@@ -454,6 +459,8 @@ class LocalBackend(Backend):
             "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
             "disk_gb": disk_gb, "runtime": str(runtime_path),
         })  # fmt: skip
+        if egress:
+            self._connect(instance.public_id, job_id)
         if not limited:
             log.warning("sandbox %s runs without memory, process and CPU limits (no writable cgroup)", job_id)
         return job_id
@@ -730,6 +737,23 @@ class LocalBackend(Backend):
                     ports.add(int(fields[1].rsplit(":", 1)[1], 16))
         return sorted(ports - {HUB_RELAY_PORT})  # the platform's own relay to the model hub is no app of theirs
 
+    def _connect(self, public_id, job_id: str) -> None:
+        """The machine's outbound interface (``local_network``), its rules first; loopback only if that fails."""
+        inside = None
+        deadline = time.monotonic() + 10
+        while inside is None and time.monotonic() < deadline:
+            inside = self._sandbox_pid(read_state(public_id))
+            if inside is None:
+                time.sleep(0.05)
+        try:
+            if inside is None:
+                raise local_network.NetworkError("the sandbox's first process did not appear")
+            slirp = local_network.attach(inside, folder(public_id) / "network.log")
+        except local_network.NetworkError as exc:
+            log.warning("sandbox %s has its loopback only: %s", job_id, exc)
+            return
+        update_state(public_id, slirp_pid=slirp, slirp_started=_start_time(slirp), netns_pid=inside)
+
     def _sandbox_pid(self, state: dict) -> int | None:
         """A process inside the sandbox: the agent's child is bwrap, whose child is the namespace's first."""
         for outer in _children(state["pid"]):
@@ -761,6 +785,8 @@ class LocalBackend(Backend):
                     break
                 time.sleep(0.05)
         cgroup.remove()
+        if state.get("slirp_pid") and _alive(state["slirp_pid"], state.get("slirp_started")):
+            local_network.stop(state["slirp_pid"])
         if folder(public_id).exists():
             self._unmount_all(public_id)
             local_home.unmount(folder(public_id))
@@ -800,17 +826,20 @@ class LocalBackend(Backend):
         serves = _serves_a_model(instance)
         return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
                 "sandbox": True, "jupyter": not serves, "model_server": serves, "ssh": True,
-                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False)}  # fmt: skip
+                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False),
+                "egress": bool(state.get("slirp_pid"))}  # fmt: skip
 
     def _last_words(self, public_id) -> str:
         last = tail_lines(folder(public_id) / "console.log", 1).strip()
         return f"the machine exited: {last[:200]}" if last else "the machine exited"
 
-    def _write_boot(self, instance, boot: Path, uid: int, token: str) -> None:
+    def _write_boot(self, instance, boot: Path, uid: int, token: str, *, egress: bool = False) -> None:
         from ..environment import boot_environment
 
-        # The model hub through the agent's relay (the machine has no network); the user's own variables win.
-        hub = {"HF_ENDPOINT": f"http://127.0.0.1:{HUB_RELAY_PORT}", "HF_HUB_DISABLE_TELEMETRY": "1"}
+        # The model hub through the agent's relay, or the operator's mirror when the machine has a network to reach
+        # it; the user's own variables win.
+        endpoint = settings.MIRROR_HF_ENDPOINT if egress and settings.MIRROR_HF_ENDPOINT else ""
+        hub = {"HF_ENDPOINT": endpoint or f"http://127.0.0.1:{HUB_RELAY_PORT}", "HF_HUB_DISABLE_TELEMETRY": "1"}
         # The platform's variables are in this file, not in bwrap's environment: JupyterLab, the start command and
         # every SSH session read it, so a run started over SSH logs its curve where the agent reads it too.
         platform = {
@@ -818,6 +847,7 @@ class LocalBackend(Backend):
             "GPUCLOUD_SCALARS": f"/root/{agent_module.SCALARS_FILE}",
             "GPUCLOUD_CHECKPOINT_MARKER": f"/root/{agent_module.MARKER}",
             "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
+            "GPUCLOUD_NETWORK": "outbound" if egress else "loopback",
         }
         environment = {**platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
@@ -852,6 +882,7 @@ class LocalBackend(Backend):
         groups = [
             ("--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
             ("--unshare-net", "--die-with-parent", "--disable-userns", "--hostname", hostname(instance)),
+            local_network.BWRAP_CAP_DROPS,  # the machine's root cannot change its network rules or interface
             ("--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds()),
             ("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
             ("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
@@ -907,6 +938,23 @@ ENDPOINT_START = (
 )
 
 
+def _egress(instance) -> bool:
+    """Whether the machine gets an outbound interface: its zone allows it and the host can give one."""
+    if not instance.zone.egress:
+        return False
+    ok, why = local_network.availability()
+    if not ok:
+        log.warning("instance %s: %s", instance.public_id, why)
+    return ok
+
+
+def _mirrors(egress: bool) -> dict[str, str]:
+    """The operator's package mirror, for a machine with a network to reach it."""
+    if egress and settings.MIRROR_PIP_INDEX:
+        return {"pip.conf": f"[global]\nindex-url = {settings.MIRROR_PIP_INDEX}\n"}
+    return {}
+
+
 def _serves_a_model(instance) -> bool:
     return instance.kind == Instance.Kind.ENDPOINT
 
@@ -935,7 +983,11 @@ if [ ! -e /root/.gpucloud/quickstart-given ]; then
     cp /opt/gpucloud/workloads/quickstart.ipynb /root/ 2>/dev/null
   touch /root/.gpucloud/quickstart-given 2>/dev/null
 fi
-{lab}python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
+{lab}i=0  # the start command meets the outbound interface up (the host attaches it within a second of the start)
+while [ "$GPUCLOUD_NETWORK" = outbound ] && [ $i -lt 100 ] && ! grep -q '^ *tap0:' /proc/net/dev; do
+  sleep 0.1; i=$((i + 1))
+done
+python -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
 echo "== start command exited with status $? =="
 {end}

@@ -17,10 +17,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from catalog.models import Node
 from instances import runtime
-from instances.backends import local, local_lxcfs
+from instances.backends import local, local_lxcfs, local_network
 
 # The Debian packages a machine on this host needs, by a file each one installs.
-PACKAGES = {"bubblewrap": local.BWRAP, "openssh-sftp-server": local.SFTP_SERVER, "lxcfs": local_lxcfs.LXCFS}
+PACKAGES = {
+    "bubblewrap": local.BWRAP,
+    "openssh-sftp-server": local.SFTP_SERVER,
+    "lxcfs": local_lxcfs.LXCFS,
+    "slirp4netns": local_network.SLIRP4NETNS,  # outbound network for machines in zones with egress
+    "nftables": local_network.NFT,
+}
 
 
 def missing_packages() -> list[str]:

@@ -129,9 +129,13 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     problem = None
     for chip in chips:
         launch = services.LaunchRequest(
-            name=name, image=template.variant.slug, chip=chip, no_card=not chip, cards=template.cards if chip else 0,
+            name=name,
+            image=template.variant.slug,
+            chip=chip,
+            no_card=not chip,
+            cards=template.cards if chip else 0,
             mounts=(template.model.repo,),
-        )  # fmt: skip
+        )
         try:
             with transaction.atomic():
                 instance = services.launch(user, launch, by=by)

@@ -206,6 +206,7 @@ _TIMELINE = Prepared(
 
 def _detail_context(instance, error=""):
     events = _TIMELINE(instance.pk)
+    backend = get_backend(instance.backend_name)
     return {
         "instance": instance,
         "events": events,
@@ -213,8 +214,8 @@ def _detail_context(instance, error=""):
         "event_keys": tuple(event.pk for event in events),
         "cost": services.cost_so_far(instance, events),
         "image_name": image_name(instance.image),
-        "simulated": get_backend(instance.backend_name).simulated,
-        "card_metrics": instance.cards > 0 and get_backend(instance.backend_name).has_cards,
+        "simulated": backend.simulated,
+        "card_metrics": instance.cards > 0 and backend.has_cards,
         "error": error,
     }
 
@@ -360,8 +361,15 @@ def training(request, public_id):
 
 
 # Ports people open most, named on the port panel (any other port is listed by its number alone).
-KNOWN_PORTS = {6006: "TensorBoard", 7860: "Gradio", 8501: "Streamlit", 8265: "Ray", 5000: "Flask", 8000: "HTTP",
-               8080: "HTTP"}  # fmt: skip
+KNOWN_PORTS = {
+    6006: "TensorBoard",
+    7860: "Gradio",
+    8501: "Streamlit",
+    8265: "Ray",
+    5000: "Flask",
+    8000: "HTTP",
+    8080: "HTTP",
+}
 
 
 @login_required

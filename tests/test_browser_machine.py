@@ -115,8 +115,9 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
 
         # The terminal runs commands (with Chinese text); what it writes shows in the file browser.
         lab.locator('[data-command="launcher:create"]').first.click()
-        lab.locator('.jp-LauncherCard[data-category="Other"]:has-text("Terminal"), '
-                    '.jp-LauncherCard:has-text("终端")').first.click()  # fmt: skip
+        lab.locator(
+            '.jp-LauncherCard[data-category="Other"]:has-text("Terminal"), .jp-LauncherCard:has-text("终端")'
+        ).first.click()
         lab.wait_for_selector(".jp-Terminal .xterm-helper-textarea", state="attached")
         lab.locator(".jp-Terminal").last.click()
         lab.keyboard.type(
@@ -129,8 +130,11 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
         assert (home / "终端.txt").read_text(encoding="utf-8") == "你好，机器\n"
         assert int((home / "nproc.txt").read_text()) >= 1
         # The terminal's python3 is the runtime's, with numpy, as the notebook's is.
-        wait_until(lambda: (home / "numpy.txt").exists() and (home / "numpy.txt").read_text().strip(), timeout=30,
-                   message="numpy imported in the terminal")  # fmt: skip
+        wait_until(
+            lambda: (home / "numpy.txt").exists() and (home / "numpy.txt").read_text().strip(),
+            timeout=30,
+            message="numpy imported in the terminal",
+        )
         assert re.fullmatch(r"\d+\.\d+.*", (home / "numpy.txt").read_text().strip())
         lab.locator('[data-command="filebrowser:refresh"]').first.click()
         expect(lab.locator(".jp-DirListing-item", has_text="终端.txt")).to_be_visible(timeout=30_000)

@@ -13,10 +13,23 @@ pytestmark = pytest.mark.django_db
 LISTS = ["tokens", "chips", "zones", "specs", "transactions", "topups", "instances", "disks", "storage/entries",
          "images", "hub"]  # fmt: skip
 HUGE = str(10**30)
-QUERIES = [f"limit={HUGE}", f"offset={HUGE}", f"limit={HUGE}&offset={HUGE}", f"limit={MAX_LIMIT + 1}", "limit=",
-           "offset=0"]  # fmt: skip
-BAD_QUERIES = [("limit=-1", "limit"), ("limit=abc", "limit"), ("limit=0", "limit"), ("limit=1.5", "limit"),
-               ("offset=-5", "offset"), ("offset=abc", "offset"), ("limit=5&offset=%EF%BC%91", "offset")]  # fmt: skip
+QUERIES = [
+    f"limit={HUGE}",
+    f"offset={HUGE}",
+    f"limit={HUGE}&offset={HUGE}",
+    f"limit={MAX_LIMIT + 1}",
+    "limit=",
+    "offset=0",
+]
+BAD_QUERIES = [
+    ("limit=-1", "limit"),
+    ("limit=abc", "limit"),
+    ("limit=0", "limit"),
+    ("limit=1.5", "limit"),
+    ("offset=-5", "offset"),
+    ("offset=abc", "offset"),
+    ("limit=5&offset=%EF%BC%91", "offset"),
+]
 
 
 @pytest.fixture

@@ -17,12 +17,18 @@ from django.utils.translation import gettext_lazy
 _TYPES = {"price": gettext_lazy("price")}
 # Keys recorded beside a target's own fields (a user's balance, the transaction that moved it, …).
 _KEYS = {
-    "cash": gettext_lazy("cash balance"), "amount": gettext_lazy("amount"), "transaction": gettext_lazy("transaction"),
-    "codes": gettext_lazy("codes exported"), "reversal_number": gettext_lazy("red-letter invoice number"),
-    "number": gettext_lazy("invoice number"), "repo": gettext_lazy("repository"), "reason": gettext_lazy("reason"),
-    "user": gettext_lazy("user"), "per_hour": gettext_lazy("price per hour"),
+    "cash": gettext_lazy("cash balance"),
+    "amount": gettext_lazy("amount"),
+    "transaction": gettext_lazy("transaction"),
+    "codes": gettext_lazy("codes exported"),
+    "reversal_number": gettext_lazy("red-letter invoice number"),
+    "number": gettext_lazy("invoice number"),
+    "repo": gettext_lazy("repository"),
+    "reason": gettext_lazy("reason"),
+    "user": gettext_lazy("user"),
+    "per_hour": gettext_lazy("price per hour"),
     "shared_code": gettext_lazy("shared code"),
-}  # fmt: skip
+}
 
 
 @cache

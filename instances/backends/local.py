@@ -824,10 +824,18 @@ class LocalBackend(Backend):
     def _access(self, instance, state: dict) -> dict:
         # disk_gb: the size the home is limited to (0: none on this host); limited: whether the cgroup limits are.
         serves = _serves_a_model(instance)
-        return {"simulated": False, "node": state.get("node", ""), "job_id": state.get("job_id", ""),
-                "sandbox": True, "jupyter": not serves, "model_server": serves, "ssh": True,
-                "disk_gb": state.get("disk_gb", 0), "limited": state.get("limited", False),
-                "egress": bool(state.get("slirp_pid"))}  # fmt: skip
+        return {
+            "simulated": False,
+            "node": state.get("node", ""),
+            "job_id": state.get("job_id", ""),
+            "sandbox": True,
+            "jupyter": not serves,
+            "model_server": serves,
+            "ssh": True,
+            "disk_gb": state.get("disk_gb", 0),
+            "limited": state.get("limited", False),
+            "egress": bool(state.get("slirp_pid")),
+        }
 
     def _last_words(self, public_id) -> str:
         last = tail_lines(folder(public_id) / "console.log", 1).strip()

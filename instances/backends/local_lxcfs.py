@@ -7,6 +7,7 @@ its files read-only over the sandbox's own ``/proc`` files. Where lxcfs is missi
 machine starts all the same and shows the host's figures there, as before.
 """
 
+import errno
 import fcntl
 import logging
 import os
@@ -33,6 +34,16 @@ def _serving(root: Path) -> bool:
         return False
 
 
+def _stale(root: Path) -> bool:
+    """Whether an lxcfs that is gone left its mount behind: every look at the folder then fails with "Transport
+    endpoint is not connected" (``os.path.ismount`` says False there, so it cannot tell)."""
+    try:
+        os.stat(root)
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
+    return False
+
+
 def ensure() -> Path | None:
     """The folder lxcfs serves, started if it is not yet (once per host: every machine reads the same one); None
     where it cannot run here."""
@@ -45,18 +56,33 @@ def ensure() -> Path | None:
         return None
     with open(root.parent / f".{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two workers starting machines at once start one lxcfs
-        root.mkdir(exist_ok=True)
-        return root if _serving(root) else _start(root)
+        if _serving(root):
+            return root
+        if _stale(root):
+            # lxcfs is gone (killed, or crashed): its mount is detached and a new lxcfs serves the machines that start
+            # from now on. Machines already running keep the dead files until they restart (free then fails there).
+            log.warning("lxcfs at %s is gone (see %s): starting it again", root, log_file(root))
+            subprocess.run(["umount", "-l", str(root)], capture_output=True, check=False)
+        try:
+            root.mkdir(exist_ok=True)
+        except OSError as exc:
+            log.warning("lxcfs cannot serve at %s (%s): machines show the host's memory and CPUs in /proc", root, exc)
+            return None
+        return _start(root)
+
+
+def log_file(root: Path) -> Path:
+    """Where lxcfs writes what it says (why it stopped, where it did)."""
+    return root.parent / f".{root.name}.log"
 
 
 def _start(root: Path) -> Path | None:
     os.chmod(root, 0o755)  # sandbox users bind its files: they search it; lxcfs itself allows them to read
-    if os.path.ismount(root):  # a dead lxcfs leaves its mount: "Transport endpoint is not connected"
-        subprocess.run(["umount", "-l", str(root)], capture_output=True, check=False)
     # --enable-cfs: cpuinfo and stat count the CPUs the machine's CPU quota gives it. setsid --fork: lxcfs
     # outlives the worker that started it, like the machines that read it.
     argv = ["setsid", "--fork", LXCFS, "--enable-cfs", "--pidfile", str(root.parent / f".{root.name}.pid"), str(root)]
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    with open(log_file(root), "ab") as out:
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", check=False)
     for _attempt in range(50):
         if _serving(root):
             return root
@@ -71,6 +97,9 @@ def bwrap_binds(root: Path | None) -> list[str]:
         return []
     binds = []
     for name in FILES:
-        if (root / "proc" / name).exists():
-            binds += ["--ro-bind", str(root / "proc" / name), f"/proc/{name}"]
+        try:
+            os.stat(root / "proc" / name)
+        except OSError:  # not served by this lxcfs, or lxcfs went away since: that file stays the host's
+            continue
+        binds += ["--ro-bind", str(root / "proc" / name), f"/proc/{name}"]
     return binds

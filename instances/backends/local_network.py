@@ -118,8 +118,11 @@ def apply_rules(pid: int) -> None:
     try:
         done = subprocess.run(
             [NSENTER, f"--net={netns(pid)}", NFT, "-f", "-"],
-            input=ruleset(host_addresses()), capture_output=True, text=True, timeout=15,
-        )  # fmt: skip
+            input=ruleset(host_addresses()),
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise NetworkError(f"nft: {exc}") from exc
     if done.returncode != 0:
@@ -132,15 +135,29 @@ def attach(pid: int, logfile: Path) -> int:
     apply_rules(pid)
     ready_read, ready_write = os.pipe()
     argv = [
-        SLIRP4NETNS, "--configure", f"--mtu={MTU}", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
-        f"--ready-fd={ready_write}", "--netns-type=path", netns(pid), TAP,
-    ]  # fmt: skip
+        SLIRP4NETNS,
+        "--configure",
+        f"--mtu={MTU}",
+        "--disable-host-loopback",
+        "--enable-sandbox",
+        "--enable-seccomp",
+        f"--ready-fd={ready_write}",
+        "--netns-type=path",
+        netns(pid),
+        TAP,
+    ]
     try:
         with open(logfile, "ab") as out:
             slirp = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd="/", pass_fds=(ready_write,),
-                start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                cwd="/",
+                pass_fds=(ready_write,),
+                start_new_session=True,
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            )
     except OSError as exc:
         os.close(ready_read)
         raise NetworkError(f"slirp4netns: {exc}") from exc

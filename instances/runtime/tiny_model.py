@@ -28,12 +28,37 @@ TRANSLATIONS = Path(settings.BASE_DIR) / "locale" / "zh_Hans" / "LC_MESSAGES" / 
 # Standard library modules whose docstrings are English prose (not tables or code), a fixed list so that every
 # host trains on about the same text.
 STDLIB_MODULES = (
-    "textwrap.py", "string.py", "random.py", "statistics.py", "fractions.py", "difflib.py", "calendar.py",
-    "heapq.py", "bisect.py", "shlex.py", "csv.py", "argparse.py", "pathlib.py", "datetime.py", "functools.py",
-    "collections/__init__.py", "json/__init__.py", "json/decoder.py", "json/encoder.py", "threading.py",
-    "queue.py", "tempfile.py", "shutil.py", "subprocess.py", "logging/__init__.py", "contextlib.py",
-    "dataclasses.py", "enum.py", "inspect.py", "zipfile.py",
-)  # fmt: skip
+    "textwrap.py",
+    "string.py",
+    "random.py",
+    "statistics.py",
+    "fractions.py",
+    "difflib.py",
+    "calendar.py",
+    "heapq.py",
+    "bisect.py",
+    "shlex.py",
+    "csv.py",
+    "argparse.py",
+    "pathlib.py",
+    "datetime.py",
+    "functools.py",
+    "collections/__init__.py",
+    "json/__init__.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "threading.py",
+    "queue.py",
+    "tempfile.py",
+    "shutil.py",
+    "subprocess.py",
+    "logging/__init__.py",
+    "contextlib.py",
+    "dataclasses.py",
+    "enum.py",
+    "inspect.py",
+    "zipfile.py",
+)
 _PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{[^}]*\}|<[^>]+>")
 
 
@@ -42,14 +67,20 @@ def path(runtime_path: Path) -> Path:
     return runtime_path / MODELS / FILE_NAME
 
 
-def translation_pairs(po_file: Path = TRANSLATIONS) -> list[str]:
-    """Every translated interface string as one document: the English, then the Chinese."""
-    documents = []
+def translated(po_file: Path = TRANSLATIONS) -> list[tuple[str, str]]:
+    """The console's interface strings with their Chinese (a plural's first form), as the catalogue holds them:
+    what the model trains on and what the hub's parallel corpus publishes."""
+    pairs = []
     for entry in polib.pofile(str(po_file)).translated_entries():
         chinese = entry.msgstr or entry.msgstr_plural.get(0, "")
         if entry.msgid and chinese:
-            documents.append(_PLACEHOLDER.sub("", f"{entry.msgid}\n{chinese}"))
-    return documents
+            pairs.append((entry.msgid, chinese))
+    return pairs
+
+
+def translation_pairs(po_file: Path = TRANSLATIONS) -> list[str]:
+    """Every translated interface string as one document: the English, then the Chinese, placeholders left out."""
+    return [_PLACEHOLDER.sub("", f"{english}\n{chinese}") for english, chinese in translated(po_file)]
 
 
 def stdlib_docstrings() -> list[str]:

@@ -36,8 +36,9 @@ def test_a_chinese_owners_jupyterlab_is_in_chinese_without_the_news_pop_up(on_lo
 
     # The page's configuration disables the announcements (news) plugin.
     page = lab.get(f"{base}lab").text
-    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
-                                  page, re.S).group(1))  # fmt: skip
+    config = json.loads(
+        re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S).group(1)
+    )
     assert local_lab.ANNOUNCEMENTS in config["disabledExtensions"]
 
 

@@ -37,8 +37,10 @@ def netns_pid(instance) -> int:
 def ruleset(instance) -> str:
     done = subprocess.run(
         ["nsenter", f"--net=/proc/{netns_pid(instance)}/ns/net", "nft", "list", "ruleset"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout
 
 

@@ -26,8 +26,11 @@ def steps(instance) -> list[int]:
 def resumed_at(on_local, instance) -> int:
     """The step the quick start says it resumes from, once it says so."""
     backend = get_backend("local")
-    on_local.settle(until=lambda: "resuming from step" in backend.logs(fresh(instance)), timeout=30,
-                    message="the quick start to resume")  # fmt: skip
+    on_local.settle(
+        until=lambda: "resuming from step" in backend.logs(fresh(instance)),
+        timeout=30,
+        message="the quick start to resume",
+    )
     return int(backend.logs(fresh(instance)).rsplit("resuming from step ", 1)[1].split()[0])
 
 

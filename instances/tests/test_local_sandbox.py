@@ -10,7 +10,10 @@ hog.
 import os
 import shlex
 import shutil
+import signal
 import socket
+import subprocess
+import time
 
 import pytest
 from django.conf import settings as django_settings
@@ -193,9 +196,12 @@ def test_a_starter_dataset_with_real_files_mounts_and_loads_inside(on_local, run
     instance = running()
 
     mounts.mount(instance.owner, instance, "gpucloud/console-zh-en")
-    read = on_local.run(instance, "python3 -c \"import json; rows = [json.loads(l) for l in "
-                        "open('/root/datasets/gpucloud/console-zh-en/data/train.jsonl')]; "
-                        "print(len(rows), [r['zh'] for r in rows if r['en'] == 'Metadata only'][0])\"")  # fmt: skip
+    read = on_local.run(
+        instance,
+        'python3 -c "import json; rows = [json.loads(l) for l in '
+        "open('/root/datasets/gpucloud/console-zh-en/data/train.jsonl')]; "
+        "print(len(rows), [r['zh'] for r in rows if r['en'] == 'Metadata only'][0])\"",
+    )
     count, label = read.stdout.split()
     assert int(count) > 1000 and label == "仅有元数据", read.stderr
 
@@ -238,8 +244,11 @@ def test_the_quick_start_notebook_is_in_the_home_and_runs(on_local, running):
 def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, running, settings):
     from instances.backends import local_lxcfs
 
-    if local_lxcfs.ensure() is None and not os.environ.get("CI"):
-        pytest.skip("lxcfs cannot run here (not installed, or no /dev/fuse): /proc shows the host's figures")
+    if local_lxcfs.ensure() is None:
+        why = "lxcfs cannot run here (not installed, or no /dev/fuse): /proc shows the host's figures"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a machine's own /proc figures: {why}")
+        pytest.skip(why)
     instance = running()
 
     total = on_local.run(instance, "free -m | awk '/^Mem:/ {print $2}'").stdout.strip()
@@ -247,6 +256,43 @@ def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, 
 
     assert int(total) == settings.LOCAL_MEMORY_MB  # its limit, however much the host has
     assert uptime < 600  # since the machine started, not the host
+
+
+@pytest.fixture
+def own_lxcfs(settings, tmp_path):
+    """An lxcfs of this test's own (the host's one serves the machines of the other tests), stopped after it."""
+    from instances.backends import local_lxcfs
+
+    settings.LOCAL_LXCFS_DIR = str(tmp_path / "lxcfs")
+    yield local_lxcfs
+    pidfile = tmp_path / ".lxcfs.pid"
+    if pidfile.exists():
+        try:
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    subprocess.run(["umount", "-l", settings.LOCAL_LXCFS_DIR], capture_output=True, check=False)
+
+
+def test_a_machine_started_after_lxcfs_died_still_shows_its_own_memory(on_local, running, settings, own_lxcfs):
+    root = own_lxcfs.ensure()
+    if root is None:
+        why = "lxcfs cannot run here (not installed, or no /dev/fuse): /proc shows the host's figures"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a machine's own /proc figures: {why}")
+        pytest.skip(why)
+    os.kill(int((root.parent / ".lxcfs.pid").read_text()), signal.SIGKILL)
+    for _ in range(50):  # the kernel ends the FUSE connection once the process is reaped
+        try:
+            os.stat(root)
+        except OSError:
+            break
+        time.sleep(0.1)
+
+    instance = running()
+
+    total = on_local.run(instance, "free -m | awk '/^Mem:/ {print $2}'")
+    assert total.stdout.strip() == str(settings.LOCAL_MEMORY_MB), total.stderr
 
 
 FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.posix_fallocate(f, 0, {mb} << 20)"

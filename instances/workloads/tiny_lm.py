@@ -118,15 +118,24 @@ class Server:
         self.created = int(time.time())
 
     def models(self) -> dict:
-        entry = {"id": self.served_name, "object": "model", "created": self.created, "owned_by": "gpucloud",
-                 "root": self.model.name}  # fmt: skip
+        entry = {
+            "id": self.served_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "gpucloud",
+            "root": self.model.name,
+        }
         return {"object": "list", "data": [entry]}
 
     def check_model(self, body: dict) -> None:
         asked = body.get("model")
         if asked is not None and asked not in (self.served_name, self.model.name):
-            raise BadRequest(f"The model '{asked}' does not exist; this server serves '{self.served_name}'.",
-                             status=404, param="model", code="model_not_found")  # fmt: skip
+            raise BadRequest(
+                f"The model '{asked}' does not exist; this server serves '{self.served_name}'.",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
 
     def request(self, chat: bool, body: dict):
         """Check ``body`` and return (whole prompt, context, sampling, stream, base of every answer)."""

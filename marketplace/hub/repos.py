@@ -347,10 +347,7 @@ def _path(value) -> str:
 
 
 def _path_part_ok(part: str) -> bool:
-    return (
-        part not in ("", ".", "..") and part.lower() != ".git" and part == part.strip()
-        and len(part.encode()) <= 255
-    )  # fmt: skip
+    return part not in ("", ".", "..") and part.lower() != ".git" and part == part.strip() and len(part.encode()) <= 255
 
 
 def lfs_pointer_oid(sha256: str, size: int) -> str:

@@ -8,28 +8,38 @@ import csv
 import io
 import json
 from functools import cache
-from pathlib import Path
-
-import polib
-from django.conf import settings
 
 from catalog import seed as catalog_seed
+from instances.runtime import tiny_model
 
 CHIP_COLUMNS = [
-    "slug", "vendor", "name", "name_zh", "backend", "xinchuang", "memory_gb", "memory_type", "memory_bandwidth_tbs",
-    "tflops_bf16", "tflops_fp16", "measured_tflops_bf16", "measured_tflops_fp16", "mfu", "interconnect",
-    "interconnect_gbs", "glm70b_tokens_per_s", "note",
-]  # fmt: skip
+    "slug",
+    "vendor",
+    "name",
+    "name_zh",
+    "backend",
+    "xinchuang",
+    "memory_gb",
+    "memory_type",
+    "memory_bandwidth_tbs",
+    "tflops_bf16",
+    "tflops_fp16",
+    "measured_tflops_bf16",
+    "measured_tflops_fp16",
+    "mfu",
+    "interconnect",
+    "interconnect_gbs",
+    "glm70b_tokens_per_s",
+    "note",
+]
 
 
 @cache  # one process builds it once: every load_hub (each test's, too) reuses it
 def console_zh_en() -> dict[str, bytes]:
     """The console's own interface strings with their Chinese translations, one JSON object a line (``en``,
-    ``zh``): a small parallel corpus of product language, sorted by the English."""
-    catalogue = polib.pofile(str(Path(settings.BASE_DIR) / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"))
-    pairs = sorted(
-        {(e.msgid, e.msgstr) for e in catalogue.translated_entries() if not e.msgid_plural and e.msgstr.strip()}
-    )
+    ``zh``): a small parallel corpus of product language, sorted by the English; the pairs the tiny model trains
+    on."""
+    pairs = sorted(set(tiny_model.translated()))
     lines = (json.dumps({"en": en, "zh": zh}, ensure_ascii=False) for en, zh in pairs)
     return {"data/train.jsonl": ("\n".join(lines) + "\n").encode()}
 
@@ -57,8 +67,6 @@ def _cell(value) -> str:
 def ngram_zh_en_tiny() -> dict[str, bytes]:
     """The tiny character model the CPU-only inference template serves, trained as the machines' runtime trains
     it (``instances.runtime.tiny_model``): the same text gives the same file."""
-    from instances.runtime import tiny_model
-
     return {tiny_model.FILE_NAME: tiny_model.train().to_bytes()}
 
 

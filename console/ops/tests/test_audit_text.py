@@ -17,8 +17,13 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def logged(finance_user, ops_user, owner, fund, catalog):
     fund(owner, "20")
-    services.adjust_balance(Actor(finance_user), user_id=owner.public_id, amount="-7.50",
-                            reason="Refund of a double top-up", idempotency_key=str(uuid.uuid4()))  # fmt: skip
+    services.adjust_balance(
+        Actor(finance_user),
+        user_id=owner.public_id,
+        amount="-7.50",
+        reason="Refund of a double top-up",
+        idempotency_key=str(uuid.uuid4()),
+    )
     node = Node.objects.select_related("zone").first()
     services.set_drained(Actor(ops_user), zone_slug=node.zone.slug, name=node.name, drained=True, reason="维护")
     return finance_user

@@ -806,14 +806,48 @@ _HUB_API = re.compile(
 )
 HUB_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE"}
 # First path segments of the console's own pages and APIs: never the hub's, whatever the rest looks like.
-_CONSOLE_ROOTS = {"instances", "billing", "ops", "accounts", "console", "storage", "teams", "hub", "admin", "v1",
-                  "endpoints", "marketplace", "catalog", "i18n", "static", "media", "healthz", "pricing", "chips",
-                  "estimator"}  # fmt: skip
+_CONSOLE_ROOTS = {
+    "instances",
+    "billing",
+    "ops",
+    "accounts",
+    "console",
+    "storage",
+    "teams",
+    "hub",
+    "admin",
+    "v1",
+    "endpoints",
+    "marketplace",
+    "catalog",
+    "i18n",
+    "static",
+    "media",
+    "healthz",
+    "pricing",
+    "chips",
+    "estimator",
+}
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Headers the relay sets itself or never passes on: the connection's, cookies, and claims about the caller.
-_DROPPED_HEADERS = {"connection", "keep-alive", "cookie", "proxy-authorization", "proxy-connection", "host",
-                    "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip",
-                    "content-length", "transfer-encoding", "te", "upgrade", "expect"}  # fmt: skip
+_DROPPED_HEADERS = {
+    "connection",
+    "keep-alive",
+    "cookie",
+    "proxy-authorization",
+    "proxy-connection",
+    "host",
+    "forwarded",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-real-ip",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "expect",
+}
 RELAY_HOST = "127.0.0.1:8860"  # the machine's side of the relay: what addresses the console builds point back to
 MAX_HEAD = 64 * 1024
 
@@ -908,8 +942,10 @@ class HubRelay:
 
     @staticmethod
     def _refuse(client, status: bytes, text: bytes) -> None:
-        client.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                       b"Content-Length: " + str(len(text)).encode() + b"\r\n\r\n" + text)  # fmt: skip
+        client.sendall(
+            b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: " + str(len(text)).encode() + b"\r\n\r\n" + text
+        )
 
     def _handle(self, client) -> None:
         import threading
@@ -932,9 +968,13 @@ class HubRelay:
                 self._refuse(client, b"403 Forbidden", b'{"error": "Only the model hub is reachable from here."}')
                 return
             body = body[:length]  # what came with the head; anything past the announced body is dropped
-            rebuilt = [f"{method} {target} HTTP/1.1", f"Host: {RELAY_HOST}", *(f"{n}: {v}" for n, v in headers),
-                       f"Content-Length: {length}" if length or method in ("POST", "PUT") else "",
-                       "Connection: close"]  # fmt: skip
+            rebuilt = [
+                f"{method} {target} HTTP/1.1",
+                f"Host: {RELAY_HOST}",
+                *(f"{n}: {v}" for n, v in headers),
+                f"Content-Length: {length}" if length or method in ("POST", "PUT") else "",
+                "Connection: close",
+            ]
             upstream = socket.create_connection(self.upstream, timeout=30)
             if self.secure:
                 import ssl

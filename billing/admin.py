@@ -82,8 +82,9 @@ class SubsidyProgrammeAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         from console.ops.admin_audit import audited_save
 
-        audited_save(request, obj, change, lambda: super(SubsidyProgrammeAdmin, self).save_model(request, obj, form,
-                                                                                                 change))  # fmt: skip
+        audited_save(
+            request, obj, change, lambda: super(SubsidyProgrammeAdmin, self).save_model(request, obj, form, change)
+        )
 
 
 @admin.register(SubsidyUsage)

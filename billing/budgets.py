@@ -67,7 +67,7 @@ def check_launch(account_id: int, member_id: int, needed: Decimal, *, pending_pe
                 "budget": format_cny(budget),
                 "left": format_cny(max(left, ZERO)),
                 "needed": format_cny(needed + committed),
-            }  # fmt: skip
+            }
         )
 
 

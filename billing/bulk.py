@@ -167,9 +167,12 @@ def bulk_add(model, keys: list[str], sums: list[str], rows: list[tuple]) -> None
     values = _columns(columns, rows)
     with _cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM {_unnest(columns)} {conflict}",
-                           values)  # fmt: skip
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM {_unnest(columns)} {conflict}", values
+            )
             return
         placeholders = ", ".join(["%s"] * len(columns))
-        cursor.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders}) {conflict}",
-                           list(zip(*values, strict=True)))  # fmt: skip
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders}) {conflict}",
+            list(zip(*values, strict=True)),
+        )

@@ -26,8 +26,10 @@ def _catalog() -> dict[type, dict[str, object]]:
     kept = _kept.get("names")
     if kept is not None and kept[0] == version:
         return kept[1]
-    names = {model: {item.slug: item for item in model.objects.only("slug", "name", "name_zh").order_by()}
-             for model in (Chip, Zone, Plan)}  # fmt: skip
+    names = {
+        model: {item.slug: item for item in model.objects.only("slug", "name", "name_zh").order_by()}
+        for model in (Chip, Zone, Plan)
+    }
     with _lock:
         _kept["names"] = (version, names)
     return names

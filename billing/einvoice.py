@@ -55,8 +55,9 @@ def issue_through_provider(actor: Actor, public_id) -> Invoice:
     try:
         issued = service.issue(invoice)
     except ProviderError as exc:
-        raise Unavailable(_("The e-invoice service did not issue it: %(why)s") % {"why": exc},
-                          code="einvoice_failed") from exc  # fmt: skip
+        raise Unavailable(
+            _("The e-invoice service did not issue it: %(why)s") % {"why": exc}, code="einvoice_failed"
+        ) from exc
     return invoices.issue(actor, public_id, number=issued.number, pdf=ContentFile(issued.pdf, name="fapiao.pdf"))
 
 
@@ -71,8 +72,12 @@ class SimulatedProvider:
 
     def issue(self, invoice: Invoice) -> Issued:
         number = f"SIM-{timezone.localdate():%Y%m%d}-{invoice.pk:08d}"
-        lines = ["SIMULATED FAPIAO - NOT A REAL INVOICE", f"Number: {number}", f"Amount: CNY {invoice.amount}",
-                 f"Kind: {invoice.kind}"]  # fmt: skip
+        lines = [
+            "SIMULATED FAPIAO - NOT A REAL INVOICE",
+            f"Number: {number}",
+            f"Amount: CNY {invoice.amount}",
+            f"Kind: {invoice.kind}",
+        ]
         return Issued(number=number, pdf=_text_pdf(lines))
 
 

@@ -133,10 +133,18 @@ class TransactionFilterForm(forms.Form):
     """Filters of the transactions list."""
 
     kind = forms.ChoiceField(label=_("Kind"), required=False)
-    since = forms.DateField(label=_("From"), required=False, error_messages={"invalid": _("Enter a valid date.")},
-                            validators=[check_listing_date])  # fmt: skip
-    until = forms.DateField(label=_("To"), required=False, error_messages={"invalid": _("Enter a valid date.")},
-                            validators=[check_listing_date])  # fmt: skip
+    since = forms.DateField(
+        label=_("From"),
+        required=False,
+        error_messages={"invalid": _("Enter a valid date.")},
+        validators=[check_listing_date],
+    )
+    until = forms.DateField(
+        label=_("To"),
+        required=False,
+        error_messages={"invalid": _("Enter a valid date.")},
+        validators=[check_listing_date],
+    )
 
     def __init__(self, *args, **kwargs):
         from .choices import TransactionKind
@@ -162,15 +170,19 @@ class StatementMonthForm(forms.Form):
 
 class InvoiceRequestForm(forms.Form):
     kind = forms.ChoiceField(label=_("Type"), choices=Invoice.Kind.choices, initial=Invoice.Kind.GENERAL)
-    title = forms.CharField(label=_("Title (抬头)"), max_length=200, required=False,
-                            help_text=_("Your name, or the company's name."))  # fmt: skip
-    tax_id = forms.CharField(label=_("Taxpayer ID"), max_length=40, required=False,
-                             help_text=_("A company's; a person leaves it empty."))  # fmt: skip
+    title = forms.CharField(
+        label=_("Title (抬头)"), max_length=200, required=False, help_text=_("Your name, or the company's name.")
+    )
+    tax_id = forms.CharField(
+        label=_("Taxpayer ID"), max_length=40, required=False, help_text=_("A company's; a person leaves it empty.")
+    )
     address = forms.CharField(label=_("Registered address"), max_length=200, required=False)
     phone = forms.CharField(label=_("Phone"), max_length=32, required=False)
     bank = forms.CharField(label=_("Bank"), max_length=100, required=False)
     bank_account = forms.CharField(
-        label=_("Bank account"), max_length=60, required=False,
+        label=_("Bank account"),
+        max_length=60,
+        required=False,
         help_text=_("Address, phone, bank and account: a special VAT invoice only."),
-    )  # fmt: skip
+    )
     amount = forms.CharField(label=_("Amount (CNY)"), max_length=20)

@@ -56,6 +56,12 @@ def describe(parts: list[BillingNow]) -> str:
 
 # Most pages show what bills now: the query is built once (console.prepared).
 _OPEN_PER_KIND = Prepared(
-    lambda user_id: UsageSession.objects.open().filter(user_id=user_id).values("kind")
-    .annotate(count=Count("id"), total=Sum("payable_per_hour")).order_by(), int,
-)  # fmt: skip
+    lambda user_id: (
+        UsageSession.objects.open()
+        .filter(user_id=user_id)
+        .values("kind")
+        .annotate(count=Count("id"), total=Sum("payable_per_hour"))
+        .order_by()
+    ),
+    int,
+)

@@ -40,8 +40,11 @@ def invoice_list(request):
     except ServiceError as exc:
         form.add_error(exc.field if isinstance(exc, FieldError) and exc.field in form.fields else None, exc.message)
         return _page(request, account, form, status=exc.status)
-    messages.success(request, _("Invoice of %(amount)s requested: finance issues it within two working days.")
-                     % {"amount": format_cny(invoice.amount)})  # fmt: skip
+    messages.success(
+        request,
+        _("Invoice of %(amount)s requested: finance issues it within two working days.")
+        % {"amount": format_cny(invoice.amount)},
+    )
     return redirect("billing:invoices")
 
 
@@ -55,5 +58,6 @@ def invoice_pdf(request, public_id):
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("billing:invoices")
-    return FileResponse(handle, as_attachment=True, filename=f"fapiao-{invoice.number}.pdf",
-                        content_type="application/pdf")  # fmt: skip
+    return FileResponse(
+        handle, as_attachment=True, filename=f"fapiao-{invoice.number}.pdf", content_type="application/pdf"
+    )

@@ -32,9 +32,12 @@ from .money import ZERO, summed
 
 # Cash in by top-up, and cash given back (refunds, disputes, withdrawals; a dispute won comes back in).
 PAID_KINDS = (
-    TransactionKind.TOPUP, TransactionKind.REFUND, TransactionKind.DISPUTE, TransactionKind.DISPUTE_WON,
+    TransactionKind.TOPUP,
+    TransactionKind.REFUND,
+    TransactionKind.DISPUTE,
+    TransactionKind.DISPUTE_WON,
     TransactionKind.WITHDRAWAL,
-)  # fmt: skip
+)
 MIN_AMOUNT = Decimal("1.00")
 TAX_ID = re.compile(r"^[0-9A-Z]{15,20}$")
 MAX_PDF_BYTES = 5 * 1024 * 1024
@@ -108,10 +111,13 @@ def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", 
         raise FieldError("kind", _("Choose a general or a special VAT invoice."), code="invalid_kind")
     amount = _amount(amount)
     fields = {
-        "title": _text(title, 200), "tax_id": re.sub(r"\s", "", _text(tax_id, 40)).upper(),
-        "address": _text(address, 200), "phone": _text(phone, 32), "bank": _text(bank, 100),
+        "title": _text(title, 200),
+        "tax_id": re.sub(r"\s", "", _text(tax_id, 40)).upper(),
+        "address": _text(address, 200),
+        "phone": _text(phone, 32),
+        "bank": _text(bank, 100),
         "bank_account": re.sub(r"\s", "", _text(bank_account, 60)),
-    }  # fmt: skip
+    }
     if not fields["title"]:
         raise FieldError("title", _("Give the invoice's title: your name, or the company's."), code="title_required")
     if fields["tax_id"] and not TAX_ID.match(fields["tax_id"]):
@@ -124,8 +130,13 @@ def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", 
                 _("Special VAT invoices are for verified enterprises: verify your enterprise first."),
                 code="enterprise_required",
             )
-        for name, label in (("tax_id", _("taxpayer ID")), ("address", _("registered address")), ("phone", _("phone")),
-                            ("bank", _("bank")), ("bank_account", _("bank account"))):  # fmt: skip
+        for name, label in (
+            ("tax_id", _("taxpayer ID")),
+            ("address", _("registered address")),
+            ("phone", _("phone")),
+            ("bank", _("bank")),
+            ("bank_account", _("bank account")),
+        ):
             if not fields[name]:
                 raise FieldError(
                     name, _("A special VAT invoice needs the %(field)s.") % {"field": label}, code="field_required"
@@ -136,10 +147,13 @@ def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", 
         left = invoiceable(user)
         if amount > left:
             raise ServiceError(
-                _("You can ask for an invoice of at most %(left)s: what you paid by top-up, less refunds and what is "
-                  "already invoiced (the trial credit and subsidies are not invoiced).") % {"left": format_cny(left)},
+                _(
+                    "You can ask for an invoice of at most %(left)s: what you paid by top-up, less refunds and what is "
+                    "already invoiced (the trial credit and subsidies are not invoiced)."
+                )
+                % {"left": format_cny(left)},
                 code="over_invoiceable",
-            )  # fmt: skip
+            )
         return Invoice.objects.create(user=user, kind=kind, amount=amount, **fields)
 
 
@@ -148,8 +162,10 @@ def _locked_request(public_id) -> Invoice:
     if invoice is None:
         raise NotFound(_("No such invoice."))
     if invoice.status != Invoice.Status.REQUESTED:
-        raise Conflict(_("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
-                       code="already_reviewed")  # fmt: skip
+        raise Conflict(
+            _("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
+            code="already_reviewed",
+        )
     return invoice
 
 
@@ -159,8 +175,10 @@ def requested(public_id) -> Invoice:
     if invoice is None:
         raise NotFound(_("No such invoice."))
     if invoice.status != Invoice.Status.REQUESTED:
-        raise Conflict(_("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
-                       code="already_reviewed")  # fmt: skip
+        raise Conflict(
+            _("This invoice was already %(status)s.") % {"status": invoice.get_status_display().lower()},
+            code="already_reviewed",
+        )
     return invoice
 
 
@@ -183,10 +201,13 @@ def issue(actor: Actor, public_id, *, number, pdf) -> Invoice:
             raise Conflict(_("Someone else in finance issues your own invoice."), code="own_invoice")
         if issued(invoice.user) + invoice.amount > paid(invoice.user):
             raise Conflict(
-                _("The customer no longer has %(amount)s of paid money to invoice (a refund came after the request): "
-                  "reject it with the reason.") % {"amount": format_cny(invoice.amount)},
+                _(
+                    "The customer no longer has %(amount)s of paid money to invoice (a refund came after the request): "
+                    "reject it with the reason."
+                )
+                % {"amount": format_cny(invoice.amount)},
                 code="over_invoiceable",
-            )  # fmt: skip
+            )
         if Invoice.objects.filter(number=number).exists():
             raise FieldError("number", _("Another invoice has this number."), code="number_taken")
         invoice.number, invoice.status = number, Invoice.Status.ISSUED
@@ -238,8 +259,9 @@ def reverse(actor: Actor, public_id, *, number, reason) -> Invoice:
     its amount is no longer counted as invoiced. Audited."""
     number, reason = _text(number, 40), _text(reason, 500)
     if not re.fullmatch(r"[0-9A-Za-z-]{8,40}", number):
-        raise FieldError("number", _("Give the red-letter invoice's number (8 to 40 digits or letters)."),
-                         code="invalid_number")  # fmt: skip
+        raise FieldError(
+            "number", _("Give the red-letter invoice's number (8 to 40 digits or letters)."), code="invalid_number"
+        )
     if not reason:
         raise FieldError("reason", _("Say why, for the customer."), code="reason_required")
     with transaction.atomic():
@@ -262,14 +284,18 @@ def due_reversals(limit: int = 50) -> list[tuple[object, Decimal]]:
     grouped queries whatever the number of customers."""
     issued_by = dict(
         Invoice.objects.filter(status=Invoice.Status.ISSUED)
-        .values_list("user_id").annotate(total=Sum("amount")).values_list("user_id", "total")
-    )  # fmt: skip
+        .values_list("user_id")
+        .annotate(total=Sum("amount"))
+        .values_list("user_id", "total")
+    )
     if not issued_by:
         return []
     kept = dict(
         LedgerTransaction.objects.filter(kind__in=PAID_KINDS, user_id__in=issued_by)
-        .values_list("user_id").annotate(total=Sum("user_amount")).values_list("user_id", "total")
-    )  # fmt: skip
+        .values_list("user_id")
+        .annotate(total=Sum("user_amount"))
+        .values_list("user_id", "total")
+    )
     excess = {uid: summed(total) - max(summed(kept.get(uid)), ZERO) for uid, total in issued_by.items()}
     due = sorted((uid for uid, over in excess.items() if over > 0), key=lambda uid: -excess[uid])[:limit]
     users = get_user_model().objects.in_bulk(due)
@@ -294,8 +320,10 @@ def reconciliation_rows(month) -> list[dict]:
     rows: dict[int, dict] = {}
 
     def row(user_id, email):
-        return rows.setdefault(user_id, {"user_id": user_id, "email": email, "paid": ZERO, "refunded": ZERO,
-                                         "invoiced": ZERO, "invoiceable": ZERO})  # fmt: skip
+        return rows.setdefault(
+            user_id,
+            {"user_id": user_id, "email": email, "paid": ZERO, "refunded": ZERO, "invoiced": ZERO, "invoiceable": ZERO},
+        )
 
     for move in moves:
         entry = row(move["user_id"], move["user__email"])
@@ -304,29 +332,37 @@ def reconciliation_rows(month) -> list[dict]:
         else:
             entry["refunded"] -= summed(move["total"])
     issued = (
-        Invoice.objects.filter(reviewed_at__gte=start, reviewed_at__lt=end, status__in=(Invoice.Status.ISSUED,
-                                                                                       Invoice.Status.REVERSED))
-        .values("user_id", "user__email").annotate(total=Sum("amount"))
-    )  # fmt: skip
+        Invoice.objects.filter(
+            reviewed_at__gte=start, reviewed_at__lt=end, status__in=(Invoice.Status.ISSUED, Invoice.Status.REVERSED)
+        )
+        .values("user_id", "user__email")
+        .annotate(total=Sum("amount"))
+    )
     for each in issued:
         row(each["user_id"], each["user__email"])["invoiced"] += summed(each["total"])
     reversed_ = (
         Invoice.objects.filter(reversed_at__gte=start, reversed_at__lt=end)
-        .values("user_id", "user__email").annotate(total=Sum("amount"))
-    )  # fmt: skip
+        .values("user_id", "user__email")
+        .annotate(total=Sum("amount"))
+    )
     for each in reversed_:
         row(each["user_id"], each["user__email"])["invoiced"] -= summed(each["total"])
     # What may still be invoiced at the month's end: everything paid and kept until then, less what was invoiced
     # (issued, or asked for) until then and not reversed by then.
     kept = dict(
         LedgerTransaction.objects.filter(kind__in=PAID_KINDS, created_at__lt=end, user_id__in=rows)
-        .values_list("user_id").annotate(total=Sum("user_amount")).values_list("user_id", "total")
-    )  # fmt: skip
+        .values_list("user_id")
+        .annotate(total=Sum("user_amount"))
+        .values_list("user_id", "total")
+    )
     counted = dict(
         Invoice.objects.filter(user_id__in=rows, requested_at__lt=end)
-        .exclude(status=Invoice.Status.REJECTED, reviewed_at__lt=end).exclude(reversed_at__lt=end)
-        .values_list("user_id").annotate(total=Sum("amount")).values_list("user_id", "total")
-    )  # fmt: skip
+        .exclude(status=Invoice.Status.REJECTED, reviewed_at__lt=end)
+        .exclude(reversed_at__lt=end)
+        .values_list("user_id")
+        .annotate(total=Sum("amount"))
+        .values_list("user_id", "total")
+    )
     for user_id, entry in rows.items():
         entry["invoiceable"] = max(summed(kept.get(user_id)) - summed(counted.get(user_id)), ZERO)
     return sorted(rows.values(), key=lambda r: r["email"])
@@ -336,8 +372,9 @@ def reconciliation_csv(month, out) -> None:
     from console import csvsafe
 
     writer = csvsafe.writer(out)
-    writer.writerow([_("Customer"), _("Paid (CNY)"), _("Refunded (CNY)"), _("Invoiced (CNY)"),
-                     _("Invoiceable at month end (CNY)")])  # fmt: skip
+    writer.writerow(
+        [_("Customer"), _("Paid (CNY)"), _("Refunded (CNY)"), _("Invoiced (CNY)"), _("Invoiceable at month end (CNY)")]
+    )
     totals = [ZERO, ZERO, ZERO]
     for row in reconciliation_rows(month):
         writer.writerow([row["email"], row["paid"], row["refunded"], row["invoiced"], row["invoiceable"]])

@@ -243,8 +243,13 @@ def post_batch(
             # Wallets lowered by anything but metering (a refund clawed back, a withdrawal, a staff debit, a plan
             # paid up front, storage's daily charge): on the longer cadence their sessions would otherwise be
             # looked at only at their next posting, minutes after the wallet ran low.
-            look_again({tx.user_id for tx, p in zip(created, todo, strict=True)
-                        if tx.user_amount < 0 and tx.user_id and p.usage_session_id is None})  # fmt: skip
+            look_again(
+                {
+                    tx.user_id
+                    for tx, p in zip(created, todo, strict=True)
+                    if tx.user_amount < 0 and tx.user_id and p.usage_session_id is None
+                }
+            )
     by_key = existing | {tx.idempotency_key: tx for tx in created}
     return [by_key[k] for k in keys]
 
@@ -360,8 +365,11 @@ def _claim(postings, accounts, now):
         returning=("idempotency_key", "id"),
         skipping="idempotency_key",
     )
-    created = [loaded(LedgerTransaction, {"id": pks[row["idempotency_key"]], **row}) for row in rows
-               if row["idempotency_key"] in pks]  # fmt: skip
+    created = [
+        loaded(LedgerTransaction, {"id": pks[row["idempotency_key"]], **row})
+        for row in rows
+        if row["idempotency_key"] in pks
+    ]
     missing = [key for key in keys if key not in pks]
     existing = {t.idempotency_key: t for t in LedgerTransaction.objects.filter(idempotency_key__among=missing)}
     if len(existing) != len(missing):  # skipped by the insert, yet not there: refuse before anything commits
@@ -395,9 +403,10 @@ def _book_subsidies(bookings: list[SubsidyBooking], programmes: dict[int, Subsid
     def write():
         SubsidyProgramme.objects.bulk_update([programmes[pid] for pid in spent], ["spent"])
         new_rows = [
-            SubsidyUsage(programme_id=p, user_id=u, month=m, amount=a) for (p, u, m), a in used.items()
+            SubsidyUsage(programme_id=p, user_id=u, month=m, amount=a)
+            for (p, u, m), a in used.items()
             if (p, u, m) not in existing
-        ]  # fmt: skip
+        ]
         SubsidyUsage.objects.bulk_create(new_rows)
         rows = SubsidyUsage.objects.filter(
             month__in=months, programme_id__in=spent.keys(), user_id__among={u for _p, u, _m in existing}
@@ -490,8 +499,10 @@ def _check_vouchers() -> list[str]:
     strays = LedgerEntry.objects.filter(account__kind=AccountKind.VOUCHER_EXPIRED).exclude(
         transaction__kind=TransactionKind.VOUCHER_EXPIRY
     )
-    problems += [f"transaction {t}: only a voucher's expiry may move money to expired vouchers"
-                 for t in strays.values_list("transaction_id", flat=True).distinct()]  # fmt: skip
+    problems += [
+        f"transaction {t}: only a voucher's expiry may move money to expired vouchers"
+        for t in strays.values_list("transaction_id", flat=True).distinct()
+    ]
     funding = Account.objects.filter(kind=AccountKind.VOUCHER_FUNDING, user__isnull=True).first()
     if -(funding.balance if funding else ZERO) != issued:
         problems.append(f"vouchers issued {issued} ≠ the issuing account's {funding.balance if funding else ZERO}")

@@ -393,8 +393,11 @@ def _expiring(buckets, held, voucher_left, now) -> set[int]:
     if every == 1:
         return set()
     soon = now + timedelta(minutes=every)
-    found = {uid for uid, b in buckets.items() if usable_trial(b[AccountKind.USER_TRIAL], now) and
-             b[AccountKind.USER_TRIAL].expires_at < soon}  # fmt: skip
+    found = {
+        uid
+        for uid, b in buckets.items()
+        if usable_trial(b[AccountKind.USER_TRIAL], now) and b[AccountKind.USER_TRIAL].expires_at < soon
+    }
     for uid, vouchers_held in held.items():
         if any(h.expires_at < soon and voucher_left.get(h.account_id, ZERO) > 0 for h in vouchers_held):
             found.add(uid)
@@ -473,8 +476,14 @@ def _covering_running(dues, held, voucher_left, now) -> dict:
         s = due.session
         if s.ended_at is not None or s.user_id not in held:
             continue
-        charge = {"kind": s.kind, "chip": s.chip_slug, "zone": s.zone_slug, "plan": s.plan_slug, "amount": ZERO,
-                  "prepaid": False}  # fmt: skip
+        charge = {
+            "kind": s.kind,
+            "chip": s.chip_slug,
+            "zone": s.zone_slug,
+            "plan": s.plan_slug,
+            "amount": ZERO,
+            "prepaid": False,
+        }
         for account_id, left in vouchers.covering(held[s.user_id], voucher_left, now, **charge):
             totals.setdefault(s.user_id, {})[account_id] = left
     return {uid: sum(by_account.values(), ZERO) for uid, by_account in totals.items()}
@@ -484,16 +493,32 @@ def _posting(due, buckets, trial_left, held, voucher_left, revenue, funded_by, p
     s = due.session
     cash = buckets[s.user_id][AccountKind.USER_CASH]
     trial = buckets[s.user_id][AccountKind.USER_TRIAL]
-    cover = vouchers.covering(held.get(s.user_id, []), voucher_left, now, kind=s.kind, chip=s.chip_slug,
-                              zone=s.zone_slug, plan=s.plan_slug, amount=due.payable, prepaid=False)  # fmt: skip
+    cover = vouchers.covering(
+        held.get(s.user_id, []),
+        voucher_left,
+        now,
+        kind=s.kind,
+        chip=s.chip_slug,
+        zone=s.zone_slug,
+        plan=s.plan_slug,
+        amount=due.payable,
+        prepaid=False,
+    )
     payment = split_payment(due.payable, trial_left[s.user_id], compute=s.kind in COMPUTE_KINDS, vouchers=cover)
     trial_left[s.user_id] -= payment.from_trial
     for account_id, amount in payment.from_vouchers:
         voucher_left[account_id] -= amount
     booked = _fund_subsidy(due, programmes, used, budget_left) if s.programme_id in funded_by else ZERO
     programme_account = funded_by[s.programme_id].pk if booked else None
-    entries = charge_entries(trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=due.payable,
-                             payment=payment, subsidy_account=programme_account, subsidy=booked)  # fmt: skip
+    entries = charge_entries(
+        trial=trial.pk,
+        cash=cash.pk,
+        revenue=revenue.pk,
+        payable=due.payable,
+        payment=payment,
+        subsidy_account=programme_account,
+        subsidy=booked,
+    )
     minutes = due.minutes - due.after
     s.charged += due.payable
     s.charged_minutes = due.minutes

@@ -358,9 +358,13 @@ class UsageSession(ChoiceLabels, models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="usage_sessions")
     # On a team's wallet: the member the resource runs for; its charges carry it.
     member = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         verbose_name=_("team member"),
-    )  # fmt: skip
+    )
     kind = models.CharField(_("kind"), max_length=16, choices=UsageKind.choices)
     resource_id = models.UUIDField(_("resource"))
     label = models.CharField(_("label"), max_length=200, blank=True)
@@ -493,9 +497,10 @@ class SpendLine(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["user", "month", "resource_id", "kind", "member_id"],
-                                    name="spend_line_once"),
-        ]  # fmt: skip
+            models.UniqueConstraint(
+                fields=["user", "month", "resource_id", "kind", "member_id"], name="spend_line_once"
+            ),
+        ]
         # On SQLite the table has one index more, which Django does not know of (billing.sqlite_indexes).
 
     def __str__(self):
@@ -517,9 +522,13 @@ class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
     # with the user; a top-up's, a staff author's and a team member's by partial indexes of the few rows that have
     # one (a charge has none of them).
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="ledger_transactions",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="ledger_transactions",
         db_index=False,
-    )  # fmt: skip
+    )
     user_amount = _money(_("change to the wallet (CNY)"), default=ZERO)
     subsidy_amount = _money(_("subsidy (CNY)"), default=ZERO)
     # Negative on a usage posting that gives back minutes charged past a run's end noticed late.
@@ -539,9 +548,14 @@ class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
     )
     # On a team's wallet: the member the spend was for (who launched the resource), for budgets and statements.
     member = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
-        verbose_name=_("team member"), db_index=False,
-    )  # fmt: skip
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("team member"),
+        db_index=False,
+    )
     created_at = models.DateTimeField(_("at"), default=timezone.now, editable=False)
 
     objects = LedgerTransactionQuerySet.as_manager()
@@ -734,8 +748,10 @@ class Notification(models.Model):
             chinese = (get_language() or "").startswith("zh") and p.get("name_zh")
             name = p.get("name_zh") if chinese else p.get("name")
             return gettext("Your voucher “%(name)s” expired with %(amount)s unused.") % {
-                **p, "name": name, "amount": format_cny(p.get("amount"))
-            }  # fmt: skip
+                **p,
+                "name": name,
+                "amount": format_cny(p.get("amount")),
+            }
         return gettext("Your trial credit of %(amount)s expired.") % {**p, "amount": format_cny(p.get("amount"))}
 
 
@@ -780,9 +796,13 @@ class Invoice(ChoiceLabels, models.Model):
     reason = models.CharField(_("reason"), max_length=500, blank=True, help_text=_("Shown to the customer."))
     requested_at = models.DateTimeField(_("requested"), default=timezone.now, editable=False)
     reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
         verbose_name=_("reviewed by"),
-    )  # fmt: skip
+    )
     reviewed_at = models.DateTimeField(_("reviewed"), null=True, blank=True)
 
     class Meta:

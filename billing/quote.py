@@ -420,9 +420,17 @@ def quote(
     programme = _best_programme(book, chip.pk if chip else None, zone.pk if zone else None)
     billed = math.ceil(term / plan.period_minutes) * plan.period_minutes
     return _breakdown(
-        chip=chip, cards=cards, zone=zone, plan=plan, spot=spot, minutes=term, billed=billed,
-        price=price, programme=programme, usage=book.usage,
-    )  # fmt: skip
+        chip=chip,
+        cards=cards,
+        zone=zone,
+        plan=plan,
+        spot=spot,
+        minutes=term,
+        billed=billed,
+        price=price,
+        programme=programme,
+        usage=book.usage,
+    )
 
 
 def _cascade(list_amount, after_plan, after_spot, payable, rounder):
@@ -521,9 +529,12 @@ class StorageQuote:
 
 # The disks page and every storage quote read it: built once (console.prepared).
 _STORAGE_PRICE = Prepared(
-    lambda resource, at: StoragePrice.objects.filter(resource=resource, effective_from__lte=at)
-    .order_by("-effective_from")[:1], str, datetime,
-)  # fmt: skip
+    lambda resource, at: StoragePrice.objects.filter(resource=resource, effective_from__lte=at).order_by(
+        "-effective_from"
+    )[:1],
+    str,
+    datetime,
+)
 
 
 def storage_price(resource: str, at: datetime | None = None) -> StoragePrice:

@@ -64,10 +64,18 @@ def record(transactions: Iterable[LedgerTransaction]) -> None:
         return
     # INSERT … ON CONFLICT DO UPDATE adds to a row another posting made (PostgreSQL and SQLite alike); the keys are
     # sorted so that two batches touching the same rows take their locks in one order.
-    bulk_add(SpendQuarter, ["user", "start", "member_id"], ["amount_fen"],
-             [(user, start, member, fen) for (user, member, start), fen in sorted(quarters.items())])  # fmt: skip
-    bulk_add(SpendLine, ["user", "month", "resource_id", "kind", "member_id"], ["minutes", "amount_fen", "subsidy_fen"],
-             [(*key, *sums) for key, sums in sorted(lines.items(), key=_line_order)])  # fmt: skip
+    bulk_add(
+        SpendQuarter,
+        ["user", "start", "member_id"],
+        ["amount_fen"],
+        [(user, start, member, fen) for (user, member, start), fen in sorted(quarters.items())],
+    )
+    bulk_add(
+        SpendLine,
+        ["user", "month", "resource_id", "kind", "member_id"],
+        ["minutes", "amount_fen", "subsidy_fen"],
+        [(*key, *sums) for key, sums in sorted(lines.items(), key=_line_order)],
+    )
 
 
 def _line_order(item):
@@ -105,9 +113,15 @@ def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
 
 # The wallet and the dashboard read it on every visit: built once (console.prepared).
 _PER_QUARTER = Prepared(
-    lambda user_id, since: SpendQuarter.objects.filter(user_id=user_id, start__gte=since).values("start")
-    .annotate(t=Sum("amount_fen")).order_by("start"), int, datetime,
-)  # fmt: skip
+    lambda user_id, since: (
+        SpendQuarter.objects.filter(user_id=user_id, start__gte=since)
+        .values("start")
+        .annotate(t=Sum("amount_fen"))
+        .order_by("start")
+    ),
+    int,
+    datetime,
+)
 
 
 LINE_FIELDS = ("resource_id", "kind", "member_id", "minutes", "amount_fen", "subsidy_fen")
@@ -124,25 +138,40 @@ def line_row(line: tuple) -> dict:
     """One line in the shape the statement reads: ``resource_id`` None for spend on no one resource, sums in CNY
     (negative for spend)."""
     resource, kind, member, minutes, fen, subsidy = line
-    return {"resource_id": None if resource == NO_RESOURCE else resource, "kind": kind, "member_id": member or None,
-            "minutes": minutes, "charged": from_fen(fen), "subsidy": from_fen(subsidy)}  # fmt: skip
+    return {
+        "resource_id": None if resource == NO_RESOURCE else resource,
+        "kind": kind,
+        "member_id": member or None,
+        "minutes": minutes,
+        "charged": from_fen(fen),
+        "subsidy": from_fen(subsidy),
+    }
 
 
 def month_line_totals(user, month: date) -> dict:
     """The month's minutes, charge and subsidy over all its lines, summed in the database, and how many lines
     there are (``lines``)."""
     sums = next(iter(_MONTH_TOTALS(getattr(user, "pk", user), month)), {})
-    return {"minutes": sums.get("minutes") or 0, "charged": from_fen(sums.get("charged") or 0),
-            "subsidy": from_fen(sums.get("subsidy") or 0), "lines": sums.get("lines") or 0}  # fmt: skip
+    return {
+        "minutes": sums.get("minutes") or 0,
+        "charged": from_fen(sums.get("charged") or 0),
+        "subsidy": from_fen(sums.get("subsidy") or 0),
+        "lines": sums.get("lines") or 0,
+    }
 
 
 # The statement reads them on every visit: built once (console.prepared). The lines of one user are grouped by
 # the user, so the sums come back as one row (none when the month has no lines).
 _MONTH_TOTALS = Prepared(
-    lambda user_id, month: SpendLine.objects.filter(user_id=user_id, month=month).order_by().values("user_id")
-    .annotate(minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen"), lines=Count("id")),
-    int, date,
-)  # fmt: skip
+    lambda user_id, month: (
+        SpendLine.objects.filter(user_id=user_id, month=month)
+        .order_by()
+        .values("user_id")
+        .annotate(minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen"), lines=Count("id"))
+    ),
+    int,
+    date,
+)
 month_line_pages = Prepared(lambda user_id, month: month_line_rows(user_id, month), int, date)
 
 
@@ -173,8 +202,10 @@ def check() -> list[str]:
         kept_quarters[(user, start)] += from_fen(fen)
     for key in sorted(set(ledger_quarters) | set(kept_quarters), key=str):
         if ledger_quarters.get(key, ZERO) != kept_quarters.get(key, ZERO):
-            problems.append(f"spend of user {key[0]} in the quarter from {key[1]:%Y-%m-%d %H:%M}: summed "
-                            f"{kept_quarters.get(key, ZERO)} ≠ ledger {ledger_quarters.get(key, ZERO)}")  # fmt: skip
+            problems.append(
+                f"spend of user {key[0]} in the quarter from {key[1]:%Y-%m-%d %H:%M}: summed "
+                f"{kept_quarters.get(key, ZERO)} ≠ ledger {ledger_quarters.get(key, ZERO)}"
+            )
     kept_lines: dict[tuple, list] = defaultdict(lambda: [0, ZERO, ZERO])
     line_fields = ("user_id", "month", "resource_id", "kind", "minutes", "amount_fen", "subsidy_fen")
     for user, month, resource, kind, minutes, fen, subsidy in SpendLine.objects.values_list(*line_fields).iterator():
@@ -184,8 +215,10 @@ def check() -> list[str]:
         line[2] += from_fen(subsidy)
     for key in sorted(set(ledger_lines) | set(kept_lines), key=str):
         if ledger_lines.get(key, [0, ZERO, ZERO]) != kept_lines.get(key, [0, ZERO, ZERO]):
-            problems.append(f"statement line of user {key[0]}, {key[1]:%Y-%m}, {key[2]} ({key[3]}): summed "
-                            f"{kept_lines.get(key)} ≠ ledger {ledger_lines.get(key)}")  # fmt: skip
+            problems.append(
+                f"statement line of user {key[0]}, {key[1]:%Y-%m}, {key[2]} ({key[3]}): summed "
+                f"{kept_lines.get(key)} ≠ ledger {ledger_lines.get(key)}"
+            )
     return problems
 
 

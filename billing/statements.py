@@ -166,9 +166,11 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
     for values in named:  # values, not models: a page names fifty resources or more
         session = dict(zip(NAMING_FIELDS, values, strict=True))
         sessions[session["resource_id"]] = session  # the latest session names the resource
-    chips, zones, plans = catalog_names.names(chips=[s["chip_slug"] for s in sessions.values()],
-                                              zones=[s["zone_slug"] for s in sessions.values()],
-                                              plans=[s["plan_slug"] for s in sessions.values()])  # fmt: skip
+    chips, zones, plans = catalog_names.names(
+        chips=[s["chip_slug"] for s in sessions.values()],
+        zones=[s["zone_slug"] for s in sessions.values()],
+        plans=[s["plan_slug"] for s in sessions.values()],
+    )
     lines, kinds = [], {}  # each kind's name translated once, not once per line
     for row in rows:
         s = sessions.get(row["resource_id"])
@@ -209,14 +211,38 @@ def statement_csv(statement: Statement, out) -> None:
     # A team's statement adds the member each line was for, last.
     team = bool(statement.members)
     writer.writerow(
-        [_("Resource"), _("Kind"), _("Name"), _("Chip"), _("Cards"), _("Billed minutes"), _("Charged (CNY)"),
-         _("Subsidy (CNY)"), _("Chip name"), _("Zone"), _("Plan"), *([_("Member")] if team else [])]
-    )  # fmt: skip
+        [
+            _("Resource"),
+            _("Kind"),
+            _("Name"),
+            _("Chip"),
+            _("Cards"),
+            _("Billed minutes"),
+            _("Charged (CNY)"),
+            _("Subsidy (CNY)"),
+            _("Chip name"),
+            _("Zone"),
+            _("Plan"),
+            *([_("Member")] if team else []),
+        ]
+    )
     for line in statement.lines:
         writer.writerow(
-            [line.resource_id or "", line.kind, line.label, line.chip, line.cards, line.minutes, line.charged,
-             line.subsidy, line.chip_name, line.zone_name, line.plan_name, *([line.member] if team else [])]
-        )  # fmt: skip
+            [
+                line.resource_id or "",
+                line.kind,
+                line.label,
+                line.chip,
+                line.cards,
+                line.minutes,
+                line.charged,
+                line.subsidy,
+                line.chip_name,
+                line.zone_name,
+                line.plan_name,
+                *([line.member] if team else []),
+            ]
+        )
     writer.writerow(["", _("Total"), "", "", "", statement.minutes, statement.charged, statement.subsidy])
 
 
@@ -240,6 +266,12 @@ def transactions_csv(transactions, out) -> None:
     writer.writerow([_("Time"), _("Kind"), _("Description"), _("Amount (CNY)"), _("Subsidy (CNY)"), _("ID")])
     for tx in transactions.iterator(chunk_size=2000):
         writer.writerow(
-            [timezone.localtime(tx.created_at).isoformat(), tx.get_kind_display(), tx.description, tx.user_amount,
-             tx.subsidy_amount, tx.public_id]
-        )  # fmt: skip
+            [
+                timezone.localtime(tx.created_at).isoformat(),
+                tx.get_kind_display(),
+                tx.description,
+                tx.user_amount,
+                tx.subsidy_amount,
+                tx.public_id,
+            ]
+        )

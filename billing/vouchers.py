@@ -156,8 +156,9 @@ def vouchers_of(user, *, limit: int = 200) -> list[VoucherView]:
     now = timezone.now()
     usable = Q(account__balance__gt=0, expires_at__gt=now)
     rank = Case(When(usable, then=Value(0)), default=Value(1), output_field=IntegerField())
-    rows = list(_with_batch(Voucher.objects.filter(user=user)).annotate(rank=rank).order_by("rank", "expires_at",
-                                                                                          "-pk")[:limit])  # fmt: skip
+    rows = list(
+        _with_batch(Voucher.objects.filter(user=user)).annotate(rank=rank).order_by("rank", "expires_at", "-pk")[:limit]
+    )
     views = [
         VoucherView(
             id=str(v.public_id),
@@ -186,8 +187,9 @@ def _check_attempts(person) -> None:
     key = f"voucher-attempts:{person.pk}:{int(timezone.now().timestamp()) // 3600}"
     cache.add(key, 0, timeout=3600)
     if cache.incr(key) > REDEEM_ATTEMPTS_PER_HOUR:
-        raise TooManyAttempts(_("Too many voucher codes tried. Please wait an hour and try again."),
-                            code="voucher_rate_limited")  # fmt: skip
+        raise TooManyAttempts(
+            _("Too many voucher codes tried. Please wait an hour and try again."), code="voucher_rate_limited"
+        )
 
 
 def redeem(user, code, *, by) -> Voucher:
@@ -220,9 +222,17 @@ def redeem(user, code, *, by) -> Voucher:
         if not VoucherCode.objects.filter(pk=row.pk, redeemed__lt=F("uses")).update(redeemed=F("redeemed") + 1):
             raise Conflict(_("This code has already been used up."), code="voucher_used_up")
         account = Account.objects.create(kind=AccountKind.USER_VOUCHER, user=user, expires_at=batch.expires_at)
-        voucher = Voucher(batch=batch, code=row, user=user, redeemed_by=by, account=account, amount=batch.amount,
-                          expires_at=batch.expires_at, redeemed_at=now,
-                          once_per_person=batch if batch.one_per_user else None)  # fmt: skip
+        voucher = Voucher(
+            batch=batch,
+            code=row,
+            user=user,
+            redeemed_by=by,
+            account=account,
+            amount=batch.amount,
+            expires_at=batch.expires_at,
+            redeemed_at=now,
+            once_per_person=batch if batch.one_per_user else None,
+        )
         try:
             with transaction.atomic():
                 voucher.save()
@@ -282,8 +292,13 @@ def _expire(voucher: Voucher, now: datetime) -> None:
             ),
             locked=locked,
         )
-        arrears.notify(voucher.user_id, NotificationKind.VOUCHER_EXPIRED, name=voucher.batch.name,
-                       name_zh=voucher.batch.name_zh, amount=str(remaining))  # fmt: skip
+        arrears.notify(
+            voucher.user_id,
+            NotificationKind.VOUCHER_EXPIRED,
+            name=voucher.batch.name,
+            name_zh=voucher.batch.name_zh,
+            amount=str(remaining),
+        )
 
 
 # --- Batches (the back office) --------------------------------------------------------------------------------------
@@ -314,17 +329,27 @@ def create_batch(
     if expires_at <= timezone.now():
         raise FieldError("expires_at", _("Choose an expiry in the future."), code="invalid_expiry")
     if not 1 <= quantity <= MAX_CODES_PER_BATCH:
-        raise FieldError("quantity", _("Between 1 and %(max)s vouchers a batch.") % {"max": MAX_CODES_PER_BATCH},
-                         code="invalid_quantity")  # fmt: skip
+        raise FieldError(
+            "quantity",
+            _("Between 1 and %(max)s vouchers a batch.") % {"max": MAX_CODES_PER_BATCH},
+            code="invalid_quantity",
+        )
     shared = normalise_code(shared_code)
     if shared_code and not SHARED_CODE.match(shared):
         raise FieldError("shared_code", _("A shared code has 6 to 32 letters and digits."), code="invalid_code")
     with transaction.atomic():
         if shared and VoucherCode.objects.filter(code=shared).exists():
             raise FieldError("shared_code", _("This code is already in use."), code="code_taken")
-        batch = VoucherBatch.objects.create(name=name, name_zh=name_zh, amount=amount, expires_at=expires_at,
-                                            quantity=quantity, min_spend=min_spend or ZERO,
-                                            one_per_user=one_per_user, created_by=created_by)  # fmt: skip
+        batch = VoucherBatch.objects.create(
+            name=name,
+            name_zh=name_zh,
+            amount=amount,
+            expires_at=expires_at,
+            quantity=quantity,
+            min_spend=min_spend or ZERO,
+            one_per_user=one_per_user,
+            created_by=created_by,
+        )
         batch.chips.set(chips)
         batch.zones.set(zones)
         batch.plans.set(plans)
@@ -367,6 +392,11 @@ def batch_stats(batches) -> dict[int, dict]:
     for pk in ids:
         row = totals.get(pk, {})
         issued, left, gone = summed(row.get("issued")), summed(row.get("left")), -summed(expired.get(pk))
-        stats[pk] = {"redeemed": row.get("redeemed", 0), "issued": issued, "left": left, "expired": gone,
-                     "spent": issued - left - gone}  # fmt: skip
+        stats[pk] = {
+            "redeemed": row.get("redeemed", 0),
+            "issued": issued,
+            "left": left,
+            "expired": gone,
+            "spent": issued - left - gone,
+        }
     return stats

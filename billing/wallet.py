@@ -139,8 +139,13 @@ def hourly_spend(user, billing_now: list[hourly.BillingNow] | None = None) -> De
     return to_rate(sum((part.per_hour for part in parts), ZERO))
 
 
-def summary(user, *, list_vouchers: bool = False, billing_now: list[hourly.BillingNow] | None = None,
-            recent: "RecentSpend | None" = None) -> WalletSummary:  # fmt: skip
+def summary(
+    user,
+    *,
+    list_vouchers: bool = False,
+    billing_now: list[hourly.BillingNow] | None = None,
+    recent: "RecentSpend | None" = None,
+) -> WalletSummary:
     """The wallet's balances; ``list_vouchers`` also reads each voucher (the wallet page and API show them).
     ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up; ``recent``: the
     caller's :func:`recent_spend`, which holds this month's spend."""
@@ -217,8 +222,9 @@ def check_launch_funds(user, quote: Quote, *, pending_per_hour: Decimal = ZERO) 
     needed = needed_to_launch(quote)
     prepaid = needed == quote.payable_total and needed != to_cents(quote.payable_per_hour)
     charge = {"chip": quote.chip_slug or "", "zone": quote.zone_slug or "", "plan": quote.plan_slug}
-    held = vouchers.covering_total(user, timezone.now(), kind=UsageKind.INSTANCE, amount=needed, prepaid=prepaid,
-                                   **charge)  # fmt: skip
+    held = vouchers.covering_total(
+        user, timezone.now(), kind=UsageKind.INSTANCE, amount=needed, prepaid=prepaid, **charge
+    )
     require_funds(user, needed, compute=True, pending_per_hour=pending_per_hour, upfront=prepaid, vouchers=held)
 
 
@@ -336,8 +342,17 @@ def charge_upfront(
         cash, trial = locked[cash.pk], locked[trial.pk]
         usable_trial = rules.usable_trial(trial, now)
         left = {h.account_id: locked[h.account_id].balance for h in held}
-        cover = vouchers.covering(held, left, now, kind=kind, chip=quote.chip_slug or "", zone=quote.zone_slug or "",
-                                  plan=quote.plan_slug, amount=amount, prepaid=True)  # fmt: skip
+        cover = vouchers.covering(
+            held,
+            left,
+            now,
+            kind=kind,
+            chip=quote.chip_slug or "",
+            zone=quote.zone_slug or "",
+            plan=quote.plan_slug,
+            amount=amount,
+            prepaid=True,
+        )
         payment = rules.split_payment(amount, usable_trial, compute=kind in COMPUTE_KINDS, vouchers=cover)
         if payment.from_cash > max(cash.balance, ZERO):
             held_total = sum((a for _v, a in payment.from_vouchers), ZERO)
@@ -355,10 +370,14 @@ def charge_upfront(
             booked = subsidy if limit is None else min(subsidy, limit)
             booking = SubsidyBooking(programme_id, subject, month, booked) if booked > 0 else None
         entries = rules.charge_entries(
-            trial=trial.pk, cash=cash.pk, revenue=revenue.pk, payable=amount, payment=payment,
+            trial=trial.pk,
+            cash=cash.pk,
+            revenue=revenue.pk,
+            payable=amount,
+            payment=payment,
             subsidy_account=funded_by[programme_id].pk if booking else None,
             subsidy=booking.amount if booking else ZERO,
-        )  # fmt: skip
+        )
         posting = Posting(
             kind=TransactionKind.UPFRONT,
             idempotency_key=idempotency_key,

@@ -48,8 +48,10 @@ _UNREAD = Prepared(lambda user_id: Notification.objects.filter(user_id=user_id).
 # The transactions page as it opens (no filter), and the wallet's latest ten: by queries built once (console.prepared).
 _ALL_ROWS = PreparedRows(
     lambda user_id: LedgerTransaction.objects.filter(user_id=user_id).order_by(*statements.TRANSACTION_ORDER),
-    ROW_FIELDS, int, both_ends=True,
-)  # fmt: skip
+    ROW_FIELDS,
+    int,
+    both_ends=True,
+)
 
 
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
@@ -136,10 +138,15 @@ def voucher_redeem(request):
         form.add_error("code", exc.message)
         return _wallet_page(request, voucher_form=form, status=exc.status if exc.status < 500 else 400)
     record(account, request.user, TeamEvent.Action.VOUCHER_REDEEMED, subject=f"¥{voucher.amount}")
-    messages.success(request, _("Voucher “%(name)s” of %(amount)s added; it expires on %(date)s.") % {
-        "name": voucher.batch.label, "amount": format_cny(voucher.amount),
-        "date": timezone.localtime(voucher.expires_at).strftime("%Y-%m-%d"),
-    })  # fmt: skip
+    messages.success(
+        request,
+        _("Voucher “%(name)s” of %(amount)s added; it expires on %(date)s.")
+        % {
+            "name": voucher.batch.label,
+            "amount": format_cny(voucher.amount),
+            "date": timezone.localtime(voucher.expires_at).strftime("%Y-%m-%d"),
+        },
+    )
     return redirect(reverse("billing:wallet") + "#vouchers")
 
 

@@ -118,8 +118,9 @@ class EnterpriseVerificationAdmin(ReadOnlyAdmin):
 
         for application in queryset.filter(status=EnterpriseVerification.Status.PENDING):
             try:
-                ops_services.review_verification(Actor.from_request(request), public_id=application.public_id,
-                                                 approve=True)  # fmt: skip
+                ops_services.review_verification(
+                    Actor.from_request(request), public_id=application.public_id, approve=True
+                )
             except ServiceError as exc:
                 self.message_user(request, f"{application.company_name}: {exc.message}", messages.WARNING)
 

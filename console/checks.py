@@ -14,8 +14,12 @@ def real_name_settings(app_configs, **kwargs):
     problems = []
     unknown = set(settings.REAL_NAME_REQUIRED_FOR) - ACTIONS
     if unknown:
-        problems.append(Error(f"REAL_NAME_REQUIRED_FOR names unknown actions {sorted(unknown)}; known: "
-                              f"{sorted(ACTIONS)}.", id="console.E001"))  # fmt: skip
+        problems.append(
+            Error(
+                f"REAL_NAME_REQUIRED_FOR names unknown actions {sorted(unknown)}; known: {sorted(ACTIONS)}.",
+                id="console.E001",
+            )
+        )
     try:
         Decimal(settings.REAL_NAME_TOPUP_LIMIT)
     except InvalidOperation:
@@ -26,7 +30,11 @@ def real_name_settings(app_configs, **kwargs):
         problems.append(Error(f"IDENTITY_PROVIDER cannot be imported: {exc}", id="console.E003"))
     else:
         if getattr(provider, "simulated", False) and getattr(settings, "PRODUCTION", False):
-            problems.append(Info("IDENTITY_PROVIDER is the development provider, which verifies nobody in production: "
-                                 "actions that need real-name verification stay closed until a real provider is set.",
-                                 id="console.I001"))  # fmt: skip
+            problems.append(
+                Info(
+                    "IDENTITY_PROVIDER is the development provider, which verifies nobody in production: "
+                    "actions that need real-name verification stay closed until a real provider is set.",
+                    id="console.I001",
+                )
+            )
     return problems

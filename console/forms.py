@@ -25,10 +25,12 @@ class ApiTokenForm(forms.Form):
     team = forms.ChoiceField(
         label=pgettext_lazy("api token", "For"),
         required=False,
-        help_text=_("A team's token acts in that team (its instances, disks, storage, endpoints, images and wallet, "
-                    "as your role allows) and reaches nothing personal."),
+        help_text=_(
+            "A team's token acts in that team (its instances, disks, storage, endpoints, images and wallet, "
+            "as your role allows) and reaches nothing personal."
+        ),
         error_messages={"invalid_choice": _("Choose yourself or one of your teams.")},
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, teams=(), **kwargs):
         super().__init__(*args, **kwargs)

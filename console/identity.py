@@ -40,9 +40,44 @@ WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 CHECK_CHARACTERS = "10X98765432"
 # The provinces' two-digit codes (GB/T 2260), Hong Kong, Macao and Taiwan residents' codes included.
 PROVINCES = frozenset(
-    {11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62,
-     63, 64, 65, 71, 81, 82, 83}
-)  # fmt: skip
+    {
+        11,
+        12,
+        13,
+        14,
+        15,
+        21,
+        22,
+        23,
+        31,
+        32,
+        33,
+        34,
+        35,
+        36,
+        37,
+        41,
+        42,
+        43,
+        44,
+        45,
+        46,
+        50,
+        51,
+        52,
+        53,
+        54,
+        61,
+        62,
+        63,
+        64,
+        65,
+        71,
+        81,
+        82,
+        83,
+    }
+)
 _HAN = "\u3400-\u9fff\U00020000-\U0003134f"  # CJK unified ideographs, extensions A to G (𠮷 included)
 NAME = re.compile(rf"^[{_HAN}·A-Za-z][{_HAN}· A-Za-z.'-]{{0,59}}$")
 ATTEMPTS_PER_DAY = 10
@@ -71,11 +106,13 @@ def clean_number(value: str, today: date | None = None) -> str:
     except ValueError:
         born = None
     if int(number[:2]) not in PROVINCES or born is None or not date(1900, 1, 1) <= born <= today:
-        raise FieldError("number", _("This is not a valid ID number: check the region and date of birth."),
-                         code="invalid_id")  # fmt: skip
+        raise FieldError(
+            "number", _("This is not a valid ID number: check the region and date of birth."), code="invalid_id"
+        )
     if check_character(number[:17]) != number[17]:
-        raise FieldError("number", _("This ID number's last character does not match: check it for a typo."),
-                         code="invalid_id")  # fmt: skip
+        raise FieldError(
+            "number", _("This ID number's last character does not match: check it for a typo."), code="invalid_id"
+        )
     return number
 
 

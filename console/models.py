@@ -85,9 +85,13 @@ class ApiToken(models.Model):
     scope = models.CharField(_("scope"), max_length=16, choices=Scope.choices, default=Scope.READ)
     # A token for one team: the API acts in that team (its instances, its wallet) and reaches nothing personal.
     team = models.ForeignKey(
-        "teams.Team", on_delete=models.CASCADE, null=True, blank=True, related_name="api_tokens",
+        "teams.Team",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="api_tokens",
         verbose_name=_("team"),
-    )  # fmt: skip
+    )
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     token_hash = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

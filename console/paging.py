@@ -38,9 +38,11 @@ class BothEnds:
 
     def __getitem__(self, item):
         return read_nearer_end(
-            item, self.total, lambda start, stop: self.queryset[start:stop],
+            item,
+            self.total,
+            lambda start, stop: self.queryset[start:stop],
             lambda start, stop: self.queryset.reverse()[start:stop],
-        )  # fmt: skip
+        )
 
 
 def check_total_order(queryset: QuerySet) -> None:

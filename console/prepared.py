@@ -206,8 +206,9 @@ class Prepared:
                 if form == WINDOW and sql.count(_WINDOW) != 1:
                     raise ImproperlyConfigured(f"the SQL of a prepared window does not end with {_WINDOW}")
             wanted = [_prepare(kind, m, connection) for kind, m in zip(self.kinds, markers, strict=True)]
-            slots = [(pos, i) for pos, p in enumerate(params) for i, w in enumerate(wanted)
-                     if type(p) is type(w) and p == w]  # fmt: skip
+            slots = [
+                (pos, i) for pos, p in enumerate(params) for i, w in enumerate(wanted) if type(p) is type(w) and p == w
+            ]
             missing = set(range(len(wanted))) - {i for _pos, i in slots}
             if missing:
                 raise ImproperlyConfigured(

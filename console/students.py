@@ -86,8 +86,10 @@ def send_code(user, email) -> StudentVerification:
                 % {"seconds": wait},
                 code="too_soon",
             )
-        for key, limit in ((f"students:codes:{user.pk}:{now:%Y%m%d}", CODES_PER_DAY),
-                           (f"students:address:{_digest(None, address)}:{now:%Y%m%d}", CODES_PER_ADDRESS)):  # fmt: skip
+        for key, limit in (
+            (f"students:codes:{user.pk}:{now:%Y%m%d}", CODES_PER_DAY),
+            (f"students:address:{_digest(None, address)}:{now:%Y%m%d}", CODES_PER_ADDRESS),
+        ):
             cache.add(key, 0, timeout=86400)
             if cache.incr(key) > limit:
                 raise TooManyCodes(_("Too many codes today: try again tomorrow."))

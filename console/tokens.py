@@ -47,8 +47,10 @@ def create_api_token(user, *, name: str, scope: str, team=None) -> IssuedToken:
         lambda prefix, digest: ApiToken.objects.create(
             user=user, team=team, name=name, scope=scope, prefix=prefix, token_hash=digest
         ),
-        prefix=TOKEN_PREFIX, hex_bytes=4, separator="_",
-    )  # fmt: skip
+        prefix=TOKEN_PREFIX,
+        hex_bytes=4,
+        separator="_",
+    )
     if issued is not None:
         return IssuedToken(token=issued[0], plaintext=issued[1])
     raise ServiceError(_("Could not issue a token, please try again."), code="token_collision")

@@ -88,8 +88,10 @@ class ValueRows:
     def _plan(model, names: list[str], indexes: list[int]) -> tuple:
         """(model, attnames, indexes) in the order of the model's concrete fields, as ``from_db`` takes them."""
         meta = model._meta
-        attnames = {(meta.pk if name == "pk" else meta.get_field(name)).attname: index
-                    for name, index in zip(names, indexes, strict=True)}  # fmt: skip
+        attnames = {
+            (meta.pk if name == "pk" else meta.get_field(name)).attname: index
+            for name, index in zip(names, indexes, strict=True)
+        }
         ordered = [field.attname for field in meta.concrete_fields if field.attname in attnames]
         return model, ordered, [attnames[attname] for attname in ordered]
 

@@ -91,8 +91,11 @@ class EndpointListView(APIView):
         rows = endpoints.endpoints_of(account_for(request))
         return Response([_endpoint(request, e) for e in rows])
 
-    @extend_schema(summary="Deploy a template as an endpoint (the first key is returned once)",
-                   request=DeploySerializer, responses={201: EndpointSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Deploy a template as an endpoint (the first key is returned once)",
+        request=DeploySerializer,
+        responses={201: EndpointSerializer},
+    )
     def post(self, request):
         data = DeploySerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -167,8 +170,11 @@ class KeyListView(APIView):
     def get(self, request, id):
         return Response(KeySerializer(_get(request, id).keys.all(), many=True).data)
 
-    @extend_schema(summary="Create a key (the plaintext is returned once)", request=KeyCreateSerializer,
-                   responses={201: KeySerializer})  # fmt: skip
+    @extend_schema(
+        summary="Create a key (the plaintext is returned once)",
+        request=KeyCreateSerializer,
+        responses={201: KeySerializer},
+    )
     def post(self, request, id):
         data = KeyCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)

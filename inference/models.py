@@ -21,9 +21,14 @@ class EndpointQuerySet(models.QuerySet):
 
     def with_related(self):
         return self.select_related(
-            "instance__zone", "instance__chip", "instance__spec", "instance__plan", "instance__node",
-            "template__model", "template__variant",
-        )  # fmt: skip
+            "instance__zone",
+            "instance__chip",
+            "instance__spec",
+            "instance__plan",
+            "instance__node",
+            "template__model",
+            "template__variant",
+        )
 
 
 class Endpoint(models.Model):
@@ -66,9 +71,13 @@ class EndpointKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     key_hash = models.CharField(max_length=64, editable=False)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         verbose_name=_("created by"),
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)

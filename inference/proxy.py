@@ -84,21 +84,27 @@ def _admit(request, path: str):
         message = _("Invalid or revoked API key for this endpoint.")
         return openai_error(401, message, type_="invalid_request_error", code="invalid_api_key")
     if path not in PROXIED and path != "models":
-        return openai_error(404, _("Unknown path /v1/%(path)s.") % {"path": path}, type_="invalid_request_error",
-                            code="unknown_url")  # fmt: skip
+        return openai_error(
+            404, _("Unknown path /v1/%(path)s.") % {"path": path}, type_="invalid_request_error", code="unknown_url"
+        )
     endpoint = key.endpoint
     if not endpoints.allow_request(key):
         endpoints.log_request(endpoint, key, path=path, status_code=429, latency_ms=0)
         limit = endpoints.rate_limit_per_minute()
         message = _("Rate limit reached: at most %(n)s requests per minute per key.") % {"n": limit}
-        return openai_error(429, message, type_="rate_limit_error", code="rate_limit_exceeded",
-                            headers={"Retry-After": "60"})  # fmt: skip
+        return openai_error(
+            429, message, type_="rate_limit_error", code="rate_limit_exceeded", headers={"Retry-After": "60"}
+        )
     endpoints.touch(endpoint)
     if path == "models":
         return _models(request, endpoint, key)
     if request.method != "POST":
-        return openai_error(405, _("Use POST for /v1/%(path)s.") % {"path": path}, type_="invalid_request_error",
-                            code="method_not_allowed")  # fmt: skip
+        return openai_error(
+            405,
+            _("Use POST for /v1/%(path)s.") % {"path": path},
+            type_="invalid_request_error",
+            code="method_not_allowed",
+        )
     if endpoint.instance.status != Status.RUNNING:
         return _not_running(endpoint)
     return _call(request, endpoint, key, path)
@@ -122,10 +128,12 @@ def _not_running(endpoint):
         return openai_error(503, message, type_="service_unavailable", code="endpoint_stopped")
     if waking:
         message = _("This endpoint is starting (it scales to zero when idle); try again in a few seconds.")
-        return openai_error(503, message, type_="service_unavailable", code="endpoint_starting",
-                            headers={"Retry-After": "5"})  # fmt: skip
-    return openai_error(503, _("This endpoint is stopping or released."), type_="service_unavailable",
-                        code="endpoint_unavailable")  # fmt: skip
+        return openai_error(
+            503, message, type_="service_unavailable", code="endpoint_starting", headers={"Retry-After": "5"}
+        )
+    return openai_error(
+        503, _("This endpoint is stopping or released."), type_="service_unavailable", code="endpoint_unavailable"
+    )
 
 
 def _call(request, endpoint, key, path):
@@ -134,8 +142,9 @@ def _call(request, endpoint, key, path):
     except InvalidJsonBody as exc:
         return openai_error(400, exc.message, type_="invalid_request_error", code="invalid_json")
     if not isinstance(body, dict):
-        return openai_error(400, _("The request body must be a JSON object."), type_="invalid_request_error",
-                            code="invalid_json")  # fmt: skip
+        return openai_error(
+            400, _("The request body must be a JSON object."), type_="invalid_request_error", code="invalid_json"
+        )
     stream = bool(body.get("stream"))
     started = time.monotonic()
     if endpoints.is_simulated(endpoint):
@@ -162,8 +171,9 @@ async def _proxy(request, call: _Call):
     except httpx.HTTPError:
         await client.aclose()
         await _log(call, status_code=502, stream=call.stream)
-        message = _("The endpoint's model server is not answering; nothing was charged for this request. "
-                    "Try again shortly.")  # fmt: skip
+        message = _(
+            "The endpoint's model server is not answering; nothing was charged for this request. Try again shortly."
+        )
         return openai_error(502, message, type_="upstream_error", code="upstream_unavailable")
     if streams:
         content_type = upstream.headers.get("Content-Type", "text/event-stream")
@@ -196,8 +206,7 @@ async def _log(call: _Call, **fields) -> None:
 def _answer_simulated(endpoint, key, path, body, started):
     answer = simulated_answer(path, body)
     if isinstance(answer, dict):
-        endpoints.log_request(endpoint, key, path=path, status_code=200, latency_ms=_ms(started),
-                              usage=answer["usage"])  # fmt: skip
+        endpoints.log_request(endpoint, key, path=path, status_code=200, latency_ms=_ms(started), usage=answer["usage"])
         return JsonResponse(answer)
     return _stream(_replayed(answer), "text/event-stream", endpoint, key, path, started)
 

@@ -144,9 +144,11 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
                 Instance.objects.filter(pk=instance.pk).update(kind=Instance.Kind.ENDPOINT)
                 instance.kind = Instance.Kind.ENDPOINT
                 return Endpoint.objects.create(
-                    instance=instance, template=template, served_model=template.served_name,
+                    instance=instance,
+                    template=template,
+                    served_model=template.served_name,
                     idle_stop_minutes=request.idle_stop_minutes,
-                )  # fmt: skip
+                )
         except ServiceError as exc:
             if exc.status != 503 or len(chips) == 1:
                 raise
@@ -187,8 +189,10 @@ def create_key(endpoint: Endpoint, *, name: str = "", by=None) -> IssuedKey:
         lambda prefix, digest: EndpointKey.objects.create(
             endpoint=endpoint, name=name, prefix=prefix, key_hash=digest, created_by=by
         ),
-        prefix=KEY_PREFIX, hex_bytes=5, separator=".",
-    )  # fmt: skip
+        prefix=KEY_PREFIX,
+        hex_bytes=5,
+        separator=".",
+    )
     if issued is not None:
         return IssuedKey(key=issued[0], plaintext=issued[1])
     raise ServiceError(_("Could not issue a key, please try again."), code="key_collision")
@@ -304,10 +308,16 @@ def log_request(endpoint: Endpoint, key, *, path, status_code, latency_ms, usage
     owner controls: token counts that are not whole numbers in range count as 0."""
     usage = usage if isinstance(usage, dict) else {}
     return EndpointRequest.objects.create(
-        endpoint=endpoint, key=key, at=at or timezone.now(), path=path[:64], status_code=status_code,
-        latency_ms=max(int(latency_ms), 0), prompt_tokens=_tokens(usage.get("prompt_tokens")),
-        completion_tokens=_tokens(usage.get("completion_tokens")), stream=stream,
-    )  # fmt: skip
+        endpoint=endpoint,
+        key=key,
+        at=at or timezone.now(),
+        path=path[:64],
+        status_code=status_code,
+        latency_ms=max(int(latency_ms), 0),
+        prompt_tokens=_tokens(usage.get("prompt_tokens")),
+        completion_tokens=_tokens(usage.get("completion_tokens")),
+        stream=stream,
+    )
 
 
 MAX_TOKENS_LOGGED = 2**31 - 1

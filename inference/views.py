@@ -62,11 +62,13 @@ def deploy(request, slug):
             endpoint = endpoints.deploy(
                 account,
                 endpoints.DeployRequest(
-                    template=slug, chip=request.POST.get("chip", ""), name=request.POST.get("name", ""),
+                    template=slug,
+                    chip=request.POST.get("chip", ""),
+                    name=request.POST.get("name", ""),
                     idle_stop_minutes=_idle_minutes(request.POST.get("idle_stop_minutes")),
                 ),
                 by=request.user,
-            )  # fmt: skip
+            )
         except ServiceError as exc:
             error, status = str(exc.message), 400 if exc.status < 500 else exc.status
             verify_first = exc.code == "real_name_required"

@@ -51,8 +51,13 @@ class NodeAdmin(admin.ModelAdmin):
 
         for node in queryset.select_related("zone").filter(drained=not drained):
             try:
-                ops_services.set_drained(Actor.from_request(request), zone_slug=node.zone.slug, name=node.name,
-                                         drained=drained, reason="admin")  # fmt: skip
+                ops_services.set_drained(
+                    Actor.from_request(request),
+                    zone_slug=node.zone.slug,
+                    name=node.name,
+                    drained=drained,
+                    reason="admin",
+                )
             except ServiceError as exc:
                 self.message_user(request, f"{node.name}: {exc.message}", messages.WARNING)
 
@@ -113,8 +118,13 @@ class InstanceAdmin(admin.ModelAdmin):
         from console.ops.audit import Actor
 
         actor = Actor.from_request(request)
-        self._each(request, queryset, lambda instance: ops_services.force_stop(
-            actor, instance_id=instance.public_id, reason=str(_("Force-stopped from the admin"))))  # fmt: skip
+        self._each(
+            request,
+            queryset,
+            lambda instance: ops_services.force_stop(
+                actor, instance_id=instance.public_id, reason=str(_("Force-stopped from the admin"))
+            ),
+        )
 
     @admin.action(description=_("Release (deletes the system disk)"))
     def force_release(self, request, queryset):

@@ -70,9 +70,14 @@ def _member_id(instance):
 
 def open_usage(instance, quote, started_at: datetime):
     return metering.open_usage(
-        user=instance.owner, kind=_kind(instance), resource_id=instance.public_id, quote=quote,
-        started_at=started_at, label=instance.name, member_id=_member_id(instance),
-    )  # fmt: skip
+        user=instance.owner,
+        kind=_kind(instance),
+        resource_id=instance.public_id,
+        quote=quote,
+        started_at=started_at,
+        label=instance.name,
+        member_id=_member_id(instance),
+    )
 
 
 def close_usage(resource_id: uuid.UUID, ended_at: datetime):
@@ -81,10 +86,13 @@ def close_usage(resource_id: uuid.UUID, ended_at: datetime):
 
 def charge_upfront(instance, quote, term_key: str):
     return wallet.charge_upfront(
-        user=instance.owner, quote=quote, resource_id=instance.public_id,
-        idempotency_key=f"instance:{instance.public_id}:term:{term_key}", kind=_kind(instance),
+        user=instance.owner,
+        quote=quote,
+        resource_id=instance.public_id,
+        idempotency_key=f"instance:{instance.public_id}:term:{term_key}",
+        kind=_kind(instance),
         member_id=_member_id(instance),
-    )  # fmt: skip
+    )
 
 
 def notify(instance, kind: str, **params):

@@ -94,34 +94,84 @@ def cost_per_10m_images(price: Quote | None, images_per_s) -> Decimal | None:
 
 def _charts() -> list[Chart]:
     return [
-        Chart("tflops", _("Theoretical vs measured TFLOPS"), "TFLOPS",
-              [_("Theoretical BF16"), _("Measured BF16"), _("Theoretical FP16"), _("Measured FP16"),
-               _("Measured / theoretical (BF16)")],
-              datasets=[(_("Theoretical BF16"), 0), (_("Measured BF16"), 1)],
-              note=_("Measured in LLaMA-7B training.")),
-        Chart("bandwidth", _("Memory bandwidth"), "TB/s",
-              [_("Memory (GB)"), _("Memory type"), _("Bandwidth (TB/s)")], datasets=[(_("Bandwidth (TB/s)"), 2)]),
-        Chart("interconnect", _("Interconnect"), "GB/s",
-              [_("Interconnect"), _("Per-card bandwidth (GB/s)")], datasets=[(_("Per-card bandwidth (GB/s)"), 1)]),
-        Chart("scaling", _("Scaling efficiency"), "%", [_("Published figures")], note=_(
-            "Linear scaling efficiency = cluster throughput ÷ (one card's throughput × cards).")),
-        Chart("mfu", _("Model FLOPs utilisation (MFU)"), "%", [_("MFU, LLaMA3-70B training")],
-              datasets=[(_("MFU, LLaMA3-70B training"), 0)]),
-        Chart("price", _("Price per card-hour"), "CNY",
-              [_("List price"), _("Pay-as-you-go after subsidy"), _("Spot after subsidy")],
-              datasets=[(_("List price"), 0), (_("Pay-as-you-go after subsidy"), 1)]),
-        Chart("tokens", _("Cost per 100 M tokens (GLM-70B training)"), "CNY",
-              [_("Tokens/s"), _("Price per card-hour"), _("Cost per 100 M tokens")],
-              datasets=[(_("Cost per 100 M tokens"), 2)],
-              note=_("From the published GLM-70B throughput (DP=128, TP=8), taken per card, at the "
-                     "pay-as-you-go price after subsidy.")),
-        Chart("images", _("Cost per 10 M images (ResNet-50 inference, batch 128)"), "CNY",
-              [_("Precision"), _("Images/s"), _("Latency (ms)"), _("Demo price per hour (as published)"),
-               _("Cost per 10 M images")],
-              datasets=[(_("Cost per 10 M images"), 4)],
-              note=_("At today's pay-as-you-go price per card-hour after subsidy; the article's demo instance "
-                     "prices are shown for reference.")),
-    ]  # fmt: skip
+        Chart(
+            "tflops",
+            _("Theoretical vs measured TFLOPS"),
+            "TFLOPS",
+            [
+                _("Theoretical BF16"),
+                _("Measured BF16"),
+                _("Theoretical FP16"),
+                _("Measured FP16"),
+                _("Measured / theoretical (BF16)"),
+            ],
+            datasets=[(_("Theoretical BF16"), 0), (_("Measured BF16"), 1)],
+            note=_("Measured in LLaMA-7B training."),
+        ),
+        Chart(
+            "bandwidth",
+            _("Memory bandwidth"),
+            "TB/s",
+            [_("Memory (GB)"), _("Memory type"), _("Bandwidth (TB/s)")],
+            datasets=[(_("Bandwidth (TB/s)"), 2)],
+        ),
+        Chart(
+            "interconnect",
+            _("Interconnect"),
+            "GB/s",
+            [_("Interconnect"), _("Per-card bandwidth (GB/s)")],
+            datasets=[(_("Per-card bandwidth (GB/s)"), 1)],
+        ),
+        Chart(
+            "scaling",
+            _("Scaling efficiency"),
+            "%",
+            [_("Published figures")],
+            note=_("Linear scaling efficiency = cluster throughput ÷ (one card's throughput × cards)."),
+        ),
+        Chart(
+            "mfu",
+            _("Model FLOPs utilisation (MFU)"),
+            "%",
+            [_("MFU, LLaMA3-70B training")],
+            datasets=[(_("MFU, LLaMA3-70B training"), 0)],
+        ),
+        Chart(
+            "price",
+            _("Price per card-hour"),
+            "CNY",
+            [_("List price"), _("Pay-as-you-go after subsidy"), _("Spot after subsidy")],
+            datasets=[(_("List price"), 0), (_("Pay-as-you-go after subsidy"), 1)],
+        ),
+        Chart(
+            "tokens",
+            _("Cost per 100 M tokens (GLM-70B training)"),
+            "CNY",
+            [_("Tokens/s"), _("Price per card-hour"), _("Cost per 100 M tokens")],
+            datasets=[(_("Cost per 100 M tokens"), 2)],
+            note=_(
+                "From the published GLM-70B throughput (DP=128, TP=8), taken per card, at the "
+                "pay-as-you-go price after subsidy."
+            ),
+        ),
+        Chart(
+            "images",
+            _("Cost per 10 M images (ResNet-50 inference, batch 128)"),
+            "CNY",
+            [
+                _("Precision"),
+                _("Images/s"),
+                _("Latency (ms)"),
+                _("Demo price per hour (as published)"),
+                _("Cost per 10 M images"),
+            ],
+            datasets=[(_("Cost per 10 M images"), 4)],
+            note=_(
+                "At today's pay-as-you-go price per card-hour after subsidy; the article's demo instance "
+                "prices are shown for reference."
+            ),
+        ),
+    ]
 
 
 def _scaling_values(chip) -> tuple[list[str | None], list[Decimal | None]]:
@@ -141,10 +191,15 @@ def comparison(chips, book: PriceBook) -> list[Chart]:
         ratio = chip.measured_ratio_bf16
         charts["tflops"].add(
             label,
-            [_num(chip.tflops_bf16), _num(chip.measured_tflops_bf16), _num(chip.tflops_fp16),
-             _num(chip.measured_tflops_fp16), _pct(ratio)],
+            [
+                _num(chip.tflops_bf16),
+                _num(chip.measured_tflops_bf16),
+                _num(chip.tflops_fp16),
+                _num(chip.measured_tflops_fp16),
+                _pct(ratio),
+            ],
             [chip.tflops_bf16, chip.measured_tflops_bf16, None, None, None],
-        )  # fmt: skip
+        )
         charts["bandwidth"].add(
             label,
             [_num(chip.memory_gb), chip.memory_type or None, _num(chip.memory_bandwidth_tbs)],
@@ -169,19 +224,28 @@ def _add_prices(charts: dict[str, Chart], chip, label: str, hourly: Quote, spot:
     list_price, payable = to_cents(hourly.list_per_card_hour), to_cents(hourly.payable_per_card_hour)
     charts["price"].add(
         label,
-        [_rate(hourly.list_per_card_hour), _rate(hourly.payable_per_card_hour),
-         _rate(spot.payable_per_card_hour if spot else None)],
+        [
+            _rate(hourly.list_per_card_hour),
+            _rate(hourly.payable_per_card_hour),
+            _rate(spot.payable_per_card_hour if spot else None),
+        ],
         [list_price, payable, None],
-    )  # fmt: skip
+    )
     tokens = cost_per_100m_tokens(hourly, chip.glm70b_tokens_per_s)
     charts["tokens"].add(
-        label, [_num(chip.glm70b_tokens_per_s), _rate(hourly.payable_per_card_hour), _money(tokens)],
+        label,
+        [_num(chip.glm70b_tokens_per_s), _rate(hourly.payable_per_card_hour), _money(tokens)],
         [None, None, tokens],
-    )  # fmt: skip
+    )
     images = cost_per_10m_images(hourly, chip.resnet50_images_per_s)
     charts["images"].add(
         label,
-        [chip.resnet50_precision.upper() or None, _num(chip.resnet50_images_per_s),
-         _num(chip.resnet50_latency_ms), _rate(chip.resnet50_demo_price_per_hour), _money(images)],
+        [
+            chip.resnet50_precision.upper() or None,
+            _num(chip.resnet50_images_per_s),
+            _num(chip.resnet50_latency_ms),
+            _rate(chip.resnet50_demo_price_per_hour),
+            _money(images),
+        ],
         [None, None, None, None, images],
-    )  # fmt: skip
+    )

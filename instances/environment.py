@@ -143,6 +143,10 @@ def _note_missing(instance: Instance, missing: list[str]) -> None:
     if last is not None and last.reason == Reason.SECRET_MISSING and last.detail == detail:
         return  # a retried submission of the same boot: said once
     InstanceEvent.objects.create(
-        instance=instance, old=instance.status, new=instance.status, reason=Reason.SECRET_MISSING, detail=detail,
+        instance=instance,
+        old=instance.status,
+        new=instance.status,
+        reason=Reason.SECRET_MISSING,
+        detail=detail,
         at=timezone.now(),
-    )  # fmt: skip
+    )

@@ -18,12 +18,24 @@ MAX_VALUE_BYTES = 4096
 # Set by the platform (the sandbox, the Slurm agent, the login shell) for every machine.
 RESERVED_NAMES = frozenset(
     {
-        "HOME", "PATH", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME",
+        "HOME",
+        "PATH",
+        "PWD",
+        "OLDPWD",
+        "SHELL",
+        "USER",
+        "LOGNAME",
+        "HOSTNAME",
         # Which cards the workload sees: the platform sets them to the instance's own cards.
-        "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "MLU_VISIBLE_DEVICES",
-        "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+        "CUDA_VISIBLE_DEVICES",
+        "ASCEND_RT_VISIBLE_DEVICES",
+        "ASCEND_VISIBLE_DEVICES",
+        "MLU_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL",
     }
-)  # fmt: skip
+)
 RESERVED_PREFIXES = ("GPUCLOUD_", "JUPYTER_", "SLURM_")
 
 

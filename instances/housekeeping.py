@@ -62,7 +62,9 @@ def _auto_shutdown() -> int:
         points = _backend(instance).metrics(instance, minutes=minutes)
         if len(points) >= minutes and all(p.card_utilisation < instance.idle_threshold_percent for p in points):
             detail = _("below %(pct)s%% for %(minutes)s minutes") % {
-                "pct": instance.idle_threshold_percent, "minutes": minutes}  # fmt: skip
+                "pct": instance.idle_threshold_percent,
+                "minutes": minutes,
+            }
             done += _quietly(stop, instance, reason=Reason.AUTO_SHUTDOWN_IDLE, detail=detail)
     return done
 

@@ -126,8 +126,9 @@ def _candidates(request: LaunchRequest, user, book) -> list[Candidate]:
         zones = [zone] if zone else [o.zone for o in offers.get(chip.pk, [])]
         for where in zones:
             try:
-                q = quote(chip=chip, cards=cards, zone=where, plan=request.plan, spot=request.spot, user=user,
-                          book=book)  # fmt: skip
+                q = quote(
+                    chip=chip, cards=cards, zone=where, plan=request.plan, spot=request.spot, user=user, book=book
+                )
             except ServiceError as exc:
                 problem = exc
                 continue
@@ -234,19 +235,40 @@ def _create(
         backend_name = node.backend_name if node else _zone_backend(candidate.zone)
         _check_secrets_kept_apart(backend_name, candidate.zone, boot)
         instance = Instance.objects.create(
-            owner=user, launched_by=by, name=name, zone=candidate.zone, chip=candidate.chip, spec=candidate.spec,
-            cards=candidate.spec.cards, node=node, reserved_cards=candidate.spec.cards if node else 0, plan=plan,
-            reserved_cpu_millis=demand.cpu_millis if node else 0, reserved_memory_mb=demand.memory_mb if node else 0,
-            spot=request.spot, term_end_action=request.term_end_action, image=image,
+            owner=user,
+            launched_by=by,
+            name=name,
+            zone=candidate.zone,
+            chip=candidate.chip,
+            spec=candidate.spec,
+            cards=candidate.spec.cards,
+            node=node,
+            reserved_cards=candidate.spec.cards if node else 0,
+            plan=plan,
+            reserved_cpu_millis=demand.cpu_millis if node else 0,
+            reserved_memory_mb=demand.memory_mb if node else 0,
+            spot=request.spot,
+            term_end_action=request.term_end_action,
+            image=image,
             backend_name=backend_name,
-            auto_shutdown_at=request.auto_shutdown_at, idle_shutdown_minutes=request.idle_shutdown_minutes,
-            status_reason=Reason.LAUNCHED, wanted=Wanted.RUNNING, price_per_hour=candidate.quote.payable_per_hour,
-            start_command=boot.start_command, env=boot.env, secret_names=list(boot.secret_names),
-        )  # fmt: skip
+            auto_shutdown_at=request.auto_shutdown_at,
+            idle_shutdown_minutes=request.idle_shutdown_minutes,
+            status_reason=Reason.LAUNCHED,
+            wanted=Wanted.RUNNING,
+            price_per_hour=candidate.quote.payable_per_hour,
+            start_command=boot.start_command,
+            env=boot.env,
+            secret_names=list(boot.secret_names),
+        )
         InstanceEvent.objects.create(
-            instance=instance, old="", new=Status.CREATING, reason=Reason.LAUNCHED, at=instance.created_at,
-            detail=node.name if node else "", data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
-        )  # fmt: skip
+            instance=instance,
+            old="",
+            new=Status.CREATING,
+            reason=Reason.LAUNCHED,
+            at=instance.created_at,
+            detail=node.name if node else "",
+            data={"payable_per_hour": str(candidate.quote.payable_per_hour)},
+        )
         if candidate.chip is None:
             nodes = Node.objects.schedulable().filter(zone=candidate.zone, backend_name=backend_name)
             reserve_compute(instance, candidate.spec, nodes)

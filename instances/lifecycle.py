@@ -92,8 +92,9 @@ def instance_quote(instance: Instance, book=None, *, spec: InstanceSpec | None =
     """What running ``instance`` (or it with ``spec``) costs now: one hour, or one prepaid term. The price is
     frozen into the usage session when it starts running."""
     spec = spec or instance.spec
-    return quote(spec=spec, zone=instance.zone, plan=instance.plan.slug, spot=instance.spot, user=instance.owner,
-                 book=book)  # fmt: skip
+    return quote(
+        spec=spec, zone=instance.zone, plan=instance.plan.slug, spot=instance.spot, user=instance.owner, book=book
+    )
 
 
 def stop(instance: Instance, *, reason: str = Reason.STOP_REQUESTED, detail: str = "") -> Instance:
@@ -102,8 +103,15 @@ def stop(instance: Instance, *, reason: str = Reason.STOP_REQUESTED, detail: str
     now = timezone.now()
     was_running = instance.status == Status.RUNNING
     with transaction.atomic():
-        transition(instance, Status.STOPPING, reason=reason, detail=detail, at=now, wanted=Wanted.STOPPED,
-                   stop_requested_at=now)  # fmt: skip
+        transition(
+            instance,
+            Status.STOPPING,
+            reason=reason,
+            detail=detail,
+            at=now,
+            wanted=Wanted.STOPPED,
+            stop_requested_at=now,
+        )
         if was_running:
             billing.close_usage(instance.public_id, ended_at=now)
         _enqueue("stop", instance, Wanted.STOPPED)
@@ -136,16 +144,30 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
             demand = demand_for(instance.backend_name, instance.spec)
             node = _reserve_for_restart(instance, demand)
             if node.pk != instance.node_id:
-                note(instance, Reason.MOVED, detail=_("from %(old)s to %(new)s") % {
-                    "old": instance.node.name if instance.node else "—", "new": node.name})  # fmt: skip
+                note(
+                    instance,
+                    Reason.MOVED,
+                    detail=_("from %(old)s to %(new)s")
+                    % {"old": instance.node.name if instance.node else "—", "new": node.name},
+                )
             hold(instance, node, instance.cards, demand)
             detail = node.name
         else:
             nodes = Node.objects.schedulable().filter(zone=instance.zone, backend_name=instance.backend_name)
             reserve_compute(instance, instance.spec, nodes)
-        transition(instance, Status.STARTING, reason=Reason.START_REQUESTED, detail=detail, wanted=Wanted.RUNNING,
-                   stop_requested_at=None, stopped_at=None, release_at=None, release_reminders_sent=0,
-                   price_per_hour=q.payable_per_hour, launched_by_id=runner)  # fmt: skip
+        transition(
+            instance,
+            Status.STARTING,
+            reason=Reason.START_REQUESTED,
+            detail=detail,
+            wanted=Wanted.RUNNING,
+            stop_requested_at=None,
+            stopped_at=None,
+            release_at=None,
+            release_reminders_sent=0,
+            price_per_hour=q.payable_per_hour,
+            launched_by_id=runner,
+        )
         _enqueue("start", instance, Wanted.RUNNING)
     return instance
 
@@ -159,7 +181,10 @@ def _reserve_for_restart(instance: Instance, demand: Demand) -> Node:
         if shortage is not None:
             raise shortage
         what = _("%(cards)s× %(chip)s in %(zone)s") % {
-            "cards": instance.cards, "chip": instance.chip.label, "zone": instance.zone.label}  # fmt: skip
+            "cards": instance.cards,
+            "chip": instance.chip.label,
+            "zone": instance.zone.label,
+        }
         raise out_of_capacity(what, chips=[instance.chip], cards=instance.cards, no_card_offered=True)
     return node
 
@@ -196,8 +221,17 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
     preemption minute, disks are kept; the owner can relaunch it with one click."""
     at = _not_before_running(instance, at or timezone.now())
     with transaction.atomic():
-        transition(instance, Status.PREEMPTED, reason=Reason.PREEMPTED, detail=detail, at=at, wanted=Wanted.STOPPED,
-                   stop_requested_at=at, stopped_at=at, release_at=at + conf.release_after())  # fmt: skip
+        transition(
+            instance,
+            Status.PREEMPTED,
+            reason=Reason.PREEMPTED,
+            detail=detail,
+            at=at,
+            wanted=Wanted.STOPPED,
+            stop_requested_at=at,
+            stopped_at=at,
+            release_at=at + conf.release_after(),
+        )
         billing.close_usage(instance.public_id, ended_at=at)
         billing.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
         _enqueue("stop", instance, Wanted.STOPPED)
@@ -268,8 +302,16 @@ def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
     was_running = instance.status == Status.RUNNING
     at = _not_before_running(instance, at or timezone.now())
     with transaction.atomic():
-        transition(instance, Status.FAILED, reason=reason, detail=detail, at=at, wanted=Wanted.STOPPED,
-                   stopped_at=at, release_at=at + conf.release_after())  # fmt: skip
+        transition(
+            instance,
+            Status.FAILED,
+            reason=reason,
+            detail=detail,
+            at=at,
+            wanted=Wanted.STOPPED,
+            stopped_at=at,
+            release_at=at + conf.release_after(),
+        )
         if was_running:
             billing.close_usage(instance.public_id, ended_at=at)
         free(instance)
@@ -328,8 +370,16 @@ def _become_running(instance: Instance, status) -> None:
     data = {"payable_per_hour": str(q.payable_per_hour), "plan": q.plan_slug}
     try:
         with transaction.atomic():
-            transition(instance, Status.RUNNING, reason=Reason.HEALTHY, at=now, data=data, running_since=now,
-                       price_per_hour=q.payable_per_hour, access=status.access)  # fmt: skip
+            transition(
+                instance,
+                Status.RUNNING,
+                reason=Reason.HEALTHY,
+                at=now,
+                data=data,
+                running_since=now,
+                price_per_hour=q.payable_per_hour,
+                access=status.access,
+            )
             if instance.plan.is_per_minute:
                 billing.open_usage(instance, q, now)
             elif instance.term_ends_at is None or instance.term_ends_at <= now:
@@ -346,8 +396,13 @@ def _renew_term(instance: Instance, q: Quote, now) -> None:
     billing.charge_upfront(instance, q, term_key=now.strftime("%Y%m%dT%H%M%S"))
     Instance.objects.filter(pk=instance.pk).update(term_ends_at=ends)
     instance.term_ends_at = ends
-    note(instance, Reason.TERM_RENEWED, detail=str(q.payable_total), at=now,
-         data={"payable_total": str(q.payable_total), "ends": ends.isoformat()})  # fmt: skip
+    note(
+        instance,
+        Reason.TERM_RENEWED,
+        detail=str(q.payable_total),
+        at=now,
+        data={"payable_total": str(q.payable_total), "ends": ends.isoformat()},
+    )
 
 
 def _step_running(instance: Instance, status) -> float | None:
@@ -372,8 +427,15 @@ def _step_stopping(instance: Instance, status) -> float | None:
     now = timezone.now()
     with transaction.atomic():
         free(instance)
-        transition(instance, Status.STOPPED, reason=Reason.STOPPED, at=now, stopped_at=now,
-                   release_at=now + conf.release_after(), access={})  # fmt: skip
+        transition(
+            instance,
+            Status.STOPPED,
+            reason=Reason.STOPPED,
+            at=now,
+            stopped_at=now,
+            release_at=now + conf.release_after(),
+            access={},
+        )
     return None
 
 

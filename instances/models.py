@@ -36,14 +36,21 @@ class Instance(ChoiceLabels, models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="instances")
     # Who launched it: the owner, or for a team's instance the member (kept when they leave the team).
     launched_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         verbose_name=_("launched by"),
-    )  # fmt: skip
+    )
     name = models.CharField(_("name"), max_length=64)
     kind = models.CharField(
-        _("kind"), max_length=16, choices=Kind.choices, default=Kind.INSTANCE,
+        _("kind"),
+        max_length=16,
+        choices=Kind.choices,
+        default=Kind.INSTANCE,
         help_text=_("An endpoint serves an inference template (instances.endpoints); metered as its kind."),
-    )  # fmt: skip
+    )
     zone = models.ForeignKey(Zone, on_delete=models.PROTECT, related_name="instances")
     chip = models.ForeignKey(
         Chip, on_delete=models.PROTECT, related_name="instances", null=True, blank=True, help_text=_("Empty: no-card")
@@ -71,9 +78,13 @@ class Instance(ChoiceLabels, models.Model):
     backend_job_id = models.CharField(_("backend job id"), max_length=64, blank=True)
     access = models.JSONField(_("access details"), default=dict, blank=True)
     price_per_hour = models.DecimalField(
-        _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True,
+        _("payable per hour (CNY)"),
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
         help_text=_("The hourly rate of its current run, or of the run it is starting."),
-    )  # fmt: skip
+    )
     # What the machine runs at every boot and with which environment (``instances.environment``). The variables
     # are plain text the owner sees again; ``secret_names`` only names the owner's secrets, whose values are looked
     # up at each boot, so a secret changed since the launch gives its new value and a deleted one is left out.

@@ -37,9 +37,23 @@ PAGE_SIZE = 50
 # What a row of the list shows, read as values (the key of its kept part); the rest of each instance and its
 # catalogue rows is not read (the list of fifty instances built six models of forty columns each, most of its time).
 LIST_FIELDS = (
-    "public_id", "name", "status", "kind", "cards", "spot", "price_per_hour", "created_at", "owner",
-    "chip__slug", "chip__name", "chip__name_zh", "zone__name", "zone__name_zh", "plan__name", "plan__name_zh",
-)  # fmt: skip
+    "public_id",
+    "name",
+    "status",
+    "kind",
+    "cards",
+    "spot",
+    "price_per_hour",
+    "created_at",
+    "owner",
+    "chip__slug",
+    "chip__name",
+    "chip__name_zh",
+    "zone__name",
+    "zone__name_zh",
+    "plan__name",
+    "plan__name_zh",
+)
 SHUTDOWN_FIELDS = ("auto_shutdown_at", "idle_shutdown_minutes")
 
 
@@ -244,11 +258,14 @@ def _operator_context(request, instance) -> dict:
     member = acting(request).membership  # read for this request already: in the team's context, it is this one
     if member is None or member.team.account_id != instance.owner_id:
         member = (
-            Membership.objects.select_related("team").filter(user=request.user, team__account_id=instance.owner_id)
+            Membership.objects.select_related("team")
+            .filter(user=request.user, team__account_id=instance.owner_id)
             .first()
-        )  # fmt: skip
-    return {"team": member.team if member else None,
-            "can_operate": member is not None and roles.can(member.role, roles.OPERATE)}  # fmt: skip
+        )
+    return {
+        "team": member.team if member else None,
+        "can_operate": member is not None and roles.can(member.role, roles.OPERATE),
+    }
 
 
 def _owner(request, instance):

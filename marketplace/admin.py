@@ -24,9 +24,24 @@ class HubItemForm(forms.ModelForm):
     class Meta:
         model = HubItem
         fields = [
-            "repo", "kind", "visibility", "owner", "summary", "summary_zh", "card", "task", "licence", "library_name",
-            "languages", "frameworks", "chips", "tags", "parameters_b", "size_bytes", "rows",
-        ]  # fmt: skip
+            "repo",
+            "kind",
+            "visibility",
+            "owner",
+            "summary",
+            "summary_zh",
+            "card",
+            "task",
+            "licence",
+            "library_name",
+            "languages",
+            "frameworks",
+            "chips",
+            "tags",
+            "parameters_b",
+            "size_bytes",
+            "rows",
+        ]
 
     def clean(self):
         data = super().clean()
@@ -126,10 +141,21 @@ class ImageAdmin(admin.ModelAdmin):
     list_select_related = ["owner"]
     raw_id_fields = ["owner", "cloned_from", "reviewed_by"]
     readonly_fields = [
-        "public_id", "review_state", "review_reason", "reviewed_at", "reviewed_by", "published_at", "status",
-        "status_detail", "usage_count", "rating_count", "rating_average", "source_instance", "created_at",
+        "public_id",
+        "review_state",
+        "review_reason",
+        "reviewed_at",
+        "reviewed_by",
+        "published_at",
+        "status",
+        "status_detail",
+        "usage_count",
+        "rating_count",
+        "rating_average",
+        "source_instance",
+        "created_at",
         "updated_at",
-    ]  # fmt: skip
+    ]
     inlines = [ImageVariantInline, ImageEventInline]
     actions = ["approve_selected"]
 

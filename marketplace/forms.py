@@ -51,5 +51,6 @@ class HubRepoForm(forms.Form):
 
 class HubUploadForm(forms.Form):
     message = forms.CharField(label=_("Commit message"), max_length=500, initial="Upload files")
-    folder = forms.CharField(label=_("Into folder"), max_length=200, required=False,
-                             help_text=_("Empty: the repository's top level."))  # fmt: skip
+    folder = forms.CharField(
+        label=_("Into folder"), max_length=200, required=False, help_text=_("Empty: the repository's top level.")
+    )

@@ -80,9 +80,14 @@ class HubItem(ChoiceLabels, models.Model):
         _("visibility"), max_length=8, choices=HubVisibility.choices, default=HubVisibility.PUBLIC
     )
     head = models.ForeignKey(
-        "HubCommit", on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False,
+        "HubCommit",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
         help_text=_("The default branch's latest commit; empty: the item has no files' bytes (metadata only)."),
-    )  # fmt: skip
+    )
     taken_down_at = models.DateTimeField(_("taken down"), null=True, blank=True, editable=False)
     takedown_reason = models.CharField(_("takedown reason"), max_length=500, blank=True, editable=False)
     mount_count = models.PositiveIntegerField(_("mounts"), default=0)

@@ -182,8 +182,13 @@ def hub_new(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                item = repos.create_repo(request.user, name=data["name"].strip(), private=data["private"],
-                                         organization=data["namespace"].strip(), kind=data["kind"])  # fmt: skip
+                item = repos.create_repo(
+                    request.user,
+                    name=data["name"].strip(),
+                    private=data["private"],
+                    organization=data["namespace"].strip(),
+                    kind=data["kind"],
+                )
             except ServiceError as exc:
                 form.add_error(None, exc.message)
             else:
@@ -235,8 +240,9 @@ def hub_upload(request, org: str, name: str):
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, _("Committed %(count)s files as %(oid)s.") % {"count": len(pairs),
-                                                                                "oid": made.oid[:7]})  # fmt: skip
+        messages.success(
+            request, _("Committed %(count)s files as %(oid)s.") % {"count": len(pairs), "oid": made.oid[:7]}
+        )
     return redirect("marketplace:hub-item", org=item.org, name=item.name)
 
 
@@ -251,8 +257,9 @@ def hub_from_storage(request, org: str, name: str):
         messages.error(request, _("Give the file's path in your cloud storage and a commit message."))
         return redirect("marketplace:hub-item", org=item.org, name=item.name)
     try:
-        made = repos.commit_from_storage(request.user, item, form.cleaned_data["message"], storage_path,
-                                         _clean_folder(form.cleaned_data["folder"]))  # fmt: skip
+        made = repos.commit_from_storage(
+            request.user, item, form.cleaned_data["message"], storage_path, _clean_folder(form.cleaned_data["folder"])
+        )
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
@@ -270,8 +277,12 @@ def hub_card(request, org: str, name: str):
         try:
             repos.commit_card(request.user, item, str(text)[:200_000], request.POST.get("message", "")[:500])
         except (ServiceError, Forbidden) as exc:
-            return render(request, "marketplace/hub/card_edit.html", {"item": item, "card": text,
-                                                                      "error": exc.message}, status=400)  # fmt: skip
+            return render(
+                request,
+                "marketplace/hub/card_edit.html",
+                {"item": item, "card": text, "error": exc.message},
+                status=400,
+            )
         messages.success(request, _("Card saved as a new commit."))
         return redirect("marketplace:hub-item", org=item.org, name=item.name)
     return render(request, "marketplace/hub/card_edit.html", {"item": item, "card": text})

@@ -49,8 +49,11 @@ def charge_day(day: date | None = None, now: datetime | None = None) -> int:
         return 0  # the beat runs hourly: the day's first run booked it, the others stop here
     price = storage_price("storage", now)
     quote_storage("storage", 0, price=price)  # the one pricing rule; validates the row
-    dues = [(row.user_id, day_charge(row.billable_bytes, price.per_gb_day), row.billable_bytes)
-            for row in quota.usage_snapshot() if row.billable_bytes > 0]  # fmt: skip
+    dues = [
+        (row.user_id, day_charge(row.billable_bytes, price.per_gb_day), row.billable_bytes)
+        for row in quota.usage_snapshot()
+        if row.billable_bytes > 0
+    ]
     dues = [d for d in dues if d[1] > ZERO]
     if not dues:
         return 0

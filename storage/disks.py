@@ -142,9 +142,14 @@ def _label(disk: CloudDisk) -> str:
 
 def _open_usage(disk: CloudDisk, price: StorageQuote, started_at, member_id=None) -> None:
     metering.open_usage(
-        user=disk.owner, kind=USAGE_KIND, resource_id=disk.public_id, quote=price, started_at=started_at,
-        label=_label(disk), member_id=member_id,
-    )  # fmt: skip
+        user=disk.owner,
+        kind=USAGE_KIND,
+        resource_id=disk.public_id,
+        quote=price,
+        started_at=started_at,
+        label=_label(disk),
+        member_id=member_id,
+    )
 
 
 def price_of(size_gb: int, zone: Zone | None = None, price=None) -> StorageQuote:
@@ -209,8 +214,15 @@ def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None,
             _require_funds(user, price.payable_per_hour, launching=instance, by=member_id)
             _check_limits(user, adding=1, grow_gb=size)
             disk = CloudDisk.objects.create(owner=user, name=name, size_gb=size, zone=zone)
-            _event(disk, "", DiskStatus.AVAILABLE, DiskReason.CREATED, detail=f"{size} GB", at=now,
-                   data={"per_gb_day": str(price.per_gb_day)})  # fmt: skip
+            _event(
+                disk,
+                "",
+                DiskStatus.AVAILABLE,
+                DiskReason.CREATED,
+                detail=f"{size} GB",
+                at=now,
+                data={"per_gb_day": str(price.per_gb_day)},
+            )
             _open_usage(disk, price, now, member_id=member_id)
             if instance is not None:
                 attach(user, disk.public_id, instance.public_id)
@@ -252,8 +264,15 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         if session is not None:
             metering.close_usage(resource_id=disk.public_id, ended_at=resume_at)
         _open_usage(disk, price, resume_at, member_id=member_id)
-        _event(disk, disk.status, disk.status, DiskReason.GROWN, detail=f"{old_size} GB → {size} GB", at=now,
-               data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)})  # fmt: skip
+        _event(
+            disk,
+            disk.status,
+            disk.status,
+            DiskReason.GROWN,
+            detail=f"{old_size} GB → {size} GB",
+            at=now,
+            data={"from": old_size, "to": size, "per_gb_day": str(price.per_gb_day)},
+        )
         if disk.status == DiskStatus.ATTACHED and disk.instance_id is not None:
             # The machine's file system grows with it (a running one at once; a refusal undoes the grow).
             instance = Instance.objects.get(pk=disk.instance_id)
@@ -342,25 +361,40 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
             # A person's disk and a team's instance (or the other way): whoever pays for the disk must own the
             # machine that reads it, and keep it when they leave the team.
             raise ServiceError(
-                _("Disk “%(disk)s” and instance “%(instance)s” belong to different accounts: a disk attaches only "
-                  "to instances of its own account.") % {"disk": disk.name, "instance": instance.name},
+                _(
+                    "Disk “%(disk)s” and instance “%(instance)s” belong to different accounts: a disk attaches only "
+                    "to instances of its own account."
+                )
+                % {"disk": disk.name, "instance": instance.name},
                 code="other_account",
-            )  # fmt: skip
+            )
         if disk.zone_id != instance.zone_id:
             raise ServiceError(
-                _("Disk “%(disk)s” is in %(disk_zone)s and instance “%(instance)s” in %(zone)s: a disk attaches only "
-                  "to instances of its own zone.")
-                % {"disk": disk.name, "disk_zone": disk.zone.label, "instance": instance.name,
-                   "zone": instance.zone.label},
+                _(
+                    "Disk “%(disk)s” is in %(disk_zone)s and instance “%(instance)s” in %(zone)s: a disk attaches only "
+                    "to instances of its own zone."
+                )
+                % {
+                    "disk": disk.name,
+                    "disk_zone": disk.zone.label,
+                    "instance": instance.name,
+                    "zone": instance.zone.label,
+                },
                 code="other_zone",
-            )  # fmt: skip
+            )
         if disk.instance_id == instance.pk and disk.status == DiskStatus.ATTACHED:
             return disk  # already there: a retried request
         if disk.status != DiskStatus.AVAILABLE:
             raise _in_use(disk)
         _check_instance(instance)
-        _move(disk, DiskStatus.AVAILABLE, DiskStatus.ATTACHING, DiskReason.ATTACH_REQUESTED,
-              detail=instance.name, instance=instance)  # fmt: skip
+        _move(
+            disk,
+            DiskStatus.AVAILABLE,
+            DiskStatus.ATTACHING,
+            DiskReason.ATTACH_REQUESTED,
+            detail=instance.name,
+            instance=instance,
+        )
         backend_call(
             instance,
             lambda backend: backend.attach_disk(instance, str(disk.public_id), disk.size_gb, name=disk.name),
@@ -406,16 +440,24 @@ def _detach_locked(disk: CloudDisk, instance: Instance, at=None) -> None:
     at = at or timezone.now()
     _move(disk, DiskStatus.ATTACHED, DiskStatus.DETACHING, DiskReason.DETACH_REQUESTED, detail=instance.name, at=at)
     backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)), "disk detach")
-    _move(disk, DiskStatus.DETACHING, DiskStatus.AVAILABLE, DiskReason.DETACHED, detail=instance.name, at=at,
-          instance=None)  # fmt: skip
+    _move(
+        disk,
+        DiskStatus.DETACHING,
+        DiskStatus.AVAILABLE,
+        DiskReason.DETACHED,
+        detail=instance.name,
+        at=at,
+        instance=None,
+    )
 
 
 def release_from(instance: Instance) -> int:
     """The instance is being released: give its disks back (detached, data kept). Returns how many."""
     released = 0
     for disk in CloudDisk.objects.select_for_update().filter(instance=instance).order_by("pk"):
-        CloudDisk.objects.filter(pk=disk.pk).update(status=DiskStatus.AVAILABLE, instance=None,
-                                                    updated_at=timezone.now())  # fmt: skip
+        CloudDisk.objects.filter(pk=disk.pk).update(
+            status=DiskStatus.AVAILABLE, instance=None, updated_at=timezone.now()
+        )
         _event(disk, disk.status, DiskStatus.AVAILABLE, DiskReason.INSTANCE_RELEASED, detail=instance.name)
         released += 1
     return released
@@ -546,8 +588,13 @@ def _delete_for_arrears(pk: int, now) -> str:
         if disk.status != DiskStatus.AVAILABLE:
             instance = Instance.objects.select_for_update().get(pk=disk.instance_id)
             if disk.status != DiskStatus.ATTACHED or instance.status in HOT or instance.status not in ATTACHABLE:
-                log.warning("disk %s in arrears past retention is kept: %s on %s (%s)", disk.public_id,
-                            disk.status, instance.public_id, instance.status)  # fmt: skip
+                log.warning(
+                    "disk %s in arrears past retention is kept: %s on %s (%s)",
+                    disk.public_id,
+                    disk.status,
+                    instance.public_id,
+                    instance.status,
+                )
                 return "kept"
             _detach_locked(disk, instance, at=now)
         _delete_locked(disk, DiskReason.ARREARS_EXPIRED, at=now)

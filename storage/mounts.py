@@ -68,8 +68,9 @@ def hub_item(user, repo: str):
     except NotFound as exc:
         raise ServiceError(exc.message, code="unknown_repo") from exc
     if getattr(item, "taken_down_at", None) is not None:  # its owner still sees it, but nothing mounts it
-        raise ServiceError(_("%(repo)s was taken down by the operator and cannot be mounted.") % {"repo": repo},
-                           code="taken_down")  # fmt: skip
+        raise ServiceError(
+            _("%(repo)s was taken down by the operator and cannot be mounted.") % {"repo": repo}, code="taken_down"
+        )
     return item
 
 

@@ -110,8 +110,13 @@ class Usage:
 
 def usage(user) -> Usage:
     elsewhere = elsewhere_bytes(user)
-    return Usage(used=file_bytes(user) + elsewhere, reserved=reserved_bytes(user), free=free_bytes(user),
-                 maximum=max_bytes(), elsewhere=elsewhere)  # fmt: skip
+    return Usage(
+        used=file_bytes(user) + elsewhere,
+        reserved=reserved_bytes(user),
+        free=free_bytes(user),
+        maximum=max_bytes(),
+        elsewhere=elsewhere,
+    )
 
 
 def check(user, length: int, *, upload=None) -> None:
@@ -148,8 +153,10 @@ def usage_snapshot() -> list[UserUsage]:
     free = free_bytes()
     totals: dict[int, int] = {}
     emails: dict[int, str] = {}
-    files, elsewhere = (rows.values("owner_id", "owner__email").annotate(total=Sum("size")).order_by()
-                        for rows in (Entry.objects.files(), StoredElsewhere.objects.all()))  # fmt: skip
+    files, elsewhere = (
+        rows.values("owner_id", "owner__email").annotate(total=Sum("size")).order_by()
+        for rows in (Entry.objects.files(), StoredElsewhere.objects.all())
+    )
     for owner_id, email, total in files.union(elsewhere, all=True).values_list("owner_id", "owner__email", "total"):
         totals[owner_id] = totals.get(owner_id, 0) + (total or 0)
         emails[owner_id] = email

@@ -45,9 +45,13 @@ class Membership(ChoiceLabels, models.Model):
     role = models.CharField(_("role"), max_length=16, choices=Role.choices)
     joined_at = models.DateTimeField(default=timezone.now)
     monthly_budget = models.DecimalField(
-        _("monthly budget (CNY)"), max_digits=12, decimal_places=2, null=True, blank=True,
+        _("monthly budget (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
         help_text=_("What the member may spend of the team's wallet in a calendar month. Empty: no budget."),
-    )  # fmt: skip
+    )
     # The metering period in which the budget stop was last asked (at most one stop and one notice per period).
     budget_stop_period = models.DateTimeField(null=True, blank=True)
     # When the member and the billing people were last told the budget was reached (once a month per budget).

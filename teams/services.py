@@ -349,8 +349,13 @@ def set_budget(member: Membership, user_public_id, value) -> Membership:
         # A new budget is a new limit: a stop already asked this period does not hold the next one back.
         other.budget_stop_period = other.budget_alerted_at = None
         other.save(update_fields=["monthly_budget", "budget_stop_period", "budget_alerted_at"])
-        _log(member.team, member.user, TeamEvent.Action.BUDGET_CHANGED, subject=other.user.email,
-             detail="—" if amount is None else f"¥{amount}")  # fmt: skip
+        _log(
+            member.team,
+            member.user,
+            TeamEvent.Action.BUDGET_CHANGED,
+            subject=other.user.email,
+            detail="—" if amount is None else f"¥{amount}",
+        )
     return other
 
 

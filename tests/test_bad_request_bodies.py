@@ -78,8 +78,9 @@ def test_a_v1_body_over_the_size_limit_is_a_400_in_openai_error_shape(owner, dep
     client = Client(raise_request_exception=False, HTTP_ACCEPT_LANGUAGE="en")
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * (2 * 1024 * 1024)}]})
 
-    response = client.post("/v1/chat/completions", body, content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")  # fmt: skip
+    response = client.post(
+        "/v1/chat/completions", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key.plaintext}"
+    )
 
     assert response.status_code == 400 and response["Content-Type"] == "application/json"
     assert response.json() == {

@@ -27,11 +27,15 @@ def _log_in(page, live_server, user):
     host = live_server.url.split("//", 1)[1].split(":")[0]
     page.context.add_cookies(
         [
-            {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-             "domain": host, "path": "/"},
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "domain": host,
+                "path": "/",
+            },
             {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "domain": host, "path": "/"},
         ]
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture

@@ -17,11 +17,15 @@ def test_a_developer_finds_a_chinese_chat_model_and_likes_it(page, live_server, 
     host = live_server.url.split("//", 1)[1].split(":")[0]
     page.context.add_cookies(
         [
-            {"name": settings.SESSION_COOKIE_NAME, "value": session.cookies[settings.SESSION_COOKIE_NAME].value,
-             "domain": host, "path": "/"},
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": session.cookies[settings.SESSION_COOKIE_NAME].value,
+                "domain": host,
+                "path": "/",
+            },
             {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "domain": host, "path": "/"},
         ]
-    )  # fmt: skip
+    )
 
     # Search in Chinese: results update in place and the URL carries the query
     page.goto(f"{live_server.url}/marketplace/hub/")

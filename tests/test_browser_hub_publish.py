@@ -31,11 +31,15 @@ def test_a_user_publishes_a_repository_from_the_browser_and_finds_it_in_chinese(
     host = live_server.url.split("//", 1)[1].split(":")[0]
     page.context.add_cookies(
         [
-            {"name": settings.SESSION_COOKIE_NAME, "value": session.cookies[settings.SESSION_COOKIE_NAME].value,
-             "domain": host, "path": "/"},
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": session.cookies[settings.SESSION_COOKIE_NAME].value,
+                "domain": host,
+                "path": "/",
+            },
             {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "domain": host, "path": "/"},
         ]
-    )  # fmt: skip
+    )
 
     page.goto(f"{live_server.url}/marketplace/hub/")
     page.locator("#hub-new").click()

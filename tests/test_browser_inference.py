@@ -64,8 +64,9 @@ def test_deploy_a_hub_model_as_an_api_call_it_with_curl_and_see_the_request(
     example = page.locator("#curl-example").inner_text()
     assert "sk-YOUR-KEY" not in example and f"{live_server.url}/v1/chat/completions" in example
 
-    result = subprocess.run(["bash", "-c", example.replace("curl ", "curl -sS ", 1)], capture_output=True, timeout=30,
-                            text=True)  # fmt: skip
+    result = subprocess.run(
+        ["bash", "-c", example.replace("curl ", "curl -sS ", 1)], capture_output=True, timeout=30, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert "simulated model" in result.stdout
 

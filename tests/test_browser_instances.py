@@ -89,10 +89,16 @@ def test_launch_watch_it_run_stop_start_and_release(page, live_server, owner, ca
     instance = Instance.objects.get(name="browser-mlu")
     moves = [(e.old, e.new) for e in instance.events.order_by("at", "id") if e.old != e.new]
     assert moves == [
-        ("", "creating"), ("creating", "starting"), ("starting", "running"), ("running", "stopping"),
-        ("stopping", "stopped"), ("stopped", "starting"), ("starting", "running"), ("running", "releasing"),
+        ("", "creating"),
+        ("creating", "starting"),
+        ("starting", "running"),
+        ("running", "stopping"),
+        ("stopping", "stopped"),
+        ("stopped", "starting"),
+        ("starting", "running"),
+        ("running", "releasing"),
         ("releasing", "released"),
-    ]  # fmt: skip
+    ]
     assert instance.reserved_cards == 0
 
     # The list shows it gone from the live list

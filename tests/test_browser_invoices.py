@@ -40,8 +40,9 @@ def test_a_customer_gets_a_fapiao_for_what_they_paid(page, live_server, cloud_st
     page.wait_for_url("**/billing/topup/sandbox/**")
     page.locator("#sandbox-pay").click()
     page.wait_for_url("**/billing/topup/success/**")
-    wallet.adjust_balance(user=user, amount=Decimal("-20"), reason="usage in this test", staff=None,
-                          idempotency_key="spend")  # fmt: skip
+    wallet.adjust_balance(
+        user=user, amount=Decimal("-20"), reason="usage in this test", staff=None, idempotency_key="spend"
+    )
 
     # Asking for more than was paid is refused with what may be invoiced; then the right amount.
     page.goto(f"{live_server.url}/billing/")

@@ -125,8 +125,11 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
             "echo 你好，机器 > 终端.txt; (nohup python3 -m http.server 8123 >/dev/null 2>&1 &)\n"
         )
         home = sandboxes.home(instance)
-        wait_until(lambda: (home / "终端.txt").exists() and (home / "nproc.txt").exists(), timeout=30,
-                   message="the terminal's files")  # fmt: skip
+        wait_until(
+            lambda: (home / "终端.txt").exists() and (home / "nproc.txt").exists(),
+            timeout=30,
+            message="the terminal's files",
+        )
         assert (home / "终端.txt").read_text(encoding="utf-8") == "你好，机器\n"
         assert int((home / "nproc.txt").read_text()) >= 1
         # The terminal's python3 is the runtime's, with numpy, as the notebook's is.
@@ -159,8 +162,11 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
     expect(page.locator("#metrics-title")).to_contain_text("CPU")
 
     # Back on the instance page: the curve is the real run's, forwarded by the agent; no "simulated" label.
-    wait_until(lambda: TrainingScalar.objects.filter(instance=instance, tag="loss").count() >= 3, timeout=60,
-               message="the quick-start run's scalars")  # fmt: skip
+    wait_until(
+        lambda: TrainingScalar.objects.filter(instance=instance, tag="loss").count() >= 3,
+        timeout=60,
+        message="the quick-start run's scalars",
+    )
     page.reload()
     expect(page.locator("#training-chart")).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"))
     expect(page.locator("#training-title .badge")).to_have_count(0)

@@ -46,8 +46,9 @@ def _sign_up(page, live_server, email):
     page.wait_for_url("**/console/")
 
 
-def test_from_the_marketplace_to_a_running_instance_in_two_clicks(page, live_server, catalog, quick_backend,
-                                                                   worker_process):  # fmt: skip
+def test_from_the_marketplace_to_a_running_instance_in_two_clicks(
+    page, live_server, catalog, quick_backend, worker_process
+):
     worker_process(name="browser")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
 

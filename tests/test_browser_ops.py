@@ -21,8 +21,7 @@ def login(page, live_server, user):
     page.wait_for_url("**/console/")
 
 
-def test_a_finance_user_adjusts_a_balance_and_the_user_sees_it_in_their_transactions(page, live_server,
-                                                                                     finance_user):  # fmt: skip
+def test_a_finance_user_adjusts_a_balance_and_the_user_sees_it_in_their_transactions(page, live_server, finance_user):
     customer = UserFactory(email="customer@example.com")
 
     login(page, live_server, finance_user)
@@ -50,8 +49,13 @@ def test_a_finance_user_adjusts_a_balance_and_the_user_sees_it_in_their_transact
 
 def test_an_ops_user_approves_an_enterprise_verification_and_the_applicant_sees_it(page, live_server, ops_user):
     applicant = UserFactory(email="cto@kunpeng-ai.example")
-    verification.apply(applicant, company_name="Kunpeng AI Ltd", licence_number="91350100M000100Y43",
-                       contact_name="Li Lei", contact_phone="13800138000")  # fmt: skip
+    verification.apply(
+        applicant,
+        company_name="Kunpeng AI Ltd",
+        licence_number="91350100M000100Y43",
+        contact_name="Li Lei",
+        contact_phone="13800138000",
+    )
 
     login(page, live_server, ops_user)
     page.goto(f"{live_server.url}/ops/reviews/")

@@ -30,11 +30,14 @@ def _log_in(context, live_server, user):
     client.force_login(user)
     context.add_cookies(
         [
-            {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-             "url": live_server.url},
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            },
             {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "url": live_server.url},
         ]
-    )  # fmt: skip
+    )
 
 
 def test_an_owner_invites_a_newcomer_who_budgets_and_pays_for_them_on_the_team(

@@ -124,9 +124,13 @@ def _open_sessions(owner, n: int, minutes_ago: int) -> None:
     chip, zone = Chip.objects.get(slug="ascend-910b"), Zone.objects.get(slug="cn-east-xc")
     started = timezone.now() - timedelta(minutes=minutes_ago)
     first = metering.open_usage(
-        user=owner, kind=UsageKind.INSTANCE, resource_id=uuid.uuid4(), quote=quote(chip=chip, cards=1, zone=zone),
-        started_at=started, label="chaos",
-    )  # fmt: skip
+        user=owner,
+        kind=UsageKind.INSTANCE,
+        resource_id=uuid.uuid4(),
+        quote=quote(chip=chip, cards=1, zone=zone),
+        started_at=started,
+        label="chaos",
+    )
     copies = []
     for _ in range(n - 1):
         copy = UsageSession.objects.get(pk=first.pk)

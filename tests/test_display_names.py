@@ -16,8 +16,23 @@ from storage.models import CloudDisk
 
 pytestmark = pytest.mark.django_db
 
-REFUSED = ["\u0000", "\u0007", "\n", "\u001f", "\u007f", "\u0085", "\u009f", "\u202a", "\u202e", "\u2066", "\u2069",
-           "\u200e", "\u200f", "\u061c", "\u2028"]  # fmt: skip
+REFUSED = [
+    "\u0000",
+    "\u0007",
+    "\n",
+    "\u001f",
+    "\u007f",
+    "\u0085",
+    "\u009f",
+    "\u202a",
+    "\u202e",
+    "\u2066",
+    "\u2069",
+    "\u200e",
+    "\u200f",
+    "\u061c",
+    "\u2028",
+]
 
 
 @pytest.mark.parametrize("char", REFUSED)
@@ -68,8 +83,12 @@ def test_a_disk_name_still_cannot_hold_a_slash(owner, catalog):
 def test_an_image_name_with_a_text_direction_character_is_a_400_and_clones_nothing(owner_api, official_images):
     images = Image.objects.count()
 
-    response = owner_api.post("/api/v1/images/vllm-0.6/clone", {"target": "my_images", "name": "vllm\u202egnp.exe"},
-                              format="json", HTTP_ACCEPT_LANGUAGE="en")  # fmt: skip
+    response = owner_api.post(
+        "/api/v1/images/vllm-0.6/clone",
+        {"target": "my_images", "name": "vllm\u202egnp.exe"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="en",
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_name" and "text-direction" in response.json()["message"]
@@ -80,8 +99,9 @@ def test_an_image_name_with_a_text_direction_character_is_a_400_and_clones_nothi
 def test_an_api_token_name_with_a_control_character_is_a_400_and_issues_nothing(owner_api, char):
     tokens = ApiToken.objects.count()
 
-    response = owner_api.post("/api/v1/tokens", {"name": f"ci{char}bot", "scope": "read"}, format="json",
-                              HTTP_ACCEPT_LANGUAGE="en")  # fmt: skip
+    response = owner_api.post(
+        "/api/v1/tokens", {"name": f"ci{char}bot", "scope": "read"}, format="json", HTTP_ACCEPT_LANGUAGE="en"
+    )
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_name" and "text-direction" in response.json()["message"]

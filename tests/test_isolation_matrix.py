@@ -409,10 +409,18 @@ TEAM_ROUTES = sorted(
     if name.startswith(
         ("instances:", "api-instance-", "storage:", "api-disk-", "api-storage-", "endpoints:", "api-endpoint")
     )
-    or name in {"marketplace:image", "marketplace:image-clone", "marketplace:image-publish",
-                "marketplace:save-instance", "api-image", "api-image-clone", "api-image-publish"}
+    or name
+    in {
+        "marketplace:image",
+        "marketplace:image-clone",
+        "marketplace:image-publish",
+        "marketplace:save-instance",
+        "api-image",
+        "api-image-clone",
+        "api-image-publish",
+    }
     if name not in {"instances:secret-replace", "instances:secret-delete"}
-)  # fmt: skip
+)
 
 
 @pytest.fixture

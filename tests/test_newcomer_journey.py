@@ -94,8 +94,16 @@ def test_a_newcomer_goes_from_the_price_list_to_a_statement_that_adds_up(
     page.locator("#topnav.collapse.show").wait_for()
     phone_menu = page.locator("#phone-console-nav")
     hrefs = phone_menu.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
-    for path in ("/console/", "/instances/", "/endpoints/", "/marketplace/inference/", "/marketplace/",
-                 "/marketplace/hub/", "/storage/", "/billing/"):  # fmt: skip
+    for path in (
+        "/console/",
+        "/instances/",
+        "/endpoints/",
+        "/marketplace/inference/",
+        "/marketplace/",
+        "/marketplace/hub/",
+        "/storage/",
+        "/billing/",
+    ):
         assert path in hrefs, path
     shot("phone-menu")
     phone_menu.get_by_role("link", name="实例").click()

@@ -10,8 +10,19 @@ from storage.models import Entry
 
 pytestmark = pytest.mark.django_db
 
-LISTS = ["tokens", "chips", "zones", "specs", "transactions", "topups", "instances", "disks", "storage/entries",
-         "images", "hub"]  # fmt: skip
+LISTS = [
+    "tokens",
+    "chips",
+    "zones",
+    "specs",
+    "transactions",
+    "topups",
+    "instances",
+    "disks",
+    "storage/entries",
+    "images",
+    "hub",
+]
 HUGE = str(10**30)
 QUERIES = [
     f"limit={HUGE}",

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.django_db
 def _content(tables) -> dict:
     """Every row of these models, a foreign key named by the row it points at (its table and place in key order), and
     a moment stamped by the load as "now" — so two loads compare equal whatever keys and clock each got."""
-    places = {model: {pk: i for i, pk in enumerate(model._base_manager.order_by("pk").values_list("pk", flat=True))}
-              for model in tables}  # fmt: skip
+    places = {
+        model: {pk: i for i, pk in enumerate(model._base_manager.order_by("pk").values_list("pk", flat=True))}
+        for model in tables
+    }
     content = {}
     for model in tables:
         rows = []
@@ -48,10 +50,13 @@ def _content(tables) -> dict:
     return content
 
 
-@pytest.mark.parametrize(("name", "real", "replayed"), [
-    ("catalog", _load_catalog, load_catalog),
-    ("hub", hub_seed.load, load_hub),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "real", "replayed"),
+    [
+        ("catalog", _load_catalog, load_catalog),
+        ("hub", hub_seed.load, load_hub),
+    ],
+)
 def test_a_replayed_seed_writes_the_rows_the_loader_writes_and_tells_the_caches(name, real, replayed):
     if name == "hub":
         load_catalog()

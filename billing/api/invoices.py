@@ -21,8 +21,20 @@ class InvoiceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Invoice
-        fields = ["id", "kind", "title", "tax_id", "amount", "status", "number", "reason", "requested_at",
-                  "reviewed_at", "reversal_number", "reversed_at"]  # fmt: skip
+        fields = [
+            "id",
+            "kind",
+            "title",
+            "tax_id",
+            "amount",
+            "status",
+            "number",
+            "reason",
+            "requested_at",
+            "reviewed_at",
+            "reversal_number",
+            "reversed_at",
+        ]
 
 
 class InvoiceRequestSerializer(serializers.Serializer):
@@ -48,11 +60,16 @@ class InvoiceListView(APIView):
     def get(self, request):
         account = _account(request)
         rows = invoices.invoices_of(account)[:100]
-        return Response({"invoiceable": str(invoices.invoiceable(account)),
-                         "results": InvoiceSerializer(rows, many=True).data})  # fmt: skip
+        return Response(
+            {"invoiceable": str(invoices.invoiceable(account)), "results": InvoiceSerializer(rows, many=True).data}
+        )
 
-    @extend_schema(tags=["billing"], request=InvoiceRequestSerializer, responses={201: InvoiceSerializer},
-                   summary="Ask for an invoice (at most what may be invoiced)")  # fmt: skip
+    @extend_schema(
+        tags=["billing"],
+        request=InvoiceRequestSerializer,
+        responses={201: InvoiceSerializer},
+        summary="Ask for an invoice (at most what may be invoiced)",
+    )
     def post(self, request):
         body = InvoiceRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -63,9 +80,11 @@ class InvoiceListView(APIView):
 class InvoicePdfView(APIView):
     team_scoped = True
 
-    @extend_schema(tags=["billing"], responses={(200, "application/pdf"): OpenApiTypes.BINARY},
-                   summary="An issued invoice's PDF")  # fmt: skip
+    @extend_schema(
+        tags=["billing"], responses={(200, "application/pdf"): OpenApiTypes.BINARY}, summary="An issued invoice's PDF"
+    )
     def get(self, request, public_id):
         invoice, handle = invoices.open_pdf(_account(request), public_id)
-        return FileResponse(handle, as_attachment=True, filename=f"fapiao-{invoice.number}.pdf",
-                            content_type="application/pdf")  # fmt: skip
+        return FileResponse(
+            handle, as_attachment=True, filename=f"fapiao-{invoice.number}.pdf", content_type="application/pdf"
+        )

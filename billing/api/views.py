@@ -106,8 +106,12 @@ class VoucherView(APIView):
     def get(self, request):
         return Response({"results": VoucherSerializer(vouchers.vouchers_of(_account(request)), many=True).data})
 
-    @extend_schema(tags=["billing"], request=VoucherRedeemSerializer, responses={201: VoucherSerializer},
-                   summary="Redeem a voucher's code")  # fmt: skip
+    @extend_schema(
+        tags=["billing"],
+        request=VoucherRedeemSerializer,
+        responses={201: VoucherSerializer},
+        summary="Redeem a voucher's code",
+    )
     def post(self, request):
         body = VoucherRedeemSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -41,7 +41,7 @@ def fill(apps, schema_editor):
         rows = (spend.filter(user_id=user).annotate(quarter=quarter)
                 .values("quarter", "member_id", "resource_id", "kind")
                 .annotate(minutes=Sum("minutes"), amount=Sum("user_amount"), subsidy=Sum("subsidy_amount"))
-                .order_by())  # fmt: skip
+                .order_by())
         for row in rows:
             start = datetime.fromtimestamp(int(row["quarter"]) * 900, UTC)
             member = row["member_id"] or 0
@@ -61,7 +61,7 @@ def fill(apps, schema_editor):
             [SpendLine(user_id=user, month=mo, resource_id=r, kind=k, member_id=m, minutes=mi, amount_fen=f,
                        subsidy_fen=sf) for (mo, r, k, m), (mi, f, sf) in lines.items()],
             batch_size=2000,
-        )  # fmt: skip
+        )
 
 
 class Migration(migrations.Migration):

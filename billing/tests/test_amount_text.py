@@ -55,8 +55,7 @@ def test_a_top_up_through_the_api_still_takes_a_json_number_or_a_plain_string(ow
 
 
 @pytest.mark.parametrize("cap", ["５００", "5_00"])
-def test_a_spending_cap_with_a_non_ascii_amount_is_refused_on_the_page_and_the_api(owner_client, owner_api, owner,
-                                                                                   cap):  # fmt: skip
+def test_a_spending_cap_with_a_non_ascii_amount_is_refused_on_the_page_and_the_api(owner_client, owner_api, owner, cap):
     owner_client.cookies["django_language"] = "en"
 
     page = owner_client.post("/billing/spending-cap/", {"spending_cap": cap})
@@ -72,8 +71,10 @@ def test_a_staff_adjustment_with_a_non_ascii_amount_posts_nothing(client, financ
     client.force_login(finance_user)
     client.cookies["django_language"] = "en"
 
-    response = client.post(reverse("ops:adjust-balance", args=[owner.public_id]),
-                           {"amount": amount, "reason": "typo", "idempotency_key": str(uuid.uuid4())})  # fmt: skip
+    response = client.post(
+        reverse("ops:adjust-balance", args=[owner.public_id]),
+        {"amount": amount, "reason": "typo", "idempotency_key": str(uuid.uuid4())},
+    )
 
     assert response.status_code == 400 and MESSAGE in response.content.decode()
     assert not LedgerTransaction.objects.exists()

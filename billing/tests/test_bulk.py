@@ -54,9 +54,17 @@ def test_a_batch_posting_stores_each_field_as_given(owner):
 def test_spend_added_twice_to_the_same_line_is_summed(owner):
     # Given a usage charge for a resource, booked in two batches
     accounts = ledger.user_accounts([owner.pk])[owner.pk]
-    ledger.post(ledger.Posting(kind=TransactionKind.ADJUSTMENT, idempotency_key="bulk:fund", user_id=owner.pk,
-                               entries=((ledger.system_account(AccountKind.ADJUSTMENTS).pk, Decimal("-10")),
-                                        (accounts[AccountKind.USER_CASH].pk, Decimal("10")))))  # fmt: skip
+    ledger.post(
+        ledger.Posting(
+            kind=TransactionKind.ADJUSTMENT,
+            idempotency_key="bulk:fund",
+            user_id=owner.pk,
+            entries=(
+                (ledger.system_account(AccountKind.ADJUSTMENTS).pk, Decimal("-10")),
+                (accounts[AccountKind.USER_CASH].pk, Decimal("10")),
+            ),
+        )
+    )
     revenue = ledger.system_account(AccountKind.REVENUE)
     resource = uuid.uuid4()
     for minute in (1, 2):
@@ -82,8 +90,12 @@ def test_a_batch_with_keys_already_booked_books_only_the_new_ones_and_returns_ev
     cash = accounts[AccountKind.USER_CASH]
 
     def posting(n):
-        return ledger.Posting(kind=TransactionKind.ADJUSTMENT, idempotency_key=f"again:{n}", user_id=owner.pk,
-                              entries=((adjustments.pk, Decimal("-1.50")), (cash.pk, Decimal("1.50"))))  # fmt: skip
+        return ledger.Posting(
+            kind=TransactionKind.ADJUSTMENT,
+            idempotency_key=f"again:{n}",
+            user_id=owner.pk,
+            entries=((adjustments.pk, Decimal("-1.50")), (cash.pk, Decimal("1.50"))),
+        )
 
     first = ledger.post_batch([posting(0), posting(1)])
     # When the same postings come again beside a new one

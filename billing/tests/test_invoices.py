@@ -115,8 +115,9 @@ def test_a_rejected_request_gives_its_amount_back_and_says_why(owner):
     assert invoices.invoiceable(owner) == Decimal("100.00")
     assert "抬头与实名不符" in _browser(owner).get(reverse("billing:invoices")).content.decode()
     with pytest.raises(ServiceError) as again:
-        invoices.issue(Actor(staff), invoice.public_id, number="24110000000012345678",
-                       pdf=SimpleUploadedFile("f.pdf", PDF))  # fmt: skip
+        invoices.issue(
+            Actor(staff), invoice.public_id, number="24110000000012345678", pdf=SimpleUploadedFile("f.pdf", PDF)
+        )
     assert again.value.code == "already_reviewed"
 
 
@@ -186,8 +187,9 @@ def test_money_given_back_before_issuing_is_not_invoiced_and_odd_input_is_refuse
     payments._claw_back(topup, Decimal("100.00"), TransactionKind.REFUND, "refund:test:100", "ch_test")
     finance = UserFactory(email="finance@example.com", is_staff=True)
     with pytest.raises(ServiceError) as refused:
-        invoices.issue(Actor(finance), request.public_id, number="24110000000012345678",
-                       pdf=SimpleUploadedFile("f.pdf", PDF))  # fmt: skip
+        invoices.issue(
+            Actor(finance), request.public_id, number="24110000000012345678", pdf=SimpleUploadedFile("f.pdf", PDF)
+        )
     assert refused.value.code == "over_invoiceable"
     assert Invoice.objects.get(pk=request.pk).status == "requested"
 
@@ -197,8 +199,9 @@ def test_money_given_back_before_issuing_is_not_invoiced_and_odd_input_is_refuse
     assert invoices.invoiceable(finance) == Decimal("30.00")
     own = invoices.request(finance, kind="general", title="Me", amount="30")
     with pytest.raises(ServiceError) as mine:
-        invoices.issue(Actor(finance), own.public_id, number="24110000000099999999",
-                       pdf=SimpleUploadedFile("f.pdf", PDF))  # fmt: skip
+        invoices.issue(
+            Actor(finance), own.public_id, number="24110000000099999999", pdf=SimpleUploadedFile("f.pdf", PDF)
+        )
     assert mine.value.code == "own_invoice"
 
     for amount in ("1E+99", "1e2", "١٠٠", "0.50"):

@@ -99,8 +99,9 @@ def _step(catalog, op, user, n, i, clock):
         if topup is not None:
             fen = int(topup.amount * 100 * n / 100)
             if op == "refund":
-                payments._charge_refunded({"id": f"ch_{i}", "payment_intent": topup.payment_reference,
-                                           "amount_refunded": fen})  # fmt: skip
+                payments._charge_refunded(
+                    {"id": f"ch_{i}", "payment_intent": topup.payment_reference, "amount_refunded": fen}
+                )
             else:
                 payments._dispute_created({"id": f"dp_{i}", "payment_intent": topup.payment_reference, "amount": fen})
     elif op == "adjust" and n:
@@ -111,10 +112,14 @@ def _step(catalog, op, user, n, i, clock):
         # Odd amounts cover only the MLU370 ("run"), even ones only daily plans of ¥20 or more ("plan").
         chips = [catalog["mlu370-x8"]] if n % 2 else []
         batch = vouchers.create_batch(
-            name=f"v{i}", amount=Decimal(n) / 100, expires_at=datetime.now(ZoneInfo("UTC")) + timedelta(days=30),
-            quantity=1, chips=chips, plans=[] if n % 2 else Plan.objects.filter(slug="daily"),
+            name=f"v{i}",
+            amount=Decimal(n) / 100,
+            expires_at=datetime.now(ZoneInfo("UTC")) + timedelta(days=30),
+            quantity=1,
+            chips=chips,
+            plans=[] if n % 2 else Plan.objects.filter(slug="daily"),
             min_spend=Decimal("0") if n % 2 else Decimal("20"),
-        )  # fmt: skip
+        )
         vouchers.redeem(user, batch.codes.get().code, by=user)
     elif op == "voucher-expire":
         vouchers.expire_vouchers(datetime.now(ZoneInfo("UTC")) + timedelta(days=40))

@@ -277,14 +277,25 @@ def test_a_wallet_lowered_between_postings_by_anything_but_metering_is_stopped_a
     # Something else takes all but 30 fen (under four minutes of spend) before the session's next posting is due.
     with django_capture_on_commit_callbacks(execute=True):
         if debit == "staff":
-            wallet.adjust_balance(user=owner, amount=Decimal("0.30") - wallet.compute_balance(owner), reason="test",
-                                  staff=None, idempotency_key="debit")  # fmt: skip
+            wallet.adjust_balance(
+                user=owner,
+                amount=Decimal("0.30") - wallet.compute_balance(owner),
+                reason="test",
+                staff=None,
+                idempotency_key="debit",
+            )
         else:
             cash = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_CASH]
             revenue = ledger.system_account(AccountKind.REVENUE)
             amount = wallet.compute_balance(owner) - Decimal("0.30")
-            ledger.post(ledger.Posting(kind=TransactionKind.STORAGE, idempotency_key="storage-day", user_id=owner.pk,
-                                       entries=((cash.pk, -amount), (revenue.pk, amount))))  # fmt: skip
+            ledger.post(
+                ledger.Posting(
+                    kind=TransactionKind.STORAGE,
+                    idempotency_key="storage-day",
+                    user_id=owner.pk,
+                    entries=((cash.pk, -amount), (revenue.pk, amount)),
+                )
+            )
     minute = 0
     while not arrears_calls and minute < 10:
         minute += 1

@@ -55,8 +55,10 @@ def test_a_price_added_in_the_back_office_shows_on_the_page_and_in_quotes_at_onc
     assert quote(chip=a100).list_per_card_hour == Decimal("4.800000")
 
     now = timezone.now().replace(second=0, microsecond=0)
-    response = _staff(finance_user).post(reverse("ops:prices"), {
-        "chip": "a100-80g", "per_hour": "5.55", "effective_from": _minute(now), "note": "Supply shortage"})  # fmt: skip
+    response = _staff(finance_user).post(
+        reverse("ops:prices"),
+        {"chip": "a100-80g", "per_hour": "5.55", "effective_from": _minute(now), "note": "Supply shortage"},
+    )
 
     assert response.status_code == 302
     assert "¥5.55" in _pricing(client)
@@ -67,8 +69,9 @@ def test_a_price_set_for_later_takes_effect_at_its_moment_with_no_write_then(cli
     a100 = catalog["a100-80g"]
     with time_machine.travel(timezone.now().replace(second=0, microsecond=0), tick=False) as clock:
         change = timezone.now() + timedelta(hours=1)
-        response = _staff(finance_user).post(reverse("ops:prices"), {
-            "chip": "a100-80g", "per_hour": "5.55", "effective_from": _minute(change)})  # fmt: skip
+        response = _staff(finance_user).post(
+            reverse("ops:prices"), {"chip": "a100-80g", "per_hour": "5.55", "effective_from": _minute(change)}
+        )
         assert response.status_code == 302
         _warm(client, "¥4.80")
         clock.shift(timedelta(minutes=59, seconds=59))
@@ -118,13 +121,25 @@ def test_a_programmes_rate_and_chips_changed_in_the_admin_apply_at_once(client, 
     programme = SubsidyProgramme.objects.get(slug="xinchuang-2026")
     starts = timezone.localtime(programme.starts_at)
 
-    response = _staff(superuser).post(reverse("admin:billing_subsidyprogramme_change", args=[programme.pk]), {
-        "slug": programme.slug, "name": programme.name, "name_zh": programme.name_zh, "rate": "0.20",
-        "chips": [mlu.pk, catalog["dcu-z100"].pk], "zones": list(programme.zones.values_list("pk", flat=True)),
-        "starts_at_0": starts.strftime("%Y-%m-%d"), "starts_at_1": starts.strftime("%H:%M:%S"),
-        "ends_at_0": "", "ends_at_1": "", "budget": programme.budget,
-        "monthly_cap_per_user": programme.monthly_cap_per_user, "eligibility": programme.eligibility,
-        "active": "on"})  # fmt: skip
+    response = _staff(superuser).post(
+        reverse("admin:billing_subsidyprogramme_change", args=[programme.pk]),
+        {
+            "slug": programme.slug,
+            "name": programme.name,
+            "name_zh": programme.name_zh,
+            "rate": "0.20",
+            "chips": [mlu.pk, catalog["dcu-z100"].pk],
+            "zones": list(programme.zones.values_list("pk", flat=True)),
+            "starts_at_0": starts.strftime("%Y-%m-%d"),
+            "starts_at_1": starts.strftime("%H:%M:%S"),
+            "ends_at_0": "",
+            "ends_at_1": "",
+            "budget": programme.budget,
+            "monthly_cap_per_user": programme.monthly_cap_per_user,
+            "eligibility": programme.eligibility,
+            "active": "on",
+        },
+    )
 
     assert response.status_code == 302, response.content.decode()[:2000]
     html = _pricing(client)
@@ -153,8 +168,16 @@ def test_a_plan_changed_in_the_admin_applies_at_once(client, superuser, catalog)
     a100 = catalog["a100-80g"]
     _warm(client, "¥103.68")  # a day of one A100 on the daily plan: 4.80 × 24 × 0.9
     daily = Plan.objects.get(slug="daily")
-    fields = {"slug": daily.slug, "name": daily.name, "name_zh": daily.name_zh, "factor": "0.8", "spot_factor": "",
-              "period_minutes": daily.period_minutes, "active": "on", "sort_order": daily.sort_order}  # fmt: skip
+    fields = {
+        "slug": daily.slug,
+        "name": daily.name,
+        "name_zh": daily.name_zh,
+        "factor": "0.8",
+        "spot_factor": "",
+        "period_minutes": daily.period_minutes,
+        "active": "on",
+        "sort_order": daily.sort_order,
+    }
     staff = _staff(superuser)
 
     response = staff.post(reverse("admin:billing_plan_change", args=[daily.pk]), fields)
@@ -212,10 +235,19 @@ def test_a_programme_set_for_later_runs_exactly_between_its_start_and_end(client
     dcu = catalog["dcu-z100"]
     with time_machine.travel(timezone.now().replace(second=0, microsecond=0), tick=False) as clock:
         starts = timezone.now() + timedelta(hours=1)
-        response = _staff(finance_user).post(reverse("ops:subsidies"), {
-            "slug": "dcu-launch", "name": "DCU launch offer", "rate": "0.5", "chips": [dcu.pk],
-            "starts_at": _minute(starts), "ends_at": _minute(starts + timedelta(hours=1)), "eligibility": "everyone",
-            "reason": "Launch"})  # fmt: skip
+        response = _staff(finance_user).post(
+            reverse("ops:subsidies"),
+            {
+                "slug": "dcu-launch",
+                "name": "DCU launch offer",
+                "rate": "0.5",
+                "chips": [dcu.pk],
+                "starts_at": _minute(starts),
+                "ends_at": _minute(starts + timedelta(hours=1)),
+                "eligibility": "everyone",
+                "reason": "Launch",
+            },
+        )
         assert response.status_code == 302
         assert quote(chip=dcu).programme.slug == "xinchuang-2026"
 

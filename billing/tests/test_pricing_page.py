@@ -109,8 +109,9 @@ def _add_chips(n):
         Node.objects.create(zone=zone, chip=chip, name=f"extra-{i}", cards=8)
         Price.objects.create(chip=chip, per_hour=Decimal("2.5"), effective_from=timezone.now())
         for cards in (1, 2, 4, 8):
-            InstanceSpec.objects.create(slug=f"extra-{i}-x{cards}", chip=chip, cards=cards, vcpus=8, memory_gb=8,
-                                        system_disk_gb=50)  # fmt: skip
+            InstanceSpec.objects.create(
+                slug=f"extra-{i}-x{cards}", chip=chip, cards=cards, vcpus=8, memory_gb=8, system_disk_gb=50
+            )
 
 
 def _count(client, url):

@@ -74,8 +74,13 @@ def test_the_one_read_counts_a_month_longer_than_the_chart(catalog, owner, fund)
     fund(owner, Decimal("100"))
     first_of_may = datetime(2026, 5, 1, 10, 0, tzinfo=SHANGHAI)
     resource = uuid.uuid4()
-    open_usage(user=owner, kind="instance", resource_id=resource, quote=quote(chip=catalog["a100-80g"], cards=1,
-               at=first_of_may), started_at=first_of_may)  # fmt: skip
+    open_usage(
+        user=owner,
+        kind="instance",
+        resource_id=resource,
+        quote=quote(chip=catalog["a100-80g"], cards=1, at=first_of_may),
+        started_at=first_of_may,
+    )
     with time_machine.travel(first_of_may + timedelta(minutes=30), tick=False):
         close_usage(resource_id=resource, ended_at=first_of_may + timedelta(minutes=30))
     spent = spend.month_spent(owner, date(2026, 5, 1))
@@ -123,8 +128,9 @@ def test_a_deleted_members_lines_join_the_unnamed_ones_as_in_the_ledger(owner, s
     resource, month = uuid.uuid4(), date(2026, 3, 1)
     gone = stranger.pk + 1000  # a member whose account no longer exists
     for member, fen in ((0, -300), (gone, -200), (stranger.pk, -100)):
-        SpendLine.objects.create(user=owner, month=month, resource_id=resource, kind="usage", member_id=member,
-                                 minutes=3, amount_fen=fen)  # fmt: skip
+        SpendLine.objects.create(
+            user=owner, month=month, resource_id=resource, kind="usage", member_id=member, minutes=3, amount_fen=fen
+        )
     rows = statements.grouped_rows(owner, month)
     assert [(r["member__email"], r["charged"], r["minutes"]) for r in rows] == [
         (None, Decimal("-5.00"), 6),
@@ -139,9 +145,19 @@ def test_a_charge_in_the_last_instant_of_a_month_stays_in_it_when_the_migration_
     cash = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_CASH]
     revenue = ledger.system_account(AccountKind.REVENUE)
     last_instant = datetime(2026, 3, 31, 23, 59, 59, 999_700, tzinfo=SHANGHAI)  # rounds up to April in milliseconds
-    ledger.post_batch([ledger.Posting(kind="usage", idempotency_key="last-instant", user_id=owner.pk,
-                                      entries=((cash.pk, Decimal("-1.00")), (revenue.pk, Decimal("1.00"))),
-                                      resource_id=uuid.uuid4(), minutes=1, at=last_instant)])  # fmt: skip
+    ledger.post_batch(
+        [
+            ledger.Posting(
+                kind="usage",
+                idempotency_key="last-instant",
+                user_id=owner.pk,
+                entries=((cash.pk, Decimal("-1.00")), (revenue.pk, Decimal("1.00"))),
+                resource_id=uuid.uuid4(),
+                minutes=1,
+                at=last_instant,
+            )
+        ]
+    )
     assert spend.month_spent(owner, date(2026, 3, 1)) == Decimal("1.00")
     SpendQuarter.objects.all().delete()
     SpendLine.objects.all().delete()

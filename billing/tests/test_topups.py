@@ -126,8 +126,13 @@ def test_the_trial_credit_cannot_pay_for_a_top_up_or_be_withdrawn(owner, setting
     trial = ledger.user_accounts([owner.pk])[owner.pk]["user_trial"]
     clearing = ledger.system_account("payment_clearing")
     with pytest.raises(ledger.InsufficientFunds):
-        ledger.post(ledger.Posting(kind="withdrawal", idempotency_key="w-2",
-                                   entries=((trial.pk, Decimal("-10")), (clearing.pk, Decimal("10")))))  # fmt: skip
+        ledger.post(
+            ledger.Posting(
+                kind="withdrawal",
+                idempotency_key="w-2",
+                entries=((trial.pk, Decimal("-10")), (clearing.pk, Decimal("10"))),
+            )
+        )
     assert wallet.summary(owner).trial == Decimal("10.00")
     assert ledger.check() == []
 

@@ -48,9 +48,18 @@ def test_every_slice_read_from_either_end_holds_the_rows_of_the_plain_slice(owne
     expected = _newest_first(owner)
     listing = BothEnds(filtered_transactions(owner))
     middle = COUNT // 2
-    for start, stop in [(0, PAGE), (middle - PAGE, middle), (middle - 1, middle + PAGE - 1), (middle, middle + PAGE),
-                        (middle + 1, middle + 1 + PAGE), (COUNT - PAGE, COUNT), (7 * PAGE, COUNT + PAGE),
-                        (COUNT - 1, COUNT), (0, COUNT), (COUNT, COUNT + PAGE)]:  # fmt: skip
+    for start, stop in [
+        (0, PAGE),
+        (middle - PAGE, middle),
+        (middle - 1, middle + PAGE - 1),
+        (middle, middle + PAGE),
+        (middle + 1, middle + 1 + PAGE),
+        (COUNT - PAGE, COUNT),
+        (7 * PAGE, COUNT + PAGE),
+        (COUNT - 1, COUNT),
+        (0, COUNT),
+        (COUNT, COUNT + PAGE),
+    ]:
         assert [tx.pk for tx in listing[start:stop]] == expected[start:stop], (start, stop)
 
 

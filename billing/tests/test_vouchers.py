@@ -25,11 +25,17 @@ pytestmark = pytest.mark.django_db
 
 def _batch(*, amount="50", days=30, quantity=3, chips=(), plans=(), min_spend="0", one_per_user=True, shared=""):
     return vouchers.create_batch(
-        name="Ascend launch week", name_zh="昇腾体验周", amount=Decimal(amount),
-        expires_at=timezone.now() + timedelta(days=days), quantity=quantity, min_spend=Decimal(min_spend),
-        one_per_user=one_per_user, chips=Chip.objects.filter(slug__in=chips), plans=Plan.objects.filter(slug__in=plans),
+        name="Ascend launch week",
+        name_zh="昇腾体验周",
+        amount=Decimal(amount),
+        expires_at=timezone.now() + timedelta(days=days),
+        quantity=quantity,
+        min_spend=Decimal(min_spend),
+        one_per_user=one_per_user,
+        chips=Chip.objects.filter(slug__in=chips),
+        plans=Plan.objects.filter(slug__in=plans),
         shared_code=shared,
-    )  # fmt: skip
+    )
 
 
 def _code(batch, n=0):
@@ -215,8 +221,9 @@ def _tamper(kind, entries, at=None):
     """Book a balanced transaction straight into the tables, as a bug bypassing the ledger's rules would."""
     from billing.models import LedgerEntry
 
-    tx = LedgerTransaction.objects.create(kind=kind, idempotency_key=f"tamper:{uuid.uuid4()}",
-                                          created_at=at or timezone.now())  # fmt: skip
+    tx = LedgerTransaction.objects.create(
+        kind=kind, idempotency_key=f"tamper:{uuid.uuid4()}", created_at=at or timezone.now()
+    )
     for account, amount in entries:
         LedgerEntry.objects.create(transaction=tx, account=account, amount=amount, created_at=tx.created_at)
         Account.objects.filter(pk=account.pk).update(balance=account.balance + amount)
@@ -234,8 +241,9 @@ def test_check_ledger_finds_voucher_money_moved_by_the_wrong_kind_or_after_expir
 
     other = vouchers.redeem(user, _code(_batch(amount="30", one_per_user=False)), by=user)
     revenue = ledger.system_account(AccountKind.REVENUE)
-    late = _tamper("usage", [(other.account, Decimal("-5")), (revenue, Decimal("5"))],
-                   at=other.expires_at + timedelta(days=5))  # fmt: skip
+    late = _tamper(
+        "usage", [(other.account, Decimal("-5")), (revenue, Decimal("5"))], at=other.expires_at + timedelta(days=5)
+    )
     assert any(f"transaction {late.pk}: a usage moved money on a voucher" in p for p in ledger.check())
 
 
@@ -351,8 +359,18 @@ def test_finance_creates_a_batch_and_exports_its_codes_audited_and_spreadsheet_s
     ascend = Chip.objects.get(slug="ascend-910b")
     bad = page.post("/ops/vouchers/", {"name": "Spring", "amount": "-1", "expires_at": expires, "quantity": "5"})
     assert bad.status_code == 400
-    made = page.post("/ops/vouchers/", {"name": "Spring", "name_zh": "春季", "amount": "25", "expires_at": expires,
-                                        "quantity": "5", "one_per_user": "on", "chips": [ascend.pk]})  # fmt: skip
+    made = page.post(
+        "/ops/vouchers/",
+        {
+            "name": "Spring",
+            "name_zh": "春季",
+            "amount": "25",
+            "expires_at": expires,
+            "quantity": "5",
+            "one_per_user": "on",
+            "chips": [ascend.pk],
+        },
+    )
     assert made.status_code == 302
     batch = VoucherBatch.objects.get(name="Spring")
     assert batch.codes.count() == 5 and list(batch.chips.all()) == [ascend]
@@ -366,8 +384,9 @@ def test_finance_creates_a_batch_and_exports_its_codes_audited_and_spreadsheet_s
     assert "1 / 5" in page.get("/ops/vouchers/").content.decode()
     actions = set(AuditEntry.objects.filter(actor=finance_user).values_list("action", flat=True))
     assert {"voucher_batch_created", "voucher_codes_exported"} <= actions
-    formula = vouchers.create_batch(name="x", amount=Decimal("1"), expires_at=timezone.now() + timedelta(days=1),
-                                    quantity=1, shared_code="ABCDEF")  # fmt: skip
+    formula = vouchers.create_batch(
+        name="x", amount=Decimal("1"), expires_at=timezone.now() + timedelta(days=1), quantity=1, shared_code="ABCDEF"
+    )
     VoucherCode.objects.filter(batch=formula).update(code="=HYPERLINK(1)")
     assert "'=HYPERLINK" in page.get(f"/ops/vouchers/{formula.public_id}/codes.csv").content.decode()
 
@@ -386,8 +405,9 @@ def test_a_voucher_for_other_chips_does_not_hold_back_the_low_balance_warning(
     fund(user, "1")
     vouchers.redeem(user, _code(_batch(amount="500", chips=["ascend-910b"])), by=user)
     q = quote(chip=Chip.objects.get(slug="mlu370-x8"), cards=1)
-    metering.open_usage(user=user, kind="instance", resource_id=uuid.uuid4(), quote=q,
-                        started_at=timezone.now() - timedelta(minutes=20))  # fmt: skip
+    metering.open_usage(
+        user=user, kind="instance", resource_id=uuid.uuid4(), quote=q, started_at=timezone.now() - timedelta(minutes=20)
+    )
     with django_capture_on_commit_callbacks(execute=True):
         metering.meter()
     assert Notification.objects.filter(user=user, kind="low_balance").count() == 1

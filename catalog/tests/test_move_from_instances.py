@@ -37,24 +37,36 @@ def _populate(old):
     get = old.get_model
     region = get("instances", "Region").objects.create(slug="cn-east", name="East China", name_zh="华东")
     zone = get("instances", "Zone").objects.create(region=region, slug="cn-east-xc", name="Xinchuang", xinchuang=True)
-    chip = get("instances", "Chip").objects.create(slug="ascend-910b", name="Ascend 910B", vendor="Huawei",
-                                                   backend="npu", xinchuang=True)  # fmt: skip
+    chip = get("instances", "Chip").objects.create(
+        slug="ascend-910b", name="Ascend 910B", vendor="Huawei", backend="npu", xinchuang=True
+    )
     get("instances", "ScalingFigure").objects.create(chip=chip, cards=16, efficiency=Decimal("0.9480"))
     node = get("instances", "Node").objects.create(zone=zone, chip=chip, name="xc-1", cards=8, cards_reserved=2)
-    spec = get("instances", "InstanceSpec").objects.create(slug="910b-2", chip=chip, cards=2, vcpus=16,
-                                                           memory_gb=128, system_disk_gb=100)  # fmt: skip
+    spec = get("instances", "InstanceSpec").objects.create(
+        slug="910b-2", chip=chip, cards=2, vcpus=16, memory_gb=128, system_disk_gb=100
+    )
     user = get("console", "User").objects.create(email="before@example.com", password="!")
-    plan = get("billing", "Plan").objects.create(slug="payg", name="Pay as you go", factor=Decimal("1"),
-                                                 period_minutes=1, spot_factor=Decimal("0.6"))  # fmt: skip
+    plan = get("billing", "Plan").objects.create(
+        slug="payg", name="Pay as you go", factor=Decimal("1"), period_minutes=1, spot_factor=Decimal("0.6")
+    )
     get("billing", "Price").objects.create(chip=chip, per_hour=Decimal("3.20"), effective_from=AT)
-    programme = get("billing", "SubsidyProgramme").objects.create(slug="xc-2026", name="Xinchuang 2026",
-                                                                  rate=Decimal("0.3"), starts_at=AT)  # fmt: skip
+    programme = get("billing", "SubsidyProgramme").objects.create(
+        slug="xc-2026", name="Xinchuang 2026", rate=Decimal("0.3"), starts_at=AT
+    )
     programme.chips.add(chip)
     programme.zones.add(zone)
     get("instances", "Instance").objects.create(
-        owner=user, name="kept", zone=zone, chip=chip, spec=spec, cards=2, node=node, reserved_cards=2, plan=plan,
+        owner=user,
+        name="kept",
+        zone=zone,
+        chip=chip,
+        spec=spec,
+        cards=2,
+        node=node,
+        reserved_cards=2,
+        plan=plan,
         image="pytorch-2.2-cann8",
-    )  # fmt: skip
+    )
     get("storage", "CloudDisk").objects.create(owner=user, name="data", size_gb=100, zone=zone)
     get("console", "CapacitySnapshot").objects.create(at=AT, zone=zone, chip=chip, cards_total=8, cards_used=2)
     content_types = get("contenttypes", "ContentType").objects

@@ -32,9 +32,12 @@ class ApiTokenSerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     active = serializers.BooleanField(source="is_active", read_only=True)
     team = TeamSlugField(
-        required=False, allow_null=True, allow_blank=True, max_length=40,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=40,
         help_text="The short name of the team the token acts in; null: a personal token.",
-    )  # fmt: skip
+    )
 
     class Meta:
         model = ApiToken

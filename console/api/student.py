@@ -32,8 +32,10 @@ class StudentStatusSerializer(serializers.Serializer):
 
 
 class StudentView(APIView):
-    @extend_schema(tags=["account"], responses={200: StudentStatusSerializer, 404: OpenApiResponse(
-        description="No student verification started.")})  # fmt: skip
+    @extend_schema(
+        tags=["account"],
+        responses={200: StudentStatusSerializer, 404: OpenApiResponse(description="No student verification started.")},
+    )
     def get(self, request):
         row = students.status(request.user)
         if row is None:
@@ -41,9 +43,11 @@ class StudentView(APIView):
         return Response(StudentStatusSerializer(row).data)
 
     @extend_schema(
-        tags=["account"], request=StudentAddressSerializer, responses={202: StudentStatusSerializer},
+        tags=["account"],
+        request=StudentAddressSerializer,
+        responses={202: StudentStatusSerializer},
         summary="Mail a verification code to a .edu.cn address",
-    )  # fmt: skip
+    )
     def post(self, request):
         body = StudentAddressSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -52,8 +56,12 @@ class StudentView(APIView):
 
 
 class StudentConfirmView(APIView):
-    @extend_schema(tags=["account"], request=StudentCodeSerializer, responses={200: StudentStatusSerializer},
-                   summary="Type back the code: verified, the student programme's prices apply")  # fmt: skip
+    @extend_schema(
+        tags=["account"],
+        request=StudentCodeSerializer,
+        responses={200: StudentStatusSerializer},
+        summary="Type back the code: verified, the student programme's prices apply",
+    )
     def post(self, request):
         body = StudentCodeSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -19,8 +19,17 @@ class EnterpriseVerificationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EnterpriseVerification
-        fields = ["id", "company_name", "licence_number", "contact_name", "contact_phone", "status", "reason",
-                  "submitted_at", "reviewed_at"]  # fmt: skip
+        fields = [
+            "id",
+            "company_name",
+            "licence_number",
+            "contact_name",
+            "contact_phone",
+            "status",
+            "reason",
+            "submitted_at",
+            "reviewed_at",
+        ]
         read_only_fields = ["id", "status", "reason", "submitted_at", "reviewed_at"]
         extra_kwargs = {"licence_number": {"max_length": 24}}
 

@@ -6,6 +6,7 @@ import os
 
 def application(environ, start_response):
     path = os.environ["BENCH_BARE_FILE"]
-    start_response("200 OK", [("Content-Type", "application/octet-stream"),
-                              ("Content-Length", str(os.path.getsize(path)))])  # fmt: skip
+    start_response(
+        "200 OK", [("Content-Type", "application/octet-stream"), ("Content-Length", str(os.path.getsize(path)))]
+    )
     return environ["wsgi.file_wrapper"](open(path, "rb"), 1024 * 1024)  # noqa: SIM115 - the server closes it

@@ -62,17 +62,26 @@ def _setup(started_at):
     UsageSession.objects.bulk_create(
         [
             UsageSession(
-                user_id=users[i // PER_USER], kind="instance", resource_id=uuid.uuid4(), label=f"bench-{i}",
-                started_at=started_at, charge_due_at=started_at, plan_slug="payg", chip_slug=q.chip_slug,
-                cards=q.cards, zone_slug=q.zone_slug, list_per_hour=q.list_per_hour,
-                payable_per_hour=q.payable_per_hour, subsidy_per_hour=q.subsidy_per_hour,
+                user_id=users[i // PER_USER],
+                kind="instance",
+                resource_id=uuid.uuid4(),
+                label=f"bench-{i}",
+                started_at=started_at,
+                charge_due_at=started_at,
+                plan_slug="payg",
+                chip_slug=q.chip_slug,
+                cards=q.cards,
+                zone_slug=q.zone_slug,
+                list_per_hour=q.list_per_hour,
+                payable_per_hour=q.payable_per_hour,
+                subsidy_per_hour=q.subsidy_per_hour,
                 programme_id=q.programme.id if q.programme else None,
             )
             for i in range(SESSIONS)
             for q in [quotes[i % len(quotes)]]
         ],
         batch_size=1000,
-    )  # fmt: skip
+    )
     if connection.vendor == "postgresql":
         # What autovacuum does within a minute of such a load, and what a live console's tables always have:
         # planner statistics. Without them the tick's first queries are planned for an empty table.

@@ -130,8 +130,9 @@ def build(email: str, *, instances: int = 1000, transactions: int = 10_000, user
     """Create ``email`` (or take ``user``) with ``instances`` instances (2 running) and at least ``transactions``
     ledger transactions of their own (metering charges, top-ups and the trial credit)."""
     user = user or User.objects.create_user(email=email, password=None)
-    wallet.adjust_balance(user=user, amount=Decimal("100000"), reason="bench funding", staff=None,
-                          idempotency_key=f"heavy-fund:{user.pk}")  # fmt: skip
+    wallet.adjust_balance(
+        user=user, amount=Decimal("100000"), reason="bench funding", staff=None, idempotency_key=f"heavy-fund:{user.pk}"
+    )
     _make_room()
     eager, app.conf.task_always_eager = app.conf.task_always_eager, True  # the tasks run here, in order
     trace = logging.getLogger("celery.app.trace")
@@ -146,8 +147,9 @@ def build(email: str, *, instances: int = 1000, transactions: int = 10_000, user
     _vacuum()
     running = next(t for t in templates if t.status == "running")
     count = LedgerTransaction.objects.filter(user=user).count()
-    return HeavyUser(user=user, instances=Instance.objects.filter(owner=user).count(), transactions=count,
-                     running=running)  # fmt: skip
+    return HeavyUser(
+        user=user, instances=Instance.objects.filter(owner=user).count(), transactions=count, running=running
+    )
 
 
 def build_team(slug: str, *, members: int = 50, instances: int = 1000, transactions: int = 10_000) -> HeavyUser:
@@ -224,7 +226,7 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
             [
                 InstanceEvent(
                     instance=copy, old=e.old, new=e.new, reason=e.reason, detail=e.detail, data=e.data, at=e.at
-                )  # fmt: skip
+                )
                 for copy, template in pairs
                 for e in events[template.pk]
             ],
@@ -234,18 +236,28 @@ def _copy_history(user, templates: list[Instance], count: int) -> list[Instance]
         UsageSession.objects.bulk_create(
             [
                 UsageSession(
-                    user=user, kind=s.kind, resource_id=copy.public_id, label=copy.name, started_at=started,
+                    user=user,
+                    kind=s.kind,
+                    resource_id=copy.public_id,
+                    label=copy.name,
+                    started_at=started,
                     charge_due_at=started,
-                    plan_slug=s.plan_slug, prepaid=s.prepaid, chip_slug=s.chip_slug, cards=s.cards,
-                    zone_slug=s.zone_slug, spot=s.spot, list_per_hour=s.list_per_hour,
-                    payable_per_hour=s.payable_per_hour, subsidy_per_hour=s.subsidy_per_hour,
+                    plan_slug=s.plan_slug,
+                    prepaid=s.prepaid,
+                    chip_slug=s.chip_slug,
+                    cards=s.cards,
+                    zone_slug=s.zone_slug,
+                    spot=s.spot,
+                    list_per_hour=s.list_per_hour,
+                    payable_per_hour=s.payable_per_hour,
+                    subsidy_per_hour=s.subsidy_per_hour,
                     programme_id=s.programme_id,
                 )
                 for copy, template in pairs
                 for s in [sessions[template.public_id]]
             ],
             batch_size=1000,
-        )  # fmt: skip
+        )
     return [copy for copy, _template in pairs]
 
 

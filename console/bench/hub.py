@@ -7,6 +7,7 @@ uploads, hashing and writing the same bytes locally.
 """
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -42,10 +43,23 @@ class _Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", self.app, "-b", f"127.0.0.1:{self.port}", "-w", "2",
-             "--timeout", "300", "--log-level", "warning"],
-            cwd=settings.BASE_DIR, env=os.environ | self.env,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                self.app,
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "-w",
+                "2",
+                "--timeout",
+                "300",
+                "--log-level",
+                "warning",
+            ],
+            cwd=settings.BASE_DIR,
+            env=os.environ | self.env,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -83,13 +97,14 @@ def _upload(url: str, token: str, data: bytes) -> float:
     put = requests.put(actions["upload"]["href"], data=data, timeout=300)
     seconds = time.perf_counter() - started
     put.raise_for_status()
-    requests.post(actions["verify"]["href"], headers=auth, json={"oid": oid, "size": len(data)},
-                  timeout=60).raise_for_status()  # fmt: skip
-    body = (b'{"key":"header","value":{"summary":"bench"}}\n'
-            + f'{{"key":"lfsFile","value":{{"path":"model.bin","algo":"sha256","oid":"{oid}","size":{len(data)}}}}}'
-            .encode())  # fmt: skip
-    requests.post(f"{url}/api/models/bench/weights/commit/main", data=body, headers=auth,
-                  timeout=60).raise_for_status()  # fmt: skip
+    requests.post(
+        actions["verify"]["href"], headers=auth, json={"oid": oid, "size": len(data)}, timeout=60
+    ).raise_for_status()
+    lfs_file = {"path": "model.bin", "algo": "sha256", "oid": oid, "size": len(data)}
+    lines = [{"key": "header", "value": {"summary": "bench"}}, {"key": "lfsFile", "value": lfs_file}]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    commit = f"{url}/api/models/bench/weights/commit/main"
+    requests.post(commit, data=body, headers=auth, timeout=60).raise_for_status()
     return seconds
 
 

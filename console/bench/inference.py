@@ -68,5 +68,9 @@ def deploy_to_ready(report):
     note = f"{runs}, real worker; simulated pull + boot {simulated:g} s (defaults)"
     report.add("deploy → ready, mean", sum(totals) / len(totals), unit="s", note=note)
     report.add("deploy → ready, worst", max(totals), unit="s", note="target ≤ 30 s")
-    report.add("platform overhead (mean − simulated boot)", sum(totals) / len(totals) - simulated, unit="s",
-               note="checks, reserve, enqueue, worker pickup, polling")  # fmt: skip
+    report.add(
+        "platform overhead (mean − simulated boot)",
+        sum(totals) / len(totals) - simulated,
+        unit="s",
+        note="checks, reserve, enqueue, worker pickup, polling",
+    )

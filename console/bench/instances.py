@@ -36,8 +36,9 @@ THROUGHPUT_LAUNCHES = size(100, 20)
 
 def _user(email: str):
     user, _created = User.objects.get_or_create(email=email)
-    wallet.adjust_balance(user=user, amount=Decimal("100000"), reason="bench", staff=None,
-                          idempotency_key=f"bench:{uuid.uuid4()}")  # fmt: skip
+    wallet.adjust_balance(
+        user=user, amount=Decimal("100000"), reason="bench", staff=None, idempotency_key=f"bench:{uuid.uuid4()}"
+    )
     # The benchmarks run hundreds of machines for one account: the cards are their limit, not the account's.
     AccountLimit.objects.update_or_create(account=user, defaults={"max_machines": 10_000, "max_cpu_only": 10_000})
     return user
@@ -127,8 +128,10 @@ def launch_race(report):
     drained = list(Node.objects.filter(chip=chip, drained=False).values_list("pk", flat=True))
     Node.objects.filter(pk__in=drained).update(drained=True)
     price_version.bump()  # an update() sends no signal; quotes must see where the chip is offered now
-    fresh = [services.add_node(zone=zone, chip=chip, name=f"race-{uuid.uuid4().hex[:8]}", cards=8).pk
-             for _ in range(RACE_CARDS // 8)]  # fmt: skip
+    fresh = [
+        services.add_node(zone=zone, chip=chip, name=f"race-{uuid.uuid4().hex[:8]}", cards=8).pk
+        for _ in range(RACE_CARDS // 8)
+    ]
     user = _user("bench-race@example.com")
 
     def one(i):
@@ -156,8 +159,12 @@ def launch_race(report):
         app.control.purge()  # the winners' provisioning is not part of this benchmark
     database = "PostgreSQL row locks" if connection.vendor == "postgresql" else "SQLite write lock"
     report.add("all launches answered", t.seconds, unit="s", note=f"{RACE_THREADS} threads; {database}")
-    report.add(f"launches that got cards (of {RACE_LAUNCHES})", len(won), unit="",
-               note=f"{RACE_LAUNCHES - len(won)} refused naming where cards are free; 0 nodes oversold")  # fmt: skip
+    report.add(
+        f"launches that got cards (of {RACE_LAUNCHES})",
+        len(won),
+        unit="",
+        note=f"{RACE_LAUNCHES - len(won)} refused naming where cards are free; 0 nodes oversold",
+    )
     report.add_latencies("one launch under contention", [s for _r, s in results], note="threads of one process")
 
 
@@ -197,8 +204,12 @@ def slurm_launch_overhead(report):
 
     server = make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    settings.SLURM = {**settings.SLURM, "console_url": f"http://127.0.0.1:{server.server_port}",
-                      "job_prefix": f"bench-{uuid.uuid4().hex[:6]}-", "heartbeat_seconds": 5}  # fmt: skip
+    settings.SLURM = {
+        **settings.SLURM,
+        "console_url": f"http://127.0.0.1:{server.server_port}",
+        "job_prefix": f"bench-{uuid.uuid4().hex[:6]}-",
+        "heartbeat_seconds": 5,
+    }
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8").update(backend_name="slurm")
     user = _user("bench-slurm@example.com")
     request = services.LaunchRequest(name="bench-slurm", chip="mlu370-x8", image="pytorch-2.2-neuware")
@@ -238,10 +249,26 @@ def _launch_until_running_then_release(user, request, *, timeout: float) -> floa
 
 def _bare_sbatch() -> float:
     start = time.perf_counter()
-    job = subprocess.run(
-        ["sbatch", "--parsable", "-p", "xinchuang", "--gres=gpu:mlu370:1", "-o", "/dev/null", "--wrap", "sleep 600"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip().split(";")[0]  # fmt: skip
+    job = (
+        subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                "-p",
+                "xinchuang",
+                "--gres=gpu:mlu370:1",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .split(";")[0]
+    )
     try:
         state = ["squeue", "-h", "-j", job, "-o", "%T"]
         while subprocess.run(state, capture_output=True, text=True).stdout.strip() != "RUNNING":
@@ -309,10 +336,19 @@ def _bare_jupyter(runtime_path: Path) -> float:
     sock = folder / "jl.sock"
     start = time.perf_counter()
     process = subprocess.Popen(
-        [str(runtime_path / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.sock={sock}",
-         "--IdentityProvider.token=bench", f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            str(runtime_path / "bin" / "jupyter"),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            f"--ServerApp.sock={sock}",
+            "--IdentityProvider.token=bench",
+            f"--ServerApp.root_dir={folder}",
+            "--LabApp.news_url=None",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while True:
             if time.perf_counter() - start > 120:
@@ -408,8 +444,9 @@ def jupyter_proxy_overhead(report):
     folder = Path(tempfile.mkdtemp(prefix="jl-", dir="/tmp"))  # a short path: Unix socket paths stop at 107 bytes
     line = b"0.123456789,1.23456789,12.3456789,123.456789,1234.56789,12345.6789,123456.789\n"
     (folder / "data.csv").write_bytes((line * (PROXY_DOWNLOAD_BYTES // len(line) + 1))[:PROXY_DOWNLOAD_BYTES])
-    server = JupyterServer(token=uuid.uuid4().hex, base_path=f"/instances/{instance.public_id}/lab/",
-                           socket=str(folder / "jupyter.sock"))  # fmt: skip
+    server = JupyterServer(
+        token=uuid.uuid4().hex, base_path=f"/instances/{instance.public_id}/lab/", socket=str(folder / "jupyter.sock")
+    )
     try:
         with (
             _jupyter_process(jupyter, server, folder),
@@ -417,8 +454,9 @@ def jupyter_proxy_overhead(report):
             _splice_relay(server) as relay,
         ):
             times = _proxy_downloads(server, console, relay, user, f"{server.base_path}files/data.csv")
-            calls = _proxy_downloads(server, console, relay, user, f"{server.base_path}api/contents",
-                                     rounds=PROXY_CALLS)  # fmt: skip
+            calls = _proxy_downloads(
+                server, console, relay, user, f"{server.base_path}api/contents", rounds=PROXY_CALLS
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     report.add_latencies("10 MB straight from the socket", times["direct"], note="JupyterLab's /files/, httpx")
@@ -429,8 +467,12 @@ def jupyter_proxy_overhead(report):
     ratio = statistics.median(times["relay"]) / statistics.median(times["direct"])
     report.add("10 MB: through a zero-copy relay ÷ straight (p50)", ratio, unit="×", note="the hop's own cost")
     ratio = statistics.median(times["proxied"]) / statistics.median(times["relay"])
-    report.add("10 MB: through the console ÷ through a zero-copy relay (p50)", ratio, unit="×",
-               note="the console's cost above the hop's")  # fmt: skip
+    report.add(
+        "10 MB: through the console ÷ through a zero-copy relay (p50)",
+        ratio,
+        unit="×",
+        note="the console's cost above the hop's",
+    )
     report.add_latencies("api/contents straight from the socket", calls["direct"], note="a kept connection")
     report.add_latencies("api/contents through the console", calls["proxied"], note="kept connections both hops")
     ratio = statistics.median(calls["proxied"]) / statistics.median(calls["direct"])
@@ -439,13 +481,24 @@ def jupyter_proxy_overhead(report):
 
 @contextmanager
 def _jupyter_process(jupyter: Path, server: JupyterServer, folder: Path):
-    argv = [str(jupyter), "lab", "--no-browser", "--allow-root", f"--ServerApp.sock={server.socket}",
-            f"--IdentityProvider.token={server.token}", f"--ServerApp.base_url={server.base_path}",
-            f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None"]  # fmt: skip
+    argv = [
+        str(jupyter),
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        f"--ServerApp.sock={server.socket}",
+        f"--IdentityProvider.token={server.token}",
+        f"--ServerApp.base_url={server.base_path}",
+        f"--ServerApp.root_dir={folder}",
+        "--LabApp.news_url=None",
+    ]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_until_answering(httpx.Client(transport=httpx.HTTPTransport(uds=server.socket)),
-                              f"http://localhost{server.base_path}api/status", process)  # fmt: skip
+        _wait_until_answering(
+            httpx.Client(transport=httpx.HTTPTransport(uds=server.socket)),
+            f"http://localhost{server.base_path}api/status",
+            process,
+        )
         yield process
     finally:
         process.kill()
@@ -474,8 +527,12 @@ def _splice_relay(server: JupyterServer):
 def _console_process(server: JupyterServer, instance):
     """The console under uvicorn in a process of its own (instances/tests/lab_console.py), on a port bound here."""
     sock = socket.create_server(("127.0.0.1", 0))
-    env = os.environ | {"LAB_SOCKET": server.socket, "LAB_TOKEN": server.token, "LAB_BASE_PATH": server.base_path,
-                        "LAB_BACKEND": instance.backend_name}  # fmt: skip
+    env = os.environ | {
+        "LAB_SOCKET": server.socket,
+        "LAB_TOKEN": server.token,
+        "LAB_BASE_PATH": server.base_path,
+        "LAB_BACKEND": instance.backend_name,
+    }
     argv = [sys.executable, "-m", "instances.tests.lab_console", str(sock.fileno())]
     process = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR, pass_fds=[sock.fileno()])
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -500,16 +557,19 @@ def _wait_until_answering(client: httpx.Client, url: str, process: subprocess.Po
             time.sleep(0.05)
 
 
-def _proxy_downloads(server: JupyterServer, console_url: str, relay_url: str, user, path, *,
-                     rounds: int = 0) -> dict[str, list[float]]:  # fmt: skip
+def _proxy_downloads(
+    server: JupyterServer, console_url: str, relay_url: str, user, path, *, rounds: int = 0
+) -> dict[str, list[float]]:
     signed = {"Authorization": f"token {server.token}"}
-    direct = httpx.Client(transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost",
-                          headers=signed, timeout=60)  # fmt: skip
+    direct = httpx.Client(
+        transport=httpx.HTTPTransport(uds=server.socket), base_url="http://localhost", headers=signed, timeout=60
+    )
     relay = httpx.Client(base_url=relay_url, headers={**signed, "Host": "localhost"}, timeout=60)
     console = httpx.Client(base_url=console_url, cookies=login_cookies(user), timeout=60)
     response = console.get(path)  # to the lab's own origin and back once, as a browser goes, for the lab's cookie
-    proxied = httpx.Client(base_url=console_url, headers={"Host": urlsplit(response.headers["location"]).netloc},
-                           timeout=60)  # fmt: skip
+    proxied = httpx.Client(
+        base_url=console_url, headers={"Host": urlsplit(response.headers["location"]).netloc}, timeout=60
+    )
     for _step in range(3):
         location = urlsplit(response.headers["location"])
         response = (proxied if location.netloc == proxied.headers["host"] else console).get(

@@ -66,8 +66,9 @@ TEAM_MEMBERS = size(50, 10)
 @benchmark(f"Pages for a team of {TEAM_MEMBERS} members with {HISTORY}, in the team's context")
 def team_history_pages(report):
     with report.timer() as t:
-        history = heavy_user.build_team("bench-team", members=TEAM_MEMBERS, instances=INSTANCES,
-                                        transactions=TRANSACTIONS)  # fmt: skip
+        history = heavy_user.build_team(
+            "bench-team", members=TEAM_MEMBERS, instances=INSTANCES, transactions=TRANSACTIONS
+        )
     note = f"{TEAM_MEMBERS} members; {history.instances:,} instances, {history.transactions:,} ledger transactions"
     report.add("build the team's history", t.seconds, unit="s", note=note)
     _measure_pages(report, history, heavy_user.TEAM_QUERY_BUDGET)
@@ -84,8 +85,10 @@ def _measure_pages(report, history, budgets) -> None:
                 raise RuntimeError(f"{label} ({url}): HTTP {run.status}, {run.queries} queries (budget {budget})")
         p50, p95 = percentiles([run.seconds for run in runs])
         within = "within" if p95 < PAGE_TIME_BUDGET_MS else "OVER"
-        note = (f"p50 {p50:.1f} ms; {within} the {PAGE_TIME_BUDGET_MS} ms budget; {runs[-1].queries} queries "
-                f"(budget {budget}); n={len(runs)}")  # fmt: skip
+        note = (
+            f"p50 {p50:.1f} ms; {within} the {PAGE_TIME_BUDGET_MS} ms budget; {runs[-1].queries} queries "
+            f"(budget {budget}); n={len(runs)}"
+        )
         report.add(f"{label} p95", p95, unit="ms", note=note)
 
 
@@ -136,8 +139,11 @@ def http_load(report):
     server_log = open(out / "gunicorn.log", "wb")  # noqa: SIM115 (closed below)
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "4"],
-        env=env, cwd=settings.BASE_DIR, stdout=server_log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        env=env,
+        cwd=settings.BASE_DIR,
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         _wait_for(f"http://127.0.0.1:{port}/healthz")
         _warm(f"http://127.0.0.1:{port}", history.pages(), {settings.SESSION_COOKIE_NAME: session})
@@ -147,11 +153,32 @@ def http_load(report):
             "BENCH_SESSION": session,
         }
         subprocess.run(
-            [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "locustfile.py"),
-             "--headless", "--only-summary", "-u", str(LOAD_USERS), "-r", str(LOAD_USERS), "-t", f"{LOAD_SECONDS}s",
-             "--host", f"http://127.0.0.1:{port}", "--csv", str(out / "run"), "--exit-code-on-error", "0"],
-            env=locust_env, cwd=settings.BASE_DIR, check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(Path(__file__).parent / "locustfile.py"),
+                "--headless",
+                "--only-summary",
+                "-u",
+                str(LOAD_USERS),
+                "-r",
+                str(LOAD_USERS),
+                "-t",
+                f"{LOAD_SECONDS}s",
+                "--host",
+                f"http://127.0.0.1:{port}",
+                "--csv",
+                str(out / "run"),
+                "--exit-code-on-error",
+                "0",
+            ],
+            env=locust_env,
+            cwd=settings.BASE_DIR,
+            check=True,
+            capture_output=True,
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -15,7 +15,8 @@ class Saturating(FastHttpUser):
 
     @task
     def page(self):
-        with self.client.get(os.environ["BENCH_PATH"], headers=self.headers, name="page", allow_redirects=False,
-                             catch_response=True) as response:  # fmt: skip
+        with self.client.get(
+            os.environ["BENCH_PATH"], headers=self.headers, name="page", allow_redirects=False, catch_response=True
+        ) as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}")

@@ -40,9 +40,11 @@ class _Gunicorn:
         self.log = open(Path(settings.DATA_DIR) / f"gunicorn-{self.port}.log", "wb")  # noqa: SIM115 (closed in exit)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", self.app, "-b", f"127.0.0.1:{self.port}", "-w", "2"],
-            env=os.environ | {"DEBUG": "false"} | self.env, cwd=settings.BASE_DIR, stdout=self.log,
+            env=os.environ | {"DEBUG": "false"} | self.env,
+            cwd=settings.BASE_DIR,
+            stdout=self.log,
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -68,13 +70,32 @@ def _saturate(url: str, path: str, cookie: str = "", seconds: int = SECONDS) -> 
     # all: such a run is made again, once, for twice as long. A failed request is never retried.
     for attempt in range(2):
         subprocess.run(
-            [sys.executable, "-m", "locust", "-f", str(Path(__file__).parent / "saturate_locustfile.py"),
-             "--headless", "--only-summary", "-u", str(CLIENTS), "-r", str(CLIENTS),
-             "-t", f"{seconds * (attempt + 1)}s", "--host", url, "--csv", str(out / "run"),
-             "--exit-code-on-error", "0"],
-            env=os.environ | {"BENCH_PATH": path, "BENCH_COOKIE": cookie}, cwd=settings.BASE_DIR, check=True,
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(Path(__file__).parent / "saturate_locustfile.py"),
+                "--headless",
+                "--only-summary",
+                "-u",
+                str(CLIENTS),
+                "-r",
+                str(CLIENTS),
+                "-t",
+                f"{seconds * (attempt + 1)}s",
+                "--host",
+                url,
+                "--csv",
+                str(out / "run"),
+                "--exit-code-on-error",
+                "0",
+            ],
+            env=os.environ | {"BENCH_PATH": path, "BENCH_COOKIE": cookie},
+            cwd=settings.BASE_DIR,
+            check=True,
             capture_output=True,
-        )  # fmt: skip
+        )
         with open(out / "run_stats.csv", newline="") as f:
             total = next(row for row in csv.DictReader(f) if row["Name"] == "Aggregated")
         made, failed = int(total["Request Count"]), int(total["Failure Count"])
@@ -133,8 +154,10 @@ def saturation(report):
     floor_rps = sum(rps for rps, _p95, _made in floors) / len(floors)
     setup = f"gunicorn 2 sync workers, {CLIENTS} clients, {SECONDS} s a page, {FLOOR_SECONDS} s a floor run"
     low, high = min(rps for rps, _p, _m in floors), max(rps for rps, _p, _m in floors)
-    note = (f"mean of {len(floors)} runs between the pages, {low:.0f}–{high:.0f}/s ({before:.0f}/s first, "
-            f"{after:.0f}/s last); p95 ≤ {floor_p95:.0f} ms; 9 KB; {setup}")  # fmt: skip
+    note = (
+        f"mean of {len(floors)} runs between the pages, {low:.0f}–{high:.0f}/s ({before:.0f}/s first, "
+        f"{after:.0f}/s last); p95 ≤ {floor_p95:.0f} ms; 9 KB; {setup}"
+    )
     report.add("floor: bare Django page", floor_rps, unit="/s", note=note)
     note = f"p95 {behind_login_p95:.0f} ms; {behind_login_made:,} requests; the session and user read, then the page"
     report.add("floor behind a login", behind_login, unit="/s", note=note)

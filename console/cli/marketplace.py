@@ -52,18 +52,30 @@ def show(api: Api, args):
 
 
 def images_ls(api: Api, args):
-    params = {"q": args.query, "category": args.category, "backend": args.backend, "chip": args.chip,
-              "framework": args.framework, "os": args.os, "sort": args.sort, "limit": args.limit,
-              "mine": "true" if args.mine else None}  # fmt: skip
+    params = {
+        "q": args.query,
+        "category": args.category,
+        "backend": args.backend,
+        "chip": args.chip,
+        "framework": args.framework,
+        "os": args.os,
+        "sort": args.sort,
+        "limit": args.limit,
+        "mine": "true" if args.mine else None,
+    }
     body = api.get("images", **{k: v for k, v in params.items() if v})
     if args.json:
         output(args, body)
         return
     rows = [
-        r | {"families": ",".join(v["family"] or "cpu" for v in r["variants"]), "size": _size(r["size_bytes"]),
-             "rating": f"{r['rating_average']} ({r['rating_count']})" if r["rating_count"] else "-"}
+        r
+        | {
+            "families": ",".join(v["family"] or "cpu" for v in r["variants"]),
+            "size": _size(r["size_bytes"]),
+            "rating": f"{r['rating_average']} ({r['rating_count']})" if r["rating_count"] else "-",
+        }
         for r in body["results"]
-    ]  # fmt: skip
+    ]
     columns = [("SLUG", "slug"), ("NAME", "name"), ("CATEGORY", "category"), ("CHIPS", "families")]
     output(args, rows, columns + [("SIZE", "size"), ("LAUNCHES", "usage_count"), ("RATING", "rating")])
     print(f"{len(rows)} of {body['count']} shown")
@@ -102,8 +114,10 @@ def images_clone(api: Api, args):
         print(f"cloned into your images: {result['image']['slug']} (private)")
         return
     instance = result["instance"]
-    print(f"launched {instance['name']} ({instance['id']}) on {instance['chip'] or 'no-card mode'} "
-          f"with {instance['image']}: {instance['status']}")  # fmt: skip
+    print(
+        f"launched {instance['name']} ({instance['id']}) on {instance['chip'] or 'no-card mode'} "
+        f"with {instance['image']}: {instance['status']}"
+    )
 
 
 def _register_images(commands):

@@ -31,8 +31,14 @@ def audited_save(request, obj, change: bool, save) -> None:
         action = ACTIONS[(obj._meta.model_name, change)]
         after = _state(obj)
         changed = {k: v for k, v in after.items() if before.get(k) != v} if change else after
-        record(Actor.from_request(request), action, obj, before={k: before.get(k) for k in changed} if change else {},
-               after=changed, reason="admin")  # fmt: skip
+        record(
+            Actor.from_request(request),
+            action,
+            obj,
+            before={k: before.get(k) for k in changed} if change else {},
+            after=changed,
+            reason="admin",
+        )
 
 
 def audited_delete(request, obj, delete) -> None:

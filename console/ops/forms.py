@@ -84,17 +84,35 @@ class ProgrammeForm(forms.Form):
     )
     starts_at = forms.DateTimeField(label=_("Starts"), widget=DATETIME_LOCAL)
     ends_at = forms.DateTimeField(label=_("Ends"), widget=DATETIME_LOCAL, required=False)
-    budget = AmountField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
-                                required=False, help_text=_("Empty: no limit."))  # fmt: skip
-    monthly_cap_per_user = AmountField(label=_("Monthly cap per user (CNY)"), max_digits=12, decimal_places=2,
-                                              min_value=0, required=False, help_text=_("Empty: no cap."))  # fmt: skip
+    budget = AmountField(
+        label=_("Total budget (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        min_value=0,
+        required=False,
+        help_text=_("Empty: no limit."),
+    )
+    monthly_cap_per_user = AmountField(
+        label=_("Monthly cap per user (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        min_value=0,
+        required=False,
+        help_text=_("Empty: no cap."),
+    )
     eligibility = forms.ChoiceField(label=_("Eligibility"), choices=Eligibility.choices)
     reason = _reason(required=False)
 
 
 class BudgetForm(forms.Form):
-    budget = AmountField(label=_("Total budget (CNY)"), max_digits=12, decimal_places=2, min_value=0,
-                                required=False, help_text=_("Empty: no limit."))  # fmt: skip
+    budget = AmountField(
+        label=_("Total budget (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        min_value=0,
+        required=False,
+        help_text=_("Empty: no limit."),
+    )
     reason = _reason()
 
 
@@ -128,13 +146,21 @@ class VoucherBatchForm(forms.Form):
     quantity = forms.IntegerField(label=_("How many"), min_value=1, max_value=10_000)
     one_per_user = forms.BooleanField(label=_("One per person"), required=False, initial=True)
     shared_code = forms.CharField(
-        label=_("Shared code"), max_length=32, required=False,
-        help_text=_("Empty: a code of its own for each voucher. A code (e.g. WELCOME2026): one code, used that "
-                    "many times."),
-    )  # fmt: skip
-    min_spend = AmountField(label=_("Minimum spend (CNY)"), max_digits=12, decimal_places=2, min_value=0,
-                            required=False, help_text=_("Empty or 0: pays for any covered charge. Above 0: only for a "
-                                                         "prepaid plan costing at least this."))  # fmt: skip
+        label=_("Shared code"),
+        max_length=32,
+        required=False,
+        help_text=_(
+            "Empty: a code of its own for each voucher. A code (e.g. WELCOME2026): one code, used that many times."
+        ),
+    )
+    min_spend = AmountField(
+        label=_("Minimum spend (CNY)"),
+        max_digits=12,
+        decimal_places=2,
+        min_value=0,
+        required=False,
+        help_text=_("Empty or 0: pays for any covered charge. Above 0: only for a prepaid plan costing at least this."),
+    )
     chips = forms.ModelMultipleChoiceField(
         label=_("Chips"), queryset=Chip.objects.filter(rentable=True), required=False, help_text=_("None: every chip.")
     )

@@ -43,6 +43,11 @@ def restore_repo(actor: Actor, public_id, *, reason: str = ""):
     roles.require(actor.user, roles.REVIEW_IMAGE)
     with transaction.atomic():
         item = repos.restore(_hub_item(public_id))
-        record(actor, AuditAction.HUB_REPO_RESTORED, item, reason=_reason(reason, required=False),
-               after={"repo": item.repo})  # fmt: skip
+        record(
+            actor,
+            AuditAction.HUB_REPO_RESTORED,
+            item,
+            reason=_reason(reason, required=False),
+            after={"repo": item.repo},
+        )
     return item

@@ -55,8 +55,9 @@ class CapacityRow:
 
 def capacity() -> list[CapacityRow]:
     """Per zone and chip, from ``Node.cards_reserved`` (what instances hold) and the running instances. 4 queries."""
-    idle_on_drained = Case(When(drained=True, then=F("cards") - F("cards_reserved")), default=0,
-                           output_field=IntegerField())  # fmt: skip
+    idle_on_drained = Case(
+        When(drained=True, then=F("cards") - F("cards_reserved")), default=0, output_field=IntegerField()
+    )
     rows = (
         Node.objects.values("zone_id", "chip_id")
         .annotate(nodes=Count("id"), total=Sum("cards"), used=Sum("cards_reserved"), drained=Sum(idle_on_drained))
@@ -73,10 +74,17 @@ def capacity() -> list[CapacityRow]:
     zones = Zone.objects.in_bulk({r["zone_id"] for r in rows})
     chips = Chip.objects.in_bulk({r["chip_id"] for r in rows})
     found = [
-        CapacityRow(zones[r["zone_id"]], chips[r["chip_id"]], r["nodes"], r["total"] or 0, r["used"] or 0,
-                    r["drained"] or 0, running.get((r["zone_id"], r["chip_id"]), 0))
+        CapacityRow(
+            zones[r["zone_id"]],
+            chips[r["chip_id"]],
+            r["nodes"],
+            r["total"] or 0,
+            r["used"] or 0,
+            r["drained"] or 0,
+            running.get((r["zone_id"], r["chip_id"]), 0),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     return sorted(found, key=lambda r: (r.zone.sort_order, r.zone.slug, r.chip.sort_order, r.chip.slug))
 
 
@@ -95,10 +103,17 @@ def record_capacity_snapshot(at: datetime | None = None) -> int:
     if CapacitySnapshot.objects.filter(at=slot).exists():
         return 0
     rows = [
-        CapacitySnapshot(at=slot, zone=r.zone, chip=r.chip, cards_total=r.cards_total, cards_used=r.cards_used,
-                         cards_drained=r.cards_drained, running_instances=r.running_instances)
+        CapacitySnapshot(
+            at=slot,
+            zone=r.zone,
+            chip=r.chip,
+            cards_total=r.cards_total,
+            cards_used=r.cards_used,
+            cards_drained=r.cards_drained,
+            running_instances=r.running_instances,
+        )
         for r in capacity()
-    ]  # fmt: skip
+    ]
     # A beat overlapping this one may insert the same slot meanwhile: the unique key keeps one row each.
     with transaction.atomic():
         CapacitySnapshot.objects.bulk_create(rows, ignore_conflicts=True)
@@ -209,10 +224,15 @@ def revenue(now: datetime | None = None) -> Revenue:
         .order_by()
     )
     groups = [
-        (r["usage_session__chip_slug"], r["usage_session__zone_slug"], r["usage_session__plan_slug"], r["paid"],
-         r["subsidy"])
+        (
+            r["usage_session__chip_slug"],
+            r["usage_session__zone_slug"],
+            r["usage_session__plan_slug"],
+            r["paid"],
+            r["subsidy"],
+        )
         for r in metered
-    ]  # fmt: skip
+    ]
     # Without a usage session: prepaid plans, charged up front (their instance says what was bought), and the daily
     # storage charges (a "storage" row of their own in every breakdown, so each adds up to the month's total).
     unmetered = list(
@@ -224,9 +244,10 @@ def revenue(now: datetime | None = None) -> Revenue:
     upfront = [r["resource_id"] for r in unmetered if r["kind"] == TransactionKind.UPFRONT]
     bought = {
         i["public_id"]: i
-        for i in Instance.objects.filter(public_id__in=upfront).values("public_id", "chip__slug", "zone__slug",
-                                                                       "plan__slug")
-    }  # fmt: skip
+        for i in Instance.objects.filter(public_id__in=upfront).values(
+            "public_id", "chip__slug", "zone__slug", "plan__slug"
+        )
+    }
     for r in unmetered:
         if r["kind"] == TransactionKind.STORAGE:
             groups.append((STORAGE_GROUP, STORAGE_GROUP, STORAGE_GROUP, r["paid"], r["subsidy"]))
@@ -302,9 +323,16 @@ class ReconciliationRow:
 
 
 RECONCILIATION_COLUMNS = [
-    "day", "programme", "user", "instance_id", "instance", "billed_minutes", "list_price_cny", "subsidy_cny",
+    "day",
+    "programme",
+    "user",
+    "instance_id",
+    "instance",
+    "billed_minutes",
+    "list_price_cny",
+    "subsidy_cny",
     "payable_cny",
-]  # fmt: skip
+]
 
 
 def reconciliation(month: date) -> list[ReconciliationRow]:
@@ -323,11 +351,18 @@ def reconciliation(month: date) -> list[ReconciliationRow]:
         LedgerTransaction.objects.filter(subsidy_amount__gt=0, created_at__gte=since, created_at__lt=until)
         .annotate(programme_slug=Subquery(programme_of), day=TruncDate("created_at", tzinfo=local))
         .values_list(
-            "day", "programme_slug", "user__email", "resource_id", "usage_session__label", "minutes",
-            "usage_session__list_per_hour", "subsidy_amount", "user_amount",
+            "day",
+            "programme_slug",
+            "user__email",
+            "resource_id",
+            "usage_session__label",
+            "minutes",
+            "usage_session__list_per_hour",
+            "subsidy_amount",
+            "user_amount",
         )
         .order_by("day", "programme_slug", "user__email", "resource_id")
-    )  # fmt: skip
+    )
     grouped: dict[tuple, ReconciliationRow] = {}
     upfront: list[tuple[ReconciliationRow, Decimal, Decimal]] = []
     for day, programme, email, resource, label, minutes, list_rate, subsidy, paid in rows.iterator(2000):
@@ -373,8 +408,19 @@ def reconciliation_csv(month: date):
     yield writer.writerow(RECONCILIATION_COLUMNS)
     totals = [0, ZERO, ZERO, ZERO]
     for r in reconciliation(month):
-        yield writer.writerow([r.day.isoformat(), r.programme, r.user_email, r.resource_id, r.label, r.minutes,
-                               r.list_price, r.subsidy, r.payable])  # fmt: skip
+        yield writer.writerow(
+            [
+                r.day.isoformat(),
+                r.programme,
+                r.user_email,
+                r.resource_id,
+                r.label,
+                r.minutes,
+                r.list_price,
+                r.subsidy,
+                r.payable,
+            ]
+        )
         totals = [totals[0] + r.minutes, totals[1] + r.list_price, totals[2] + r.subsidy, totals[3] + r.payable]
     yield writer.writerow(["total", "", "", "", "", *totals])
 

@@ -28,19 +28,48 @@ MANAGE_SUBSIDIES = "console.manage_subsidies"
 # Both read users and the audit log. Finance cannot force-stop; ops cannot adjust balances.
 _COMMON = ["view_users", "view_auditentry", "view_user", "view_enterpriseverification"]
 GROUP_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
-    OPS: [("console", c) for c in [*_COMMON, "manage_capacity", "force_stop_instance", "review_enterprise",
-                                   "review_image"]]
-    + [("instances", f"view_{m}") for m in ["region", "zone", "chip", "node", "instancespec", "instance",
-                                            "instanceevent", "scalingfigure", "agentreport"]]
-    + [("marketplace", f"view_{m}") for m in ["hubitem", "hubfile", "image", "imagevariant", "imageevent",
-                                              "imagerating"]]
+    OPS: [
+        ("console", c)
+        for c in [*_COMMON, "manage_capacity", "force_stop_instance", "review_enterprise", "review_image"]
+    ]
+    + [
+        ("instances", f"view_{m}")
+        for m in [
+            "region",
+            "zone",
+            "chip",
+            "node",
+            "instancespec",
+            "instance",
+            "instanceevent",
+            "scalingfigure",
+            "agentreport",
+        ]
+    ]
+    + [
+        ("marketplace", f"view_{m}")
+        for m in ["hubitem", "hubfile", "image", "imagevariant", "imageevent", "imagerating"]
+    ]
     + [("storage", f"view_{m}") for m in ["entry", "upload", "clouddisk", "diskevent", "hubmount"]],
-    FINANCE: [("console", c) for c in [*_COMMON, "view_finance", "adjust_balance", "manage_prices",
-                                       "manage_subsidies"]]
-    + [("billing", f"view_{m}") for m in ["price", "plan", "subsidyprogramme", "subsidyusage", "account",
-                                          "ledgertransaction", "ledgerentry", "usagesession", "topup",
-                                          "trialgrant", "wallet", "storageprice"]],
-}  # fmt: skip
+    FINANCE: [("console", c) for c in [*_COMMON, "view_finance", "adjust_balance", "manage_prices", "manage_subsidies"]]
+    + [
+        ("billing", f"view_{m}")
+        for m in [
+            "price",
+            "plan",
+            "subsidyprogramme",
+            "subsidyusage",
+            "account",
+            "ledgertransaction",
+            "ledgerentry",
+            "usagesession",
+            "topup",
+            "trialgrant",
+            "wallet",
+            "storageprice",
+        ]
+    ],
+}
 
 
 class Forbidden(ServiceError):

@@ -86,9 +86,14 @@ def adjust_balance(actor: Actor, *, user_id, amount, reason: str, idempotency_ke
             return done  # a repeated submit: posted and audited the first time
         before = wallet.summary(user)
         tx = wallet.adjust_balance(user=user, amount=amount, reason=reason, staff=actor.user, idempotency_key=key)
-        record(actor, AuditAction.BALANCE_ADJUSTED, user, reason=reason,
-               before={"cash": before.cash},
-               after={"cash": before.cash + amount, "amount": amount, "transaction": str(tx.public_id)})  # fmt: skip
+        record(
+            actor,
+            AuditAction.BALANCE_ADJUSTED,
+            user,
+            reason=reason,
+            before={"cash": before.cash},
+            after={"cash": before.cash + amount, "amount": amount, "transaction": str(tx.public_id)},
+        )
     return tx
 
 
@@ -110,8 +115,14 @@ def force_stop(actor: Actor, *, instance_id, reason: str) -> Instance:
     detail = _("Stopped by the operator: %(reason)s") % {"reason": reason}
     with transaction.atomic():
         instance_services.stop(instance, reason=Reason.STOP_REQUESTED, detail=detail)
-        record(actor, AuditAction.INSTANCE_FORCE_STOPPED, instance, reason=reason, before=before,
-               after={"status": instance.status, "wanted": instance.wanted, "owner": instance.owner.email})  # fmt: skip
+        record(
+            actor,
+            AuditAction.INSTANCE_FORCE_STOPPED,
+            instance,
+            reason=reason,
+            before=before,
+            after={"status": instance.status, "wanted": instance.wanted, "owner": instance.owner.email},
+        )
     return instance
 
 
@@ -137,9 +148,14 @@ def set_drained(actor: Actor, *, zone_slug: str, name: str, drained: bool, reaso
         price_version.bump()  # where chips are offered changes what quotes name
         node.drained = drained
         action = AuditAction.NODE_DRAINED if drained else AuditAction.NODE_RETURNED
-        record(actor, action, Target("node", f"{node.zone.slug}/{node.name}", str(node)), reason=reason,
-               before={"drained": not drained, "cards_reserved": node.cards_reserved},
-               after={"drained": drained})  # fmt: skip
+        record(
+            actor,
+            action,
+            Target("node", f"{node.zone.slug}/{node.name}", str(node)),
+            reason=reason,
+            before={"drained": not drained, "cards_reserved": node.cards_reserved},
+            after={"drained": drained},
+        )
     return node
 
 
@@ -173,9 +189,14 @@ def add_price(actor: Actor, *, chip_slug: str, per_hour, effective_from: datetim
     try:
         with transaction.atomic():
             price = Price.objects.create(chip=chip, per_hour=rate, effective_from=effective_from, note=note)
-            record(actor, AuditAction.PRICE_ADDED, Target("price", chip.slug if chip else "no-card", str(price)),
-                   reason=note, before={"per_hour": current.per_hour if current else None},
-                   after={"per_hour": rate, "effective_from": effective_from})  # fmt: skip
+            record(
+                actor,
+                AuditAction.PRICE_ADDED,
+                Target("price", chip.slug if chip else "no-card", str(price)),
+                reason=note,
+                before={"per_hour": current.per_hour if current else None},
+                after={"per_hour": rate, "effective_from": effective_from},
+            )
     except IntegrityError:
         raise Conflict(
             _("There is already a price for this chip from that moment; pick another time."), code="price_exists"
@@ -217,9 +238,22 @@ def _terms(programme: SubsidyProgramme) -> dict:
     }
 
 
-def create_programme(actor: Actor, *, slug: str, name: str, name_zh: str, rate, starts_at, ends_at=None,
-                     budget=None, monthly_cap_per_user=None, eligibility: str = Eligibility.EVERYONE,
-                     chips=(), zones=(), reason: str = "") -> SubsidyProgramme:  # fmt: skip
+def create_programme(
+    actor: Actor,
+    *,
+    slug: str,
+    name: str,
+    name_zh: str,
+    rate,
+    starts_at,
+    ends_at=None,
+    budget=None,
+    monthly_cap_per_user=None,
+    eligibility: str = Eligibility.EVERYONE,
+    chips=(),
+    zones=(),
+    reason: str = "",
+) -> SubsidyProgramme:
     """Create a subsidy programme. Prices shown change at once for the chips and zones it covers."""
     roles.require(actor.user, roles.MANAGE_SUBSIDIES)
     rate = _decimal(rate, message=_("The rate must be a fraction such as 0.10."), code="invalid_rate")
@@ -234,17 +268,29 @@ def create_programme(actor: Actor, *, slug: str, name: str, name_zh: str, rate, 
     if not slug or not name:
         raise ServiceError(_("Give the programme a short name (slug) and a name."), code="name_required")
     programme = SubsidyProgramme(
-        slug=slug, name=name, name_zh=name_zh or name, rate=rate, starts_at=starts_at, ends_at=ends_at,
-        budget=_budget(budget), monthly_cap_per_user=_budget(monthly_cap_per_user), eligibility=eligibility,
-    )  # fmt: skip
+        slug=slug,
+        name=name,
+        name_zh=name_zh or name,
+        rate=rate,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        budget=_budget(budget),
+        monthly_cap_per_user=_budget(monthly_cap_per_user),
+        eligibility=eligibility,
+    )
     try:
         with transaction.atomic():
             programme.save()
             programme.chips.set(chips)
             programme.zones.set(zones)
             where = {"chips": [c.slug for c in chips], "zones": [z.slug for z in zones]}
-            record(actor, AuditAction.PROGRAMME_CREATED, programme, reason=_reason(reason, required=False),
-                   after=_terms(programme) | where)  # fmt: skip
+            record(
+                actor,
+                AuditAction.PROGRAMME_CREATED,
+                programme,
+                reason=_reason(reason, required=False),
+                after=_terms(programme) | where,
+            )
     except IntegrityError:
         raise Conflict(_("A programme with this short name exists already."), code="programme_exists") from None
     return programme
@@ -286,8 +332,14 @@ def change_budget(actor: Actor, *, slug: str, budget, reason: str) -> SubsidyPro
         SubsidyProgramme.objects.filter(pk=programme.pk).update(budget=new)
         price_version.bump()  # the shared price book keeps each programme's budget
         programme.budget = new
-        record(actor, AuditAction.PROGRAMME_BUDGET_CHANGED, programme, reason=reason,
-               before={"budget": old, "spent": programme.spent}, after={"budget": new})  # fmt: skip
+        record(
+            actor,
+            AuditAction.PROGRAMME_BUDGET_CHANGED,
+            programme,
+            reason=reason,
+            before={"budget": old, "spent": programme.spent},
+            after={"budget": new},
+        )
     return programme
 
 
@@ -305,9 +357,14 @@ def review_verification(actor: Actor, *, public_id, approve: bool, reason: str =
         else:
             verification.reject(application, by=actor.user, reason=reason)
         action = AuditAction.VERIFICATION_APPROVED if approve else AuditAction.VERIFICATION_REJECTED
-        record(actor, action, application, reason=application.reason, before=before,
-               after={"status": application.status, "user": application.user.email,
-                      "company": application.company_name})  # fmt: skip
+        record(
+            actor,
+            action,
+            application,
+            reason=application.reason,
+            before=before,
+            after={"status": application.status, "user": application.user.email, "company": application.company_name},
+        )
     return application
 
 
@@ -320,11 +377,16 @@ def create_voucher_batch(actor: Actor, *, reason: str = "", **fields) -> Voucher
     with transaction.atomic():
         batch = vouchers.create_batch(created_by=actor.user, **fields)
         terms = {
-            "amount": str(batch.amount), "quantity": batch.quantity, "expires_at": batch.expires_at.isoformat(),
-            "min_spend": str(batch.min_spend), "one_per_user": batch.one_per_user,
-            "chips": [c.slug for c in fields.get("chips") or ()], "zones": [z.slug for z in fields.get("zones") or ()],
-            "plans": [p.slug for p in fields.get("plans") or ()], "shared_code": bool(fields.get("shared_code")),
-        }  # fmt: skip
+            "amount": str(batch.amount),
+            "quantity": batch.quantity,
+            "expires_at": batch.expires_at.isoformat(),
+            "min_spend": str(batch.min_spend),
+            "one_per_user": batch.one_per_user,
+            "chips": [c.slug for c in fields.get("chips") or ()],
+            "zones": [z.slug for z in fields.get("zones") or ()],
+            "plans": [p.slug for p in fields.get("plans") or ()],
+            "shared_code": bool(fields.get("shared_code")),
+        }
         record(actor, AuditAction.VOUCHER_BATCH_CREATED, batch, reason=_reason(reason, required=False), after=terms)
     return batch
 

@@ -33,7 +33,7 @@ urlpatterns = [
     path("invoices/<uuid:public_id>/issue/", views.invoice_issue, name="invoice-issue"),
     path(
         "invoices/<uuid:public_id>/issue-through-provider/", views.invoice_issue_provider, name="invoice-issue-provider"
-    ),  # fmt: skip
+    ),
     path("invoices/<uuid:public_id>/reject/", views.invoice_reject, name="invoice-reject"),
     path("invoices/<uuid:public_id>/reverse/", views.invoice_reverse, name="invoice-reverse"),
     path("invoices/reconciliation.csv", views.invoice_reconciliation_csv, name="invoice-reconciliation-csv"),

@@ -123,10 +123,11 @@ def set_drained(request, zone, name, drained: bool):
     return _act(
         request,
         reverse("ops:capacity"),
-        lambda: services.set_drained(Actor.from_request(request), zone_slug=zone, name=name, drained=drained,
-                                     reason=reason),
+        lambda: services.set_drained(
+            Actor.from_request(request), zone_slug=zone, name=name, drained=drained, reason=reason
+        ),
         success % {"node": name},
-    )  # fmt: skip
+    )
 
 
 # --- Money ------------------------------------------------------------------------------------------------------------
@@ -180,10 +181,13 @@ def prices(request):
     if not form.is_valid():
         return _prices_page(request, form, status=400)
     try:
-        price = services.add_price(Actor.from_request(request), chip_slug=form.cleaned_data["chip"],
-                                   per_hour=form.cleaned_data["per_hour"],
-                                   effective_from=form.cleaned_data["effective_from"],
-                                   note=form.cleaned_data["note"])  # fmt: skip
+        price = services.add_price(
+            Actor.from_request(request),
+            chip_slug=form.cleaned_data["chip"],
+            per_hour=form.cleaned_data["per_hour"],
+            effective_from=form.cleaned_data["effective_from"],
+            note=form.cleaned_data["note"],
+        )
     except roles.Forbidden:
         raise
     except ServiceError as exc:
@@ -268,9 +272,10 @@ def reviews(request):
             EnterpriseVerification.objects.pending().select_related("user").order_by("submitted_at")[:PAGE_SIZE]
         )
         context["decided"] = (
-            EnterpriseVerification.objects.exclude(status="pending").select_related("user", "reviewed_by")
+            EnterpriseVerification.objects.exclude(status="pending")
+            .select_related("user", "reviewed_by")
             .order_by("-reviewed_at")[:20]
-        )  # fmt: skip
+        )
     if roles.can(user, roles.REVIEW_IMAGE):
         context["pending_images"] = images.pending()[:PAGE_SIZE]
     return render(request, "ops/reviews.html", context)
@@ -372,9 +377,13 @@ def adjust_balance(request, public_id):
     if not form.is_valid():
         return _user_page(request, user, form, status=400)
     try:
-        tx = services.adjust_balance(actor, user_id=public_id, amount=form.cleaned_data["amount"],
-                                     reason=form.cleaned_data["reason"],
-                                     idempotency_key=form.cleaned_data["idempotency_key"])  # fmt: skip
+        tx = services.adjust_balance(
+            actor,
+            user_id=public_id,
+            amount=form.cleaned_data["amount"],
+            reason=form.cleaned_data["reason"],
+            idempotency_key=form.cleaned_data["idempotency_key"],
+        )
     except roles.Forbidden:
         raise
     except ServiceError as exc:
@@ -398,10 +407,11 @@ def force_stop(request, public_id):
     return _act(
         request,
         default,
-        lambda: services.force_stop(Actor.from_request(request), instance_id=public_id,
-                                    reason=form.cleaned_data["reason"]),
+        lambda: services.force_stop(
+            Actor.from_request(request), instance_id=public_id, reason=form.cleaned_data["reason"]
+        ),
         _("Stop sent: the instance gets the checkpoint signal, then stops after the grace period."),
-    )  # fmt: skip
+    )
 
 
 # --- The audit log ----------------------------------------------------------------------------------------------------
@@ -495,8 +505,9 @@ def invoice_issue(request, public_id):
     from billing import invoices as billing_invoices
 
     try:
-        invoice = billing_invoices.issue(Actor.from_request(request), public_id, number=request.POST.get("number"),
-                                         pdf=request.FILES.get("pdf"))  # fmt: skip
+        invoice = billing_invoices.issue(
+            Actor.from_request(request), public_id, number=request.POST.get("number"), pdf=request.FILES.get("pdf")
+        )
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

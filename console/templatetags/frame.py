@@ -173,12 +173,18 @@ def _loaded(obj, seen: set[int]) -> tuple:
     # What a view set on it may be another object, or a list of them: each is named by its own values too.
     # Most values are plain (strings, numbers, dates): only lists, tuples and models are looked into, and without a
     # call per value (a row's key is built for every row of a list, every time it is shown).
-    values = tuple((name, _value(value, seen) if isinstance(value, _NESTED) else value)
-                   for name, value in obj.__dict__.items() if name[0] != "_")  # fmt: skip
-    related = tuple((name, _loaded(other, seen) if other is not None else None)
-                    for name, other in obj._state.fields_cache.items())  # fmt: skip
-    prefetched = tuple((name, tuple(_loaded(other, seen) for other in rows))
-                       for name, rows in obj.__dict__.get("_prefetched_objects_cache", {}).items())  # fmt: skip
+    values = tuple(
+        (name, _value(value, seen) if isinstance(value, _NESTED) else value)
+        for name, value in obj.__dict__.items()
+        if name[0] != "_"
+    )
+    related = tuple(
+        (name, _loaded(other, seen) if other is not None else None) for name, other in obj._state.fields_cache.items()
+    )
+    prefetched = tuple(
+        (name, tuple(_loaded(other, seen) for other in rows))
+        for name, rows in obj.__dict__.get("_prefetched_objects_cache", {}).items()
+    )
     return type(obj).__name__, values, related, prefetched
 
 

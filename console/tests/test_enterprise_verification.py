@@ -20,8 +20,12 @@ from console.ops.models import AuditEntry
 pytestmark = pytest.mark.django_db
 
 CODE = "91350100M000100Y43"  # a valid unified social credit code (check character matches)
-FORM = {"company_name": "Kunpeng AI Ltd", "licence_number": CODE, "contact_name": "Li Lei",
-        "contact_phone": "13800138000"}  # fmt: skip
+FORM = {
+    "company_name": "Kunpeng AI Ltd",
+    "licence_number": CODE,
+    "contact_name": "Li Lei",
+    "contact_phone": "13800138000",
+}
 URL = "/api/v1/enterprise-verification"
 
 
@@ -81,8 +85,9 @@ def test_a_read_only_token_and_an_anonymous_visitor_cannot_apply(teammate_api, a
     assert not EnterpriseVerification.objects.exists()
 
 
-def test_approval_makes_the_user_a_verified_enterprise_for_subsidies_and_is_audited(owner, ops_user, catalog,
-                                                                                    xinchuang_subsidy):  # fmt: skip
+def test_approval_makes_the_user_a_verified_enterprise_for_subsidies_and_is_audited(
+    owner, ops_user, catalog, xinchuang_subsidy
+):
     xinchuang_subsidy.eligibility = Eligibility.VERIFIED_ENTERPRISE
     xinchuang_subsidy.save()
     application = verification.apply(owner, **FORM)
@@ -104,8 +109,9 @@ def test_a_rejection_needs_a_reason_which_the_user_sees_and_can_apply_again(engl
     application = verification.apply(owner, **FORM)
     with pytest.raises(ServiceError, match="reason"):
         ops_services.review_verification(Actor(ops_user), public_id=application.public_id, approve=False)
-    ops_services.review_verification(Actor(ops_user), public_id=application.public_id, approve=False,
-                                     reason="The licence photo is unreadable.")  # fmt: skip
+    ops_services.review_verification(
+        Actor(ops_user), public_id=application.public_id, approve=False, reason="The licence photo is unreadable."
+    )
 
     english.force_login(owner)
     page = english.get(reverse("console:enterprise-verification")).content.decode()

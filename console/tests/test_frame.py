@@ -47,8 +47,10 @@ def test_each_user_sees_their_own_header_and_staff_their_links():
 def test_the_menu_marks_the_page_in_view_and_the_language_switch_returns_to_it():
     user = UserFactory(email="menu@example.com")
     client = _client(user)
-    for path, section in [(reverse("storage:disks"), reverse("storage:index")),
-                          (reverse("billing:transactions") + "?page=2", reverse("billing:wallet"))]:  # fmt: skip
+    for path, section in [
+        (reverse("storage:disks"), reverse("storage:index")),
+        (reverse("billing:transactions") + "?page=2", reverse("billing:wallet")),
+    ]:
         for _round in range(2):
             html = _header(client.get(path).content.decode())
             active = re.findall(r'<a class="nav-link active" href="([^"]+)"', html)
@@ -71,8 +73,9 @@ def test_the_team_badge_follows_the_context_and_the_teams_name():
     client = _client(user)
     path = reverse("storage:disks")
     assert 'id="context-badge"' not in client.get(path).content.decode()
-    response = client.post(reverse("teams:switch"), {"team": team.slug, "next": path,
-                                                     "csrfmiddlewaretoken": _token(client, path)})  # fmt: skip
+    response = client.post(
+        reverse("teams:switch"), {"team": team.slug, "next": path, "csrfmiddlewaretoken": _token(client, path)}
+    )
     assert response.status_code == 302
     assert "Lab One" in _header(client.get(path).content.decode())
     team.name = "Lab Two"

@@ -23,10 +23,19 @@ pytestmark = pytest.mark.django_db
 
 def _session(user, label, started_at, per_hour="1.25"):
     return UsageSession.objects.create(
-        user=user, kind="instance", resource_id=uuid.uuid4(), label=label, started_at=started_at, plan_slug="payg",
-        chip_slug="mlu370-x8", cards=1, zone_slug="cn-east", list_per_hour=Decimal(per_hour),
-        payable_per_hour=Decimal(per_hour), subsidy_per_hour=Decimal("0"),
-    )  # fmt: skip
+        user=user,
+        kind="instance",
+        resource_id=uuid.uuid4(),
+        label=label,
+        started_at=started_at,
+        plan_slug="payg",
+        chip_slug="mlu370-x8",
+        cards=1,
+        zone_slug="cn-east",
+        list_per_hour=Decimal(per_hour),
+        payable_per_hour=Decimal(per_hour),
+        subsidy_per_hour=Decimal("0"),
+    )
 
 
 def test_each_call_gives_the_rows_its_own_arguments_give_with_the_values_converted():
@@ -37,11 +46,18 @@ def test_each_call_gives_the_rows_its_own_arguments_give_with_the_values_convert
     _session(ada, "late", t0 + timedelta(hours=2), per_hour="3.50")
     _session(bob, "bob's", t0 + timedelta(hours=1))
     since = Prepared(
-        lambda user_id, after: UsageSession.objects.filter(user_id=user_id, started_at__gte=after)
-        .select_related("user").order_by("started_at"), int, datetime,
-    )  # fmt: skip
-    assert [(s.label, s.user.email) for s in since(ada.pk, t0)] == [("early", "ada@example.com"),
-                                                                   ("late", "ada@example.com")]  # fmt: skip
+        lambda user_id, after: (
+            UsageSession.objects.filter(user_id=user_id, started_at__gte=after)
+            .select_related("user")
+            .order_by("started_at")
+        ),
+        int,
+        datetime,
+    )
+    assert [(s.label, s.user.email) for s in since(ada.pk, t0)] == [
+        ("early", "ada@example.com"),
+        ("late", "ada@example.com"),
+    ]
     late = since(ada.pk, t0 + timedelta(minutes=1))
     assert [s.label for s in late] == ["late"]
     assert late[0].payable_per_hour == Decimal("3.50") and late[0].started_at == t0 + timedelta(hours=2)
@@ -49,8 +65,9 @@ def test_each_call_gives_the_rows_its_own_arguments_give_with_the_values_convert
     assert [s.label for s in since(bob.pk, t0)] == ["bob's"]
     # The same queryset run by Django gives the same rows: what it builds is the queryset's own SQL.
     mine = UsageSession.objects.filter(user_id=ada.pk, started_at__gte=t0).order_by("started_at")
-    assert [(s.pk, s.charged, s.started_at) for s in since(ada.pk, t0)] == [(s.pk, s.charged, s.started_at)
-                                                                           for s in mine]  # fmt: skip
+    assert [(s.pk, s.charged, s.started_at) for s in since(ada.pk, t0)] == [
+        (s.pk, s.charged, s.started_at) for s in mine
+    ]
 
 
 def test_values_and_values_list_rows_and_a_uuid_or_text_argument():
@@ -59,8 +76,9 @@ def test_values_and_values_list_rows_and_a_uuid_or_text_argument():
     by_resource = Prepared(lambda rid: UsageSession.objects.filter(resource_id=rid).values("label", "cards"), uuid.UUID)
     assert by_resource(session.resource_id) == [{"label": "one", "cards": 1}]
     assert by_resource(uuid.uuid4()) == []
-    by_label = Prepared(lambda label: UsageSession.objects.filter(label=label).values_list("user__email", flat=True),
-                        str)  # fmt: skip
+    by_label = Prepared(
+        lambda label: UsageSession.objects.filter(label=label).values_list("user__email", flat=True), str
+    )
     assert by_label("one") == ["ada@example.com"] and by_label("two") == []
 
 
@@ -146,8 +164,15 @@ def test_a_date_argument_and_a_paginator_over_the_bound_rows():
     t0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
     for n in range(5):
         _session(ada, f"s{n}", t0 + timedelta(days=n))
-    since = Prepared(lambda user_id, day: UsageSession.objects.filter(user_id=user_id, started_at__date__gte=day)
-                     .order_by("started_at").values_list("label", flat=True), int, date)  # fmt: skip
+    since = Prepared(
+        lambda user_id, day: (
+            UsageSession.objects.filter(user_id=user_id, started_at__date__gte=day)
+            .order_by("started_at")
+            .values_list("label", flat=True)
+        ),
+        int,
+        date,
+    )
     assert since(ada.pk, date(2026, 11, 3)) == ["s2", "s3", "s4"]
     pages = Paginator(since.bind(ada.pk, date(2026, 11, 2)), 3)
     assert pages.count == 4 and list(pages.page(1)) == ["s1", "s2", "s3"] and list(pages.page(2)) == ["s4"]
@@ -172,8 +197,9 @@ def test_a_date_lookup_is_built_for_the_current_time_zone():
 
     ada = User.objects.create_user("ada@example.com")
     _session(ada, "late", datetime(2026, 11, 1, 20, 0, tzinfo=UTC))  # 2 November in Shanghai
-    on_day = Prepared(lambda day: UsageSession.objects.filter(started_at__date=day).values_list("label", flat=True),
-                      date)  # fmt: skip
+    on_day = Prepared(
+        lambda day: UsageSession.objects.filter(started_at__date=day).values_list("label", flat=True), date
+    )
     with tz.override("UTC"):
         assert on_day(date(2026, 11, 1)) == ["late"]
     with tz.override("Asia/Shanghai"):

@@ -86,8 +86,9 @@ def test_the_api_verifies_and_wrong_or_late_codes_are_refused(owner, django_capt
     again = api.post("/api/v1/student", {"email": "wang@pku.edu.cn"}, format="json")
     assert again.status_code == 429 and again.json()["code"] == "too_soon"
 
-    wrong = api.post("/api/v1/student/confirm", {"code": "000000" if _mailed_code() != "000000" else "111111"},
-                     format="json")  # fmt: skip
+    wrong = api.post(
+        "/api/v1/student/confirm", {"code": "000000" if _mailed_code() != "000000" else "111111"}, format="json"
+    )
     assert (
         wrong.status_code == 400 and wrong.json()["code"] == "wrong_code" and "4 tries left" in wrong.json()["message"]
     )

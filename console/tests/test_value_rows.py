@@ -15,8 +15,10 @@ def test_a_row_builds_the_instance_and_its_related_rows_from_its_values(launch):
     carded = launch(name="npu-box", chip="ascend-910b", cards=2)
     bare = launch(name="cpu-box", no_card=True)
     settle()
-    rows = ValueRows(Instance.objects.filter(pk__in=[carded.pk, bare.pk]).order_by("name"),
-                     ("name", "status", "cards", "chip__name", "zone__name"))  # fmt: skip
+    rows = ValueRows(
+        Instance.objects.filter(pk__in=[carded.pk, bare.pk]).order_by("name"),
+        ("name", "status", "cards", "chip__name", "zone__name"),
+    )
     expected = Instance.objects.get(pk=carded.pk)
     with CaptureQueriesContext(connection) as read:
         cpu, npu = (row.object for row in rows.rows(rows.values))

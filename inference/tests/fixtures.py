@@ -28,8 +28,9 @@ def inference_catalog(catalog):
 
 
 def fund(user, amount="500") -> None:
-    wallet.adjust_balance(user=user, amount=Decimal(amount), reason="tests", staff=None,
-                          idempotency_key=f"tests:{user.pk}:{amount}")  # fmt: skip
+    wallet.adjust_balance(
+        user=user, amount=Decimal(amount), reason="tests", staff=None, idempotency_key=f"tests:{user.pk}:{amount}"
+    )
 
 
 @pytest.fixture
@@ -72,11 +73,15 @@ class FakeModelServer:
                     self._json()
 
             def _json(self):
-                payload = json.dumps({
-                    "id": "cmpl-1", "object": "chat.completion", "model": "real",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(server.chunks)}}],
-                    "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12},
-                }).encode()  # fmt: skip
+                payload = json.dumps(
+                    {
+                        "id": "cmpl-1",
+                        "object": "chat.completion",
+                        "model": "real",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(server.chunks)}}],
+                        "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -275,9 +275,12 @@ def test_a_deeply_nested_body_answers_400_in_openais_shape(owner, deploy):
     body = b"[" * 5000 + b"]" * 5000
 
     response = Client().post(
-        "/v1/chat/completions", body, content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {key.plaintext}", HTTP_ACCEPT_LANGUAGE="en",
-    )  # fmt: skip
+        "/v1/chat/completions",
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key.plaintext}",
+        HTTP_ACCEPT_LANGUAGE="en",
+    )
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_json"

@@ -123,8 +123,14 @@ def test_the_endpoint_list_query_count_does_not_grow_with_rows(
 def test_the_endpoint_page_shows_requests_in_its_log_and_chart(owner, owner_client, deploy):
     owner_client.cookies["django_language"] = "en"
     endpoint = deploy(owner)
-    endpoints.log_request(endpoint, None, path="chat/completions", status_code=200, latency_ms=42,
-                          usage={"prompt_tokens": 3, "completion_tokens": 9})  # fmt: skip
+    endpoints.log_request(
+        endpoint,
+        None,
+        path="chat/completions",
+        status_code=200,
+        latency_ms=42,
+        usage={"prompt_tokens": 3, "completion_tokens": 9},
+    )
     page = owner_client.get(endpoint.get_absolute_url()).content.decode()
     assert "/v1/chat/completions" in page and "42 ms" in page and "simulated model" in page
     chart = owner_client.get(f"/endpoints/{endpoint.public_id}/chart/").json()

@@ -23,8 +23,14 @@ def _migrate(targets):
 def test_endpoints_keys_and_their_log_survive_the_move_both_ways(owner, deploy):
     endpoint = deploy(owner, name="kept-qwen")
     key = endpoints.create_key(endpoint)
-    endpoints.log_request(endpoint, key.key, path="chat/completions", status_code=200, latency_ms=12,
-                          usage={"prompt_tokens": 3, "completion_tokens": 5})  # fmt: skip
+    endpoints.log_request(
+        endpoint,
+        key.key,
+        path="chat/completions",
+        status_code=200,
+        latency_ms=12,
+        usage={"prompt_tokens": 3, "completion_tokens": 5},
+    )
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
 
     old = _migrate(BEFORE)

@@ -70,14 +70,18 @@ class AgentReportSerializer(serializers.Serializer):
     event = serializers.ChoiceField(choices=EVENTS)
     job_id = serializers.CharField(max_length=64, allow_blank=True)
     restart_count = serializers.IntegerField(min_value=0, default=0)
-    cards = serializers.ListField(child=serializers.IntegerField(min_value=0, max_value=255), max_length=64,
-                                  default=list)  # fmt: skip
+    cards = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=255), max_length=64, default=list
+    )
     metrics = AgentMetricsSerializer()
     checkpoint = CheckpointSerializer(allow_null=True, required=False, default=None)
     scalars = serializers.ListField(
-        child=ScalarSerializer(), max_length=1000, required=False, default=list,
+        child=ScalarSerializer(),
+        max_length=1000,
+        required=False,
+        default=list,
         help_text="Training scalars the workload logged since the last report.",
-    )  # fmt: skip
+    )
     jupyter = JupyterAddressSerializer(allow_null=True, required=False, default=None)
 
 
@@ -94,10 +98,13 @@ class AgentReportView(APIView):
         tags=["agent"],
         summary="An instance agent's heartbeat, metrics or checkpoint (the agent's own token only)",
         request=AgentReportSerializer,
-        responses={200: AgentAnswerSerializer, 400: OpenApiResponse(description="Bad report"),
-                   401: OpenApiResponse(description="No agent token"),
-                   404: OpenApiResponse(description="No such instance, or not this token's")},
-    )  # fmt: skip
+        responses={
+            200: AgentAnswerSerializer,
+            400: OpenApiResponse(description="Bad report"),
+            401: OpenApiResponse(description="No agent token"),
+            404: OpenApiResponse(description="No such instance, or not this token's"),
+        },
+    )
     def post(self, request, id=None):
         header = request.headers.get("Authorization", "").split()
         if len(header) != 2 or header[0].lower() != "agent":

@@ -73,8 +73,10 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         action = "view" if self.request.method in ("GET", "HEAD") else "change"
         return services.get_instance(self.request.user, self.kwargs["id"], action)
 
-    @extend_schema(summary="An instance with its events and cost so far",
-                   responses={200: InstanceDetailSerializer, 404: ERRORS[404]})  # fmt: skip
+    @extend_schema(
+        summary="An instance with its events and cost so far",
+        responses={200: InstanceDetailSerializer, 404: ERRORS[404]},
+    )
     def retrieve(self, request, id=None):
         instance = self.get_object()
         return Response(InstanceDetailSerializer(instance).data)
@@ -95,8 +97,11 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="Start a stopped or preempted instance (relaunch)", request=InstanceStartSerializer,
-                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Start a stopped or preempted instance (relaunch)",
+        request=InstanceStartSerializer,
+        responses={202: InstanceSerializer, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def start(self, request, id=None):
         options = InstanceStartSerializer(data=request.data)
@@ -106,16 +111,21 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         record(instance, request.user, TeamEvent.Action.STARTED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(summary="Stop: checkpoint signal, grace period, stop; billing stops now", request=None,
-                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Stop: checkpoint signal, grace period, stop; billing stops now",
+        request=None,
+        responses={202: InstanceSerializer, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def stop(self, request, id=None):
         instance = services.stop(self.get_object())
         record(instance, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(summary="Training curves: the scalars the workload logged (simulated on the simulated backend)",
-                   responses={200: TrainingCurvesSerializer, 404: ERRORS[404]})  # fmt: skip
+    @extend_schema(
+        summary="Training curves: the scalars the workload logged (simulated on the simulated backend)",
+        responses={200: TrainingCurvesSerializer, 404: ERRORS[404]},
+    )
     @action(detail=True, methods=["get"])
     def training(self, request, id=None):
         return Response(services.training_curves(self.get_object()))
@@ -148,8 +158,11 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             request.accepted_renderer, request.accepted_media_type = renderers.JSONRenderer(), "application/json"
         return super().finalize_response(request, response, *args, **kwargs)
 
-    @extend_schema(summary="Release: deletes the system disk, never a data disk", request=None,
-                   responses={202: InstanceSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Release: deletes the system disk, never a data disk",
+        request=None,
+        responses={202: InstanceSerializer, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def release(self, request, id=None):
         instance = services.release(self.get_object())

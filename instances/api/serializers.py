@@ -34,19 +34,38 @@ class ChipSerializer(serializers.ModelSerializer):
     scaling_efficiency = ScalingFigureSerializer(source="scaling_figures", many=True, read_only=True)
     resnet50 = serializers.SerializerMethodField()
     backend = serializers.ChoiceField(
-        choices=Backend.choices, allow_blank=True, read_only=True,
+        choices=Backend.choices,
+        allow_blank=True,
+        read_only=True,
         help_text="The software family the chip runs; empty for a chip that is only compared, not rented.",
-    )  # fmt: skip
+    )
 
     class Meta:
         model = Chip
         fields = [
-            "slug", "name", "name_zh", "vendor", "backend", "xinchuang", "rentable",
-            "memory_gb", "memory_type", "memory_bandwidth_tbs",
-            "tflops_bf16", "tflops_fp16", "measured_tflops_bf16", "measured_tflops_fp16", "mfu",
-            "interconnect", "interconnect_gbs", "scaling_efficiency", "glm70b_tokens_per_s", "resnet50",
-            "software", "note",
-        ]  # fmt: skip
+            "slug",
+            "name",
+            "name_zh",
+            "vendor",
+            "backend",
+            "xinchuang",
+            "rentable",
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_tbs",
+            "tflops_bf16",
+            "tflops_fp16",
+            "measured_tflops_bf16",
+            "measured_tflops_fp16",
+            "mfu",
+            "interconnect",
+            "interconnect_gbs",
+            "scaling_efficiency",
+            "glm70b_tokens_per_s",
+            "resnet50",
+            "software",
+            "note",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(ResNet50Serializer(allow_null=True))
@@ -191,12 +210,39 @@ class InstanceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Instance
         fields = [
-            "id", "name", "status", "status_display", "status_reason", "status_detail", "wanted",
-            "zone", "chip", "backend", "cards", "spec", "node", "image", "image_name", "plan", "spot",
-            "term_end_action", "term_ends_at", "price_per_hour", "access", "backend_name",
-            "auto_shutdown_at", "idle_shutdown_minutes", "idle_threshold_percent",
-            "running_since", "stopped_at", "release_at", "created_at", "start_command", "env", "secrets",
-        ]  # fmt: skip
+            "id",
+            "name",
+            "status",
+            "status_display",
+            "status_reason",
+            "status_detail",
+            "wanted",
+            "zone",
+            "chip",
+            "backend",
+            "cards",
+            "spec",
+            "node",
+            "image",
+            "image_name",
+            "plan",
+            "spot",
+            "term_end_action",
+            "term_ends_at",
+            "price_per_hour",
+            "access",
+            "backend_name",
+            "auto_shutdown_at",
+            "idle_shutdown_minutes",
+            "idle_threshold_percent",
+            "running_since",
+            "stopped_at",
+            "release_at",
+            "created_at",
+            "start_command",
+            "env",
+            "secrets",
+        ]
         read_only_fields = fields
 
     def get_image_name(self, instance) -> str:
@@ -266,9 +312,12 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         required=False, default=0, min_value=0, help_text="A new cloud disk of this many GB, attached (0: none)."
     )
     mounts = serializers.ListField(
-        child=serializers.CharField(max_length=201), required=False, default=list, max_length=16,
+        child=serializers.CharField(max_length=201),
+        required=False,
+        default=list,
+        max_length=16,
         help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
-    )  # fmt: skip
+    )
 
 
 class InstanceLogsQuerySerializer(serializers.Serializer):
@@ -317,5 +366,5 @@ class TrainingCurvesSerializer(serializers.Serializer):
     curves = serializers.DictField(
         child=serializers.ListField(
             child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2)
-        )  # fmt: skip
+        )
     )

@@ -160,11 +160,34 @@ def availability() -> tuple[bool, str]:
         if not shutil.which(tool):
             return False, f"{tool} is missing (util-linux)"
     probe = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BWRAP, "--unshare-user", "--unshare-pid",
-         "--unshare-net", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
-         "/lib64", "--symlink", "usr/bin", "/bin", "/bin/true"],
-        capture_output=True, text=True, cwd="/", check=False,
-    )  # fmt: skip
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BWRAP,
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "/bin/true",
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        check=False,
+    )
     if probe.returncode != 0:
         return False, f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
     why = local_seccomp.unavailable()
@@ -444,21 +467,39 @@ class LocalBackend(Backend):
                 out.write(f"\n== {timezone.localtime():%Y-%m-%d %H:%M:%S %z} · machine starting ==\n".encode())
                 out.flush()
                 subprocess.run(
-                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=agent_log, cwd="/", check=True,
-                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-                         "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id)},
-                )  # fmt: skip
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=agent_log,
+                    cwd="/",
+                    check=True,
+                    env={
+                        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                        "LANG": "C.UTF-8",
+                        "GPUCLOUD_AGENT_TOKEN": agent_module_token(instance.public_id),
+                    },
+                )
         except BaseException:
             _umount(run)  # the machine never started: its home and run folder do not stay mounted
             local_home.unmount(base)
             raise
         pid = _wait_for_pid(pidfile)
-        write_state(instance.public_id, {
-            **{k: v for k, v in state.items() if k in ("mounts",)},
-            "job_id": job_id, "pid": pid, "started": _start_time(pid), "submitted_at": _now(),
-            "token": token, "uid": uid, "limited": limited, "node": instance.node.name if instance.node_id else "",
-            "disk_gb": disk_gb, "runtime": str(runtime_path),
-        })  # fmt: skip
+        write_state(
+            instance.public_id,
+            {
+                **{k: v for k, v in state.items() if k in ("mounts",)},
+                "job_id": job_id,
+                "pid": pid,
+                "started": _start_time(pid),
+                "submitted_at": _now(),
+                "token": token,
+                "uid": uid,
+                "limited": limited,
+                "node": instance.node.name if instance.node_id else "",
+                "disk_gb": disk_gb,
+                "runtime": str(runtime_path),
+            },
+        )
         if egress:
             self._connect(instance.public_id, job_id)
         if not limited:
@@ -674,13 +715,42 @@ class LocalBackend(Backend):
         # the caller's. PATH leads to the runtime the machine was started with (bound inside).
         path = _sandbox_path(_runtime_of(state))
         inner = [
-            "/usr/bin/env", "-i",
-            "/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd",
-            "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--",
-            str(runtime.system_python()), "-I", "-S", "-c", local_seccomp.LOADER, f"{BOOT_DIR}/{SECCOMP_FILE}",
-            "/usr/bin/env", "-i", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8",
-            f"PATH={path}", "/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
-        ]  # fmt: skip
+            "/usr/bin/env",
+            "-i",
+            "/usr/bin/nsenter",
+            "-t",
+            str(pid),
+            "-U",
+            "-m",
+            "-p",
+            "-n",
+            "-u",
+            "-i",
+            "--root",
+            "--wd",
+            "/usr/bin/setpriv",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--no-new-privs",
+            "--",
+            str(runtime.system_python()),
+            "-I",
+            "-S",
+            "-c",
+            local_seccomp.LOADER,
+            f"{BOOT_DIR}/{SECCOMP_FILE}",
+            "/usr/bin/env",
+            "-i",
+            "HOME=/root",
+            "USER=root",
+            "LOGNAME=root",
+            "SHELL=/bin/bash",
+            "LANG=C.UTF-8",
+            f"PATH={path}",
+            "/bin/sh",
+            "-c",
+            f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
+        ]
         command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
         whole = shlex.quote(shlex.join(command_argv))
         script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" {whole} "$@"'
@@ -918,17 +988,31 @@ class LocalBackend(Backend):
         os.chown(options, uid, uid)
         os.chmod(options, 0o400)
         workload = [
-            "/bin/sh", "-c",
+            "/bin/sh",
+            "-c",
             f"trap '' USR1; exec /usr/bin/env -i {BWRAP} --args 3 -- /bin/sh {BOOT_DIR}/init "
             f"3<{shlex.quote(str(options))} 4<{shlex.quote(str(base / 'boot' / SECCOMP_FILE))}",
-        ]  # fmt: skip
+        ]
         agent = [
-            str(runtime.system_python()), str(base / TOOLS / AGENT_FILE), "--instance",
-            str(instance.public_id), "--root", str(sandbox_root()), "--family", "cpu",
-            "--console", settings.LOCAL_AGENT_CONSOLE_URL, "--interval", str(settings.LOCAL_HEARTBEAT_SECONDS),
-            "--hub-socket", str(run / SOCKETS / HUB_SOCKET), "--log-cap", str(LOG_BYTES),
-            "--", *workload,
-        ]  # fmt: skip
+            str(runtime.system_python()),
+            str(base / TOOLS / AGENT_FILE),
+            "--instance",
+            str(instance.public_id),
+            "--root",
+            str(sandbox_root()),
+            "--family",
+            "cpu",
+            "--console",
+            settings.LOCAL_AGENT_CONSOLE_URL,
+            "--interval",
+            str(settings.LOCAL_HEARTBEAT_SECONDS),
+            "--hub-socket",
+            str(run / SOCKETS / HUB_SOCKET),
+            "--log-cap",
+            str(LOG_BYTES),
+            "--",
+            *workload,
+        ]
         switch = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
         join = " ".join(f"echo $$ > {shlex.quote(str(p))};" for p in (cgroup.procs_files() if cgroup else []))
         return ["/bin/sh", "-c", f'{join} exec "$@"', "sh", *switch, *agent]

@@ -121,9 +121,17 @@ def make_ext4_image(image: Path, uid: int, size_gb: int) -> None:
     # (a 100 GB disk's would take 1 GB of the host's). -m 0: no blocks reserved for root, who is nobody inside.
     steps = [
         ["truncate", "-s", str(int(size_gb * GIB)), str(staging)],
-        ["mkfs.ext4", "-q", "-F", "-m", "0", "-E",
-         f"root_owner={uid}:{uid},lazy_itable_init=1,lazy_journal_init=1", str(staging)],
-    ]  # fmt: skip
+        [
+            "mkfs.ext4",
+            "-q",
+            "-F",
+            "-m",
+            "0",
+            "-E",
+            f"root_owner={uid}:{uid},lazy_itable_init=1,lazy_journal_init=1",
+            str(staging),
+        ],
+    ]
     try:
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         os.close(fd)

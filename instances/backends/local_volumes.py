@@ -271,8 +271,9 @@ def _grow(image: Path, folder: Path, size_gb: float) -> None:
         if _quiet(["resize2fs", devices[0]]):
             return
     _pending(folder).write_text(str(size_gb))
-    log.info("%s grows to %s GB at its machine's next start (this host cannot resize a mounted file system)",
-             folder, size_gb)  # fmt: skip
+    log.info(
+        "%s grows to %s GB at its machine's next start (this host cannot resize a mounted file system)", folder, size_gb
+    )
 
 
 def _grow_offline(image: Path, folder: Path, size_gb: int) -> None:
@@ -292,8 +293,9 @@ def _grow_offline(image: Path, folder: Path, size_gb: int) -> None:
 
 def _fs_bytes(image: Path) -> int:
     """The size of the image's file system (its superblock), which may be less than the image file's."""
-    done = subprocess.run(["dumpe2fs", "-h", str(image)], capture_output=True, text=True, check=False,
-                          env={"PATH": PATH})  # fmt: skip
+    done = subprocess.run(
+        ["dumpe2fs", "-h", str(image)], capture_output=True, text=True, check=False, env={"PATH": PATH}
+    )
     fields = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
     try:
         return int(fields["Block count"]) * int(fields["Block size"])

@@ -89,10 +89,17 @@ class SimulatedBackend(Backend):
         if ready_at and reclaimed_until:
             ready_at = max(ready_at, reclaimed_until + timedelta(seconds=conf.sim_boot_seconds()))
         fields = {
-            "node_id": instance.node_id, "cards": instance.cards, "image": instance.image, "submitted_at": now,
-            "ready_at": ready_at, "signalled_at": None, "stop_at": None, "preempted_at": None, "crashed_at": None,
+            "node_id": instance.node_id,
+            "cards": instance.cards,
+            "image": instance.image,
+            "submitted_at": now,
+            "ready_at": ready_at,
+            "signalled_at": None,
+            "stop_at": None,
+            "preempted_at": None,
+            "crashed_at": None,
             "released_at": None,
-        }  # fmt: skip
+        }
         if job is None:
             job_id = f"sim-{instance.public_id.hex[:12]}"
             job, _created = SimulatedJob.objects.get_or_create(

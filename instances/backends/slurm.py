@@ -163,10 +163,23 @@ def _create_account(name: str, uid: int) -> None:
     workers may race: the loser's error is ignored and the account looked up again."""
     subprocess.run(["groupadd", "--gid", str(uid), name], capture_output=True, check=False)
     subprocess.run(
-        ["useradd", "--no-log-init", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/bash",
-         "--uid", str(uid), "--gid", str(uid), name],
-        capture_output=True, check=False,
-    )  # fmt: skip
+        [
+            "useradd",
+            "--no-log-init",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/bin/bash",
+            "--uid",
+            str(uid),
+            "--gid",
+            str(uid),
+            name,
+        ],
+        capture_output=True,
+        check=False,
+    )
 
 
 def agent_path(config: dict) -> str:
@@ -402,9 +415,19 @@ ENDED_MESSAGES = {
 }
 
 
-def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, cards: int, chip: str,
-              spot_partition: str, now: float | None = None, lab: bool = False,
-              shared: bool = False) -> BackendStatus:  # fmt: skip
+def job_phase(
+    job: dict | None,
+    *,
+    wanted: str,
+    reported: bool,
+    grace: float,
+    cards: int,
+    chip: str,
+    spot_partition: str,
+    now: float | None = None,
+    lab: bool = False,
+    shared: bool = False,
+) -> BackendStatus:
     """What a Slurm job means for its instance. ``reported``: the agent has reported from this job; ``lab``: its
     latest report gives a JupyterLab address the console may use; ``shared``: it runs as the shared account."""
     if job is None:
@@ -426,8 +449,9 @@ def job_phase(job: dict | None, *, wanted: str, reported: bool, grace: float, ca
         if reported:
             access = _access(job, lab=lab, shared=shared)
             return BackendStatus(Phase.RUNNING, since=_at(job.get("start_time")), access=access)
-        return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5,
-                             message=_("starting the instance agent"))  # fmt: skip
+        return BackendStatus(
+            Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5, message=_("starting the instance agent")
+        )
     if state in {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"}:
         message = waiting_message(job.get("state_reason", ""), cards=cards, chip=chip)
         return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=1.0, message=message)
@@ -565,10 +589,20 @@ class SlurmBackend(Backend):
         family = instance.chip.backend if instance.chip_id else "cpu"
         # -I (isolated): the owner's variables reach the agent too, and PYTHONPATH or PYTHONHOME must not change it.
         command = [
-            config.get("agent_python", "python3"), "-I", agent_path(config), "--instance", str(instance.public_id),
-            "--root", str(root), "--family", family, "--console", config.get("console_url", ""),
-            "--interval", str(config.get("heartbeat_seconds", 15)),
-        ]  # fmt: skip
+            config.get("agent_python", "python3"),
+            "-I",
+            agent_path(config),
+            "--instance",
+            str(instance.public_id),
+            "--root",
+            str(root),
+            "--family",
+            family,
+            "--console",
+            config.get("console_url", ""),
+            "--interval",
+            str(config.get("heartbeat_seconds", 15)),
+        ]
         job = {
             "name": self.job_name(instance, config),
             "partition": config["spot_partition"] if instance.spot else config["partition"],
@@ -689,12 +723,16 @@ class SlurmBackend(Backend):
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:
         key = (instance.public_id, str(job["job_id"])) if job else None
         status = job_phase(
-            job, wanted=instance.wanted, reported=key in reported or not config.get("require_heartbeat", True),
-            grace=_grace(instance), cards=instance.cards, spot_partition=config["spot_partition"],
+            job,
+            wanted=instance.wanted,
+            reported=key in reported or not config.get("require_heartbeat", True),
+            grace=_grace(instance),
+            cards=instance.cards,
+            spot_partition=config["spot_partition"],
             chip=instance.chip.label if instance.chip_id else "",
             lab=bool(job) and lab_address_allowed(labs.get(key), job_node(job)),
             shared=not per_owner_accounts(config),
-        )  # fmt: skip
+        )
         if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
             self._hold_preempted(config, job, status.since)
         return status
@@ -793,9 +831,18 @@ class SlurmBackend(Backend):
         agent = [config.get("agent_python", "python3"), "-I", agent_path(config)]
         done = subprocess.run(
             [*agent, "--write-layout", str(root), str(system)],
-            input=json.dumps(layout), capture_output=True, text=True, user=account.uid, group=account.gid,
-            extra_groups=[], umask=0o077, cwd="/", env={"PATH": "/usr/bin:/bin"}, check=False, timeout=60,
-        )  # fmt: skip
+            input=json.dumps(layout),
+            capture_output=True,
+            text=True,
+            user=account.uid,
+            group=account.gid,
+            extra_groups=[],
+            umask=0o077,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            check=False,
+            timeout=60,
+        )
         if done.returncode != 0:
             raise BackendError(f"writing the layout as {account.name} failed: {done.stderr.strip()[-500:]}")
 
@@ -821,8 +868,11 @@ class SlurmBackend(Backend):
     def mount(self, instance, source: str, target: str) -> None:
         if not target.startswith("/root/") or ".." in target.split("/"):
             raise BackendError(f"mounts go under /root/, not {target!r}")
-        entry = {"source": self._source(self.config(instance), source, target, instance.owner_id), "target": target,
-                 "read_only": not (source.startswith("cloudstorage/") or target == "/root/shared")}  # fmt: skip
+        entry = {
+            "source": self._source(self.config(instance), source, target, instance.owner_id),
+            "target": target,
+            "read_only": not (source.startswith("cloudstorage/") or target == "/root/shared"),
+        }
         self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], entry))
 
     def unmount(self, instance, target: str) -> None:

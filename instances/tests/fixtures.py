@@ -76,8 +76,13 @@ class Balances:
         user = get_user_model().objects.get(pk=user_pk)
         delta = Decimal(amount) - wallet.compute_balance(user)
         if delta:
-            wallet.adjust_balance(user=user, amount=delta, reason="test balance", staff=None,
-                                  idempotency_key=f"test-balance:{uuid.uuid4()}")  # fmt: skip
+            wallet.adjust_balance(
+                user=user,
+                amount=delta,
+                reason="test balance",
+                staff=None,
+                idempotency_key=f"test-balance:{uuid.uuid4()}",
+            )
 
     def __getitem__(self, user_pk: int) -> Decimal:
         return wallet.compute_balance(get_user_model().objects.get(pk=user_pk))
@@ -91,8 +96,13 @@ class Ledger:
         self.balances = Balances(self.funded)
 
     def fund(self, user) -> None:
-        wallet.adjust_balance(user=user, amount=self.default_balance, reason="test funds", staff=None,
-                              idempotency_key=f"test-funds:{user.pk}")  # fmt: skip
+        wallet.adjust_balance(
+            user=user,
+            amount=self.default_balance,
+            reason="test funds",
+            staff=None,
+            idempotency_key=f"test-funds:{user.pk}",
+        )
 
     @property
     def sessions(self) -> list[Session]:

@@ -16,8 +16,14 @@ from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db
 
-WIZARD = {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "nightly",
-          "term_end_action": "continue"}  # fmt: skip
+WIZARD = {
+    "chip": "mlu370-x8",
+    "cards": "1",
+    "plan": "payg",
+    "image": "pytorch-2.2-neuware",
+    "name": "nightly",
+    "term_end_action": "continue",
+}
 
 
 @pytest.fixture

@@ -84,16 +84,25 @@ def test_the_wizard_lines_become_variables_and_bad_lines_are_named():
 
 def test_a_launch_keeps_its_boot_options_and_refuses_bad_ones_before_anything_is_reserved(launch, hf_token):
     instance = launch(start_command="python train.py", env={"EPOCHS": "3"}, secrets=[hf_token])
-    assert (instance.start_command, instance.env, instance.secret_names) == ("python train.py", {"EPOCHS": "3"},
-                                                                             ["HF_TOKEN"])  # fmt: skip
+    assert (instance.start_command, instance.env, instance.secret_names) == (
+        "python train.py",
+        {"EPOCHS": "3"},
+        ["HF_TOKEN"],
+    )
     with pytest.raises(FieldError):
         launch(name="bad", env={"HOME": "/x"})
     assert Instance.objects.count() == 1
 
 
 def test_the_api_launches_with_boot_options_and_shows_secret_names_only(owner_api, lifecycle, hf_token):
-    body = {"name": "api-boot", "image": "pytorch-2.2-neuware", "chip": "mlu370-x8",
-            "start_command": "python train.py", "env": {"EPOCHS": "3"}, "secrets": [hf_token]}  # fmt: skip
+    body = {
+        "name": "api-boot",
+        "image": "pytorch-2.2-neuware",
+        "chip": "mlu370-x8",
+        "start_command": "python train.py",
+        "env": {"EPOCHS": "3"},
+        "secrets": [hf_token],
+    }
     created = owner_api.post(API, body, format="json")
     assert created.status_code == 201, created.json()
     settle()
@@ -138,8 +147,14 @@ def english(owner_client, settings):
     return owner_client
 
 
-WIZARD = {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "from-page",
-          "term_end_action": "continue"}  # fmt: skip
+WIZARD = {
+    "chip": "mlu370-x8",
+    "cards": "1",
+    "plan": "payg",
+    "image": "pytorch-2.2-neuware",
+    "name": "from-page",
+    "term_end_action": "continue",
+}
 
 
 def test_the_wizard_launches_with_boot_options(english, lifecycle, hf_token):
@@ -205,8 +220,9 @@ def test_a_secret_deleted_since_the_launch_is_left_out_and_the_timeline_says_so_
     assert [(n.detail, n.old == n.new) for n in notes] == [("HF_TOKEN", True)]
 
 
-def test_secret_values_appear_in_no_event_page_or_api_answer_across_a_lifecycle(owner_client, owner_api, launch,
-                                                                               hf_token):  # fmt: skip
+def test_secret_values_appear_in_no_event_page_or_api_answer_across_a_lifecycle(
+    owner_client, owner_api, launch, hf_token
+):
     instance = launch(env={"EPOCHS": "3"}, secrets=[hf_token])
     settle()
     boot_environment(instance)

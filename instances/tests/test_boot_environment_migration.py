@@ -30,9 +30,13 @@ def test_instances_and_their_events_survive_the_migration_both_ways(launch):
     before = old.get_model("instances", "Instance").objects.get(public_id=instance.public_id)
     assert before.name == "kept" and not hasattr(before, "start_command")
     old.get_model("instances", "Instance").objects.create(
-        owner_id=instance.owner_id, name="made-before", zone_id=instance.zone_id, spec_id=instance.spec_id,
-        plan_id=instance.plan_id, image=instance.image,
-    )  # fmt: skip
+        owner_id=instance.owner_id,
+        name="made-before",
+        zone_id=instance.zone_id,
+        spec_id=instance.spec_id,
+        plan_id=instance.plan_id,
+        image=instance.image,
+    )
 
     _migrate(latest)
 

@@ -11,17 +11,31 @@ LFS = "a" * 64
 @pytest.mark.parametrize(
     "target",
     [
-        "/demo/tiny/resolve/main/config.json", "/datasets/demo/d/resolve/main/x.csv", "/api/models/demo/tiny",
-        "/api/models/demo/tiny/revision/main", "/api/datasets/demo/d/tree/main/sub?recursive=1", "/api/repos/create",
-        "/api/validate-yaml", "/api/models/demo/tiny/preupload/main", "/api/models/demo/tiny/commit/main",
-        "/demo/tiny.git/info/lfs/objects/batch", f"/hub-lfs/{LFS}?ticket=t", f"/hub-lfs/{LFS}/verify",
+        "/demo/tiny/resolve/main/config.json",
+        "/datasets/demo/d/resolve/main/x.csv",
+        "/api/models/demo/tiny",
+        "/api/models/demo/tiny/revision/main",
+        "/api/datasets/demo/d/tree/main/sub?recursive=1",
+        "/api/repos/create",
+        "/api/validate-yaml",
+        "/api/models/demo/tiny/preupload/main",
+        "/api/models/demo/tiny/commit/main",
+        "/demo/tiny.git/info/lfs/objects/batch",
+        f"/hub-lfs/{LFS}?ticket=t",
+        f"/hub-lfs/{LFS}/verify",
         # what today's huggingface_hub adds: whoami, lists, deletion, settings, and Xet uploads
-        "/api/whoami-v2", "/api/models?author=demo&limit=5", "/api/datasets", "/api/repos/delete",
-        "/api/models/demo/tiny/settings", "/api/models/demo/tiny/xet-write-token/main", "/hub-xet/v1/shards",
-        f"/hub-xet/v1/xorbs/default/{LFS}", f"/hub-xet/v1/xorb-grants/default/{LFS}",
+        "/api/whoami-v2",
+        "/api/models?author=demo&limit=5",
+        "/api/datasets",
+        "/api/repos/delete",
+        "/api/models/demo/tiny/settings",
+        "/api/models/demo/tiny/xet-write-token/main",
+        "/hub-xet/v1/shards",
+        f"/hub-xet/v1/xorbs/default/{LFS}",
+        f"/hub-xet/v1/xorb-grants/default/{LFS}",
         f"/hub-xet/v1/chunks/default-merkledb/{LFS}",
     ],
-)  # fmt: skip
+)
 def test_the_hubs_addresses_pass(target):
     assert hub_request_allowed("GET", target)
 
@@ -29,13 +43,28 @@ def test_the_hubs_addresses_pass(target):
 @pytest.mark.parametrize(
     "target",
     [
-        "/billing/", "/instances/", "/api/v1/instances", "/api/v1/resolve/x/y", "/v1/chat/resolve/completions",
-        "/api/schema/", "/api/models/../../billing/", "/api/models/demo/%2e%2e/x", "http://console/billing/",
-        "/instances/abc/resolve/main/x", "/api/models/demo/tiny/commit/main/extra", "/ops/hub/", "/hub/demo/tiny",
-        "/accounts/login/", "/demo/tiny/resolve/main/a%00b", "/api/modelsx", "/api/v1/whoami-v2",
-        "/hub-xet/v1/xorbs/default/../x", "/hub-xet/v1/reconstructions/x", "/api/models/demo/tiny/settings/x",
+        "/billing/",
+        "/instances/",
+        "/api/v1/instances",
+        "/api/v1/resolve/x/y",
+        "/v1/chat/resolve/completions",
+        "/api/schema/",
+        "/api/models/../../billing/",
+        "/api/models/demo/%2e%2e/x",
+        "http://console/billing/",
+        "/instances/abc/resolve/main/x",
+        "/api/models/demo/tiny/commit/main/extra",
+        "/ops/hub/",
+        "/hub/demo/tiny",
+        "/accounts/login/",
+        "/demo/tiny/resolve/main/a%00b",
+        "/api/modelsx",
+        "/api/v1/whoami-v2",
+        "/hub-xet/v1/xorbs/default/../x",
+        "/hub-xet/v1/reconstructions/x",
+        "/api/models/demo/tiny/settings/x",
     ],
-)  # fmt: skip
+)
 def test_everything_else_of_the_console_is_refused(target):
     assert not hub_request_allowed("GET", target)
 

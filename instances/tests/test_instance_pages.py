@@ -77,8 +77,9 @@ def test_a_kept_row_of_the_list_follows_the_instance_its_chip_and_the_language(e
 
 
 def test_the_wizard_shows_the_live_price_from_the_quote_function(english, lifecycle):
-    response = english.get(reverse("instances:launch"), {"chip": "ascend-910b", "cards": "2", "plan": "payg"},
-                           HTTP_HX_REQUEST="true")  # fmt: skip
+    response = english.get(
+        reverse("instances:launch"), {"chip": "ascend-910b", "cards": "2", "plan": "payg"}, HTTP_HX_REQUEST="true"
+    )
     html = response.content.decode()
     assert response.status_code == 200 and 'id="price-payable"' in html
     assert "¥3.42" in html  # 2 × ¥1.9 less the 10% Xinchuang subsidy
@@ -88,9 +89,16 @@ def test_the_wizard_shows_the_live_price_from_the_quote_function(english, lifecy
 def test_the_wizard_explains_bad_input(english, lifecycle):
     response = english.post(
         reverse("instances:launch"),
-        {"chip": "ascend-910b", "cards": "2", "plan": "daily", "spot": "on", "image": "pytorch-2.2-cann8",
-         "name": "x", "term_end_action": "continue"},
-    )  # fmt: skip
+        {
+            "chip": "ascend-910b",
+            "cards": "2",
+            "plan": "daily",
+            "spot": "on",
+            "image": "pytorch-2.2-cann8",
+            "name": "x",
+            "term_end_action": "continue",
+        },
+    )
     assert response.status_code == 400
     assert "Spot instances are offered with pay-as-you-go only" in response.content.decode()
     assert not Instance.objects.exists()
@@ -99,9 +107,15 @@ def test_the_wizard_explains_bad_input(english, lifecycle):
 def test_launching_from_the_wizard_redirects_to_the_instance(english, lifecycle):
     response = english.post(
         reverse("instances:launch"),
-        {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "from-page",
-         "term_end_action": "continue"},
-    )  # fmt: skip
+        {
+            "chip": "mlu370-x8",
+            "cards": "1",
+            "plan": "payg",
+            "image": "pytorch-2.2-neuware",
+            "name": "from-page",
+            "term_end_action": "continue",
+        },
+    )
     instance = Instance.objects.get()
     assert response.status_code == 302 and response["Location"] == instance.get_absolute_url()
 

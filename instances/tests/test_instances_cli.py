@@ -26,8 +26,20 @@ def cli(live_server, tmp_path, monkeypatch, capsys, lifecycle):
 
 
 def test_create_with_a_backend_then_ls_show_stop_start_rm(cli, owner):
-    code, out, err = cli(owner, "--json", "instances", "create", "--backend", "mlu", "--cards", "2",
-                         "--image", "pytorch-2.2-neuware", "--name", "cli-mlu")  # fmt: skip
+    code, out, err = cli(
+        owner,
+        "--json",
+        "instances",
+        "create",
+        "--backend",
+        "mlu",
+        "--cards",
+        "2",
+        "--image",
+        "pytorch-2.2-neuware",
+        "--name",
+        "cli-mlu",
+    )
     assert code == 0, err
     instance_id = json.loads(out)["id"]
     settle()
@@ -48,8 +60,18 @@ def test_create_with_a_backend_then_ls_show_stop_start_rm(cli, owner):
 
 
 def test_a_stranger_gets_404_from_the_cli(cli, owner, stranger):
-    code, out, _ = cli(owner, "--json", "instances", "create", "--chip", "mlu370-x8", "--image",
-                       "pytorch-2.2-neuware", "--name", "mine")  # fmt: skip
+    code, out, _ = cli(
+        owner,
+        "--json",
+        "instances",
+        "create",
+        "--chip",
+        "mlu370-x8",
+        "--image",
+        "pytorch-2.2-neuware",
+        "--name",
+        "mine",
+    )
     instance_id = json.loads(out)["id"]
     for argv in (["instances", "show", instance_id], ["stop", instance_id], ["rm", instance_id]):
         code, _, err = cli(stranger, *argv)
@@ -59,8 +81,18 @@ def test_a_stranger_gets_404_from_the_cli(cli, owner, stranger):
 
 
 def test_an_illegal_transition_is_a_clear_cli_error(cli, owner):
-    code, out, _ = cli(owner, "--json", "instances", "create", "--chip", "mlu370-x8", "--image",
-                       "pytorch-2.2-neuware", "--name", "busy")  # fmt: skip
+    code, out, _ = cli(
+        owner,
+        "--json",
+        "instances",
+        "create",
+        "--chip",
+        "mlu370-x8",
+        "--image",
+        "pytorch-2.2-neuware",
+        "--name",
+        "busy",
+    )
     settle()
     code, _, err = cli(owner, "start", json.loads(out)["id"])
     assert code == 1 and "409" in err and "cannot start" in err

@@ -88,8 +88,9 @@ def test_the_console_sends_the_owner_to_the_labs_own_origin_with_a_one_time_hand
     cookie = next(c for c in entered.headers.get_list("set-cookie") if c.startswith("gpucloud_lab="))
     assert "HttpOnly" in cookie and "Domain" not in cookie and "Path=/" in cookie
     assert lab.get(f"{jupyter.base_path}api/status").json() == STATUS
-    replayed = httpx.Client(base_url=console_server.url, headers={"Host": host}, cookies={
-        "gpucloud_lab_state": "whatever"})  # fmt: skip
+    replayed = httpx.Client(
+        base_url=console_server.url, headers={"Host": host}, cookies={"gpucloud_lab_state": "whatever"}
+    )
     assert replayed.get(f"{login.path}?{login.query}").status_code == 404
     assert replayed.get(f"{jupyter.base_path}api/status").status_code == 302  # no lab cookie: back to the console
     # A handoff asked for without the lab's start, or for a path no lab page has, is refused
@@ -147,8 +148,9 @@ def test_strangers_get_404_anonymous_visitors_sign_in_first_and_jupyter_sees_not
         assert response.status_code == 302 and response.headers["location"].endswith(f"{jupyter.base_path}api/status")
         assert on_lab.post(f"{jupyter.base_path}api/echo", content=b"x").status_code == 404
         with pytest.raises(InvalidStatus) as refused:
-            open_websocket(console_server, f"{jupyter.base_path}api/kernels/k1/channels", user,
-                           origin=f"http://{host}", lab=on_lab)  # fmt: skip
+            open_websocket(
+                console_server, f"{jupyter.base_path}api/kernels/k1/channels", user, origin=f"http://{host}", lab=on_lab
+            )
         assert refused.value.response.status_code == 404
     assert jupyter.requests == []
 
@@ -172,8 +174,12 @@ def test_a_password_change_closes_the_lab(lab, jupyter, owner, instance):
     owner.set_password("a new password 2026")
     owner.save()
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 302  # back to the console, to sign in again
-    assert lab.put(f"{jupyter.base_path}api/echo", content=b"x", headers={"Origin": f"http://{lab.headers['host']}"}
-                   ).status_code == 404  # fmt: skip
+    assert (
+        lab.put(
+            f"{jupyter.base_path}api/echo", content=b"x", headers={"Origin": f"http://{lab.headers['host']}"}
+        ).status_code
+        == 404
+    )
 
 
 def test_signing_out_of_the_console_closes_the_lab(lab, jupyter):
@@ -321,8 +327,9 @@ def test_the_lab_survives_a_jupyter_restart_on_the_same_socket(lab, jupyter):
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 502
 
 
-def test_a_lab_whose_machine_stopped_says_so_at_once_despite_the_kept_look_up(lab, jupyter, instance, monkeypatch,
-                                                                             settings):  # fmt: skip
+def test_a_lab_whose_machine_stopped_says_so_at_once_despite_the_kept_look_up(
+    lab, jupyter, instance, monkeypatch, settings
+):
     settings.LAB_AUTH_CACHE_SECONDS = 60
     assert lab.get(f"{jupyter.base_path}api/status").status_code == 200  # looked up and kept for a minute
     jupyter.thread.__exit__(None, None, None)

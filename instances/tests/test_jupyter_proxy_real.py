@@ -45,11 +45,19 @@ def jupyterlab(console_server, launch, monkeypatch):
     """A real JupyterLab for a new instance of the owner's, on a Unix socket; the backend says it answers there."""
     instance = launch()
     folder = Path(tempfile.mkdtemp(prefix="jl-", dir="/tmp"))  # a short path: Unix socket paths stop at 107 bytes
-    server = JupyterServer(token=uuid.uuid4().hex, base_path=f"/instances/{instance.public_id}/lab/",
-                           socket=str(folder / "jupyter.sock"))  # fmt: skip
-    command = [JUPYTER_PYTHON, "-m", "jupyterlab", "--no-browser", f"--ServerApp.sock={server.socket}",
-               f"--IdentityProvider.token={server.token}", f"--ServerApp.base_url={server.base_path}",
-               f"--ServerApp.root_dir={folder}"] + (["--allow-root"] if os.geteuid() == 0 else [])  # fmt: skip
+    server = JupyterServer(
+        token=uuid.uuid4().hex, base_path=f"/instances/{instance.public_id}/lab/", socket=str(folder / "jupyter.sock")
+    )
+    command = [
+        JUPYTER_PYTHON,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--ServerApp.sock={server.socket}",
+        f"--IdentityProvider.token={server.token}",
+        f"--ServerApp.base_url={server.base_path}",
+        f"--ServerApp.root_dir={folder}",
+    ] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = open(folder / "jupyter.log", "wb")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
     monkeypatch.setattr(get_backend(instance.backend_name), "jupyter", lambda inst: server)
@@ -99,8 +107,14 @@ def test_jupyterlab_pages_writes_and_kernels_work_through_the_console(console_se
 
 
 def _execute_request(code: str) -> dict:
-    header = {"msg_id": uuid.uuid4().hex, "session": "s1", "username": "owner", "msg_type": "execute_request",
-              "version": "5.3", "date": "2026-01-01T00:00:00Z"}  # fmt: skip
+    header = {
+        "msg_id": uuid.uuid4().hex,
+        "session": "s1",
+        "username": "owner",
+        "msg_type": "execute_request",
+        "version": "5.3",
+        "date": "2026-01-01T00:00:00Z",
+    }
     content = {"code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False}
     return {"header": header, "parent_header": {}, "metadata": {}, "content": content, "channel": "shell"}
 

@@ -455,8 +455,10 @@ def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, runnin
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
     etc_after = os.stat("/etc")
     assert (etc_after.st_uid, etc_after.st_gid, etc_after.st_mode) == (
-        etc_before.st_uid, etc_before.st_gid, etc_before.st_mode,
-    )  # fmt: skip
+        etc_before.st_uid,
+        etc_before.st_gid,
+        etc_before.st_mode,
+    )
     assert not os.path.exists("/etc/checkpoint.json")
 
 
@@ -543,9 +545,13 @@ def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_lo
     config = b'{"model_type": "gpt2", "n_layer": 2}\n'
     lines = [
         json.dumps({"key": "header", "value": {"summary": "first"}}).encode(),
-        json.dumps({"key": "file", "value": {"path": "config.json", "content": base64.b64encode(config).decode(),
-                                             "encoding": "base64"}}).encode(),
-    ]  # fmt: skip
+        json.dumps(
+            {
+                "key": "file",
+                "value": {"path": "config.json", "content": base64.b64encode(config).decode(), "encoding": "base64"},
+            }
+        ).encode(),
+    ]
     repos.commit(publisher, "model", "demo/tiny", "main", iter(lines))
 
     instance = running()

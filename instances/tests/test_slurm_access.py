@@ -56,7 +56,7 @@ def running(launch):
         ("http://127.0.0.1:99999", False),
         ("unix:///var/run/docker.sock", False),
         (None, False),
-    ],  # fmt: skip
+    ],
 )
 def test_a_lab_address_is_used_only_on_the_jobs_own_node_and_an_unprivileged_port(url, allowed):
     assert lab_address_allowed(url, "localhost") is allowed
@@ -77,9 +77,7 @@ def test_the_console_proxies_the_lab_the_current_jobs_agent_reported_with_the_in
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    "url", ["http://10.20.0.7:41234", "http://127.0.0.1:22", "http://169.254.169.254:8080"]
-)  # fmt: skip
+@pytest.mark.parametrize("url", ["http://10.20.0.7:41234", "http://127.0.0.1:22", "http://169.254.169.254:8080"])
 def test_an_agent_pointing_the_proxy_at_another_host_or_a_system_port_is_refused(running, url):
     # Stored without the API's checks, as if the serializer had let it through: the backend refuses it on its own.
     report_lab(running, url)
@@ -165,8 +163,11 @@ def test_a_job_that_is_not_running_or_is_being_stopped_cannot_be_entered(running
     from instances.backends.slurm import CHECKPOINT_TAG
 
     backend = SlurmBackend()
-    for job in [None, {"job_id": 31, "job_state": "PENDING"},
-                {"job_id": 31, "job_state": "RUNNING", "comment": f"{CHECKPOINT_TAG}1.0"}]:  # fmt: skip
+    for job in [
+        None,
+        {"job_id": 31, "job_state": "PENDING"},
+        {"job_id": 31, "job_state": "RUNNING", "comment": f"{CHECKPOINT_TAG}1.0"},
+    ]:
         monkeypatch.setattr(backend, "_current_job", lambda instance, config, job=job: job)
         with pytest.raises(BackendError, match="not running"):
             backend.enter_argv(running, "true")

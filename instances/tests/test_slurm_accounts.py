@@ -64,16 +64,24 @@ def test_a_launch_with_secrets_on_a_shared_slurm_account_is_refused_in_the_users
 @pytest.mark.django_db
 def test_the_wizard_shows_the_refusal_beside_the_secrets(owner_client, settings, shared_slurm_zone, hf_token):
     owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
-    form = {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "from-page",
-            "term_end_action": "continue", "secrets": [hf_token]}  # fmt: skip
+    form = {
+        "chip": "mlu370-x8",
+        "cards": "1",
+        "plan": "payg",
+        "image": "pytorch-2.2-neuware",
+        "name": "from-page",
+        "term_end_action": "continue",
+        "secrets": [hf_token],
+    }
     response = owner_client.post(reverse("instances:launch"), form)
     assert response.status_code == 400 and "one shared unix account" in response.content.decode()
     assert not Instance.objects.exists()
 
 
 @pytest.mark.django_db
-def test_a_shared_account_job_never_gets_secrets_even_when_the_instance_names_some(launch, hf_token, settings,
-                                                                                    tmp_path):  # fmt: skip
+def test_a_shared_account_job_never_gets_secrets_even_when_the_instance_names_some(
+    launch, hf_token, settings, tmp_path
+):
     # Given an instance launched with a secret (per-owner accounts then) whose zone has since moved to a shared one
     instance = launch(chip="mlu370-x8", image="pytorch-2.2-neuware", secrets=[hf_token])
     settings.SLURM = {**settings.SLURM, "root": str(tmp_path), "job_user_template": ""}
@@ -105,8 +113,21 @@ def test_the_page_says_when_the_machine_runs_as_a_shared_account(owner_client, s
 def test_a_private_agent_keeps_its_files_to_the_account_and_the_workload_gets_the_usual_umask(tmp_path):
     env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "HF_TOKEN": VALUE}
     workload = ["/bin/sh", "-c", "echo hi > made-by-workload; mkdir dir-by-workload"]
-    command = [sys.executable, str(AGENT), "--instance", "abc", "--root", str(tmp_path), "--family", "cpu",
-               "--interval", "60", "--private", "--", *workload]  # fmt: skip
+    command = [
+        sys.executable,
+        str(AGENT),
+        "--instance",
+        "abc",
+        "--root",
+        str(tmp_path),
+        "--family",
+        "cpu",
+        "--interval",
+        "60",
+        "--private",
+        "--",
+        *workload,
+    ]
     assert subprocess.run(command, env=env, timeout=30, check=False).returncode == 0
 
     system = tmp_path / "instances" / "abc"

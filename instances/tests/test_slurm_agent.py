@@ -27,7 +27,7 @@ AGENT = Path(agent.__file__)
         ("0,1,2,3,4,5,6,7", 0, list(range(8))),
         ("", 0, []),
         ("0,1", 24, [0, 1]),
-    ],  # fmt: skip
+    ],
 )
 def test_slurm_global_gres_indexes_become_the_chips_own_card_numbers(job_gpus, offset, cards):
     assert agent.local_cards(job_gpus, offset) == cards
@@ -189,8 +189,24 @@ def test_the_layout_links_storage_disks_and_read_only_hub_items_and_drops_stale_
 
 def _run_agent(tmp_path, workload, env_extra=None):
     env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_GPUS": "16,17"} | (env_extra or {})
-    command = [sys.executable, str(AGENT), "--instance", "abc", "--root", str(tmp_path), "--family", "mlu",
-               "--offset", "16", "--interval", "60", "--grace", "5", "--", *workload]  # fmt: skip
+    command = [
+        sys.executable,
+        str(AGENT),
+        "--instance",
+        "abc",
+        "--root",
+        str(tmp_path),
+        "--family",
+        "mlu",
+        "--offset",
+        "16",
+        "--interval",
+        "60",
+        "--grace",
+        "5",
+        "--",
+        *workload,
+    ]
     return subprocess.Popen(command, env=env)
 
 
@@ -238,8 +254,14 @@ def test_a_workload_that_ignores_term_is_killed_after_the_grace(tmp_path):
 
 
 def test_the_workloads_environment_is_written_for_shells_readable_by_the_jobs_user_only(tmp_path):
-    env = {"HF_TOKEN": "it's a \"secret\"\nwith a line", "EPOCHS": "3", "SLURM_JOB_ID": "42", "PWD": "/tmp",
-           "BASH_FUNC_f%%": "() { :; }", "MLU_VISIBLE_DEVICES": "0,1"}  # fmt: skip
+    env = {
+        "HF_TOKEN": 'it\'s a "secret"\nwith a line',
+        "EPOCHS": "3",
+        "SLURM_JOB_ID": "42",
+        "PWD": "/tmp",
+        "BASH_FUNC_f%%": "() { :; }",
+        "MLU_VISIBLE_DEVICES": "0,1",
+    }
     path = agent.write_environment(tmp_path, env)
     assert path == tmp_path / agent.ENVIRONMENT and path.stat().st_mode & 0o777 == 0o600
 
@@ -292,9 +314,25 @@ def test_jupyterlab_runs_beside_the_workload_is_reported_once_it_answers_and_end
 
     # When the agent runs a short workload with it
     env = {"GPUCLOUD_AGENT_TOKEN": "gca_x", "JUPYTER_TOKEN": "lab-secret", "SLURMD_NODENAME": "localhost"}
-    command = [sys.executable, str(AGENT), "--instance", "abc", "--root", str(tmp_path), "--family", "cpu",
-               "--console", f"http://127.0.0.1:{console.server_port}", "--interval", "60", "--jupyter", str(lab),
-               "--", "sleep", "3"]  # fmt: skip
+    command = [
+        sys.executable,
+        str(AGENT),
+        "--instance",
+        "abc",
+        "--root",
+        str(tmp_path),
+        "--family",
+        "cpu",
+        "--console",
+        f"http://127.0.0.1:{console.server_port}",
+        "--interval",
+        "60",
+        "--jupyter",
+        str(lab),
+        "--",
+        "sleep",
+        "3",
+    ]
     process = subprocess.Popen(command, env={"PATH": os.environ["PATH"], **env})
     try:
         assert process.wait(timeout=30) == 0

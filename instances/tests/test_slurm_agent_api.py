@@ -22,7 +22,7 @@ REPORT = {
         "card_utilisation": 80.0,
         "memory_used": 74.6,
         "cards": [{"index": 0, "utilisation": 78, "memory_used": 74.6}],
-    },  # fmt: skip
+    },
     "checkpoint": None,
 }
 
@@ -48,9 +48,10 @@ def test_the_agent_reports_with_its_instances_token_and_learns_what_the_owner_wa
 
 def test_a_checkpoint_report_keeps_the_marker(launch):
     instance = launch()
-    body = REPORT | {"event": "checkpoint",
-                     "checkpoint": {"signal": "SIGUSR1", "at": "2026-11-29T10:00:00+00:00", "job_id": "31",
-                                    "restart_count": 0}}  # fmt: skip
+    body = REPORT | {
+        "event": "checkpoint",
+        "checkpoint": {"signal": "SIGUSR1", "at": "2026-11-29T10:00:00+00:00", "job_id": "31", "restart_count": 0},
+    }
     agent_client(agent_token(instance.public_id)).post(url(instance), body, format="json")
     assert reports.latest(instance).data["checkpoint"]["signal"] == "SIGUSR1"
 

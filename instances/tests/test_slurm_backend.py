@@ -35,14 +35,25 @@ NOW = 1_800_000_000.0
 
 
 def phase(job, *, wanted="running", reported=False, grace=10.0):
-    return job_phase(job, wanted=wanted, reported=reported, grace=grace, cards=2, chip="MLU370-X8",
-                     spot_partition="spot", now=NOW)  # fmt: skip
+    return job_phase(
+        job, wanted=wanted, reported=reported, grace=grace, cards=2, chip="MLU370-X8", spot_partition="spot", now=NOW
+    )
 
 
 def job(state, **fields):
-    base = {"job_id": 7, "name": "inst-x", "job_state": state, "state_reason": "None", "partition": "xinchuang",
-            "restart_cnt": 0, "submit_time": NOW - 100, "start_time": NOW - 90, "end_time": NOW - 5, "comment": "",
-            "batch_host": "localhost"}  # fmt: skip
+    base = {
+        "job_id": 7,
+        "name": "inst-x",
+        "job_state": state,
+        "state_reason": "None",
+        "partition": "xinchuang",
+        "restart_cnt": 0,
+        "submit_time": NOW - 100,
+        "start_time": NOW - 90,
+        "end_time": NOW - 5,
+        "comment": "",
+        "batch_host": "localhost",
+    }
     return base | fields
 
 
@@ -167,8 +178,13 @@ def test_an_unreachable_controller_is_a_transient_error():
 def test_the_rest_client_reads_refuses_and_signals_real_jobs(settings):
     client = SlurmClient(settings.SLURM)
     assert client.job(999_999) is None  # unknown: no error, nothing to act on
-    too_many = {"name": "test-too-many", "partition": "xinchuang", "gres": "gpu:mlu370:9",
-                "current_working_directory": "/tmp", "environment": {"PATH": "/usr/bin:/bin"}}  # fmt: skip
+    too_many = {
+        "name": "test-too-many",
+        "partition": "xinchuang",
+        "gres": "gpu:mlu370:9",
+        "current_working_directory": "/tmp",
+        "environment": {"PATH": "/usr/bin:/bin"},
+    }
     with pytest.raises(SlurmError) as refused:
         client.submit("#!/bin/bash\nsleep 1\n", too_many)
     assert 2014 in refused.value.numbers and isinstance(refused.value, BackendError)

@@ -25,8 +25,11 @@ pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 SCRIPT = Path(settings.BASE_DIR) / "scripts" / "slurm-local.sh"
 # Django sets TZ for this process; the restarted controller keeps the machine's own.
 SCRIPT_ENV = {k: v for k, v in os.environ.items() if k != "TZ"}
-RECORD_ENV = ["bash", "-c", 'env > "$HOME/env.txt"; trap "echo usr1 >> $HOME/usr1.txt" USR1; '
-              "while true; do sleep 1 & wait $!; done"]  # fmt: skip
+RECORD_ENV = [
+    "bash",
+    "-c",
+    'env > "$HOME/env.txt"; trap "echo usr1 >> $HOME/usr1.txt" USR1; while true; do sleep 1 & wait $!; done',
+]
 
 
 @pytest.fixture(autouse=True)

@@ -33,8 +33,16 @@ def _series(path: Path, tag: str) -> list[tuple[int, float]]:
 
 def test_the_quick_start_script_converges_and_resumes_from_its_checkpoint(tmp_path):
     env = {"GPUCLOUD_SCALARS": str(tmp_path / "scalars.jsonl"), "PATH": "/usr/bin:/bin"}
-    command = [sys.executable, str(SCRIPT), "--steps", "300", "--interval", "0.01",
-               "--checkpoint", str(tmp_path / "data" / "ckpt.json")]  # fmt: skip
+    command = [
+        sys.executable,
+        str(SCRIPT),
+        "--steps",
+        "300",
+        "--interval",
+        "0.01",
+        "--checkpoint",
+        str(tmp_path / "data" / "ckpt.json"),
+    ]
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while len(_series(tmp_path / "scalars.jsonl", "loss") if (tmp_path / "scalars.jsonl").exists() else []) < 50:

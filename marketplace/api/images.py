@@ -29,9 +29,11 @@ from ..models import Image, ImageRating, ImageVariant
 
 class ImageQuerySerializer(serializers.Serializer):
     q = serializers.CharField(
-        required=False, allow_blank=True, max_length=MAX_QUERY_LENGTH,
+        required=False,
+        allow_blank=True,
+        max_length=MAX_QUERY_LENGTH,
         help_text="Words in Chinese or English (昇腾, 大模型, pytorch); every word must match.",
-    )  # fmt: skip
+    )
     category = serializers.ChoiceField(choices=ImageCategory.choices, required=False)
     backend = serializers.ChoiceField(
         choices=[*Backend.choices, ("cpu", "CPU only")], required=False, help_text="Images with a variant for it."
@@ -72,10 +74,27 @@ class ImageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Image
         fields = [
-            "id", "slug", "name", "name_zh", "summary", "summary_zh", "publisher", "category", "tags", "frameworks",
-            "size_bytes", "usage_count", "rating_average", "rating_count", "review_state", "status", "mine",
-            "variants", "url", "created_at",
-        ]  # fmt: skip
+            "id",
+            "slug",
+            "name",
+            "name_zh",
+            "summary",
+            "summary_zh",
+            "publisher",
+            "category",
+            "tags",
+            "frameworks",
+            "size_bytes",
+            "usage_count",
+            "rating_average",
+            "rating_count",
+            "review_state",
+            "status",
+            "mine",
+            "variants",
+            "url",
+            "created_at",
+        ]
         read_only_fields = fields
 
     def get_mine(self, image) -> bool:
@@ -96,9 +115,11 @@ class ChipOfferSerializer(serializers.Serializer):
     chip_name = serializers.CharField(source="chip.label", allow_null=True, default=None)
     list_per_card_hour = serializers.DecimalField(max_digits=24, decimal_places=6, allow_null=True)
     per_card_hour = serializers.DecimalField(
-        max_digits=24, decimal_places=6, allow_null=True,
+        max_digits=24,
+        decimal_places=6,
+        allow_null=True,
         help_text="Pay-as-you-go CNY per card-hour after subsidies, from the quote function; null: not offered.",
-    )  # fmt: skip
+    )
     free_cards = serializers.IntegerField()
 
 
@@ -114,8 +135,16 @@ class ImageDetailSerializer(ImageSerializer):
     launch_url = serializers.CharField(read_only=True, allow_null=True, help_text="The prefilled launch wizard.")
 
     class Meta(ImageSerializer.Meta):
-        fields = [*ImageSerializer.Meta.fields, "description", "description_html", "description_zh",
-                  "description_zh_html", "review_reason", "offers", "launch_url"]  # fmt: skip
+        fields = [
+            *ImageSerializer.Meta.fields,
+            "description",
+            "description_html",
+            "description_zh",
+            "description_zh_html",
+            "review_reason",
+            "offers",
+            "launch_url",
+        ]
         read_only_fields = fields
 
 
@@ -124,10 +153,11 @@ class CloneSerializer(BootOptionsSerializer):
     a copy into your images ignores them."""
 
     target = serializers.ChoiceField(
-        choices=[("instance", "instance"), ("my_images", "my_images")], default="instance",
+        choices=[("instance", "instance"), ("my_images", "my_images")],
+        default="instance",
         help_text="instance: launch it on the cheapest compatible chip with free cards (one-click clone); "
         "my_images: a private copy you can launch, describe and publish.",
-    )  # fmt: skip
+    )
     name = serializers.CharField(required=False, allow_blank=True, max_length=64, help_text="The new name.")
 
 
@@ -189,10 +219,13 @@ class ImageListView(APIView):
         return super().get_permissions()
 
     @extend_schema(
-        tags=["images"], parameters=[ImageQuerySerializer], responses={200: PAGED_IMAGES}, operation_id="images_list",
+        tags=["images"],
+        parameters=[ImageQuerySerializer],
+        responses={200: PAGED_IMAGES},
+        operation_id="images_list",
         summary="Browse and search images",
         description="Listed images for everyone, plus the caller's own. Chinese (昇腾) and English (pytorch) words.",
-    )  # fmt: skip
+    )
     def get(self, request):
         query = ImageQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -206,10 +239,12 @@ class ImageListView(APIView):
         return paginator.get_paginated_response(ImageSerializer(page, many=True, context={"request": request}).data)
 
     @extend_schema(
-        tags=["images"], request=SaveInstanceSerializer, responses={201: ImageDetailSerializer, **ERRORS},
+        tags=["images"],
+        request=SaveInstanceSerializer,
+        responses={201: ImageDetailSerializer, **ERRORS},
         summary="Save a stopped instance as a private image",
         description="The image is `saving` until the system disk is snapshotted (poll it), then `ready`.",
-    )  # fmt: skip
+    )
     def post(self, request):
         body = SaveInstanceSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -245,10 +280,15 @@ class ImageCloneView(APIView):
     permission_classes = [IsAuthenticated, TokenScopePermission]
 
     @extend_schema(
-        tags=["images"], request=CloneSerializer, responses={201: OpenApiResponse(description="The instance or the "
-        "private image."), 402: OpenApiResponse(description="Not enough balance."), **ERRORS},
+        tags=["images"],
+        request=CloneSerializer,
+        responses={
+            201: OpenApiResponse(description="The instance or the private image."),
+            402: OpenApiResponse(description="Not enough balance."),
+            **ERRORS,
+        },
         summary="One-click clone: launch the image on the cheapest compatible chip, or copy it into your images",
-    )  # fmt: skip
+    )
     def post(self, request, key):
         body = CloneSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -267,8 +307,12 @@ class ImageCloneView(APIView):
 class ImagePublishView(APIView):
     permission_classes = [IsAuthenticated, TokenScopePermission]
 
-    @extend_schema(tags=["images"], request=None, responses={200: ImageDetailSerializer, **ERRORS},
-                   summary="Submit one of your images for review (listed once staff approve it)")  # fmt: skip
+    @extend_schema(
+        tags=["images"],
+        request=None,
+        responses={200: ImageDetailSerializer, **ERRORS},
+        summary="Submit one of your images for review (listed once staff approve it)",
+    )
     def post(self, request, key):
         image = services.publish(request.user, services.get_image(request.user, key, action="change"))
         return Response(_detail(request, image))
@@ -277,8 +321,12 @@ class ImagePublishView(APIView):
 class ImageRatingView(APIView):
     permission_classes = [IsAuthenticated, TokenScopePermission]
 
-    @extend_schema(tags=["images"], request=RatingSerializer, responses={200: RatingSerializer, **ERRORS},
-                   summary="Rate an image you ran (1–5 stars with a comment; a new rating replaces yours)")  # fmt: skip
+    @extend_schema(
+        tags=["images"],
+        request=RatingSerializer,
+        responses={200: RatingSerializer, **ERRORS},
+        summary="Rate an image you ran (1–5 stars with a comment; a new rating replaces yours)",
+    )
     def post(self, request, key):
         body = RatingSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -290,12 +338,17 @@ class ImageRatingView(APIView):
 class ImageReviewView(APIView):
     permission_classes = [IsAuthenticated, TokenScopePermission]
 
-    @extend_schema(tags=["images"], request=ReviewSerializer, responses={200: ImageDetailSerializer, **ERRORS},
-                   summary="Staff: list or reject an image waiting for review")  # fmt: skip
+    @extend_schema(
+        tags=["images"],
+        request=ReviewSerializer,
+        responses={200: ImageDetailSerializer, **ERRORS},
+        summary="Staff: list or reject an image waiting for review",
+    )
     def post(self, request, key):
         body = ReviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         image = services.get_image(request.user, key)
-        image = services.review_image(image, body.validated_data["approve"], body.validated_data["reason"],
-                                      request.user, ip=client_ip(request))  # fmt: skip
+        image = services.review_image(
+            image, body.validated_data["approve"], body.validated_data["reason"], request.user, ip=client_ip(request)
+        )
         return Response(_detail(request, image, reload=False))

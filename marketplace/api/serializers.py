@@ -17,9 +17,11 @@ def _filter(help_text):
 
 class HubSearchQuerySerializer(serializers.Serializer):
     q = serializers.CharField(
-        required=False, allow_blank=True, max_length=MAX_QUERY_LENGTH,
+        required=False,
+        allow_blank=True,
+        max_length=MAX_QUERY_LENGTH,
         help_text="Words in Chinese or English; every word must match (English words also as prefixes).",
-    )  # fmt: skip
+    )
     kind = serializers.ChoiceField(choices=HubKind.choices, required=False)
     task = _filter("A pipeline tag, e.g. text-generation.")
     licence = _filter("A licence, e.g. Apache-2.0 (case and punctuation are ignored).")
@@ -52,10 +54,31 @@ class HubItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = HubItem
         fields = [
-            "id", "repo", "kind", "summary", "summary_zh", "task", "licence", "library_name", "languages",
-            "parameters_b", "size_bytes", "rows", "frameworks", "chips", "tags", "visibility", "mine",
-            "mount_count", "likes_count", "mount_path", "url", "metadata_only", "created_at", "updated_at",
-        ]  # fmt: skip
+            "id",
+            "repo",
+            "kind",
+            "summary",
+            "summary_zh",
+            "task",
+            "licence",
+            "library_name",
+            "languages",
+            "parameters_b",
+            "size_bytes",
+            "rows",
+            "frameworks",
+            "chips",
+            "tags",
+            "visibility",
+            "mine",
+            "mount_count",
+            "likes_count",
+            "mount_path",
+            "url",
+            "metadata_only",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
 
     def get_mine(self, item) -> bool:
@@ -81,9 +104,11 @@ class HubChipPriceSerializer(serializers.Serializer):
     chip = serializers.SlugField(source="chip.slug", allow_null=True, default=None)
     chip_name = serializers.CharField(source="chip.label", allow_null=True, default=None)
     per_card_hour = serializers.DecimalField(
-        max_digits=24, decimal_places=6, allow_null=True,
+        max_digits=24,
+        decimal_places=6,
+        allow_null=True,
         help_text="Pay-as-you-go CNY per card-hour after subsidies, from the quote function; null: not offered.",
-    )  # fmt: skip
+    )
 
 
 class HubItemDetailSerializer(HubItemSerializer):

@@ -39,7 +39,7 @@ urlpatterns = [
         hfapi.resolve,
         {"kind": "datasets"},
         name="hub-resolve-dataset",
-    ),  # fmt: skip
+    ),
     re_path(rf"^{REPO}/resolve/{REV}/(?P<path>.+)$", hfapi.resolve, name="hub-resolve"),
     # A repository's address as the Hub gives it (``create_repo`` returns it): its page in the marketplace.
     re_path(rf"^(?P<prefix>datasets/)?{REPO}/?$", hfapi.repo_page, name="hub-repo-page"),

@@ -45,11 +45,11 @@ def _caller(request, *, write: bool):
         if token is None:
             raise Unauthenticated
         if token.team_id is not None:
-            raise Forbidden(_("A team's API token cannot be used on the hub: use a personal token."),
-                            code="team_token")  # fmt: skip
+            raise Forbidden(_("A team's API token cannot be used on the hub: use a personal token."), code="team_token")
         if write and not token.can_write:
-            raise Forbidden(_("This API token can only read: create a read-write token to publish."),
-                            code="read_only_token")  # fmt: skip
+            raise Forbidden(
+                _("This API token can only read: create a read-write token to publish."), code="read_only_token"
+            )
         request.hub_token_id = token.pk
         request.hub_token = token
         return token.user
@@ -109,19 +109,31 @@ def _json_body(request):
 def _info(item, commit) -> dict:
     files = repos.tree(commit) if commit else []
     info = {
-        "_id": str(item.public_id), "id": item.repo, "author": item.org, "sha": commit.oid if commit else None,
+        "_id": str(item.public_id),
+        "id": item.repo,
+        "author": item.org,
+        "sha": commit.oid if commit else None,
         "lastModified": (commit.created_at if commit else item.updated_at).isoformat().replace("+00:00", "Z"),
         "createdAt": item.created_at.isoformat().replace("+00:00", "Z"),
-        "private": item.visibility == HubVisibility.PRIVATE, "disabled": False, "gated": False,
-        "downloads": item.mount_count, "likes": item.likes_count, "tags": item.tags,
-        "cardData": repos.card_data(item), "usedStorage": item.size_bytes,
+        "private": item.visibility == HubVisibility.PRIVATE,
+        "disabled": False,
+        "gated": False,
+        "downloads": item.mount_count,
+        "likes": item.likes_count,
+        "tags": item.tags,
+        "cardData": repos.card_data(item),
+        "usedStorage": item.size_bytes,
         "siblings": [
-            {"rfilename": f.path, "size": f.size, "blobId": f.git_oid,
-             **({"lfs": {"sha256": f.blob.sha256, "size": f.size, "pointerSize": 134}} if f.lfs else {})}
+            {
+                "rfilename": f.path,
+                "size": f.size,
+                "blobId": f.git_oid,
+                **({"lfs": {"sha256": f.blob.sha256, "size": f.size, "pointerSize": 134}} if f.lfs else {}),
+            }
             for f in files
         ],
         "metadataOnly": commit is None,
-    }  # fmt: skip
+    }
     if item.kind == HubKind.MODEL:
         info |= {"modelId": item.repo, "pipeline_tag": item.task or None, "library_name": item.library_name or None}
     return info
@@ -352,8 +364,9 @@ def create_repo(request, user):
     except Conflict as exc:  # the client, with exist_ok, reads the existing repository's address from the answer
         repo = f"{body.get('organization')}/{body.get('name')}"
         return _error(exc.status, exc.message, url=request.build_absolute_uri(f"/{prefix}{repo}"))
-    return JsonResponse({"url": request.build_absolute_uri(f"/{prefix}{item.repo}"), "name": item.repo,
-                         "id": str(item.public_id)})  # fmt: skip
+    return JsonResponse(
+        {"url": request.build_absolute_uri(f"/{prefix}{item.repo}"), "name": item.repo, "id": str(item.public_id)}
+    )
 
 
 @endpoint(write=True, methods=("DELETE",))
@@ -408,10 +421,14 @@ def commit(request, user, kind, repo, revision):
     lines = iter(lambda: request.readline(limit), b"")
     made = repos.commit(user, KINDS[kind], repo, revision, lines)
     prefix = "" if made.item.kind == HubKind.MODEL else "datasets/"
-    return JsonResponse({
-        "commitUrl": request.build_absolute_uri(f"/{prefix}{made.item.repo}/commit/{made.oid}"),
-        "commitOid": made.oid, "commitMessage": made.summary, "pullRequestUrl": None,
-    })  # fmt: skip
+    return JsonResponse(
+        {
+            "commitUrl": request.build_absolute_uri(f"/{prefix}{made.item.repo}/commit/{made.oid}"),
+            "commitOid": made.oid,
+            "commitMessage": made.summary,
+            "pullRequestUrl": None,
+        }
+    )
 
 
 @endpoint(write=True, methods=("POST",))
@@ -422,11 +439,13 @@ def lfs_batch(request, user, repo, prefix=""):
     kind = HubKind.DATASET if prefix else HubKind.MODEL
     item = repos.writable(user, kind, repo)
     objects = repos.lfs_batch(
-        user, item, body.get("objects"),
+        user,
+        item,
+        body.get("objects"),
         upload_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-upload", args=[oid])),
         verify_url=lambda oid: request.build_absolute_uri(reverse("hub-lfs-verify", args=[oid])),
         token_id=getattr(request, "hub_token_id", None),
-    )  # fmt: skip
+    )
     response = JsonResponse({"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
     response["Content-Type"] = "application/vnd.git-lfs+json"
     return response

@@ -86,8 +86,10 @@ def readable(user, kind: str, repo: str) -> HubItem:
     if item is None:
         raise _not_found(repo)
     if item.taken_down_at is not None:
-        raise TakenDown(_("%(repo)s was taken down by the operator: %(reason)s") % {"repo": repo,
-                        "reason": item.takedown_reason}, code="DisabledRepo")  # fmt: skip
+        raise TakenDown(
+            _("%(repo)s was taken down by the operator: %(reason)s") % {"repo": repo, "reason": item.takedown_reason},
+            code="DisabledRepo",
+        )
     return item
 
 
@@ -129,8 +131,9 @@ def revision(item: HubItem, rev: str) -> HubCommit:
         return item.head
     commit = HubCommit.objects.filter(item=item, oid=rev).first() if COMMIT_ID.match(rev or "") else None
     if commit is None:
-        raise RevisionNotFound(_("Revision %(rev)s does not exist in %(repo)s.") % {"rev": rev, "repo": item.repo},
-                               code="RevisionNotFound")  # fmt: skip
+        raise RevisionNotFound(
+            _("Revision %(rev)s does not exist in %(repo)s.") % {"rev": rev, "repo": item.repo}, code="RevisionNotFound"
+        )
     return commit
 
 
@@ -150,11 +153,34 @@ def entry(commit: HubCommit, path: str) -> HubTreeFile:
 
 # Namespaces that are the console's own first path segments: a repository there could not be reached at its
 # download address inside instances (the relay refuses those segments) and would shadow nothing but confuse.
-RESERVED_NAMESPACES = frozenset({
-    "api", "datasets", "hub-lfs", "hub-xet", "instances", "billing", "ops", "accounts", "console", "storage", "teams",
-    "hub", "admin", "v1", "endpoints", "marketplace", "i18n", "static", "media", "healthz", "pricing", "chips",
-    "catalog", "estimator",
-})  # fmt: skip
+RESERVED_NAMESPACES = frozenset(
+    {
+        "api",
+        "datasets",
+        "hub-lfs",
+        "hub-xet",
+        "instances",
+        "billing",
+        "ops",
+        "accounts",
+        "console",
+        "storage",
+        "teams",
+        "hub",
+        "admin",
+        "v1",
+        "endpoints",
+        "marketplace",
+        "i18n",
+        "static",
+        "media",
+        "healthz",
+        "pricing",
+        "chips",
+        "catalog",
+        "estimator",
+    }
+)
 
 
 def claim_namespace(user, org: str) -> None:
@@ -267,14 +293,21 @@ def lfs_batch(user, item: HubItem, objects, *, upload_url, verify_url, token_id:
             continue
         claim = {"u": user.pk, "o": obj.oid, "s": obj.size, **({"t": token_id} if token_id else {})}
         ticket = signing.dumps(claim, salt=LFS_SIGNING_SALT, compress=True)
-        answer.append({
-            "oid": obj.oid, "size": obj.size, "authenticated": True,
-            "actions": {
-                "upload": {"href": f"{upload_url(obj.oid)}?ticket={ticket}", "header": {},
-                           "expires_in": LFS_UPLOAD_HOURS * 3600},
-                "verify": {"href": verify_url(obj.oid), "header": {}},
-            },
-        })  # fmt: skip
+        answer.append(
+            {
+                "oid": obj.oid,
+                "size": obj.size,
+                "authenticated": True,
+                "actions": {
+                    "upload": {
+                        "href": f"{upload_url(obj.oid)}?ticket={ticket}",
+                        "header": {},
+                        "expires_in": LFS_UPLOAD_HOURS * 3600,
+                    },
+                    "verify": {"href": verify_url(obj.oid), "header": {}},
+                },
+            }
+        )
     return answer
 
 
@@ -283,16 +316,18 @@ def receive_lfs(oid: str, ticket, read) -> HubBlob:
     try:
         claim = signing.loads(ticket or "", salt=LFS_SIGNING_SALT, max_age=LFS_UPLOAD_HOURS * 3600)
     except signing.BadSignature:
-        raise Forbidden(_("This upload address is invalid or has expired: ask for a new one."),
-                        code="invalid_upload_ticket") from None  # fmt: skip
+        raise Forbidden(
+            _("This upload address is invalid or has expired: ask for a new one."), code="invalid_upload_ticket"
+        ) from None
     if claim.get("o") != oid:
         raise Forbidden(_("This upload address is for another file."), code="invalid_upload_ticket")
     from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.filter(pk=claim.get("u"), is_active=True).first()
     if user is None or ("t" in claim and not tokens.is_active(claim["t"], user)):
-        raise Forbidden(_("This upload address is invalid or has expired: ask for a new one."),
-                        code="invalid_upload_ticket")  # fmt: skip
+        raise Forbidden(
+            _("This upload address is invalid or has expired: ask for a new one."), code="invalid_upload_ticket"
+        )
     blob = blobs.store_stream(read, sha256=oid, size=int(claim.get("s", -1)), user=user)
     record_usage(user)  # held for them until a commit names it
     return blob
@@ -337,12 +372,17 @@ def _path(value) -> str:
     """A file's path in a repository, as the Hub accepts it: relative, no empty, dot or `.git` parts (Git keeps its
     own files there), and no part that starts or ends with a space (names that look alike but are not)."""
     ok = (
-        isinstance(value, str) and 0 < len(value) <= 500 and not value.startswith("/") and "\\" not in value
-        and clean_text(value) and all(_path_part_ok(part) for part in value.split("/"))
-    )  # fmt: skip
+        isinstance(value, str)
+        and 0 < len(value) <= 500
+        and not value.startswith("/")
+        and "\\" not in value
+        and clean_text(value)
+        and all(_path_part_ok(part) for part in value.split("/"))
+    )
     if not ok:
-        raise ServiceError(_("%(path)s is not a valid file path in a repository.") % {"path": str(value)[:100]},
-                           code="invalid_path")  # fmt: skip
+        raise ServiceError(
+            _("%(path)s is not a valid file path in a repository.") % {"path": str(value)[:100]}, code="invalid_path"
+        )
     return value
 
 
@@ -423,8 +463,9 @@ def _lfs_file(user, item, value) -> _Change:
         raise ServiceError(_("A large file is named by its SHA-256."), code="invalid_commit")
     blob = HubBlob.objects.filter(sha256=oid, size=size).first()
     if blob is None or oid not in _known(user, item, {oid}):
-        raise ServiceError(_("%(path)s was not uploaded: upload it through LFS first.") % {"path": path},
-                           code="lfs_missing")  # fmt: skip
+        raise ServiceError(
+            _("%(path)s was not uploaded: upload it through LFS first.") % {"path": path}, code="lfs_missing"
+        )
     return _Change(path=path, blob=blob, git_oid=lfs_pointer_oid(oid, blob.size), lfs=True)
 
 
@@ -470,13 +511,27 @@ def record_all_usage() -> int:
 def check_quota(user, more: int) -> None:
     """Refuse ``more`` new bytes past the owner's storage limit (cloud storage and published repositories)."""
     if _storage_committed(user) + more > quota.max_bytes():
-        raise TooLarge(_("This would take your storage past its limit of %(gb)s GB.") % {"gb": settings.STORAGE_MAX_GB},
-                       code="storage_quota")  # fmt: skip
+        raise TooLarge(
+            _("This would take your storage past its limit of %(gb)s GB.") % {"gb": settings.STORAGE_MAX_GB},
+            code="storage_quota",
+        )
 
 
 # The item's fields a commit keeps as they are, unless its README.md (the card) says otherwise.
-KEPT_FIELDS = ("summary", "summary_zh", "task", "licence", "library_name", "languages", "parameters_b", "rows",
-               "frameworks", "chips", "tags", "card")  # fmt: skip
+KEPT_FIELDS = (
+    "summary",
+    "summary_zh",
+    "task",
+    "licence",
+    "library_name",
+    "languages",
+    "parameters_b",
+    "rows",
+    "frameworks",
+    "chips",
+    "tags",
+    "card",
+)
 
 
 def _fields_from_card(item: HubItem, readme: bytes | None) -> dict:
@@ -493,9 +548,14 @@ def _fields_from_card(item: HubItem, readme: bytes | None) -> dict:
         return [v for v in values if len(v) <= services.MAX_LIST_VALUE][: services.MAX_LIST_ITEMS]
 
     return fields | {
-        "card": text, "licence": meta.licence, "task": meta.task, "library_name": meta.library_name,
-        "languages": fit(meta.languages), "tags": fit(meta.tags), "chips": fit(cards._strings(front.get("chips"))),
-    }  # fmt: skip
+        "card": text,
+        "licence": meta.licence,
+        "task": meta.task,
+        "library_name": meta.library_name,
+        "languages": fit(meta.languages),
+        "tags": fit(meta.tags),
+        "chips": fit(cards._strings(front.get("chips"))),
+    }
 
 
 @transaction.atomic
@@ -509,8 +569,10 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
     header, changes = parse_commit(user, item, lines)
     parent = header.get("parentCommit")
     if parent and (item.head is None or parent != item.head.oid):
-        raise StaleParent(_("The repository changed since %(parent)s: fetch it and try again.") % {"parent": parent},
-                          code="stale_parent")  # fmt: skip
+        raise StaleParent(
+            _("The repository changed since %(parent)s: fetch it and try again.") % {"parent": parent},
+            code="stale_parent",
+        )
     files = {f.path: f for f in (tree(item.head) if item.head else [])}
     readme = None
     for change in changes:
@@ -519,23 +581,27 @@ def commit(user, kind: str, repo: str, rev: str, lines) -> HubCommit:
             for path in [p for p in files if p == change.path or (change.folder and p.startswith(prefix))]:
                 del files[path]
         else:
-            files[change.path] = HubTreeFile(path=change.path, blob=change.blob, size=change.blob.size,
-                                             git_oid=change.git_oid, lfs=change.lfs)  # fmt: skip
+            files[change.path] = HubTreeFile(
+                path=change.path, blob=change.blob, size=change.blob.size, git_oid=change.git_oid, lfs=change.lfs
+            )
             if change.readme is not None:
                 readme = change.readme
     folders = {p.rsplit("/", 1)[0] for p in files if "/" in p}
     folders |= {f.rsplit("/", i)[0] for f in folders for i in range(1, f.count("/") + 1)}
     clash = sorted(set(files) & folders)
     if clash:
-        raise ServiceError(_("%(path)s cannot be both a file and a folder.") % {"path": clash[0][:100]},
-                           code="invalid_path")  # fmt: skip
+        raise ServiceError(
+            _("%(path)s cannot be both a file and a folder.") % {"path": clash[0][:100]}, code="invalid_path"
+        )
     blobs_in_tree = {f.blob.pk: f.blob.size for f in files.values()}
     owner = item.owner  # who may commit (writable): their storage holds it
     counted = set(HubBlob.objects.filter(_counted(owner), pk__in=blobs_in_tree).values_list("pk", flat=True))
     new_bytes = sum(size for pk, size in blobs_in_tree.items() if pk not in counted)
     if _storage_committed(owner) + new_bytes > quota.max_bytes():
-        raise TooLarge(_("This commit would take your storage past its limit of %(gb)s GB.")
-                       % {"gb": settings.STORAGE_MAX_GB}, code="storage_quota")  # fmt: skip
+        raise TooLarge(
+            _("This commit would take your storage past its limit of %(gb)s GB.") % {"gb": settings.STORAGE_MAX_GB},
+            code="storage_quota",
+        )
     new = _record_commit(item, user, header, files, readme)
     record_usage(owner)
     return new
@@ -551,18 +617,28 @@ def _record_commit(
     salt = str(uuid.uuid4()) if salt is None else salt
     seed = f"{item.head.oid if item.head else ''}\n{listing}\n{header.get('summary')}\n{salt}"
     new = HubCommit.objects.create(
-        item=item, oid=hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest(), parent=item.head,
-        summary=header["summary"].strip()[:500], description=str(header.get("description") or "")[:20000],
+        item=item,
+        oid=hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest(),
+        parent=item.head,
+        summary=header["summary"].strip()[:500],
+        description=str(header.get("description") or "")[:20000],
         author=author,
-    )  # fmt: skip
+    )
     HubTreeFile.objects.bulk_create(
         HubTreeFile(commit=new, path=f.path, blob=f.blob, size=f.size, git_oid=f.git_oid, lfs=f.lfs)
         for f in files.values()
     )
     listed = [(p, f.size) for p, f in sorted(files.items())]
     size = sum(f.size for f in files.values())
-    services.save_item(repo=item.repo, owner=item.owner, kind=item.kind, visibility=item.visibility, size_bytes=size,
-                       files=listed, **_fields_from_card(item, readme))  # fmt: skip
+    services.save_item(
+        repo=item.repo,
+        owner=item.owner,
+        kind=item.kind,
+        visibility=item.visibility,
+        size_bytes=size,
+        files=listed,
+        **_fields_from_card(item, readme),
+    )
     HubItem.objects.filter(pk=item.pk).update(head=new)
     transaction.on_commit(lambda: _materialise_quietly(item.repo))
     return new

@@ -213,9 +213,23 @@ def index_document(item: HubItem) -> None:
 
 
 ITEM_FIELDS = (
-    "kind", "summary", "summary_zh", "task", "licence", "library_name", "languages", "parameters_b", "size_bytes",
-    "rows", "frameworks", "chips", "tags", "card", "card_html", "visibility",
-)  # fmt: skip
+    "kind",
+    "summary",
+    "summary_zh",
+    "task",
+    "licence",
+    "library_name",
+    "languages",
+    "parameters_b",
+    "size_bytes",
+    "rows",
+    "frameworks",
+    "chips",
+    "tags",
+    "card",
+    "card_html",
+    "visibility",
+)
 
 
 @transaction.atomic

@@ -20,11 +20,20 @@ CATALOG_FILE = Path(__file__).with_name("catalog.toml")
 # ``load()`` splits it into the file's English and Chinese descriptions without waiting for ``--update``.
 COMBINED_DESCRIPTIONS = frozenset(
     {
-        "a5acbd1c1c3b253f", "6fa4518130bc0cb4", "c6b0c65b5fe217e0", "ce73468f5579316b", "ac1abcb7172d5207",
-        "2b63652ec4459e06", "c5b7d033272c39f5", "2b38259e894a5ee3", "1eaae78bba46f015", "0553cc8ddd1abcc4",
-        "65a40ed3a3dacaa6", "da61ccbebc02a694",
+        "a5acbd1c1c3b253f",
+        "6fa4518130bc0cb4",
+        "c6b0c65b5fe217e0",
+        "ce73468f5579316b",
+        "ac1abcb7172d5207",
+        "2b63652ec4459e06",
+        "c5b7d033272c39f5",
+        "2b38259e894a5ee3",
+        "1eaae78bba46f015",
+        "0553cc8ddd1abcc4",
+        "65a40ed3a3dacaa6",
+        "da61ccbebc02a694",
     }
-)  # fmt: skip
+)
 
 
 FORMER_PUBLISHER = "星宇智算 · official"  # what the catalogue said before: English on a Chinese page

@@ -57,13 +57,17 @@ class SaveImageForm(forms.Form):
 
 class RatingForm(forms.Form):
     stars = forms.TypedChoiceField(
-        label=_("Stars"), coerce=int, choices=[(n, n) for n in range(5, 0, -1)],
+        label=_("Stars"),
+        coerce=int,
+        choices=[(n, n) for n in range(5, 0, -1)],
         widget=forms.Select(attrs={"class": "form-select"}),
-    )  # fmt: skip
+    )
     comment = forms.CharField(
-        label=_("Comment"), required=False, max_length=MAX_COMMENT,
+        label=_("Comment"),
+        required=False,
+        max_length=MAX_COMMENT,
         widget=forms.Textarea(attrs={"class": "form-control", "rows": 3}),
-    )  # fmt: skip
+    )
 
 
 class ReviewForm(forms.Form):

@@ -340,7 +340,7 @@ def _copy_variants(image: Image, variants, size_bytes: int | None = None) -> lis
             os=v.os,
             stack=list(v.stack),
             size_bytes=v.size_bytes if size_bytes is None else size_bytes,
-        )  # fmt: skip
+        )
         for v in variants
     ]
     return ImageVariant.objects.bulk_create(copies)
@@ -370,13 +370,25 @@ def clone_to_mine(user, image: Image, name: str = "") -> Image:
         owner = image.owner
     name = _clean_name(name or _("%(name)s (my copy)") % {"name": image.name})[:MAX_NAME]
     copy = Image.objects.create(
-        slug=_unique_slug(image.slug), name=name, name_zh="", summary=image.summary, summary_zh=image.summary_zh,
-        description=image.description, description_html=render_description(image.description),
-        description_zh=image.description_zh, description_zh_html=render_description(image.description_zh),
-        publisher=_publisher_name(owner), owner=owner, category=ImageCategory.COMMUNITY, tags=list(image.tags),
-        frameworks=list(image.frameworks), size_bytes=image.size_bytes, review_state=ImageReview.DRAFT,
-        status=ImageStatus.READY, cloned_from=image,
-    )  # fmt: skip
+        slug=_unique_slug(image.slug),
+        name=name,
+        name_zh="",
+        summary=image.summary,
+        summary_zh=image.summary_zh,
+        description=image.description,
+        description_html=render_description(image.description),
+        description_zh=image.description_zh,
+        description_zh_html=render_description(image.description_zh),
+        publisher=_publisher_name(owner),
+        owner=owner,
+        category=ImageCategory.COMMUNITY,
+        tags=list(image.tags),
+        frameworks=list(image.frameworks),
+        size_bytes=image.size_bytes,
+        review_state=ImageReview.DRAFT,
+        status=ImageStatus.READY,
+        cloned_from=image,
+    )
     variants = _copy_variants(copy, image.variants.all())
     reindex(copy, variants)
     _event(copy, "", ImageReview.DRAFT, reason=f"cloned from {image.slug}", by=user)
@@ -415,18 +427,30 @@ def save_instance_as_image(user, instance_id, *, name: str, description: str = "
     family = instance.family or CPU_ONLY
     with transaction.atomic():
         image = Image.objects.create(
-            slug=_unique_slug(name), name=name, description=description,
-            description_html=render_description(description), publisher=_publisher_name(instance.owner),
-            owner=instance.owner, category=ImageCategory.COMMUNITY, tags=list(base.image.tags) if base else [],
-            frameworks=list(base.image.frameworks) if base else [], size_bytes=size,
-            review_state=ImageReview.DRAFT, status=ImageStatus.SAVING, source_instance=instance.public_id,
+            slug=_unique_slug(name),
+            name=name,
+            description=description,
+            description_html=render_description(description),
+            publisher=_publisher_name(instance.owner),
+            owner=instance.owner,
+            category=ImageCategory.COMMUNITY,
+            tags=list(base.image.tags) if base else [],
+            frameworks=list(base.image.frameworks) if base else [],
+            size_bytes=size,
+            review_state=ImageReview.DRAFT,
+            status=ImageStatus.SAVING,
+            source_instance=instance.public_id,
             cloned_from=base.image if base else None,
-        )  # fmt: skip
+        )
         os_name = base.os if base else "Ubuntu 22.04"
         variant = ImageVariant.objects.create(
-            image=image, family=family, slug=f"{image.slug}-{family or 'cpu'}", os=os_name,
-            stack=list(base.stack) if base else [], size_bytes=size,
-        )  # fmt: skip
+            image=image,
+            family=family,
+            slug=f"{image.slug}-{family or 'cpu'}",
+            os=os_name,
+            stack=list(base.stack) if base else [],
+            size_bytes=size,
+        )
         reindex(image, [variant])
         _event(image, "", ImageStatus.SAVING, reason=f"instance {instance.public_id}", by=user)
         from .. import tasks
@@ -443,8 +467,11 @@ def complete_snapshot(image_id: int) -> str | None:
         return None
     instance = Instance.objects.select_related("spec").filter(public_id=image.source_instance).first()
     if instance is None or instance.status != Status.STOPPED:
-        return _finish_snapshot(image, ImageStatus.FAILED, _("The instance was started or released before its disk "
-                                                             "was saved; stop it and save again."))  # fmt: skip
+        return _finish_snapshot(
+            image,
+            ImageStatus.FAILED,
+            _("The instance was started or released before its disk was saved; stop it and save again."),
+        )
     try:
         size = snapshots.snapshot_system_disk(instance)  # a backend briefly unreachable raises: the task retries
     except ServiceError as exc:
@@ -508,8 +535,9 @@ def review_image(image: Image, approve: bool, reason: str, by, *, ip: str | None
         raise ServiceError(_("Say why the image is rejected: the author sees the reason."), code="reason_required")
     new = ImageReview.LISTED if approve else ImageReview.REJECTED
     with transaction.atomic():
-        image = _move_review(image, new, by=by, reason=reason, review_reason=reason, reviewed_at=timezone.now(),
-                             reviewed_by=by)  # fmt: skip
+        image = _move_review(
+            image, new, by=by, reason=reason, review_reason=reason, reviewed_at=timezone.now(), reviewed_by=by
+        )
         action = AuditAction.IMAGE_APPROVED if approve else AuditAction.IMAGE_REJECTED
         after = {"review_state": image.review_state, "owner": getattr(image.owner, "email", "")}
         record(Actor(by, ip), action, image, reason=reason, before={"review_state": ImageReview.PENDING}, after=after)
@@ -558,13 +586,19 @@ def save_catalog_image(entry: dict, publisher: str, *, update: bool = False) -> 
     """Create (or, with ``update``, rewrite) one platform image and its variants from a catalogue entry.
     Returns (image, created). Counters and ratings are never touched."""
     fields = {
-        "name": entry["name"], "name_zh": entry.get("name_zh", ""), "summary": entry.get("summary", ""),
-        "summary_zh": entry.get("summary_zh", ""), "description": entry.get("description", "").strip(),
+        "name": entry["name"],
+        "name_zh": entry.get("name_zh", ""),
+        "summary": entry.get("summary", ""),
+        "summary_zh": entry.get("summary_zh", ""),
+        "description": entry.get("description", "").strip(),
         "description_zh": entry.get("description_zh", "").strip(),
-        "publisher": publisher, "category": entry["category"], "tags": list(entry.get("tags", [])),
-        "frameworks": list(entry.get("frameworks", [])), "size_bytes": _gigabytes(entry.get("size_gb", "0")),
+        "publisher": publisher,
+        "category": entry["category"],
+        "tags": list(entry.get("tags", [])),
+        "frameworks": list(entry.get("frameworks", [])),
+        "size_bytes": _gigabytes(entry.get("size_gb", "0")),
         "sort_order": int(entry.get("sort_order", 100)),
-    }  # fmt: skip
+    }
     if fields["category"] not in ImageCategory.values:
         raise ServiceError(f"unknown category {fields['category']!r} for {entry['slug']}")
     with transaction.atomic():
@@ -592,8 +626,13 @@ def _save_catalog_variants(image: Image, entries: list[dict]) -> None:
         family = entry.get("family", CPU_ONLY)
         if family not in [*Backend.values, CPU_ONLY]:
             raise ServiceError(f"unknown chip family {family!r} in {image.slug}")
-        values = {"image": image, "family": family, "os": entry["os"], "stack": list(entry.get("stack", [])),
-                  "size_bytes": _gigabytes(entry.get("size_gb", "0"))}  # fmt: skip
+        values = {
+            "image": image,
+            "family": family,
+            "os": entry["os"],
+            "stack": list(entry.get("stack", [])),
+            "size_bytes": _gigabytes(entry.get("size_gb", "0")),
+        }
         try:
             with transaction.atomic():
                 ImageVariant.objects.update_or_create(slug=entry["slug"], defaults=values)

@@ -136,8 +136,9 @@ def image_detail(request, slug):
     def build():
         return render_to_string(DETAIL_CONTENT, _detail_context(request, image, book), request), 200
 
-    content, status = visitor_cache.content(request, services.VISITOR_PAGES, build, seconds=LIST_SECONDS,
-                                            parts=(image.pk, book.public_state()))  # fmt: skip
+    content, status = visitor_cache.content(
+        request, services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk, book.public_state())
+    )
     return render(request, DETAIL_TEMPLATE, {"image": image, "content": content}, status=status)
 
 

@@ -119,10 +119,14 @@ def load(*, update: bool = False) -> dict[str, int]:
             counts["skipped"] += 1
             continue
         values = {
-            "model": model, "framework": entry["framework"], "variant": variant, "chips": entry.get("chips", []),
-            "cards": entry.get("cards", 1), "arguments": entry.get("arguments", ""),
+            "model": model,
+            "framework": entry["framework"],
+            "variant": variant,
+            "chips": entry.get("chips", []),
+            "cards": entry.get("cards", 1),
+            "arguments": entry.get("arguments", ""),
             "sort_order": entry.get("sort_order", 100),
-        }  # fmt: skip
+        }
         template, created = InferenceTemplate.objects.get_or_create(slug=entry["slug"], defaults=values)
         if not created and update:
             InferenceTemplate.objects.filter(pk=template.pk).update(**values)

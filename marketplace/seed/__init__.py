@@ -110,15 +110,39 @@ def card(entry: dict, extra: dict) -> str:
 # so ``load()`` gives it the current card without waiting for ``update``.
 PLATFORM_SECTION_CARDS = frozenset(
     {
-        "06968727ba504e53", "07e9e858e106c93d", "10fac75e64e5cf73", "136e03a1eb52201e", "1473909e56e0e6de",
-        "14f5b3e2877304ed", "17994b9ddae41e7e", "20d4061a424305b9", "21625245672dfd96", "2a57acf15ca41481",
-        "3a8bbda8c1fae513", "4133c346802af0c0", "50ece72dacfb9914", "68a5545e707180c3", "6bcc56bd55f570fa",
-        "72a73246d3ed34f0", "82737454e8713013", "93808428e6b1c790", "a23e302f726d302a", "a4ea26bd5d8ab781",
-        "aa68622b1fee1717", "b4355c72d6039e0f", "b4cf2c835ac02522", "bf1fbb35edad817c", "c9c859f8bb508ff8",
-        "d26ff0c7d1a36538", "d3bb0d2f9b9a1045", "defc7c8023600c80", "e0f98dd04a6773cc", "f3474b9564c513a9",
+        "06968727ba504e53",
+        "07e9e858e106c93d",
+        "10fac75e64e5cf73",
+        "136e03a1eb52201e",
+        "1473909e56e0e6de",
+        "14f5b3e2877304ed",
+        "17994b9ddae41e7e",
+        "20d4061a424305b9",
+        "21625245672dfd96",
+        "2a57acf15ca41481",
+        "3a8bbda8c1fae513",
+        "4133c346802af0c0",
+        "50ece72dacfb9914",
+        "68a5545e707180c3",
+        "6bcc56bd55f570fa",
+        "72a73246d3ed34f0",
+        "82737454e8713013",
+        "93808428e6b1c790",
+        "a23e302f726d302a",
+        "a4ea26bd5d8ab781",
+        "aa68622b1fee1717",
+        "b4355c72d6039e0f",
+        "b4cf2c835ac02522",
+        "bf1fbb35edad817c",
+        "c9c859f8bb508ff8",
+        "d26ff0c7d1a36538",
+        "d3bb0d2f9b9a1045",
+        "defc7c8023600c80",
+        "e0f98dd04a6773cc",
+        "f3474b9564c513a9",
         "f8410bb81bbb3897",
     }
-)  # fmt: skip
+)
 
 
 def has_platform_section(card_text: str) -> bool:

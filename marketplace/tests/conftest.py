@@ -87,7 +87,11 @@ def hub_storage(settings, tmp_path):
     from django.core.files.storage import storages
 
     storages._storages.pop("hub", None)
-    settings.STORAGES = settings.STORAGES | {"hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                                                     "OPTIONS": {"location": str(tmp_path / "hub")}}}  # fmt: skip
+    settings.STORAGES = settings.STORAGES | {
+        "hub": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "hub")},
+        }
+    }
     yield
     storages._storages.pop("hub", None)

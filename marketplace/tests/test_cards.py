@@ -37,8 +37,14 @@ def test_front_matter_fills_the_filter_fields_of_an_item(make_item):
     item = make_item("nlp-lab/zh-en-translator", card=CARD)
     assert (item.licence, item.task, item.library_name) == ("apache-2.0", "translation", "transformers")
     assert item.languages == ["zh", "en"] and item.tags == ["翻译", "nmt"]
-    for filters in ({"licence": "Apache-2.0"}, {"task": "translation"}, {"framework": "transformers"},
-                    {"language": "en"}, {"tag": "翻译"}, {"q": "翻译"}):  # fmt: skip
+    for filters in (
+        {"licence": "Apache-2.0"},
+        {"task": "translation"},
+        {"framework": "transformers"},
+        {"language": "en"},
+        {"tag": "翻译"},
+        {"q": "翻译"},
+    ):
         assert found(**filters) == ["nlp-lab/zh-en-translator"], filters
 
 

@@ -80,9 +80,11 @@ def hub(live_server, settings, tmp_path, monkeypatch):
 
     storages._storages.pop("hub", None)  # the storage follows MEDIA_ROOT above
     settings.STORAGES = settings.STORAGES | {
-        "hub": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                "OPTIONS": {"location": str(tmp_path / "media" / "hub")}},
-    }  # fmt: skip
+        "hub": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "media" / "hub")},
+        },
+    }
     return live_server.url, served
 
 
@@ -290,10 +292,12 @@ def test_a_file_uploaded_twice_is_stored_once_and_ranges_are_served(hub, tmp_pat
         f'{{"key":"lfsFile","value":{{"path":"w.bin","algo":"sha256","oid":"{hashlib.sha256(big).hexdigest()}",'
         f'"size":{len(big)}}}}}\n'
     )
-    refused = requests.post(f"{url}/api/models/thief/x/commit/main", data=body.encode(),
-                            headers={"Authorization": f"Bearer {thief}", "Content-Type": "application/x-ndjson",
-                                     "Accept-Language": "en"},
-                            timeout=10)  # fmt: skip
+    refused = requests.post(
+        f"{url}/api/models/thief/x/commit/main",
+        data=body.encode(),
+        headers={"Authorization": f"Bearer {thief}", "Content-Type": "application/x-ndjson", "Accept-Language": "en"},
+        timeout=10,
+    )
     assert refused.status_code == 400 and "upload it through LFS first" in refused.json()["error"]
 
     # An older revision keeps its files.

@@ -42,9 +42,14 @@ def published(cloud_storage):
     owner = UserFactory()
     repos.create_repo(owner, name="tiny", organization="demo", private=False, kind="model")
     token = _token(owner)
-    made = _client(token).post("/api/models/demo/tiny/commit/main", _ndjson(
-        {"key": "header", "value": {"summary": "first"}}, _file("config.json", b"{}"),
-    ), content_type="application/x-ndjson")  # fmt: skip
+    made = _client(token).post(
+        "/api/models/demo/tiny/commit/main",
+        _ndjson(
+            {"key": "header", "value": {"summary": "first"}},
+            _file("config.json", b"{}"),
+        ),
+        content_type="application/x-ndjson",
+    )
     assert made.status_code == 200, made.content
     return owner, token
 
@@ -57,22 +62,37 @@ def published(cloud_storage):
         (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("../etc/passwd", b"x")), "invalid_path"),
         (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("/abs", b"x")), "invalid_path"),
         (_ndjson({"key": "header", "value": {"summary": "x"}}, _file(".git/config", b"x")), "invalid_path"),
-        (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("sub/.GIT/hooks/post-checkout", b"x")),
-         "invalid_path"),
+        (
+            _ndjson({"key": "header", "value": {"summary": "x"}}, _file("sub/.GIT/hooks/post-checkout", b"x")),
+            "invalid_path",
+        ),
         (_ndjson({"key": "header", "value": {"summary": "x"}}, _file(" config.json", b"x")), "invalid_path"),
         (_ndjson({"key": "header", "value": {"summary": "x"}}, _file("weights /a.bin", b"x")), "invalid_path"),
-        (_ndjson({"key": "header", "value": {"summary": "x"}}, {"key": "deletedFile", "value": {"path": ".git/HEAD"}}),
-         "invalid_path"),
+        (
+            _ndjson(
+                {"key": "header", "value": {"summary": "x"}}, {"key": "deletedFile", "value": {"path": ".git/HEAD"}}
+            ),
+            "invalid_path",
+        ),
         (_ndjson({"key": "header", "value": {"summary": ""}}), "invalid_commit"),
         (_ndjson({"key": "header", "value": {"summary": "x"}}, {"key": "rm -rf", "value": {}}), "invalid_commit"),
-        (_ndjson({"key": "header", "value": {"summary": "x"}},
-                 {"key": "file", "value": {"path": "a", "content": "%%%", "encoding": "base64"}}), "invalid_commit"),
-        (_ndjson({"key": "header", "value": {"summary": "x"}},
-                 {"key": "lfsFile", "value": {"path": "w", "algo": "sha256", "oid": "0" * 64, "size": 3}}),
-         "lfs_missing"),
+        (
+            _ndjson(
+                {"key": "header", "value": {"summary": "x"}},
+                {"key": "file", "value": {"path": "a", "content": "%%%", "encoding": "base64"}},
+            ),
+            "invalid_commit",
+        ),
+        (
+            _ndjson(
+                {"key": "header", "value": {"summary": "x"}},
+                {"key": "lfsFile", "value": {"path": "w", "algo": "sha256", "oid": "0" * 64, "size": 3}},
+            ),
+            "lfs_missing",
+        ),
         (b"[1, 2]", "invalid_commit"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_commit_is_a_clear_400_and_writes_nothing(published, body, code):
     owner, token = published
     before = HubItem.objects.get(repo="demo/tiny").head_id
@@ -173,9 +193,13 @@ def test_the_rest_api_and_the_page_say_which_entries_are_metadata_only(published
 
 @pytest.mark.parametrize(
     "path",
-    ["/api/models/demo/tiny/revision/a%0Ab", "/api/models/demo/tiny/tree/main/a%0Db", "/demo/tiny/resolve/main/a%00b",
-     "/demo/tiny/resolve/main/a%0Db"],
-)  # fmt: skip
+    [
+        "/api/models/demo/tiny/revision/a%0Ab",
+        "/api/models/demo/tiny/tree/main/a%0Db",
+        "/demo/tiny/resolve/main/a%00b",
+        "/demo/tiny/resolve/main/a%0Db",
+    ],
+)
 def test_control_characters_in_addresses_are_a_clean_404(published, path):
     answer = _client().get(path)
     assert answer.status_code == 404
@@ -185,10 +209,12 @@ def test_control_characters_in_addresses_are_a_clean_404(published, path):
 @pytest.mark.parametrize(
     "line",
     [
-        _file("a\x00b", b"x"), _file("a\nb", b"x"), _file("x" * 300, b"x"),
+        _file("a\x00b", b"x"),
+        _file("a\nb", b"x"),
+        _file("x" * 300, b"x"),
         {"key": "lfsFile", "value": {"path": "w", "algo": "sha256", "oid": "0" * 64, "size": "abc"}},
     ],
-)  # fmt: skip
+)
 def test_bad_paths_and_sizes_in_a_commit_are_400(published, line):
     owner, token = published
     body = _ndjson({"key": "header", "value": {"summary": "x"}}, line)
@@ -219,8 +245,10 @@ def test_cards_with_aliases_or_deep_nesting_are_refused(published, front):
     body = _ndjson({"key": "header", "value": {"summary": "card"}}, _file("README.md", card))
     answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="x")
     assert answer.status_code == 400, answer.content
-    assert _client().post("/api/validate-yaml", {"content": card.decode()}, content_type="application/json"
-                          ).status_code == 400  # fmt: skip
+    assert (
+        _client().post("/api/validate-yaml", {"content": card.decode()}, content_type="application/json").status_code
+        == 400
+    )
 
 
 def test_binary_or_set_values_in_a_card_still_give_plain_json(published):
@@ -300,8 +328,11 @@ def test_uploaded_files_not_yet_committed_count_toward_the_limit(published, sett
     for i in range(3):
         data = bytes([i + 1]) * 8000
         oid = hashlib.sha256(data).hexdigest()
-        batch = api.post("/demo/tiny.git/info/lfs/objects/batch", {"operation": "upload", "objects": [
-            {"oid": oid, "size": len(data)}]}, content_type="application/json")  # fmt: skip
+        batch = api.post(
+            "/demo/tiny.git/info/lfs/objects/batch",
+            {"operation": "upload", "objects": [{"oid": oid, "size": len(data)}]},
+            content_type="application/json",
+        )
         if i == 2:
             assert batch.status_code == 413
             break
@@ -314,8 +345,9 @@ def test_uploaded_files_not_yet_committed_count_toward_the_limit(published, sett
 
 @pytest.mark.parametrize("namespace", ["api", "hub", "billing", "Static"])
 def test_namespaces_that_are_the_consoles_own_paths_are_reserved(db, namespace):
-    answer = _client(_token(UserFactory())).post("/api/repos/create", {"name": "m", "organization": namespace},
-                                                 content_type="application/json")  # fmt: skip
+    answer = _client(_token(UserFactory())).post(
+        "/api/repos/create", {"name": "m", "organization": namespace}, content_type="application/json"
+    )
     assert answer.status_code == 403 and "reserved" in answer.json()["error"]
 
 
@@ -330,8 +362,9 @@ def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(publ
     storage_services.write_chunk(
         owner, upload.public_id, offset=0, stream=io.BytesIO(data[:100_000]), content_length=100_000
     )  # a dropped connection here: the upload resumes below
-    storage_services.write_chunk(owner, upload.public_id, offset=100_000, stream=io.BytesIO(data[100_000:]),
-                                 content_length=len(data) - 100_000)  # fmt: skip
+    storage_services.write_chunk(
+        owner, upload.public_id, offset=100_000, stream=io.BytesIO(data[100_000:]), content_length=len(data) - 100_000
+    )
     page = Client()
     page.cookies["django_language"] = "en"
     page.force_login(owner)

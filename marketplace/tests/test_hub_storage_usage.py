@@ -33,10 +33,16 @@ def _client(token=None) -> Client:
 
 
 def _commit(token, path: str, content: bytes):
-    body = b"\n".join(json.dumps(line).encode() for line in (
-        {"key": "header", "value": {"summary": f"add {path}"}},
-        {"key": "file", "value": {"path": path, "content": base64.b64encode(content).decode(), "encoding": "base64"}},
-    ))  # fmt: skip
+    body = b"\n".join(
+        json.dumps(line).encode()
+        for line in (
+            {"key": "header", "value": {"summary": f"add {path}"}},
+            {
+                "key": "file",
+                "value": {"path": path, "content": base64.b64encode(content).decode(), "encoding": "base64"},
+            },
+        )
+    )
     answer = _client(token).post("/api/models/demo/tiny/commit/main", body, content_type="application/x-ndjson")
     assert answer.status_code == 200, answer.content
     return answer
@@ -87,11 +93,16 @@ def test_the_billing_snapshot_reads_published_bytes_beside_files(publisher, sett
     publisher_only = UserFactory()  # someone who stores nothing but a repository is billed for it too
     repos.create_repo(publisher_only, name="solo", organization="solo", private=True, kind="model")
     solo = console_services.create_api_token(publisher_only, name="hf", scope="read_write").plaintext
-    body = b"\n".join(json.dumps(line).encode() for line in (
-        {"key": "header", "value": {"summary": "x"}},
-        {"key": "file", "value": {"path": "x.bin", "content": base64.b64encode(b"x" * 11_000).decode(),
-                                  "encoding": "base64"}},
-    ))  # fmt: skip
+    body = b"\n".join(
+        json.dumps(line).encode()
+        for line in (
+            {"key": "header", "value": {"summary": "x"}},
+            {
+                "key": "file",
+                "value": {"path": "x.bin", "content": base64.b64encode(b"x" * 11_000).decode(), "encoding": "base64"},
+            },
+        )
+    )
     assert _client(solo).post("/api/models/solo/solo/commit/main", body, content_type="x").status_code == 200
     row = next(r for r in quota.usage_snapshot() if r.user_id == publisher_only.pk)
     assert (row.used_bytes, row.billable_bytes) == (11_000, 1_000)
@@ -108,8 +119,11 @@ def test_a_cloud_storage_upload_meets_the_ceiling_the_hub_filled(publisher, sett
 
 def _lfs_address(token, data: bytes) -> str:
     oid = hashlib.sha256(data).hexdigest()
-    batch = _client(token).post("/demo/tiny.git/info/lfs/objects/batch", {"operation": "upload", "objects": [
-        {"oid": oid, "size": len(data)}]}, content_type="application/json")  # fmt: skip
+    batch = _client(token).post(
+        "/demo/tiny.git/info/lfs/objects/batch",
+        {"operation": "upload", "objects": [{"oid": oid, "size": len(data)}]},
+        content_type="application/json",
+    )
     assert batch.status_code == 200, batch.content
     return batch.json()["objects"][0]["actions"]["upload"]["href"].split("testserver", 1)[1]
 

@@ -36,8 +36,9 @@ def test_one_click_clone_launches_on_the_cheapest_compatible_chip(owner_api, lif
 
 
 def test_clone_to_my_images_then_publish(owner_api, stranger_api, official_images):
-    response = owner_api.post("/api/v1/images/vllm-0.6/clone", {"target": "my_images", "name": "My vLLM"},
-                              format="json")  # fmt: skip
+    response = owner_api.post(
+        "/api/v1/images/vllm-0.6/clone", {"target": "my_images", "name": "My vLLM"}, format="json"
+    )
     assert response.status_code == 201
     slug = response.json()["image"]["slug"]
     assert response.json()["image"]["review_state"] == "draft" and response.json()["image"]["mine"] is True
@@ -76,8 +77,9 @@ def test_save_an_instance_through_the_api(owner_api, launch, django_capture_on_c
     services.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     with django_capture_on_commit_callbacks(execute=True):
-        response = owner_api.post("/api/v1/images", {"instance": str(instance.public_id), "name": "Saved"},
-                                  format="json")  # fmt: skip
+        response = owner_api.post(
+            "/api/v1/images", {"instance": str(instance.public_id), "name": "Saved"}, format="json"
+        )
     assert response.status_code == 201 and response.json()["status"] == "saving"
     assert owner_api.get(f"/api/v1/images/{response.json()['slug']}").json()["status"] == "ready"
     bad = owner_api.post("/api/v1/images", {"instance": str(instance.public_id), "name": ""}, format="json")

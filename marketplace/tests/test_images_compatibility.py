@@ -39,9 +39,15 @@ def test_the_wizard_offers_the_users_own_images_but_not_others(en, lifecycle, ow
 def test_the_form_refuses_an_incompatible_image_with_a_400(en, lifecycle):
     response = en.post(
         "/instances/new/",
-        {"chip": "ascend-910b", "cards": "1", "plan": "payg", "image": "pytorch-2.2-cuda12", "name": "x",
-         "term_end_action": "continue"},
-    )  # fmt: skip
+        {
+            "chip": "ascend-910b",
+            "cards": "1",
+            "plan": "payg",
+            "image": "pytorch-2.2-cuda12",
+            "name": "x",
+            "term_end_action": "continue",
+        },
+    )
     assert response.status_code == 400
     assert "does not run on the chosen chip" in response.content.decode()
     assert not Instance.objects.exists()

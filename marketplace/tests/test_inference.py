@@ -29,8 +29,9 @@ def test_a_template_runs_only_on_chips_of_its_family_that_the_model_fits(inferen
     assert {c.backend for c in services.chips_of(npu)} == {"npu"}
 
 
-def test_the_template_list_query_count_does_not_grow_with_templates(client, inference_catalog,
-                                                                      django_assert_max_num_queries):  # fmt: skip
+def test_the_template_list_query_count_does_not_grow_with_templates(
+    client, inference_catalog, django_assert_max_num_queries
+):
     client.cookies["django_language"] = "en"
     InferenceTemplate.objects.exclude(slug__startswith="qwen2.5-0.5b").update(active=False)
     with django_assert_max_num_queries(30) as few:

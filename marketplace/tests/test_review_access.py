@@ -48,8 +48,12 @@ def test_staff_without_the_review_role_cannot_review_anywhere(request, client, a
 
 def test_a_review_through_the_api_is_audited_once(api, ops_user, pending):
     api.force_authenticate(ops_user)
-    response = api.post(f"/api/v1/images/{pending.slug}/review", {"approve": False, "reason": "No licence"},
-                        format="json", REMOTE_ADDR="10.1.2.3")  # fmt: skip
+    response = api.post(
+        f"/api/v1/images/{pending.slug}/review",
+        {"approve": False, "reason": "No licence"},
+        format="json",
+        REMOTE_ADDR="10.1.2.3",
+    )
     assert response.status_code == 200, response.json()
     assert response.json()["review_state"] == "rejected"
     entry = AuditEntry.objects.get()
@@ -62,8 +66,9 @@ def test_a_review_through_the_api_is_audited_once(api, ops_user, pending):
     assert entry.before == {"review_state": "pending"} and entry.after["review_state"] == "rejected"
 
 
-def test_a_review_on_the_marketplace_page_and_in_the_admin_is_audited(client, ops_user, superuser, owner, pending,
-                                                                      community_image):  # fmt: skip
+def test_a_review_on_the_marketplace_page_and_in_the_admin_is_audited(
+    client, ops_user, superuser, owner, pending, community_image
+):
     client.force_login(ops_user)
     assert client.post(f"/marketplace/review/{pending.slug}/", {"decision": "approve"}).status_code == 302
     assert Image.objects.get(pk=pending.pk).review_state == "listed"

@@ -56,8 +56,11 @@ class DiskViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(DiskSerializer(page, many=True, context={}).data)
 
-    @extend_schema(summary="Create a disk (billed per GB-day until deleted)", request=DiskCreateSerializer,
-                   responses={201: DiskSerializer, 402: NO_FUNDS, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Create a disk (billed per GB-day until deleted)",
+        request=DiskCreateSerializer,
+        responses={201: DiskSerializer, 402: NO_FUNDS, **ERRORS},
+    )
     def create(self, request):
         body = DiskCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -76,22 +79,31 @@ class DiskViewSet(viewsets.GenericViewSet):
         disks.delete(request.user, id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(summary="Attach to an instance of the same zone (hot-plug when it runs)",
-                   request=DiskAttachSerializer, responses={200: DiskSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Attach to an instance of the same zone (hot-plug when it runs)",
+        request=DiskAttachSerializer,
+        responses={200: DiskSerializer, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def attach(self, request, id=None):
         body = DiskAttachSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return self._one(disks.attach(request.user, id, body.validated_data["instance"]))
 
-    @extend_schema(summary="Detach from its instance (hot-unplug when it runs)", request=None,
-                   responses={200: DiskSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Detach from its instance (hot-unplug when it runs)",
+        request=None,
+        responses={200: DiskSerializer, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def detach(self, request, id=None):
         return self._one(disks.detach(request.user, id))
 
-    @extend_schema(summary="Grow (never shrink)", request=DiskGrowSerializer,
-                   responses={200: DiskSerializer, 402: NO_FUNDS, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Grow (never shrink)",
+        request=DiskGrowSerializer,
+        responses={200: DiskSerializer, 402: NO_FUNDS, **ERRORS},
+    )
     @action(detail=True, methods=["post"])
     def grow(self, request, id=None):
         body = DiskGrowSerializer(data=request.data)
@@ -115,21 +127,31 @@ def mount_rows(instance) -> list[dict]:
 class InstanceMountsView(APIView):
     team_scoped = True  # the ownership filter keeps a team's token to the team's instances
 
-    @extend_schema(summary="An instance's mounts: /root/shared and hub items",
-                   responses={200: MountSerializer(many=True), 404: ERRORS[404]})  # fmt: skip
+    @extend_schema(
+        summary="An instance's mounts: /root/shared and hub items",
+        responses={200: MountSerializer(many=True), 404: ERRORS[404]},
+    )
     def get(self, request, id):
         instance = get_instance(request.user, id)
         return Response(MountSerializer(mount_rows(instance), many=True).data)
 
-    @extend_schema(summary="Mount a hub model or dataset read-only (metadata, never a copy)",
-                   request=MountCreateSerializer, responses={201: MountSerializer, **ERRORS})  # fmt: skip
+    @extend_schema(
+        summary="Mount a hub model or dataset read-only (metadata, never a copy)",
+        request=MountCreateSerializer,
+        responses={201: MountSerializer, **ERRORS},
+    )
     def post(self, request, id):
         instance = get_instance(request.user, id, "change")
         body = MountCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         made = mounts.mount(instance.owner, instance, body.validated_data["repo"])  # the owner's hub items
-        row = {"repo": made.repo, "kind": made.kind, "target": made.target, "read_only": True,
-               "created_at": made.created_at}  # fmt: skip
+        row = {
+            "repo": made.repo,
+            "kind": made.kind,
+            "target": made.target,
+            "read_only": True,
+            "created_at": made.created_at,
+        }
         return Response(MountSerializer(row).data, status=status.HTTP_201_CREATED)
 
 

@@ -29,9 +29,17 @@ class EntrySerializer(serializers.ModelSerializer):
 
 
 ROOT_FOLDER = {
-    "id": None, "kind": "folder", "name": "", "path": "/", "size": 0, "checksum": "", "content_type": "",
-    "created_at": None, "updated_at": None, "download_url": None,
-}  # fmt: skip
+    "id": None,
+    "kind": "folder",
+    "name": "",
+    "path": "/",
+    "size": 0,
+    "checksum": "",
+    "content_type": "",
+    "created_at": None,
+    "updated_at": None,
+    "download_url": None,
+}
 
 
 class FolderCreateSerializer(serializers.Serializer):

@@ -81,9 +81,16 @@ def test_the_instance_page_lists_mounts_and_disks_and_hot_plugs_from_the_panel(o
 def test_the_wizard_launches_with_a_data_disk_and_mounts(owner_client, owner, catalog, lifecycle):
     hub_services.save_item(repo="THUDM/chatglm3-6b", summary_zh="中文对话模型")
     form = {
-        "chip": "ascend-910b", "cards": "1", "zone": "cn-east-xc", "image": "pytorch-2.2-cann8", "plan": "payg",
-        "term_end_action": "continue", "name": "wiz", "data_disk_gb": "300", "mounts": "THUDM/chatglm3-6b",
-    }  # fmt: skip
+        "chip": "ascend-910b",
+        "cards": "1",
+        "zone": "cn-east-xc",
+        "image": "pytorch-2.2-cann8",
+        "plan": "payg",
+        "term_end_action": "continue",
+        "name": "wiz",
+        "data_disk_gb": "300",
+        "mounts": "THUDM/chatglm3-6b",
+    }
     page = owner_client.get("/instances/new/").content.decode()
     assert 'name="data_disk_gb"' in page and 'id="wizard-hub-search"' in page
     response = owner_client.post("/instances/new/", form)
@@ -94,8 +101,9 @@ def test_the_wizard_launches_with_a_data_disk_and_mounts(owner_client, owner, ca
     assert refused.status_code == 400 and "nobody/nothing" in refused.content.decode()
 
 
-def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(owner_client, owner, zone, instance,
-                                                                django_assert_max_num_queries):  # fmt: skip
+def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(
+    owner_client, owner, zone, instance, django_assert_max_num_queries
+):
     disks.create(owner, name="d0", size_gb=10, zone=zone)
     with django_assert_max_num_queries(20) as one:
         owner_client.get("/storage/disks/")

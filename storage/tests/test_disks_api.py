@@ -130,8 +130,14 @@ def test_a_stranger_cannot_list_add_or_remove_mounts_of_anothers_instance(owner,
 
 
 def test_launching_through_the_api_accepts_a_data_disk_and_a_list_of_repos(owner_api, catalog, lifecycle, chatglm):
-    body = {"name": "api-1", "image": "pytorch-2.2-cann8", "chip": "ascend-910b", "zone": "cn-east-xc",
-            "data_disk_gb": 200, "mounts": ["THUDM/chatglm3-6b"]}  # fmt: skip
+    body = {
+        "name": "api-1",
+        "image": "pytorch-2.2-cann8",
+        "chip": "ascend-910b",
+        "zone": "cn-east-xc",
+        "data_disk_gb": 200,
+        "mounts": ["THUDM/chatglm3-6b"],
+    }
     response = owner_api.post("/api/v1/instances", body, format="json")
     assert response.status_code == 201, response.json()
     instance_id = response.json()["id"]

@@ -57,9 +57,11 @@ class TeamDetailView(APIView):
     team_scoped = True  # a team's token reaches its own team only (_membership)
 
     @extend_schema(
-        tags=["teams"], responses={200: TeamDetailSerializer}, summary="A team and its members",
+        tags=["teams"],
+        responses={200: TeamDetailSerializer},
+        summary="A team and its members",
         operation_id="teams_retrieve",
-    )  # fmt: skip
+    )
     def get(self, request, slug):
         member = _membership(request, slug)
         member.team_members = list(member.team.memberships.select_related("user").order_by("joined_at", "id"))

@@ -78,8 +78,19 @@ def test_a_teams_token_and_budgets_from_the_command_line(live_server, tmp_path, 
     from billing import wallet
 
     wallet.adjust_balance(user=team.account, amount=Decimal("50"), reason="t", staff=None, idempotency_key="cli-t")
-    code, out, err = run("--team", "vision-lab", "--json", "instances", "create", "--name", "lab-run", "--chip",
-                         "mlu370-x8", "--image", "pytorch-2.2-neuware")  # fmt: skip
+    code, out, err = run(
+        "--team",
+        "vision-lab",
+        "--json",
+        "instances",
+        "create",
+        "--name",
+        "lab-run",
+        "--chip",
+        "mlu370-x8",
+        "--image",
+        "pytorch-2.2-neuware",
+    )
     assert code == 0, err
     assert Instance.objects.get(name="lab-run").owner == team.account
     code, out, _ = run("--team", "vision-lab", "instances", "ls")

@@ -29,8 +29,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def team(owner):
     team = services.create_team(owner, name="视觉实验室", slug="vision-lab")
-    wallet.adjust_balance(user=team.account, amount=Decimal("500"), reason="test", staff=None,
-                          idempotency_key=str(uuid.uuid4()))  # fmt: skip
+    wallet.adjust_balance(
+        user=team.account, amount=Decimal("500"), reason="test", staff=None, idempotency_key=str(uuid.uuid4())
+    )
     return team
 
 
@@ -113,8 +114,14 @@ def test_a_launch_past_the_members_budget_is_refused_with_what_is_left(catalog, 
     assert Instance.objects.count() == 2
 
     client = _browser(developer)
-    form = {"chip": "mlu370-x8", "cards": "1", "plan": "payg", "image": "pytorch-2.2-neuware", "name": "third",
-            "term_end_action": "continue"}  # fmt: skip
+    form = {
+        "chip": "mlu370-x8",
+        "cards": "1",
+        "plan": "payg",
+        "image": "pytorch-2.2-neuware",
+        "name": "third",
+        "term_end_action": "continue",
+    }
     page = client.post(reverse("instances:launch"), form)
     assert page.status_code == 400 and "Your monthly budget in 视觉实验室" in page.content.decode()
 

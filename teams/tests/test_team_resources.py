@@ -19,8 +19,14 @@ from tests.fixtures.personas import _token_client
 
 pytestmark = pytest.mark.django_db
 
-FORM = {"chip": "ascend-910b", "cards": "1", "plan": "payg", "image": "pytorch-2.2-cann8", "name": "team-run",
-        "term_end_action": "continue"}  # fmt: skip
+FORM = {
+    "chip": "ascend-910b",
+    "cards": "1",
+    "plan": "payg",
+    "image": "pytorch-2.2-cann8",
+    "name": "team-run",
+    "term_end_action": "continue",
+}
 
 
 @pytest.fixture

@@ -27,8 +27,9 @@ LAUNCH = {"name": "from-ci", "chip": "mlu370-x8", "image": "pytorch-2.2-neuware"
 @pytest.fixture
 def team(owner):
     team = services.create_team(owner, name="视觉实验室", slug="vision-lab")
-    wallet.adjust_balance(user=team.account, amount=Decimal("300"), reason="test", staff=None,
-                          idempotency_key=str(uuid.uuid4()))  # fmt: skip
+    wallet.adjust_balance(
+        user=team.account, amount=Decimal("300"), reason="test", staff=None, idempotency_key=str(uuid.uuid4())
+    )
     return team
 
 
@@ -85,8 +86,12 @@ def test_a_team_token_does_what_the_role_allows_and_nothing_after_leaving(catalo
     services.remove_member(services.membership(owner, "vision-lab"), str(developer.public_id))
     gone = dev_api.get("/api/v1/instances")
     assert gone.status_code == 401 and "no longer a member" in gone.json()["message"]
-    for method, path in [("get", f"/api/v1/instances/{running.public_id}"), ("get", "/api/v1/teams/vision-lab"),
-                         ("post", f"/api/v1/instances/{running.public_id}/stop"), ("get", "/api/v1/hub")]:  # fmt: skip
+    for method, path in [
+        ("get", f"/api/v1/instances/{running.public_id}"),
+        ("get", "/api/v1/teams/vision-lab"),
+        ("post", f"/api/v1/instances/{running.public_id}/stop"),
+        ("get", "/api/v1/hub"),
+    ]:
         assert getattr(dev_api, method)(path).status_code == 401, path
     assert Instance.objects.get(pk=running.pk).wanted == "running"
 

@@ -282,8 +282,10 @@ def test_members_without_the_members_permission_change_no_role_and_remove_nobody
     remove = client.post(reverse("teams:member-remove", args=[team.slug, other.public_id]))
     assert (promote.status_code, remove.status_code) == (403, 403)
     assert Membership.objects.get(user=other).role == Role.DEVELOPER
-    assert client.post(reverse("teams:member-role", args=[team.slug, someone.public_id]), {"role": "owner"}
-                       ).status_code == 403  # fmt: skip
+    assert (
+        client.post(reverse("teams:member-role", args=[team.slug, someone.public_id]), {"role": "owner"}).status_code
+        == 403
+    )
 
 
 def test_a_request_on_its_way_when_its_sender_was_demoted_acts_with_the_new_role(team, owner):
@@ -322,8 +324,9 @@ def test_odd_input_is_refused_plainly(client, owner, team):
     long_address = "a" * 250 + "@example.com"
     response = client.post(reverse("teams:invite", args=[team.slug]), {"email": long_address, "role": "developer"})
     assert response.status_code == 400 and not Invitation.objects.exists()
-    assert client.post(reverse("teams:member-role", args=[team.slug, "not-a-uuid"]), {"role": "admin"}
-                       ).status_code == 404  # fmt: skip
+    assert (
+        client.post(reverse("teams:member-role", args=[team.slug, "not-a-uuid"]), {"role": "admin"}).status_code == 404
+    )
 
 
 def test_the_after_login_page_must_be_on_this_site(client, owner):

@@ -2,8 +2,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import path
 
-ROWS = [{"name": f"instance-{i}", "chip": "Ascend 910B", "status": "running", "price": f"¥{i % 7 + 1}.50"}
-        for i in range(60)]  # fmt: skip
+ROWS = [
+    {"name": f"instance-{i}", "chip": "Ascend 910B", "status": "running", "price": f"¥{i % 7 + 1}.50"}
+    for i in range(60)
+]
 
 
 def page(request):

@@ -40,8 +40,9 @@ def test_a_finance_adjustment_posts_through_the_ledger_is_audited_and_check_ledg
     url = reverse("ops:adjust-balance", args=[owner.public_id])
     idem = key()
 
-    response = client.post(url, {"amount": "-7.50", "reason": "Refund of a double top-up", "idempotency_key": idem},
-                           REMOTE_ADDR="10.1.2.3")  # fmt: skip
+    response = client.post(
+        url, {"amount": "-7.50", "reason": "Refund of a double top-up", "idempotency_key": idem}, REMOTE_ADDR="10.1.2.3"
+    )
     client.post(url, {"amount": "-7.50", "reason": "Refund of a double top-up", "idempotency_key": idem})
 
     assert response.status_code == 302
@@ -65,11 +66,14 @@ def test_a_finance_adjustment_posts_through_the_ledger_is_audited_and_check_ledg
         ("99999999", "typo", "digits before the decimal point"),
     ],
 )
-def test_a_bad_adjustment_is_refused_with_a_message_and_posts_nothing(client, finance_user, owner, amount, reason,
-                                                                       message):  # fmt: skip
+def test_a_bad_adjustment_is_refused_with_a_message_and_posts_nothing(
+    client, finance_user, owner, amount, reason, message
+):
     client.force_login(finance_user)
-    response = client.post(reverse("ops:adjust-balance", args=[owner.public_id]),
-                           {"amount": amount, "reason": reason, "idempotency_key": key()})  # fmt: skip
+    response = client.post(
+        reverse("ops:adjust-balance", args=[owner.public_id]),
+        {"amount": amount, "reason": reason, "idempotency_key": key()},
+    )
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not LedgerTransaction.objects.exists() and not AuditEntry.objects.exists()
@@ -79,16 +83,20 @@ def test_a_debit_adjustment_is_confirmed_with_the_minus_before_the_yen(client, f
     fund(owner, "20")
     client.force_login(finance_user)
     client.cookies["django_language"] = "en"
-    response = client.post(reverse("ops:adjust-balance", args=[owner.public_id]),
-                           {"amount": "-7.5", "reason": "Refund", "idempotency_key": key()}, follow=True)  # fmt: skip
+    response = client.post(
+        reverse("ops:adjust-balance", args=[owner.public_id]),
+        {"amount": "-7.5", "reason": "Refund", "idempotency_key": key()},
+        follow=True,
+    )
     html = response.content.decode()
     assert "Balance adjusted by −¥7.50." in html and "¥-7.50" not in html
 
 
 def test_an_adjustment_beyond_the_limit_is_refused_by_the_service(finance_user, owner):
     with pytest.raises(ServiceError, match="at most"):
-        services.adjust_balance(Actor(finance_user), user_id=owner.public_id, amount="2000000", reason="x",
-                                idempotency_key=key())  # fmt: skip
+        services.adjust_balance(
+            Actor(finance_user), user_id=owner.public_id, amount="2000000", reason="x", idempotency_key=key()
+        )
 
 
 def test_force_stop_sends_the_checkpoint_stop_through_the_stop_service_and_is_audited(
@@ -154,8 +162,13 @@ def test_a_new_price_applies_to_new_launches_while_a_running_run_keeps_its_froze
         old_rate = UsageSession.objects.get(resource_id=running.public_id).payable_per_hour
         old_price = quote(chip=chip).list_per_card_hour
 
-        services.add_price(Actor(finance_user), chip_slug="mlu370-x8", per_hour=old_price * 2,
-                           effective_from=timezone.now(), note="Supply shortage")  # fmt: skip
+        services.add_price(
+            Actor(finance_user),
+            chip_slug="mlu370-x8",
+            per_hour=old_price * 2,
+            effective_from=timezone.now(),
+            note="Supply shortage",
+        )
         assert quote(chip=chip).list_per_card_hour == old_price * 2  # shown and charged for new launches
         newcomer = instance_services.launch(
             owner, instance_services.LaunchRequest(name="new", chip="mlu370-x8", image="pytorch-2.2-neuware")
@@ -176,13 +189,15 @@ def test_a_new_price_applies_to_new_launches_while_a_running_run_keeps_its_froze
 
 def test_a_price_cannot_be_backdated(finance_user, catalog):
     with pytest.raises(ServiceError, match="now or later"):
-        services.add_price(Actor(finance_user), chip_slug="mlu370-x8", per_hour="1",
-                           effective_from=timezone.now() - timedelta(days=1))  # fmt: skip
+        services.add_price(
+            Actor(finance_user), chip_slug="mlu370-x8", per_hour="1", effective_from=timezone.now() - timedelta(days=1)
+        )
     assert not Price.objects.filter(per_hour=1).exists()
 
 
-def test_pausing_a_programme_removes_its_discount_at_once_and_resuming_restores_it(finance_user, catalog,
-                                                                                  xinchuang_subsidy):  # fmt: skip
+def test_pausing_a_programme_removes_its_discount_at_once_and_resuming_restores_it(
+    finance_user, catalog, xinchuang_subsidy
+):
     chip = catalog["ascend-910b"]
     assert quote(chip=chip).subsidy_per_hour > 0
     services.set_programme_active(Actor(finance_user), slug="xinchuang-2026", active=False, reason="Budget review")
@@ -190,7 +205,9 @@ def test_pausing_a_programme_removes_its_discount_at_once_and_resuming_restores_
     services.set_programme_active(Actor(finance_user), slug="xinchuang-2026", active=True, reason="Approved")
     assert quote(chip=chip).subsidy_per_hour > 0
     assert list(AuditEntry.objects.order_by("pk").values_list("action", flat=True)) == [
-        AuditAction.PROGRAMME_PAUSED, AuditAction.PROGRAMME_RESUMED]  # fmt: skip
+        AuditAction.PROGRAMME_PAUSED,
+        AuditAction.PROGRAMME_RESUMED,
+    ]
 
 
 def test_a_budget_can_change_but_never_below_what_was_spent(finance_user, xinchuang_subsidy):
@@ -206,10 +223,20 @@ def test_a_budget_can_change_but_never_below_what_was_spent(finance_user, xinchu
 def test_a_new_programme_is_created_with_its_chips_and_audited(client, finance_user, catalog):
     client.force_login(finance_user)
     starts = timezone.localtime().replace(second=0, microsecond=0)
-    response = client.post(reverse("ops:subsidies"), {
-        "slug": "dcu-launch", "name": "DCU launch offer", "name_zh": "海光首发", "rate": "0.2",
-        "chips": [catalog["dcu-z100"].pk], "starts_at": starts.strftime("%Y-%m-%dT%H:%M"), "budget": "10000",
-        "eligibility": "everyone", "reason": "Launch"})  # fmt: skip
+    response = client.post(
+        reverse("ops:subsidies"),
+        {
+            "slug": "dcu-launch",
+            "name": "DCU launch offer",
+            "name_zh": "海光首发",
+            "rate": "0.2",
+            "chips": [catalog["dcu-z100"].pk],
+            "starts_at": starts.strftime("%Y-%m-%dT%H:%M"),
+            "budget": "10000",
+            "eligibility": "everyone",
+            "reason": "Launch",
+        },
+    )
     assert response.status_code == 302
     programme = SubsidyProgramme.objects.get(slug="dcu-launch")
     assert list(programme.chips.values_list("slug", flat=True)) == ["dcu-z100"]
@@ -241,8 +268,9 @@ def test_the_audit_log_is_append_only(finance_user, owner, fund):
 
 def test_the_audit_log_page_finds_entries_by_email_target_and_action(client, finance_user, owner, stranger, fund):
     for user in (owner, stranger):
-        services.adjust_balance(Actor(finance_user), user_id=user.public_id, amount="3", reason=f"goodwill {user.pk}",
-                                idempotency_key=key())  # fmt: skip
+        services.adjust_balance(
+            Actor(finance_user), user_id=user.public_id, amount="3", reason=f"goodwill {user.pk}", idempotency_key=key()
+        )
     client.force_login(finance_user)
     page = client.get(reverse("ops:audit"), {"q": str(stranger.public_id)}).content.decode()
     assert "stranger@example.com" in page and "owner@example.com" not in page

@@ -22,8 +22,9 @@ def test_the_reconciliation_csv_neutralises_an_instance_name_that_starts_like_a_
     fund(owner, "500")
     start = timezone.localtime().replace(day=1, hour=9, minute=0, second=0, microsecond=0)
     with time_machine.travel(start, tick=False) as clock:
-        request = instance_services.LaunchRequest(name="=cmd|' /C calc'!A0", chip="ascend-910b",
-                                                  image="pytorch-2.2-cann8", plan="payg")  # fmt: skip
+        request = instance_services.LaunchRequest(
+            name="=cmd|' /C calc'!A0", chip="ascend-910b", image="pytorch-2.2-cann8", plan="payg"
+        )
         instance_services.launch(owner, request)
         settle()
         clock.shift(timedelta(minutes=30))

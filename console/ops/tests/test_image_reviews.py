@@ -39,8 +39,10 @@ def test_a_rejection_needs_a_reason_and_keeps_the_image_out_of_the_marketplace(c
     pending_image.refresh_from_db()
     assert pending_image.review_state == "pending" and not AuditEntry.objects.exists()
 
-    client.post(reverse("ops:review-image", args=[pending_image.public_id]),
-                {"decision": "reject", "reason": "The README promises a licence it does not ship."})  # fmt: skip
+    client.post(
+        reverse("ops:review-image", args=[pending_image.public_id]),
+        {"decision": "reject", "reason": "The README promises a licence it does not ship."},
+    )
     pending_image.refresh_from_db()
     assert pending_image.review_state == "rejected"
     assert AuditEntry.objects.get().reason == "The README promises a licence it does not ship."

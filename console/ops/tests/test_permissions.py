@@ -40,8 +40,9 @@ def objects(launch, owner, community_image):
     instance = launch(chip="ascend-910b", cards=1)
     settle()
     node = Node.objects.select_related("zone").order_by("pk").first()
-    application = verification.apply(owner, company_name="Kunpeng AI", licence_number=CODE, contact_name="Li Lei",
-                                     contact_phone="13800138000")  # fmt: skip
+    application = verification.apply(
+        owner, company_name="Kunpeng AI", licence_number=CODE, contact_name="Li Lei", contact_phone="13800138000"
+    )
     image = image_services.publish(owner, community_image(listed=False, name="Waiting image"))
     return {"instance": instance, "node": node, "user": owner, "application": application, "image": image}
 
@@ -58,32 +59,76 @@ def _actions(o):
         ("revenue", "get", reverse("ops:revenue"), None, {"finance"}),
         ("reconciliation CSV", "get", reverse("ops:reconciliation-csv") + "?month=2026-01", None, {"finance"}),
         ("price list", "get", reverse("ops:prices"), None, {"finance"}),
-        ("add price", "post", reverse("ops:prices"),
-         {"chip": "ascend-910b", "per_hour": "2.20", "effective_from": soon.strftime("%Y-%m-%dT%H:%M")}, {"finance"}),
+        (
+            "add price",
+            "post",
+            reverse("ops:prices"),
+            {"chip": "ascend-910b", "per_hour": "2.20", "effective_from": soon.strftime("%Y-%m-%dT%H:%M")},
+            {"finance"},
+        ),
         ("subsidy programmes", "get", reverse("ops:subsidies"), None, {"finance"}),
         ("invoices", "get", reverse("ops:invoices"), None, {"finance"}),
-        ("create programme", "post", reverse("ops:subsidies"),
-         {"slug": "new-prog", "name": "New", "rate": "0.05", "starts_at": soon.strftime("%Y-%m-%dT%H:%M"),
-          "eligibility": "everyone"}, {"finance"}),
-        ("pause programme", "post", reverse("ops:pause-programme", args=["xinchuang-2026"]), {"reason": "x"},
-         {"finance"}),
-        ("resume programme", "post", reverse("ops:resume-programme", args=["xinchuang-2026"]), {"reason": "x"},
-         {"finance"}),
-        ("change budget", "post", reverse("ops:programme-budget", args=["xinchuang-2026"]),
-         {"budget": "900000", "reason": "x"}, {"finance"}),
+        (
+            "create programme",
+            "post",
+            reverse("ops:subsidies"),
+            {
+                "slug": "new-prog",
+                "name": "New",
+                "rate": "0.05",
+                "starts_at": soon.strftime("%Y-%m-%dT%H:%M"),
+                "eligibility": "everyone",
+            },
+            {"finance"},
+        ),
+        (
+            "pause programme",
+            "post",
+            reverse("ops:pause-programme", args=["xinchuang-2026"]),
+            {"reason": "x"},
+            {"finance"},
+        ),
+        (
+            "resume programme",
+            "post",
+            reverse("ops:resume-programme", args=["xinchuang-2026"]),
+            {"reason": "x"},
+            {"finance"},
+        ),
+        (
+            "change budget",
+            "post",
+            reverse("ops:programme-budget", args=["xinchuang-2026"]),
+            {"budget": "900000", "reason": "x"},
+            {"finance"},
+        ),
         ("review queues", "get", reverse("ops:reviews"), None, {"ops"}),
-        ("review verification", "post", reverse("ops:review-verification", args=[o["application"].public_id]),
-         {"decision": "approve"}, {"ops"}),
-        ("review image", "post", reverse("ops:review-image", args=[o["image"].public_id]), {"decision": "approve"},
-         {"ops"}),
+        (
+            "review verification",
+            "post",
+            reverse("ops:review-verification", args=[o["application"].public_id]),
+            {"decision": "approve"},
+            {"ops"},
+        ),
+        (
+            "review image",
+            "post",
+            reverse("ops:review-image", args=[o["image"].public_id]),
+            {"decision": "approve"},
+            {"ops"},
+        ),
         ("users", "get", reverse("ops:users"), None, {"ops", "finance"}),
         ("user page", "get", reverse("ops:user", args=[user.public_id]), None, {"ops", "finance"}),
-        ("adjust balance", "post", reverse("ops:adjust-balance", args=[user.public_id]),
-         {"amount": "5", "reason": "goodwill", "idempotency_key": "7d8f3b0e-1f4a-4c59-9a37-5d0d5b8f1a11"},
-         {"finance"}),
+        (
+            "adjust balance",
+            "post",
+            reverse("ops:adjust-balance", args=[user.public_id]),
+            {"amount": "5", "reason": "goodwill", "idempotency_key": "7d8f3b0e-1f4a-4c59-9a37-5d0d5b8f1a11"},
+            {"finance"},
+        ),
         ("force-stop", "post", reverse("ops:force-stop", args=[instance.public_id]), {"reason": "incident"}, {"ops"}),
         ("audit log", "get", reverse("ops:audit"), None, {"ops", "finance"}),
-    ]  # fmt: skip
+    ]
 
 
 def test_every_ops_page_and_action_answers_each_persona_as_its_role_allows(personas, objects):

@@ -94,8 +94,19 @@ def test_the_subsidy_csv_adds_up_to_the_subsidy_the_ledger_booked(client, financ
 def test_the_csv_of_a_month_without_subsidy_has_only_the_header_and_a_zero_total(client, finance_user):
     client.force_login(finance_user)
     rows = _csv(client, timezone.localdate().replace(year=2020, day=1))
-    assert rows == [{"day": "total", "programme": "", "user": "", "instance_id": "", "instance": "",
-                     "billed_minutes": "0", "list_price_cny": "0", "subsidy_cny": "0", "payable_cny": "0"}]  # fmt: skip
+    assert rows == [
+        {
+            "day": "total",
+            "programme": "",
+            "user": "",
+            "instance_id": "",
+            "instance": "",
+            "billed_minutes": "0",
+            "list_price_cny": "0",
+            "subsidy_cny": "0",
+            "payable_cny": "0",
+        }
+    ]
 
 
 def test_a_bad_month_gets_a_message_not_an_error(client, finance_user):
@@ -158,20 +169,35 @@ def test_the_capacity_task_records_a_snapshot(catalog):
 def _many(n, finance_user, ops_user):
     for i in range(n):
         user = UserFactory(email=f"bulk{uuid.uuid4().hex[:8]}@example.com")
-        verification.apply(user, company_name=f"Co {i}", licence_number="91350100M000100Y43", contact_name="Wang",
-                           contact_phone="010-12345678")  # fmt: skip
-        services.adjust_balance(Actor(finance_user), user_id=user.public_id, amount="1", reason="bulk",
-                                idempotency_key=str(uuid.uuid4()))  # fmt: skip
+        verification.apply(
+            user,
+            company_name=f"Co {i}",
+            licence_number="91350100M000100Y43",
+            contact_name="Wang",
+            contact_phone="010-12345678",
+        )
+        services.adjust_balance(
+            Actor(finance_user), user_id=user.public_id, amount="1", reason="bulk", idempotency_key=str(uuid.uuid4())
+        )
         reports.record_capacity_snapshot(timezone.now() - timedelta(minutes=5 * i))
 
 
 @pytest.mark.parametrize(
     ("url_name", "persona"),
-    [("ops:users", "finance"), ("ops:audit", "finance"), ("ops:reviews", "ops"), ("ops:capacity", "ops"),
-     ("ops:revenue", "finance"), ("ops:subsidies", "finance"), ("ops:prices", "finance"), ("ops:index", "ops")],
-)  # fmt: skip
-def test_ops_list_pages_use_a_constant_number_of_queries(client, catalog, finance_user, ops_user, url_name, persona,
-                                                         django_assert_max_num_queries):  # fmt: skip
+    [
+        ("ops:users", "finance"),
+        ("ops:audit", "finance"),
+        ("ops:reviews", "ops"),
+        ("ops:capacity", "ops"),
+        ("ops:revenue", "finance"),
+        ("ops:subsidies", "finance"),
+        ("ops:prices", "finance"),
+        ("ops:index", "ops"),
+    ],
+)
+def test_ops_list_pages_use_a_constant_number_of_queries(
+    client, catalog, finance_user, ops_user, url_name, persona, django_assert_max_num_queries
+):
     user = {"finance": finance_user, "ops": ops_user}[persona]
     client.force_login(user)
     _many(2, finance_user, ops_user)
@@ -185,22 +211,25 @@ def test_ops_list_pages_use_a_constant_number_of_queries(client, catalog, financ
         assert client.get(reverse(url_name)).status_code == 200
 
 
-def test_the_user_page_uses_a_constant_number_of_queries(client, finance_user, ops_user, owner, launch, lifecycle,
-                                                         django_assert_max_num_queries):  # fmt: skip
+def test_the_user_page_uses_a_constant_number_of_queries(
+    client, finance_user, ops_user, owner, launch, lifecycle, django_assert_max_num_queries
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     client.force_login(finance_user)
     url = reverse("ops:user", args=[owner.public_id])
     launch(name="a")
-    services.adjust_balance(Actor(finance_user), user_id=owner.public_id, amount="1", reason="x",
-                            idempotency_key=str(uuid.uuid4()))  # fmt: skip
+    services.adjust_balance(
+        Actor(finance_user), user_id=owner.public_id, amount="1", reason="x", idempotency_key=str(uuid.uuid4())
+    )
     with CaptureQueriesContext(connection) as few:
         client.get(url)
     for i in range(8):
         launch(name=f"more-{i}", chip="a800-80g", image="pytorch-2.2-cuda12")
-        services.adjust_balance(Actor(finance_user), user_id=owner.public_id, amount="1", reason="x",
-                                idempotency_key=str(uuid.uuid4()))  # fmt: skip
+        services.adjust_balance(
+            Actor(finance_user), user_id=owner.public_id, amount="1", reason="x", idempotency_key=str(uuid.uuid4())
+        )
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(url).status_code == 200
     assert AuditEntry.objects.count() == 9

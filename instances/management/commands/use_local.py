@@ -79,5 +79,7 @@ class Command(BaseCommand):
             return
         moved = Node.objects.filter(backend_name="simulated").update(backend_name="local")
         total = Node.objects.filter(backend_name="local").count()
-        self.stdout.write(f"Instances run as sandboxes on this host: {total} node(s) on the local backend "
-                          f"({moved} moved); runtime in {path}")  # fmt: skip
+        self.stdout.write(
+            f"Instances run as sandboxes on this host: {total} node(s) on the local backend "
+            f"({moved} moved); runtime in {path}"
+        )

@@ -13,7 +13,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -259,19 +261,22 @@ def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, 
 
 
 @pytest.fixture
-def own_lxcfs(settings, tmp_path):
-    """An lxcfs of this test's own (the host's one serves the machines of the other tests), stopped after it."""
+def own_lxcfs(settings):
+    """An lxcfs of this test's own (the host's one serves the machines of the other tests), stopped after it. Its
+    folder is right under /tmp: the machines' users search their way to it."""
     from instances.backends import local_lxcfs
 
-    settings.LOCAL_LXCFS_DIR = str(tmp_path / "lxcfs")
+    folder = Path(tempfile.mkdtemp(prefix="gpucloud-lxcfs-", dir="/tmp"))
+    settings.LOCAL_LXCFS_DIR = str(folder / "lxcfs")
     yield local_lxcfs
-    pidfile = tmp_path / ".lxcfs.pid"
+    pidfile = folder / ".lxcfs.pid"
     if pidfile.exists():
         try:
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
             pass
     subprocess.run(["umount", "-l", settings.LOCAL_LXCFS_DIR], capture_output=True, check=False)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_machine_started_after_lxcfs_died_still_shows_its_own_memory(on_local, running, settings, own_lxcfs):

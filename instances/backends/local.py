@@ -156,7 +156,7 @@ def availability() -> tuple[bool, str]:
         return False, "the local backend needs root (sandbox users, mounts and cgroups)"
     if not Path(BWRAP).exists():
         return False, "bubblewrap is not installed (apt-get install bubblewrap)"
-    for tool in ("setpriv", "nsenter", "mount", "umount"):
+    for tool in ("setpriv", "nsenter", "mount", "umount", "taskset"):
         if not shutil.which(tool):
             return False, f"{tool} is missing (util-linux)"
     probe = subprocess.run(
@@ -204,6 +204,24 @@ def host_capacity() -> tuple[int, int]:
     memory_mb = int(settings.LOCAL_HOST_MEMORY_MB) or _mem_total_mb()
     cpu_millis = int((cpus - float(settings.LOCAL_CONSOLE_CPUS)) * 1000)
     return max(cpu_millis, 0), max(memory_mb - int(settings.LOCAL_CONSOLE_MEMORY_MB), 0)
+
+
+def machine_cpus(public_id) -> list[int]:
+    """The host CPUs a machine runs on: as many as its CPU limit rounded up (LOCAL_CPUS), those the fewest running
+    machines run on. Pinned to them, ``nproc`` and the thread pools that read the affinity (OpenMP, PyTorch) inside
+    count the machine's CPUs, not the host's; the cgroup's quota still caps how much of them it uses."""
+    host = sorted(os.sched_getaffinity(0))
+    wanted = min(len(host), max(1, math.ceil(float(settings.LOCAL_CPUS))))
+    load = dict.fromkeys(host, 0)
+    for other in folder(public_id).parent.glob("*/state.json"):
+        if other.parent.name == str(public_id):
+            continue
+        state = read_state(other.parent.name)
+        if state.get("pid") and not state.get("killed") and _alive(state["pid"], state.get("started")):
+            for cpu in state.get("cpus", ()):
+                if cpu in load:
+                    load[cpu] += 1
+    return sorted(sorted(host, key=lambda cpu: (load[cpu], cpu))[:wanted])
 
 
 def _mem_total_mb() -> int:
@@ -452,7 +470,11 @@ class LocalBackend(Backend):
             # setsid --fork: the agent's parent is the host's init, not the worker, so a worker restart leaves the
             # machine running and nothing waits on it; the agent writes its own pid (as root, before it drops to the
             # sandbox user) into the instance's root-owned folder.
+            cpus = machine_cpus(instance.public_id)
             argv = [
+                "taskset",
+                "--cpu-list",
+                ",".join(map(str, cpus)),
                 "setsid",
                 "--fork",
                 argv[0],
@@ -495,6 +517,7 @@ class LocalBackend(Backend):
                 "token": token,
                 "uid": uid,
                 "limited": limited,
+                "cpus": cpus,
                 "node": instance.node.name if instance.node_id else "",
                 "disk_gb": disk_gb,
                 "runtime": str(runtime_path),
@@ -751,6 +774,8 @@ class LocalBackend(Backend):
             "-c",
             f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}',
         ]
+        if state.get("cpus"):  # on the machine's CPUs, as everything started inside it (nproc counts them)
+            inner = ["/usr/bin/taskset", "--cpu-list", ",".join(map(str, state["cpus"])), *inner]
         command_argv = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
         whole = shlex.quote(shlex.join(command_argv))
         script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" {whole} "$@"'

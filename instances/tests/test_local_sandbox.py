@@ -260,6 +260,23 @@ def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, 
     assert uptime < 600  # since the machine started, not the host
 
 
+def test_nproc_inside_counts_the_machines_cpus_and_two_machines_get_different_ones(on_local, running, settings):
+    host = len(os.sched_getaffinity(0))
+    if host < 2:
+        pytest.skip("one CPU on this host: every machine runs on it")
+    settings.LOCAL_CPUS = 1.0
+    settings.LOCAL_HOST_CPUS = 8  # room for both whatever this host holds: the test is about where they run
+    first, second = running(), running()
+
+    counted = [on_local.run(m, "nproc").stdout.strip() for m in (first, second)]
+    ran_on = [on_local.run(m, "taskset -pc $$ | cut -d: -f2").stdout.strip() for m in (first, second)]
+
+    assert counted == ["1", "1"]  # the host has more; each machine has one
+    assert ran_on[0] != ran_on[1]  # spread over the host's CPUs, not both on the first
+    lab = on_local.run(first, "python -c 'import os; print(len(os.sched_getaffinity(0)))'")
+    assert lab.stdout.strip() == "1", lab.stderr  # Python's thread pools size themselves from the same
+
+
 @pytest.fixture
 def own_lxcfs(settings):
     """An lxcfs of this test's own (the host's one serves the machines of the other tests), stopped after it. Its

@@ -412,7 +412,20 @@ def open_port(request, public_id):
     if instance.status != "running" or not instance.access.get("jupyter"):
         messages.error(request, _("Ports open while the machine is running."))
         return redirect(instance.get_absolute_url())
-    return redirect(f"{instance.get_absolute_url()}lab/proxy/{int(raw)}/")
+    port = int(raw)
+    listening = get_backend(instance.backend_name).listening_ports(instance)
+    if listening is not None and port not in listening:
+        # Said on the console's page rather than the proxy's bare error page: what is missing and how to fix it.
+        messages.error(
+            request,
+            _(
+                "Nothing listens on port %(port)s inside the machine yet. Start your app there on 0.0.0.0:%(port)s "
+                "(for example: python -m http.server %(port)s), then open the port again."
+            )
+            % {"port": port},
+        )
+        return redirect(instance.get_absolute_url())
+    return redirect(f"{instance.get_absolute_url()}lab/proxy/{port}/")
 
 
 @login_required

@@ -259,6 +259,9 @@ def test_the_port_panel_lists_what_listens_and_opens_any_port_through_the_consol
     for bad in ("0", "65536", "http", "-1", ""):
         refused = english.get(reverse("instances:open-port", args=[instance.public_id]), {"port": bad}, follow=True)
         assert "A port is a whole number from 1 to 65535." in refused.content.decode()
+    silent = english.get(reverse("instances:open-port", args=[instance.public_id]), {"port": "9000"}, follow=True)
+    assert "Nothing listens on port 9000 inside the machine yet" in silent.content.decode()
+    assert silent.redirect_chain[-1][0] == instance.get_absolute_url()
     other = Client()
     other.force_login(stranger)
     assert other.get(reverse("instances:ports", args=[instance.public_id])).status_code == 404

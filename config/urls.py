@@ -35,7 +35,7 @@ urlpatterns = [
     path("", include("config.moved_urls")),
     # Third-party and cross-cutting confs under prefixes of their own: allauth, the language switch, the API.
     path("accounts/", include("allauth.urls")),
-    path("i18n/", include("django.conf.urls.i18n")),
+    path("i18n/setlang/", console_views.set_language, name="set_language"),
     path("api/v1/", include("config.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The API docs' scripts are files (Swagger UI's split view; Redoc's bundle); both generate their own styles at

@@ -58,6 +58,9 @@ class User(AbstractUser):
     username = None
     email = models.EmailField(_("e-mail address"), unique=True)
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # The console language the person last chose with the language switch ("" until then: the default). Their
+    # machines' JupyterLab starts in it.
+    language = models.CharField(_("language"), max_length=16, blank=True, default="")
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: list[str] = []

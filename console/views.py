@@ -7,8 +7,9 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
+from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
-from django.views import defaults
+from django.views import defaults, i18n
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -22,7 +23,7 @@ from .errors import NotFound, ServiceError
 from .forms import ApiTokenForm
 from .htmx import wants_partial
 from .middleware import API_PREFIXES, OPENAI_PREFIX, is_hub_api
-from .models import ApiToken
+from .models import ApiToken, User
 from .prepared import Prepared
 
 
@@ -169,3 +170,14 @@ def error_500(request):
 def favicon(request):
     """Browsers ask for /favicon.ico whatever the page links; send them to the SVG."""
     return redirect(static("favicon.svg"))
+
+
+@require_POST
+def set_language(request):
+    """Django's language switch, which also keeps a signed-in person's choice: their machines start in it."""
+    response = i18n.set_language(request)
+    language = request.POST.get("language", "")
+    user = request.user
+    if user.is_authenticated and check_for_language(language) and language != user.language:
+        User.objects.filter(pk=user.pk).update(language=language)
+    return response

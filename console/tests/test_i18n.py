@@ -21,6 +21,16 @@ def test_the_language_switch_turns_the_console_english(owner_client):
     assert '<html lang="en">' in html and "Dashboard" in html and "控制台" not in html
 
 
+def test_a_signed_in_persons_language_choice_is_kept_on_their_account(owner_client, owner, client):
+    owner_client.post("/i18n/setlang/", {"language": "en", "next": "/console/"})
+    owner.refresh_from_db()
+    assert owner.language == "en"
+    owner_client.post("/i18n/setlang/", {"language": "xx", "next": "/console/"})  # not a console language
+    owner.refresh_from_db()
+    assert owner.language == "en"
+    assert client.post("/i18n/setlang/", {"language": "en", "next": "/"}).status_code == 302  # a visitor: cookie only
+
+
 def test_an_unknown_language_cookie_falls_back_to_chinese(client):
     client.cookies["django_language"] = "xx"
     assert '<html lang="zh-hans">' in client.get("/").content.decode()

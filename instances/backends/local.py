@@ -441,7 +441,7 @@ class LocalBackend(Backend):
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
-            lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale())
+            lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale(instance.owner.language))
             egress = _egress(instance)
             nameservers = (local_network.DNS,) if egress else ()
             etc_files = {**lab, **_mirrors(egress)}

@@ -48,3 +48,16 @@ def test_an_english_owners_jupyterlab_starts_in_english():
         files = local_lab.etc_files("/opt/runtime/bin", local_lab.lab_locale())
     overrides = json.loads(files[f"{local_lab.LAB_SETTINGS}/overrides.json"])
     assert overrides[local_lab.TRANSLATION]["locale"] == "en"
+
+
+@pytest.mark.sandbox
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_who_switched_the_console_to_english_gets_an_english_lab(on_local, running, client, owner):
+    client.force_login(owner)
+    client.post("/i18n/setlang/", {"language": "en", "next": "/"})
+    with translation.override("zh-hans"):  # whatever the worker that starts it speaks
+        instance = running()
+    lab, base = lab_client(instance)
+
+    setting = lab.get(f"{base}lab/api/settings/{local_lab.TRANSLATION}").json()
+    assert setting["schema"]["properties"]["locale"]["default"] == "en"

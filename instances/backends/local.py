@@ -577,6 +577,8 @@ class LocalBackend(Backend):
             local_home.ensure_mounted(
                 folder(instance.public_id), alive=lambda: self._running(read_state(instance.public_id))
             )
+        if state.get("slirp_pid") and state.get("signalled_at") is None:
+            state = self._keep_network(instance.public_id, state)
         if state.get("signalled_at") is not None:
             if _now() >= state.get("stop_at", 0):
                 self._kill(instance.public_id, state)
@@ -848,6 +850,23 @@ class LocalBackend(Backend):
             log.warning("sandbox %s has its loopback only: %s", job_id, exc)
             return
         update_state(public_id, slirp_pid=slirp, slirp_started=_start_time(slirp), netns_pid=inside)
+
+    def _keep_network(self, public_id, state: dict) -> dict:
+        """A running machine whose slirp4netns went away (killed, crashed) gets a new one, its rules loaded first,
+        at the next look (the reconcile beat): its outbound network comes back without a restart."""
+        if _alive(state["slirp_pid"], state.get("slirp_started")):
+            return state
+        inside = self._sandbox_pid(state)
+        logfile = folder(public_id) / "network.log"
+        try:
+            if inside is None:
+                raise local_network.NetworkError("the sandbox's first process is gone")
+            slirp = local_network.attach(inside, logfile)
+        except local_network.NetworkError as exc:
+            log.warning("machine %s lost its outbound network and it could not be brought back: %s", public_id, exc)
+            return update_state(public_id, slirp_pid=None, slirp_started=None)
+        log.warning("machine %s lost its outbound network (slirp4netns exited): brought back", public_id)
+        return update_state(public_id, slirp_pid=slirp, slirp_started=_start_time(slirp), netns_pid=inside)
 
     def _sandbox_pid(self, state: dict) -> int | None:
         """A process inside the sandbox: the agent's child is bwrap, whose child is the namespace's first."""

@@ -129,6 +129,22 @@ def test_slirp4netns_dies_with_the_machine(egress, running):
     assert not os.path.exists(f"/proc/{slirp}") or open(f"/proc/{slirp}/stat").read().split()[2] == "Z"
 
 
+def test_a_machine_whose_slirp4netns_died_gets_its_network_back_at_the_next_beat(egress, running):
+    instance = running()
+    slirp = local.read_state(instance.public_id)["slirp_pid"]
+    local_network.stop(slirp)
+    assert egress.run(instance, "grep -c tap0: /proc/net/dev").stdout.strip() == "0"  # the interface went with it
+
+    local.LocalBackend().status(instance)  # what the reconcile beat asks
+
+    again = local.read_state(instance.public_id)["slirp_pid"]
+    assert again != slirp and os.path.exists(f"/proc/{again}")
+    assert egress.run(instance, "grep -c tap0: /proc/net/dev").stdout.strip() == "1"
+    assert "meta nfproto ipv6 drop" in ruleset(instance)  # its rules in place with the new interface
+    done = egress.run(instance, "python3 -m pip download -q --no-deps -d /tmp/x six && ls /tmp/x", timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().startswith("six-"), done.stderr[-2000:]
+
+
 def test_the_operators_mirrors_are_written_into_the_machine(egress, running, settings):
     settings.MIRROR_PIP_INDEX = "https://pypi.mirror.example/simple"
     settings.MIRROR_HF_ENDPOINT = "https://hf.mirror.example"

@@ -1,5 +1,8 @@
 """Console pages: the public home, the dashboard, API tokens, health and error pages."""
 
+from pathlib import Path
+
+from csp.decorators import csp_update
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.utils.translation import gettext as _
 from django.views import defaults
+from django.views import static as static_files
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -169,3 +173,23 @@ def error_500(request):
 def favicon(request):
     """Browsers ask for /favicon.ico whatever the page links; send them to the SVG."""
     return redirect(static("favicon.svg"))
+
+
+# The documentation site (MkDocs, Material theme) as `make docs` builds it. Its pages start with a few inline scripts
+# (the theme's settings); they show no user content, so only they may run inline scripts and styles.
+@require_GET
+@csp_update({"script-src": ["'unsafe-inline'"], "style-src": ["'unsafe-inline'"]})
+def docs(request, path=""):
+    """A file of the built documentation site; a folder's index page; a page saying how to build the site when it
+    is not built yet."""
+    root = Path(settings.DOCS_SITE_DIR)
+    if not (root / "index.html").is_file():
+        return render(request, "console/docs_missing.html", status=503)
+    wanted = (root / path).resolve()
+    if not wanted.is_relative_to(root.resolve()):
+        raise Http404  # "..", or a link out of the site
+    if wanted.is_dir():
+        if path and not path.endswith("/"):
+            return redirect(f"{request.path}/")
+        path = f"{path}index.html"
+    return static_files.serve(request, path, document_root=root)

@@ -24,7 +24,7 @@ messages: install
 	@if command -v msgfmt >/dev/null 2>&1; then $(BIN)/python manage.py compilemessages --ignore=.venv -v 0; \
 	else echo "msgfmt not found: using the compiled translations in locale/ as committed"; fi
 
-# The documentation site (MkDocs, Material theme) into var/docs-site, which the console serves at /docs/; --strict: a
+# The documentation site (MkDocs, Material theme) into build/docs-site, which the console serves at /docs/; --strict: a
 # broken link or a page missing from the navigation fails the build.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet

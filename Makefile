@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 TEST_DATA_DIR ?= $(CURDIR)/var/test
 export PORT HOST
 
-.PHONY: run test install messages lint format migrations-check bench vendor clean
+.PHONY: run test install messages docs lint format migrations-check bench vendor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ messages: install
 	@if command -v msgfmt >/dev/null 2>&1; then $(BIN)/python manage.py compilemessages --ignore=.venv -v 0; \
 	else echo "msgfmt not found: using the compiled translations in locale/ as committed"; fi
 
-run: install messages
+# The documentation site (MkDocs, Material theme) into build/docs-site, which the console serves at /docs/; --strict: a
+# broken link or a page missing from the navigation fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+run: install messages docs
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py load_catalog
 	$(BIN)/python manage.py load_hub

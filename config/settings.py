@@ -510,6 +510,8 @@ LOCAL_VAR_MB = env.int("LOCAL_VAR_MB", default=64)
 LOCAL_SHM_MB = env.int("LOCAL_SHM_MB", default=64)
 # Where the host's lxcfs serves each machine's own /proc figures (memory limit, CPUs, uptime): instances.backends.
 # local_lxcfs starts it there when it is not running.
+# Where `make docs` builds the documentation site, which the console serves at /docs/.
+DOCS_SITE_DIR = env.str("DOCS_SITE_DIR", default=str(BASE_DIR / "build" / "docs-site"))
 LOCAL_LXCFS_DIR = env.str("LOCAL_LXCFS_DIR", default="/var/lib/gpucloud/lxcfs")
 # Operator mirrors written into local machines that have a network (a zone with egress): pip's index (the
 # machine's /etc/pip.conf) and the model hub (HF_ENDPOINT; empty: the console's own hub, through the agent's relay).

@@ -29,6 +29,8 @@ urlpatterns = [
     path("", console_views.home, name="home"),
     path("favicon.ico", console_views.favicon, name="favicon"),
     path("healthz", console_views.healthz, name="healthz"),
+    # The documentation site: the user's guide in Chinese and English, the operator's guide, the architecture.
+    re_path(r"^docs/(?P<path>.*)$", console_views.docs, name="docs"),
     # The OpenAI-compatible proxy: /v1/ is the base URL its clients are configured with.
     re_path(r"^v1/(?P<path>[a-z/]+)$", inference_proxy.v1, name="openai-v1"),
     # Old addresses of pages that moved under their app's prefix: permanent redirects for bookmarks.

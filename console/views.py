@@ -1,5 +1,8 @@
 """Console pages: the public home, the dashboard, API tokens, health and error pages."""
 
+from pathlib import Path
+
+from csp.decorators import csp_update
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,6 +13,7 @@ from django.templatetags.static import static
 from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
 from django.views import defaults, i18n
+from django.views import static as static_files
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -181,3 +185,23 @@ def set_language(request):
     if user.is_authenticated and check_for_language(language) and language != user.language:
         User.objects.filter(pk=user.pk).update(language=language)
     return response
+
+
+# The documentation site (MkDocs, Material theme) as `make docs` builds it. Its pages start with a few inline scripts
+# (the theme's settings); they show no user content, so only they may run inline scripts and styles.
+@require_GET
+@csp_update({"script-src": ["'unsafe-inline'"], "style-src": ["'unsafe-inline'"]})
+def docs(request, path=""):
+    """A file of the built documentation site; a folder's index page; a page saying how to build the site when it
+    is not built yet."""
+    root = Path(settings.DOCS_SITE_DIR)
+    if not (root / "index.html").is_file():
+        return render(request, "console/docs_missing.html", status=503)
+    wanted = (root / path).resolve()
+    if not wanted.is_relative_to(root.resolve()):
+        raise Http404  # "..", or a link out of the site
+    if wanted.is_dir():
+        if path and not path.endswith("/"):
+            return redirect(f"{request.path}/")
+        path = f"{path}index.html"
+    return static_files.serve(request, path, document_root=root)

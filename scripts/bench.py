@@ -1,7 +1,7 @@
 """`make bench`: run every benchmark on SQLite and, when reachable, on PostgreSQL + Redis; write the tables.
 
 Each database is created fresh (SQLite under var/bench/, PostgreSQL database gpucloud_bench), migrated and
-loaded with the catalog. Results go to docs/benchmarks.md and into README.md between the bench markers.
+loaded with the catalog. Results go into docs/benchmarks.md (the docs site's Benchmarks page) between the bench markers.
 Options: --quick (skip the long benchmarks), --only TEXT, --no-postgres, --light (CI: every benchmark on small data;
 the table is printed, nothing is written).
 """
@@ -131,12 +131,13 @@ def main():
         return
     results = merge_with_previous(results)
     markdown = table(results)
-    (ROOT / "docs" / "benchmarks.md").write_text("# Benchmarks\n\n" + markdown)
-    readme = (ROOT / "README.md").read_text()
-    if START in readme and END in readme:
-        head, rest = readme.split(START, 1)
-        readme = head + START + "\n" + markdown + END + rest.split(END, 1)[1]
-        (ROOT / "README.md").write_text(readme)
+    page = ROOT / "docs" / "benchmarks.md"
+    text = page.read_text()
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        page.write_text(head + START + "\n" + markdown + END + rest.split(END, 1)[1])
+    else:
+        page.write_text("# Benchmarks\n\n" + START + "\n" + markdown + END + "\n")
     print(markdown)
 
 

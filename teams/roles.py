@@ -1,4 +1,4 @@
-"""What each team role may do: the one table the services check and the README shows.
+"""What each team role may do: the one table the services check and the operator's guide shows.
 
 Every team action names one of these permissions; :func:`can` is the only place a role is compared.
 """

@@ -6,7 +6,7 @@ huge numbers, odd unicode, random ids — the API must never answer 500, every e
 documented shape ``{"code", "message"[, "errors"]}``, and every answer must be what the schema says: a documented
 status code, the documented content type, a body that validates against the documented schema. Requests are made
 both from the schema (positive) and against it (negative), and every schemathesis check runs except the two that
-judge whether valid data is accepted and invalid data refused (see the README's API section for what is left).
+judge whether valid data is accepted and invalid data refused (docs/reliability.md says what is left).
 ``FUZZ_EXAMPLES`` sets how many requests each operation gets (small by default, so the whole fuzz stays well
 under three minutes on two cores).
 """

@@ -1,4 +1,4 @@
-"""A small benchmark harness: ``make bench`` runs every module of this package and writes the README table.
+"""A small benchmark harness: ``make bench`` runs every module of this package and writes the docs' benchmark table.
 
 The benchmarks live here, one module per app (``pages``, ``instances``, ``billing``…), outside the apps they
 measure. A module registers a benchmark with::
@@ -16,8 +16,8 @@ measure. A module registers a benchmark with::
 runs every benchmark with ``--light`` on small data, to prove they work, and publishes nothing.
 
 Benchmarks run against a dedicated database (``var/bench.sqlite3`` or ``DATABASE_URL`` + ``_bench``) that is
-migrated fresh for every run. Numbers go to ``docs/benchmarks.md`` and into the README between the
-``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers.
+migrated fresh for every run. Numbers go into ``docs/benchmarks.md`` between the ``<!-- bench:start -->`` and
+``<!-- bench:end -->`` markers.
 """
 
 import statistics

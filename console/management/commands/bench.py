@@ -24,7 +24,7 @@ class Command(BaseCommand):
         import console.bench
 
         console.bench.LIGHT = light
-        # Importing the modules registers their benchmarks, in this order: the order of the README's table.
+        # Importing the modules registers their benchmarks, in this order: the order of the docs' benchmark table.
         # isort: off
         from console.bench import pages, saturation, instances, marketplace, billing, storage, hub, inference  # noqa: F401
 

@@ -7,10 +7,7 @@ class BillingConfig(AppConfig):
     verbose_name = _("Billing")
 
     def ready(self):
-        from django.db.models.signals import post_migrate
-
-        from . import budgets, checks, price_version, sqlite_indexes  # noqa: F401  (checks registers the system checks)
+        from . import budgets, checks, price_version  # noqa: F401  (checks registers the system checks)
 
         price_version.connect()
         budgets.connect()
-        post_migrate.connect(sqlite_indexes.make, sender=self, dispatch_uid="billing.sqlite_indexes")

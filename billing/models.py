@@ -501,7 +501,6 @@ class SpendLine(models.Model):
                 fields=["user", "month", "resource_id", "kind", "member_id"], name="spend_line_once"
             ),
         ]
-        # On SQLite the table has one index more, which Django does not know of (billing.sqlite_indexes).
 
     def __str__(self):
         return f"{self.user_id} {self.month:%Y-%m} {self.resource_id} {self.kind}"

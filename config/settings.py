@@ -420,7 +420,14 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 SESSION_COOKIE_HTTPONLY = True
-SESSION_ENGINE = "console.sessions"  # Django's database sessions, read with SQL built once
+# Sessions in the database, read through the cache when the cache is shared by every process (Redis): a session
+# ended in one process is then gone for all. A per-process cache (the embedded default's) would let another process
+# keep a logged-out session alive, so there the database alone holds them.
+SESSION_ENGINE = (
+    "django.contrib.sessions.backends.db"
+    if "LocMemCache" in CACHES["default"]["BACKEND"]
+    else "django.contrib.sessions.backends.cached_db"
+)
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_PROXY", True) else None

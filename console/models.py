@@ -3,13 +3,12 @@
 import uuid
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
-from django.db import models, router
+from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .prepared import Prepared
 from .querysets import ApiTokenQuerySet, EnterpriseVerificationQuerySet, SSHKeyQuerySet
 
 
@@ -17,21 +16,6 @@ class UserManager(BaseUserManager):
     """Users log in with their e-mail address; there is no username."""
 
     use_in_migrations = True
-
-    def get(self, *args, **kwargs):
-        """``get(pk=…)``, which every logged-in request makes for its user, runs SQL built once per database
-        (``console.prepared``); any other look-up is the queryset's own."""
-        if not args and kwargs.keys() == {"pk"} and self.model is User and self._db is None:
-            try:
-                pk = int(kwargs["pk"])
-            except (TypeError, ValueError):
-                pass  # the queryset raises what Django raises for such a key
-            else:
-                found = _BY_PK.first(pk, using=router.db_for_read(User))
-                if found is None:
-                    raise User.DoesNotExist("User matching query does not exist.")
-                return found
-        return super().get(*args, **kwargs)
 
     def _create_user(self, email, password, **extra):
         if not email:
@@ -279,5 +263,3 @@ class StudentVerification(models.Model):
 
 
 from .ops.models import AuditEntry, CapacitySnapshot  # noqa: E402, F401
-
-_BY_PK = Prepared(lambda pk: User.objects.filter(pk=pk)[:1], int)

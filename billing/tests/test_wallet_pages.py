@@ -252,24 +252,3 @@ def test_notifications_read_in_the_pages_language(owner_client, owner):
     notify(owner.pk, "spot_preempted", name="spot-1", notice=60, path="/instances/abc/")
     linked = owner_client.get("/console/").content.decode()
     assert "Spot instance “spot-1” was reclaimed" in linked and 'href="/instances/abc/"' in linked
-
-
-def test_on_sqlite_a_statement_page_is_read_from_its_index_and_the_index_comes_back_after_a_rebuild(owner):
-    from django.db import connection
-
-    from billing import spend, sqlite_indexes
-
-    if connection.vendor != "sqlite":
-        pytest.skip("an index of SQLite's only: PostgreSQL sorts the page's lines")
-    plan = spend.month_line_rows(owner.pk, date(2026, 3, 1))[:50].explain()
-    assert sqlite_indexes.NAME in plan and "TEMP B-TREE" not in plan  # read in order: no sort
-
-    def indexes():
-        with connection.cursor() as cursor:
-            return connection.introspection.get_constraints(cursor, "billing_spendline")
-
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX {sqlite_indexes.NAME}")  # as a rebuild of the table drops it
-    assert sqlite_indexes.NAME not in indexes()
-    sqlite_indexes.make()
-    assert indexes()[sqlite_indexes.NAME]["columns"][:3] == ["user_id", "month", "amount_fen"]

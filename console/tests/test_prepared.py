@@ -5,7 +5,9 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.contrib.sessions.models import Session
+from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
 from django.core.paginator import Paginator
 from django.db import connection
@@ -131,6 +133,7 @@ def test_a_signed_in_person_stays_signed_in_until_the_session_expires_or_they_ar
     assert client.get("/instances/").status_code == 200
     key = client.cookies["sessionid"].value
     Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    caches[settings.SESSION_CACHE_ALIAS].clear()  # a cached copy (cached_db) expires with the session: its timeout
     gone = client.get("/instances/")
     assert gone.status_code == 302 and "/accounts/login/" in gone["Location"]
     client.force_login(ada)

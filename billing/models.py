@@ -48,6 +48,7 @@ from .querysets import (
     SubsidyUsageQuerySet,
     TopUpQuerySet,
     UsageSessionQuerySet,
+    VoucherQuerySet,
 )
 
 
@@ -894,6 +895,8 @@ class Voucher(models.Model):
     once_per_person = models.ForeignKey(
         VoucherBatch, on_delete=models.PROTECT, null=True, blank=True, related_name="+", editable=False
     )
+
+    objects = VoucherQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("voucher")

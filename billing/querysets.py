@@ -43,6 +43,13 @@ class OwnedQuerySet(models.QuerySet):
         return self.filter(user=user)
 
 
+class VoucherQuerySet(models.QuerySet):
+    def usable(self, at):
+        """Vouchers that may be spent at ``at``: :func:`billing.rules.voucher_usable` read by the database (a
+        balance left on the voucher's account, which has not expired)."""
+        return self.filter(account__balance__gt=0, account__expires_at__gt=at)
+
+
 class AppendOnlyQuerySet(models.QuerySet):
     """Ledger rows are inserted, never updated or deleted in bulk either."""
 

@@ -523,9 +523,6 @@ class StorageQuote:
     def list_per_hour(self) -> Decimal:
         return self.payable_per_hour
 
-    def total_for_days(self, days) -> Decimal:
-        return to_cents(self.size_gb * self.per_gb_day * Decimal(days))
-
 
 # The disks page and every storage quote read it: built once (console.prepared).
 _STORAGE_PRICE = Prepared(

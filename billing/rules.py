@@ -156,7 +156,8 @@ def voucher_covers(cover: VoucherCover, *, kind: str, chip: str, zone: str, plan
 
 
 def voucher_usable(account, now: datetime) -> bool:
-    """Whether a voucher's account may be spent now: it has a balance and has not expired."""
+    """Whether a voucher's account may be spent now: it has a balance and has not expired (the database reads the
+    same rule as ``Voucher.objects.usable(now)``)."""
     return account.expires_at is not None and account.expires_at > now and account.balance > 0
 
 

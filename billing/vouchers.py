@@ -85,9 +85,9 @@ def _with_batch(queryset):
 def held(user_ids, now: datetime) -> dict[int, list[Held]]:
     """The usable vouchers of these wallets, soonest expiry first (read without locks: the charge locks the
     accounts and spends only what their locked balances hold)."""
-    vouchers = _with_batch(
-        Voucher.objects.filter(user_id__among=set(user_ids), account__balance__gt=0, account__expires_at__gt=now)
-    ).order_by("expires_at", "pk")
+    vouchers = _with_batch(Voucher.objects.filter(user_id__among=set(user_ids)).usable(now)).order_by(
+        "expires_at", "pk"
+    )
     found: dict[int, list[Held]] = defaultdict(list)
     for v in vouchers:
         found[v.user_id].append(Held(v.account_id, v.account.expires_at, _cover(v.batch)))
@@ -95,12 +95,12 @@ def held(user_ids, now: datetime) -> dict[int, list[Held]]:
 
 
 def covering(held_vouchers: list[Held], balances: dict[int, Decimal], now: datetime, **charge) -> list[tuple]:
-    """(account, what is left) of the vouchers in ``held_vouchers`` that pay for ``charge`` (see
-    :func:`billing.rules.voucher_covers`), in the order they pay."""
+    """(account, what is left) of the vouchers in ``held_vouchers`` (usable when :func:`held` read them) that pay
+    for ``charge`` (see :func:`billing.rules.voucher_covers`) and still hold something, in the order they pay."""
     return [
         (h.account_id, balances[h.account_id])
         for h in held_vouchers
-        if h.expires_at > now and balances.get(h.account_id, ZERO) > 0 and rules.voucher_covers(h.cover, **charge)
+        if balances.get(h.account_id, ZERO) > 0 and rules.voucher_covers(h.cover, **charge)
     ]
 
 
@@ -109,16 +109,6 @@ def covering_total(user, now: datetime, **charge) -> Decimal:
     mine = held([user.pk], now).get(user.pk, [])
     balances = dict(Account.objects.filter(pk__in=[h.account_id for h in mine]).values_list("pk", "balance"))
     return sum((left for _a, left in covering(mine, balances, now, **charge)), ZERO)
-
-
-def usable_total(user_ids, now: datetime) -> dict[int, Decimal]:
-    """What each wallet's usable vouchers hold, whatever they cover."""
-    totals: dict[int, Decimal] = defaultdict(Decimal)
-    for uid, balance in Account.objects.filter(
-        kind=AccountKind.USER_VOUCHER, user_id__in=set(user_ids), balance__gt=0, expires_at__gt=now
-    ).values_list("user_id", "balance"):
-        totals[uid] += balance
-    return totals
 
 
 @dataclass(frozen=True)
@@ -151,11 +141,11 @@ def describe_cover(batch: VoucherBatch) -> str:
 def vouchers_of(user, *, limit: int = 200) -> list[VoucherView]:
     """The wallet's vouchers, usable ones first (soonest expiry first), then the spent and expired (newest first);
     one query. ``limit`` is far above what a wallet holds: usable vouchers come first, so none is left out."""
-    from django.db.models import Case, IntegerField, Q, Value, When
+    from django.db.models import Case, IntegerField, Value, When
 
     now = timezone.now()
-    usable = Q(account__balance__gt=0, expires_at__gt=now)
-    rank = Case(When(usable, then=Value(0)), default=Value(1), output_field=IntegerField())
+    usable = Voucher.objects.filter(user=user).usable(now).values("pk")
+    rank = Case(When(pk__in=usable, then=Value(0)), default=Value(1), output_field=IntegerField())
     rows = list(
         _with_batch(Voucher.objects.filter(user=user)).annotate(rank=rank).order_by("rank", "expires_at", "-pk")[:limit]
     )

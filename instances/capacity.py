@@ -15,7 +15,7 @@ cards. A CPU-only machine holds CPU and memory on one node of its zone (or on th
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import F
 from django.utils.translation import gettext as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
@@ -351,14 +351,3 @@ def out_of_capacity(what: str, *, chips=None, cards: int = 1, no_card_offered=Fa
     if no_card_offered:
         message += " " + _("You can start it in no-card mode (CPU only) to reach your data meanwhile.")
     return CapacityError(message, alternatives=alternatives, no_card_offered=no_card_offered)
-
-
-def capacity_summary():
-    """Per chip: total and reserved cards on schedulable nodes (the wizard shows what is free)."""
-    return {
-        row["chip_id"]: row
-        for row in Node.objects.schedulable()
-        .values("chip_id")
-        .annotate(total=Sum("cards"), reserved=Sum("cards_reserved"))
-        .order_by()
-    }

@@ -55,7 +55,3 @@ def provision_timeout_seconds() -> float:
 def endpoint_health_timeout_seconds() -> float:
     """An endpoint whose model server has not answered its health check by then fails (and is never charged)."""
     return _seconds("ENDPOINT_HEALTH_TIMEOUT_SECONDS", 120)
-
-
-def reconcile_seconds() -> float:
-    return _seconds("INSTANCES_RECONCILE_SECONDS", 15)

@@ -93,12 +93,6 @@ def get_disk(user, public_id, action: str = "view") -> CloudDisk:
     return disk
 
 
-def find_disk(user, name_or_id: str) -> CloudDisk:
-    """By public id, or by name (the CLI accepts either)."""
-    disk = user_disks(user).filter(name=name_or_id).first()
-    return disk or get_disk(user, name_or_id)
-
-
 def attachable_instances(user, disk: CloudDisk):
     """The user's instances in the disk's zone that may take a disk now (the page's attach menu)."""
     instances = Instance.objects.for_user(user, "change").filter(owner_id=disk.owner_id).not_endpoints()

@@ -71,6 +71,24 @@ def _form_errors(request, form) -> None:
             messages.error(request, error)
 
 
+def _submit(request, form, page, call, success, done):
+    """A back-office form posted: valid, the service is called and the staff member goes to ``done`` with
+    ``success(result)`` as a message; invalid or refused by the service, ``page(form, status)`` shows the form again
+    with its errors (400). A missing role answers the 403 page."""
+    if not form.is_valid():
+        return page(form, 400)
+    try:
+        result = call(form.cleaned_data)
+    except roles.Forbidden:
+        raise
+    except ServiceError as exc:
+        field = getattr(exc, "field", None)
+        form.add_error(field if field in form.fields else None, exc.message)
+        return page(form, 400)
+    messages.success(request, success(result))
+    return redirect(done)
+
+
 # --- Home -------------------------------------------------------------------------------------------------------------
 
 
@@ -177,24 +195,20 @@ def prices(request):
         return _prices_page(
             request, PriceForm(initial={"effective_from": timezone.localtime().replace(second=0, microsecond=0)})
         )
-    form = PriceForm(request.POST)
-    if not form.is_valid():
-        return _prices_page(request, form, status=400)
-    try:
-        price = services.add_price(
+    return _submit(
+        request,
+        PriceForm(request.POST),
+        lambda form, status: _prices_page(request, form, status=status),
+        lambda data: services.add_price(
             Actor.from_request(request),
-            chip_slug=form.cleaned_data["chip"],
-            per_hour=form.cleaned_data["per_hour"],
-            effective_from=form.cleaned_data["effective_from"],
-            note=form.cleaned_data["note"],
-        )
-    except roles.Forbidden:
-        raise
-    except ServiceError as exc:
-        form.add_error(None, exc.message)
-        return _prices_page(request, form, status=400)
-    messages.success(request, _("Price added: %(price)s. New launches from then on pay it.") % {"price": price})
-    return redirect("ops:prices")
+            chip_slug=data["chip"],
+            per_hour=data["per_hour"],
+            effective_from=data["effective_from"],
+            note=data["note"],
+        ),
+        lambda price: _("Price added: %(price)s. New launches from then on pay it.") % {"price": price},
+        "ops:prices",
+    )
 
 
 def _subsidies_page(request, form, status=200):
@@ -214,18 +228,14 @@ def subsidies(request):
         return _subsidies_page(
             request, ProgrammeForm(initial={"starts_at": timezone.localtime().replace(second=0, microsecond=0)})
         )
-    form = ProgrammeForm(request.POST)
-    if not form.is_valid():
-        return _subsidies_page(request, form, status=400)
-    try:
-        programme = services.create_programme(Actor.from_request(request), **form.cleaned_data)
-    except roles.Forbidden:
-        raise
-    except ServiceError as exc:
-        form.add_error(None, exc.message)
-        return _subsidies_page(request, form, status=400)
-    messages.success(request, _("Programme “%(name)s” created.") % {"name": programme.name})
-    return redirect("ops:subsidies")
+    return _submit(
+        request,
+        ProgrammeForm(request.POST),
+        lambda form, status: _subsidies_page(request, form, status=status),
+        lambda data: services.create_programme(Actor.from_request(request), **data),
+        lambda programme: _("Programme “%(name)s” created.") % {"name": programme.name},
+        "ops:subsidies",
+    )
 
 
 @staff_view(roles.MANAGE_SUBSIDIES)
@@ -373,24 +383,20 @@ def adjust_balance(request, public_id):
         user = services.get_user(actor, public_id)
     except ServiceError as exc:
         raise Http404 from exc
-    form = AdjustBalanceForm(request.POST)
-    if not form.is_valid():
-        return _user_page(request, user, form, status=400)
-    try:
-        tx = services.adjust_balance(
+    return _submit(
+        request,
+        AdjustBalanceForm(request.POST),
+        lambda form, status: _user_page(request, user, form, status=status),
+        lambda data: services.adjust_balance(
             actor,
             user_id=public_id,
-            amount=form.cleaned_data["amount"],
-            reason=form.cleaned_data["reason"],
-            idempotency_key=form.cleaned_data["idempotency_key"],
-        )
-    except roles.Forbidden:
-        raise
-    except ServiceError as exc:
-        form.add_error(None, exc.message)
-        return _user_page(request, user, form, status=400)
-    messages.success(request, _("Balance adjusted by %(amount)s.") % {"amount": format_cny(tx.user_amount)})
-    return redirect("ops:user", public_id=public_id)
+            amount=data["amount"],
+            reason=data["reason"],
+            idempotency_key=data["idempotency_key"],
+        ),
+        lambda tx: _("Balance adjusted by %(amount)s.") % {"amount": format_cny(tx.user_amount)},
+        reverse("ops:user", kwargs={"public_id": public_id}),
+    )
 
 
 @staff_view(roles.FORCE_STOP)
@@ -552,19 +558,16 @@ def vouchers(request):
     if request.method == "GET":
         expiry = (timezone.localtime() + timedelta(days=30)).replace(second=0, microsecond=0)
         return _vouchers_page(request, VoucherBatchForm(initial={"expires_at": expiry}))
-    form = VoucherBatchForm(request.POST)
-    if not form.is_valid():
-        return _vouchers_page(request, form, status=400)
-    try:
-        batch = services.create_voucher_batch(Actor.from_request(request), **form.cleaned_data)
-    except roles.Forbidden:
-        raise
-    except ServiceError as exc:
-        form.add_error(getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None, exc.message)
-        return _vouchers_page(request, form, status=400)
-    done = _("Batch “%(name)s” created with %(count)s vouchers.")
-    messages.success(request, done % {"name": batch.label, "count": batch.quantity})
-    return redirect("ops:vouchers")
+    return _submit(
+        request,
+        VoucherBatchForm(request.POST),
+        lambda form, status: _vouchers_page(request, form, status=status),
+        lambda data: services.create_voucher_batch(Actor.from_request(request), **data),
+        lambda batch: (
+            _("Batch “%(name)s” created with %(count)s vouchers.") % {"name": batch.label, "count": batch.quantity}
+        ),
+        "ops:vouchers",
+    )
 
 
 @staff_view(roles.MANAGE_SUBSIDIES)

@@ -42,7 +42,6 @@ from ..choices import (
     ImageReview,
     ImageSort,
     ImageStatus,
-    OperatingSystem,
 )
 from ..hub import cards
 from ..models import Image, ImageEvent, ImageRating, ImageVariant
@@ -644,7 +643,3 @@ def _save_catalog_variants(image: Image, entries: list[dict]) -> None:
 
 def _gigabytes(value) -> int:
     return int(Decimal(str(value)) * 10**9)
-
-
-def os_choices() -> list[tuple[str, str]]:
-    return list(OperatingSystem.choices)

@@ -2,11 +2,10 @@
 
 import functools
 
-from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.translation import gettext_lazy as _
 
-# (label, URL name, icon). A section whose URL does not exist yet is shown disabled, marked "coming soon",
-# and becomes a link as soon as its app registers the URL.
+# (label, URL name, icon).
 SECTIONS = [
     (_("Dashboard"), "console:dashboard", "speedometer2"),
     (_("Instances"), "instances:list", "cpu"),
@@ -29,15 +28,9 @@ def _url(name):
 
 
 @functools.cache
-def _urls(prefix: str, urlconf) -> dict[str, str | None]:
+def _urls(prefix: str, urlconf) -> dict[str, str]:
     """The menus' addresses under a script prefix and URL conf (reversed once: every page shows them)."""
-    found = {}
-    for name in [name for _label, name, *_icon in SECTIONS + PUBLIC_LINKS]:
-        try:
-            found[name] = reverse(name, urlconf=urlconf)
-        except NoReverseMatch:
-            found[name] = None
-    return found
+    return {name: reverse(name, urlconf=urlconf) for _label, name, *_icon in SECTIONS + PUBLIC_LINKS}
 
 
 def navigation(request):
@@ -49,5 +42,5 @@ def navigation(request):
     active = max(matching, key=lambda s: len(s["url"])) if matching else None
     if active is not None:
         active["active"] = True
-    public = [{"label": label, "url": url} for label, name in PUBLIC_LINKS if (url := _url(name))]
+    public = [{"label": label, "url": _url(name)} for label, name in PUBLIC_LINKS]
     return {"nav_sections": sections, "nav_public": public, "nav_active": active["url"] if active else ""}

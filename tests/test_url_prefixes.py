@@ -29,7 +29,6 @@ OTHER_CONFS = {
     "config.moved_urls": "",  # old addresses, redirected
     "marketplace.hub.hf_urls": "",  # the Hugging Face Hub API: its client's protocol fixes the paths
     "allauth.urls": "accounts/",
-    "django.conf.urls.i18n": "i18n/",
     "config.api_urls": "api/v1/",
     "console.ops.urls": "ops/",
 }
@@ -40,6 +39,8 @@ ROOT_ROUTES = {
     "favicon.ico",
     "healthz",
     "^v1/(?P<path>[a-z/]+)$",  # the OpenAI-compatible proxy's base URL
+    "^docs/(?P<path>.*)$",  # the documentation site
+    "i18n/setlang/",  # the language switch (Django's, which also keeps a signed-in person's choice)
     "api/schema/",
     "api/docs/",
     "api/redoc/",

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.utils import timezone
 
+from console.ops.admin_audit import audited_delete, audited_save
+
 from .models import (
     Account,
     LedgerEntry,
@@ -37,13 +39,9 @@ class PriceAdmin(admin.ModelAdmin):
         return obj is None or obj.effective_from > timezone.now()
 
     def save_model(self, request, obj, form, change):
-        from console.ops.admin_audit import audited_save
-
         audited_save(request, obj, change, lambda: super(PriceAdmin, self).save_model(request, obj, form, change))
 
     def delete_model(self, request, obj):
-        from console.ops.admin_audit import audited_delete
-
         audited_delete(request, obj, lambda: super(PriceAdmin, self).delete_model(request, obj))
 
 
@@ -80,8 +78,6 @@ class SubsidyProgrammeAdmin(admin.ModelAdmin):
     readonly_fields = ["spent", "created_at"]
 
     def save_model(self, request, obj, form, change):
-        from console.ops.admin_audit import audited_save
-
         audited_save(
             request, obj, change, lambda: super(SubsidyProgrammeAdmin, self).save_model(request, obj, form, change)
         )

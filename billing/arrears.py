@@ -28,6 +28,7 @@ from . import rules, spend
 from .choices import AccountKind, NotificationKind
 from .models import Notification, UsageSession, Wallet
 from .money import ZERO, to_rate
+from .tasks import email_notification
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,6 @@ def call_handler(user_id: int, reason: str, *, member_id: int | None = None) -> 
 
 def notify(user_id: int, kind: str, **params) -> Notification:
     """Record a billing notification (shown on the dashboard) and e-mail it after commit."""
-    from .tasks import email_notification
-
     notification = Notification.objects.create(user_id=user_id, kind=kind, params=params)
     transaction.on_commit(lambda: email_notification.delay(notification.pk))
     return notification

@@ -10,11 +10,13 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db.models import Sum
+from django.db.models.signals import post_save
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired
 from teams import budgets as team_budgets
+from teams.models import Membership
 
 from . import rules, spend
 from .display import format_cny
@@ -92,8 +94,4 @@ def _budget_saved(sender, instance, update_fields=None, **kwargs):
 
 def connect() -> None:
     """A member's budget set or changed is watched by the next metering tick, whatever the posting cadence."""
-    from django.db.models.signals import post_save
-
-    from teams.models import Membership
-
     post_save.connect(_budget_saved, sender=Membership, dispatch_uid="billing_budget_look_again")

@@ -3,6 +3,10 @@ something must stop a user's resources when their balance runs out."""
 
 from django.conf import settings
 from django.core.checks import Error, register
+from django.utils.module_loading import import_string
+
+from .arrears import registered_handler
+from .metering import registered_author_shares
 
 
 @register()
@@ -21,8 +25,6 @@ def stripe_keys_in_production(app_configs, **kwargs):
 
 @register()
 def arrears_handler_registered(app_configs, **kwargs):
-    from .arrears import registered_handler
-
     if registered_handler() is not None:
         return []
     return [
@@ -36,8 +38,6 @@ def arrears_handler_registered(app_configs, **kwargs):
 
 @register()
 def author_shares_registered(app_configs, **kwargs):
-    from .metering import registered_author_shares
-
     if registered_author_shares() is not None:
         return []
     return [
@@ -52,9 +52,6 @@ def author_shares_registered(app_configs, **kwargs):
 @register()
 def einvoice_provider_importable(app_configs, **kwargs):
     """A misspelt EINVOICE_PROVIDER stops the console at start, not at finance's first click."""
-    from django.conf import settings
-    from django.utils.module_loading import import_string
-
     if not settings.EINVOICE_PROVIDER:
         return []
     try:

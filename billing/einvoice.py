@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy
 from console.errors import ServiceError, Unavailable
 from console.ops.audit import Actor
 
+from . import invoices
 from .models import Invoice
 
 
@@ -46,8 +47,6 @@ def provider():
 
 def issue_through_provider(actor: Actor, public_id) -> Invoice:
     """Issue a request through the e-invoice service and record its number and PDF. Audited like a manual issue."""
-    from . import invoices
-
     service = provider()
     if service is None:
         raise ServiceError(_("No e-invoice service is configured: issue it by hand."), code="no_einvoice_provider")

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.choices import SPEC_CARD_COUNTS
 
-from .choices import TERM_UNIT_MINUTES, TermUnit
+from .choices import TERM_UNIT_MINUTES, TermUnit, TransactionKind
 from .models import Invoice
 from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount
 from .quote import MAX_TERM_MINUTES
@@ -147,8 +147,6 @@ class TransactionFilterForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs):
-        from .choices import TransactionKind
-
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [("", _("All kinds"))] + list(TransactionKind.choices)
 

@@ -19,6 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from console import csvsafe
 from console.errors import Conflict, NotFound, ServiceError, Unavailable
 from console.field_errors import FieldError
 from console.ops.audit import Actor, record
@@ -29,6 +30,7 @@ from .choices import TransactionKind
 from .display import format_cny
 from .models import Invoice, LedgerTransaction
 from .money import ZERO, summed
+from .rules import month_bounds
 
 # Cash in by top-up, and cash given back (refunds, disputes, withdrawals; a dispute won comes back in).
 PAID_KINDS = (
@@ -309,8 +311,6 @@ def reconciliation_rows(month) -> list[dict]:
     """Per customer, for ``month`` (local): cash paid by top-up, refunded (refunds and disputes, less disputes won),
     invoices issued (less red-letter reversals made) in the month, and what may still be invoiced at its end. The
     paid and refunded columns add up to the ledger's top-up, refund and dispute transactions of the month."""
-    from .rules import month_bounds
-
     start, end = month_bounds(month)
     moves = (
         LedgerTransaction.objects.filter(kind__in=PAID_KINDS, created_at__gte=start, created_at__lt=end)
@@ -369,8 +369,6 @@ def reconciliation_rows(month) -> list[dict]:
 
 
 def reconciliation_csv(month, out) -> None:
-    from console import csvsafe
-
     writer = csvsafe.writer(out)
     writer.writerow(
         [_("Customer"), _("Paid (CNY)"), _("Refunded (CNY)"), _("Invoiced (CNY)"), _("Invoiceable at month end (CNY)")]

@@ -37,7 +37,7 @@ from .choices import (
     TransactionKind,
 )
 from .display import format_cny
-from .models import Account, LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
+from .models import Account, LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession, Voucher
 from .money import CENT, ZERO, summed
 from .rules import posting_minutes
 
@@ -460,8 +460,6 @@ def check() -> list[str]:
 def _check_vouchers() -> list[str]:
     """The voucher liabilities: each voucher's account was given its amount once, is spent only down to zero and
     is empty once its expiry is booked; what was issued is what the vouchers were given."""
-    from .models import Voucher
-
     problems = []
     granted = dict(
         LedgerEntry.objects.filter(

@@ -8,6 +8,7 @@ import uuid
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.files.storage import storages
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -756,8 +757,6 @@ class Notification(models.Model):
 
 
 def _invoice_storage():
-    from django.core.files.storage import storages
-
     return storages["cloudstorage"]
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import stripe
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Sum
 from django.urls import reverse
@@ -56,8 +57,6 @@ _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def check_rate(user) -> None:
     """At most ``TOPUP_RATE_LIMIT`` (e.g. "10/h") checkouts per user and window, counted in the shared cache."""
-    from django.core.cache import cache
-
     count, _sep, period = settings.TOPUP_RATE_LIMIT.partition("/")
     window = _PERIODS.get(period.strip()[-1:] or "h", 3600)
     key = f"topup-rate:{user.pk}:{int(timezone.now().timestamp()) // window}"

@@ -89,8 +89,6 @@ def connect() -> None:
 
 
 def _migrated(sender, using="default", **kwargs):
-    from django.db import connections
-
     # (sent after every migrate, also one that took billing's tables away)
     if sender.label == "billing" and PriceBookVersion._meta.db_table in connections[using].introspection.table_names():
         bump()

@@ -20,8 +20,8 @@ from django.db.models import Count, Sum
 from console.prepared import Prepared
 
 from .bulk import bulk_add
-from .choices import SPEND_KINDS
-from .models import LedgerTransaction, SpendLine, SpendQuarter
+from .choices import SPEND_KINDS, AccountKind
+from .models import Account, LedgerTransaction, SpendLine, SpendQuarter
 from .money import CENT, ZERO, summed
 from .rules import month_bounds, month_of
 
@@ -227,9 +227,6 @@ def rebuild() -> int:
 
     Every spend posting locks the revenue account (it is credited by each), so holding that lock here keeps postings
     out until the sums are rebuilt: none is counted twice or missed."""
-    from .choices import AccountKind
-    from .models import Account
-
     with transaction.atomic():
         list(Account.objects.select_for_update().filter(kind=AccountKind.REVENUE, user__isnull=True))
         SpendQuarter.objects.all().delete()

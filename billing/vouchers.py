@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import F, Prefetch
+from django.db.models import Case, Count, F, IntegerField, Prefetch, Sum, Value, When
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
@@ -33,8 +34,8 @@ from . import arrears, rules
 from .choices import AccountKind, NotificationKind, TransactionKind
 from .display import format_cny
 from .ledger import Posting, lock_accounts, post, system_account
-from .models import Account, Voucher, VoucherBatch, VoucherCode
-from .money import ZERO
+from .models import Account, LedgerEntry, Voucher, VoucherBatch, VoucherCode
+from .money import ZERO, summed
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a card without doubt
 CODE_LENGTH = 12
@@ -141,8 +142,6 @@ def describe_cover(batch: VoucherBatch) -> str:
 def vouchers_of(user, *, limit: int = 200) -> list[VoucherView]:
     """The wallet's vouchers, usable ones first (soonest expiry first), then the spent and expired (newest first);
     one query. ``limit`` is far above what a wallet holds: usable vouchers come first, so none is left out."""
-    from django.db.models import Case, IntegerField, Value, When
-
     now = timezone.now()
     usable = Voucher.objects.filter(user=user).usable(now).values("pk")
     rank = Case(When(pk__in=usable, then=Value(0)), default=Value(1), output_field=IntegerField())
@@ -172,8 +171,6 @@ class TooManyAttempts(ServiceError):
 
 
 def _check_attempts(person) -> None:
-    from django.core.cache import cache
-
     key = f"voucher-attempts:{person.pk}:{int(timezone.now().timestamp()) // 3600}"
     cache.add(key, 0, timeout=3600)
     if cache.incr(key) > REDEEM_ATTEMPTS_PER_HOUR:
@@ -360,11 +357,6 @@ def create_batch(
 def batch_stats(batches) -> dict[int, dict]:
     """How each batch is used: vouchers redeemed, and the amounts issued, spent, still held and expired unused
     (two grouped queries for the whole page)."""
-    from django.db.models import Count, Sum
-
-    from .models import LedgerEntry
-    from .money import summed
-
     ids = [b.pk for b in batches]
     totals = {
         row["batch_id"]: row

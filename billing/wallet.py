@@ -38,6 +38,7 @@ from .ledger import (
     system_account,
     user_accounts,
 )
+from .metering import author_shares
 from .models import Account, LedgerTransaction, Plan, TrialGrant, UsageSession, Wallet
 from .money import AMOUNT_TEXT_MESSAGE, CENT, ZERO, is_plain_amount, to_cents, to_rate
 from .quote import Quote
@@ -320,8 +321,6 @@ def charge_upfront(
     booting another user's community image pays its author the share of this charge in the same batch, exactly as
     metering does for pay-as-you-go minutes.
     """
-    from .metering import author_shares
-
     amount, subsidy = quote.payable_total, quote.subsidy_total
     programme_id = quote.programme.id if quote.programme and subsidy > 0 else None
     with transaction.atomic():

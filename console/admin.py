@@ -14,6 +14,8 @@ from .models import (
     User,
     WorkerHeartbeat,
 )
+from .ops import services as ops_services
+from .ops.audit import Actor
 
 
 @admin.register(User)
@@ -113,9 +115,6 @@ class EnterpriseVerificationAdmin(ReadOnlyAdmin):
 
     @admin.action(description=_("Approve the selected applications (audited)"), permissions=["review"])
     def approve(self, request, queryset):
-        from .ops import services as ops_services
-        from .ops.audit import Actor
-
         for application in queryset.filter(status=EnterpriseVerification.Status.PENDING):
             try:
                 ops_services.review_verification(

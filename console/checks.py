@@ -6,11 +6,11 @@ from django.conf import settings
 from django.core.checks import Error, Info, register
 from django.utils.module_loading import import_string
 
+from .identity import ACTIONS
+
 
 @register()
 def real_name_settings(app_configs, **kwargs):
-    from .identity import ACTIONS
-
     problems = []
     unknown = set(settings.REAL_NAME_REQUIRED_FOR) - ACTIONS
     if unknown:

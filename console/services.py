@@ -8,6 +8,9 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from billing.wallet import grant_trial_credit
+from config.celery import app
+
 from .models import WorkerHeartbeat
 from .tokens import (  # noqa: F401  (the token operations, kept importable from here for their callers)
     LAST_USED_RESOLUTION,
@@ -24,8 +27,6 @@ log = logging.getLogger(__name__)
 
 def on_email_verified(user, email: str) -> None:
     """Called once an address is confirmed: grants the trial credit (once per address and per user)."""
-    from billing.wallet import grant_trial_credit
-
     log.info("e-mail verified", extra={"user": user.pk, "email": email})
     grant_trial_credit(user, email)
 
@@ -51,8 +52,6 @@ def _check_database() -> dict:
 
 
 def _check_broker() -> dict:
-    from config.celery import app
-
     url = settings.CELERY_BROKER_URL
     transport = url.split("://", 1)[0]
     try:

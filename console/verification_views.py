@@ -12,6 +12,8 @@ from django.utils.translation import pgettext
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
+from billing.models import SubsidyProgramme
+
 from . import identity, students, verification
 from .errors import ServiceError
 from .field_errors import FieldError
@@ -84,8 +86,6 @@ def real_name(request):
 
 
 def _student_page(request, *, address_form=None, code_form=None, status=200):
-    from billing.models import SubsidyProgramme
-
     context = {
         "verification": students.status(request.user),
         "programmes": list(SubsidyProgramme.objects.filter(eligibility="student", active=True)),

@@ -17,6 +17,7 @@ from django.views import static as static_files
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from billing.wallet_views import wallet_context
 from teams import roles
 from teams.context import acting
 from teams.models import Membership
@@ -41,8 +42,6 @@ _ACTIVE_TOKENS = Prepared(lambda user_id: ApiToken.objects.filter(user_id=user_i
 
 @login_required
 def dashboard(request):
-    from billing.wallet_views import wallet_context
-
     # In a team's context the wallet shown is the team's, to the roles that may read it; the others see their own
     # and are told whose wallet the team's launches are paid from.
     working = acting(request)

@@ -8,13 +8,13 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from teams.access import owned
+
 
 class EndpointQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
         """The endpoints ``user`` may ``action``: those of their own instances and of their teams' as their role
         allows (the same rule as instances, ``teams.access``)."""
-        from teams.access import owned
-
         if user is None or not user.is_authenticated:
             return self.none()
         return self.filter(owned(user, action, "instance__owner"))

@@ -26,6 +26,7 @@ from instances import services
 from instances.backends import get_backend
 from instances.choices import Reason, Status
 from instances.models import Instance
+from marketplace.inference import services as inference
 from teams.access import refuse_if_seen
 
 from .models import Endpoint, EndpointKey, EndpointRequest
@@ -82,8 +83,6 @@ def _check_idle(minutes) -> None:
 
 def _chip_order(user, template, chip: str) -> list[str]:
     """The chips to try, in order: the one asked for, else the compatible ones cheapest first."""
-    from marketplace.inference import services as inference
-
     if not template.needs_a_card:
         if chip:
             raise ServiceError(
@@ -110,8 +109,6 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     (balance, budget, capacity) apply; on a full chip the next cheapest compatible one is tried; a CPU-only template
     runs in the no-card mode. A template whose model needs a card is refused (``needs_a_card``) where the machines
     have none. An endpoint is a public API, so the operator may ask for real-name verification first."""
-    from marketplace.inference import services as inference
-
     identity.require(by or user, "endpoint", account=user)
 
     try:

@@ -3,6 +3,9 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from console.errors import ServiceError
+from console.ops import services as ops_services
+from console.ops.admin_audit import audited_save
+from console.ops.audit import Actor
 
 from . import services
 from .models import AccountLimit, AgentReport, HostLoad, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
@@ -46,9 +49,6 @@ class NodeAdmin(admin.ModelAdmin):
     actions = ["drain", "return_to_service"]
 
     def _set_drained(self, request, queryset, drained):
-        from console.ops import services as ops_services
-        from console.ops.audit import Actor
-
         for node in queryset.select_related("zone").filter(drained=not drained):
             try:
                 ops_services.set_drained(
@@ -114,9 +114,6 @@ class InstanceAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Force-stop (checkpoint signal, then stop; audited)"))
     def force_stop(self, request, queryset):
-        from console.ops import services as ops_services
-        from console.ops.audit import Actor
-
         actor = Actor.from_request(request)
         self._each(
             request,
@@ -203,8 +200,6 @@ class AccountLimitAdmin(admin.ModelAdmin):
         return False  # clear the figures instead: the change stays in the audit log
 
     def save_model(self, request, obj, form, change):
-        from console.ops.admin_audit import audited_save
-
         audited_save(
             request, obj, change, lambda: super(AccountLimitAdmin, self).save_model(request, obj, form, change)
         )

@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
+from . import checks  # noqa: F401  (registers the system checks)
+
 
 class InstancesConfig(AppConfig):
     name = "instances"
@@ -9,7 +11,6 @@ class InstancesConfig(AppConfig):
     def ready(self):
         from billing import arrears
 
-        from . import checks  # noqa: F401  (registers the system checks)
         from .services import stop_for_arrears
 
         # Billing stops nothing itself: when a balance or a spending cap runs out, it calls this.

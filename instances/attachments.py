@@ -23,6 +23,11 @@ from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
 from console.prepared import Prepared
+from storage import tree
+from storage.models import (
+    CloudDisk,
+    Entry,  # storage sits beside instances: read when the query is first built
+)
 from teams.accounts import is_account
 
 from .backends import BackendError, TransientBackendError, get_backend
@@ -89,8 +94,6 @@ def at_launch(instance: Instance, request) -> None:
 
 
 def _free_disk_name(instance: Instance) -> str:
-    from storage.models import CloudDisk
-
     base = f"{instance.name[:55]}-data"
     taken = set(
         CloudDisk.objects.live().filter(owner=instance.owner, name__startswith=base).values_list("name", flat=True)
@@ -134,8 +137,6 @@ def on_released(instance: Instance) -> None:
 
 
 def _top_entries(owner_id: int):
-    from storage.models import Entry  # storage sits beside instances: read when the query is first built
-
     return Entry.objects.filter(owner_id=owner_id, parent=None).listing_order()
 
 
@@ -147,7 +148,6 @@ def shared_listing(user, limit: int = 20):
     """The top of the user's cloud storage as ``/root/shared`` shows it (the simulated view: ``Entry`` rows)."""
     if not user.is_authenticated:  # as Entry.objects.for_user
         return []
-    from storage import tree
 
     tree.sync(user)  # what the account's machines wrote there
     return _TOP_ENTRIES.window(user.pk, offset=0, limit=limit)

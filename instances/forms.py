@@ -14,6 +14,7 @@ from .environment import check_boot_options, parse_env_lines
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .images import compatible_images
 from .models import Secret
+from .services import LaunchRequest, _check_shutdown
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}
@@ -117,8 +118,6 @@ def _idle_shutdown_field():
 
 def _check_auto_shutdown(form, data: dict) -> None:
     """Put the service's refusals (a time in the past, idle minutes out of range) next to their fields."""
-    from .services import _check_shutdown
-
     checks = {
         "auto_shutdown_at": (data.get("auto_shutdown_at"), None),
         "idle_shutdown_minutes": (None, data.get("idle_shutdown_minutes")),
@@ -265,8 +264,6 @@ class LaunchForm(forms.Form):
             self.add_error(exc.field if exc.field in ADVANCED_FIELDS else None, str(exc.message))
 
     def launch_request(self):
-        from .services import LaunchRequest
-
         data = self.cleaned_data
         return LaunchRequest(
             name=data["name"],

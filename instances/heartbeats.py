@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 
 from console.errors import NotFound
 
+from .backends.base import MetricPoint
 from .backends.slurm import check_agent_token
 from .choices import Status
 from .models import AgentReport, Instance, TrainingScalar
@@ -101,8 +102,6 @@ def latest(instance: Instance) -> AgentReport | None:
 
 def metric_points(instance: Instance, *, minutes: int = 30) -> list:
     """The card utilisation and memory the agent reported, one point per minute (the minute's last report)."""
-    from .backends.base import MetricPoint
-
     since = timezone.now() - timedelta(minutes=minutes)
     rows = AgentReport.objects.filter(instance__public_id=instance.public_id, at__gte=since).order_by("at")
     points: dict = {}

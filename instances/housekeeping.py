@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from billing.models import Plan
 from console.errors import Conflict
 
 from . import billing
@@ -86,8 +87,6 @@ def _end_terms() -> int:
 
 
 def _continue_payg(instance: Instance) -> int:
-    from billing.models import Plan
-
     payg = Plan.objects.filter(slug="payg").first()
     ended = instance.term_ends_at
     with transaction.atomic():

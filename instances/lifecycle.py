@@ -18,7 +18,7 @@ from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from console.prepared import Prepared
 from teams.access import reaches, refuse_if_seen
 
-from . import attachments, billing, conf, limits
+from . import attachments, billing, conf, limits, tasks
 from .backends import BackendError, Phase, TransientBackendError, get_backend
 from .capacity import Demand, demand_for, free, hold, node_shortage, out_of_capacity, reserve, reserve_compute
 from .choices import (
@@ -57,8 +57,6 @@ def get_instance(user, public_id, action: str = "view") -> Instance:
 
 
 def _enqueue(task_name: str, instance: Instance, wanted: str) -> None:
-    from . import tasks
-
     task = getattr(tasks, task_name)
 
     def send() -> None:

@@ -19,6 +19,7 @@ from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from console.prepared import Prepared
 from console.value_rows import PreparedRows
+from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
 from teams import roles
 from teams.context import acting
 from teams.models import Membership, TeamEvent
@@ -275,8 +276,6 @@ def _owner(request, instance):
 
 def _panels_context(user, instance) -> dict:
     """The disks-and-mounts panel, the auto-shutdown panel and the logs: they depend on the status too."""
-    from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
-
     instance.owner = user  # known already: the panel reads it with no query
     return panel_context(instance) | _shutdown_context(instance) | _logs_context(instance)
 

@@ -1,5 +1,9 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy as _
+
+from console import visitor_cache
+from instances import images as instance_images
 
 
 class MarketplaceConfig(AppConfig):
@@ -8,7 +12,6 @@ class MarketplaceConfig(AppConfig):
 
     def ready(self):
         from billing import metering
-        from instances import images as instance_images
         from storage import mounts
 
         from .hub import services as hub_services
@@ -27,10 +30,6 @@ class MarketplaceConfig(AppConfig):
 def _connect_visitor_pages() -> None:
     """A saved or deleted image (or variant of one) or hub item is a new generation of the visitor's pages that show
     them."""
-    from django.db.models.signals import post_delete, post_save
-
-    from console import visitor_cache
-
     from .images import services as image_services
     from .models import HubItem, Image, ImageVariant
 

@@ -3,7 +3,10 @@
 from django.db import models
 from django.db.models import Q
 
-from .choices import HubVisibility
+from teams.access import owned
+
+from .choices import HubVisibility, ImageReview
+from .hub import search
 
 
 class HubItemQuerySet(models.QuerySet):
@@ -25,8 +28,6 @@ class HubItemQuerySet(models.QuerySet):
 
     def matching(self, query, *, many_matches: bool = False):
         """Items matching a parsed :class:`~marketplace.hub.search.HubQuery` (full text and filters)."""
-        from .hub import search
-
         return search.apply(self, query, many_matches=many_matches)
 
 
@@ -53,10 +54,6 @@ class ImageQuerySet(models.QuerySet):
         """``view``: listed images for everyone, plus the user's own and their teams' (private to the team) in any
         state, plus (for staff, who review them) images waiting for review. Any other action: the user's own
         images and their teams' as their role allows; platform images change through the back office."""
-        from teams.access import owned
-
-        from .choices import ImageReview
-
         authenticated = getattr(user, "is_authenticated", False)
         if action != "view":
             return self.filter(owned(user, action)) if authenticated else self.none()
@@ -68,8 +65,6 @@ class ImageQuerySet(models.QuerySet):
         return self.filter(visible)
 
     def listed(self):
-        from .choices import ImageReview
-
         return self.filter(review_state=ImageReview.LISTED)
 
 

@@ -4,6 +4,7 @@ from celery import shared_task
 
 from instances.snapshots import RETRYABLE
 
+from .hub import blobs, repos
 from .images import services
 
 
@@ -17,8 +18,6 @@ def snapshot_image(image_id: int) -> str | None:
 def sweep_hub_blobs() -> int:
     """Delete the hub's stored files that no commit names, long after their upload (hourly), then record every
     publisher's hub bytes in their storage again."""
-    from .hub import blobs, repos
-
     removed = blobs.sweep_orphans()
     repos.record_all_usage()
     return removed

@@ -22,12 +22,14 @@ from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
 from instances.attachments import MOUNTABLE
 from instances.models import Instance
+from instances.services import get_instance
 from storage.models import HubMount
 from teams.context import priced_for
 
 from .choices import HubVisibility
 from .forms import HubRepoForm, HubSearchForm, HubUploadForm
 from .hub import repos, services
+from .hub.search import HubQuery
 
 LIST_TEMPLATE = "marketplace/hub/list.html"
 LIST_CONTENT = "marketplace/hub/_list_content.html"
@@ -296,10 +298,6 @@ HUB_MOUNT_RESULTS = 10
 def hub_mount_search(request):
     """Hub items matching ``q`` (Chinese or English) for the mount pickers: the instance panel's and the wizard's.
     With ``instance``, each result mounts into that instance (the caller's own; anything else is a 404)."""
-    from instances.services import get_instance
-
-    from .hub.search import HubQuery
-
     q = request.GET.get("q", "").strip()[:200]
     items = list(services.search_items(request.user, HubQuery(q=q))[:HUB_MOUNT_RESULTS]) if q else []
     mount_url = None

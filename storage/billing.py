@@ -23,6 +23,7 @@ from django.utils import timezone
 from billing import arrears
 from billing.choices import AccountKind, TransactionKind
 from billing.ledger import Posting, lock_user_accounts, post_batch, system_account, user_accounts
+from billing.models import LedgerTransaction
 from billing.money import ZERO, to_cents
 from billing.quote import quote_storage, storage_price
 
@@ -81,8 +82,6 @@ def charge_day(day: date | None = None, now: datetime | None = None) -> int:
 def day_charged(day: date) -> bool:
     """Whether ``day``'s storage charges are booked. One posting for the day is enough: :func:`charge_day` books
     all of a day's postings in one ``post_batch``, one transaction, so they are all there or none is."""
-    from billing.models import LedgerTransaction
-
     keys = LedgerTransaction.objects.filter(kind=TransactionKind.STORAGE, idempotency_key__startswith="storage:")
     return keys.filter(idempotency_key__endswith=f":{day.isoformat()}").exists()
 

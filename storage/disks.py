@@ -25,7 +25,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing import budgets, metering, wallet
-from billing.models import UsageSession
+from billing.arrears import notify, retention_days
+from billing.choices import AccountKind, NotificationKind
+from billing.models import Account, UsageSession
 from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
@@ -37,6 +39,7 @@ from instances.attachments import backend_call
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
+from instances.services import get_instance
 from teams.access import refuse_if_seen
 
 from .choices import DiskReason, DiskStatus
@@ -338,8 +341,6 @@ def _in_use(disk: CloudDisk) -> Conflict:
 
 
 def _instance_for(user, instance_id) -> Instance:
-    from instances.services import get_instance
-
     instance = get_instance(user, instance_id, "change")
     # Lock the instance row too (after the disk: one fixed order), so a release cannot slip in between.
     return Instance.objects.select_for_update().select_related("zone").get(pk=instance.pk)
@@ -497,8 +498,6 @@ def note_arrears(user_ids_in_arrears, now=None) -> int:
     events put the date on each disk's timeline. ``expire_arrears`` sends the reminders and deletes the disks
     whose owners are still in arrears when it ends.
     """
-    from billing.arrears import retention_days
-
     now = now or timezone.now()
     keep_until = now + timedelta(days=retention_days())
     changed = 0
@@ -527,8 +526,6 @@ def expire_arrears(now=None) -> dict:
     1 day before (a billing notification, e-mailed, and an event on the disk), then deletion — detached first
     from a stopped instance. A disk attached to a running instance (a prepaid term still running) is kept and
     logged for the operator. Runs after ``note_arrears`` has cleared the marks of owners who topped up."""
-    from billing.arrears import retention_days
-
     now = now or timezone.now()
     keep = timedelta(days=retention_days())
     reminded = deleted = kept = 0
@@ -546,9 +543,6 @@ def expire_arrears(now=None) -> dict:
 
 
 def _remind(disk: CloudDisk, due: int, now) -> bool:
-    from billing.arrears import notify
-    from billing.choices import NotificationKind
-
     with transaction.atomic():
         # Compare-and-set on the counter: one reminder per threshold, however many beats run.
         if not CloudDisk.objects.filter(pk=disk.pk, arrears_reminders_sent__lt=due).update(arrears_reminders_sent=due):
@@ -561,9 +555,6 @@ def _remind(disk: CloudDisk, due: int, now) -> bool:
 
 def owners_in_arrears():
     """The ids of users who owe money, as a subquery: a negative cash balance (disks are paid from cash only)."""
-    from billing.choices import AccountKind
-    from billing.models import Account
-
     return Account.objects.filter(kind=AccountKind.USER_CASH, balance__lt=0, user__isnull=False).values("user_id")
 
 
@@ -572,9 +563,6 @@ def _in_arrears(user_id: int) -> bool:
 
 
 def _delete_for_arrears(pk: int, now) -> str:
-    from billing.arrears import notify, retention_days
-    from billing.choices import NotificationKind
-
     with transaction.atomic():
         disk = CloudDisk.objects.select_for_update().select_related("zone").get(pk=pk)
         if disk.status == DiskStatus.DELETED or disk.arrears_since is None or not _in_arrears(disk.owner_id):

@@ -26,16 +26,19 @@ import os
 import shutil
 import stat
 import unicodedata
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.files.storage import FileSystemStorage, storages
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from . import paths
 from .choices import EntryKind
+from .models import Entry
 
 log = logging.getLogger(__name__)
 
@@ -300,7 +303,6 @@ def sync(owner) -> None:
     if not _apply(owner, on_disk, _rows(owner)):
         _last_seen[key] = seen
         return
-    from django.contrib.auth import get_user_model
 
     with transaction.atomic():
         list(get_user_model().objects.select_for_update().filter(pk=owner.pk).values_list("pk"))
@@ -311,8 +313,6 @@ def sync(owner) -> None:
 
 
 def _rows(owner) -> dict:
-    from .models import Entry
-
     return {
         path: (pk, kind, size, key)
         for pk, path, kind, size, key in Entry.objects.filter(owner=owner).values_list(
@@ -323,8 +323,6 @@ def _rows(owner) -> dict:
 
 def _apply(owner, on_disk: dict, rows: dict, *, write: bool = False) -> bool:
     """Whether the index differs from the tree; with ``write``, make it match."""
-    from .models import Entry
-
     gone = [
         pk
         for path, (pk, kind, _size, key) in rows.items()
@@ -370,8 +368,6 @@ def _apply(owner, on_disk: dict, rows: dict, *, write: bool = False) -> bool:
 def sync_all() -> None:
     """Every account that has a tree on this host brought up to date (the billing snapshot's first step); accounts
     whose tree is as this process last found it cost no query."""
-    from django.contrib.auth import get_user_model
-
     if not enabled() or not location().is_dir():
         return
     ids = [p.name for p in location().iterdir() if p.is_dir() and not p.name.startswith(".") and _is_uuid(p.name)]
@@ -385,8 +381,6 @@ def sync_all() -> None:
 
 
 def _is_uuid(text: str) -> bool:
-    import uuid
-
     try:
         uuid.UUID(text)
     except ValueError:

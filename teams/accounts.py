@@ -10,6 +10,7 @@ import uuid
 from django.contrib.auth import get_user_model
 
 from . import roles
+from .models import Team
 
 ACCOUNT_DOMAIN = "teams.invalid"
 
@@ -53,8 +54,6 @@ def recipients(user) -> list[str]:
 
 
 def team_name(account_id: int) -> str:
-    from .models import Team
-
     return Team.objects.filter(account_id=account_id).values_list("name", flat=True).first() or ""
 
 

@@ -8,6 +8,7 @@ is in ``billing.budgets``.
 from decimal import Decimal, InvalidOperation
 
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.field_errors import FieldError
@@ -47,8 +48,6 @@ def claim_stop(account_id: int, member_id: int, period) -> bool:
 def claim_notice(account_id: int, member_id: int, month_start) -> bool:
     """True once a month (and again after the budget changes): the notice that the budget was reached goes out
     once, though later charges (a disk kept) reach it again at every tick."""
-    from django.utils import timezone
-
     return bool(
         Membership.objects.filter(team__account_id=account_id, user_id=member_id)
         .filter(Q(budget_alerted_at__isnull=True) | Q(budget_alerted_at__lt=month_start))

@@ -8,6 +8,7 @@ removed) falls back to the personal one at the next request.
 
 from dataclasses import dataclass
 
+from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext as _
 from rest_framework.request import Request
 
@@ -85,8 +86,6 @@ def account_for(request, permission: str | None = None):
 
 def page_account(request, permission: str = roles.VIEW):
     """:func:`account_for` for a page: a role that does not allow ``permission`` gets Django's 403 page."""
-    from django.core.exceptions import PermissionDenied
-
     try:
         return account_for(request, permission)
     except Forbidden as exc:

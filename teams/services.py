@@ -13,7 +13,9 @@ from datetime import timedelta
 from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.core import signing
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.urls import reverse
@@ -21,6 +23,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from console import identity
+from console.account_adapter import email_subject
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from console.field_errors import FieldError
 
@@ -174,8 +177,6 @@ def invite(member: Membership, email: str, role: str) -> Invitation:
     """Invite ``email`` to the team with ``role`` and e-mail them a link. Inviting an address again renews its
     invitation (a new link, a new expiry, the new role)."""
     require(member, roles.MEMBERS)
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_email
 
     email = (email or "").strip()
     try:
@@ -213,8 +214,6 @@ def invite(member: Membership, email: str, role: str) -> Invitation:
 
 
 def _send_invitation(invitation: Invitation) -> None:
-    from console.account_adapter import email_subject
-
     with translation.override(settings.LANGUAGE_CODE):
         subject = email_subject(_("Join %(team)s") % {"team": invitation.team.name})
         body = _(

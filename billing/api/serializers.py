@@ -3,6 +3,7 @@ from decimal import Decimal
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from ..choices import TransactionKind
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
 from ..rules import check_listing_date
@@ -151,8 +152,6 @@ class TransactionFilterSerializer(serializers.Serializer):
     until = serializers.DateField(required=False, validators=[check_listing_date])
 
     def __init__(self, *args, **kwargs):
-        from ..choices import TransactionKind
-
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = TransactionKind.values
 

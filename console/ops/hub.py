@@ -7,6 +7,8 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from console.errors import NotFound
+from marketplace.hub import repos
+from marketplace.models import HubItem
 
 from . import roles
 from .audit import Actor, record
@@ -17,8 +19,6 @@ from .services import _reason
 
 
 def _hub_item(public_id):
-    from marketplace.models import HubItem
-
     item = HubItem.objects.filter(public_id=public_id).first()
     if item is None:
         raise NotFound(_("No such repository."))
@@ -27,8 +27,6 @@ def _hub_item(public_id):
 
 def take_down_repo(actor: Actor, public_id, *, reason: str):
     """Take a published repository down (its owner sees why; everyone else gets "not found"), audited."""
-    from marketplace.hub import repos
-
     roles.require(actor.user, roles.REVIEW_IMAGE)
     reason = _reason(reason)
     with transaction.atomic():
@@ -38,8 +36,6 @@ def take_down_repo(actor: Actor, public_id, *, reason: str):
 
 
 def restore_repo(actor: Actor, public_id, *, reason: str = ""):
-    from marketplace.hub import repos
-
     roles.require(actor.user, roles.REVIEW_IMAGE)
     with transaction.atomic():
         item = repos.restore(_hub_item(public_id))

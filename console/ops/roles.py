@@ -5,6 +5,7 @@ may do everything. Non-staff users never learn the back office exists (404); sta
 action get a clear 403.
 """
 
+from django.contrib.auth.models import Group, Permission
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
@@ -102,8 +103,6 @@ def roles_of(user) -> list[str]:
 def sync_groups() -> dict[str, int]:
     """Create the groups and grant every permission their role lists that exists now; returns {group: granted}.
     Only adds: permissions granted by hand are kept."""
-    from django.contrib.auth.models import Group, Permission
-
     granted = {}
     for name, wanted in GROUP_PERMISSIONS.items():
         group, _created = Group.objects.get_or_create(name=name)

@@ -21,6 +21,8 @@ from catalog.models import Chip, Node
 from console import verification
 from console.errors import Conflict, NotFound, ServiceError
 from console.models import EnterpriseVerification, User
+from instances import services as instance_services
+from instances.choices import Reason
 from instances.models import Instance
 
 from . import roles
@@ -103,9 +105,6 @@ def adjust_balance(actor: Actor, *, user_id, amount, reason: str, idempotency_ke
 def force_stop(actor: Actor, *, instance_id, reason: str) -> Instance:
     """Stop any user's instance through the instances stop service: the checkpoint signal, then the stop after
     the grace period; billing stops now. Audited with the reason."""
-    from instances import services as instance_services
-    from instances.choices import Reason
-
     roles.require(actor.user, roles.FORCE_STOP)
     reason = _reason(reason)
     instance = Instance.objects.with_related().select_related("owner").filter(public_id=instance_id).first()

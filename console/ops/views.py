@@ -1,6 +1,7 @@
 """The back-office pages under /ops/. Non-staff get 404 (the back office is not advertised); staff without the
 role for a page or action get 403. Views parse a form, call one service, and redirect or re-render."""
 
+import io
 from datetime import timedelta
 
 from django.contrib import messages
@@ -14,13 +15,16 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing import einvoice, wallet
+from billing import invoices as billing_invoices
+from billing import vouchers as billing_vouchers
 from billing.display import format_cny
-from billing.models import LedgerTransaction, Price
-from console import verification
+from billing.models import Invoice, LedgerTransaction, Price, VoucherBatch
+from console import csvsafe, verification
 from console.errors import NotFound, ServiceError
 from console.models import EnterpriseVerification, User
 from instances.choices import ACTIVE
 from instances.models import Instance
+from marketplace.models import HubItem
 
 from . import hub as hub_moderation
 from . import images, reports, roles, services
@@ -440,11 +444,8 @@ def audit_log(request):
 @staff_view(roles.ADJUST_BALANCE)  # finance's: the actions that move or document money
 @require_GET
 def invoices(request):
-    from billing.models import Invoice
-
     requested = Invoice.objects.filter(status=Invoice.Status.REQUESTED).select_related("user").order_by("requested_at")
     decided = Invoice.objects.exclude(status=Invoice.Status.REQUESTED).select_related("user", "reviewed_by")
-    from billing import invoices as billing_invoices
 
     context = {
         "requested": requested[:PAGE_SIZE],
@@ -474,8 +475,6 @@ def invoice_issue_provider(request, public_id):
 @staff_view(roles.ADJUST_BALANCE)
 @require_POST
 def invoice_reverse(request, public_id):
-    from billing import invoices as billing_invoices
-
     try:
         number, reason = request.POST.get("number"), request.POST.get("reason")
         invoice = billing_invoices.reverse(Actor.from_request(request), public_id, number=number, reason=reason)
@@ -489,10 +488,6 @@ def invoice_reverse(request, public_id):
 @staff_view(roles.ADJUST_BALANCE)
 @require_GET
 def invoice_reconciliation_csv(request):
-    import io
-
-    from billing import invoices as billing_invoices
-
     form = MonthForm(request.GET)
     if not form.is_valid():
         messages.error(request, _("Choose a month as YYYY-MM."))
@@ -508,8 +503,6 @@ def invoice_reconciliation_csv(request):
 @staff_view(roles.ADJUST_BALANCE)
 @require_POST
 def invoice_issue(request, public_id):
-    from billing import invoices as billing_invoices
-
     try:
         invoice = billing_invoices.issue(
             Actor.from_request(request), public_id, number=request.POST.get("number"), pdf=request.FILES.get("pdf")
@@ -524,8 +517,6 @@ def invoice_issue(request, public_id):
 @staff_view(roles.ADJUST_BALANCE)
 @require_POST
 def invoice_reject(request, public_id):
-    from billing import invoices as billing_invoices
-
     try:
         billing_invoices.reject(Actor.from_request(request), public_id, reason=request.POST.get("reason"))
     except ServiceError as exc:
@@ -539,9 +530,6 @@ def invoice_reject(request, public_id):
 
 
 def _vouchers_page(request, form, status=200):
-    from billing import vouchers as billing_vouchers
-    from billing.models import VoucherBatch
-
     batches = list(VoucherBatch.objects.prefetch_related("chips", "zones", "plans")[:PAGE_SIZE])
     stats = billing_vouchers.batch_stats(batches)
     context = {
@@ -573,10 +561,6 @@ def vouchers(request):
 @staff_view(roles.MANAGE_SUBSIDIES)
 @require_GET
 def voucher_codes_csv(request, public_id):
-    import io
-
-    from console import csvsafe
-
     try:
         batch, rows = services.export_voucher_codes(Actor.from_request(request), public_id)
     except NotFound as exc:
@@ -596,8 +580,6 @@ def voucher_codes_csv(request, public_id):
 @staff_view(roles.REVIEW_IMAGE)
 @require_GET
 def hub_repos(request):
-    from marketplace.models import HubItem
-
     q = request.GET.get("q", "").strip()[:200]
     items = HubItem.objects.select_related("owner").order_by("-taken_down_at", "-updated_at")
     items = items.filter(repo__icontains=q) if q else items.filter(owner__isnull=False)

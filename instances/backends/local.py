@@ -65,9 +65,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
+from storage import tree
 from teams.accounts import is_account
 
 from .. import runtime
+from ..environment import boot_environment
 from ..models import Instance
 from . import local_etc, local_home, local_lab, local_lxcfs, local_network, local_seccomp, local_uids, local_volumes
 from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
@@ -125,8 +127,6 @@ def _storage_tree(account_public_id: str) -> Path:
     """Where the account's cloud storage is on this host: with ``STORAGE=local`` its tree in the storage location
     (``storage.tree``), the very files the console lists and serves; on S3 storage a folder of its own under the
     sandbox root (not yet the bucket's files)."""
-    from storage import tree
-
     if tree.enabled():
         return tree.location() / account_public_id
     return sandbox_root() / "shared" / account_public_id
@@ -956,8 +956,6 @@ class LocalBackend(Backend):
         return f"the machine exited: {last[:200]}" if last else "the machine exited"
 
     def _write_boot(self, instance, boot: Path, uid: int, token: str, *, egress: bool = False) -> None:
-        from ..environment import boot_environment
-
         # The model hub through the agent's relay, or the operator's mirror when the machine has a network to reach
         # it; the user's own variables win.
         endpoint = settings.MIRROR_HF_ENDPOINT if egress and settings.MIRROR_HF_ENDPOINT else ""

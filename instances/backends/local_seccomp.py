@@ -18,6 +18,8 @@ stays allowed (debuggers, py-spy): the machine sees only its own processes.
 import errno
 import tempfile
 
+import pyseccomp as seccomp
+
 DENIED = (
     "acct",
     "add_key",
@@ -92,8 +94,6 @@ def unavailable() -> str:
 
 def build() -> bytes:
     """The filter as a BPF program for this host's architecture."""
-    import pyseccomp as seccomp
-
     refuse = seccomp.ERRNO(errno.EPERM)
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
     for name in DENIED:

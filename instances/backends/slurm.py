@@ -80,9 +80,10 @@ from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
 
-from .. import runtime
+from .. import conf, runtime
 from ..choices import Status
 from ..environment import boot_environment
+from ..models import AgentReport, InstanceEvent
 from .base import (
     SECRETS_NEED_OWN_ACCOUNT,
     Backend,
@@ -1031,15 +1032,11 @@ def _make_private(folder: Path, account: Account, *, like: Path) -> None:
 
 
 def _grace(instance) -> float:
-    from .. import conf
-
     return conf.spot_notice_seconds() if instance.status == "preempted" else conf.stop_grace_seconds()
 
 
 def _reported(latest: dict) -> set:
     """(public id, job id) pairs whose agent has reported: one query for every instance."""
-    from ..models import AgentReport
-
     jobs = {str(j["job_id"]) for j in latest.values() if j}
     if not jobs:
         return set()
@@ -1049,8 +1046,6 @@ def _reported(latest: dict) -> set:
 
 def _labs(latest: dict) -> dict:
     """(public id, job id) → the JupyterLab address in that job's latest report, where there is one: one query."""
-    from ..models import AgentReport
-
     jobs = {str(j["job_id"]) for j in latest.values() if j}
     if not jobs:
         return {}
@@ -1062,8 +1057,6 @@ def _labs(latest: dict) -> dict:
 
 def _lab_url(instance) -> str | None:
     """The JupyterLab address in the latest report of the instance's current job."""
-    from ..models import AgentReport
-
     reports = AgentReport.objects.filter(instance=instance, job_id=str(instance.backend_job_id))
     lab = reports.order_by("-at", "-id").values_list("data__jupyter", flat=True).first()
     return lab.get("url") if isinstance(lab, dict) else None
@@ -1078,8 +1071,6 @@ def _group_of(user: str) -> int:
 
 def _run_starts(starting) -> dict:
     """When each starting instance's current run was asked for (its latest move to ``starting``): one query."""
-    from ..models import InstanceEvent
-
     if not starting:
         return {}
     rows = (

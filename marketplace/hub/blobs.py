@@ -9,16 +9,18 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import storages
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
 
-from ..models import HubBlob, HubBlobUpload
+from ..models import HubBlob, HubBlobUpload, HubTreeFile
 
 CHUNK = 1024 * 1024
 
@@ -173,12 +175,6 @@ ORPHAN_AGE_HOURS = 48  # well past an LFS upload address's lifetime: a client co
 def sweep_orphans(now=None) -> int:
     """Delete stored files that no commit names, uploaded more than ``ORPHAN_AGE_HOURS`` ago (an upload whose
     commit never came, or was refused), and files in storage that no blob row knows. Returns how many went."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from ..models import HubTreeFile
-
     cutoff = (now or timezone.now()) - timedelta(hours=ORPHAN_AGE_HOURS)
     orphans = HubBlob.objects.filter(created_at__lt=cutoff).exclude(pk__in=HubTreeFile.objects.values("blob_id"))
     removed = 0

@@ -25,7 +25,7 @@ from console import tokens
 from console.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility
-from . import blobs, repos, search, services, xet
+from . import blobs, cards, repos, search, services, xet
 
 KINDS = {"models": HubKind.MODEL, "datasets": HubKind.DATASET, "model": HubKind.MODEL, "dataset": HubKind.DATASET}
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
@@ -399,8 +399,6 @@ def repo_settings(request, user, kind, repo):
 @endpoint(methods=("POST",))
 def validate_yaml(request, user):
     """Check a README.md's front matter before it is committed (the client asks first)."""
-    from . import cards
-
     content = _json_body(request).get("content")
     try:
         cards.split(content if isinstance(content, str) else "")

@@ -26,15 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core import signing
 from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console import tokens, visitor_cache
 from console.errors import Conflict, Forbidden, NotFound, ServiceError
 from storage import quota
+from storage import services as storage_services
 from storage.choices import UsageSource
+from storage.models import StoredElsewhere
 
 from ..choices import HubKind, HubVisibility
 from ..models import HubBlob, HubBlobUpload, HubCommit, HubItem, HubNamespace, HubTreeFile
@@ -321,7 +325,6 @@ def receive_lfs(oid: str, ticket, read) -> HubBlob:
         ) from None
     if claim.get("o") != oid:
         raise Forbidden(_("This upload address is for another file."), code="invalid_upload_ticket")
-    from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.filter(pk=claim.get("u"), is_active=True).first()
     if user is None or ("t" in claim and not tokens.is_active(claim["t"], user)):
@@ -495,13 +498,10 @@ def record_usage(user) -> None:
 
 def record_all_usage() -> int:
     """Record every publisher's hub bytes again (hourly, after the orphan sweep removed files). Returns how many."""
-    from storage.models import StoredElsewhere
-
     users = set(HubItem.objects.filter(commits__isnull=False).values_list("owner_id", flat=True))
     users |= set(HubBlobUpload.objects.values_list("user_id", flat=True))
     users |= set(StoredElsewhere.objects.filter(source=UsageSource.HUB).values_list("owner_id", flat=True))
     users.discard(None)
-    from django.contrib.auth import get_user_model
 
     for user in get_user_model().objects.filter(pk__in=users).iterator():
         record_usage(user)
@@ -759,8 +759,6 @@ def commit_uploads(user, item: HubItem, summary: str, uploads) -> HubCommit:
 def commit_from_storage(user, item: HubItem, summary: str, storage_path: str, folder: str = "") -> HubCommit:
     """Commit a file of the user's cloud storage, uploaded there resumably (its tus uploads survive a dropped
     connection): the way a large file goes from a browser into a repository. The bytes are stored once by hash."""
-    from storage import services as storage_services
-
     entry = storage_services.find(user, storage_path)  # NotFound for nothing, or someone else's, at that path
     if entry is None or entry.is_folder:
         raise ServiceError(_("Choose a file of your cloud storage, not a folder."), code="not_a_file")
@@ -798,8 +796,6 @@ def history(item: HubItem, limit: int = 20) -> list[HubCommit]:
 @transaction.atomic
 def take_down(item: HubItem, reason: str) -> HubItem:
     """Hide a repository from everyone but its owner and stop its downloads (the caller audits it)."""
-    from django.utils import timezone
-
     HubItem.objects.filter(pk=item.pk).update(taken_down_at=timezone.now(), takedown_reason=reason[:500])
     visitor_cache.bump("hub-list")  # an update() sends no signal: the visitor's hub list is told here
     services.search.sync([item.pk])

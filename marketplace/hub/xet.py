@@ -24,6 +24,7 @@ import time
 import lz4.block
 import lz4.frame
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.files.base import ContentFile
 from django.utils.translation import gettext as _
@@ -72,8 +73,6 @@ def write_token(user, item, token_id: int | None, cas_url: str) -> dict:
 def token_user(header: str):
     """The user a CAS request's ``Authorization: Bearer`` token was issued to, still active with the API token that
     asked for it; Forbidden otherwise."""
-    from django.contrib.auth import get_user_model
-
     scheme, _sep, value = (header or "").partition(" ")
     try:
         claim = signing.loads(value.strip(), salt=SALT, max_age=TOKEN_SECONDS) if scheme.lower() == "bearer" else {}

@@ -18,6 +18,8 @@ from django.utils.crypto import get_random_string
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
+from billing.choices import TransactionKind
+from billing.models import LedgerTransaction
 from billing.quote import PriceBook, quote
 from catalog.models import Chip
 from console import visitor_cache
@@ -31,6 +33,7 @@ from instances import snapshots
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
 from instances.models import Instance, InstanceEvent
+from instances.services import get_instance
 from teams.access import refuse_if_seen
 from teams.accounts import is_account, team_name
 
@@ -261,9 +264,6 @@ def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
 
 def earnings(user) -> dict:
     """What ``user`` earned from their community images: totals per image and the latest payouts."""
-    from billing.choices import TransactionKind
-    from billing.models import LedgerTransaction
-
     payouts = LedgerTransaction.objects.filter(user=user, kind=TransactionKind.AUTHOR_PAYOUT)
     per_image = {
         row["resource_id"]: row
@@ -395,8 +395,6 @@ def clone_to_mine(user, image: Image, name: str = "") -> Image:
 
 
 def _stopped_instance(user, instance_id) -> Instance:
-    from instances.services import get_instance
-
     instance = get_instance(user, instance_id, action="change")
     if instance.status != Status.STOPPED:
         raise Conflict(

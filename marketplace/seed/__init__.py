@@ -17,6 +17,8 @@ import yaml
 from instances.choices import Backend
 
 from ..choices import HubKind
+from ..hub import repos, services
+from ..models import HubItem
 from . import built
 
 HERE = Path(__file__).parent
@@ -191,9 +193,6 @@ def built_entries() -> dict[str, str]:
 
 
 def load(*, update: bool = False) -> dict[str, int]:
-    from ..hub import services
-    from ..models import HubItem
-
     counts = {"created": 0, "updated": 0, "kept": 0}
     rows = entries()
     starters = HubItem.objects.filter(owner__isnull=True, repo__in=[values["repo"] for values in rows])
@@ -215,8 +214,6 @@ def load(*, update: bool = False) -> dict[str, int]:
 
 def _publish_built() -> int:
     """Commit the real files of the starter entries that have them; a new revision only where they changed."""
-    from ..hub import repos
-
     for repo, name in built_entries().items():
         repos.publish_catalogue_files(repo, built.files(name), summary=f"Files built at install ({name})")
     return len(built_entries())

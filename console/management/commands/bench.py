@@ -1,6 +1,7 @@
 """Run the registered benchmarks against the current database and print/write a Markdown table."""
 
 import json
+import os
 import platform
 from pathlib import Path
 
@@ -8,7 +9,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from console.bench import REGISTRY, Report
+import console.bench
+from console.bench import REGISTRY, Report, billing, hub, inference, instances, marketplace, pages, saturation, storage  # noqa: F401
 
 
 class Command(BaseCommand):
@@ -21,12 +23,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path", help="append the results to this JSON file")
 
     def handle(self, *args, only=None, quick=False, light=False, json_path=None, **options):
-        import console.bench
-
         console.bench.LIGHT = light
         # Importing the modules registers their benchmarks, in this order: the order of the docs' benchmark table.
         # isort: off
-        from console.bench import pages, saturation, instances, marketplace, billing, storage, hub, inference  # noqa: F401
 
         # isort: on
         database = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"
@@ -49,6 +48,4 @@ class Command(BaseCommand):
 
 
 def machine() -> str:
-    import os
-
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"

@@ -8,7 +8,7 @@ import math
 import pytest
 from django.test import Client
 
-from console.bench import heavy_user
+from bench import heavy_user
 
 pytestmark = pytest.mark.django_db
 

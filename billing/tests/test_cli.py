@@ -3,8 +3,8 @@
 import pytest
 
 from billing import wallet
+from cli.main import main
 from console import services
-from console.cli.main import main
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from cli.main import main
 from console import services
-from console.cli.main import main
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
+from cli import ssh as ssh_cli
+from cli.main import main
 from console import services, ssh_keys
-from console.cli import ssh as ssh_cli
-from console.cli.main import main
 from console.models import SSHKey
 from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key
 

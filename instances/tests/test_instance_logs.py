@@ -7,7 +7,7 @@ from argparse import Namespace
 import pytest
 from django.urls import reverse
 
-from console.cli.instances import logs as cli_logs
+from cli.instances import logs as cli_logs
 from instances.backends import TransientBackendError
 from instances.backends.slurm import SlurmBackend, log_name, tail_file
 from instances.logs import as_lines

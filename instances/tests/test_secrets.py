@@ -224,7 +224,7 @@ def test_the_admin_shows_names_with_the_value_masked(admin_client, owner):
 def test_the_cli_reads_the_value_from_stdin_without_its_last_line_end():
     from argparse import Namespace
 
-    from console.cli.secrets import read_value
+    from cli.secrets import read_value
 
     piped = io.StringIO("token-from-a-file\n")
     assert read_value(Namespace(value=None, name="X"), stdin=piped) == "token-from-a-file"
@@ -233,8 +233,8 @@ def test_the_cli_reads_the_value_from_stdin_without_its_last_line_end():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_cli_sets_lists_and_removes_secrets(live_server, owner, tmp_path, monkeypatch, capsys):
+    from cli.main import main
     from console import services as console_services
-    from console.cli.main import main
 
     monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
     token = console_services.create_api_token(owner, name="cli", scope="read_write").plaintext

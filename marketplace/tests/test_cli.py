@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from console.cli.main import main
+from cli.main import main
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
+from cli import storage as storage_cli
+from cli.main import main
 from console import services as console_services
-from console.cli import storage as storage_cli
-from console.cli.main import main
 from storage.models import Entry, Upload
 
 from .fixtures import MB

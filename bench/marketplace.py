@@ -4,7 +4,7 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.db import connection
 from django.test import Client
 
-from console.bench import benchmark, size
+from bench import benchmark, size
 from console.models import User
 from console.ops import roles
 from marketplace.hub import search, services, synthetic

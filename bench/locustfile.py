@@ -1,6 +1,6 @@
 """Locust's scenario for `make bench`: people logged in as the long-history user open its pages at random.
 
-`console/bench/pages.py` starts gunicorn and runs this file with the pages and a session cookie in the environment.
+`bench/pages.py` starts gunicorn and runs this file with the pages and a session cookie in the environment.
 """
 
 import json

@@ -1,5 +1,5 @@
 """The floor for any relay between a browser and a lab's socket, for the JupyterLab proxy benchmark:
-``python -m console.bench.splice_relay FD SOCKET`` accepts TCP connections on the inherited listening socket ``FD``
+``python -m bench.splice_relay FD SOCKET`` accepts TCP connections on the inherited listening socket ``FD``
 and joins each to a new connection to the Unix socket ``SOCKET``, moving bytes both ways with ``splice(2)`` through
 a pipe: the kernel hands pages from one socket to the other, and no byte is copied into this process.
 

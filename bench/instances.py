@@ -25,12 +25,12 @@ from django.db import connection
 from django.db.models import F, Sum
 from django.test import Client
 
+from bench import benchmark, size
 from billing import price_version, wallet
 from catalog.models import Chip, Node, Zone
 from config.celery import app
 from console import services as console_services
 from console import ssh_keys
-from console.bench import benchmark, size
 from console.errors import Unavailable
 from console.models import User, WorkerHeartbeat
 from instances import runtime, services, ssh_gateway
@@ -483,7 +483,7 @@ def _jupyter_process(jupyter: Path, server: JupyterServer, folder: Path):
         process.wait()
 
 
-RELAY_NOTE = "splice(2) between the sockets, no HTTP, no cookie: the floor of any proxy (console/bench/splice_relay.py)"
+RELAY_NOTE = "splice(2) between the sockets, no HTTP, no cookie: the floor of any proxy (bench/splice_relay.py)"
 
 
 @contextmanager
@@ -491,7 +491,7 @@ def _splice_relay(server: JupyterServer):
     """A relay that only joins a TCP connection to the lab's socket, copying nothing in user space, in a process of
     its own: what one more hop costs whatever the proxy does."""
     sock = socket.create_server(("127.0.0.1", 0))
-    argv = [sys.executable, "-m", "console.bench.splice_relay", str(sock.fileno()), server.socket]
+    argv = [sys.executable, "-m", "bench.splice_relay", str(sock.fileno()), server.socket]
     process = subprocess.Popen(argv, cwd=settings.BASE_DIR, pass_fds=[sock.fileno()])
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -2,5 +2,5 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "console.bench.floor.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.floor.settings"
 application = get_wsgi_application()

@@ -19,8 +19,8 @@ from pathlib import Path
 import requests
 from django.conf import settings
 
+from bench import benchmark, size
 from console import services as console_services
-from console.bench import benchmark, size
 from console.models import User
 from marketplace.hub import blobs, repos
 from marketplace.models import HubBlob, HubItem
@@ -155,7 +155,7 @@ def hub_throughput(report):
             runs.append(seconds)
             direct.append(_read_directly(path))
     bare = []
-    with _Server("console.bench.bare_files:application", BENCH_BARE_FILE=str(path)) as server:
+    with _Server("bench.bare_files:application", BENCH_BARE_FILE=str(path)) as server:
         for _ in range(5):
             seconds, received = _download(server.url)
             assert received == len(data)

@@ -4,8 +4,8 @@ import os
 
 from django.test import Client
 
+from bench import benchmark
 from console import services as console_services
-from console.bench import benchmark
 from console.models import User
 from storage import services
 

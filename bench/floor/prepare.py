@@ -1,6 +1,6 @@
 """Make the floor's database (``FLOOR_DATABASE``) and print the session cookie of a user logged in to it.
 
-Run as ``python -m console.bench.floor.prepare`` by ``console.bench.saturation``, in its own process: the floor's
+Run as ``python -m bench.floor.prepare`` by ``bench.saturation``, in its own process: the floor's
 settings are not the console's.
 """
 
@@ -15,7 +15,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
 from django.http import HttpRequest
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "console.bench.floor.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.floor.settings"
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ import requests
 from django.conf import settings
 from django.test import Client
 
+from bench import benchmark, heavy_user, percentiles, size
 from console import services
-from console.bench import benchmark, heavy_user, percentiles, size
 from console.models import User
 
 INSTANCES = size(1_000, 100)

@@ -1,6 +1,6 @@
 """Pages at saturation, each against the framework's floor measured in the same run.
 
-The floor is a bare Django project (``console.bench.floor``: the default middleware, one view rendering a 9 KB
+The floor is a bare Django project (``bench.floor``: the default middleware, one view rendering a 9 KB
 template from a list). It and the console are served by the same gunicorn (2 sync workers, DEBUG off) on the same
 2 cores, one asked at a time; locust without think time (4 clients) asks for one page for a fixed time. The floor
 is asked before the first page, between each two pages and after the last. Each page's throughput and p95 are
@@ -22,8 +22,8 @@ from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
-from console.bench import benchmark, size
-from console.bench.pages import _free_port, _history
+from bench import benchmark, size
+from bench.pages import _free_port, _history
 from marketplace.models import Image
 
 CLIENTS = 4
@@ -137,12 +137,12 @@ def saturation(report):
     # The same bare page behind a login as well (its session and user read from a SQLite file, as the console's are):
     # what a logged-in page pays before any work of its own.
     floor_env = {"FLOOR_DATABASE": str(Path(settings.DATA_DIR) / "floor.sqlite3")}
-    prepare = [sys.executable, "-m", "console.bench.floor.prepare"]
+    prepare = [sys.executable, "-m", "bench.floor.prepare"]
     made = subprocess.run(prepare, env=os.environ | floor_env, cwd=settings.BASE_DIR, check=True, capture_output=True)
     floor_cookie = made.stdout.decode().strip()
     measured, floors = [], []
     # Both servers are up throughout; the one not being asked is idle.
-    with _Gunicorn("console.bench.floor.wsgi:application", **floor_env) as floor, _Gunicorn("config.wsgi") as console:
+    with _Gunicorn("bench.floor.wsgi:application", **floor_env) as floor, _Gunicorn("config.wsgi") as console:
         floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
         behind_login, behind_login_p95, behind_login_made = _saturate(floor.url, "/in/", floor_cookie)
         for label, path, logged_in in _pages(history):

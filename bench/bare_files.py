@@ -1,5 +1,5 @@
 """The download floor: a bare WSGI app that sends one file (``BENCH_BARE_FILE``) through ``wsgi.file_wrapper``, as
-the console's ``resolve`` does, served by the same gunicorn with the same workers (``console.bench.hub``)."""
+the console's ``resolve`` does, served by the same gunicorn with the same workers (``bench.hub``)."""
 
 import os
 

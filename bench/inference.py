@@ -9,8 +9,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from console.bench import benchmark, size
-from console.bench.instances import _user
+from bench import benchmark, size
+from bench.instances import _user
 from console.models import WorkerHeartbeat
 from inference import services as endpoints
 from instances import conf

@@ -3,7 +3,7 @@
 The benchmarks live here, one module per app (``pages``, ``instances``, ``billing``…), outside the apps they
 measure. A module registers a benchmark with::
 
-    from console.bench import benchmark
+    from bench import benchmark
 
     @benchmark("Metering tick, 10,000 running instances")
     def metering_tick(report):

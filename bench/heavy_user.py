@@ -10,7 +10,6 @@ assert that each page's query count does not grow with it.
 
 import logging
 import math
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +17,6 @@ from decimal import Decimal
 
 from django.db import connection, transaction
 from django.test import Client, override_settings
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -285,6 +283,10 @@ class PageRun:
 
 def open_page(client, url: str) -> PageRun:
     """GET ``url`` as the client's user (Chinese pages, as a new user sees them), counting queries and time."""
+    import time
+
+    from django.test.utils import CaptureQueriesContext
+
     with CaptureQueriesContext(connection) as queries:
         start = time.perf_counter()
         response = client.get(url)

@@ -1,14 +1,12 @@
 """Hub benchmarks: search over 100,000 items in Chinese and English, through the service and through the API."""
 
-from django.contrib.auth.models import AnonymousUser, Group
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.test import Client
 
 from bench import benchmark, size
-from console.models import User
-from console.ops import roles
 from marketplace.hub import search, services, synthetic
-from marketplace.models import HubItem, Image
+from marketplace.models import HubItem
 
 ITEMS = size(100_000, 5_000)
 ROUNDS = size(5, 1)
@@ -92,7 +90,12 @@ IMAGE_PAGES = [
 
 def _ensure_images(report) -> None:
     """The official catalogue plus listed community images up to ``IMAGES``, written through the services."""
+    from django.contrib.auth.models import Group
+
+    from console.models import User
+    from console.ops import roles
     from marketplace.images import catalog, services
+    from marketplace.models import Image
 
     catalog.load()
     missing = IMAGES - Image.objects.listed().count()

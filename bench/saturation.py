@@ -24,7 +24,6 @@ from django.urls import reverse
 
 from bench import benchmark, size
 from bench.pages import _free_port, _history
-from marketplace.models import Image
 
 CLIENTS = 4
 SECONDS = size(15, 3)
@@ -109,6 +108,8 @@ def _saturate(url: str, path: str, cookie: str = "", seconds: int = SECONDS) -> 
 
 def _pages(history) -> list[tuple[str, str, bool]]:
     """(label, path, logged in) of the pages measured: the long-history user's and the public ones."""
+    from marketplace.models import Image
+
     image = Image.objects.listed().order_by("pk").first()
     wanted = {"dashboard", "instance list", "instance detail", "wallet", "transactions", "statement", "cloud disks"}
     pages = [(label, path, True) for label, path in history.pages() if label in wanted]

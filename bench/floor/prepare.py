@@ -7,19 +7,19 @@ settings are not the console's.
 import os
 import sys
 
-import django
-from django.conf import settings
-from django.contrib.auth import login
-from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
-from django.core.management import call_command
-from django.http import HttpRequest
-
 os.environ["DJANGO_SETTINGS_MODULE"] = "bench.floor.settings"
 
 
 def main() -> None:
+    import django
+
     django.setup()
+    from django.conf import settings
+    from django.contrib.auth import login
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+    from django.http import HttpRequest
 
     call_command("migrate", verbosity=0, interactive=False)
     user, _ = User.objects.get_or_create(username="floor")

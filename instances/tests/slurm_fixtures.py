@@ -59,7 +59,14 @@ class SlurmCluster:
         settle_until(until, timeout=timeout, message=message, describe=lambda: f"; jobs: {self._job_summary()}")
 
     def _job_summary(self):
-        return [(j["job_id"], j["name"][-8:], j["job_state"], j["state_reason"]) for j in self.jobs()]
+        mine = [(j["job_id"], j["name"][-8:], j["job_state"], j["state_reason"]) for j in self.jobs()]
+        # Cards held by anyone else are what a waiting launch waits for: name them too.
+        others = [
+            (j["job_id"], j.get("name"), j.get("user_name") or j.get("user_id"), j["job_state"], j.get("gres_detail"))
+            for j in self.client.jobs()
+            if not j.get("name", "").startswith(self.prefix) and j["job_state"] in {"PENDING", "RUNNING", "COMPLETING"}
+        ]
+        return f"{mine}; other jobs on the cluster: {others}"
 
     def cancel_all(self, timeout: float = 60.0) -> None:
         for job in self.jobs():

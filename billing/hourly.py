@@ -10,8 +10,6 @@ from decimal import Decimal
 from django.db.models import Count, Sum
 from django.utils.translation import ngettext, pgettext
 
-from console.prepared import Prepared
-
 from .choices import UsageKind
 from .models import UsageSession
 from .money import to_rate
@@ -41,7 +39,9 @@ class BillingNow:
 
 def billing_now(user) -> list[BillingNow]:
     """The kinds of resource billing ``user`` by the hour now, instances first (one query)."""
-    found = {row["kind"]: row for row in _OPEN_PER_KIND(getattr(user, "pk", user))}
+    open_now = UsageSession.objects.open().filter(user_id=getattr(user, "pk", user))
+    per_kind = open_now.values("kind").annotate(count=Count("id"), total=Sum("payable_per_hour")).order_by()
+    found = {row["kind"]: row for row in per_kind}
     return [
         BillingNow(kind, found[kind]["count"], to_rate(Decimal(found[kind]["total"] or 0)))
         for kind in ORDER
@@ -52,16 +52,3 @@ def billing_now(user) -> list[BillingNow]:
 def describe(parts: list[BillingNow]) -> str:
     """'1 running instance, 1 cloud disk' (the list separator is translated: 、 in Chinese)."""
     return pgettext("list separator", ", ").join(part.text for part in parts)
-
-
-# Most pages show what bills now: the query is built once (console.prepared).
-_OPEN_PER_KIND = Prepared(
-    lambda user_id: (
-        UsageSession.objects.open()
-        .filter(user_id=user_id)
-        .values("kind")
-        .annotate(count=Count("id"), total=Sum("payable_per_hour"))
-        .order_by()
-    ),
-    int,
-)

@@ -26,7 +26,6 @@ from django.utils.translation import gettext as _
 from catalog.models import Chip, InstanceSpec, Zone, check_zone_accepts
 from catalog.services import zone_offers
 from console.errors import ServiceError
-from console.prepared import Prepared
 
 from . import price_version
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage
@@ -524,19 +523,10 @@ class StorageQuote:
         return self.payable_per_hour
 
 
-# The disks page and every storage quote read it: built once (console.prepared).
-_STORAGE_PRICE = Prepared(
-    lambda resource, at: StoragePrice.objects.filter(resource=resource, effective_from__lte=at).order_by(
-        "-effective_from"
-    )[:1],
-    str,
-    datetime,
-)
-
-
 def storage_price(resource: str, at: datetime | None = None) -> StoragePrice:
     """The per-GB-day price of ``resource`` (``disk`` or ``storage``) in force at ``at`` (default now)."""
-    price = _STORAGE_PRICE.first(resource, at or timezone.now())
+    in_force = StoragePrice.objects.filter(resource=resource, effective_from__lte=at or timezone.now())
+    price = in_force.order_by("-effective_from").first()
     if price is None:
         raise ServiceError(
             _("No price per GB-day is published for %(what)s yet.") % {"what": resource}, code="no_price"

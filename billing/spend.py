@@ -17,8 +17,6 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Count, Sum
 
-from console.prepared import Prepared
-
 from .bulk import bulk_add
 from .choices import SPEND_KINDS, AccountKind
 from .models import Account, LedgerTransaction, SpendLine, SpendQuarter
@@ -108,20 +106,9 @@ def month_totals(month: date, users, members=None) -> dict:
 
 def per_quarter(user, since: datetime) -> list[tuple[datetime, Decimal]]:
     """(quarter start, spend) of every quarter from ``since`` with spend, all members together."""
-    return [(row["start"], -from_fen(row["t"])) for row in _PER_QUARTER(getattr(user, "pk", user), since)]
-
-
-# The wallet and the dashboard read it on every visit: built once (console.prepared).
-_PER_QUARTER = Prepared(
-    lambda user_id, since: (
-        SpendQuarter.objects.filter(user_id=user_id, start__gte=since)
-        .values("start")
-        .annotate(t=Sum("amount_fen"))
-        .order_by("start")
-    ),
-    int,
-    datetime,
-)
+    quarters = SpendQuarter.objects.filter(user_id=getattr(user, "pk", user), start__gte=since)
+    summed = quarters.values("start").annotate(t=Sum("amount_fen")).order_by("start")
+    return [(row["start"], -from_fen(row["t"])) for row in summed]
 
 
 LINE_FIELDS = ("resource_id", "kind", "member_id", "minutes", "amount_fen", "subsidy_fen")
@@ -151,28 +138,18 @@ def line_row(line: tuple) -> dict:
 def month_line_totals(user, month: date) -> dict:
     """The month's minutes, charge and subsidy over all its lines, summed in the database, and how many lines
     there are (``lines``)."""
-    sums = next(iter(_MONTH_TOTALS(getattr(user, "pk", user), month)), {})
+    # The lines of one user grouped by the user: the sums come back as one row (none when the month has none).
+    lines = SpendLine.objects.filter(user_id=getattr(user, "pk", user), month=month).order_by().values("user_id")
+    totals = lines.annotate(
+        minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen"), lines=Count("id")
+    )
+    sums = next(iter(totals), {})
     return {
         "minutes": sums.get("minutes") or 0,
         "charged": from_fen(sums.get("charged") or 0),
         "subsidy": from_fen(sums.get("subsidy") or 0),
         "lines": sums.get("lines") or 0,
     }
-
-
-# The statement reads them on every visit: built once (console.prepared). The lines of one user are grouped by
-# the user, so the sums come back as one row (none when the month has no lines).
-_MONTH_TOTALS = Prepared(
-    lambda user_id, month: (
-        SpendLine.objects.filter(user_id=user_id, month=month)
-        .order_by()
-        .values("user_id")
-        .annotate(minutes=Sum("minutes"), charged=Sum("amount_fen"), subsidy=Sum("subsidy_fen"), lines=Count("id"))
-    ),
-    int,
-    date,
-)
-month_line_pages = Prepared(lambda user_id, month: month_line_rows(user_id, month), int, date)
 
 
 def month_lines(user, month: date) -> list[dict]:

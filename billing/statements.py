@@ -1,6 +1,5 @@
 """Monthly statements per resource and the transaction list with its CSV export."""
 
-import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -13,7 +12,6 @@ from django.utils.translation import gettext as _
 
 from console import csvsafe
 from console.choice_labels import label
-from console.prepared import Prepared
 from teams.accounts import is_account
 
 from . import catalog_names, spend
@@ -101,7 +99,9 @@ def statement_page(user, month: date, number, per_page: int) -> tuple[Page, Stat
         page = Paginator(grouped, per_page).get_page(number)
         return page, month_statement(user, month, rows=page.object_list, grouped=grouped)
     totals = spend.month_line_totals(user, month)  # counts the lines too: the paginator does not count them again
-    page = Paginator(spend.month_line_pages.bind(user.pk, month, total=totals["lines"]), per_page).get_page(number)
+    paginator = Paginator(spend.month_line_rows(user, month), per_page)
+    paginator.count = totals["lines"]  # Paginator.count is a cached property: set, the paginator does not count
+    page = paginator.get_page(number)
     rows = [spend.line_row(line) for line in page.object_list]
     return page, month_statement(user, month, rows=rows, totals=totals)
 
@@ -116,13 +116,6 @@ def _naming(user_id, ids):
     user ever had is read."""
     queryset = UsageSession.objects.filter(user_id=user_id, resource_id__in=ids).order_by("resource_id", "started_at")
     return queryset.values_list(*NAMING_FIELDS)
-
-
-# A statement page names up to fifty resources: that query is built once for fifty keys (console.prepared), a
-# page with fewer repeating a key that names nothing.
-NAMED_AT_ONCE = 50
-_NO_SUCH_RESOURCE = uuid.uuid4()
-_NAMING = Prepared(lambda user_id, *ids: _naming(user_id, ids), int, *[uuid.UUID] * NAMED_AT_ONCE)
 
 
 def month_statement(user, month: date, rows=None, *, grouped: list | None = None, totals=None) -> Statement:
@@ -157,12 +150,7 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         ]
     ids = {row["resource_id"] for row in rows if row["resource_id"]}
     sessions = {}
-    if not ids:
-        named = []
-    elif len(ids) <= NAMED_AT_ONCE and user.is_authenticated:  # a page's worth: the query built once, keys padded
-        named = _NAMING(user.pk, *ids, *[_NO_SUCH_RESOURCE] * (NAMED_AT_ONCE - len(ids)))
-    else:
-        named = _naming(user.pk, ids)
+    named = _naming(user.pk, ids) if ids else []
     for values in named:  # values, not models: a page names fifty resources or more
         session = dict(zip(NAMING_FIELDS, values, strict=True))
         sessions[session["resource_id"]] = session  # the latest session names the resource

@@ -18,7 +18,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.errors import PaymentRequired, ServiceError
-from console.prepared import Prepared
 
 from . import arrears, hourly, rules, spend, vouchers
 from .choices import COMPUTE_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind
@@ -91,27 +90,12 @@ class WalletSummary:
         return None if self.spending_cap is None else max(self.spending_cap - self.month_spent, ZERO)
 
 
-# The wallet's figures are on most pages: their queries are built once (console.prepared).
-_CASH_AND_TRIAL = Prepared(
-    lambda user_id: Account.objects.filter(user_id=user_id, kind__in=(AccountKind.USER_CASH, AccountKind.USER_TRIAL)),
-    int,
-)
-_WITH_VOUCHERS = Prepared(
-    lambda user_id: Account.objects.filter(
-        user_id=user_id, kind__in=(AccountKind.USER_CASH, AccountKind.USER_TRIAL, AccountKind.USER_VOUCHER)
-    ),
-    int,
-)
-_SPENDING_CAP = Prepared(
-    lambda user_id: Wallet.objects.filter(user_id=user_id).values_list("spending_cap", flat=True)[:1], int
-)
-
-
 def _buckets(user, now, *, with_vouchers=False):
     """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold and whether
     the wallet holds any voucher at all (each has an account, spent or not): one query."""
     cash, trial, expires, held, any_voucher = ZERO, ZERO, None, ZERO, False
-    for account in (_WITH_VOUCHERS if with_vouchers else _CASH_AND_TRIAL)(getattr(user, "pk", user)):
+    kinds = [AccountKind.USER_CASH, AccountKind.USER_TRIAL] + ([AccountKind.USER_VOUCHER] if with_vouchers else [])
+    for account in Account.objects.filter(user_id=getattr(user, "pk", user), kind__in=kinds):
         if account.kind == AccountKind.USER_CASH:
             cash = account.balance
         elif account.kind == AccountKind.USER_VOUCHER:
@@ -152,7 +136,7 @@ def summary(
     caller's :func:`recent_spend`, which holds this month's spend."""
     now = timezone.now()
     cash, trial, expires, held, any_voucher = _buckets(user, now, with_vouchers=True)
-    cap = _SPENDING_CAP.first(getattr(user, "pk", user))
+    cap = Wallet.objects.filter(user_id=getattr(user, "pk", user)).values_list("spending_cap", flat=True).first()
     return WalletSummary(
         cash=cash,
         trial=trial,

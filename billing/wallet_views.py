@@ -11,7 +11,6 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -19,8 +18,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.errors import NotFound, ServiceError
 from console.htmx import wants_partial
 from console.paging import BothEnds
-from console.prepared import Prepared
-from console.value_rows import PreparedRows, ValueRows
 from teams import roles
 from teams import services as team_services
 from teams.context import acting, page_account
@@ -36,22 +33,9 @@ from .money import ZERO
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50
-# What a row of billing/partials/transaction_rows.html shows, read as values (the key of its kept part): the rest of
-# each transaction (a dozen columns more) is not read.
+# What a row of billing/partials/transaction_rows.html shows: the rest of each transaction (a dozen columns more) is
+# not read.
 ROW_FIELDS = ("created_at", "kind", "reference", "minutes", "user_amount", "subsidy_amount")
-
-
-# Unread notifications, on the wallet and the dashboard: built once (console.prepared), the owner's only.
-_UNREAD = Prepared(lambda user_id: Notification.objects.filter(user_id=user_id).unread()[:5], int)
-
-
-# The transactions page as it opens (no filter), and the wallet's latest ten: by queries built once (console.prepared).
-_ALL_ROWS = PreparedRows(
-    lambda user_id: LedgerTransaction.objects.filter(user_id=user_id).order_by(*statements.TRANSACTION_ORDER),
-    ROW_FIELDS,
-    int,
-    both_ends=True,
-)
 
 
 def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
@@ -66,9 +50,10 @@ def chart_data(user, recent: wallet.RecentSpend | None = None) -> dict:
 
 def wallet_context(user, *, list_vouchers: bool = False) -> dict:
     billing_now, recent = hourly.billing_now(user), wallet.recent_spend(user)
+    unread = Notification.objects.filter(user_id=user.pk).unread()[:5] if user.is_authenticated else []
     return {
         "wallet": wallet.summary(user, list_vouchers=list_vouchers, billing_now=billing_now, recent=recent),
-        "notifications": _UNREAD(user.pk) if user.is_authenticated else [],
+        "notifications": list(unread),
         "spend_chart": chart_data(user, recent),
         "billing_now": hourly.describe(billing_now),
         "retention_days": retention_days(),
@@ -83,7 +68,7 @@ def _account(request):
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
-        "recent": _ALL_ROWS.head(10, user.pk),
+        "recent": list(_listing(user).only(*ROW_FIELDS)[:10]),
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
@@ -165,6 +150,11 @@ def spending_cap(request):
     return redirect("billing:wallet")
 
 
+def _listing(user):
+    """Every transaction of ``user``'s wallet (a person's or a team's account), newest first."""
+    return LedgerTransaction.objects.filter(user_id=user.pk).order_by(*statements.TRANSACTION_ORDER)
+
+
 def _filtered(request, filters: dict):
     return statements.filtered_transactions(_account(request), **filters)
 
@@ -172,9 +162,7 @@ def _filtered(request, filters: dict):
 @login_required
 @require_GET
 def transactions(request):
-    # The page as it opens (no query at all) shows the form empty, from a kept part: it is built only if that part
-    # has to be rendered.
-    form = TransactionFilterForm(request.GET) if request.GET else SimpleLazyObject(TransactionFilterForm)
+    form = TransactionFilterForm(request.GET if request.GET else None)
     cleaned = form.cleaned_data if request.GET and form.is_valid() else {}
     filters = {k: v for k, v in cleaned.items() if v}
     if request.GET.get("format") == "csv" and not form.errors:
@@ -183,13 +171,9 @@ def transactions(request):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
-    if filters:
-        rows = ValueRows(_filtered(request, filters), ROW_FIELDS)
-        page = Paginator(BothEnds(rows.values), PAGE_SIZE).get_page(request.GET.get("page"))
-        shown = rows.rows(page.object_list)
-    else:  # the whole listing, as the page opens: by queries built once
-        page = Paginator(_ALL_ROWS(_account(request).pk), PAGE_SIZE).get_page(request.GET.get("page"))
-        shown = page.object_list
+    listing = _filtered(request, filters) if filters else _listing(_account(request))
+    page = Paginator(BothEnds(listing.only(*ROW_FIELDS)), PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = page.object_list
     query = request.GET.copy()
     query.pop("page", None)
     context = {"form": form, "page": page, "transactions": shown, "query": query.urlencode()}

@@ -9,7 +9,6 @@ from catalog.models import Chip
 from instances.models import Instance
 
 from .errors import ServiceError
-from .prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -27,15 +26,9 @@ def needs_first_steps(user, account=None) -> bool:
     """No instance ever launched (released ones count: they have launched before). The launches of ``account`` (whose
     pages are open: the user's own, or a team's they belong to) answer it with a plain query on the owner; only
     when it has none are all the instances the user can see looked at."""
-    if _LAUNCHED.first((account or user).pk) is not None:
+    if Instance.objects.filter(owner_id=(account or user).pk).not_endpoints().exists():
         return False
     return not Instance.objects.for_user(user).not_endpoints().exists()
-
-
-# Asked on every visit to the dashboard: built once (console.prepared).
-_LAUNCHED = Prepared(
-    lambda owner_id: Instance.objects.filter(owner_id=owner_id).not_endpoints().values_list("pk", flat=True)[:1], int
-)
 
 
 def trial_buys(user) -> TrialBuys | None:

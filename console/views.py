@@ -29,15 +29,10 @@ from .forms import ApiTokenForm
 from .htmx import wants_partial
 from .middleware import API_PREFIXES, OPENAI_PREFIX, is_hub_api
 from .models import ApiToken, User
-from .prepared import Prepared
 
 
 def home(request):
     return render(request, "console/home.html")
-
-
-# Counted on every visit to the dashboard: built once (console.prepared). The page is a logged-in user's only.
-_ACTIVE_TOKENS = Prepared(lambda user_id: ApiToken.objects.filter(user_id=user_id).active(), int)
 
 
 @login_required
@@ -47,7 +42,7 @@ def dashboard(request):
     working = acting(request)
     team_wallet = working.team is not None and working.can(roles.BILLING)
     context = {
-        "active_tokens": _ACTIVE_TOKENS.count(request.user.pk),
+        "active_tokens": ApiToken.objects.filter(user=request.user).active().count(),
         "team_wallet": team_wallet,
     } | wallet_context(working.account if team_wallet else request.user)
     if onboarding.needs_first_steps(request.user, working.account):

@@ -22,7 +22,6 @@ import logging
 from django.utils.translation import gettext as _
 
 from console.errors import ServiceError
-from console.prepared import Prepared
 from storage import tree
 from storage.models import (
     CloudDisk,
@@ -136,18 +135,10 @@ def on_released(instance: Instance) -> None:
     mounts.on_released(instance)
 
 
-def _top_entries(owner_id: int):
-    return Entry.objects.filter(owner_id=owner_id, parent=None).listing_order()
-
-
-# The instance page shows it on every visit: built once (console.prepared).
-_TOP_ENTRIES = Prepared(_top_entries, int)
-
-
 def shared_listing(user, limit: int = 20):
     """The top of the user's cloud storage as ``/root/shared`` shows it (the simulated view: ``Entry`` rows)."""
     if not user.is_authenticated:  # as Entry.objects.for_user
         return []
 
     tree.sync(user)  # what the account's machines wrote there
-    return _TOP_ENTRIES.window(user.pk, offset=0, limit=limit)
+    return list(Entry.objects.filter(owner_id=user.pk, parent=None).listing_order()[:limit])

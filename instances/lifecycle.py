@@ -15,7 +15,6 @@ from kombu.exceptions import OperationalError
 from billing.quote import Quote, quote
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
-from console.prepared import Prepared
 from teams.access import reaches, refuse_if_seen
 
 from . import attachments, billing, conf, limits, tasks
@@ -34,10 +33,6 @@ from .statemachine import check_move, note, transition
 logger = logging.getLogger(__name__)
 
 
-# Every instance page and action reads its instance by key: the query (five joins) is built once (console.prepared).
-_BY_KEY = Prepared(lambda key: Instance.objects.with_related().filter(public_id=key)[:1], uuid.UUID)
-
-
 def get_instance(user, public_id, action: str = "view") -> Instance:
     """The caller's instance; someone else's and a missing one are the same 404."""
     try:
@@ -46,7 +41,7 @@ def get_instance(user, public_id, action: str = "view") -> Instance:
         key = None
     # Read by its key, then checked against the ownership rule: one's own instance needs no subquery (compiling
     # one cost as much as the rest of the lookup), a team's one more query.
-    instance = _BY_KEY.first(key) if key else None
+    instance = Instance.objects.with_related().filter(public_id=key).first() if key else None
     if instance is not None and not reaches(user, instance.owner_id, action):
         instance = None
     if instance is None:

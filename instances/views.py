@@ -17,8 +17,6 @@ from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
-from console.prepared import Prepared
-from console.value_rows import PreparedRows
 from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
 from teams import roles
 from teams.context import acting
@@ -35,8 +33,7 @@ from .models import Instance, InstanceEvent
 from .shutdown import FINISHED
 
 PAGE_SIZE = 50
-# What a row of the list shows, read as values (the key of its kept part); the rest of each instance and its
-# catalogue rows is not read (the list of fifty instances built six models of forty columns each, most of its time).
+# What a row of the list shows: the rest of each instance and its catalogue rows is not read.
 LIST_FIELDS = (
     "public_id",
     "name",
@@ -62,10 +59,6 @@ def _instances_of(account):  # an account, or its id
     return Instance.objects.filter(owner=account).with_related().not_endpoints()
 
 
-# The list is read on every visit and every poll: its count and pages by queries built once (console.prepared).
-_LIVE_ROWS = PreparedRows(lambda account_id: _instances_of(account_id).visible(), LIST_FIELDS, int)
-
-
 @login_required
 @require_GET
 def instance_list(request):
@@ -76,10 +69,15 @@ def instance_list(request):
     account = acting(request).account
     if request.GET.get("show") == "released":
         return _released_list(request, _instances_of(account))
-    rows = _LIVE_ROWS(account.pk)
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    status = rows.index("status")
-    context = {"page_obj": page, "rows": page.object_list, "any_live": any(row.key[status] in LIVE for row in page)}
+    live = (
+        Instance.objects.filter(owner=account)
+        .not_endpoints()
+        .visible()
+        .select_related("chip", "zone", "plan")
+        .only(*LIST_FIELDS)
+    )
+    page = Paginator(live, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page_obj": page, "rows": page.object_list, "any_live": any(i.status in LIVE for i in page)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
     return render(request, template, context)
 
@@ -213,20 +211,12 @@ def _own(request, public_id) -> Instance:
         raise PermissionDenied(str(exc.message)) from exc
 
 
-# The instance page reads its timeline, newest first, on every visit and every poll: built once (console.prepared).
-_TIMELINE = Prepared(
-    lambda instance_id: InstanceEvent.objects.filter(instance_id=instance_id).order_by("-at", "-id"), int
-)
-
-
 def _detail_context(instance, error=""):
-    events = _TIMELINE(instance.pk)
+    events = list(InstanceEvent.objects.filter(instance=instance).order_by("-at", "-id"))
     backend = get_backend(instance.backend_name)
     return {
         "instance": instance,
         "events": events,
-        # Events are append-only: their keys name everything the kept list of them shows.
-        "event_keys": tuple(event.pk for event in events),
         "cost": services.cost_so_far(instance, events),
         "image_name": image_name(instance.image),
         "simulated": backend.simulated,

@@ -11,7 +11,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -19,7 +18,6 @@ from billing.quote import storage_price
 from catalog.models import Zone
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
-from console.prepared import Prepared
 from instances import attachments
 from instances.backends import get_backend
 from instances.models import Instance
@@ -31,7 +29,6 @@ from . import disks, mounts
 from .choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
-_ZONES = Prepared(lambda: Zone.objects.active().select_related("region"))  # the create form's zones
 PANEL_TEMPLATE = "storage/instance_panel.html"
 
 
@@ -39,7 +36,7 @@ PANEL_TEMPLATE = "storage/instance_panel.html"
 
 
 def _disks_context(account, error: str = "", form=None) -> dict:
-    rows = disks.account_disk_list(account)
+    rows = list(disks.account_disks(account))
     prices = disks.prices_for(rows)
     instances_by_zone: dict[int, list[Instance]] = {}
     zones = {disk.zone_id for disk in rows if disk.status == DiskStatus.AVAILABLE}
@@ -57,7 +54,7 @@ def _disks_context(account, error: str = "", form=None) -> dict:
         price = None
     return {
         "disks": rows,
-        "zones": SimpleLazyObject(_ZONES),  # read only where the page shows the create form
+        "zones": Zone.objects.active().select_related("region"),  # read only where the page shows the create form
         "price": price,
         "error": error,
         "form": form or {},
@@ -151,7 +148,7 @@ def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> di
     shared_target = attachments.shared_target(instance)
     return {
         "instance": instance,
-        "mounts": mounts.mount_list(instance.pk),
+        "mounts": list(mounts.mounts_of(instance)),
         "attached_disks": attached,
         "spare_disks": spare,
         "shared_target": shared_target,

@@ -33,7 +33,6 @@ from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
 from catalog.models import Node, Zone
 from console.errors import Conflict, NotFound, ServiceError
-from console.prepared import Prepared
 from console.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.backends import get_backend
@@ -69,18 +68,10 @@ def user_disks(user, action: str = "view"):
     return CloudDisk.objects.for_user(user, action).live().select_related("zone", "instance")
 
 
-def account_disk_list(account) -> list[CloudDisk]:
-    """:func:`account_disks` read: the disks page's rows, by a query built once (console.prepared)."""
-    return _ACCOUNT_DISKS(account.pk)
-
-
 def account_disks(account):
     """One account's disks (a person's, or a team's for its context; or its id): the disks page and the API's
     list."""
     return CloudDisk.objects.filter(owner=account).live().select_related("zone", "instance")
-
-
-_ACCOUNT_DISKS = Prepared(account_disks, int)  # an account's id stands for the account
 
 
 def get_disk(user, public_id, action: str = "view") -> CloudDisk:
@@ -466,23 +457,16 @@ def attached_to(instance: Instance):
     return CloudDisk.objects.filter(_attached_to(instance)).order_by("name")
 
 
-# The instance page's storage panel reads them on every visit: built once (console.prepared).
-_PANEL_DISKS = Prepared(
-    lambda instance_id, owner_id, zone_id: CloudDisk.objects.filter(
-        Q(instance_id=instance_id, status=DiskStatus.ATTACHED)
-        | Q(owner_id=owner_id, zone_id=zone_id, status=DiskStatus.AVAILABLE)
-    ),
-    int,
-    int,
-    int,
-)
-
-
 def panel_disks(instance: Instance) -> tuple[list[CloudDisk], list[CloudDisk]]:
     """(the disks attached to ``instance``, by name; its owner's disks free to attach in its zone, newest first), in
     one query."""
     # The panel names each disk by its own columns: its zone and instance are the page's, read once already.
-    rows = _PANEL_DISKS(instance.pk, instance.owner_id, instance.zone_id)  # newest first: the model's order
+    rows = list(
+        CloudDisk.objects.filter(  # newest first: the model's order
+            Q(instance_id=instance.pk, status=DiskStatus.ATTACHED)
+            | Q(owner_id=instance.owner_id, zone_id=instance.zone_id, status=DiskStatus.AVAILABLE)
+        )
+    )
     attached = sorted((disk for disk in rows if disk.status == DiskStatus.ATTACHED), key=lambda disk: disk.name)
     return attached, [disk for disk in rows if disk.status == DiskStatus.AVAILABLE]
 

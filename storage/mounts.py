@@ -14,7 +14,6 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from console.errors import Conflict, NotFound, ServiceError
-from console.prepared import Prepared
 from instances.attachments import MOUNTABLE, backend_call
 from instances.models import Instance
 
@@ -76,10 +75,6 @@ def hub_item(user, repo: str):
 
 def mounts_of(instance: Instance):  # or its id
     return HubMount.objects.filter(instance=instance).order_by("target")
-
-
-# The instance page's storage panel lists them on every visit: built once (console.prepared).
-mount_list = Prepared(mounts_of, int)
 
 
 def _check_mountable(instance: Instance) -> None:

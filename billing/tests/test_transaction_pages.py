@@ -70,7 +70,7 @@ def test_every_page_of_the_transactions_list_is_the_newest_first_order(owner_cli
     pages = -(-COUNT // PAGE)
     for number in range(1, pages + 1):
         response = owner_client.get(f"/billing/transactions/?page={number}")
-        shown = [row.object.pk for row in response.context["transactions"]]
+        shown = [tx.pk for tx in response.context["transactions"]]
         assert shown == expected[(number - 1) * PAGE : number * PAGE], number
     assert len(shown) == COUNT % PAGE
 
@@ -96,7 +96,7 @@ def test_a_filtered_deep_page_is_read_the_same_way(owner_client, owner):
     )
     for number in range(1, 6):
         response = owner_client.get(f"/billing/transactions/?kind=adjustment&page={number}")
-        shown = [row.object.pk for row in response.context["transactions"]]
+        shown = [tx.pk for tx in response.context["transactions"]]
         assert shown == expected[(number - 1) * PAGE : number * PAGE], number
 
 

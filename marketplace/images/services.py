@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
@@ -27,7 +26,6 @@ from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
-from console.prepared import Prepared
 from console.validators import clean_display_name
 from instances import snapshots
 from instances.capacity import free_capacity
@@ -90,20 +88,10 @@ def _visible(user, action: str = "view"):
     return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
 
 
-_LISTED = {
-    "public_id": Prepared(lambda key: _visible(AnonymousUser()).filter(public_id=key)[:1], uuid.UUID),
-    "slug": Prepared(lambda key: _visible(AnonymousUser()).filter(slug=key)[:1], str),
-}
-
-
 def get_image(user, key, action: str = "view") -> Image:
     """The image ``key`` (its slug or public id) if ``user`` may see it; a missing image and someone else's
     private one answer the same 404."""
-    if key and action == "view" and not getattr(user, "is_authenticated", False):
-        field, value = _key(key)  # a visitor's look-up, by a query built once (visitors open images most)
-        image = _LISTED[field].first(value)
-    else:
-        image = _visible(user, action).filter(_lookup(key)).first() if key else None
+    image = _visible(user, action).filter(_lookup(key)).first() if key else None
     if image is None:
         if key:  # a team member whose role may only see the team's image is told so
             refuse_if_seen(user, Image.objects.all(), action, _lookup(key))

@@ -94,3 +94,22 @@ def test_releasing_an_instance_ends_its_mounts(owner, hub, running):
     instance.refresh_from_db()
     with pytest.raises(Conflict):
         hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")
+
+
+def test_two_users_mounting_one_repository_each_see_their_own_instance_on_its_page(
+    client, owner, stranger, hub, running
+):
+    # Given two users whose instances mount the same public model
+    pages = {}
+    for user in (owner, stranger):
+        instance = running(user=user, name=f"box-{user.pk}")
+        hub_mounts.mount(user, instance, "THUDM/chatglm3-6b")
+        pages[user] = instance
+    # When each opens their instance's page, one after the other
+    for user, instance in pages.items():
+        client.force_login(user)
+        html = client.get(instance.get_absolute_url()).content.decode()
+        # Then its unmount button acts on their own instance, never on the other user's
+        other = next(i for u, i in pages.items() if u != user)
+        assert f"/{instance.public_id}/" in html and 'data-repo="THUDM/chatglm3-6b"' in html
+        assert str(other.public_id) not in html

@@ -8,8 +8,8 @@ conf, at the top beside ``config/urls.py``, gathers them under the catalog's pre
 from django.urls import path
 from django.views.generic import RedirectView
 
-from billing import views as billing_views
-from instances import catalog_views
+from billing.views import pricing as billing_views
+from instances.views import catalog as catalog_views
 
 app_name = "catalog"
 

@@ -10,8 +10,8 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from console import views as console_views
 from console.ops.admin_site import staff_only
+from console.views import pages as console_views
 from inference import proxy as inference_proxy
 
 urlpatterns = [
@@ -62,7 +62,7 @@ urlpatterns = [
     path("", include("marketplace.hub.hf_urls")),
 ]
 
-handler400 = "console.views.error_400"
-handler403 = "console.views.error_403"
-handler404 = "console.views.error_404"
-handler500 = "console.views.error_500"
+handler400 = "console.views.pages.error_400"
+handler403 = "console.views.pages.error_403"
+handler404 = "console.views.pages.error_404"
+handler500 = "console.views.pages.error_500"

@@ -2,18 +2,18 @@
 
 from django.urls import path
 
-from . import ssh_key_views, verification_views, views
+from .views import pages, ssh_keys, verification
 
 app_name = "console"
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("status/", views.status_page, name="status"),
-    path("tokens/", views.tokens, name="tokens"),
-    path("tokens/<uuid:public_id>/revoke/", views.revoke_token, name="revoke-token"),
-    path("ssh-keys/", ssh_key_views.ssh_key_list, name="ssh-keys"),
-    path("ssh-keys/<uuid:public_id>/delete/", ssh_key_views.delete_ssh_key, name="delete-ssh-key"),
-    path("enterprise/", verification_views.enterprise_verification, name="enterprise-verification"),
-    path("real-name/", verification_views.real_name, name="real-name"),
-    path("student/", verification_views.student, name="student"),
+    path("", pages.dashboard, name="dashboard"),
+    path("status/", pages.status_page, name="status"),
+    path("tokens/", pages.tokens, name="tokens"),
+    path("tokens/<uuid:public_id>/revoke/", pages.revoke_token, name="revoke-token"),
+    path("ssh-keys/", ssh_keys.ssh_key_list, name="ssh-keys"),
+    path("ssh-keys/<uuid:public_id>/delete/", ssh_keys.delete_ssh_key, name="delete-ssh-key"),
+    path("enterprise/", verification.enterprise_verification, name="enterprise-verification"),
+    path("real-name/", verification.real_name, name="real-name"),
+    path("student/", verification.student, name="student"),
 ]

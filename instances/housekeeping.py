@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from billing.models import Plan
 from console.errors import Conflict
 
-from . import billing
+from . import charges
 from .choices import (
     RELEASE_REMINDER_DAYS,
     RESTING,
@@ -98,7 +98,7 @@ def _continue_payg(instance: Instance) -> int:
         instance.plan, instance.term_ends_at = payg, None
         q = instance_quote(instance)
         Instance.objects.filter(pk=instance.pk).update(price_per_hour=q.payable_per_hour)
-        billing.open_usage(instance, q, ended)
+        charges.open_usage(instance, q, ended)
         note(instance, Reason.TERM_CONTINUED, at=ended, data={"payable_per_hour": str(q.payable_per_hour)})
     return 1
 
@@ -123,7 +123,7 @@ def _remind_release() -> int:
             with transaction.atomic():
                 note(instance, Reason.RELEASE_REMINDER, detail=instance.release_at.isoformat())
                 date = timezone.localtime(instance.release_at).strftime("%Y-%m-%d %H:%M")
-                billing.notify(instance, "release_reminder", date=date)
+                charges.notify(instance, "release_reminder", date=date)
             sent += 1
     return sent
 

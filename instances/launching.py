@@ -17,7 +17,7 @@ from console.errors import ServiceError
 from console.field_errors import FieldError
 from console.validators import clean_display_name
 
-from . import attachments, billing, conf, limits
+from . import attachments, charges, conf, limits
 from .backends import BackendError, get_backend
 from .backends.base import SECRETS_NEED_OWN_ACCOUNT
 from .capacity import (
@@ -215,9 +215,9 @@ def _create(
     with transaction.atomic():
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
         # locks the owner's wallet until this launch commits, so concurrent launches see each other.
-        billing.check_launch_funds(user, candidate.quote)
+        charges.check_launch_funds(user, candidate.quote)
         disk_per_hour = quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
-        billing.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
+        charges.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
         # Under the wallet lock the funds check took: concurrent launches of one account count each other.
         limits.check_launch(user, cpu_only=candidate.chip is None)
         node, victims, demand = None, [], NOTHING

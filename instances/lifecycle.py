@@ -17,7 +17,7 @@ from catalog.models import Chip, InstanceSpec, Node, Zone
 from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
-from . import attachments, billing, conf, limits, tasks
+from . import attachments, charges, conf, limits, tasks
 from .backends import BackendError, Phase, TransientBackendError, get_backend
 from .capacity import Demand, demand_for, free, hold, node_shortage, out_of_capacity, reserve, reserve_compute
 from .choices import (
@@ -106,7 +106,7 @@ def stop(instance: Instance, *, reason: str = Reason.STOP_REQUESTED, detail: str
             stop_requested_at=now,
         )
         if was_running:
-            billing.close_usage(instance.public_id, ended_at=now)
+            charges.close_usage(instance.public_id, ended_at=now)
         _enqueue("stop", instance, Wanted.STOPPED)
     return instance
 
@@ -124,8 +124,8 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
     in_paid_term = instance.term_ends_at is not None and instance.term_ends_at > timezone.now()
     with transaction.atomic():
         if not in_paid_term:
-            billing.check_launch_funds(instance.owner, q, exclude=instance)
-            billing.check_member_budget(instance.owner, runner, q, exclude=instance)
+            charges.check_launch_funds(instance.owner, q, exclude=instance)
+            charges.check_member_budget(instance.owner, runner, q, exclude=instance)
         limits.check_launch(instance.owner, cpu_only=to_no_card or instance.chip_id is None, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.
@@ -196,7 +196,7 @@ def release(instance: Instance, *, reason: str = Reason.RELEASE_REQUESTED) -> In
     with transaction.atomic():
         transition(instance, Status.RELEASING, reason=reason, at=now, wanted=Wanted.RELEASED)
         if was_running:
-            billing.close_usage(instance.public_id, ended_at=now)
+            charges.close_usage(instance.public_id, ended_at=now)
         _enqueue("release", instance, Wanted.RELEASED)
     return instance
 
@@ -225,8 +225,8 @@ def preempt(instance: Instance, *, at=None, detail: str = "") -> Instance:
             stopped_at=at,
             release_at=at + conf.release_after(),
         )
-        billing.close_usage(instance.public_id, ended_at=at)
-        billing.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
+        charges.close_usage(instance.public_id, ended_at=at)
+        charges.notify(instance, "spot_preempted", notice=int(conf.spot_notice_seconds()))
         _enqueue("stop", instance, Wanted.STOPPED)
     return instance
 
@@ -306,7 +306,7 @@ def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
             release_at=at + conf.release_after(),
         )
         if was_running:
-            billing.close_usage(instance.public_id, ended_at=at)
+            charges.close_usage(instance.public_id, ended_at=at)
         free(instance)
     try:
         _backend(instance).stop(instance, grace_seconds=0)
@@ -374,7 +374,7 @@ def _become_running(instance: Instance, status) -> None:
                 access=status.access,
             )
             if instance.plan.is_per_minute:
-                billing.open_usage(instance, q, now)
+                charges.open_usage(instance, q, now)
             elif instance.term_ends_at is None or instance.term_ends_at <= now:
                 _renew_term(instance, q, now)
     except PaymentRequired as exc:
@@ -386,7 +386,7 @@ def _become_running(instance: Instance, status) -> None:
 
 def _renew_term(instance: Instance, q: Quote, now) -> None:
     ends = now + timedelta(minutes=instance.plan.period_minutes)
-    billing.charge_upfront(instance, q, term_key=now.strftime("%Y%m%dT%H%M%S"))
+    charges.charge_upfront(instance, q, term_key=now.strftime("%Y%m%dT%H%M%S"))
     Instance.objects.filter(pk=instance.pk).update(term_ends_at=ends)
     instance.term_ends_at = ends
     note(

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import billing, services
+from . import charges, services
 
 
 @shared_task
@@ -15,4 +15,4 @@ def expire_uploads() -> int:
 def charge_storage_daily() -> dict:
     """Charge yesterday's cloud storage beyond the free tier (idempotent per user per day; beat runs it hourly so
     a missed hour or a restart never skips a day) and mark the disks of users in arrears."""
-    return billing.daily()
+    return charges.daily()

@@ -50,13 +50,13 @@ ROOT_ROUTES = {
 # prefix, the catalog pages (rendered by instances and billing) under catalog/, the APIs under api/v1/.
 VIEW_PREFIXES = {
     "console": ("console/",),
-    "console.views": ("console/", ""),  # the home page, the favicon and healthz are at the root
+    "console.views.pages": ("console/", ""),  # the home page, the favicon and healthz are at the root
     "console.ops": ("ops/",),
     "instances": ("instances/",),
-    "instances.catalog_views": ("catalog/",),
+    "instances.views.catalog": ("catalog/",),
     "storage": ("storage/",),
     "billing": ("billing/",),
-    "billing.views": ("catalog/",),
+    "billing.views.pricing": ("catalog/",),
     "marketplace": ("marketplace/",),
     "marketplace.hub.hfapi": ("",),
     "inference": ("endpoints/",),

@@ -9,7 +9,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import translation
 
-from console import views
+from console.views import pages as views
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from billing import rules, wallet
 from billing.choices import COMPUTE_KINDS, TransactionKind
 from billing.models import LedgerTransaction, UsageSession
-from instances import billing as instances_billing
+from instances import charges as instances_charges
 from instances import services
 from instances.choices import TRANSITIONAL
 from instances.models import Instance
@@ -131,7 +131,7 @@ def real_ledger(db, monkeypatch):
     """The real money side; a user is funded with ``Ledger.default_balance`` of cash before the funds gate first
     looks at their wallet, unless the test set their balance."""
     ledger = Ledger()
-    gate = instances_billing.check_launch_funds
+    gate = instances_charges.check_launch_funds
 
     def funded_gate(user, quote, **kwargs):
         # Inside the launch's transaction: a launch refused later rolls the funds back with it, and the next one
@@ -140,7 +140,7 @@ def real_ledger(db, monkeypatch):
             ledger.fund(user)
         return gate(user, quote, **kwargs)
 
-    monkeypatch.setattr(instances_billing, "check_launch_funds", funded_gate)
+    monkeypatch.setattr(instances_charges, "check_launch_funds", funded_gate)
     return ledger
 
 

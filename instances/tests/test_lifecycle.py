@@ -216,9 +216,9 @@ def test_a_launch_whose_transaction_postgresql_aborts_for_a_deadlock_runs_again_
     import psycopg.errors
     from django.db import OperationalError
 
-    from instances import billing as instances_billing
+    from instances import charges as instances_charges
 
-    gate, calls = instances_billing.check_launch_funds, []
+    gate, calls = instances_charges.check_launch_funds, []
 
     def deadlocked_once(user, quote, **kwargs):
         gate(user, quote, **kwargs)
@@ -226,7 +226,7 @@ def test_a_launch_whose_transaction_postgresql_aborts_for_a_deadlock_runs_again_
         if len(calls) == 1:  # as Django raises what psycopg reports
             raise OperationalError("deadlock detected") from psycopg.errors.DeadlockDetected("deadlock detected")
 
-    monkeypatch.setattr(instances_billing, "check_launch_funds", deadlocked_once)
+    monkeypatch.setattr(instances_charges, "check_launch_funds", deadlocked_once)
     instance = launch(cards=2)
 
     assert len(calls) == 2 and Instance.objects.count() == 1

@@ -15,7 +15,7 @@ import pytest
 from billing.models import LedgerTransaction, StoragePrice
 from instances.backends import BackendError, local_volumes
 from instances.models import Instance
-from storage import billing as storage_billing
+from storage import charges as storage_charges
 from storage import tree
 from storage.tests.fixtures import store_file, tus_upload
 
@@ -110,7 +110,7 @@ def test_bytes_written_inside_are_billed_past_the_free_tier_like_uploads(on_loca
     assert on_local.run(instance, write).returncode == 0
     StoragePrice.objects.filter(resource="storage").update(per_gb_day=Decimal("100.00"))
     now = datetime(2026, 3, 2, 1, 0, tzinfo=UTC)
-    assert storage_billing.charge_day(date(2026, 3, 1), now=now) == 1
+    assert storage_charges.charge_day(date(2026, 3, 1), now=now) == 1
     charge = LedgerTransaction.objects.get(user=owner, kind="storage")
     assert charge.user_amount == Decimal("-2.00")  # 11 MiB past the free tier: 0.02 GB (rounded up) × ¥100
 

@@ -264,7 +264,7 @@ def test_a_launch_with_a_data_disk_creates_and_attaches_it(owner, launch, zone):
 
 
 def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settings):
-    from storage import billing as storage_billing
+    from storage import charges as storage_charges
 
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
@@ -272,8 +272,8 @@ def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settin
         _pay_out(owner)
     with time_machine.travel(T0 + timedelta(days=3), tick=False):
         metering.meter()  # ¥3 charged from a cash balance of 0: the owner owes money now
-        assert storage_billing.note_disk_arrears() == 1
-        assert storage_billing.note_disk_arrears() == 0  # once
+        assert storage_charges.note_disk_arrears() == 1
+        assert storage_charges.note_disk_arrears() == 0  # once
     disk.refresh_from_db()
     assert disk.arrears_since == T0 + timedelta(days=3)
     notice = disk.events.get(reason=DiskReason.ARREARS_NOTICE)
@@ -295,7 +295,7 @@ def _pay_out(owner):
 def _in_arrears_from(owner, zone, settings, *, days=3):
     """A 100 GB disk created at T0, then the owner's cash paid out: after ``days`` the metering tick has put the
     owner in debt and the daily job has marked the disk."""
-    from storage import billing as storage_billing
+    from storage import charges as storage_charges
 
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
@@ -303,18 +303,18 @@ def _in_arrears_from(owner, zone, settings, *, days=3):
         _pay_out(owner)
     with time_machine.travel(T0 + timedelta(days=days), tick=False):
         metering.meter()
-        storage_billing.daily()
+        storage_charges.daily()
     disk.refresh_from_db()
     assert disk.kept_until == T0 + timedelta(days=days + 15)
     return disk
 
 
 def _daily_at(when):
-    from storage import billing as storage_billing
+    from storage import charges as storage_charges
 
     with time_machine.travel(when, tick=False):
         metering.meter()
-        return storage_billing.daily()["disks"]
+        return storage_charges.daily()["disks"]
 
 
 def test_a_disk_left_in_arrears_is_deleted_when_retention_ends_after_two_reminders(owner, zone, settings):

@@ -24,7 +24,7 @@ from console.ops.models import AuditEntry, CapacitySnapshot
 from instances import services as instance_services
 from instances.models import Instance
 from instances.tests.fixtures import settle
-from storage import billing as storage_billing
+from storage import charges as storage_charges
 from storage import quota
 from storage.models import Entry
 from tests.fixtures.factories import UserFactory
@@ -62,7 +62,7 @@ def subsidised_month(owner, stranger, fund, catalog, instant):
             instance_services.stop(instance)
         settle()
         Entry.objects.create(owner=owner, kind="file", name="weights.bin", path="/weights.bin", size=80 * quota.GB)
-        assert storage_billing.charge_day(now=timezone.now()) == 1
+        assert storage_charges.charge_day(now=timezone.now()) == 1
     return start.date()
 
 

@@ -7,12 +7,12 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import ssh_keys
-from .errors import NotFound, ServiceError
-from .field_errors import FieldError
-from .forms import SSHKeyForm
-from .htmx import wants_partial
-from .models import SSHKey
+from .. import ssh_keys
+from ..errors import NotFound, ServiceError
+from ..field_errors import FieldError
+from ..forms import SSHKeyForm
+from ..htmx import wants_partial
+from ..models import SSHKey
 
 
 def _page(request, form, added=None, status=200):

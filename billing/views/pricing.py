@@ -10,9 +10,9 @@ from console import visitor_cache
 from console.htmx import wants_partial
 from teams.context import priced_for
 
-from . import pricing_table
-from .forms import DEFAULT_QUERY, NO_CARD, QuoteForm
-from .quote import load_price_book, storage_prices
+from .. import pricing_table
+from ..forms import DEFAULT_QUERY, NO_CARD, QuoteForm
+from ..quote import load_price_book, storage_prices
 
 TEMPLATE = "billing/pricing.html"
 CONTENT = "billing/_pricing_content.html"

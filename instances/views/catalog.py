@@ -8,9 +8,9 @@ from catalog.models import Chip
 from console.htmx import wants_partial
 from teams.context import priced_for
 
-from . import estimator
-from .comparison import comparison
-from .forms import DEFAULT_QUERY, EstimatorForm
+from .. import estimator
+from ..comparison import comparison
+from ..forms import DEFAULT_QUERY, EstimatorForm
 
 
 @require_GET

@@ -24,12 +24,12 @@ from teams.context import acting, page_account
 from teams.models import TeamEvent
 from teams.services import record
 
-from . import budgets, hourly, payments, statements, vouchers, wallet
-from .arrears import retention_days
-from .display import format_cny
-from .forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm, VoucherRedeemForm
-from .models import LedgerTransaction, Notification
-from .money import ZERO
+from .. import budgets, hourly, payments, statements, vouchers, wallet
+from ..arrears import retention_days
+from ..display import format_cny
+from ..forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm, VoucherRedeemForm
+from ..models import LedgerTransaction, Notification
+from ..money import ZERO
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50

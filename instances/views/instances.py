@@ -17,20 +17,20 @@ from catalog.models import Chip, Zone
 from console.chart_time import minute_label
 from console.errors import Forbidden, NotFound, ServiceError
 from console.htmx import wants_partial
-from storage.disk_views import panel_context  # the panel belongs to storage; its page is this one
+from storage.views.disks import panel_context  # the panel belongs to storage; its page is this one
 from teams import roles
 from teams.context import acting
 from teams.models import Membership, TeamEvent
 from teams.services import record
 
-from . import services, shutdown
-from .backends import get_backend
-from .capacity import CapacityError
-from .choices import LIVE
-from .forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
-from .images import image_name
-from .models import Instance, InstanceEvent
-from .shutdown import FINISHED
+from .. import services, shutdown
+from ..backends import get_backend
+from ..capacity import CapacityError
+from ..choices import LIVE
+from ..forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
+from ..images import image_name
+from ..models import Instance, InstanceEvent
+from ..shutdown import FINISHED
 
 PAGE_SIZE = 50
 # What a row of the list shows: the rest of each instance and its catalogue rows is not read.

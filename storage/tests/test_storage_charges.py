@@ -7,7 +7,7 @@ import pytest
 
 from billing.models import LedgerTransaction, StoragePrice
 from billing.wallet import compute_balance
-from storage import billing as storage_billing
+from storage import charges as storage_charges
 from storage import quota, tasks
 from storage.models import Entry
 
@@ -27,7 +27,7 @@ def prices(catalog):
 def test_storage_beyond_the_free_tier_is_charged_per_gb_day_from_cash(owner, stranger, prices):
     _store(owner, 80)  # 30 GB billable
     _store(stranger, 40)  # within the free tier
-    assert storage_billing.charge_day(date(2026, 3, 1), now=NOW) == 1
+    assert storage_charges.charge_day(date(2026, 3, 1), now=NOW) == 1
     charge = LedgerTransaction.objects.get(user=owner, kind="storage")
     assert charge.user_amount == Decimal("-0.30")  # 30 GB × ¥0.01
     assert "2026-03-01" in charge.reference
@@ -38,18 +38,18 @@ def test_storage_beyond_the_free_tier_is_charged_per_gb_day_from_cash(owner, str
 def test_the_daily_charge_is_booked_once_per_user_per_day_however_often_it_runs(owner, prices):
     _store(owner, 150)
     for _run in range(3):
-        storage_billing.charge_day(date(2026, 3, 1), now=NOW)
-    storage_billing.charge_day(date(2026, 3, 2), now=NOW)
+        storage_charges.charge_day(date(2026, 3, 1), now=NOW)
+    storage_charges.charge_day(date(2026, 3, 2), now=NOW)
     amounts = list(LedgerTransaction.objects.filter(user=owner, kind="storage").values_list("user_amount", flat=True))
     assert amounts == [Decimal("-1.00"), Decimal("-1.00")]
 
 
 def test_a_few_megabytes_past_the_free_tier_are_billed_not_rounded_away(owner, prices):
     Entry.objects.create(owner=owner, kind="file", name="a", path="/a", size=50 * GB + 10 * 1024 * 1024)
-    assert storage_billing.billable_gb(10 * 1024 * 1024) == Decimal("0.01")
+    assert storage_charges.billable_gb(10 * 1024 * 1024) == Decimal("0.01")
     prices.per_gb_day = Decimal("1.00")
     prices.save()
-    storage_billing.charge_day(date(2026, 3, 1), now=NOW)
+    storage_charges.charge_day(date(2026, 3, 1), now=NOW)
     assert LedgerTransaction.objects.get(user=owner).user_amount == Decimal("-0.01")
 
 
@@ -69,9 +69,9 @@ def test_later_runs_on_a_booked_day_stop_at_one_query_without_reading_usage_or_l
 ):
     _store(owner, 80)
     _store(stranger, 90)
-    assert storage_billing.charge_day(date(2026, 3, 1), now=NOW) == 2
+    assert storage_charges.charge_day(date(2026, 3, 1), now=NOW) == 2
     _store(stranger, 10, name="more.bin")  # usage changed meanwhile: the day stays as booked
     with django_assert_num_queries(1):
-        assert storage_billing.charge_day(date(2026, 3, 1), now=NOW) == 0
+        assert storage_charges.charge_day(date(2026, 3, 1), now=NOW) == 0
     assert LedgerTransaction.objects.filter(kind="storage").count() == 2
-    assert storage_billing.charge_day(date(2026, 3, 2), now=NOW) == 2  # the next day is not booked yet
+    assert storage_charges.charge_day(date(2026, 3, 2), now=NOW) == 2  # the next day is not booked yet

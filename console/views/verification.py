@@ -14,10 +14,10 @@ from django.views.decorators.http import require_http_methods
 
 from billing.models import SubsidyProgramme
 
-from . import identity, students, verification
-from .errors import ServiceError
-from .field_errors import FieldError
-from .forms import EnterpriseVerificationForm, RealNameForm, StudentAddressForm, StudentCodeForm
+from .. import identity, students, verification
+from ..errors import ServiceError
+from ..field_errors import FieldError
+from ..forms import EnterpriseVerificationForm, RealNameForm, StudentAddressForm, StudentCodeForm
 
 
 def _page(request, form, status=200):

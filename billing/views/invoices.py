@@ -10,10 +10,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from console.errors import NotFound, ServiceError
 from console.field_errors import FieldError
 
-from . import invoices
-from .display import format_cny
-from .forms import InvoiceRequestForm
-from .wallet_views import _account
+from .. import invoices
+from ..display import format_cny
+from ..forms import InvoiceRequestForm
+from .wallet import _account
 
 
 def _page(request, account, form, status=200):

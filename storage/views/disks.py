@@ -25,8 +25,8 @@ from instances.services import get_instance, get_zone
 from teams import roles
 from teams.context import page_account
 
-from . import disks, mounts
-from .choices import DiskStatus
+from .. import disks, mounts
+from ..choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
 PANEL_TEMPLATE = "storage/instance_panel.html"

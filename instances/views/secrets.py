@@ -13,9 +13,9 @@ from console.errors import NotFound, ServiceError
 from console.field_errors import FieldError
 from console.htmx import wants_partial
 
-from . import secrets
-from .forms import SecretForm, SecretValueForm
-from .models import Secret
+from .. import secrets
+from ..forms import SecretForm, SecretValueForm
+from ..models import Secret
 
 
 def _page(request, form=None, *, saved="", error="", status=200):

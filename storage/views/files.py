@@ -14,8 +14,8 @@ from console.htmx import wants_partial
 from teams import roles
 from teams.context import page_account
 
-from . import quota, services
-from .api.views import download_response
+from .. import quota, services
+from ..api.views import download_response
 
 # Small enough that an interrupted upload loses little and the progress bar moves; large enough that the
 # per-request cost stays small next to the transfer.

@@ -1,0 +1,1 @@
+"""The billing app's pages, one module per part of it."""

@@ -1,0 +1,1 @@
+"""The console app's pages, one module per part of it."""

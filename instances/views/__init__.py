@@ -1,0 +1,1 @@
+"""The instances app's pages, one module per part of it."""

@@ -1,0 +1,1 @@
+"""The storage app's pages, one module per part of it."""

@@ -220,6 +220,14 @@ def slurm_launch_overhead(report):
             bare.append(_bare_sbatch())
     finally:
         server.shutdown()
+        # A launch that failed half-way leaves its job behind: it would hold a card of the shared cluster.
+        operator = SlurmClient(settings.SLURM | {"user": "slurm"})
+        for job in operator.jobs():
+            if job.get("name", "").startswith(settings.SLURM["job_prefix"]) and job["job_state"] in (
+                "PENDING",
+                "RUNNING",
+            ):
+                operator.cancel(job["job_id"])
     report.add_latencies("console launch → running", console, note="REST submit + agent's first report")
     report.add_latencies("bare sbatch → RUNNING", bare, note="sbatch --gres=gpu:mlu370:1, squeue polled")
     ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]

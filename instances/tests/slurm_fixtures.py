@@ -9,6 +9,7 @@ as root, as CI does) and the fixture deletes afterwards.
 
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import time
@@ -29,6 +30,8 @@ from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
 TEST_ACCOUNTS = "gpctest-u"
 TEST_UID_BASE = 1_600_000_000
+ACTIVE = {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "REQUEUED"}
+TEST_JOB = re.compile(r"^t[0-9a-f]{6}-")
 
 
 class SlurmCluster:
@@ -68,15 +71,25 @@ class SlurmCluster:
         ]
         return f"{mine}; other jobs on the cluster: {others}"
 
-    def cancel_all(self, timeout: float = 60.0) -> None:
-        for job in self.jobs():
-            if job["job_state"] not in {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"}:
+    def cancel_all(self, timeout: float = 60.0, jobs=None) -> None:
+        """Cancel every job of this test (or ``jobs()``'s) and wait until none holds cards; fail naming those that
+        still do, so the test that left them is the one that says so, not the next one waiting for its cards."""
+        jobs = jobs or self.jobs
+        for job in jobs():
+            if job["job_state"] in ACTIVE:
                 self.client.cancel(job["job_id"])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(j["job_state"] not in {"PENDING", "RUNNING", "COMPLETING"} for j in self.jobs()):
+            left = [j for j in jobs() if j["job_state"] in ACTIVE]
+            if not left:
                 return
             time.sleep(0.2)
+        summary = [(j["job_id"], j["name"], j["job_state"], j.get("gres_detail")) for j in left]
+        raise AssertionError(f"jobs still hold cards {timeout:.0f} s after they were cancelled: {summary}")
+
+    def leftovers(self) -> list[dict]:
+        """Jobs that earlier tests started (their prefixes are ``t`` and six hex digits) and that still hold cards."""
+        return [j for j in self.client.jobs() if TEST_JOB.match(j.get("name", "")) and j["job_state"] in ACTIVE]
 
 
 def _own_root(parent: Path) -> Path:
@@ -107,6 +120,8 @@ def on_slurm(request, settings, catalog):
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug__in=SLURM_CHIPS).update(backend_name="slurm")
     get_backend("slurm")  # the registry's shared instance: its clients follow the settings per call
     cluster = SlurmCluster(settings.SLURM)
+    # Only one test runs on the cluster at a time: what an earlier one left behind would hold this one's cards.
+    cluster.cancel_all(jobs=cluster.leftovers)
     yield cluster
     try:
         cluster.cancel_all()

@@ -121,7 +121,7 @@ def launch_race(report):
     from django.db.models import F, Sum
 
     from catalog.models import Node
-    from console.errors import Unavailable
+    from core.errors import Unavailable
 
     os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
     zone, chip = Zone.objects.get(slug="cn-east-xc"), Chip.objects.get(slug="dcu-z100")

@@ -14,7 +14,7 @@ from django.db.models.signals import post_save
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 from teams import budgets as team_budgets
 from teams.models import Membership
 

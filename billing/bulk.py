@@ -12,7 +12,7 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models.base import ModelState
 
-from console.lookups import array_type
+from core.lookups import array_type
 
 # The field types whose values psycopg sends as they are: on PostgreSQL Django's preparation of an int, an aware
 # datetime, a date, a Decimal, a string or a UUID returns that same value, and calling it for each of millions of

@@ -17,8 +17,8 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from console.errors import ServiceError, Unavailable
 from console.ops.audit import Actor
+from core.errors import ServiceError, Unavailable
 
 from . import invoices
 from .models import Invoice

@@ -19,11 +19,11 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console import csvsafe
-from console.errors import Conflict, NotFound, ServiceError, Unavailable
-from console.field_errors import FieldError
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
+from core import csvsafe
+from core.errors import Conflict, NotFound, ServiceError, Unavailable
+from core.field_errors import FieldError
 
 from . import wallet
 from .choices import TransactionKind

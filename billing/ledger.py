@@ -21,7 +21,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 
 from . import spend
 from .bulk import bulk_insert, bulk_set, instances, loaded

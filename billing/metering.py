@@ -39,7 +39,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 
 from . import arrears, budgets, vouchers
 from .bulk import bulk_set, instances

@@ -17,7 +17,7 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import BilingualName, Chip, Zone
-from console.choice_labels import ChoiceLabels
+from core.choice_labels import ChoiceLabels
 
 from .choices import (
     AccountKind,

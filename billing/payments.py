@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console import identity
-from console.errors import NotFound, ServiceError, Unavailable
+from core.errors import NotFound, ServiceError, Unavailable
 
 from . import arrears
 from .choices import AccountKind, PaymentProvider, TopUpStatus, TransactionKind

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from catalog.models import Chip, InstanceSpec
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from .quote import PAY_AS_YOU_GO, PriceBook, Quote, quote
 

@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 
 from catalog.models import Chip, InstanceSpec, Zone, check_zone_accepts
 from catalog.services import zone_offers
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from . import price_version
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage

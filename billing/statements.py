@@ -10,8 +10,8 @@ from django.core.paginator import Page, Paginator
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console import csvsafe
-from console.choice_labels import label
+from core import csvsafe
+from core.choice_labels import label
 from teams.accounts import is_account
 
 from . import catalog_names, spend

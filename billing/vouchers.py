@@ -27,8 +27,8 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict, ServiceError
-from console.field_errors import FieldError
+from core.errors import Conflict, ServiceError
+from core.field_errors import FieldError
 
 from . import arrears, rules
 from .choices import AccountKind, NotificationKind, TransactionKind

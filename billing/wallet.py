@@ -17,7 +17,7 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import PaymentRequired, ServiceError
+from core.errors import PaymentRequired, ServiceError
 
 from . import arrears, hourly, rules, spend, vouchers
 from .choices import COMPUTE_KINDS, AccountKind, NotificationKind, TransactionKind, UsageKind

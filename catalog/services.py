@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Sum
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from .models import Chip, Node, Zone
 

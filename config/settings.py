@@ -110,7 +110,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     # WhiteNoise, able to run in async mode: under uvicorn no middleware puts a request on a thread.
-    "console.static_middleware.StaticFilesMiddleware",
+    "core.static_middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "console.middleware.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -185,7 +185,7 @@ PASSWORD_HASHERS = [
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "console.validators.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "core.validators.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -370,16 +370,16 @@ REST_FRAMEWORK = {
         "console.api.permissions.TokenScopePermission",
     ],
     "DEFAULT_PARSER_CLASSES": [
-        "console.api.parsers.JSONParser",
+        "core.api.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "console.api.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "console.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {"user": env.str("API_RATE_LIMIT", default="600/min")},
 }
 SPECTACULAR_SETTINGS = {
@@ -396,7 +396,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"InvoiceKindEnum": "billing.models.Invoice.Kind"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "console.api.schema.document_errors",
+        "core.api.schema.document_errors",
     ],
 }
 

@@ -2,7 +2,8 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 
-from .errors import ServiceError
+from core.errors import ServiceError
+
 from .models import (
     ApiToken,
     AuditEntry,

@@ -8,7 +8,9 @@ class ConsoleConfig(AppConfig):
     verbose_name = _("Console")
 
     def ready(self):
-        from . import checks, data_dir, lookups, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
+        from core import lookups
+
+        from . import checks, data_dir, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
 
         lookups.register()
         # After every migrate (each deploy, each make run): the data folder made private (see console.data_dir).

@@ -30,9 +30,10 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
+from core.errors import Conflict, ServiceError, Unavailable
+from core.field_errors import FieldError
+
 from . import verification
-from .errors import Conflict, ServiceError, Unavailable
-from .field_errors import FieldError
 from .models import RealNameVerification
 
 log = logging.getLogger(__name__)

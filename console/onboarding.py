@@ -6,9 +6,8 @@ from decimal import ROUND_DOWN, Decimal
 from billing.quote import load_price_book, quote
 from billing.wallet import trial_amount
 from catalog.models import Chip
+from core.errors import ServiceError
 from instances.models import Instance
-
-from .errors import ServiceError
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ import asyncssh
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from .errors import NotFound, ServiceError
-from .field_errors import FieldError
+from core.errors import NotFound, ServiceError
+from core.field_errors import FieldError
+from core.validators import clean_display_name
+
 from .models import SSHKey, User
-from .validators import clean_display_name
 
 MAX_SSH_KEYS_PER_USER = 20
 MAX_NAME_LENGTH = 100  # SSHKey.name

@@ -21,8 +21,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from .errors import Conflict, ServiceError
-from .field_errors import FieldError
+from core.errors import Conflict, ServiceError
+from core.field_errors import FieldError
+
 from .models import StudentVerification
 
 log = logging.getLogger(__name__)

@@ -9,10 +9,11 @@ from datetime import timedelta
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from . import keys
-from .errors import NotFound, ServiceError
+from core import keys
+from core.errors import NotFound, ServiceError
+from core.validators import clean_display_name
+
 from .models import ApiToken
-from .validators import clean_display_name
 
 TOKEN_PREFIX = "gpc_"
 MAX_TOKENS_PER_USER = 50

@@ -16,10 +16,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core.errors import Conflict, NotFound, ServiceError
 from teams.accounts import team_of
 from teams.roles import Role
 
-from .errors import Conflict, NotFound, ServiceError
 from .models import EnterpriseVerification
 
 Status = EnterpriseVerification.Status

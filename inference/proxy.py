@@ -29,9 +29,9 @@ from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from console.errors import ServiceError
-from console.jsonbody import InvalidJsonBody, parse_json_body
-from console.upstream import async_client
+from core.errors import ServiceError
+from core.jsonbody import InvalidJsonBody, parse_json_body
+from core.upstream import async_client
 from instances.choices import Status
 
 from . import services as endpoints

@@ -19,9 +19,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
-from console import identity, keys
-from console.chart_time import minute_label
-from console.errors import Conflict, NotFound, ServiceError
+from console import identity
+from core import keys
+from core.chart_time import minute_label
+from core.errors import Conflict, NotFound, ServiceError
 from instances import services
 from instances.backends import get_backend
 from instances.choices import Reason, Status

@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console.errors import Forbidden, NotFound, ServiceError
-from console.htmx import wants_partial
+from core.errors import Forbidden, NotFound, ServiceError
+from core.htmx import wants_partial
 from instances import services
 from instances.backends import get_backend
 from instances.models import Instance

@@ -2,10 +2,10 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
-from console.errors import ServiceError
 from console.ops import services as ops_services
 from console.ops.admin_audit import audited_save
 from console.ops.audit import Actor
+from core.errors import ServiceError
 
 from . import services
 from .models import AccountLimit, AgentReport, HostLoad, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob

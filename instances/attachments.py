@@ -21,7 +21,7 @@ import logging
 
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from storage import tree
 from storage.models import (
     CloudDisk,

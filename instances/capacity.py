@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils.translation import gettext as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from console.errors import Unavailable
+from core.errors import Unavailable
 
 from .backends import BackendError, get_backend
 from .models import HostLoad, Instance

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
-from console.field_errors import FieldError
+from core.field_errors import FieldError
 
 from .choices import Reason
 from .environment_variables import check_name, check_value, utf8_length

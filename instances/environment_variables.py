@@ -9,7 +9,7 @@ import re
 
 from django.utils.translation import gettext as _
 
-from console.field_errors import FieldError
+from core.field_errors import FieldError
 
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_NAME_LENGTH = 64

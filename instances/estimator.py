@@ -17,8 +17,8 @@ from django.utils.translation import gettext_lazy
 
 from billing.quote import MAX_CARDS, MAX_TERM_MINUTES, PriceBook, Quote, load_price_book, quote
 from catalog.models import Chip
-from console.errors import ServiceError
-from console.field_errors import FieldError
+from core.errors import ServiceError
+from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS
 

@@ -6,8 +6,8 @@ from django.utils.translation import gettext_lazy as _
 
 from billing.quote import MAX_CARDS
 from catalog.models import Chip
-from console.errors import ServiceError
-from console.field_errors import FieldError
+from core.errors import ServiceError
+from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .environment import check_boot_options, parse_env_lines

@@ -14,7 +14,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import NotFound
+from core.errors import NotFound
 
 from .backends.base import MetricPoint
 from .backends.slurm import check_agent_token

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import Plan
-from console.errors import Conflict
+from core.errors import Conflict
 
 from . import charges
 from .choices import (

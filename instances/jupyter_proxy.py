@@ -18,7 +18,7 @@ Entering goes back and forth once, as an OAuth sign-in does:
 3. :func:`lab_application` — the ASGI application for lab hosts (``config/asgi.py`` routes them here, before
    Django). ``/_lab/login`` spends the handoff and sets the lab's own cookie: host-only, HttpOnly, signed, bound to
    the user, the instance, the user's password (a password change ends it) and the console session it was entered
-   from (sealed with ``console.encryption``): signing out of the console ends it too. Every other request must
+   from (sealed with ``core.encryption``): signing out of the console ends it too. Every other request must
    carry that cookie; ownership and the instance's Jupyter server are looked up again every few seconds
    (``LAB_AUTH_CACHE_SECONDS``), so a released or transferred instance closes within that. What stays open (a
    kernel's, terminal's or exposed port's websocket, a long download) is looked up again, uncached, every
@@ -73,9 +73,9 @@ from django.views.decorators.http import require_safe
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from console import encryption
-from console.errors import Forbidden, NotFound
-from console.upstream import pooled_client
+from core import encryption
+from core.errors import Forbidden, NotFound
+from core.upstream import pooled_client
 
 from .backends import JupyterServer, get_backend
 from .backends.local import lab_path
@@ -524,7 +524,7 @@ async def _proxy(scope, receive, send, server: JupyterServer, still_admitted) ->
         text = _may_hold_token(scope["path"], server, upstream.headers.get("content-type", ""))
         headers = _returned_headers(upstream, server, keep_length=not text)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": headers})
-        # Each read goes on as it came (up to console.upstream's read size): gathering reads into larger blocks
+        # Each read goes on as it came (up to core.upstream's read size): gathering reads into larger blocks
         # copied every byte once more and cost the console a fifth of its CPU on a download.
         chunks = upstream.aiter_raw()
         if text and server.token:

@@ -13,9 +13,9 @@ from django.utils.translation import gettext as _
 from billing.quote import Quote, load_price_book, quote, quote_disk
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from catalog.services import get_chip, get_zone, zone_offers
-from console.errors import ServiceError
-from console.field_errors import FieldError
-from console.validators import clean_display_name
+from core.errors import ServiceError
+from core.field_errors import FieldError
+from core.validators import clean_display_name
 
 from . import attachments, charges, conf, limits
 from .backends import BackendError, get_backend

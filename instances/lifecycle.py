@@ -14,7 +14,7 @@ from kombu.exceptions import OperationalError
 
 from billing.quote import Quote, quote
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from console.errors import Conflict, NotFound, PaymentRequired, ServiceError
+from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
 from . import attachments, charges, conf, limits, tasks

@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 from django.utils.translation import gettext as _
 
 from billing import wallet
-from console.errors import Forbidden
+from core.errors import Forbidden
 
 from .choices import ACTIVE
 from .models import AccountLimit, Instance

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
-from console.errors import Unavailable
-from console.field_errors import FieldError
+from core.errors import Unavailable
+from core.field_errors import FieldError
 
 from .backends import BackendError, get_backend
 from .models import Instance

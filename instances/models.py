@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from console.choice_labels import ChoiceLabels
+from core.choice_labels import ChoiceLabels
 
 from .choices import BADGE_COLOURS, LIVE, PRICED, Reason, Status, TermEnd, Wanted
 from .querysets import InstanceQuerySet, SecretQuerySet
@@ -150,7 +150,7 @@ class Instance(ChoiceLabels, models.Model):
 class Secret(models.Model):
     """A value a user keeps for their instances (an API key, a password), given to the instances that name it as
     the environment variable ``name`` at every boot (``instances.environment``). The value is encrypted at rest
-    (``console.encryption``) and never shown again once saved: pages, the API and the admin show the name and when
+    (``core.encryption``) and never shown again once saved: pages, the API and the admin show the name and when
     it last changed, nothing else. ``instances.secrets`` writes and reads it."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="secrets")

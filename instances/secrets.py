@@ -10,9 +10,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 
-from console.encryption import DecryptionError, decrypt, encrypt
-from console.errors import Conflict, NotFound, ServiceError
-from console.field_errors import FieldError
+from core.encryption import DecryptionError, decrypt, encrypt
+from core.errors import Conflict, NotFound, ServiceError
+from core.field_errors import FieldError
 
 from .environment_variables import check_name, check_value
 from .models import Secret

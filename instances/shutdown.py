@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict
+from core.errors import Conflict
 
 from .choices import Status
 from .models import Instance

@@ -5,7 +5,7 @@ backend itself. A refusal is a ServiceError with the backend's reason; a backend
 one of ``RETRYABLE``, which the snapshot task retries with backoff.
 """
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from .backends import BackendError, TransientBackendError, get_backend
 from .models import Instance

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.http.request import split_domain_port
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict
+from core.errors import Conflict
 from teams.access import owned
 
 from .backends import Backend, get_backend

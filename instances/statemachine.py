@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from console.errors import Conflict
+from core.errors import Conflict
 
 from .choices import TRANSITIONS, Status
 from .models import Instance, InstanceEvent

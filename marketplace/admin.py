@@ -5,8 +5,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
-from console.errors import ServiceError
 from console.ops.audit import client_ip
+from core.errors import ServiceError
 
 from .choices import ImageReview
 from .hub import services

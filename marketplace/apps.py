@@ -2,7 +2,7 @@ from django.apps import AppConfig
 from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy as _
 
-from console import visitor_cache
+from core import visitor_cache
 from instances import images as instance_images
 
 

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from console.choice_labels import ChoiceLabels
+from core.choice_labels import ChoiceLabels
 from instances.choices import Backend
 
 from .choices import (

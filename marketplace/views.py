@@ -17,9 +17,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console import visitor_cache
-from console.errors import Forbidden, NotFound, ServiceError
-from console.htmx import wants_partial
+from core import visitor_cache
+from core.errors import Forbidden, NotFound, ServiceError
+from core.htmx import wants_partial
 from instances.attachments import MOUNTABLE
 from instances.models import Instance
 from instances.services import get_instance
@@ -95,7 +95,7 @@ def _hub_results(request) -> tuple[dict, int, HubSearchForm]:
 
 @require_GET
 def hub_list(request):
-    """The searchable list. A visitor's page at the bare address is kept (``console.visitor_cache``)."""
+    """The searchable list. A visitor's page at the bare address is kept (``core.visitor_cache``)."""
     if wants_partial(request):
         context, status, _form = _hub_results(request)
         return render(request, f"{LIST_CONTENT}#results", context, status=status)

@@ -32,8 +32,8 @@ from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
 from catalog.models import Node, Zone
-from console.errors import Conflict, NotFound, ServiceError
-from console.validators import clean_display_name
+from core.errors import Conflict, NotFound, ServiceError
+from core.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.backends import get_backend
 from instances.choices import Status

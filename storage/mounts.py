@@ -13,7 +13,7 @@ from typing import Protocol
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from console.errors import Conflict, NotFound, ServiceError
+from core.errors import Conflict, NotFound, ServiceError
 from instances.attachments import MOUNTABLE, backend_call
 from instances.models import Instance
 

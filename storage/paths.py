@@ -11,7 +11,7 @@ import unicodedata
 
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 ROOT = "/"
 MAX_NAME_BYTES = 255  # NAME_MAX on Linux file systems

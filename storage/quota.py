@@ -16,7 +16,7 @@ from django.db.models import Sum
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from teams.accounts import is_account, is_account_address
 
 from . import tree

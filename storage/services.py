@@ -33,7 +33,7 @@ from django.utils.translation import gettext as _
 
 from billing import wallet
 from billing.quote import quote_storage
-from console.errors import Conflict, NotFound, ServiceError, Unavailable
+from core.errors import Conflict, NotFound, ServiceError, Unavailable
 
 from . import paths, quota, tree
 from .choices import EntryKind, UploadStatus

@@ -93,7 +93,7 @@ def _mounted(root: Path) -> None:
     """An account whose tree is an image (made at its first machine's start) has it mounted before the console
     writes: never into the empty folder under it. (It takes the volume's lock itself, so before ours.)"""
     if root.with_name(f"{root.name}.img").exists():
-        from console.errors import Unavailable
+        from core.errors import Unavailable
         from instances.backends import TransientBackendError, local_volumes
 
         try:

@@ -8,7 +8,7 @@ page lists team objects with no extra query.
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
-from console.errors import Forbidden
+from core.errors import Forbidden
 
 from . import roles
 from .models import Membership, Team

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.field_errors import FieldError
+from core.field_errors import FieldError
 
 from .models import Membership
 

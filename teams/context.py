@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext as _
 from rest_framework.request import Request
 
-from console.errors import Forbidden
+from core.errors import Forbidden
 
 from . import roles
 from .models import Membership

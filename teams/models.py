@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from console.choice_labels import ChoiceLabels
+from core.choice_labels import ChoiceLabels
 
 from .roles import Role
 

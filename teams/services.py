@@ -24,8 +24,8 @@ from django.utils.translation import gettext as _
 
 from console import identity
 from console.account_adapter import email_subject
-from console.errors import Conflict, Forbidden, NotFound, ServiceError
-from console.field_errors import FieldError
+from core.errors import Conflict, Forbidden, NotFound, ServiceError
+from core.field_errors import FieldError
 
 from . import accounts, budgets, roles
 from .models import Invitation, Membership, Team, TeamEvent

@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.account_adapter import AFTER_LOGIN_SESSION_KEY
-from console.errors import Forbidden, NotFound, ServiceError
-from console.field_errors import FieldError
+from core.errors import Forbidden, NotFound, ServiceError
+from core.field_errors import FieldError
 
 from . import context, roles, services
 from .forms import InvitationForm, TeamForm

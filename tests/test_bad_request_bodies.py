@@ -7,8 +7,8 @@ import json
 import pytest
 from django.test import Client
 
-from console.jsonbody import InvalidJsonBody, parse_json_body
 from console.models import ApiToken
+from core.jsonbody import InvalidJsonBody, parse_json_body
 
 pytestmark = pytest.mark.django_db
 

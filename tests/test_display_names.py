@@ -5,9 +5,9 @@ written. Storage file names follow the stricter file-name rule (storage/paths.py
 import pytest
 
 from catalog.models import Zone
-from console.errors import ServiceError
 from console.models import ApiToken
-from console.validators import clean_display_name
+from core.errors import ServiceError
+from core.validators import clean_display_name
 from inference.tests.fixtures import fund
 from instances.models import Instance
 from marketplace.models import Image

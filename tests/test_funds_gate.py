@@ -11,7 +11,7 @@ from django.db import connection
 from billing import wallet
 from billing.models import UsageSession
 from catalog.models import Zone
-from console.errors import PaymentRequired, ServiceError
+from core.errors import PaymentRequired, ServiceError
 from instances import services
 from instances.models import Instance
 from storage import disks

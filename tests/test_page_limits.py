@@ -4,7 +4,7 @@ naming the parameter — never a server error, and never the first page passed o
 
 import pytest
 
-from console.api.pagination import MAX_LIMIT
+from core.api.pagination import MAX_LIMIT
 from storage import services as storage_services
 from storage.models import Entry
 

@@ -14,7 +14,7 @@ from billing import price_version
 from billing.models import Plan, Price, PriceBookVersion, SubsidyProgramme
 from catalog import seed as instances_seed
 from catalog.models import Chip, Node, Region
-from console import visitor_cache
+from core import visitor_cache
 from marketplace import seed as hub_seed
 from marketplace.models import HubItem
 from tests.fixtures import replay

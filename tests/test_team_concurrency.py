@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from billing import metering, wallet
 from billing.models import LedgerTransaction
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 from instances import services
 from instances.models import Instance
 from instances.tests.fixtures import settle

@@ -10,8 +10,8 @@ from rest_framework.views import APIView
 from catalog import services as catalog_services
 from catalog.models import InstanceSpec
 from console.api.permissions import PersonalTokenPermission
-from console.errors import ServiceError
-from console.paging import BothEnds
+from core.errors import ServiceError
+from core.paging import BothEnds
 from teams import roles
 from teams.context import acting
 from teams.models import TeamEvent

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from billing import payments, wallet
 from billing.models import LedgerTransaction, TopUp
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
 

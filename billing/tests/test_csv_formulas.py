@@ -11,7 +11,7 @@ import time_machine
 
 from billing.metering import close_usage, open_usage
 from billing.quote import quote
-from console.csvsafe import neutralise
+from core.csvsafe import neutralise
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from billing import invoices, payments, wallet
 from billing.models import Invoice
-from console.errors import ServiceError
 from console.ops.audit import Actor
 from console.ops.models import AuditEntry
+from core.errors import ServiceError
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from billing import ledger, metering, payments, vouchers, wallet
 from billing.models import Account, Plan, TopUp
 from billing.quote import quote
-from console.errors import ServiceError
+from core.errors import ServiceError
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

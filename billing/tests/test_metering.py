@@ -12,7 +12,7 @@ from billing import ledger, metering, wallet
 from billing.metering import close_usage, meter, open_usage
 from billing.models import LedgerTransaction, Price, SubsidyUsage, UsageSession
 from billing.quote import quote
-from console.errors import Conflict
+from core.errors import Conflict
 
 pytestmark = pytest.mark.django_db
 

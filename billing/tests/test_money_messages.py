@@ -8,7 +8,7 @@ from django.utils import translation
 
 from billing import ledger, wallet
 from billing.models import Notification
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 
 pytestmark = pytest.mark.django_db
 

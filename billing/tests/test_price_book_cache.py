@@ -18,7 +18,7 @@ from billing.models import Plan, Price, PriceBookVersion, SubsidyProgramme, Subs
 from billing.quote import load_price_book, quote
 from billing.rules import month_of
 from catalog.models import InstanceSpec, Node
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from billing.models import Plan, Price, SubsidyUsage
 from billing.quote import load_price_book, quote
 from billing.subsidies import usage_month
 from catalog.models import InstanceSpec
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
 

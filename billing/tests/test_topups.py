@@ -11,7 +11,7 @@ from django.test import Client
 
 from billing import ledger, payments, wallet
 from billing.models import LedgerTransaction, TopUp
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from .stripe_helpers import SECRET, checkout_completed, deliver, event, signature
 

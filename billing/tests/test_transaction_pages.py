@@ -12,7 +12,7 @@ from billing import ledger
 from billing.choices import AccountKind, TransactionKind
 from billing.models import LedgerTransaction
 from billing.statements import filtered_transactions
-from console.paging import BothEnds
+from core.paging import BothEnds
 
 PAGE = 50
 COUNT = 7 * PAGE + 13  # a partial last page

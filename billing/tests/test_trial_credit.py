@@ -10,7 +10,7 @@ from django.utils import timezone
 from billing import ledger, wallet
 from billing.models import LedgerTransaction, Notification, TrialGrant
 from console import services as console_services
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

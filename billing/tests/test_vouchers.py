@@ -15,8 +15,8 @@ from billing.choices import AccountKind
 from billing.models import Account, LedgerTransaction, Notification, Plan, Voucher, VoucherBatch, VoucherCode
 from billing.quote import quote
 from catalog.models import Chip
-from console.errors import Conflict, PaymentRequired
-from console.field_errors import FieldError
+from core.errors import Conflict, PaymentRequired
+from core.field_errors import FieldError
 from tests.fixtures.concurrency import race
 from tests.fixtures.factories import UserFactory
 

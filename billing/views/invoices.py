@@ -7,8 +7,8 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from console.errors import NotFound, ServiceError
-from console.field_errors import FieldError
+from core.errors import NotFound, ServiceError
+from core.field_errors import FieldError
 
 from .. import invoices
 from ..display import format_cny

@@ -6,8 +6,8 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from catalog.models import Chip, InstanceSpec
-from console import visitor_cache
-from console.htmx import wants_partial
+from core import visitor_cache
+from core.htmx import wants_partial
 from teams.context import priced_for
 
 from .. import pricing_table

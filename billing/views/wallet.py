@@ -15,9 +15,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.errors import NotFound, ServiceError
-from console.htmx import wants_partial
-from console.paging import BothEnds
+from core.errors import NotFound, ServiceError
+from core.htmx import wants_partial
+from core.paging import BothEnds
 from teams import roles
 from teams import services as team_services
 from teams.context import acting, page_account

@@ -6,7 +6,7 @@ Apart from ``services`` because the instances' admin imports that module, and th
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from console.errors import NotFound
+from core.errors import NotFound
 from marketplace.hub import repos
 from marketplace.models import HubItem
 

@@ -18,8 +18,8 @@ from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, Sub
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.rules import month_bounds, month_of
 from catalog.models import Chip, Node, Zone
-from console import csvsafe
-from console.chart_time import slot_label
+from core import csvsafe
+from core.chart_time import slot_label
 from instances.choices import Status
 from instances.models import Instance
 

@@ -8,7 +8,7 @@ action get a clear 403.
 from django.contrib.auth.models import Group, Permission
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 OPS = "ops"
 FINANCE = "finance"

@@ -19,8 +19,8 @@ from billing.models import LedgerTransaction, Price, SubsidyProgramme, VoucherBa
 from billing.money import CENT, RATE_QUANTUM, ZERO
 from catalog.models import Chip, Node
 from console import verification
-from console.errors import Conflict, NotFound, ServiceError
 from console.models import EnterpriseVerification, User
+from core.errors import Conflict, NotFound, ServiceError
 from instances import services as instance_services
 from instances.choices import Reason
 from instances.models import Instance

@@ -19,9 +19,10 @@ from billing import invoices as billing_invoices
 from billing import vouchers as billing_vouchers
 from billing.display import format_cny
 from billing.models import Invoice, LedgerTransaction, Price, VoucherBatch
-from console import csvsafe, verification
-from console.errors import NotFound, ServiceError
+from console import verification
 from console.models import EnterpriseVerification, User
+from core import csvsafe
+from core.errors import NotFound, ServiceError
 from instances.choices import ACTIVE
 from instances.models import Instance
 from marketplace.models import HubItem

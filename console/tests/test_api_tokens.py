@@ -5,8 +5,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from console import services
-from console.errors import ServiceError
 from console.models import ApiToken
+from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
 
@@ -135,7 +135,7 @@ def test_token_names_are_required_by_the_service_too(owner):
 
 
 def test_a_prefix_collision_draws_another_token(owner, monkeypatch):
-    from console import keys
+    from core import keys
 
     draws = iter(["aaaaaaaa", "aaaaaaaa", "bbbbbbbb"])
     monkeypatch.setattr(keys.secrets, "token_hex", lambda n: next(draws))

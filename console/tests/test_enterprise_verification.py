@@ -10,12 +10,12 @@ from billing.choices import Eligibility
 from billing.quote import quote
 from billing.subsidies import is_verified_enterprise
 from console import verification
-from console.errors import Conflict, ServiceError
 from console.models import EnterpriseVerification
 from console.ops import services as ops_services
 from console.ops.audit import Actor
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry
+from core.errors import Conflict, ServiceError
 
 pytestmark = pytest.mark.django_db
 

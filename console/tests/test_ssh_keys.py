@@ -6,8 +6,8 @@ from django.conf import settings
 from django.urls import reverse
 
 from console import ssh_keys
-from console.errors import ServiceError
 from console.models import SSHKey
+from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console import students
-from console.errors import Conflict, ServiceError
 from console.models import StudentVerification
+from core.errors import Conflict, ServiceError
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
 

@@ -18,15 +18,15 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.views.wallet import wallet_context
+from core.errors import NotFound, ServiceError
+from core.htmx import wants_partial
 from teams import roles
 from teams.context import acting
 from teams.models import Membership
 from teams.services import team_for_token
 
 from .. import onboarding, services
-from ..errors import NotFound, ServiceError
 from ..forms import ApiTokenForm
-from ..htmx import wants_partial
 from ..middleware import API_PREFIXES, OPENAI_PREFIX, is_hub_api
 from ..models import ApiToken, User
 

@@ -7,11 +7,12 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.errors import NotFound, ServiceError
+from core.field_errors import FieldError
+from core.htmx import wants_partial
+
 from .. import ssh_keys
-from ..errors import NotFound, ServiceError
-from ..field_errors import FieldError
 from ..forms import SSHKeyForm
-from ..htmx import wants_partial
 from ..models import SSHKey
 
 

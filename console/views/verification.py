@@ -13,10 +13,10 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from billing.models import SubsidyProgramme
+from core.errors import ServiceError
+from core.field_errors import FieldError
 
 from .. import identity, students, verification
-from ..errors import ServiceError
-from ..field_errors import FieldError
 from ..forms import EnterpriseVerificationForm, RealNameForm, StudentAddressForm, StudentCodeForm
 
 

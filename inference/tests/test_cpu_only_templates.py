@@ -11,7 +11,7 @@ from django.utils import timezone
 from billing.metering import meter
 from billing.models import UsageSession
 from catalog.models import Node
-from console.errors import ServiceError
+from core.errors import ServiceError
 from inference import services as endpoints
 from inference.tests.fixtures import fund
 from instances import services

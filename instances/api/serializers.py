@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from billing.quote import MAX_CARDS
 from catalog.models import Chip, InstanceSpec, Zone
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from ..choices import Backend, TermEnd
 from ..estimator import LIMITS, check_positive

@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 
 from billing.quote import load_price_book
 from catalog.models import Chip, InstanceSpec, Zone
-from console.errors import ServiceError
-from console.field_errors import FieldError
+from core.errors import ServiceError
+from core.field_errors import FieldError
 
 from .. import estimator, services
 from .serializers import (

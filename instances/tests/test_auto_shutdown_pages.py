@@ -9,7 +9,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from console.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 from instances import services, shutdown
 from instances.models import Instance
 from instances.tests.fixtures import settle

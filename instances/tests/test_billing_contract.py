@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from billing import metering, wallet
 from billing.models import UsageSession
-from console.errors import PaymentRequired
+from core.errors import PaymentRequired
 from instances import services
 from instances.choices import Reason, Status
 from instances.models import Instance

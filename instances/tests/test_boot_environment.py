@@ -6,7 +6,7 @@ import shlex
 import pytest
 from django.urls import reverse
 
-from console.field_errors import FieldError
+from core.field_errors import FieldError
 from instances import secrets
 from instances.backends.slurm import SlurmBackend
 from instances.choices import Reason

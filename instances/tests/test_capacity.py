@@ -7,7 +7,7 @@ from django.db import IntegrityError, connection
 from django.db.models import F
 
 from catalog.models import Chip, Node, Zone
-from console.errors import Unavailable
+from core.errors import Unavailable
 from instances import services
 from instances.capacity import CapacityError
 from instances.models import Instance

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from billing.models import Plan, Price
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from console.errors import ServiceError
+from core.errors import ServiceError
 from instances import services
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from billing.quote import load_price_book
-from console.errors import ServiceError
+from core.errors import ServiceError
 from instances.estimator import TrainingJob, estimate_chip, estimate_training, round_cards
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.db.models import F
 from django.urls import reverse
 
 from catalog.models import Node, Zone
-from console.errors import ServiceError
+from core.errors import ServiceError
 from instances import lifecycle, services
 from instances.backends import local
 from instances.capacity import CapacityError

@@ -8,7 +8,7 @@ import time_machine
 from django.utils import timezone
 
 from catalog.models import Node
-from console.errors import Conflict, PaymentRequired, ServiceError
+from core.errors import Conflict, PaymentRequired, ServiceError
 from instances import services
 from instances.backends import simulated
 from instances.choices import Reason, Status

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Node
-from console.errors import Conflict
+from core.errors import Conflict
 from instances import services
 from instances.choices import Reason, Status
 from instances.models import Instance

@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from console.encryption import DecryptionError, decrypt, encrypt
-from console.errors import Conflict, NotFound
-from console.field_errors import FieldError
+from core.encryption import DecryptionError, decrypt, encrypt
+from core.errors import Conflict, NotFound
+from core.field_errors import FieldError
 from instances import secrets
 from instances.models import Secret
 
@@ -261,7 +261,7 @@ def test_an_error_report_shows_a_secret_value_as_stars(owner, monkeypatch, rf):
 
     from django.views.debug import ExceptionReporter
 
-    from console import encryption
+    from core import encryption
 
     def key_store_down():
         raise RuntimeError("the key store is down")

@@ -5,7 +5,7 @@ from django.views.decorators.http import require_GET
 
 from billing.quote import load_price_book
 from catalog.models import Chip
-from console.htmx import wants_partial
+from core.htmx import wants_partial
 from teams.context import priced_for
 
 from .. import estimator

@@ -14,9 +14,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.models import Plan
 from billing.quote import quote_disk
 from catalog.models import Chip, Zone
-from console.chart_time import minute_label
-from console.errors import Forbidden, NotFound, ServiceError
-from console.htmx import wants_partial
+from core.chart_time import minute_label
+from core.errors import Forbidden, NotFound, ServiceError
+from core.htmx import wants_partial
 from storage.views.disks import panel_context  # the panel belongs to storage; its page is this one
 from teams import roles
 from teams.context import acting

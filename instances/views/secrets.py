@@ -9,9 +9,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.errors import NotFound, ServiceError
-from console.field_errors import FieldError
-from console.htmx import wants_partial
+from core.errors import NotFound, ServiceError
+from core.field_errors import FieldError
+from core.htmx import wants_partial
 
 from .. import secrets
 from ..forms import SecretForm, SecretValueForm

@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
-from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 from console.ops.audit import client_ip
+from core.api.pagination import LimitOffsetPagination
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
 from teams.context import acting

@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
-from console.api.pagination import LimitOffsetPagination
 from console.api.permissions import PersonalTokenPermission, TokenScopePermission
+from core.api.pagination import LimitOffsetPagination
 
 from ..hub import services
 from .serializers import HubItemDetailSerializer, HubItemSerializer, HubLikeSerializer, HubSearchQuerySerializer

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 from ..models import HubBlob, HubBlobUpload, HubTreeFile
 

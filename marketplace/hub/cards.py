@@ -14,7 +14,7 @@ import yaml
 from django.utils.translation import gettext as _
 from markdown_it import MarkdownIt
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?P<yaml>.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")

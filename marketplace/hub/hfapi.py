@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from console import tokens
-from console.errors import Conflict, Forbidden, ServiceError
+from core.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility
 from . import blobs, cards, repos, search, services, xet

@@ -33,8 +33,9 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console import tokens, visitor_cache
-from console.errors import Conflict, Forbidden, NotFound, ServiceError
+from console import tokens
+from core import visitor_cache
+from core.errors import Conflict, Forbidden, NotFound, ServiceError
 from storage import quota
 from storage import services as storage_services
 from storage.choices import UsageSource

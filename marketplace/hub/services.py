@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
 from catalog.models import Chip
-from console.errors import Conflict, NotFound, ServiceError
+from core.errors import Conflict, NotFound, ServiceError
 from instances.choices import Backend
 
 from .. import seed as catalog

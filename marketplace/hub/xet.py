@@ -30,7 +30,7 @@ from django.core.files.base import ContentFile
 from django.utils.translation import gettext as _
 
 from console import tokens
-from console.errors import Forbidden, ServiceError
+from core.errors import Forbidden, ServiceError
 
 from . import blobs, repos
 

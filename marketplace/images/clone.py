@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
-from console.errors import ServiceError
+from core.errors import ServiceError
 from instances.models import Instance
 from instances.services import LaunchRequest, launch
 

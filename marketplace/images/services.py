@@ -21,12 +21,12 @@ from billing.choices import TransactionKind
 from billing.models import LedgerTransaction
 from billing.quote import PriceBook, quote
 from catalog.models import Chip
-from console import visitor_cache
-from console.errors import Conflict, NotFound, ServiceError
 from console.ops import roles
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
-from console.validators import clean_display_name
+from core import visitor_cache
+from core.errors import Conflict, NotFound, ServiceError
+from core.validators import clean_display_name
 from instances import snapshots
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
@@ -54,7 +54,7 @@ MAX_COMMENT = 1000
 MAX_REASON = 500
 FRAMEWORKS_CACHE = "marketplace:images:frameworks"
 FRAMEWORKS_SECONDS = 300
-# The visitors' image pages (the marketplace and each image's page: ``console.visitor_cache``) share one generation:
+# The visitors' image pages (the marketplace and each image's page: ``core.visitor_cache``) share one generation:
 # any change to an image or a variant of one is a new generation of all of them.
 VISITOR_PAGES = "images"
 

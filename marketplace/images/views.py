@@ -12,12 +12,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.quote import load_price_book
-from console import visitor_cache
-from console.errors import Forbidden, NotFound, ServiceError
-from console.htmx import wants_partial
 from console.ops import roles
 from console.ops.access import staff_view
 from console.ops.audit import client_ip
+from core import visitor_cache
+from core.errors import Forbidden, NotFound, ServiceError
+from core.htmx import wants_partial
 from teams.accounts import team_name
 from teams.context import acting, priced_for
 
@@ -60,7 +60,7 @@ def _search_results(request, *, mine: bool) -> tuple[dict, int]:
 
 def _search_page(request, *, mine: bool):
     """The marketplace or my images. A visitor's page of the marketplace at the bare address is kept
-    (``console.visitor_cache``)."""
+    (``core.visitor_cache``)."""
     if wants_partial(request):
         context, status = _search_results(request, mine=mine)
         return render(request, f"{LIST_CONTENT}#results", context, status=status)
@@ -126,7 +126,7 @@ def _detail_context(request, image, book) -> dict:
 
 @require_GET
 def image_detail(request, slug):
-    """An image's page. A visitor's page is kept (``console.visitor_cache``) per price book; a change to the image
+    """An image's page. A visitor's page is kept (``core.visitor_cache``) per price book; a change to the image
     shows at once, its counts (launches, ratings, free cards) within ``LIST_SECONDS``."""
     image = _image_or_404(request, slug)
     if wants_partial(request):

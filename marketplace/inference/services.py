@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from billing.quote import PriceBook, quote
 from catalog.models import Chip, Node
-from console.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from instances.backends import get_backend
 
 from ..models import HubItem, ImageVariant, InferenceTemplate

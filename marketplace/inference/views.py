@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET
 
 from billing.quote import load_price_book
 from catalog.models import Chip
-from console.errors import NotFound
+from core.errors import NotFound
 
 from . import services
 

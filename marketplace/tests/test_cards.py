@@ -5,7 +5,7 @@ from html.parser import HTMLParser
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from marketplace.hub import cards, services
 from marketplace.hub.search import HubQuery
 from marketplace.models import HubItem

@@ -4,7 +4,7 @@ wizard's form, in the API and in the service."""
 import pytest
 from django.conf import settings
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from instances import services as instance_services
 from instances.models import Instance
 

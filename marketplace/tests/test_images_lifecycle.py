@@ -3,7 +3,7 @@
 import pytest
 from django.conf import settings
 
-from console.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 from instances import services as instance_services
 from instances.models import Instance
 from instances.tests.fixtures import settle

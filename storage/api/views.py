@@ -17,7 +17,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from teams.context import account_for
 
 from .. import paths, quota, services

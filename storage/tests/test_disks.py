@@ -11,7 +11,7 @@ from django.db import connection
 from billing import metering, wallet
 from billing.models import LedgerTransaction, StoragePrice, UsageSession
 from catalog.models import Node, Zone
-from console.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 from instances import services
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle

@@ -3,7 +3,7 @@ copy), at launch or on a running instance, only of items the user may see; /root
 
 import pytest
 
-from console.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 from instances import services
 from instances.models import SimulatedJob
 from instances.tests.fixtures import settle

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from console.errors import ServiceError
+from core.errors import ServiceError
 from storage import services, tree
 from storage.models import Entry
 from storage.tests.fixtures import _Stream, store_file

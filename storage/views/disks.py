@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from billing.quote import storage_price
 from catalog.models import Zone
-from console.errors import Forbidden, NotFound, ServiceError
-from console.htmx import wants_partial
+from core.errors import Forbidden, NotFound, ServiceError
+from core.htmx import wants_partial
 from instances import attachments
 from instances.backends import get_backend
 from instances.models import Instance

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from console.errors import NotFound, ServiceError
-from console.htmx import wants_partial
+from core.errors import NotFound, ServiceError
+from core.htmx import wants_partial
 from teams import roles
 from teams.context import page_account
 

@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.errors import NotFound
+from core.errors import NotFound
 
 from .. import roles, services
 from .serializers import (

@@ -220,7 +220,7 @@ def test_the_list_costs_one_query_more_in_a_team_context_however_many_instances(
 
 
 def test_a_member_mixes_nothing_of_their_own_into_a_team_instance(launch, team, owner):
-    from console.errors import ServiceError
+    from core.errors import ServiceError
     from storage import disks
 
     instance = launch(user=team.account, name="shared-run")

@@ -15,11 +15,11 @@ from billing import ledger, metering
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, UsageSession
 from billing.quote import quote
 from catalog.models import Node
-from console.errors import Conflict, ServiceError
 from console.ops import services
 from console.ops.audit import Actor
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry, AuditLogIsAppendOnly
+from core.errors import Conflict, ServiceError
 from instances import services as instance_services
 from instances.choices import Status
 from instances.models import Instance

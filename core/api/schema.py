@@ -1,6 +1,6 @@
 """The OpenAPI schema's error answers, documented once for every operation.
 
-Every API error is JSON ``{"code", "message"[, "errors"]}`` (``console.api.errors``), and some answers can come from
+Every API error is JSON ``{"code", "message"[, "errors"]}`` (``core.api.errors``), and some answers can come from
 any operation whatever its view says: a malformed body or query (400), a missing or invalid token (401), a
 read-only token on a write or a missing permission (403), an object that is not there or not the caller's (404,
 or a named object such as a folder path, a chip or a zone), a write that conflicts with the object's state or

@@ -1,4 +1,4 @@
-"""The API's JSON parser: every body goes through ``console.jsonbody.parse_json_body``, so a body nested too deeply,
+"""The API's JSON parser: every body goes through ``core.jsonbody.parse_json_body``, so a body nested too deeply,
 not in its charset or not strict JSON answers 400 ``{"code": "parse_error", "message": …}`` instead of a server
 error."""
 

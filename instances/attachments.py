@@ -18,15 +18,11 @@ instance page lists the tree from the ``Entry`` rows. On S3 storage a machine do
 """
 
 import logging
+from typing import Protocol
 
 from django.utils.translation import gettext as _
 
 from core.errors import ServiceError
-from storage import tree
-from storage.models import (
-    CloudDisk,
-    Entry,  # storage sits beside instances: read when the query is first built
-)
 from teams.accounts import is_account
 
 from .backends import BackendError, TransientBackendError, get_backend
@@ -69,37 +65,47 @@ def backend_call(instance: Instance, call, what: str = "mount") -> None:
         log.info("%s on %s deferred to its start: %s", what, instance.public_id, exc)
 
 
+# The storage side, registered when Django starts -------------------------------------------------------------------
+
+
+class Storage(Protocol):
+    """What storage (its ``storage.attached`` module) answers about what it attaches to instances."""
+
+    def check_launch(self, user, request) -> None: ...
+    def at_launch(self, instance, request) -> None: ...
+    def calls(self, instance, backend) -> list: ...
+    def on_released(self, instance) -> None: ...
+    def shared_folder(self, account_public_id: str): ...
+    def shared_listing(self, user, limit: int = 20) -> list: ...
+    def panel_context(self, instance) -> dict: ...
+
+
+_storage: Storage | None = None
+
+
+def register_storage(storage: Storage) -> None:
+    global _storage
+    _storage = storage
+
+
+def storage() -> Storage:
+    if _storage is None:
+        raise RuntimeError("no storage is registered (the storage app registers it when installed)")
+    return _storage
+
+
 # The launch wizard: a data disk and mounts -----------------------------------------------------------------------
 
 
 def check_launch(user, request) -> None:
     """Refuse a launch's data disk or mounts before anything is reserved (bad input: 400)."""
-    from storage import disks, mounts
-
-    if request.data_disk_gb:
-        disks.price_of(request.data_disk_gb)
-    mounts.check_launch(user, request.mounts)
+    storage().check_launch(user, request)
 
 
 def at_launch(instance: Instance, request) -> None:
     """Inside the launch's transaction: create and attach the data disk, record the mounts. The backend gets
     them when the machine is submitted (:func:`apply`)."""
-    from storage import disks, mounts
-
-    if request.data_disk_gb:
-        name = _free_disk_name(instance)
-        disks.create(instance.owner, name=name, size_gb=request.data_disk_gb, zone=instance.zone, instance=instance)
-    mounts.at_launch(instance, request.mounts)
-
-
-def _free_disk_name(instance: Instance) -> str:
-    base = f"{instance.name[:55]}-data"
-    taken = set(
-        CloudDisk.objects.live().filter(owner=instance.owner, name__startswith=base).values_list("name", flat=True)
-    )
-    if base not in taken:
-        return base
-    return next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+    storage().at_launch(instance, request)
 
 
 # Lifecycle hooks -------------------------------------------------------------------------------------------------
@@ -109,15 +115,9 @@ def apply(instance: Instance) -> None:
     """Hand the backend everything attached to ``instance`` after a (re)submit: ``/root/shared``, the data disks
     and the hub mounts. Idempotent. A permanent refusal is logged, not fatal: the machine runs without it and
     the page still lists what the user asked for."""
-    from storage import disks, mounts
-
     backend = get_backend(instance.backend_name)
     calls = [lambda: backend.mount(instance, shared_source(instance.owner), shared_target(instance))]
-    calls += [
-        lambda d=d: backend.attach_disk(instance, str(d.public_id), d.size_gb, name=d.name)
-        for d in disks.attached_to(instance)
-    ]
-    calls += [lambda m=m: backend.mount(instance, m.repo, m.target) for m in mounts.mounts_of(instance)]
+    calls += storage().calls(instance, backend)
     for call in calls:
         try:
             call()
@@ -129,16 +129,19 @@ def apply(instance: Instance) -> None:
 
 def on_released(instance: Instance) -> None:
     """Inside the release's transaction: data disks are detached and kept; hub mounts end."""
-    from storage import disks, mounts
-
-    disks.release_from(instance)
-    mounts.on_released(instance)
+    storage().on_released(instance)
 
 
-def shared_listing(user, limit: int = 20):
-    """The top of the user's cloud storage as ``/root/shared`` shows it (the simulated view: ``Entry`` rows)."""
-    if not user.is_authenticated:  # as Entry.objects.for_user
-        return []
+def shared_folder(account_public_id: str):
+    """Where the account's cloud storage is on this host, or None where it is not a local folder (S3)."""
+    return storage().shared_folder(account_public_id)
 
-    tree.sync(user)  # what the account's machines wrote there
-    return list(Entry.objects.filter(owner_id=user.pk, parent=None).listing_order()[:limit])
+
+def shared_listing(user, limit: int = 20) -> list:
+    """The top of the user's cloud storage as ``/root/shared`` shows it."""
+    return storage().shared_listing(user, limit)
+
+
+def panel_context(instance: Instance) -> dict:
+    """The instance page's disks-and-mounts panel (storage's)."""
+    return storage().panel_context(instance)

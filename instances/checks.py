@@ -15,3 +15,18 @@ def image_source_registered(app_configs, **kwargs):
             id="instances.E001",
         )
     ]
+
+
+@register()
+def storage_registered(app_configs, **kwargs):
+    from .attachments import _storage
+
+    if _storage is not None:
+        return []
+    return [
+        Error(
+            "No storage is registered: no instance could get its data disks, mounts or cloud storage. The storage "
+            "app registers it.",
+            id="instances.E002",
+        )
+    ]

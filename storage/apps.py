@@ -7,4 +7,8 @@ class StorageConfig(AppConfig):
     verbose_name = _("Storage")
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers the system checks)
+        from instances import attachments
+
+        from . import attached, checks  # noqa: F401  (checks: registers the system checks)
+
+        attachments.register_storage(attached)

@@ -46,3 +46,13 @@ def test_the_marketplace_registers_the_hub_that_mounts_ask(monkeypatch):
     assert mounts.hub() is hub_services
     monkeypatch.setattr(mounts, "_hub", None)
     assert [e.id for e in hub_registered(None)] == ["storage.E001"]
+
+
+def test_storage_registers_what_it_attaches_to_instances_and_instances_refuse_to_start_without_it(monkeypatch):
+    from instances import attachments
+    from instances.checks import storage_registered
+    from storage import attached
+
+    assert attachments.storage() is attached
+    monkeypatch.setattr(attachments, "_storage", None)
+    assert [e.id for e in storage_registered(None)] == ["instances.E002"]

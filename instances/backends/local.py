@@ -65,10 +65,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
-from storage import tree
 from teams.accounts import is_account
 
-from .. import runtime
+from .. import attachments, runtime
 from ..environment import boot_environment
 from ..models import Instance
 from . import local_etc, local_home, local_lab, local_lxcfs, local_network, local_seccomp, local_uids, local_volumes
@@ -127,9 +126,8 @@ def _storage_tree(account_public_id: str) -> Path:
     """Where the account's cloud storage is on this host: with ``STORAGE=local`` its tree in the storage location
     (``storage.tree``), the very files the console lists and serves; on S3 storage a folder of its own under the
     sandbox root (not yet the bucket's files)."""
-    if tree.enabled():
-        return tree.location() / account_public_id
-    return sandbox_root() / "shared" / account_public_id
+    folder = attachments.shared_folder(account_public_id)
+    return folder if folder is not None else sandbox_root() / "shared" / account_public_id
 
 
 def hub_links(instance) -> tuple[str, ...]:

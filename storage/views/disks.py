@@ -26,6 +26,7 @@ from teams import roles
 from teams.context import page_account
 
 from .. import disks, mounts
+from ..attached import shared_listing
 from ..choices import DiskStatus
 
 DISKS_TEMPLATE = "storage/disks.html"
@@ -153,7 +154,7 @@ def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> di
         "spare_disks": spare,
         "shared_target": shared_target,
         "team_shared": shared_target == attachments.TEAM_SHARED_TARGET,
-        "shared_entries": attachments.shared_listing(instance.owner),
+        "shared_entries": shared_listing(instance.owner),
         "panel_simulated": get_backend(instance.backend_name).simulated,
         "can_change": instance.status in attachments.MOUNTABLE,
         "panel_error": error,

@@ -17,13 +17,12 @@ from catalog.models import Chip, Zone
 from core.chart_time import minute_label
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
-from storage.views.disks import panel_context  # the panel belongs to storage; its page is this one
 from teams import roles
 from teams.context import acting
 from teams.models import Membership, TeamEvent
 from teams.services import record
 
-from .. import services, shutdown
+from .. import attachments, services, shutdown
 from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
@@ -267,7 +266,7 @@ def _owner(request, instance):
 def _panels_context(user, instance) -> dict:
     """The disks-and-mounts panel, the auto-shutdown panel and the logs: they depend on the status too."""
     instance.owner = user  # known already: the panel reads it with no query
-    return panel_context(instance) | _shutdown_context(instance) | _logs_context(instance)
+    return attachments.panel_context(instance) | _shutdown_context(instance) | _logs_context(instance)
 
 
 def _status_partial(request, instance, error="", *, refresh_panels=True):

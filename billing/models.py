@@ -17,7 +17,6 @@ from django.utils.translation import get_language, gettext
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import BilingualName, Chip, Zone
-from core.choice_labels import ChoiceLabels
 
 from .choices import (
     AccountKind,
@@ -348,7 +347,7 @@ class Account(models.Model):
         return f"{self.get_kind_display()} {owner}".strip()
 
 
-class UsageSession(ChoiceLabels, models.Model):
+class UsageSession(models.Model):
     """One metered run of a resource, at the per-minute price quoted when it started (frozen for the run).
 
     ``charged`` always equals ``to_cents(payable_per_hour × charged_minutes / 60)``; ``subsidy_booked`` plus
@@ -430,7 +429,7 @@ class UsageSession(ChoiceLabels, models.Model):
         return self.ended_at is None
 
 
-class TopUp(ChoiceLabels, models.Model):
+class TopUp(models.Model):
     """A top-up the user started: a Stripe Checkout Session (or the development sandbox) for an amount in CNY.
 
     Cash is credited only by ``billing.payments.credit_topup`` — from the signed webhook or the sandbox page —
@@ -508,7 +507,7 @@ class SpendLine(models.Model):
         return f"{self.user_id} {self.month:%Y-%m} {self.resource_id} {self.kind}"
 
 
-class LedgerTransaction(ChoiceLabels, AppendOnlyModel):
+class LedgerTransaction(AppendOnlyModel):
     """One movement of money: entries that sum to zero, posted once under a unique idempotency key.
 
     ``user_amount`` is what it changed in the user's wallet (cash + trial; negative for a charge), ``subsidy_amount``
@@ -760,7 +759,7 @@ def _invoice_storage():
     return storages["cloudstorage"]
 
 
-class Invoice(ChoiceLabels, models.Model):
+class Invoice(models.Model):
     """A fapiao (发票) asked for paid money: a general VAT invoice (增值税普通发票, a person's or a company's) or a
     special one (增值税专用发票, verified enterprises only). Finance issues it in the back office with the number and
     the PDF the tax system returned, or rejects it with a reason (``billing.invoices``)."""

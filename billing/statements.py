@@ -11,7 +11,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core import csvsafe
-from core.choice_labels import label
 from teams.accounts import is_account
 
 from . import catalog_names, spend
@@ -164,7 +163,7 @@ def month_statement(user, month: date, rows=None, *, grouped: list | None = None
         s = sessions.get(row["resource_id"])
         model, kind = (UsageSession, s["kind"]) if s else (LedgerTransaction, row["kind"])
         if (model, kind) not in kinds:
-            kinds[model, kind] = str(label(model, "kind", kind))
+            kinds[model, kind] = str(model(kind=kind).get_kind_display())
         lines.append(
             StatementLine(
                 resource_id=row["resource_id"],

@@ -13,13 +13,12 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
-from core.choice_labels import ChoiceLabels
 
 from .choices import BADGE_COLOURS, LIVE, PRICED, Reason, Status, TermEnd, Wanted
 from .querysets import InstanceQuerySet, SecretQuerySet
 
 
-class Instance(ChoiceLabels, models.Model):
+class Instance(models.Model):
     """A rented machine: ``cards`` cards of ``chip`` (no chip: the CPU-only no-card mode) in ``zone``.
 
     ``status`` is what the instance is; ``wanted`` what its owner asked for, which the tasks and the reconcile beat
@@ -171,7 +170,7 @@ class Secret(models.Model):
         return self.name
 
 
-class InstanceEvent(ChoiceLabels, models.Model):
+class InstanceEvent(models.Model):
     """An append-only row per transition (old → new) or notice (old = new): the timeline, metering and
     notifications read these, they never guess."""
 

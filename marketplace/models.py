@@ -16,7 +16,6 @@ from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from core.choice_labels import ChoiceLabels
 from instances.choices import Backend
 
 from .choices import (
@@ -39,7 +38,7 @@ from .querysets import (
 )
 
 
-class HubItem(ChoiceLabels, models.Model):
+class HubItem(models.Model):
     """A model or data set that instances can mount read-only (SPEC §8).
 
     ``owner`` is empty for the platform's public catalogue. List fields (languages, frameworks, chips, tags) are
@@ -275,7 +274,7 @@ SLUG_VALIDATOR = RegexValidator(
 )
 
 
-class Image(ChoiceLabels, models.Model):
+class Image(models.Model):
     """A boot image in the marketplace (SPEC §7): one software stack with a variant per chip family it runs on.
 
     Platform images (``owner`` empty) are the official catalogue; users' images start private (saved from a

@@ -8,8 +8,6 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from core.choice_labels import ChoiceLabels
-
 from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus, UsageSource
 from .querysets import CloudDiskQuerySet, EntryQuerySet, HubMountQuerySet, UploadQuerySet
 
@@ -123,7 +121,7 @@ class StoredElsewhere(models.Model):
         return f"{self.owner_id} {self.source}: {self.size}"
 
 
-class CloudDisk(ChoiceLabels, models.Model):
+class CloudDisk(models.Model):
     """A cloud disk (云硬盘): ``size_gb`` GB in one zone, attached to at most one instance at a time.
 
     A disk lives in its zone's shared storage, not on a host, so it follows its instance to another node of the

@@ -10,8 +10,6 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from core.choice_labels import ChoiceLabels
-
 from .roles import Role
 
 
@@ -39,7 +37,7 @@ class Team(models.Model):
         return self.name
 
 
-class Membership(ChoiceLabels, models.Model):
+class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
     role = models.CharField(_("role"), max_length=16, choices=Role.choices)

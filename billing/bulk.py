@@ -10,7 +10,6 @@ from contextlib import contextmanager
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models.base import ModelState
 
 from core.lookups import array_type
 
@@ -74,16 +73,12 @@ def _cursor():
 
 
 def loaded(model, values: dict):
-    """An instance of ``model`` for a row just written with ``values`` (every concrete field's attname), built as
-    unpickling builds one: no ``__init__``, whose per-field work and defaults cost more than the insert itself for
-    the thousands of rows a metering tick writes."""
-    if len(values) != len(model._meta.concrete_fields):
+    """An instance of ``model`` for a row just written with ``values`` (every concrete field's attname), built by
+    ``Model.from_db`` as the ORM builds a row it read."""
+    names = [f.attname for f in model._meta.concrete_fields]
+    if len(values) != len(names):
         raise ValueError(f"{model.__name__} needs a value for each of its fields")
-    instance = model.__new__(model)
-    instance.__dict__.update(values)
-    instance._state = ModelState()
-    instance._state.adding, instance._state.db = False, DEFAULT_DB_ALIAS  # the alias ``connection`` is
-    return instance
+    return model.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])  # the alias ``connection`` is
 
 
 def instances(queryset) -> list:

@@ -23,7 +23,7 @@ pytest_plugins = [
     "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
     "marketplace.tests.latest_hf",
-    "console.ops.tests.fixtures",
+    "backoffice.tests.fixtures",
 ]
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

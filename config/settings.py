@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "storage",
     "inference",
     "teams",
+    "backoffice",
 ]
 
 MIDDLEWARE = [
@@ -358,7 +359,7 @@ CELERY_BEAT_SCHEDULE["billing-expire-vouchers"] = {"task": "billing.tasks.expire
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
 # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
 CELERY_BEAT_SCHEDULE["inference-scale-to-zero"] = {"task": "inference.tasks.scale_endpoints_to_zero", "schedule": 60}
-CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "console.ops.tasks.record_capacity_snapshot", "schedule": 300}
+CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "backoffice.tasks.record_capacity_snapshot", "schedule": 300}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from console.ops.admin_site import staff_only
+from backoffice.admin_site import staff_only
 from console.views import pages as console_views
 from inference import proxy as inference_proxy
 
@@ -55,7 +55,7 @@ urlpatterns = [
         name="api-redoc",
     ),
     # The back office and the admin: staff pages, apart from the apps'.
-    path("ops/", include("console.ops.urls")),
+    path("ops/", include("backoffice.urls")),
     path(settings.ADMIN_URL, staff_only(admin.site.urls)),
     # The Hugging Face Hub API (huggingface_hub with HF_ENDPOINT set to this console): its protocol puts
     # /api/models/… and /<repo>/resolve/… at the endpoint's root. Last, its paths are broad.

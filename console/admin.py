@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.utils.translation import gettext_lazy as _
 
+from backoffice import services as ops_services
 from core.errors import ServiceError
 
 from .models import (
@@ -15,7 +16,6 @@ from .models import (
     User,
     WorkerHeartbeat,
 )
-from .ops import services as ops_services
 from .ops.audit import Actor
 
 

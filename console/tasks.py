@@ -9,6 +9,3 @@ from . import services
 def heartbeat(self):
     """Record that this worker is alive (run by beat every few seconds and once at worker start)."""
     services.record_heartbeat(self.request.hostname or "unknown")
-
-
-from .ops.tasks import record_capacity_snapshot  # noqa: E402, F401  (registers the back office's beat task)

@@ -1,6 +1,6 @@
 """Enterprise verification (企业认证, SPEC §3): users apply with their company's details; staff approve or reject.
 
-The review itself (with its audit row and the role check) is ``console.ops.services.review_verification``, which
+The review itself (with its audit row and the role check) is ``backoffice.services.review_verification``, which
 calls :func:`approve` / :func:`reject` here. ``billing.subsidies.is_verified_enterprise`` reads
 :func:`is_verified`, so "verified enterprises only" subsidy programmes apply from the moment of approval.
 

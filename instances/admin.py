@@ -1,8 +1,8 @@
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
+from backoffice import services as ops_services
 from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
-from console.ops import services as ops_services
 from console.ops.admin_audit import audited_save
 from console.ops.audit import Actor
 from core.errors import ServiceError

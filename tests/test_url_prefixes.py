@@ -30,7 +30,7 @@ OTHER_CONFS = {
     "marketplace.hub.hf_urls": "",  # the Hugging Face Hub API: its client's protocol fixes the paths
     "allauth.urls": "accounts/",
     "config.api_urls": "api/v1/",
-    "console.ops.urls": "ops/",
+    "backoffice.urls": "ops/",
 }
 
 # Routes of config/urls.py itself: all at the root, each for the reason given there.

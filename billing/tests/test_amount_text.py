@@ -87,7 +87,7 @@ def test_the_top_up_service_refuses_text_amounts_not_written_in_ascii(owner):
 
 
 def test_a_price_written_with_full_width_digits_is_refused_in_the_back_office():
-    from console.ops.forms import BudgetForm, PriceForm
+    from backoffice.forms import BudgetForm, PriceForm
 
     price = PriceForm(data={"per_hour": "４.80"})
     budget = BudgetForm(data={"budget": "1_000"})

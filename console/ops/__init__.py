@@ -2,6 +2,6 @@
 balances and instances, price lists, subsidy programmes and the audit log.
 
 Not an app of its own: its models belong to ``console`` (imported by ``console/models.py``). Every staff action is
-a function in :mod:`console.ops.services` that checks the actor's role and writes one audit row through
+a function in :mod:`backoffice.services` that checks the actor's role and writes one audit row through
 :func:`console.ops.audit.record` in the same database transaction as the change.
 """

@@ -1,6 +1,6 @@
 """Audit rows for the few changes staff can still make through the Django admin's forms (prices not yet in force,
 subsidy programme terms, account limits). Everything else in the admin is read-only or goes through
-``console.ops.services``."""
+``backoffice.services``."""
 
 from django.db import transaction
 from django.forms.models import model_to_dict

@@ -6,12 +6,12 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from backoffice import services as ops_services
 from billing.choices import Eligibility
 from billing.quote import quote
 from billing.subsidies import is_verified_enterprise
 from console import verification
 from console.models import EnterpriseVerification
-from console.ops import services as ops_services
 from console.ops.audit import Actor
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry

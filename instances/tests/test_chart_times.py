@@ -8,7 +8,7 @@ import time_machine
 from django.urls import reverse
 from django.utils import timezone
 
-from console.ops import reports
+from backoffice import reports
 from inference import services as endpoints
 from instances.tests.fixtures import settle
 

@@ -13,12 +13,12 @@ from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from backoffice import reports, services
 from billing import ledger, metering
 from billing.choices import AccountKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme
 from catalog.models import Node
 from console import verification
-from console.ops import reports, services
 from console.ops.audit import Actor
 from console.ops.models import AuditEntry, CapacitySnapshot
 from instances import services as instance_services
@@ -161,7 +161,7 @@ def test_a_capacity_snapshot_is_written_once_per_slot_and_charted(client, ops_us
 
 
 def test_the_capacity_task_records_a_snapshot(catalog):
-    from console.ops.tasks import record_capacity_snapshot
+    from backoffice.tasks import record_capacity_snapshot
 
     assert record_capacity_snapshot.apply().get() > 0
 

@@ -11,8 +11,7 @@ from billing.choices import Eligibility
 from billing.forms import AmountField
 from billing.models import Plan
 from catalog.models import Chip, Zone
-
-from .choices import AuditAction
+from console.ops.choices import AuditAction
 
 DATETIME_LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 

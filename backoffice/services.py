@@ -20,14 +20,13 @@ from billing.money import CENT, RATE_QUANTUM, ZERO
 from catalog.models import Chip, Node
 from console import verification
 from console.models import EnterpriseVerification, User
+from console.ops import roles
+from console.ops.audit import Actor, Target, record
+from console.ops.choices import AuditAction
 from core.errors import Conflict, NotFound, ServiceError
 from instances import services as instance_services
 from instances.choices import Reason
 from instances.models import Instance
-
-from . import roles
-from .audit import Actor, Target, record
-from .choices import AuditAction
 
 MAX_ADJUSTMENT = Decimal("1000000")
 MAX_PRICE_PER_HOUR = Decimal("100000")

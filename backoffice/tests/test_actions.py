@@ -11,11 +11,11 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from backoffice import services
 from billing import ledger, metering
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, UsageSession
 from billing.quote import quote
 from catalog.models import Node
-from console.ops import services
 from console.ops.audit import Actor
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry, AuditLogIsAppendOnly

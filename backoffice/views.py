@@ -21,6 +21,11 @@ from billing.display import format_cny
 from billing.models import Invoice, LedgerTransaction, Price, VoucherBatch
 from console import verification
 from console.models import EnterpriseVerification, User
+from console.ops import roles
+from console.ops.access import forbidden as _forbidden
+from console.ops.access import staff_view
+from console.ops.audit import Actor
+from console.ops.models import AuditEntry
 from core import csvsafe
 from core.errors import NotFound, ServiceError
 from instances.choices import ACTIVE
@@ -28,10 +33,7 @@ from instances.models import Instance
 from marketplace.models import HubItem
 
 from . import hub as hub_moderation
-from . import images, reports, roles, services
-from .access import forbidden as _forbidden
-from .access import staff_view
-from .audit import Actor
+from . import images, reports, services
 from .forms import (
     AdjustBalanceForm,
     AuditSearchForm,
@@ -45,7 +47,6 @@ from .forms import (
     UserSearchForm,
     VoucherBatchForm,
 )
-from .models import AuditEntry
 
 PAGE_SIZE = 50
 

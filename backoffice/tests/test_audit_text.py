@@ -7,8 +7,8 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from backoffice import services
 from catalog.models import Node
-from console.ops import services
 from console.ops.audit import Actor
 
 pytestmark = pytest.mark.django_db

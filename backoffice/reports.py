@@ -18,12 +18,11 @@ from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, Sub
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.rules import month_bounds, month_of
 from catalog.models import Chip, Node, Zone
+from console.ops.models import CapacitySnapshot
 from core import csvsafe
 from core.chart_time import slot_label
 from instances.choices import Status
 from instances.models import Instance
-
-from .models import CapacitySnapshot
 
 SNAPSHOT_MINUTES = 5
 STORAGE_GROUP = "storage"  # the revenue breakdowns' row for storage charges (no chip, zone or plan)

@@ -1,0 +1,1 @@
+"""Inference endpoints: deploy a model as an OpenAI-compatible API, keys, the /v1 proxy and scale to zero."""

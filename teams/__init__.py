@@ -1,0 +1,2 @@
+"""Teams: members with roles (roles.py holds the one permission table), invitations, budgets per member, the team's
+wallet context and its audit log."""

@@ -221,17 +221,26 @@ def slurm_launch_overhead(report):
     finally:
         server.shutdown()
         # A launch that failed half-way leaves its job behind: it would hold a card of the shared cluster.
-        operator = SlurmClient(settings.SLURM | {"user": "slurm"})
-        for job in operator.jobs():
-            if job.get("name", "").startswith(settings.SLURM["job_prefix"]) and job["job_state"] in (
-                "PENDING",
-                "RUNNING",
-            ):
-                operator.cancel(job["job_id"])
+        _cancel_jobs(settings.SLURM["job_prefix"])
     report.add_latencies("console launch → running", console, note="REST submit + agent's first report")
     report.add_latencies("bare sbatch → RUNNING", bare, note="sbatch --gres=gpu:mlu370:1, squeue polled")
     ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
     report.add("platform overhead (median ratio)", ratio, unit="×", note=f"n={SLURM_RUNS} each, same cluster")
+
+
+def _cancel_jobs(prefix: str) -> None:
+    """Cancel every job of this benchmark that has not ended; a cluster gone away is no reason to hide the error."""
+    from instances.backends import BackendError
+    from instances.backends.slurm import SlurmClient
+
+    operator = SlurmClient(settings.SLURM | {"user": "slurm"})
+    try:
+        for job in operator.jobs():
+            ended = job["job_state"] in {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"}
+            if job.get("name", "").startswith(prefix) and not ended:
+                operator.cancel(job["job_id"])
+    except BackendError:
+        pass
 
 
 def _launch_until_running_then_release(user, request, *, timeout: float) -> float:

@@ -119,12 +119,12 @@ def _pages(history) -> list[tuple[str, str, bool]]:
         ("hub", reverse("marketplace:hub"), True),
         ("cloud storage", reverse("storage:index"), True),
         ("teams", reverse("teams:list"), True),
-        ("endpoints", reverse("inference:list"), True),
+        ("endpoints", reverse("endpoints:list"), True),
     ]
     image = Image.objects.listed().order_by("pk").first()
     if image is not None:
         pages.append(("image detail", reverse("marketplace:image", args=[image.slug]), True))
-    item = HubItem.objects.filter(visibility=HubVisibility.PUBLIC).order_by("pk").first()
+    item = HubItem.objects.filter(visibility=HubVisibility.PUBLIC, taken_down_at__isnull=True).order_by("pk").first()
     if item is not None:
         org, name = item.repo.split("/", 1)
         pages.append(("repository", reverse("marketplace:hub-item", args=[org, name]), True))

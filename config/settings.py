@@ -49,7 +49,7 @@ if PRODUCTION and DEBUG:
 
 SECRET_KEY = env.str("SECRET_KEY", default="development-only-key-not-for-production-use-0123456789abcdef")
 # Former keys, still accepted: sessions and signatures made with them, and users' secrets encrypted under them
-# (console/encryption.py), keep working while SECRET_KEY is rotated.
+# (core/encryption.py), keep working while SECRET_KEY is rotated.
 SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 # Each instance's JupyterLab answers on an origin of its own, <instance-id>.<LAB_DOMAIN> on the console's port, so

@@ -7,6 +7,7 @@ Each owner's jobs run as their own unix account, ``gpctest-u<owner id>``, which 
 as root, as CI does) and the fixture deletes afterwards.
 """
 
+import fcntl
 import os
 import pwd
 import re
@@ -30,7 +31,8 @@ from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
 TEST_ACCOUNTS = "gpctest-u"
 TEST_UID_BASE = 1_600_000_000
-ACTIVE = {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "REQUEUED"}
+# A job in any other state may still hold its cards (running, completing, stopped, requeued, held…).
+FINISHED = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 TEST_JOB = re.compile(r"^t[0-9a-f]{6}-")
 
 
@@ -67,7 +69,7 @@ class SlurmCluster:
         others = [
             (j["job_id"], j.get("name"), j.get("user_name") or j.get("user_id"), j["job_state"], j.get("gres_detail"))
             for j in self.client.jobs()
-            if not j.get("name", "").startswith(self.prefix) and j["job_state"] in {"PENDING", "RUNNING", "COMPLETING"}
+            if not j.get("name", "").startswith(self.prefix) and j["job_state"] not in FINISHED
         ]
         return f"{mine}; other jobs on the cluster: {others}"
 
@@ -76,20 +78,22 @@ class SlurmCluster:
         still do, so the test that left them is the one that says so, not the next one waiting for its cards."""
         jobs = jobs or self.jobs
         for job in jobs():
-            if job["job_state"] in ACTIVE:
+            if job["job_state"] not in FINISHED:
                 self.client.cancel(job["job_id"])
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            left = [j for j in jobs() if j["job_state"] in ACTIVE]
+        while True:
+            left = [j for j in jobs() if j["job_state"] not in FINISHED]
             if not left:
                 return
+            if time.monotonic() > deadline:
+                break
             time.sleep(0.2)
         summary = [(j["job_id"], j["name"], j["job_state"], j.get("gres_detail")) for j in left]
         raise AssertionError(f"jobs still hold cards {timeout:.0f} s after they were cancelled: {summary}")
 
     def leftovers(self) -> list[dict]:
-        """Jobs that earlier tests started (their prefixes are ``t`` and six hex digits) and that still hold cards."""
-        return [j for j in self.client.jobs() if TEST_JOB.match(j.get("name", "")) and j["job_state"] in ACTIVE]
+        """Jobs that earlier tests started (their prefixes are ``t`` and six hex digits) and that have not ended."""
+        return [j for j in self.client.jobs() if TEST_JOB.match(j.get("name", "")) and j["job_state"] not in FINISHED]
 
 
 def _own_root(parent: Path) -> Path:
@@ -103,9 +107,20 @@ def _own_root(parent: Path) -> Path:
 
 
 @pytest.fixture
+def _slurm_lock():
+    """An exclusive lock on the cluster for the test's lifetime (``flock``: released if the process dies)."""
+    with open(Path(django_settings.SLURM["root"]) / ".tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield lock
+
+
+@pytest.fixture
 def on_slurm(request, settings, catalog):
     """The Xinchuang zone's MLU370 and 910B nodes on the real cluster; yields a :class:`SlurmCluster`."""
     live_server = request.getfixturevalue("live_server")
+    # One test at a time on the cluster, across test processes too (two checkouts share scripts/slurm-local.sh's):
+    # the others wait here, so a job of a test prefix that has not ended belongs to no test still running.
+    lock = request.getfixturevalue("_slurm_lock")
     root = _own_root(Path(django_settings.SLURM["root"]))
     settings.SLURM = {
         **django_settings.SLURM,
@@ -120,8 +135,12 @@ def on_slurm(request, settings, catalog):
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug__in=SLURM_CHIPS).update(backend_name="slurm")
     get_backend("slurm")  # the registry's shared instance: its clients follow the settings per call
     cluster = SlurmCluster(settings.SLURM)
-    # Only one test runs on the cluster at a time: what an earlier one left behind would hold this one's cards.
-    cluster.cancel_all(jobs=cluster.leftovers)
+    assert lock is not None
+    try:  # what an earlier test left behind would hold this one's cards
+        cluster.cancel_all(jobs=cluster.leftovers)
+    except AssertionError:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     yield cluster
     try:
         cluster.cancel_all()

@@ -76,7 +76,8 @@ def instance_list(request):
         .only(*LIST_FIELDS)
     )
     page = Paginator(live, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page_obj": page, "rows": page.object_list, "any_live": any(i.status in LIVE for i in page)}
+    rows = list(page)  # read once: the rows shown and whether any is live come from the same read
+    context = {"page_obj": page, "rows": rows, "any_live": any(i.status in LIVE for i in rows)}
     template = "instances/list.html#rows" if wants_partial(request) else "instances/list.html"
     return render(request, template, context)
 

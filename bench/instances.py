@@ -231,13 +231,12 @@ def slurm_launch_overhead(report):
 def _cancel_jobs(prefix: str) -> None:
     """Cancel every job of this benchmark that has not ended; a cluster gone away is no reason to hide the error."""
     from instances.backends import BackendError
-    from instances.backends.slurm import SlurmClient
+    from instances.backends.slurm import ENDED_STATES, SlurmClient
 
     operator = SlurmClient(settings.SLURM | {"user": "slurm"})
     try:
         for job in operator.jobs():
-            ended = job["job_state"] in {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"}
-            if job.get("name", "").startswith(prefix) and not ended:
+            if job.get("name", "").startswith(prefix) and job["job_state"] not in ENDED_STATES:
                 operator.cancel(job["job_id"])
     except BackendError:
         pass

@@ -23,7 +23,7 @@ from django.conf import settings as django_settings
 from catalog.models import Node
 from instances import services
 from instances.backends import get_backend
-from instances.backends.slurm import SlurmClient
+from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import Instance
 from instances.tests.fixtures import settle, settle_until
 from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
@@ -31,8 +31,6 @@ from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 SLURM_CHIPS = ["mlu370-x8", "ascend-910b"]
 TEST_ACCOUNTS = "gpctest-u"
 TEST_UID_BASE = 1_600_000_000
-# A job in any other state may still hold its cards (running, completing, stopped, requeued, held…).
-FINISHED = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 TEST_JOB = re.compile(r"^t[0-9a-f]{6}-")
 
 
@@ -69,7 +67,7 @@ class SlurmCluster:
         others = [
             (j["job_id"], j.get("name"), j.get("user_name") or j.get("user_id"), j["job_state"], j.get("gres_detail"))
             for j in self.client.jobs()
-            if not j.get("name", "").startswith(self.prefix) and j["job_state"] not in FINISHED
+            if not j.get("name", "").startswith(self.prefix) and j["job_state"] not in ENDED_STATES
         ]
         return f"{mine}; other jobs on the cluster: {others}"
 
@@ -78,11 +76,11 @@ class SlurmCluster:
         still do, so the test that left them is the one that says so, not the next one waiting for its cards."""
         jobs = jobs or self.jobs
         for job in jobs():
-            if job["job_state"] not in FINISHED:
+            if job["job_state"] not in ENDED_STATES:
                 self.client.cancel(job["job_id"])
         deadline = time.monotonic() + timeout
         while True:
-            left = [j for j in jobs() if j["job_state"] not in FINISHED]
+            left = [j for j in jobs() if j["job_state"] not in ENDED_STATES]
             if not left:
                 return
             if time.monotonic() > deadline:
@@ -93,7 +91,8 @@ class SlurmCluster:
 
     def leftovers(self) -> list[dict]:
         """Jobs that earlier tests started (their prefixes are ``t`` and six hex digits) and that have not ended."""
-        return [j for j in self.client.jobs() if TEST_JOB.match(j.get("name", "")) and j["job_state"] not in FINISHED]
+        jobs = self.client.jobs()
+        return [j for j in jobs if TEST_JOB.match(j.get("name", "")) and j["job_state"] not in ENDED_STATES]
 
 
 def _own_root(parent: Path) -> Path:
@@ -115,12 +114,11 @@ def _slurm_lock():
 
 
 @pytest.fixture
-def on_slurm(request, settings, catalog):
+def on_slurm(request, settings, catalog, _slurm_lock):
     """The Xinchuang zone's MLU370 and 910B nodes on the real cluster; yields a :class:`SlurmCluster`."""
+    # ``_slurm_lock``: one test at a time on the cluster, across test processes too (two checkouts share
+    # scripts/slurm-local.sh's), so a job of a test prefix that has not ended belongs to no test still running.
     live_server = request.getfixturevalue("live_server")
-    # One test at a time on the cluster, across test processes too (two checkouts share scripts/slurm-local.sh's):
-    # the others wait here, so a job of a test prefix that has not ended belongs to no test still running.
-    lock = request.getfixturevalue("_slurm_lock")
     root = _own_root(Path(django_settings.SLURM["root"]))
     settings.SLURM = {
         **django_settings.SLURM,
@@ -135,7 +133,6 @@ def on_slurm(request, settings, catalog):
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug__in=SLURM_CHIPS).update(backend_name="slurm")
     get_backend("slurm")  # the registry's shared instance: its clients follow the settings per call
     cluster = SlurmCluster(settings.SLURM)
-    assert lock is not None
     try:  # what an earlier test left behind would hold this one's cards
         cluster.cancel_all(jobs=cluster.leftovers)
     except AssertionError:

@@ -28,7 +28,7 @@ from .. import budgets, hourly, payments, statements, vouchers, wallet
 from ..arrears import retention_days
 from ..display import format_cny
 from ..forms import SpendingCapForm, StatementMonthForm, TopUpForm, TransactionFilterForm, VoucherRedeemForm
-from ..models import LedgerTransaction, Notification
+from ..models import Notification
 from ..money import ZERO
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def _account(request):
 def _wallet_page(request, *, topup_form=None, cap_form=None, voucher_form=None, status=200, verify_first=False):
     user = _account(request)
     context = wallet_context(user, list_vouchers=True) | {
-        "recent": list(_listing(user).only(*ROW_FIELDS)[:10]),
+        "recent": list(statements.filtered_transactions(user).only(*ROW_FIELDS)[:10]),
         "topup_form": topup_form or TopUpForm(initial={"amount": 50}),
         "voucher_form": voucher_form or VoucherRedeemForm(),
         "topup_limits": payments.limits(),
@@ -150,11 +150,6 @@ def spending_cap(request):
     return redirect("billing:wallet")
 
 
-def _listing(user):
-    """Every transaction of ``user``'s wallet (a person's or a team's account), newest first."""
-    return LedgerTransaction.objects.filter(user_id=user.pk).order_by(*statements.TRANSACTION_ORDER)
-
-
 def _filtered(request, filters: dict):
     return statements.filtered_transactions(_account(request), **filters)
 
@@ -162,7 +157,7 @@ def _filtered(request, filters: dict):
 @login_required
 @require_GET
 def transactions(request):
-    form = TransactionFilterForm(request.GET if request.GET else None)
+    form = TransactionFilterForm(request.GET or None)
     cleaned = form.cleaned_data if request.GET and form.is_valid() else {}
     filters = {k: v for k, v in cleaned.items() if v}
     if request.GET.get("format") == "csv" and not form.errors:
@@ -171,12 +166,11 @@ def transactions(request):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="transactions.csv"'
         return response
-    listing = _filtered(request, filters) if filters else _listing(_account(request))
-    page = Paginator(BothEnds(listing.only(*ROW_FIELDS)), PAGE_SIZE).get_page(request.GET.get("page"))
-    shown = page.object_list
+    listing = BothEnds(_filtered(request, filters).only(*ROW_FIELDS))
+    page = Paginator(listing, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"form": form, "page": page, "transactions": shown, "query": query.urlencode()}
+    context = {"form": form, "page": page, "transactions": page.object_list, "query": query.urlencode()}
     template = "billing/transactions.html#transaction-table" if wants_partial(request) else "billing/transactions.html"
     return render(request, template, context, status=400 if request.GET and form.errors else 200)
 

@@ -76,7 +76,6 @@ class Storage(Protocol):
     def calls(self, instance, backend) -> list: ...
     def on_released(self, instance) -> None: ...
     def shared_folder(self, account_public_id: str): ...
-    def shared_listing(self, user, limit: int = 20) -> list: ...
     def panel_context(self, instance) -> dict: ...
 
 
@@ -135,11 +134,6 @@ def on_released(instance: Instance) -> None:
 def shared_folder(account_public_id: str):
     """Where the account's cloud storage is on this host, or None where it is not a local folder (S3)."""
     return storage().shared_folder(account_public_id)
-
-
-def shared_listing(user, limit: int = 20) -> list:
-    """The top of the user's cloud storage as ``/root/shared`` shows it."""
-    return storage().shared_listing(user, limit)
 
 
 def panel_context(instance: Instance) -> dict:

@@ -103,6 +103,8 @@ LOG_BYTES = 2 * 1024 * 1024  # the start command's log never holds more than its
 # generated /etc (ETC) and bubblewrap's arguments (BWRAP_ARGS). Whatever the machine writes there stops at its size.
 SOCKETS = "gpucloud"
 ETC = "etc"
+BOOT = "boot"  # in the run folder: the init script, the environment, the seccomp program
+WORKLOADS = "workloads"  # in the run folder: a copy of the workloads for this start
 BWRAP_ARGS = "bwrap.args"  # read by bwrap from a descriptor: its command line inside names no host path
 SECCOMP_FILE = "seccomp.bpf"  # in the boot folder: bwrap loads it at start, and a shell entering the machine too
 MIB = 1024 * 1024
@@ -418,7 +420,8 @@ class LocalBackend(Backend):
         base = folder(instance.public_id)
         uid = sandbox_uid(instance)
         _make_traversable(base.parent)
-        home, run, boot, mnt = base / "root", base / "run", base / "boot", base / "mnt"
+        home, run, mnt = base / "root", base / "run", base / "mnt"
+        boot = run / BOOT  # on the run folder's tmpfs, with the workloads: no host path names what the machine binds
         # base/.gpucloud: the agent's own files (it runs as the sandbox user, outside the sandbox).
         # Root creates and hands over only the folders directly in the instance's root-owned folder, which the
         # machine cannot replace; inside the home and the socket folder the machine's own processes (init, the
@@ -428,17 +431,16 @@ class LocalBackend(Backend):
             (base / ".gpucloud", uid, 0o700),
             (home, uid, 0o700),
             (run, 0, 0o711),
-            (boot, uid, 0o500),
             (mnt, 0, 0o755),
         ):
             _own_folder(path, owner, mode)
-        for name in hub_links(instance):
-            _open_folder(mnt / name)  # empty until something is mounted there
         disk_gb = local_home.prepare(base, uid, instance.spec.system_disk_gb)
         try:
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
+            _own_folder(boot, uid, 0o500)
+            _copy_workloads(run / WORKLOADS)
             lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale(instance.owner.language))
             egress = _egress(instance)
             nameservers = (local_network.DNS,) if egress else ()
@@ -456,6 +458,8 @@ class LocalBackend(Backend):
             if gone:
                 state = update_state(instance.public_id, mounts={t: e for t, e in mounts.items() if t not in gone})
             self._mount_all(instance.public_id, state)
+            for name in hub_links(instance):
+                _open_folder(mnt / name)  # empty until something is mounted there
             cgroup = Cgroup(str(instance.public_id))
             limited = cgroup.create()
             logfile = base / "console.log"
@@ -553,7 +557,7 @@ class LocalBackend(Backend):
         if base.exists():
             local_home.delete(base)
             shutil.rmtree(base / "run", ignore_errors=True)
-            shutil.rmtree(base / "boot", ignore_errors=True)
+            shutil.rmtree(base / "boot", ignore_errors=True)  # where machines started by older releases had it
             write_state(instance.public_id, {"released": _now()})
 
     def status(self, instance) -> BackendStatus:
@@ -679,8 +683,11 @@ class LocalBackend(Backend):
         mnt = folder(public_id) / "mnt"
         mnt.mkdir(parents=True, exist_ok=True)
         if not _is_mount_point(mnt):
-            # A peer group of its own: mounts below it reach the sandbox (a slave of it) and nothing else.
-            _run(["mount", "--bind", str(mnt), str(mnt)])
+            # A small tmpfs of its own (a bind of the host folder would name its host path in the machine's
+            # /proc/self/mountinfo), in a peer group of its own: mounts below it reach the sandbox (a slave of it) and
+            # nothing else. It holds only the empty folders the mounts cover.
+            options = "size=1m,nr_inodes=4096,mode=0755,uid=0,gid=0,nosuid,nodev,noexec"
+            _run(["mount", "-t", "tmpfs", "-o", options, "gpucloud-mounts", str(mnt)])
             _run(["mount", "--make-private", str(mnt)])
             _run(["mount", "--make-shared", str(mnt)])
         for target, entry in state.get("mounts", {}).items():
@@ -837,7 +844,10 @@ class LocalBackend(Backend):
         inside = None
         deadline = time.monotonic() + 10
         while inside is None and time.monotonic() < deadline:
-            inside = self._sandbox_pid(read_state(public_id))
+            state = read_state(public_id)
+            inside = self._sandbox_pid(state)
+            if inside is None and not self._running(state):
+                break  # the machine ended before its sandbox appeared (bwrap refused it): nothing to wait for
             if inside is None:
                 time.sleep(0.05)
         try:
@@ -1011,7 +1021,7 @@ class LocalBackend(Backend):
             ("--ro-bind", str(runtime_path), str(runtime_path)),
             ("--ro-bind", str(prefix), str(prefix)) if prefix else (),
             ("--bind", str(base / "root"), "/root", "--bind", str(run / SOCKETS), SOCKET_DIR),
-            ("--ro-bind", str(base / "boot"), BOOT_DIR, "--ro-bind", str(base / TOOLS / "workloads"), WORKLOADS_DIR),
+            ("--ro-bind", str(run / BOOT), BOOT_DIR, "--ro-bind", str(run / WORKLOADS), WORKLOADS_DIR),
             ("--bind", str(base / "mnt"), MOUNT_HUB, "--clearenv"),
             *(("--setenv", name, value) for name, value in environment.items()),
             ("--chdir", "/root", "--seccomp", "4", "--remount-ro", "/"),
@@ -1031,7 +1041,7 @@ class LocalBackend(Backend):
             "/bin/sh",
             "-c",
             f"trap '' USR1; exec /usr/bin/env -i {BWRAP} --args 3 -- /bin/sh {BOOT_DIR}/init "
-            f"3<{shlex.quote(str(options))} 4<{shlex.quote(str(base / 'boot' / SECCOMP_FILE))}",
+            f"3<{shlex.quote(str(options))} 4<{shlex.quote(str(run / BOOT / SECCOMP_FILE))}",
         ]
         agent = [
             str(runtime.system_python()),
@@ -1276,23 +1286,28 @@ def _answers_200(path: Path | None, request: bytes) -> bool:
 
 
 def _copy_tools(tools: Path) -> None:
-    """A fresh copy of the agent and the workloads in ``tools`` (root's, readable by all): a machine started after
-    an upgrade runs the new agent, and nothing the sandbox user could write is run."""
+    """A fresh copy of the agent in ``tools`` (root's, readable by all): a machine started after an upgrade runs the
+    new agent, and nothing the sandbox user could write is run."""
     staging = Path(tempfile.mkdtemp(prefix=".tools-", dir=tools.parent))
     try:
         os.chmod(staging, 0o755)
         shutil.copyfile(agent_module.__file__, staging / AGENT_FILE)
-        (staging / "workloads").mkdir(mode=0o755)
-        for source in [*WORKLOADS_SOURCE.glob("*.py"), *WORKLOADS_SOURCE.glob("*.ipynb")]:
-            shutil.copyfile(source, staging / "workloads" / source.name)
-        for path in (staging / AGENT_FILE, *(staging / "workloads").iterdir()):
-            os.chmod(path, 0o644)
-        os.chmod(staging / "workloads", 0o755)
+        os.chmod(staging / AGENT_FILE, 0o644)
         if tools.is_dir() and not tools.is_symlink():
             shutil.rmtree(tools)
         os.replace(staging, tools)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _copy_workloads(target: Path) -> None:
+    """The workloads (the quick-start, the tiny model's server, the hub relay) copied into ``target`` on the
+    machine's fresh run tmpfs: root's, readable by all, bound read-only inside."""
+    target.mkdir(mode=0o755)
+    for source in [*WORKLOADS_SOURCE.glob("*.py"), *WORKLOADS_SOURCE.glob("*.ipynb")]:
+        shutil.copyfile(source, target / source.name)
+        os.chmod(target / source.name, 0o644)
+    os.chmod(target, 0o755)
 
 
 def _open_folder(path: Path) -> None:

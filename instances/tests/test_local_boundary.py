@@ -2,8 +2,8 @@
 
 Every byte a machine writes stops at a size of its own (its sockets folder, /tmp, /var, /dev/shm, the start
 command's log while it runs) and never lands on the host's disk; a seccomp filter refuses what a machine never
-needs; the machine has an /etc of its own and no process inside shows a host path; and two consoles on one host
-never share sandbox uids.
+needs; the machine has an /etc of its own, and neither a process inside nor its mount table shows a host folder; and
+two consoles on one host never share sandbox uids.
 """
 
 import json
@@ -129,6 +129,22 @@ def test_no_process_inside_shows_a_host_path(on_local, running):
     for key, text in seen.items():
         for path in host_paths:
             assert path not in text, f"/proc/{key} shows {path}: {text[:300]}"
+
+
+def test_the_machines_mount_table_names_no_host_folder(on_local, running):
+    instance = running()
+    backend = get_backend("local")
+    backend.attach_disk(instance, "disk-1", 1, name="scratch")
+    backend.mount(instance, f"cloudstorage/{instance.owner.public_id}", "/root/shared")
+    table = on_local.run(instance, "cat /proc/self/mountinfo").stdout
+    points = {line.split()[4] for line in table.splitlines()}
+    for inside in ("/opt/gpucloud/boot", "/opt/gpucloud/workloads", "/mnt/gpucloud", "/run/gpucloud", "/root"):
+        assert inside in points, (inside, table)
+    assert any(point.startswith("/mnt/gpucloud/data/") for point in points), table  # the disk
+    host_paths = {str(django_settings.DATA_DIR), str(django_settings.BASE_DIR), str(on_local.root)}
+    for line in table.splitlines():
+        for path in host_paths:
+            assert path not in line, f"the machine's mount table shows {path}: {line}"
 
 
 def test_the_machine_has_an_etc_of_its_own(on_local, running):

@@ -10,6 +10,7 @@ assert that each page's query count does not grow with it.
 
 import logging
 import math
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,6 +18,7 @@ from decimal import Decimal
 
 from django.db import connection, transaction
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -283,9 +285,6 @@ class PageRun:
 
 def open_page(client, url: str) -> PageRun:
     """GET ``url`` as the client's user (Chinese pages, as a new user sees them), counting queries and time."""
-    import time
-
-    from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as queries:
         start = time.perf_counter()

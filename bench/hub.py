@@ -22,6 +22,8 @@ from django.conf import settings
 from bench import benchmark, size
 from console import services as console_services
 from console.models import User
+from marketplace.hub import blobs, repos
+from marketplace.models import HubBlob, HubItem
 
 MB = 1024 * 1024
 CHUNK = 1024 * 1024
@@ -75,9 +77,6 @@ class _Server:
 
 
 def _publisher():
-    from marketplace.hub import repos
-    from marketplace.models import HubItem
-
     user, _ = User.objects.get_or_create(email="bench-hub@example.com")
     token = console_services.create_api_token(user, name="bench", scope="read_write").plaintext
     if not HubItem.objects.filter(repo="bench/weights").exists():
@@ -141,9 +140,6 @@ def _read_directly(path: Path) -> float:
 
 @benchmark("Hub: a 100 MB file through the Hugging Face API (LFS upload, resolve download)")
 def hub_throughput(report):
-    from marketplace.hub import blobs
-    from marketplace.models import HubBlob
-
     megabytes = size(100, 8)
     data = os.urandom(megabytes * MB)
     _user, token = _publisher()

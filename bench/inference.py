@@ -10,19 +10,19 @@ from pathlib import Path
 from django.conf import settings
 
 from bench import benchmark, size
+from bench.instances import _user
 from console.models import WorkerHeartbeat
 from inference import services as endpoints
 from instances import conf
 from instances.models import Instance
+from marketplace import seed as hub_catalog
+from marketplace.images import catalog as image_catalog
+from marketplace.inference import services as inference
 
 DEPLOYS = size(3, 1)
 
 
 def _catalogues() -> None:
-    from marketplace import seed as hub_catalog
-    from marketplace.images import catalog as image_catalog
-    from marketplace.inference import services as inference
-
     hub_catalog.load()
     image_catalog.load()
     inference.load()
@@ -42,8 +42,6 @@ def _worker():
 
 @benchmark("Inference: deploy a template → endpoint ready (embedded default)", quick=False)
 def deploy_to_ready(report):
-    from bench.instances import _user
-
     for name in ("INSTANCES_SIM_PULL_SECONDS", "INSTANCES_SIM_BOOT_SECONDS"):
         os.environ.pop(name, None)  # the defaults, as `make run` has them
     simulated = conf.sim_pull_seconds() + conf.sim_boot_seconds()

@@ -7,26 +7,34 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import httpx
 from django.conf import settings
+from django.core.wsgi import get_wsgi_application
+from django.db import connection
+from django.db.models import F, Sum
 from django.test import Client
 
 from bench import benchmark, size
 from billing import price_version, wallet
-from catalog.models import Chip, Zone
+from catalog.models import Chip, Node, Zone
 from config.celery import app
 from console import services as console_services
 from console import ssh_keys
 from console.models import User, WorkerHeartbeat
-from instances import services, ssh_gateway
-from instances.backends import JupyterServer, get_backend
+from core.errors import Unavailable
+from instances import runtime, services, ssh_gateway
+from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local
+from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import AccountLimit, Instance
 from tests.asgi_server import login_cookies
 
@@ -115,13 +123,6 @@ def launch_race(report):
     """Every DCU node but eight fresh 8-card ones is drained, then 200 one-card launches race from 50 threads (20 in
     CI's light run).
     Exactly 64 must win and 136 be refused with where cards are free; none oversold (checked, else it fails)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-    from django.db.models import F, Sum
-
-    from catalog.models import Node
-    from core.errors import Unavailable
 
     os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
     zone, chip = Zone.objects.get(slug="cn-east-xc"), Chip.objects.get(slug="dcu-z100")
@@ -177,15 +178,6 @@ SLURM_RUNS = size(5, 2)
 def slurm_launch_overhead(report):
     """The platform's overhead on the same cluster: console = launch, the job, the agent's first report,
     reconcile; bare = ``sbatch --gres=gpu:mlu370:1`` until squeue says RUNNING. Skipped without a cluster."""
-    import shutil
-    import threading
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
-
-    from django.core.wsgi import get_wsgi_application
-
-    from catalog.models import Node
-    from instances.backends import BackendError
-    from instances.backends.slurm import SlurmClient
 
     try:
         SlurmClient(settings.SLURM).jobs()
@@ -230,8 +222,6 @@ def slurm_launch_overhead(report):
 
 def _cancel_jobs(prefix: str) -> None:
     """Cancel every job of this benchmark that has not ended; a cluster gone away is no reason to hide the error."""
-    from instances.backends import BackendError
-    from instances.backends.slurm import ENDED_STATES, SlurmClient
 
     operator = SlurmClient(settings.SLURM | {"user": "slurm"})
     try:
@@ -244,7 +234,6 @@ def _cancel_jobs(prefix: str) -> None:
 
 def _launch_until_running_then_release(user, request, *, timeout: float) -> float:
     """Seconds from the launch until the instance runs (driven here, as the worker would); then it is released."""
-    from instances.backends import TransientBackendError
 
     start = time.perf_counter()
     instance = services.launch(user, request)
@@ -307,11 +296,6 @@ def local_launch_to_jupyter(report):
     """What a user waits for after a launch on ``make run``'s default: launch, the sandbox, JupyterLab answering
     on its socket, reconcile seeing it (the instance is running). Floor: the same runtime's JupyterLab started
     directly on a socket, no sandbox, no console. Skipped where the host cannot run sandboxes."""
-    import tempfile
-
-    from catalog.models import Node
-    from instances import runtime
-    from instances.backends import local
 
     ok, why = local.availability()
     if not ok:
@@ -348,9 +332,6 @@ def local_launch_to_jupyter(report):
 
 
 def _bare_jupyter(runtime_path: Path) -> float:
-    import socket as sockets
-    import tempfile
-
     folder = Path(tempfile.mkdtemp(prefix="gpucloud-bare-", dir="/tmp"))
     sock = folder / "jl.sock"
     start = time.perf_counter()
@@ -374,7 +355,7 @@ def _bare_jupyter(runtime_path: Path) -> float:
                 raise RuntimeError("a bare JupyterLab did not answer within 120 s")
             if sock.exists():
                 try:
-                    with sockets.socket(sockets.AF_UNIX) as client:
+                    with socket.socket(socket.AF_UNIX) as client:
                         client.connect(str(sock))
                         client.sendall(b"GET /api/status HTTP/1.0\r\nAuthorization: token bench\r\n\r\n")
                         if client.recv(16).startswith(b"HTTP/1.1 200"):
@@ -448,7 +429,6 @@ def jupyter_proxy_overhead(report):
     dozens): through the console (uvicorn serving config.asgi on 127.0.0.1, on the lab's own origin) and straight
     from the socket, by the same client code. JupyterLab, the console and the client are three
     processes, as in production. Skipped where the runtime cannot be built."""
-    from instances import runtime
 
     try:
         jupyter = runtime.ensure() / "bin" / "jupyter"

@@ -1,12 +1,16 @@
 """Hub benchmarks: search over 100,000 items in Chinese and English, through the service and through the API."""
 
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, Group
 from django.db import connection
 from django.test import Client
 
 from bench import benchmark, size
+from console.models import User
+from console.ops import roles
 from marketplace.hub import search, services, synthetic
-from marketplace.models import HubItem
+from marketplace.images import catalog as image_catalog
+from marketplace.images import services as images
+from marketplace.models import HubItem, Image
 
 ITEMS = size(100_000, 5_000)
 ROUNDS = size(5, 1)
@@ -90,14 +94,7 @@ IMAGE_PAGES = [
 
 def _ensure_images(report) -> None:
     """The official catalogue plus listed community images up to ``IMAGES``, written through the services."""
-    from django.contrib.auth.models import Group
-
-    from console.models import User
-    from console.ops import roles
-    from marketplace.images import catalog, services
-    from marketplace.models import Image
-
-    catalog.load()
+    image_catalog.load()
     missing = IMAGES - Image.objects.listed().count()
     if missing <= 0:
         return
@@ -108,8 +105,8 @@ def _ensure_images(report) -> None:
     bases = list(Image.objects.filter(owner__isnull=True))
     with report.timer() as t:
         for i in range(missing):
-            image = services.clone_to_mine(author, bases[i % len(bases)], name=f"社区镜像 community image {i}")
-            services.review_image(services.publish(author, image), True, "", staff)
+            image = images.clone_to_mine(author, bases[i % len(bases)], name=f"社区镜像 community image {i}")
+            images.review_image(images.publish(author, image), True, "", staff)
     report.add(f"create {missing} community images", t.seconds, unit="s", note="clone, publish, review")
 
 

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import requests
 from django.conf import settings
 from django.test import Client
 
@@ -99,8 +100,6 @@ def _free_port() -> int:
 
 
 def _wait_for(url: str, seconds: float = 60) -> None:
-    import requests
-
     # A server still starting may refuse the connection or accept it and answer late (gunicorn's workers are
     # still importing Django): both mean "not yet".
     deadline = time.monotonic() + seconds
@@ -115,7 +114,6 @@ def _wait_for(url: str, seconds: float = 60) -> None:
 
 def _warm(base: str, pages, cookies) -> None:
     """Every worker thread compiles templates and loads translations once; that is start-up, not load."""
-    import requests
 
     for _round in range(4):
         for _label, url in pages:

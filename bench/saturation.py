@@ -24,6 +24,8 @@ from django.urls import reverse
 
 from bench import benchmark, size
 from bench.pages import _free_port, _history
+from marketplace.choices import HubVisibility
+from marketplace.models import HubItem, Image
 
 CLIENTS = 4
 SECONDS = size(15, 3)
@@ -108,8 +110,6 @@ def _saturate(url: str, path: str, cookie: str = "", seconds: int = SECONDS) -> 
 
 def _pages(history) -> list[tuple[str, str, bool]]:
     """(label, path, logged in) of the pages measured: every page the long-history user opens, signed in."""
-    from marketplace.choices import HubVisibility
-    from marketplace.models import HubItem, Image
 
     wanted = {"dashboard", "instance list", "instance detail", "wallet", "transactions", "statement", "cloud disks"}
     pages = [(label, path, True) for label, path in history.pages() if label in wanted]

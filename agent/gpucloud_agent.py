@@ -6,8 +6,9 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
   (``ASCEND_RT_VISIBLE_DEVICES``, ``MLU_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES``, ``CUDA_VISIBLE_DEVICES``),
   counting from the first card of the chip's type on the node (``--offset``);
 * lays out the instance's directories under the instance root: the system disk (the instance's ``/``), data disks
-  under ``/root/data/<disk>``, the user's cloud storage at ``/root/shared`` and read-only hub items at
-  ``/root/public/<repo>``, as symlinks (a mount is metadata, never a copy);
+  under ``/root/data/<folder>`` (the disk's name: the console writes each disk's folder in the layout), the user's
+  cloud storage at ``/root/shared`` and read-only hub items at ``/root/public/<repo>``, as symlinks (a mount is
+  metadata, never a copy);
 * starts the user's workload and, on SIGUSR1 (the console's checkpoint signal) or SIGTERM (stop, preemption),
   writes a checkpoint marker and passes the signal on; after SIGTERM it gives the workload ``--grace`` seconds;
 * reports a heartbeat with metrics to the console every ``--interval`` seconds, authenticated by the instance's
@@ -226,6 +227,21 @@ def _well_formed_mount(mount) -> bool:
     return isinstance(mount, dict) and isinstance(mount.get("target"), str) and isinstance(mount.get("source"), str)
 
 
+def _folder_name(value) -> bool:
+    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value and "\0" not in value
+
+
+def disk_of(entry) -> tuple[str, str] | None:
+    """A layout's data disk as (its id, its folder in /root/data), or None when the entry is malformed. An entry is
+    ``{"id": …, "folder": …}``: the console names the folder (the disk's name, ``backends.base.disk_folder``), the
+    agent knows no names. A bare id is a layout written before disks had folders of their own: /root/data/<id>."""
+    if isinstance(entry, str):
+        return (entry, entry) if _folder_name(entry) else None
+    if isinstance(entry, dict) and _folder_name(entry.get("id")) and _folder_name(entry.get("folder")):
+        return entry["id"], entry["folder"]
+    return None
+
+
 def clean_layout(layout) -> dict:
     """Only the well-formed entries of a layout: the file is on the system disk, where the workload may write."""
     layout = layout if isinstance(layout, dict) else {}
@@ -233,7 +249,7 @@ def clean_layout(layout) -> dict:
     disks = disks if isinstance(disks, list) else []
     mounts = mounts if isinstance(mounts, list) else []
     return {
-        "disks": [d for d in disks if isinstance(d, str) and d not in ("", ".", "..") and "/" not in d],
+        "disks": [d if isinstance(d, str) else {"id": d["id"], "folder": d["folder"]} for d in disks if disk_of(d)],
         "mounts": [m for m in mounts if _well_formed_mount(m)],
     }
 
@@ -286,16 +302,17 @@ def _unlink_link(system: Path, relative: str) -> None:
 
 def layout_paths(root: Path, layout: dict) -> dict[str, str]:
     """Where each link of ``layout`` goes on the system disk (relative to it), and what it points at."""
-    links = {f"root/data/{disk}": str(root / "disks" / disk) for disk in layout.get("disks", [])}
+    disks = [disk_of(entry) for entry in layout.get("disks", [])]
+    links = {f"root/data/{folder}": str(root / "disks" / disk) for disk, folder in filter(None, disks)}
     links |= {m["target"].lstrip("/"): m["source"] for m in layout.get("mounts", [])}
     return links
 
 
 def apply_layout(root: Path, system: Path, layout: dict, previous: dict | None = None) -> list[Path]:
-    """Make the instance's view match ``layout``: a link per data disk (``/root/data/<disk>``, the disk created
-    when missing) and per mount (the user's storage, hub items); links of ``previous`` that are gone go.
-    Returns the paths it made, so a caller running as another user can hand them to the jobs' user. A link or
-    anything else the workload put on the way is never followed: that link is skipped."""
+    """Make the instance's view match ``layout``: a link per data disk (``/root/data/<folder>`` to the disk's own
+    folder ``disks/<id>``, created when missing) and per mount (the user's storage, hub items); links of
+    ``previous`` that are gone go. Returns the paths it made, so a caller running as another user can hand them to
+    the jobs' user. A link or anything else the workload put on the way is never followed: that link is skipped."""
     made = []
     layout, previous = clean_layout(layout), clean_layout(previous or {})
     home = system / "root"
@@ -303,8 +320,8 @@ def apply_layout(root: Path, system: Path, layout: dict, previous: dict | None =
         home.mkdir(parents=True)
         made.append(home)
     links = layout_paths(root, layout)
-    for disk in layout["disks"]:
-        target = root / "disks" / disk
+    for entry in layout["disks"]:
+        target = root / "disks" / disk_of(entry)[0]
         if not target.exists():
             target.mkdir(parents=True)
             made.append(target)

@@ -71,7 +71,17 @@ from .. import attachments, runtime
 from ..environment import boot_environment
 from ..models import Instance
 from . import local_etc, local_home, local_lab, local_lxcfs, local_network, local_seccomp, local_uids, local_volumes
-from .base import Backend, BackendError, BackendStatus, JupyterServer, MetricPoint, Phase, TransientBackendError
+from .base import (
+    DATA_ROOT,
+    Backend,
+    BackendError,
+    BackendStatus,
+    JupyterServer,
+    MetricPoint,
+    Phase,
+    TransientBackendError,
+    disk_folder,
+)
 
 log = logging.getLogger(__name__)
 
@@ -604,7 +614,7 @@ class LocalBackend(Backend):
         source = sandbox_root() / "disks" / str(disk_id)
         _make_traversable(source.parent)
         local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
-        target = self._disk_target(instance, str(source), disk_folder_name(name, str(disk_id)))
+        target = self._disk_target(instance, str(source), name, str(disk_id))
         self._add_mount(instance, target, str(source), read_only=False)
 
     def delete_disk(self, disk_id: str) -> None:
@@ -616,14 +626,14 @@ class LocalBackend(Backend):
             if entry["source"] == source:
                 self.unmount(instance, target)
 
-    def _disk_target(self, instance, source: str, name: str) -> str:
-        """Where a disk appears inside: ``/root/data/<name>``, or ``<name>-2``… when another disk of the machine
-        has that folder already. A disk mounted elsewhere before (under its id, or another name) moves there."""
+    def _disk_target(self, instance, source: str, name: str, disk_id: str) -> str:
+        """Where a disk appears inside: ``/root/data/<folder>`` (:func:`disk_folder`: its name, or ``<name>-2``…
+        when another disk of the machine has that folder already). A disk mounted elsewhere before (under its id, or
+        another name) moves there."""
         mounts = read_state(instance.public_id).get("mounts", {})
-        taken = {target for target, entry in mounts.items() if entry["source"] != source}
-        target, number = f"/root/data/{name}", 2
-        while target in taken:
-            target, number = f"/root/data/{name}-{number}", number + 1
+        others = [target for target, entry in mounts.items() if entry["source"] != source]
+        taken = {target.removeprefix(f"{DATA_ROOT}/") for target in others if target.startswith(f"{DATA_ROOT}/")}
+        target = f"{DATA_ROOT}/{disk_folder(name, disk_id, taken)}"
         for before in [t for t, entry in mounts.items() if entry["source"] == source and t != target]:
             self.unmount(instance, before)
         return target
@@ -1160,13 +1170,6 @@ def lab_path(public_id) -> str:
 def _sandbox_path(runtime_path: Path | None = None) -> str:
     runtime_path = runtime_path or runtime.path()
     return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-
-
-def disk_folder_name(name: str, disk_id: str) -> str:
-    """The folder a disk named ``name`` has in /root/data: its name, where that is a folder name (the console's
-    disk names are: no "/", no control characters, not "." or ".."), else its id."""
-    unsafe = not name or name in (".", "..") or "/" in name or len(name.encode()) > 255
-    return disk_id if unsafe or any(ord(c) < 32 or ord(c) == 127 for c in name) else name
 
 
 def _runtime_of(state: dict) -> Path | None:

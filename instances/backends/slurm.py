@@ -93,6 +93,7 @@ from .base import (
     MetricPoint,
     Phase,
     TransientBackendError,
+    disk_folder,
 )
 from .local import lab_path
 
@@ -860,11 +861,11 @@ class SlurmBackend(Backend):
         return str(Path(config.get("hub_root") or self.root(config) / "hub") / source)
 
     def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
-        # The jobs' layout links disks by their id (/root/data/<disk_id>): the agent on the nodes knows no names.
-        self._edit_layout(instance, lambda layout: _add_once(layout["disks"], str(disk_id)), disk=str(disk_id))
+        # The agent on the nodes knows no names: the layout tells it each disk's folder in /root/data.
+        self._edit_layout(instance, lambda layout: _place_disk(layout["disks"], str(disk_id), name), disk=str(disk_id))
 
     def detach_disk(self, instance, disk_id: str) -> None:
-        self._edit_layout(instance, lambda layout: _remove(layout["disks"], str(disk_id)))
+        self._edit_layout(instance, lambda layout: _drop_disk(layout["disks"], str(disk_id)))
 
     def mount(self, instance, source: str, target: str) -> None:
         if not target.startswith("/root/") or ".." in target.split("/"):
@@ -918,14 +919,24 @@ def tail_file(path: Path, lines: int, *, block: int = 64 * 1024, max_bytes: int 
     return "\n".join(text.removesuffix("\n").split("\n")[-lines:]) if text else ""
 
 
-def _add_once(items: list, value) -> None:
-    if value not in items:
-        items.append(value)
+def _place_disk(disks: list, disk_id: str, name: str) -> None:
+    """The layout's entry for a disk: ``{"id", "folder"}``, the folder as on every backend (:func:`disk_folder`: its
+    name, ``-2``… when another disk of the machine has it). A disk already there stays where it is; one the layout
+    had under its id (a bare id: written before disks had folders of their own) moves to its name."""
+    others = [agent_module.disk_of(entry) for entry in disks]
+    taken = {folder for other, folder in filter(None, others) if other != disk_id}
+    entry = {"id": disk_id, "folder": disk_folder(name, disk_id, taken)}
+    mine = [i for i, other in enumerate(others) if other and other[0] == disk_id]
+    if mine:
+        disks[mine[0]] = entry  # where it was in the list
+        disks[:] = [d for i, d in enumerate(disks) if i not in mine[1:]]
+    else:
+        disks.append(entry)
 
 
-def _remove(items: list, value) -> None:
-    while value in items:
-        items.remove(value)
+def _drop_disk(disks: list, disk_id: str) -> None:
+    """No entry of the disk left in the layout, bare id or ``{"id", "folder"}``."""
+    disks[:] = [entry for entry in disks if (agent_module.disk_of(entry) or ("",))[0] != disk_id]
 
 
 def _replace_mount(mounts: list, entry: dict, drop: bool = False) -> None:
@@ -998,7 +1009,7 @@ def _read_private_layout(system: Path) -> dict:
     disks = layout.get("disks") if isinstance(layout, dict) else None
     mounts = layout.get("mounts") if isinstance(layout, dict) else None
     return {
-        "disks": [d for d in disks if isinstance(d, str)] if isinstance(disks, list) else [],
+        "disks": agent_module.clean_layout({"disks": disks})["disks"],
         "mounts": [m for m in mounts if isinstance(m, dict) and isinstance(m.get("target"), str)]
         if isinstance(mounts, list)
         else [],

@@ -162,21 +162,26 @@ def test_the_accounts_system_disk_disks_and_storage_are_its_alone_and_its_links_
     backend, instance, nobody = SlurmBackend(), Stub(), find_account("nobody")
     disk = "0b8e3c1e-5d2a-4b43-9d7e-3f3f0c9a1b2c"
     backend.mount(instance, "cloudstorage/u-1", "/root/shared")
-    backend.attach_disk(instance, disk)
+    backend.attach_disk(instance, disk, 1, name="ckpt")
 
     system = nobodys_root / "instances" / instance.public_id
     for folder in (system, nobodys_root / "disks" / disk, nobodys_root / "shared" / "u-1"):
         info = folder.stat()
         assert (info.st_uid, info.st_mode & 0o777) == (nobody.uid, 0o700), folder
     # The links and the layout were made by the account itself
-    link = system / "root" / "data" / disk
+    link = system / "root" / "data" / "ckpt"
     assert os.readlink(link) == str(nobodys_root / "disks" / disk) and link.lstat().st_uid == nobody.uid
     layout = system / ".gpucloud" / "layout.json"
-    assert json.loads(layout.read_text())["disks"] == [disk] and layout.stat().st_uid == nobody.uid
+    assert json.loads(layout.read_text())["disks"] == [{"id": disk, "folder": "ckpt"}]
+    assert layout.stat().st_uid == nobody.uid
 
     # A layout the account rewrote to lead elsewhere is never a path the console hands over, and the account's own
     # tools drop what is malformed in it rather than follow it
-    layout.write_text(json.dumps({"disks": ["../../../../etc"], "mounts": [{"target": 3}]}))
+    escapes = ["../../../../etc", {"id": "../../../../etc", "folder": "x"}, {"id": disk, "folder": "../../../etc"}]
+    layout.write_text(json.dumps({"disks": escapes, "mounts": [{"target": 3}]}))
+    backend.attach_disk(instance, disk, 1, name="ckpt")
+    assert json.loads(layout.read_text())["disks"] == [{"id": disk, "folder": "ckpt"}]
+    layout.write_text(json.dumps({"disks": escapes, "mounts": [{"target": 3}]}))
     backend.detach_disk(instance, disk)
     assert (Path("/etc").stat().st_uid, Path("/etc").stat().st_mode & 0o777) == (0, 0o755)
 

@@ -187,6 +187,40 @@ def test_the_layout_links_storage_disks_and_read_only_hub_items_and_drops_stale_
     assert (home / "shared").is_symlink()
 
 
+def test_a_disk_is_linked_at_the_folder_the_layout_names_and_a_bare_id_at_its_id(tmp_path):
+    root = tmp_path / "root"
+    system = root / "instances" / "abc"
+    data = system / "root" / "data"
+    before = {"disks": ["d1", "d2"], "mounts": []}  # a layout written before disks had folders of their own
+    agent.apply_layout(root, system, before)
+    assert sorted(os.listdir(data)) == ["d1", "d2"]
+
+    # The console names the folders: d1 moves to its name, d2 stays at its id; what is malformed is dropped
+    layout = {
+        "disks": [
+            {"id": "d1", "folder": "实验 数据"},
+            "d2",
+            {"id": "../d3", "folder": "escape"},
+            {"id": "d4", "folder": "../../etc"},
+            {"id": "d5", "folder": "."},
+            {"id": "d6"},
+            {"folder": "d7"},
+        ],
+        "mounts": [],
+    }
+    assert agent.clean_layout(layout)["disks"] == [{"id": "d1", "folder": "实验 数据"}, "d2"]
+    agent.apply_layout(root, system, layout, previous=before)
+    assert {link.name: os.readlink(link) for link in data.iterdir()} == {
+        "实验 数据": str(root / "disks" / "d1"),
+        "d2": str(root / "disks" / "d2"),
+    }
+    assert sorted(os.listdir(root / "disks")) == ["d1", "d2"]
+
+    # Gone from the layout: its link goes, under its folder
+    agent.apply_layout(root, system, {"disks": ["d2"], "mounts": []}, previous=layout)
+    assert os.listdir(data) == ["d2"]
+
+
 def _run_agent(tmp_path, workload, env_extra=None):
     env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "42", "SLURM_JOB_GPUS": "16,17"} | (env_extra or {})
     command = [

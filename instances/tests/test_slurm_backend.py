@@ -230,19 +230,20 @@ def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp
     system = tmp_path / "instances" / instance.public_id
     backend.mount(instance, "cloudstorage/u-1", "/root/shared")
     backend.mount(instance, "Qwen/Qwen2-7B", "/root/public/Qwen/Qwen2-7B")
-    backend.attach_disk(instance, "disk-1")
-    backend.attach_disk(instance, "disk-1")  # a repeat is a no-op
+    backend.attach_disk(instance, "disk-1", 10, name="checkpoints")
+    backend.attach_disk(instance, "disk-1", 10, name="checkpoints")  # a repeat is a no-op
 
     home = system / "root"
     assert os.readlink(home / "shared") == str(tmp_path / "shared" / "u-1") and (tmp_path / "shared" / "u-1").is_dir()
     assert os.readlink(home / "public" / "Qwen" / "Qwen2-7B") == str(tmp_path / "hub" / "Qwen" / "Qwen2-7B")
-    assert os.readlink(home / "data" / "disk-1") == str(tmp_path / "disks" / "disk-1")
+    assert os.readlink(home / "data" / "checkpoints") == str(tmp_path / "disks" / "disk-1")
     layout = json.loads((system / ".gpucloud" / "layout.json").read_text())
-    assert layout["disks"] == ["disk-1"] and {m["read_only"] for m in layout["mounts"]} == {True, False}
+    assert layout["disks"] == [{"id": "disk-1", "folder": "checkpoints"}]
+    assert {m["read_only"] for m in layout["mounts"]} == {True, False}
 
     backend.unmount(instance, "/root/public/Qwen/Qwen2-7B")
     backend.detach_disk(instance, "disk-1")
-    assert not (home / "public" / "Qwen" / "Qwen2-7B").is_symlink() and not (home / "data" / "disk-1").exists()
+    assert not (home / "public" / "Qwen" / "Qwen2-7B").is_symlink() and not (home / "data" / "checkpoints").exists()
     with pytest.raises(BackendError):
         backend.mount(instance, "x", "/etc/passwd")
     assert (tmp_path / "disks" / "disk-1").is_dir()  # detaching never deletes the disk
@@ -253,3 +254,49 @@ def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp
     layout = json.loads((system / ".gpucloud" / "layout.json").read_text())
     team_mount = next(m for m in layout["mounts"] if m["target"] == "/root/shared-team")
     assert team_mount["read_only"] is False
+
+
+def test_disks_are_at_their_names_a_second_of_one_name_at_name_2_and_a_layout_of_bare_ids_still_serves(
+    settings, tmp_path
+):
+    settings.SLURM = {**settings.SLURM, "root": str(tmp_path), "job_user_template": ""}
+    backend, instance = SlurmBackend(), Stub()
+    system = tmp_path / "instances" / instance.public_id
+    data = system / "root" / "data"
+
+    def layout():
+        return json.loads((system / ".gpucloud" / "layout.json").read_text())["disks"]
+
+    def links():
+        return {link.name: os.readlink(link) for link in data.iterdir()}
+
+    # A layout from before disks had folders of their own: bare ids, each disk at /root/data/<id>
+    (system / ".gpucloud").mkdir(parents=True)
+    agent_module.write_layout(system, {"disks": ["disk-old", "disk-b"], "mounts": []})
+    agent_module.apply_layout(tmp_path, system, agent_module.read_layout(system))
+    assert links() == {"disk-old": str(tmp_path / "disks" / "disk-old"), "disk-b": str(tmp_path / "disks" / "disk-b")}
+
+    # Attached by name: there under its name; a second disk of that name at <name>-2; an unsafe name: its id
+    backend.attach_disk(instance, "disk-a", 1, name="data")
+    backend.attach_disk(instance, "disk-c", 1, name="data")
+    backend.attach_disk(instance, "disk-a", 2, name="data")  # grown: stays where it is
+    backend.attach_disk(instance, "disk-d", 1, name="..")
+    assert links() == {
+        "disk-old": str(tmp_path / "disks" / "disk-old"),
+        "disk-b": str(tmp_path / "disks" / "disk-b"),
+        "data": str(tmp_path / "disks" / "disk-a"),
+        "data-2": str(tmp_path / "disks" / "disk-c"),
+        "disk-d": str(tmp_path / "disks" / "disk-d"),
+    }
+
+    # A bare id the console attaches again (the next start) moves to its name, in its place in the layout
+    backend.attach_disk(instance, "disk-b", 1, name="实验 数据")
+    assert "disk-b" not in links() and links()["实验 数据"] == str(tmp_path / "disks" / "disk-b")
+    assert layout()[:2] == ["disk-old", {"id": "disk-b", "folder": "实验 数据"}]
+
+    # Detaching removes that disk's entry and link alone, whether a bare id or named
+    backend.detach_disk(instance, "disk-old")
+    backend.detach_disk(instance, "disk-a")
+    assert sorted(links()) == ["data-2", "disk-d", "实验 数据"]
+    assert [entry["id"] for entry in layout()] == ["disk-b", "disk-c", "disk-d"]
+    assert all((tmp_path / "disks" / disk).is_dir() for disk in ("disk-old", "disk-a"))  # never deleted

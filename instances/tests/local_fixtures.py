@@ -4,7 +4,9 @@
 machines, homes and disks are told apart and cleaned up), starts a live console for the agents' reports, and
 kills every machine of the test when it ends. Homes are loop-mounted ext4 images: the test fails if any mount or
 loop device of its sandbox root outlives its machines, and its teardown undoes them either way, so none is left on
-the host for the next test or the next CI job. Outside CI the tests skip where the host cannot run sandboxes.
+the host for the next test or the next CI job. ``local_console`` does the same for browser tests, whose machines a
+real worker process starts for the console served under uvicorn. Outside CI the tests skip where the host cannot
+run sandboxes.
 """
 
 import shutil
@@ -26,12 +28,13 @@ from instances.tests.fixtures import settle_until
 class LocalHost:
     """The test's view of its sandboxes."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cloud: Path | None = None):
         self.root = root
+        self.cloud = cloud or root / "cloud"  # the cloud storage location (the accounts' trees)
 
     def storage(self, account) -> Path:
         """The account's cloud storage tree on the host: what its machines see at /root/shared."""
-        return self.root / "cloud" / str(account.public_id)
+        return self.cloud / str(account.public_id)
 
     def folder(self, instance) -> Path:
         return self.root / "instances" / str(instance.public_id)
@@ -81,7 +84,7 @@ class LocalHost:
         backend = get_backend("local")
         for path in (self.root / "instances").glob("*"):
             backend._kill(path.name, local.read_state(path.name))
-        local_volumes.unmount_all(self.root, self.root / "cloud")
+        local_volumes.unmount_all(self.root, self.cloud)
 
 
 def local_unavailable() -> str:
@@ -116,6 +119,43 @@ def on_local(request, settings, catalog):
     leaked = host.mounts(), host.loop_devices()
     host.undo_mounts()
     assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs
+
+
+@pytest.fixture
+def local_console(request, settings, monkeypatch, console_server, catalog):
+    """Every node on the local backend for the console under uvicorn (``console_server``) and a worker process
+    (``worker_process``, started by the test), with this test's own sandbox root: what the worker reads at start
+    goes through the environment, the rest into this process's settings. Yields a :class:`LocalHost`; at the end
+    every machine is killed and every home and cloud storage image it mounted is unmounted (the accounts' storage
+    stays in the data folder, where the worker keeps it), and the sandbox root is removed unless the test failed."""
+    why = local_unavailable()
+    if why:
+        pytest.skip(f"no local sandboxes here: {why}")
+    root = Path(tempfile.mkdtemp(prefix="gpucloud-sbx-", dir="/tmp"))
+    values = {
+        "LOCAL_SANDBOX_ROOT": str(root),
+        "LOCAL_AGENT_CONSOLE_URL": console_server.url,
+        "LOCAL_HEARTBEAT_SECONDS": "1",
+        "INSTANCES_STOP_GRACE_SECONDS": "1",
+        "INSTANCES_RECONCILE_SECONDS": "2",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)  # the worker process reads them at start
+    settings.LOCAL_SANDBOX_ROOT = root
+    settings.LOCAL_HUB_ROOT = root / "hub"
+    settings.LOCAL_AGENT_CONSOLE_URL = console_server.url
+    settings.LOCAL_HEARTBEAT_SECONDS = 1
+    Node.objects.update(backend_name="local")
+    queue = Path(settings.DATA_DIR) / "broker" / "queue"
+    for message in queue.glob("*") if queue.exists() else []:
+        message.unlink(missing_ok=True)
+    host = LocalHost(root, cloud=Path(settings.STORAGES["cloudstorage"]["OPTIONS"]["location"]))
+    yield host
+    host.kill_all()
+    host.undo_mounts()
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs

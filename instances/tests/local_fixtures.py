@@ -48,15 +48,19 @@ class LocalHost:
         with local_home.opened(self.folder(instance)) as home:
             yield home
 
+    def _places(self) -> tuple[str, str]:
+        return f"{self.root}/", f"{self.cloud}/"
+
     def mounts(self) -> list[str]:
-        return [p for p in local._mount_points() if p.startswith(f"{self.root}/")]
+        """The mount points in this test's sandbox root or cloud storage location."""
+        return [p for p in local._mount_points() if p.startswith(self._places())]
 
     def loop_devices(self) -> list[str]:
-        """The loop devices whose backing file is in this test's sandbox root."""
+        """The loop devices whose backing file is in this test's sandbox root or cloud storage location."""
         found = []
         for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
             try:
-                if backing.read_text().startswith(f"{self.root}/"):
+                if backing.read_text().startswith(self._places()):
                     found.append(f"/dev/{backing.parent.parent.name}")
             except OSError:
                 pass
@@ -130,7 +134,8 @@ def local_console(request, settings, monkeypatch, console_server, catalog):
     (``worker_process``, started by the test), with this test's own sandbox root: what the worker reads at start
     goes through the environment, the rest into this process's settings. Yields a :class:`LocalHost`; at the end
     every machine is killed and every home and cloud storage image it mounted is unmounted (the accounts' storage
-    stays in the data folder, where the worker keeps it), and the sandbox root is removed unless the test failed."""
+    stays in the data folder, where the worker keeps it): as with ``on_local``, the test fails if a mount or loop
+    device outlived its machines, and the sandbox root is removed unless the test failed."""
     why = local_unavailable()
     if why:
         pytest.skip(f"no local sandboxes here: {why}")
@@ -155,7 +160,9 @@ def local_console(request, settings, monkeypatch, console_server, catalog):
     host = LocalHost(root, cloud=Path(settings.STORAGES["cloudstorage"]["OPTIONS"]["location"]))
     yield host
     host.kill_all()
+    leaked = host.mounts(), host.loop_devices()
     host.undo_mounts()
+    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs

@@ -8,9 +8,7 @@ run's curve on the instance page.
 import math
 import os
 import re
-import tempfile
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -18,42 +16,12 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from billing import wallet
-from catalog.models import Node
 from console.models import WorkerHeartbeat
 from instances.models import Instance, TrainingScalar
-from instances.tests.local_fixtures import LocalHost, local_unavailable
 from tests.asgi_server import lab_origin
 from tests.fixtures.services import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def sandboxes(settings, monkeypatch, console_server, catalog):
-    """Every node on the local backend, with this test's own sandbox root, for the worker and the web server."""
-    why = local_unavailable()
-    if why:
-        pytest.skip(f"no local sandboxes here: {why}")
-    root = Path(tempfile.mkdtemp(prefix="gpucloud-sbx-", dir="/tmp"))
-    values = {
-        "LOCAL_SANDBOX_ROOT": str(root),
-        "LOCAL_AGENT_CONSOLE_URL": console_server.url,
-        "LOCAL_HEARTBEAT_SECONDS": "1",
-        "INSTANCES_STOP_GRACE_SECONDS": "1",
-        "INSTANCES_RECONCILE_SECONDS": "2",
-    }
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)  # the worker process reads them at start
-    settings.LOCAL_SANDBOX_ROOT = root
-    settings.LOCAL_AGENT_CONSOLE_URL = console_server.url
-    Node.objects.update(backend_name="local")
-    queue = Path(settings.DATA_DIR) / "broker" / "queue"
-    for message in queue.glob("*") if queue.exists() else []:
-        message.unlink(missing_ok=True)
-    host = LocalHost(root)
-    yield host
-    host.kill_all()
-    host.undo_mounts()  # no home image stays mounted or on a loop device after the test
 
 
 def _log_in(page, server, user):
@@ -66,7 +34,7 @@ def _log_in(page, server, user):
 def test_a_new_user_enters_the_machine_from_the_instance_page(
     page,
     console_server,
-    sandboxes,
+    local_console,
     owner,
     worker_process,  # noqa: F811
 ):
@@ -126,7 +94,7 @@ def test_a_new_user_enters_the_machine_from_the_instance_page(
             "nproc > nproc.txt; python3 -c 'import numpy; print(numpy.__version__)' > numpy.txt; "
             "echo 你好，机器 > 终端.txt; (nohup python3 -m http.server 8123 >/dev/null 2>&1 &)\n"
         )
-        home = sandboxes.home(instance)
+        home = local_console.home(instance)
         wait_until(
             lambda: (home / "终端.txt").exists() and (home / "nproc.txt").exists(),
             timeout=30,

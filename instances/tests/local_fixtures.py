@@ -4,7 +4,9 @@
 machines, homes and disks are told apart and cleaned up), starts a live console for the agents' reports, and
 kills every machine of the test when it ends. Homes are loop-mounted ext4 images: the test fails if any mount or
 loop device of its sandbox root outlives its machines, and its teardown undoes them either way, so none is left on
-the host for the next test or the next CI job. Outside CI the tests skip where the host cannot run sandboxes.
+the host for the next test or the next CI job. ``local_console`` does the same for browser tests, whose machines a
+real worker process starts for the console served under uvicorn. Outside CI the tests skip where the host cannot
+run sandboxes.
 """
 
 import shutil
@@ -26,12 +28,13 @@ from instances.tests.fixtures import settle_until
 class LocalHost:
     """The test's view of its sandboxes."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cloud: Path | None = None):
         self.root = root
+        self.cloud = cloud or root / "cloud"  # the cloud storage location (the accounts' trees)
 
     def storage(self, account) -> Path:
         """The account's cloud storage tree on the host: what its machines see at /root/shared."""
-        return self.root / "cloud" / str(account.public_id)
+        return self.cloud / str(account.public_id)
 
     def folder(self, instance) -> Path:
         return self.root / "instances" / str(instance.public_id)
@@ -45,15 +48,19 @@ class LocalHost:
         with local_home.opened(self.folder(instance)) as home:
             yield home
 
+    def _places(self) -> tuple[str, str]:
+        return f"{self.root}/", f"{self.cloud}/"
+
     def mounts(self) -> list[str]:
-        return [p for p in local._mount_points() if p.startswith(f"{self.root}/")]
+        """The mount points in this test's sandbox root or cloud storage location."""
+        return [p for p in local._mount_points() if p.startswith(self._places())]
 
     def loop_devices(self) -> list[str]:
-        """The loop devices whose backing file is in this test's sandbox root."""
+        """The loop devices whose backing file is in this test's sandbox root or cloud storage location."""
         found = []
         for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
             try:
-                if backing.read_text().startswith(f"{self.root}/"):
+                if backing.read_text().startswith(self._places()):
                     found.append(f"/dev/{backing.parent.parent.name}")
             except OSError:
                 pass
@@ -81,7 +88,7 @@ class LocalHost:
         backend = get_backend("local")
         for path in (self.root / "instances").glob("*"):
             backend._kill(path.name, local.read_state(path.name))
-        local_volumes.unmount_all(self.root, self.root / "cloud")
+        local_volumes.unmount_all(self.root, self.cloud)
 
 
 def local_unavailable() -> str:
@@ -111,6 +118,46 @@ def on_local(request, settings, catalog):
     settings.LOCAL_HEARTBEAT_SECONDS = 1
     Node.objects.update(backend_name="local")
     host = LocalHost(root)
+    yield host
+    host.kill_all()
+    leaked = host.mounts(), host.loop_devices()
+    host.undo_mounts()
+    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs
+
+
+@pytest.fixture
+def local_console(request, settings, monkeypatch, console_server, catalog):
+    """Every node on the local backend for the console under uvicorn (``console_server``) and a worker process
+    (``worker_process``, started by the test), with this test's own sandbox root: what the worker reads at start
+    goes through the environment, the rest into this process's settings. Yields a :class:`LocalHost`; at the end
+    every machine is killed and every home and cloud storage image it mounted is unmounted (the accounts' storage
+    stays in the data folder, where the worker keeps it): as with ``on_local``, the test fails if a mount or loop
+    device outlived its machines, and the sandbox root is removed unless the test failed."""
+    why = local_unavailable()
+    if why:
+        pytest.skip(f"no local sandboxes here: {why}")
+    root = Path(tempfile.mkdtemp(prefix="gpucloud-sbx-", dir="/tmp"))
+    values = {
+        "LOCAL_SANDBOX_ROOT": str(root),
+        "LOCAL_AGENT_CONSOLE_URL": console_server.url,
+        "LOCAL_HEARTBEAT_SECONDS": "1",
+        "INSTANCES_STOP_GRACE_SECONDS": "1",
+        "INSTANCES_RECONCILE_SECONDS": "2",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)  # the worker process reads them at start
+    settings.LOCAL_SANDBOX_ROOT = root
+    settings.LOCAL_HUB_ROOT = root / "hub"
+    settings.LOCAL_AGENT_CONSOLE_URL = console_server.url
+    settings.LOCAL_HEARTBEAT_SECONDS = 1
+    Node.objects.update(backend_name="local")
+    queue = Path(settings.DATA_DIR) / "broker" / "queue"
+    for message in queue.glob("*") if queue.exists() else []:
+        message.unlink(missing_ok=True)
+    host = LocalHost(root, cloud=Path(settings.STORAGES["cloudstorage"]["OPTIONS"]["location"]))
     yield host
     host.kill_all()
     leaked = host.mounts(), host.loop_devices()

@@ -194,9 +194,9 @@ def test_models_lists_the_served_model(owner, deploy):
 def test_a_request_to_a_stopped_endpoint_answers_503_saying_it_starts_and_starts_it(owner, deploy):
     endpoint = deploy(owner)
     key = endpoints.create_key(endpoint)
-    from instances import services
+    from instances import lifecycle
 
-    services.stop(endpoint.instance)
+    lifecycle.stop(endpoint.instance)
     settle()
     assert Instance.objects.get(pk=endpoint.instance_id).status == "stopped"
 

@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog.models import Chip
+from inference import template_catalog as inference
 from instances import lifecycle
-from marketplace.inference import services as inference
 from teams.context import account_for
 from teams.models import TeamEvent
 from teams.services import record

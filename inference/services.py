@@ -23,11 +23,11 @@ from console import identity
 from core import keys
 from core.chart_time import minute_label
 from core.errors import Conflict, NotFound, ServiceError
+from inference import template_catalog as inference
 from instances import launching, lifecycle
 from instances.backends import get_backend
 from instances.choices import Reason, Status
 from instances.models import Instance
-from marketplace.inference import services as inference
 from teams.access import refuse_if_seen
 
 from .models import Endpoint, EndpointKey, EndpointRequest

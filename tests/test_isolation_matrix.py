@@ -276,7 +276,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
         pdf=pdf,
     )
     from inference import services as endpoints
-    from marketplace.inference import services as inference
+    from inference import template_catalog as inference
 
     inference.load()
     endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
@@ -430,10 +430,10 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     upload in progress in the team's cloud storage, an endpoint with a key, and an image; a member of each role, a
     member of another team and a former member."""
     from inference import services as endpoints
+    from inference import template_catalog as inference
     from instances import launching
     from instances.tests.fixtures import settle
     from marketplace.images import services as images
-    from marketplace.inference import services as inference
     from marketplace.models import Image
     from storage import disks
     from storage import services as storage

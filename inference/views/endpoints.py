@@ -12,16 +12,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
+from inference import template_catalog as inference
 from instances import costs, lifecycle
 from instances.backends import get_backend
 from instances.models import Instance
-from marketplace.inference import services as inference
 from teams import roles
 from teams.context import page_account
 from teams.models import TeamEvent
 from teams.services import record
 
-from . import services as endpoints
+from .. import services as endpoints
 
 DETAIL = "inference/detail.html"
 NEW_KEY_SESSION = "endpoints:new-key"

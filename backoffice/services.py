@@ -24,7 +24,7 @@ from console.ops import roles
 from console.ops.audit import Actor, Target, record
 from console.ops.choices import AuditAction
 from core.errors import Conflict, NotFound, ServiceError
-from instances import services as instance_services
+from instances import lifecycle
 from instances.choices import Reason
 from instances.models import Instance
 
@@ -112,7 +112,7 @@ def force_stop(actor: Actor, *, instance_id, reason: str) -> Instance:
     before = {"status": instance.status, "wanted": instance.wanted}
     detail = _("Stopped by the operator: %(reason)s") % {"reason": reason}
     with transaction.atomic():
-        instance_services.stop(instance, reason=Reason.STOP_REQUESTED, detail=detail)
+        lifecycle.stop(instance, reason=Reason.STOP_REQUESTED, detail=detail)
         record(
             actor,
             AuditAction.INSTANCE_FORCE_STOPPED,

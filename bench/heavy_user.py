@@ -1,7 +1,7 @@
 """A user with a long history (SPEC §12: 1,000 instances and 10,000 ledger entries), and the pages they open.
 
 The data goes through the product's own code wherever that decides what a row looks like: a handful of instances
-are launched, run, stopped and released by ``instances.services`` on the simulated backend, and every charge is
+are launched, run, stopped and released by ``instances.lifecycle`` on the simulated backend, and every charge is
 posted by the real metering tick. The bulk of the history is then copied from those real instances (the same
 fields, events and usage sessions, under new ids), because launching a thousand instances one by one would
 measure the launch path, not the pages. ``make bench`` builds the full size; the tests build a small one and
@@ -25,11 +25,12 @@ from django.utils import timezone
 from billing import wallet
 from billing.metering import meter
 from billing.models import LedgerTransaction, UsageSession
+from catalog import services as catalog_services
 from catalog.models import Chip, Zone
 from config.celery import app
 from console import services as console_services
 from console.models import User
-from instances import services
+from instances import launching, lifecycle
 from instances.choices import TRANSITIONAL
 from instances.models import Instance, InstanceEvent
 from teams import accounts, context
@@ -186,7 +187,7 @@ def _make_room() -> None:
     for slug in {chip for chip, _image, _fate in TEMPLATES}:
         chip = Chip.objects.get(slug=slug)
         zone = Zone.objects.get(slug=zone_of[slug]) if slug in zone_of else chip.nodes.first().zone
-        services.add_node(zone=zone, chip=chip, name=f"heavy-{slug}-{uuid.uuid4().hex[:6]}", cards=8)
+        catalog_services.add_node(zone=zone, chip=chip, name=f"heavy-{slug}-{uuid.uuid4().hex[:6]}", cards=8)
 
 
 def _settle(instance: Instance) -> Instance:
@@ -194,17 +195,17 @@ def _settle(instance: Instance) -> Instance:
         instance = Instance.objects.with_related().get(pk=instance.pk)
         if instance.status not in TRANSITIONAL:
             return instance
-        services.advance(instance.pk)
+        lifecycle.advance(instance.pk)
     raise RuntimeError(f"{instance} did not settle: {instance.status}")
 
 
 def _real_instance(user, chip: str, image: str, fate: str, n: int) -> Instance:
-    request = services.LaunchRequest(name=f"train-{n}", chip=chip, image=image)
-    instance = _settle(services.launch(user, request))
+    request = launching.LaunchRequest(name=f"train-{n}", chip=chip, image=image)
+    instance = _settle(launching.launch(user, request))
     if fate in ("stopped", "released"):
-        instance = _settle(services.stop(instance))
+        instance = _settle(lifecycle.stop(instance))
     if fate == "released":
-        instance = _settle(services.release(instance))
+        instance = _settle(lifecycle.release(instance))
     if instance.status != fate:
         raise RuntimeError(f"{instance} is {instance.status}, not {fate}")
     return instance

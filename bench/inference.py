@@ -13,11 +13,11 @@ from bench import benchmark, size
 from bench.instances import _user
 from console.models import WorkerHeartbeat
 from inference import services as endpoints
+from inference import template_catalog as inference
 from instances import conf
 from instances.models import Instance
 from marketplace import seed as hub_catalog
 from marketplace.images import catalog as image_catalog
-from marketplace.inference import services as inference
 
 DEPLOYS = size(3, 1)
 

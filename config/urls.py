@@ -20,9 +20,9 @@ urlpatterns = [
     path("storage/", include("storage.urls")),
     path("billing/", include("billing.urls")),
     path("catalog/", include("config.catalog_urls")),
-    path("marketplace/inference/", include("marketplace.inference.urls")),
+    path("marketplace/inference/", include("inference.urls.templates")),
     path("marketplace/", include("marketplace.urls")),
-    path("endpoints/", include("inference.urls")),
+    path("endpoints/", include("inference.urls.endpoints")),
     path("teams/", include("teams.urls")),
     # At the root, each for a reason. The home page and the favicon are where browsers and people look; health
     # checks probe a fixed address.

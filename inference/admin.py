@@ -1,6 +1,15 @@
 from django.contrib import admin
 
-from .models import Endpoint, EndpointKey, EndpointRequest
+from .models import Endpoint, EndpointKey, EndpointRequest, InferenceTemplate
+
+
+@admin.register(InferenceTemplate)
+class InferenceTemplateAdmin(admin.ModelAdmin):
+    list_display = ["slug", "model", "framework", "variant", "cards", "active", "sort_order"]
+    list_filter = ["framework", "active", "variant__family"]
+    search_fields = ["slug", "model__repo"]
+    list_select_related = ["model", "variant"]
+    raw_id_fields = ["model"]
 
 
 @admin.register(Endpoint)

@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog.models import Chip
-from instances import services
-from marketplace.inference import services as inference
+from inference import template_catalog as inference
+from instances import lifecycle
 from teams.context import account_for
 from teams.models import TeamEvent
 from teams.services import record
@@ -127,7 +127,7 @@ class EndpointDetailView(APIView):
     @extend_schema(summary="Release the endpoint", responses={202: EndpointSerializer})
     def delete(self, request, id):
         endpoint = _get(request, id, "change")
-        services.release(endpoint.instance)
+        lifecycle.release(endpoint.instance)
         record(endpoint.instance, request.user, TeamEvent.Action.RELEASED, subject=endpoint.instance.name)
         return Response(_endpoint(request, endpoint), status=status.HTTP_202_ACCEPTED)
 
@@ -144,7 +144,7 @@ class EndpointStopView(APIView):
     @extend_schema(tags=["inference"], request=None, responses={202: EndpointSerializer})
     def post(self, request, id):
         endpoint = _get(request, id, "change")
-        services.stop(endpoint.instance)
+        lifecycle.stop(endpoint.instance)
         return _acted(request, endpoint, TeamEvent.Action.STOPPED)
 
 
@@ -154,7 +154,7 @@ class EndpointStartView(APIView):
     @extend_schema(tags=["inference"], request=None, responses={202: EndpointSerializer})
     def post(self, request, id):
         endpoint = _get(request, id, "change")
-        services.start(endpoint.instance, by=request.user)
+        lifecycle.start(endpoint.instance, by=request.user)
         return _acted(request, endpoint, TeamEvent.Action.STARTED)
 
 

@@ -1,5 +1,6 @@
-"""Inference endpoints (SPEC §9): an instance of kind "endpoint" serving an inference template, its API keys and
-the log of requests proxied to it. The operations live in ``inference.services``."""
+"""Inference (SPEC §9): the templates a model is served from, and endpoints — an instance of kind "endpoint" serving
+a template — with their API keys and the log of requests proxied to them. The operations live in
+``inference.template_catalog`` and ``inference.services``."""
 
 import uuid
 
@@ -8,7 +9,67 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from marketplace.models import SLUG_VALIDATOR
 from teams.access import owned
+
+
+class InferenceTemplate(models.Model):
+    """A hub model served by a framework (vLLM, MindFormers, TensorRT-LLM, MagicMind) from one image variant, on
+    the chips of that variant's family, with a default size and serving arguments (SPEC §9); or, from a CPU-only
+    variant, in the no-card mode (the tiny demo model). Deploying it makes an endpoint (``inference.services``)."""
+
+    class Framework(models.TextChoices):
+        VLLM = "vllm", "vLLM"
+        MINDFORMERS = "mindformers", "MindFormers"
+        TENSORRT_LLM = "tensorrt-llm", "TensorRT-LLM"
+        MAGICMIND = "magicmind", "MagicMind"
+        TINY_LM = "tiny-lm", _("tiny demo server (CPU)")
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.CharField(_("slug"), max_length=64, unique=True, validators=[SLUG_VALIDATOR])
+    model = models.ForeignKey(
+        "marketplace.HubItem", on_delete=models.PROTECT, related_name="inference_templates", verbose_name=_("model")
+    )
+    framework = models.CharField(_("serving framework"), max_length=16, choices=Framework.choices)
+    variant = models.ForeignKey(
+        "marketplace.ImageVariant",
+        on_delete=models.PROTECT,
+        related_name="inference_templates",
+        verbose_name=_("image variant"),
+    )
+    chips = models.JSONField(
+        _("chips"), default=list, blank=True, help_text=_("Chip slugs it fits on; empty: every chip of the family.")
+    )
+    cards = models.PositiveSmallIntegerField(_("default cards"), default=1)
+    arguments = models.CharField(_("serving arguments"), max_length=500, blank=True)
+    active = models.BooleanField(_("active"), default=True)
+    sort_order = models.PositiveSmallIntegerField(default=100)
+
+    class Meta:
+        verbose_name = _("inference template")
+        verbose_name_plural = _("inference templates")
+        ordering = ["sort_order", "slug"]
+        db_table = "marketplace_inferencetemplate"  # made by the marketplace app, where templates began
+
+    def __str__(self):
+        return self.slug
+
+    def get_absolute_url(self):
+        return reverse("inference:template", args=[self.slug])
+
+    @property
+    def family(self) -> str:
+        return self.variant.family
+
+    @property
+    def needs_a_card(self) -> bool:
+        """Whether its model needs an accelerator card: every template but those of a CPU-only image variant."""
+        return not self.variant.is_cpu_only
+
+    @property
+    def served_name(self) -> str:
+        """The model name clients pass as ``model`` (the repo's name, as vLLM serves it)."""
+        return self.model.repo.split("/")[-1]
 
 
 class EndpointQuerySet(models.QuerySet):
@@ -37,7 +98,7 @@ class Endpoint(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     instance = models.OneToOneField("instances.Instance", on_delete=models.PROTECT, related_name="endpoint")
     template = models.ForeignKey(
-        "marketplace.InferenceTemplate", on_delete=models.PROTECT, related_name="endpoints", verbose_name=_("template")
+        InferenceTemplate, on_delete=models.PROTECT, related_name="endpoints", verbose_name=_("template")
     )
     served_model = models.CharField(_("model name"), max_length=100, help_text=_("What clients pass as “model”."))
     idle_stop_minutes = models.PositiveIntegerField(

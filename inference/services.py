@@ -2,8 +2,8 @@
 the request log, and scale to zero.
 
 An endpoint is launched, metered (``billing`` usage of kind "endpoint"), stopped, started and released by the same
-services as any instance (``instances.services``); this module adds only what an endpoint has on top. The
-OpenAI-compatible proxy that clients call is ``inference.proxy``.
+operations as any instance (``instances.launching``, ``instances.lifecycle``); this module adds only what an
+endpoint has on top. The OpenAI-compatible proxy that clients call is ``inference.proxy``.
 """
 
 import uuid
@@ -23,11 +23,11 @@ from console import identity
 from core import keys
 from core.chart_time import minute_label
 from core.errors import Conflict, NotFound, ServiceError
-from instances import services
+from inference import template_catalog as inference
+from instances import launching, lifecycle
 from instances.backends import get_backend
 from instances.choices import Reason, Status
 from instances.models import Instance
-from marketplace.inference import services as inference
 from teams.access import refuse_if_seen
 
 from .models import Endpoint, EndpointKey, EndpointRequest
@@ -126,7 +126,7 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     name = (request.name or template.served_name)[:64]
     problem = None
     for chip in chips:
-        launch = services.LaunchRequest(
+        launch = launching.LaunchRequest(
             name=name,
             image=template.variant.slug,
             chip=chip,
@@ -136,7 +136,7 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
         )
         try:
             with transaction.atomic():
-                instance = services.launch(user, launch, by=by)
+                instance = launching.launch(user, launch, by=by)
                 # Same transaction as the launch: the provisioning task (on commit) sees the kind, so metering
                 # opens an "endpoint" usage session.
                 Instance.objects.filter(pk=instance.pk).update(kind=Instance.Kind.ENDPOINT)
@@ -256,7 +256,7 @@ def wake(endpoint: Endpoint) -> bool:
     if instance.status in (Status.CREATING, Status.STARTING):
         return True
     if instance.status in (Status.STOPPED, Status.PREEMPTED, Status.FAILED):
-        services.start(instance)
+        lifecycle.start(instance)
         return True
     return False
 
@@ -378,7 +378,7 @@ def scale_to_zero() -> int:
             continue
         detail = _("no requests for %(minutes)s minutes") % {"minutes": endpoint.idle_stop_minutes}
         try:
-            services.stop(instance, reason=Reason.AUTO_SHUTDOWN_IDLE, detail=detail)
+            lifecycle.stop(instance, reason=Reason.AUTO_SHUTDOWN_IDLE, detail=detail)
         except Conflict:
             continue
         stopped += 1

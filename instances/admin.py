@@ -7,7 +7,7 @@ from console.ops.admin_audit import audited_save
 from console.ops.audit import Actor
 from core.errors import ServiceError
 
-from . import services
+from . import lifecycle
 from .models import AccountLimit, AgentReport, HostLoad, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
 
 
@@ -125,7 +125,7 @@ class InstanceAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Release (deletes the system disk)"))
     def force_release(self, request, queryset):
-        self._each(request, queryset, services.release)
+        self._each(request, queryset, lifecycle.release)
 
 
 @admin.register(InstanceEvent)

@@ -11,7 +11,7 @@ class InstancesConfig(AppConfig):
     def ready(self):
         from billing import arrears
 
-        from .services import stop_for_arrears
+        from .lifecycle import stop_for_arrears
 
         # Billing stops nothing itself: when a balance or a spending cap runs out, it calls this.
         arrears.register_handler(stop_for_arrears)

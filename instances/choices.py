@@ -8,7 +8,7 @@ from catalog.choices import DOMESTIC_BACKENDS, SPEC_CARD_COUNTS, Backend  # noqa
 
 
 class Status(models.TextChoices):
-    """An instance's state (SPEC §6). Only ``instances.services.transition`` writes it."""
+    """An instance's state (SPEC §6). Only ``instances.statemachine.transition`` writes it."""
 
     CREATING = "creating", _("Creating")
     STARTING = "starting", _("Starting")

@@ -13,8 +13,8 @@ from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .environment import check_boot_options, parse_env_lines
 from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .images import compatible_images
+from .launching import LaunchRequest, _check_shutdown
 from .models import Secret
-from .services import LaunchRequest, _check_shutdown
 
 # Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
 DEFAULT_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}

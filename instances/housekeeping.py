@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from billing.models import Plan
 from core.errors import Conflict
 
-from . import charges
+from . import charges, lifecycle
 from .choices import (
     RELEASE_REMINDER_DAYS,
     RESTING,
@@ -19,7 +19,6 @@ from .choices import (
     Status,
     TermEnd,
 )
-from .lifecycle import _backend, instance_quote, release, stop
 from .models import Instance
 from .statemachine import note
 
@@ -52,7 +51,7 @@ def _auto_shutdown() -> int:
     running = Instance.objects.with_related().select_related("owner").filter(status=Status.RUNNING)
     for instance in running.filter(auto_shutdown_at__lte=now):
         with transaction.atomic():  # the time is used up: a restart afterwards runs until stopped
-            if _quietly(stop, instance, reason=Reason.AUTO_SHUTDOWN_TIME):
+            if _quietly(lifecycle.stop, instance, reason=Reason.AUTO_SHUTDOWN_TIME):
                 Instance.objects.filter(pk=instance.pk).update(auto_shutdown_at=None)
                 instance.auto_shutdown_at = None
                 done += 1
@@ -60,13 +59,13 @@ def _auto_shutdown() -> int:
         minutes = instance.idle_shutdown_minutes
         if instance.running_since > now - timedelta(minutes=minutes):
             continue
-        points = _backend(instance).metrics(instance, minutes=minutes)
+        points = lifecycle._backend(instance).metrics(instance, minutes=minutes)
         if len(points) >= minutes and all(p.card_utilisation < instance.idle_threshold_percent for p in points):
             detail = _("below %(pct)s%% for %(minutes)s minutes") % {
                 "pct": instance.idle_threshold_percent,
                 "minutes": minutes,
             }
-            done += _quietly(stop, instance, reason=Reason.AUTO_SHUTDOWN_IDLE, detail=detail)
+            done += _quietly(lifecycle.stop, instance, reason=Reason.AUTO_SHUTDOWN_IDLE, detail=detail)
     return done
 
 
@@ -80,7 +79,7 @@ def _end_terms() -> int:
     )
     for instance in due:
         if instance.term_end_action == TermEnd.STOP:
-            done += _quietly(stop, instance, reason=Reason.TERM_ENDED)
+            done += _quietly(lifecycle.stop, instance, reason=Reason.TERM_ENDED)
         else:
             done += _continue_payg(instance)
     return done
@@ -96,7 +95,7 @@ def _continue_payg(instance: Instance) -> int:
         ):
             return 0
         instance.plan, instance.term_ends_at = payg, None
-        q = instance_quote(instance)
+        q = lifecycle.instance_quote(instance)
         Instance.objects.filter(pk=instance.pk).update(price_per_hour=q.payable_per_hour)
         charges.open_usage(instance, q, ended)
         note(instance, Reason.TERM_CONTINUED, at=ended, data={"payable_per_hour": str(q.payable_per_hour)})
@@ -130,4 +129,4 @@ def _remind_release() -> int:
 
 def _auto_release() -> int:
     due = Instance.objects.with_related().filter(status__in=[*RESTING], release_at__lte=timezone.now())
-    return sum(_quietly(release, instance, reason=Reason.AUTO_RELEASE) for instance in due)
+    return sum(_quietly(lifecycle.release, instance, reason=Reason.AUTO_RELEASE) for instance in due)

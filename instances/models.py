@@ -22,7 +22,7 @@ class Instance(models.Model):
     """A rented machine: ``cards`` cards of ``chip`` (no chip: the CPU-only no-card mode) in ``zone``.
 
     ``status`` is what the instance is; ``wanted`` what its owner asked for, which the tasks and the reconcile beat
-    drive it towards. Only ``instances.services.transition`` changes ``status``. ``node`` is the instance's home
+    drive it towards. Only ``instances.statemachine.transition`` changes ``status``. ``node`` is the instance's home
     (its system disk lives there) and stays set while it is stopped; ``reserved_cards`` are the cards it holds on
     that node right now (0 when stopped), changed together with ``Node.cards_reserved`` by compare-and-set.
     """

@@ -11,8 +11,8 @@ from django.utils.translation import gettext as _
 from core.errors import Conflict
 
 from .choices import Status
+from .launching import _check_shutdown
 from .models import Instance
-from .services import _check_shutdown
 
 # A released (or releasing) instance never runs again: there is nothing to shut down.
 FINISHED = (Status.RELEASING, Status.RELEASED)

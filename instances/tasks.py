@@ -7,7 +7,8 @@ the task looks again later; if that message is lost, the reconcile beat picks th
 
 from celery import shared_task
 
-from . import services
+from . import housekeeping as upkeep
+from . import lifecycle
 from .backends import TransientBackendError
 
 # A task re-checks a slow step at most this many times before leaving it to reconcile.
@@ -15,7 +16,7 @@ MAX_FOLLOW_UPS = 60
 
 
 def _drive(task, instance_id: int, wanted: str, follow_up: int) -> None:
-    retry_in = services.advance(instance_id, wanted)
+    retry_in = lifecycle.advance(instance_id, wanted)
     if retry_in is None or task.request.is_eager or follow_up >= MAX_FOLLOW_UPS:
         return
     task.apply_async((instance_id, wanted), {"follow_up": follow_up + 1}, countdown=min(retry_in, 30))
@@ -49,9 +50,9 @@ def release(self, instance_id: int, wanted: str = "released", follow_up: int = 0
 
 @shared_task
 def reconcile() -> int:
-    return services.reconcile()
+    return lifecycle.reconcile()
 
 
 @shared_task
 def housekeeping() -> dict:
-    return services.housekeeping()
+    return upkeep.housekeeping()

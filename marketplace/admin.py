@@ -217,13 +217,3 @@ class ImageVariantAdmin(admin.ModelAdmin):
 
 
 # Inference templates -------------------------------------------------------------------------------
-from .models import InferenceTemplate  # noqa: E402
-
-
-@admin.register(InferenceTemplate)
-class InferenceTemplateAdmin(admin.ModelAdmin):
-    list_display = ["slug", "model", "framework", "variant", "cards", "active", "sort_order"]
-    list_filter = ["framework", "active", "variant__family"]
-    search_fields = ["slug", "model__repo"]
-    list_select_related = ["model", "variant"]
-    raw_id_fields = ["model"]

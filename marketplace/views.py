@@ -21,8 +21,8 @@ from core import visitor_cache
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
 from instances.attachments import MOUNTABLE
+from instances.lifecycle import get_instance
 from instances.models import Instance
-from instances.services import get_instance
 from storage.models import HubMount
 from teams.context import priced_for
 

@@ -37,8 +37,8 @@ from core.validators import clean_display_name
 from instances.attachments import backend_call
 from instances.backends import get_backend
 from instances.choices import Status
+from instances.lifecycle import get_instance
 from instances.models import Instance
-from instances.services import get_instance
 from teams.access import refuse_if_seen
 
 from .choices import DiskReason, DiskStatus

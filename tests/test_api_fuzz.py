@@ -125,14 +125,14 @@ def fuzz_owner(db, catalog):
 
 def _a_little_of_everything(user):
     from catalog.models import Zone
-    from instances import services as instances
+    from instances import launching
     from storage import disks
     from storage.tests.fixtures import store_file
     from tests.fixtures.factories import top_up
 
     top_up(user, "1000")
-    request = instances.LaunchRequest(name="fuzz-1", chip="ascend-910b", image="pytorch-2.2-cann8", cards=1)
-    instance = instances.launch(user, request)
+    request = launching.LaunchRequest(name="fuzz-1", chip="ascend-910b", image="pytorch-2.2-cann8", cards=1)
+    instance = launching.launch(user, request)
     disks.create(user, name="fuzz-disk", size_gb=10, zone=Zone.objects.get(pk=instance.zone_id))
     store_file(user, "/data/notes.txt", "你好".encode())
 

@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from instances import services
+from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from storage.models import CloudDisk
@@ -66,7 +66,7 @@ def test_services_release_elsewhere_also_reaches_an_open_page(page, live_server,
     _log_in(page, live_server, owner)
     page.goto(f"{live_server.url}{instance.get_absolute_url()}")
     page.wait_for_selector('#instance-badge[data-status="running"]')
-    services.release(Instance.objects.get(pk=instance.pk))
+    lifecycle.release(Instance.objects.get(pk=instance.pk))
     settle()
     page.wait_for_selector('#instance-badge[data-status="released"]')
     page.locator("#no-attached-disks").wait_for()

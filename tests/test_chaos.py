@@ -28,7 +28,7 @@ from billing.models import LedgerTransaction, UsageSession
 from billing.quote import quote
 from catalog.models import Chip, Node, Zone
 from console.models import WorkerHeartbeat
-from instances import services
+from instances import launching, lifecycle
 from instances.choices import Status
 from instances.models import Instance
 from tests.fixtures.services import wait_until
@@ -55,7 +55,7 @@ def _worker_ready(since) -> None:
 def _repair(rounds: int = 20) -> None:
     """What reconcile beats do after an outage, until nothing is on its way somewhere."""
     for _ in range(rounds):
-        services.reconcile()
+        lifecycle.reconcile()
         if not Instance.objects.filter(status__in=TRANSITIONAL).exists():
             return
         time.sleep(0.2)
@@ -95,8 +95,8 @@ def assert_charged_exactly_once() -> None:
 
 
 def _launch(owner, n: int, name: str = "chaos") -> list[Instance]:
-    request = services.LaunchRequest(name=name, chip="ascend-910b", image="pytorch-2.2-cann8")
-    return [services.launch(owner, request) for _ in range(n)]
+    request = launching.LaunchRequest(name=name, chip="ascend-910b", image="pytorch-2.2-cann8")
+    return [launching.launch(owner, request) for _ in range(n)]
 
 
 def test_killing_the_worker_mid_provision_loses_nothing_and_charges_once(chaos, worker_process, settings):
@@ -280,7 +280,7 @@ def test_cut_database_connections_are_reopened_and_nothing_is_half_done(chaos, w
             poked = time.monotonic()
         time.sleep(0.02)
     assert cut >= 1
-    services.stop(Instance.objects.get(pk=first[0].pk))
+    lifecycle.stop(Instance.objects.get(pk=first[0].pk))
     _repair()
     wait_until(lambda: not Instance.objects.filter(status__in=TRANSITIONAL).exists(), 60, message="settled")
     metering.meter(timezone.now() + timedelta(minutes=2))

@@ -12,7 +12,7 @@ from billing import wallet
 from billing.models import UsageSession
 from catalog.models import Zone
 from core.errors import PaymentRequired, ServiceError
-from instances import services
+from instances import launching
 from instances.models import Instance
 from storage import disks
 from storage.models import CloudDisk, Upload
@@ -31,12 +31,12 @@ def zone(catalog):
 
 
 def _launch(user, cards=2, name="gate"):
-    return services.launch(user, services.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=cards))
+    return launching.launch(user, launching.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=cards))
 
 
 def _rate(user, cards=2) -> Decimal:
-    return services.preview(
-        user, services.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=cards)
+    return launching.preview(
+        user, launching.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=cards)
     ).payable_per_hour
 
 
@@ -191,12 +191,12 @@ def test_an_upload_past_the_free_tier_needs_cash_one_within_it_does_not(owner_ap
 
 
 def _daily_total(user) -> Decimal:
-    request = services.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=1, plan="daily")
-    return services.preview(user, request).payable_total
+    request = launching.LaunchRequest(name="x", chip=CHIP, image=IMAGE, cards=1, plan="daily")
+    return launching.preview(user, request).payable_total
 
 
 def _launch_daily(user, name):
-    return services.launch(user, services.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=1, plan="daily"))
+    return launching.launch(user, launching.LaunchRequest(name=name, chip=CHIP, image=IMAGE, cards=1, plan="daily"))
 
 
 def test_a_prepaid_launch_on_its_way_up_holds_its_whole_term(owner, catalog, instant):
@@ -235,10 +235,10 @@ def test_a_term_that_cannot_be_paid_when_the_machine_is_up_fails_it_and_reconcil
 def test_a_launch_with_a_new_data_disk_must_carry_both_first_hours(owner, catalog, instant):
     rate = _rate(owner)
     top_up(owner, str(rate + Decimal("0.03")))  # the instance's hour, and less than the 100 GB disk's (¥0.04)
-    request = services.LaunchRequest(name="with-disk", chip=CHIP, image=IMAGE, cards=2, data_disk_gb=100)
+    request = launching.LaunchRequest(name="with-disk", chip=CHIP, image=IMAGE, cards=2, data_disk_gb=100)
 
     with pytest.raises(PaymentRequired):
-        services.launch(owner, request)
+        launching.launch(owner, request)
 
     assert not Instance.objects.exists() and not CloudDisk.objects.exists()
     assert _launch(owner, name="without-disk").status == "creating"

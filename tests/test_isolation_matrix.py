@@ -229,8 +229,8 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     from billing import payments
     from console import services as console
     from console import ssh_keys
+    from instances import launching
     from instances import secrets as instance_secrets
-    from instances import services as instances
     from instances.tests.fixtures import settle
     from marketplace.hub import services as hub
     from marketplace.images import services as images
@@ -244,8 +244,8 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     _fund(owner)
     load_hub()
     objects = {}
-    objects["instance"] = instances.launch(
-        owner, instances.LaunchRequest(name="train-1", image="mindspore-2.3-cann8", chip="ascend-910b")
+    objects["instance"] = launching.launch(
+        owner, launching.LaunchRequest(name="train-1", image="mindspore-2.3-cann8", chip="ascend-910b")
     )
     settle()
     objects["instance"].refresh_from_db()
@@ -276,7 +276,7 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
         pdf=pdf,
     )
     from inference import services as endpoints
-    from marketplace.inference import services as inference
+    from inference import template_catalog as inference
 
     inference.load()
     endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
@@ -430,10 +430,10 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     upload in progress in the team's cloud storage, an endpoint with a key, and an image; a member of each role, a
     member of another team and a former member."""
     from inference import services as endpoints
-    from instances import services as instances
+    from inference import template_catalog as inference
+    from instances import launching
     from instances.tests.fixtures import settle
     from marketplace.images import services as images
-    from marketplace.inference import services as inference
     from marketplace.models import Image
     from storage import disks
     from storage import services as storage
@@ -450,8 +450,8 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     load_hub()
     inference.load()
     objects = {"team": team}
-    objects["instance"] = instances.launch(
-        account, instances.LaunchRequest(name="team-1", image="mindspore-2.3-cann8", chip="ascend-910b"), by=owner
+    objects["instance"] = launching.launch(
+        account, launching.LaunchRequest(name="team-1", image="mindspore-2.3-cann8", chip="ascend-910b"), by=owner
     )
     settle()
     objects["instance"].refresh_from_db()

@@ -4,7 +4,7 @@ checks."""
 
 from billing import arrears
 from billing.checks import arrears_handler_registered
-from instances.services import stop_for_arrears
+from instances.lifecycle import stop_for_arrears
 
 
 def test_the_instances_app_registers_its_arrears_handler_at_start():

@@ -14,7 +14,7 @@ from django.utils import timezone
 from billing import metering, wallet
 from billing.models import LedgerTransaction
 from core.errors import PaymentRequired
-from instances import services
+from instances import launching
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from teams import services as teams
@@ -28,7 +28,7 @@ MEMBERS, COVERED = 20, 5
 
 
 def _request(name):
-    return services.LaunchRequest(name=name, chip=CHIP, image=IMAGE)
+    return launching.LaunchRequest(name=name, chip=CHIP, image=IMAGE)
 
 
 def _twenty_members_launch_at_once(owner):
@@ -38,12 +38,12 @@ def _twenty_members_launch_at_once(owner):
         member = UserFactory(email=f"member-{i}@example.com")
         Membership.objects.create(team=team, user=member, role=Role.DEVELOPER)
         members.append(member)
-    rate = services.preview(team.account, _request("x")).payable_per_hour
+    rate = launching.preview(team.account, _request("x")).payable_per_hour
     balance = (rate * COVERED).quantize(Decimal("0.01"))
     top_up(team.account, str(balance))
 
     with time_machine.travel(timezone.now(), tick=False) as clock:
-        results = race([lambda m=m: services.launch(team.account, _request(f"run-{m.pk}"), by=m) for m in members])
+        results = race([lambda m=m: launching.launch(team.account, _request(f"run-{m.pk}"), by=m) for m in members])
         won = [r for r in results if isinstance(r, Instance)]
         refused = [r for r in results if isinstance(r, PaymentRequired)]
         assert len(won) + len(refused) == MEMBERS, results

@@ -19,8 +19,8 @@ APP_PREFIXES = {
     "billing.urls": "billing/",
     "config.catalog_urls": "catalog/",
     "marketplace.urls": "marketplace/",
-    "marketplace.inference.urls": "marketplace/inference/",
-    "inference.urls": "endpoints/",
+    "inference.urls.templates": "marketplace/inference/",
+    "inference.urls.endpoints": "endpoints/",
     "teams.urls": "teams/",
 }
 
@@ -60,6 +60,7 @@ VIEW_PREFIXES = {
     "marketplace": ("marketplace/",),
     "marketplace.hub.hfapi": ("",),
     "inference": ("endpoints/",),
+    "inference.views.templates": ("marketplace/inference/",),
     "inference.proxy": ("v1/",),
     "teams": ("teams/",),
 }

@@ -20,7 +20,8 @@ from console.ops.audit import Actor
 from console.ops.choices import AuditAction
 from console.ops.models import AuditEntry, AuditLogIsAppendOnly
 from core.errors import Conflict, ServiceError
-from instances import services as instance_services
+from instances import launching
+from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -125,7 +126,7 @@ def test_force_stop_needs_a_reason_and_refuses_a_stopped_instance_clearly(ops_us
     settle()
     with pytest.raises(ServiceError, match="reason"):
         services.force_stop(Actor(ops_user), instance_id=instance.public_id, reason=" ")
-    instance_services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    instance_lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     with pytest.raises(Conflict):
         services.force_stop(Actor(ops_user), instance_id=instance.public_id, reason="again")
@@ -155,8 +156,8 @@ def test_a_new_price_applies_to_new_launches_while_a_running_run_keeps_its_froze
     fund(owner, "500")
     chip = catalog["mlu370-x8"]
     with time_machine.travel(timezone.now(), tick=False) as clock:
-        running = instance_services.launch(
-            owner, instance_services.LaunchRequest(name="old", chip="mlu370-x8", image="pytorch-2.2-neuware")
+        running = launching.launch(
+            owner, launching.LaunchRequest(name="old", chip="mlu370-x8", image="pytorch-2.2-neuware")
         )
         settle()
         old_rate = UsageSession.objects.get(resource_id=running.public_id).payable_per_hour
@@ -170,8 +171,8 @@ def test_a_new_price_applies_to_new_launches_while_a_running_run_keeps_its_froze
             note="Supply shortage",
         )
         assert quote(chip=chip).list_per_card_hour == old_price * 2  # shown and charged for new launches
-        newcomer = instance_services.launch(
-            owner, instance_services.LaunchRequest(name="new", chip="mlu370-x8", image="pytorch-2.2-neuware")
+        newcomer = launching.launch(
+            owner, launching.LaunchRequest(name="new", chip="mlu370-x8", image="pytorch-2.2-neuware")
         )
         settle()
         clock.shift(timedelta(minutes=60))

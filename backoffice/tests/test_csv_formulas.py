@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing import metering
-from instances import services as instance_services
+from instances import launching
 from instances.tests.fixtures import settle
 
 pytestmark = pytest.mark.django_db
@@ -22,10 +22,10 @@ def test_the_reconciliation_csv_neutralises_an_instance_name_that_starts_like_a_
     fund(owner, "500")
     start = timezone.localtime().replace(day=1, hour=9, minute=0, second=0, microsecond=0)
     with time_machine.travel(start, tick=False) as clock:
-        request = instance_services.LaunchRequest(
+        request = launching.LaunchRequest(
             name="=cmd|' /C calc'!A0", chip="ascend-910b", image="pytorch-2.2-cann8", plan="payg"
         )
-        instance_services.launch(owner, request)
+        launching.launch(owner, request)
         settle()
         clock.shift(timedelta(minutes=30))
         metering.meter()

@@ -21,7 +21,8 @@ from catalog.models import Node
 from console import verification
 from console.ops.audit import Actor
 from console.ops.models import AuditEntry, CapacitySnapshot
-from instances import services as instance_services
+from instances import launching
+from instances import lifecycle as instance_lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from storage import charges as storage_charges
@@ -33,8 +34,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _run(user, name, chip="ascend-910b", plan="payg", image="pytorch-2.2-cann8"):
-    request = instance_services.LaunchRequest(name=name, chip=chip, image=image, plan=plan)
-    return instance_services.launch(user, request)
+    request = launching.LaunchRequest(name=name, chip=chip, image=image, plan=plan)
+    return launching.launch(user, request)
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def subsidised_month(owner, stranger, fund, catalog, instant):
             clock.shift(timedelta(minutes=61))
             metering.meter()
         for instance in Instance.objects.with_related().filter(status="running"):
-            instance_services.stop(instance)
+            instance_lifecycle.stop(instance)
         settle()
         Entry.objects.create(owner=owner, kind="file", name="weights.bin", path="/weights.bin", size=80 * quota.GB)
         assert storage_charges.charge_day(now=timezone.now()) == 1

@@ -11,7 +11,7 @@ ARREARS_CALLS: list[tuple[int, str]] = []
 
 
 def record_arrears(user_id: int, reason: str) -> None:
-    """Stands in for ``instances.services.stop_for_arrears`` until the instances side is connected."""
+    """Stands in for ``instances.lifecycle.stop_for_arrears`` until the instances side is connected."""
     ARREARS_CALLS.append((user_id, reason))
 
 

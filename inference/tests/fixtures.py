@@ -19,7 +19,7 @@ from instances.tests.fixtures import settle
 @pytest.fixture
 def inference_catalog(catalog):
     """Chips, prices, the official images (``catalog`` from the image fixtures), the hub and the templates."""
-    from marketplace.inference import services as inference
+    from inference import template_catalog as inference
     from tests.fixtures.catalog import load_hub
 
     load_hub()

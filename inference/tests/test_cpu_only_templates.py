@@ -14,7 +14,7 @@ from catalog.models import Node
 from core.errors import ServiceError
 from inference import services as endpoints
 from inference.tests.fixtures import fund
-from instances import services
+from instances import costs, lifecycle
 from instances.choices import Reason, Status
 from instances.models import Instance
 
@@ -84,14 +84,14 @@ def test_an_endpoint_is_not_billed_while_it_starts_and_fails_unbilled_when_never
     with time_machine.travel(timezone.now(), tick=False) as clock:
         endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="tiny-demo-cpu"))
         for _minute in range(3):  # the metering beat runs while the endpoint starts
-            services.reconcile()
+            lifecycle.reconcile()
             meter()
             clock.shift(timedelta(seconds=50))
-        services.reconcile()
+        lifecycle.reconcile()
         meter()
 
     instance = Instance.objects.get(pk=endpoint.instance_id)
     assert instance.status == Status.FAILED and instance.status_reason == Reason.NEVER_HEALTHY
     assert "120 seconds" in instance.status_detail
     assert not UsageSession.objects.filter(resource_id=instance.public_id).exists()
-    assert services.cost_so_far(instance) == 0
+    assert costs.cost_so_far(instance) == 0

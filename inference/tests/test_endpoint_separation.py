@@ -3,7 +3,7 @@ them out (they have /endpoints/ and /api/v1/endpoints), and an endpoint's instan
 
 import pytest
 
-from instances import services
+from instances import launching
 from instances.tests.fixtures import _default_image
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 def machine_and_endpoint(owner, deploy):
     endpoint = deploy(owner)
     fields = {"chip": "ascend-910b"}
-    machine = services.launch(owner, services.LaunchRequest(name="train-1", image=_default_image(fields), **fields))
+    machine = launching.launch(owner, launching.LaunchRequest(name="train-1", image=_default_image(fields), **fields))
     return machine, endpoint
 
 

@@ -46,8 +46,8 @@ def test_deploying_a_template_runs_an_endpoint_with_the_model_mounted_and_metere
 
 
 def test_deploy_picks_the_cheapest_compatible_chip_unless_one_is_asked_for(owner, deploy):
-    from marketplace.inference import services as inference
-    from marketplace.models import InferenceTemplate
+    from inference import template_catalog as inference
+    from inference.models import InferenceTemplate
 
     template = InferenceTemplate.objects.get(slug="qwen2.5-7b-instruct-vllm")
     from billing.quote import load_price_book
@@ -194,9 +194,9 @@ def test_models_lists_the_served_model(owner, deploy):
 def test_a_request_to_a_stopped_endpoint_answers_503_saying_it_starts_and_starts_it(owner, deploy):
     endpoint = deploy(owner)
     key = endpoints.create_key(endpoint)
-    from instances import services
+    from instances import lifecycle
 
-    services.stop(endpoint.instance)
+    lifecycle.stop(endpoint.instance)
     settle()
     assert Instance.objects.get(pk=endpoint.instance_id).status == "stopped"
 

@@ -10,7 +10,7 @@ from billing.models import UsageSession
 from inference import services as endpoints
 from inference.models import EndpointRequest
 from inference.tests.fixtures import fund
-from instances import services
+from instances import lifecycle
 from instances.backends import local
 from instances.choices import Status
 from instances.models import Instance
@@ -73,7 +73,7 @@ def test_the_tiny_demo_endpoint_answers_the_openai_client_through_the_console(
     assert rows[0].completion_tokens == len(text) and rows[2].stream
 
     # Stopping it ends the model server with the machine, and the billing with it.
-    services.stop(instance())
+    lifecycle.stop(instance())
     on_local.settle(until=lambda: instance().status == Status.STOPPED, message="the endpoint to stop")
     assert UsageSession.objects.get(resource_id=running.public_id).ended_at is not None
     assert not (local.sockets(running.public_id) / local.MODEL_SOCKET).exists()

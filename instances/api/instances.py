@@ -6,12 +6,12 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from instances import costs, launching, lifecycle, logs
 from teams import roles
 from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
 
-from .. import services
 from ..models import Instance
 from .serializers import (
     CapacityErrorSerializer,
@@ -71,7 +71,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         # One lookup for every action: a malformed id, a missing instance and someone else's are the same 404; a
         # team role that may read but not act gets a 403 for a POST.
         action = "view" if self.request.method in ("GET", "HEAD") else "change"
-        return services.get_instance(self.request.user, self.kwargs["id"], action)
+        return lifecycle.get_instance(self.request.user, self.kwargs["id"], action)
 
     @extend_schema(
         summary="An instance with its events and cost so far",
@@ -91,8 +91,8 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         serializer.is_valid(raise_exception=True)
         context = acting(request)
         context.require(roles.OPERATE)
-        instance = services.launch(
-            context.account, services.LaunchRequest(**serializer.validated_data), by=request.user
+        instance = launching.launch(
+            context.account, launching.LaunchRequest(**serializer.validated_data), by=request.user
         )
         record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
@@ -107,7 +107,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         options = InstanceStartSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         instance = self.get_object()
-        services.start(instance, no_card=options.validated_data["no_card"], by=request.user)
+        lifecycle.start(instance, no_card=options.validated_data["no_card"], by=request.user)
         record(instance, request.user, TeamEvent.Action.STARTED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
@@ -118,7 +118,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     )
     @action(detail=True, methods=["post"])
     def stop(self, request, id=None):
-        instance = services.stop(self.get_object())
+        instance = lifecycle.stop(self.get_object())
         record(instance, request.user, TeamEvent.Action.STOPPED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)
 
@@ -128,7 +128,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     )
     @action(detail=True, methods=["get"])
     def training(self, request, id=None):
-        return Response(services.training_curves(self.get_object()))
+        return Response(costs.training_curves(self.get_object()))
 
     @extend_schema(
         summary="Logs: the last lines the start command wrote (stdout and stderr together)",
@@ -148,7 +148,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         query = InstanceLogsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         instance = self.get_object()
-        tail = services.read_logs(instance, tail=query.validated_data["tail"])
+        tail = logs.read_logs(instance, tail=query.validated_data["tail"])
         body = {"lines": tail.lines, "simulated": tail.simulated, "live": instance.is_live}
         return Response(InstanceLogsSerializer(body).data)
 
@@ -165,6 +165,6 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     )
     @action(detail=True, methods=["post"])
     def release(self, request, id=None):
-        instance = services.release(self.get_object())
+        instance = lifecycle.release(self.get_object())
         record(instance, request.user, TeamEvent.Action.RELEASED, subject=instance.name)
         return Response(InstanceSerializer(instance).data, status=status.HTTP_202_ACCEPTED)

@@ -5,7 +5,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services
+from instances import lifecycle
+
 from ..ssh_access import require_ssh_access
 from .serializers import ErrorSerializer
 
@@ -30,6 +31,6 @@ class InstanceSSHView(APIView):
     )
     def get(self, request, id):
         # The gateway lets in the keys of those who may operate the instance: a read-only member gets the 403.
-        instance = services.get_instance(request.user, id, "change")
+        instance = lifecycle.get_instance(request.user, id, "change")
         access = require_ssh_access(instance, request.get_host())
         return Response(SSHAccessSerializer(access).data)

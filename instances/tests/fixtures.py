@@ -20,7 +20,8 @@ from billing import rules, wallet
 from billing.choices import COMPUTE_KINDS, TransactionKind
 from billing.models import LedgerTransaction, UsageSession
 from instances import charges as instances_charges
-from instances import services
+from instances import launching
+from instances import lifecycle as instance_lifecycle
 from instances.choices import TRANSITIONAL
 from instances.models import Instance
 
@@ -170,7 +171,7 @@ def settle_until(until=None, *, timeout: float, message: str, describe=lambda: "
     way somewhere; a real backend takes its time, so this waits between beats and fails after ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        services.reconcile()
+        instance_lifecycle.reconcile()
         if until is not None and until():
             return
         if until is None and not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
@@ -183,7 +184,7 @@ def settle_until(until=None, *, timeout: float, message: str, describe=lambda: "
 def settle(rounds: int = 10) -> None:
     """What the worker and the reconcile beat do, run here until no instance is on its way somewhere."""
     for _round in range(rounds):
-        services.reconcile()
+        instance_lifecycle.reconcile()
         if not Instance.objects.filter(status__in=[*TRANSITIONAL]).exists():
             return
 
@@ -203,7 +204,7 @@ def launch(owner, lifecycle):
         fields.setdefault("image", _default_image(fields))
         if not any(k in fields for k in ("chip", "backend", "no_card")):
             fields["chip"] = "ascend-910b"
-        return services.launch(user or owner, services.LaunchRequest(**fields))
+        return launching.launch(user or owner, launching.LaunchRequest(**fields))
 
     return run
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from catalog.models import Node
-from instances import services
+from instances import lifecycle
 from instances.backends import get_backend, local, local_home, local_volumes
 from instances.choices import Status
 from instances.models import Instance
@@ -185,7 +185,7 @@ class LocalDriver:
     def reclaim(self, instance) -> None:
         """The platform reclaims the spot instance's cards (the local host has no scheduler of its own)."""
         get_backend("local").preempt(instance, notice_seconds=0)
-        services.preempt(Instance.objects.with_related().get(pk=instance.pk))
+        lifecycle.preempt(Instance.objects.with_related().get(pk=instance.pk))
         self.host.settle(message="the spot instance to be preempted")
 
     def ease_pressure(self) -> None:

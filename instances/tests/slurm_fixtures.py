@@ -21,7 +21,8 @@ import pytest
 from django.conf import settings as django_settings
 
 from catalog.models import Node
-from instances import services
+from instances import launching
+from instances import lifecycle as instance_lifecycle
 from instances.backends import get_backend
 from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import Instance
@@ -223,8 +224,8 @@ class SlurmDriver:
 
     def reclaim(self, instance) -> None:
         """An on-demand launch that needs the spot instance's cards: Slurm preempts it."""
-        request = services.LaunchRequest(name="on-demand", chip=self.chip, cards=2, image="pytorch-2.2-neuware")
-        self.pressure = services.launch(self.owner, request)
+        request = launching.LaunchRequest(name="on-demand", chip=self.chip, cards=2, image="pytorch-2.2-neuware")
+        self.pressure = launching.launch(self.owner, request)
         self.cluster.settle(
             until=lambda: (
                 Instance.objects.get(pk=instance.pk).status == "preempted"
@@ -235,7 +236,7 @@ class SlurmDriver:
 
     def ease_pressure(self) -> None:
         if self.pressure is not None:
-            services.release(Instance.objects.with_related().get(pk=self.pressure.pk))
+            instance_lifecycle.release(Instance.objects.with_related().get(pk=self.pressure.pk))
             self.cluster.settle(message="the on-demand instance to be released")
             self.cluster.settle(until=lambda: not [j for j in self.cluster.jobs() if j["job_state"] == "COMPLETING"])
 

@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.errors import Conflict, ServiceError
-from instances import services, shutdown
+from instances import lifecycle as instance_lifecycle
+from instances import shutdown
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -88,7 +89,7 @@ def test_set_auto_shutdown_uses_the_launch_rule_and_refuses_a_released_instance(
         shutdown.set_auto_shutdown(instance, timezone.now() - timedelta(minutes=1), None)
     with pytest.raises(ServiceError, match="between 5 and 10080"):
         shutdown.set_auto_shutdown(instance, None, 4)
-    services.release(Instance.objects.with_related().get(pk=instance.pk))
+    instance_lifecycle.release(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     with pytest.raises(Conflict):
         shutdown.set_auto_shutdown(Instance.objects.get(pk=instance.pk), None, None)

@@ -12,7 +12,7 @@ from django.utils import timezone
 from billing import metering, wallet
 from billing.models import UsageSession
 from core.errors import PaymentRequired
-from instances import services
+from instances import costs, launching, lifecycle
 from instances.choices import Reason, Status
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -27,8 +27,8 @@ def _fund(user, amount):
 
 
 def _launch(user, **fields):
-    request = services.LaunchRequest(name="real", chip="mlu370-x8", image="pytorch-2.2-neuware", **fields)
-    return services.launch(user, request)
+    request = launching.LaunchRequest(name="real", chip="mlu370-x8", image="pytorch-2.2-neuware", **fields)
+    return launching.launch(user, request)
 
 
 def test_launch_without_one_hour_of_balance_is_refused(owner, catalog, instant):
@@ -45,13 +45,13 @@ def test_running_time_is_metered_from_running_to_the_stop_request(owner, catalog
         assert not UsageSession.objects.exists()  # creating and starting are free
         settle()
         clock.shift(timedelta(minutes=20, seconds=1))
-        services.stop(Instance.objects.with_related().get(pk=instance.pk))
+        lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
         asked = timezone.now()
         clock.shift(timedelta(minutes=3))
         settle()
     session = UsageSession.objects.get(resource_id=instance.public_id)
     assert session.ended_at == asked and session.charged_minutes == 21
-    assert services.cost_so_far(Instance.objects.get(pk=instance.pk)) == Decimal("0.54")  # 21 min × ¥1.53/h
+    assert costs.cost_so_far(Instance.objects.get(pk=instance.pk)) == Decimal("0.54")  # 21 min × ¥1.53/h
 
 
 def test_arrears_stop_pay_as_you_go_instances_through_the_real_handler(

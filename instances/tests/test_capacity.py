@@ -6,9 +6,10 @@ import pytest
 from django.db import IntegrityError, connection
 from django.db.models import F
 
+from catalog import services as catalog_services
 from catalog.models import Chip, Node, Zone
 from core.errors import Unavailable
-from instances import services
+from instances import launching
 from instances.capacity import CapacityError
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -22,14 +23,14 @@ def _grow_to(chip_slug: str, zone_slug: str, cards: int) -> None:
     n = Node.objects.filter(chip=chip, zone=zone).count()
     while Node.objects.filter(chip=chip, zone=zone).count() * 8 < cards:
         n += 1
-        services.add_node(zone=zone, chip=chip, name=f"extra-{chip_slug}-{n:02d}", cards=8)
+        catalog_services.add_node(zone=zone, chip=chip, name=f"extra-{chip_slug}-{n:02d}", cards=8)
 
 
 def _launch_many(owner, count: int, threads: int) -> list:
     def one(i):
         try:
-            request = services.LaunchRequest(name=f"race-{i}", chip="dcu-z100", image="pytorch-2.2-dtk24")
-            return services.launch(owner, request)
+            request = launching.LaunchRequest(name=f"race-{i}", chip="dcu-z100", image="pytorch-2.2-dtk24")
+            return launching.launch(owner, request)
         except Unavailable as exc:
             return exc
         finally:

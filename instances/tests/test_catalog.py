@@ -7,9 +7,9 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
 from billing.models import Plan, Price
+from catalog import services as catalog_services
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from core.errors import ServiceError
-from instances import services
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ def test_figures_that_were_never_published_stay_empty(catalog):
 
 def test_the_xinchuang_zone_refuses_a_foreign_chip(catalog, xinchuang_zone):
     with pytest.raises(ServiceError, match="domestic chips only"):
-        services.add_node(zone=xinchuang_zone, chip=catalog["a100-80g"], name="bad-01", cards=8)
+        catalog_services.add_node(zone=xinchuang_zone, chip=catalog["a100-80g"], name="bad-01", cards=8)
     with pytest.raises(ValidationError):
         Node(zone=xinchuang_zone, chip=catalog["rtx-4090"], name="bad-02", cards=8).full_clean()
 
@@ -67,7 +67,7 @@ def test_a_zone_with_foreign_cards_cannot_become_a_xinchuang_zone(general_zone):
 
 
 def test_domestic_chips_can_go_in_the_general_zone(catalog, general_zone):
-    node = services.add_node(zone=general_zone, chip=catalog["dcu-z100"], name="a-dcu-01", cards=8)
+    node = catalog_services.add_node(zone=general_zone, chip=catalog["dcu-z100"], name="a-dcu-01", cards=8)
 
     assert node.backend_name == "simulated"
 
@@ -89,7 +89,7 @@ def test_a_spec_must_have_1_2_4_or_8_cards(catalog):
 
 
 def test_zone_offers_list_the_xinchuang_zone_first_for_domestic_chips(catalog):
-    offers = services.zone_offers()
+    offers = catalog_services.zone_offers()
 
     assert [o.zone.slug for o in offers[catalog["ascend-910b"].pk]] == ["cn-east-xc", "cn-east-a"]
     assert offers[catalog["ascend-910b"].pk][0].cards == 32
@@ -98,4 +98,4 @@ def test_zone_offers_list_the_xinchuang_zone_first_for_domestic_chips(catalog):
 def test_a_drained_node_offers_no_capacity(catalog):
     Node.objects.filter(chip__slug="a800-80g").update(drained=True)
 
-    assert catalog["a800-80g"].pk not in services.zone_offers()
+    assert catalog["a800-80g"].pk not in catalog_services.zone_offers()

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from instances import services
+from instances import costs, lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from tests.fixtures.factories import top_up
@@ -37,7 +37,7 @@ def test_the_hourly_price_shows_only_while_an_instance_runs_or_is_on_its_way_up(
     running = english.get(list_url).content.decode()
     assert "¥1.71" in _row(running, "web-1")  # one 910B card, less the Xinchuang subsidy
 
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     settle()
     assert fresh(instance).price_per_hour is not None  # the last run's rate is kept…
     stopped = english.get(list_url).content.decode()
@@ -51,7 +51,7 @@ def test_released_instances_are_listed_with_when_they_ran_and_what_they_cost(eng
     instance = launch(name="old-run")
     settle()
     launch(name="still-here")
-    services.release(fresh(instance))
+    lifecycle.release(fresh(instance))
     settle()
     current = english.get(reverse("instances:list")).content.decode()
     assert "old-run" not in current and "still-here" in current and 'id="released-tab"' in current
@@ -59,7 +59,7 @@ def test_released_instances_are_listed_with_when_they_ran_and_what_they_cost(eng
     html = english.get(reverse("instances:list"), {"show": "released"}).content.decode()
     assert "still-here" not in html
     row = _row(html, "old-run")
-    expected = services.cost_so_far(fresh(instance))
+    expected = costs.cost_so_far(fresh(instance))
     assert f"¥{expected:.2f}" in row
     released_at = fresh(instance).events.filter(new="released").get().at
     assert released_at.astimezone().strftime("%Y-%m-%d") in row
@@ -67,12 +67,12 @@ def test_released_instances_are_listed_with_when_they_ran_and_what_they_cost(eng
 
 def test_the_released_tab_query_count_does_not_grow_with_instances(english, launch):
     url = reverse("instances:list") + "?show=released"
-    services.release(fresh(launch(name="r-0")))
+    lifecycle.release(fresh(launch(name="r-0")))
     settle()
     with CaptureQueriesContext(connection) as one:
         english.get(url)
     for i in range(1, 8):
-        services.release(fresh(launch(name=f"r-{i}")))
+        lifecycle.release(fresh(launch(name=f"r-{i}")))
     settle()
     with CaptureQueriesContext(connection) as many:
         response = english.get(url)
@@ -88,7 +88,7 @@ def test_the_polled_status_brings_the_disks_panel_along_when_the_instance_is_rel
     unchanged = english.get(url, {"seen": "running"}, HTTP_HX_REQUEST="true").content.decode()
     assert 'id="attachments"' not in unchanged  # nothing changed: the panels are left alone
 
-    services.release(fresh(instance))
+    lifecycle.release(fresh(instance))
     settle()
     polled = english.get(url, {"seen": "running"}, HTTP_HX_REQUEST="true").content.decode()
     panel = polled.split('id="attachments"', 1)[1]

@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from instances import services
+from instances import costs
+from instances import lifecycle as instance_lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -33,7 +34,7 @@ def test_the_list_polls_while_an_instance_is_on_its_way_and_stops_when_settled(e
     assert "web-1" in html and 'hx-trigger="every 2s"' in html and 'data-status="creating"' in html
 
     settle()
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     settle()
     partial = english.get(reverse("instances:list"), HTTP_HX_REQUEST="true").content.decode()
     assert 'data-status="stopped"' in partial and "hx-trigger" not in partial
@@ -67,7 +68,7 @@ def test_a_kept_row_of_the_list_follows_the_instance_its_chip_and_the_language(e
     assert "row-1" in row() and row() == row()  # the second is the kept one
     Instance.objects.filter(pk=instance.pk).update(name="row-renamed")  # no signal: the row's values are its key
     assert "row-renamed" in row()
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     settle()
     assert 'data-status="stopped"' in row() and "Not billed while stopped" in row()
     Chip.objects.filter(slug="ascend-910b").update(name="Ascend 910B2")
@@ -152,13 +153,13 @@ def test_the_detail_page_shows_what_a_finished_run_cost(english, launch, lifecyc
         instance = launch()
         settle()
         clock.shift(timedelta(minutes=10))
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         settle()
         response = english.get(instance.get_absolute_url())
     charged = lifecycle.charged(instance)  # 10 minutes at the rate frozen when it started
     assert fresh(instance).status == "stopped" and charged > 0
     assert response.context["cost"] == charged  # the page lists events newest first; the sum does not care
-    assert services.cost_so_far(instance) == charged
+    assert costs.cost_so_far(instance) == charged
 
 
 def test_an_illegal_action_from_the_page_shows_a_message(english, launch):
@@ -181,7 +182,7 @@ def test_the_kept_parts_of_the_detail_page_follow_the_instance(english, launch):
     running = english.get(url).content.decode()  # its parts kept by now
     assert 'id="stop-button"' in running and 'id="start-button"' not in running
     assert timeline(running).count("<li") == fresh(instance).events.count()
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     settle()
     stopped = english.get(url).content.decode()
     assert 'id="start-button"' in stopped and 'id="stop-button"' not in stopped and 'id="save-image-link"' in stopped
@@ -196,7 +197,7 @@ def test_the_page_s_poll_offers_saving_a_stopped_instance_as_an_image_without_a_
     settle()
     url = reverse("instances:detail", args=[instance.public_id])
     english.get(url)
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     settle()
     polled = english.get(url, {"seen": "running"}, HTTP_HX_REQUEST="true").content.decode()
     assert 'id="start-button"' in polled and 'id="save-image-link"' in polled

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.sessions.models import Session
 from websockets.exceptions import ConnectionClosed
 
-from instances import services
+from instances import lifecycle
 from instances.backends import JupyterServer, get_backend
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -125,7 +125,7 @@ def test_a_suspended_account_loses_the_open_terminal(terminal, developer):
 
 def test_a_stopped_instance_closes_the_open_terminal(terminal, instance):
     # The fake Jupyter answers on, as a machine's may for a moment (or an agent's address on another node).
-    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     assert Instance.objects.get(pk=instance.pk).status == "stopped"
     _closes_soon(terminal)

@@ -7,9 +7,10 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from billing import quote as quoting
 from catalog.models import Node
 from core.errors import Conflict, PaymentRequired, ServiceError
-from instances import services
+from instances import lifecycle as instance_lifecycle
 from instances.backends import simulated
 from instances.choices import Reason, Status
 from instances.models import Instance
@@ -53,7 +54,7 @@ def test_metering_starts_when_running_and_stops_when_the_stop_is_asked(launch, l
         assert session.started_at == instance.running_since == start + timedelta(minutes=3)
 
         clock.shift(timedelta(minutes=10, seconds=5))
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         asked = timezone.now()
         clock.shift(timedelta(minutes=5))  # the grace period and the stop are not charged
         settle()
@@ -69,14 +70,14 @@ def test_metering_starts_when_running_and_stops_when_the_stop_is_asked(launch, l
 def test_stop_start_release_round_trip_frees_every_card(launch, lifecycle):
     instance = launch(cards=4)
     settle()
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     settle()
-    services.start(fresh(instance))
+    instance_lifecycle.start(fresh(instance))
     settle()
     instance.refresh_from_db()
     assert instance.status == Status.RUNNING and len(lifecycle.sessions_of(instance)) == 2
 
-    services.release(fresh(instance))
+    instance_lifecycle.release(fresh(instance))
     settle()
     instance.refresh_from_db()
     assert instance.status == Status.RELEASED and instance.reserved_cards == 0
@@ -93,14 +94,14 @@ def test_illegal_moves_are_refused_with_a_message(launch, setup, action):
     if setup != "creating":
         settle()
     if setup in ("stopped", "released"):
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         settle()
     if setup == "released":
-        services.release(fresh(instance))
+        instance_lifecycle.release(fresh(instance))
         settle()
     instance = fresh(instance)
     with pytest.raises(Conflict) as exc:
-        getattr(services, action)(instance)
+        getattr(instance_lifecycle, action)(instance)
     assert "train-1" in str(exc.value.message) and exc.value.status == 409
 
 
@@ -108,9 +109,9 @@ def test_a_stale_copy_cannot_move_an_instance_twice(launch):
     instance = launch()
     settle()
     first, second = fresh(instance), fresh(instance)
-    services.stop(first)
+    instance_lifecycle.stop(first)
     with pytest.raises(Conflict):
-        services.stop(second)
+        instance_lifecycle.stop(second)
     assert instance.events.filter(new=Status.STOPPING).count() == 1
 
 
@@ -154,7 +155,7 @@ def test_a_crashed_node_fails_its_instances_and_billing_stops_at_the_crash(launc
 
 
 def test_launch_needs_one_hour_of_balance(launch, lifecycle, owner):
-    lifecycle.balances[owner.pk] = services.quote(chip=launch_chip(), cards=2).payable_per_hour / 2
+    lifecycle.balances[owner.pk] = quoting.quote(chip=launch_chip(), cards=2).payable_per_hour / 2
     with pytest.raises(PaymentRequired):
         launch(cards=2)
     assert not Instance.objects.exists()
@@ -200,7 +201,7 @@ def test_arrears_stop_pay_as_you_go_instances_with_the_checkpoint_signal(launch,
     payg = launch(name="payg")
     daily = launch(name="daily", plan="daily")
     settle()
-    assert services.stop_for_arrears(owner.pk, "zero_balance") == 1
+    assert instance_lifecycle.stop_for_arrears(owner.pk, "zero_balance") == 1
     settle()
     payg.refresh_from_db()
     daily.refresh_from_db()

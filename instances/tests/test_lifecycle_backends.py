@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from catalog.models import Node
 from core.errors import Conflict
-from instances import services
+from instances import lifecycle as instance_lifecycle
 from instances.choices import Reason, Status
 from instances.models import Instance
 
@@ -46,7 +46,7 @@ def test_stop_checkpoints_then_stops_billing_at_the_request_and_frees_the_cards(
     instance = launch(chip=driver.chip, cards=2)
     driver.settle()
 
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     asked = fresh(instance).stop_requested_at
     driver.settle()
 
@@ -60,15 +60,15 @@ def test_stop_checkpoints_then_stops_billing_at_the_request_and_frees_the_cards(
 def test_stop_start_release_round_trip(driver, launch, lifecycle):
     instance = launch(chip=driver.chip, cards=2)
     driver.settle()
-    services.stop(fresh(instance))
+    instance_lifecycle.stop(fresh(instance))
     driver.settle()
-    services.start(fresh(instance))
+    instance_lifecycle.start(fresh(instance))
     driver.settle()
 
     instance = fresh(instance)
     assert instance.status == Status.RUNNING and len(lifecycle.sessions_of(instance)) == 2
 
-    services.release(fresh(instance))
+    instance_lifecycle.release(fresh(instance))
     driver.settle()
     instance = fresh(instance)
     assert instance.status == Status.RELEASED and instance.reserved_cards == 0 and held_cards() == 0
@@ -93,7 +93,7 @@ def test_a_preempted_spot_instance_stops_billing_at_that_minute_and_relaunches_i
     assert session.ended_at == spot.stopped_at
 
     driver.ease_pressure()
-    services.start(fresh(spot))
+    instance_lifecycle.start(fresh(spot))
     driver.settle()
     spot = fresh(spot)
     assert spot.status == Status.RUNNING and spot.reserved_cards == 8
@@ -104,7 +104,7 @@ def test_arrears_stop_running_pay_as_you_go_instances_with_the_checkpoint(driver
     instance = launch(chip=driver.chip, cards=1)
     driver.settle()
 
-    assert services.stop_for_arrears(owner.pk, "zero_balance") == 1
+    assert instance_lifecycle.stop_for_arrears(owner.pk, "zero_balance") == 1
     driver.settle()
 
     instance = fresh(instance)
@@ -129,5 +129,5 @@ def test_moves_the_state_does_not_allow_are_refused(driver, launch):
     instance = launch(chip=driver.chip, cards=1)
     driver.settle()
     with pytest.raises(Conflict) as refused:
-        services.start(fresh(instance))
+        instance_lifecycle.start(fresh(instance))
     assert refused.value.status == 409

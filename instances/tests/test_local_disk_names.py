@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from instances import services
+from instances import lifecycle
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
@@ -39,9 +39,9 @@ def test_a_disk_is_at_root_data_under_its_name_hot_plugged_restarted_and_detache
     assert wrote.returncode == 0, wrote.stderr
 
     # Across a stop and a start, the same names and files.
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
     assert sorted(listing(on_local, instance)) == ["journey-disk", "实验 数据"]
     kept = on_local.run(fresh(instance), f"cat {shlex.quote(notes.device_path)}/kept.txt")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from instances import services
+from instances import lifecycle
 from instances.backends import get_backend, local
 from instances.choices import Status
 from instances.models import Instance
@@ -105,7 +105,7 @@ def test_a_link_at_the_checkpoint_marker_makes_a_stop_write_no_host_file(on_loca
         f" && ln -s {host_folder}/staged.json /root/.gpucloud/checkpoint.tmp",
     )
     assert done.returncode == 0, done.stderr
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
 
     # Then nothing was written on the host, and the machine's home has the marker
@@ -125,7 +125,7 @@ def test_fifos_at_the_scalars_file_and_the_marker_stall_neither_heartbeats_nor_a
     seen = reports(instance)
     on_local.settle(until=lambda: reports(instance) >= seen + 3, timeout=30, message="three more heartbeats")
 
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
     with on_local.stopped_home(instance) as home:
         assert json.loads((home / ".gpucloud" / "checkpoint.json").read_text())["signal"] == "SIGUSR1"

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from instances import services
+from instances import lifecycle
 from instances.backends import get_backend, local
 from instances.choices import Status
 from instances.models import Instance
@@ -45,7 +45,7 @@ def test_a_restarted_quick_start_resumes_from_its_checkpoint(on_local, running, 
     instance = running()
     on_local.settle(until=lambda: len(steps(instance)) >= 4, timeout=60, message="the quick-start curve")
     if how == "stopped":
-        services.stop(fresh(instance))
+        lifecycle.stop(fresh(instance))
         ended = Status.STOPPED
     else:
         die(fresh(instance))
@@ -53,7 +53,7 @@ def test_a_restarted_quick_start_resumes_from_its_checkpoint(on_local, running, 
     on_local.settle(until=lambda: fresh(instance).status == ended, message=f"the machine {how}")
     reached = max(steps(instance))
 
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
     assert resumed_at(on_local, instance) >= reached - 1  # at most the step the kill cut short is done again
     on_local.settle(until=lambda: max(steps(instance)) > reached + 1, timeout=30, message="the curve to go on")

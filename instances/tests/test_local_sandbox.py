@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from instances import services
+from instances import lifecycle
 from instances.backends import get_backend, local, local_home
 from instances.choices import Status
 from instances.models import Instance
@@ -138,17 +138,17 @@ def test_stop_kills_every_process_start_brings_the_home_back_release_deletes_it(
     uid = local.sandbox_uid(instance)
     assert len(processes_of(uid)) >= 3  # the agent, bwrap, JupyterLab, the sleeps…
 
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
     assert processes_of(uid) == []
     assert mounts_under(on_local.folder(instance)) == []
     assert get_backend("local").jupyter(fresh(instance)) is None
 
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
     assert on_local.run(fresh(instance), "cat /root/notes.txt").stdout == "kept\n"
 
-    services.release(fresh(instance))
+    lifecycle.release(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
     assert not on_local.home(instance).exists()
 
@@ -182,7 +182,7 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
     backend.attach_disk(fresh(instance), "disk-1")
     assert len(mounts_under(on_local.folder(instance) / "mnt")) == 4  # the hub itself, the disk, the item, the storage
 
-    services.release(fresh(instance))
+    lifecycle.release(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
     assert not on_local.home(instance).exists()
     assert mounts_under(on_local.folder(instance)) == []
@@ -236,9 +236,9 @@ def test_the_quick_start_notebook_is_in_the_home_and_runs(on_local, running):
     assert ran.returncode == 0, ran.stderr
     assert "loss" in ran.stdout and "step   40" in ran.stdout
     on_local.run(instance, "rm /root/quickstart.ipynb")
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
     assert on_local.run(instance, "ls /root/quickstart.ipynb").returncode != 0  # given once: deleted, it stays gone
 
@@ -335,9 +335,9 @@ def test_a_data_disk_holds_its_size_and_no_more_grows_while_running_and_its_byte
     # the same file system takes it, files kept.
     on_local.run(instance, f"rm -f {inside}/big; echo 数据 > {inside}/kept.txt")
     disks.grow(instance.owner, disk.public_id, 2)
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the start")
     fill = f"python -c '{FILL.format(mb=1200)}' {inside}/big"
     done = on_local.run(fresh(instance), f"cat {inside}/kept.txt && {fill} && df -k {inside}")
@@ -443,7 +443,7 @@ def test_a_worker_restart_finds_its_machines_again(on_local, running):
     on_local.run(instance, "echo before > /root/f")
     backends._instances.clear()  # a new worker process: no memory of what it started
 
-    services.reconcile()
+    lifecycle.reconcile()
     assert fresh(instance).status == Status.RUNNING
     assert get_backend("local").jupyter(fresh(instance)) is not None
     assert on_local.run(fresh(instance), "cat /root/f").stdout == "before\n"
@@ -471,9 +471,9 @@ def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, runnin
     assert get_backend("local").jupyter(fresh(instance)) is None
 
     # A stop and a start (root prepares the machine again) leave the host's /etc as it was.
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
     etc_after = os.stat("/etc")
     assert (etc_after.st_uid, etc_after.st_gid, etc_after.st_mode) == (
@@ -508,17 +508,17 @@ def test_the_home_holds_no_more_than_the_system_disk_and_keeps_its_files_across_
     assert on_local.run(instance, "rm /root/fill && echo freed > /root/after.txt").returncode == 0
 
     # A stop unmounts the home once the machine's processes are gone; a start mounts the same files again.
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
     assert mounts_under(on_local.folder(instance)) == [] and local_home.loop_devices(image) == []
     assert get_backend("local").system_disk_usage(fresh(instance)) >= len("kept\n") + len("freed\n")
     assert mounts_under(on_local.folder(instance)) == []  # measured through a mount of its own, undone
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
     assert on_local.run(fresh(instance), "cat /root/notes.txt /root/after.txt").stdout == "kept\nfreed\n"
 
     # Release deletes the image, and no loop device holds it any more.
-    services.release(fresh(instance))
+    lifecycle.release(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the release")
     assert not image.exists() and not on_local.home(instance).exists()
     assert mounts_under(on_local.folder(instance)) == [] and local_home.loop_devices(image) == []
@@ -527,14 +527,14 @@ def test_the_home_holds_no_more_than_the_system_disk_and_keeps_its_files_across_
 def test_a_plain_folder_home_from_before_images_keeps_its_files_and_says_it_has_no_limit(on_local, running, launch):
     # Given an instance whose home was a plain folder before homes were images (made as the old backend made it).
     instance = running()
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.STOPPED, message="the stop")
     folder = on_local.folder(instance)
     (folder / local_home.IMAGE).unlink()
     (on_local.home(instance) / "old.txt").write_text("from before\n")
     os.chown(on_local.home(instance) / "old.txt", local.sandbox_uid(instance), local.sandbox_uid(instance))
 
-    services.start(fresh(instance))
+    lifecycle.start(fresh(instance))
     on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the restart")
     assert on_local.run(fresh(instance), "cat /root/old.txt").stdout == "from before\n"
     assert fresh(instance).access["disk_gb"] == 0 and not (folder / local_home.IMAGE).exists()

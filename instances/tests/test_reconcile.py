@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from catalog.models import Node
 from console.models import WorkerHeartbeat
-from instances import services
+from instances import launching
+from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
@@ -50,8 +51,8 @@ def test_killing_the_worker_mid_provision_then_reconcile_leaves_everything_consi
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
 
     # When five launches are provisioning and the worker is killed (SIGKILL: no goodbye, tasks lost)
-    request = services.LaunchRequest(name="k", chip="ascend-910b", image="pytorch-2.2-cann8")
-    launched = [services.launch(owner, request) for _ in range(5)]
+    request = launching.LaunchRequest(name="k", chip="ascend-910b", image="pytorch-2.2-cann8")
+    launched = [launching.launch(owner, request) for _ in range(5)]
     wait_until(lambda: Instance.objects.filter(status=Status.STARTING).exists(), timeout=30, message="a submit")
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(timeout=10)
@@ -75,7 +76,7 @@ def test_killing_the_worker_mid_provision_then_reconcile_leaves_everything_consi
 def test_a_lost_provision_task_is_repaired_by_reconcile(launch, lifecycle):
     instance = launch()  # on_commit never fires in this test: the task is "lost"
     assert Instance.objects.get(pk=instance.pk).status == Status.CREATING
-    services.reconcile()
+    instance_lifecycle.reconcile()
     _consistent([instance], lifecycle)
 
 
@@ -85,7 +86,7 @@ def test_a_lost_stop_task_is_repaired_and_billing_ended_when_the_stop_was_asked(
         instance = launch()
         settle()
         clock.shift(timedelta(minutes=4))
-        services.stop(Instance.objects.with_related().get(pk=instance.pk))
+        instance_lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
         asked = timezone.now()
         clock.shift(timedelta(minutes=30))  # the stop task was lost; reconcile runs much later
         settle()
@@ -109,8 +110,8 @@ def test_a_backend_that_lost_a_running_machine_is_noticed(launch, lifecycle):
 def test_duplicate_tasks_are_harmless(launch, lifecycle):
     instance = launch()
     for _ in range(3):
-        services.advance(instance.pk, "running")
-    services.advance(instance.pk, "stopped")  # a superseded task: wanted does not match, nothing happens
+        instance_lifecycle.advance(instance.pk, "running")
+    instance_lifecycle.advance(instance.pk, "stopped")  # a superseded task: wanted does not match, nothing happens
     instance.refresh_from_db()
     assert instance.status == Status.RUNNING and len(lifecycle.sessions_of(instance)) == 1
     assert instance.events.filter(new=Status.RUNNING).count() == 1

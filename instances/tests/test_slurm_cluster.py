@@ -16,7 +16,7 @@ from django.utils import translation
 
 from catalog.models import Node
 from instances import heartbeats as reports
-from instances import services
+from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
 from instances.models import Instance
 
@@ -41,7 +41,7 @@ def english():
 
 def reconcile_in_thread():
     try:
-        services.reconcile()
+        instance_lifecycle.reconcile()
     finally:
         db.connection.close()  # a thread's own connection would outlive the test database
 
@@ -88,7 +88,7 @@ def test_a_launch_beyond_the_clusters_free_cards_says_why_it_waits(on_slurm, lau
     assert waiting.status == Status.STARTING and waiting.status_detail == "waiting for 2 free MLU370-X8 cards"
     assert on_slurm.job_of(waiting)["state_reason"] == "Resources"
 
-    services.stop(fresh(first))
+    instance_lifecycle.stop(fresh(first))
     on_slurm.settle()
     assert fresh(waiting).status == Status.RUNNING
 
@@ -99,8 +99,8 @@ def test_stop_sends_the_checkpoint_signal_then_cancels_after_the_grace(on_slurm,
     instance = mlu(launch, 1)
     on_slurm.settle()
 
-    services.stop(fresh(instance))
-    services.advance(instance.pk, "stopped")  # what the stop task does first
+    instance_lifecycle.stop(fresh(instance))
+    instance_lifecycle.advance(instance.pk, "stopped")  # what the stop task does first
 
     # Within the grace: the marker is written, the workload got SIGUSR1, the job still runs
     home = on_slurm.system_disk(instance) / "root"

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from billing.models import Notification
 from catalog.models import Node
-from instances import services
+from instances import housekeeping
+from instances import lifecycle as instance_lifecycle
 from instances.backends import simulated
 from instances.choices import Reason, Status
 from instances.models import Instance
@@ -42,7 +43,7 @@ def test_a_spot_preemption_stops_billing_at_the_preemption_minute(launch, lifecy
         assert instance.events.filter(reason=Reason.PREEMPTED).exists()  # the owner's notification
 
     # One click relaunches it, as spot again
-    services.start(instance)
+    instance_lifecycle.start(instance)
     settle()
     instance = fresh(instance)
     assert instance.status == Status.RUNNING and instance.spot and len(lifecycle.sessions_of(instance)) == 2
@@ -99,7 +100,7 @@ def test_a_relaunch_in_the_notice_window_holds_its_cards_once(launch, lifecycle,
         simulated.preempt(instance)
         settle()
         assert fresh(instance).status == Status.PREEMPTED and fresh(instance).reserved_cards == 1
-        services.start(fresh(instance))  # one click, while the old machine still has its notice window
+        instance_lifecycle.start(fresh(instance))  # one click, while the old machine still has its notice window
         settle()
         clock.shift(timedelta(seconds=61))
         settle()
@@ -108,7 +109,7 @@ def test_a_relaunch_in_the_notice_window_holds_its_cards_once(launch, lifecycle,
         node = Node.objects.get(pk=instance.node_id)
         held = Instance.objects.filter(node=node).aggregate(n=Sum("reserved_cards"))["n"]
         assert node.cards_reserved == held == 1
-        services.stop(instance)
+        instance_lifecycle.stop(instance)
         settle()
     node.refresh_from_db()
     assert node.cards_reserved == 0  # nothing leaked
@@ -118,10 +119,10 @@ def test_auto_shutdown_at_a_time_stops_the_instance(launch, lifecycle):
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch(auto_shutdown_at=timezone.now() + timedelta(hours=1))
         settle()
-        services.housekeeping()
+        housekeeping.housekeeping()
         assert fresh(instance).status == Status.RUNNING
         clock.shift(timedelta(hours=1, minutes=1))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
     instance = fresh(instance)
     assert instance.status == Status.STOPPED and instance.events.filter(reason=Reason.AUTO_SHUTDOWN_TIME).exists()
@@ -132,13 +133,13 @@ def test_a_restart_after_the_auto_shutdown_time_keeps_running(launch, lifecycle)
         instance = launch(auto_shutdown_at=timezone.now() + timedelta(hours=1))
         settle()
         clock.shift(timedelta(hours=1, minutes=1))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
         assert fresh(instance).status == Status.STOPPED and fresh(instance).auto_shutdown_at is None
-        services.start(fresh(instance))
+        instance_lifecycle.start(fresh(instance))
         settle()
         clock.shift(timedelta(minutes=1))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
     instance = fresh(instance)
     assert instance.status == Status.RUNNING
@@ -152,7 +153,7 @@ def test_auto_shutdown_after_idle_minutes_reads_the_metrics(launch, lifecycle):
         settle()
         simulated.set_idle(idle)
         clock.shift(timedelta(minutes=12))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
     assert fresh(idle).status == Status.STOPPED and fresh(busy).status == Status.RUNNING
     assert fresh(idle).events.filter(reason=Reason.AUTO_SHUTDOWN_IDLE).exists()
@@ -164,8 +165,8 @@ def test_a_daily_plan_is_paid_up_front_and_continues_pay_as_you_go_at_the_end(la
         settle()
         assert len(lifecycle.upfront) == 1 and lifecycle.sessions == []
         clock.shift(timedelta(days=1, minutes=1))
-        services.housekeeping()
-        services.housekeeping()  # an overlapping beat changes nothing
+        housekeeping.housekeeping()
+        housekeeping.housekeeping()  # an overlapping beat changes nothing
     instance = fresh(instance)
     assert instance.plan.slug == "payg" and instance.status == Status.RUNNING
     [session] = lifecycle.sessions_of(instance)
@@ -177,7 +178,7 @@ def test_a_daily_plan_can_stop_at_the_end_of_the_term(launch, lifecycle):
         instance = launch(plan="daily", term_end_action="stop")
         settle()
         clock.shift(timedelta(days=1, minutes=1))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
     assert fresh(instance).status == Status.STOPPED and lifecycle.sessions == []
 
@@ -186,19 +187,19 @@ def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch()
         settle()
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         settle()
         clock.shift(timedelta(days=12, hours=1))
-        services.housekeeping()
-        services.housekeeping()
+        housekeeping.housekeeping()
+        housekeeping.housekeeping()
         assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 1
         clock.shift(timedelta(days=2))
-        services.housekeeping()
+        housekeeping.housekeeping()
         assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 2
         reminders = Notification.objects.filter(user=instance.owner, kind="release_reminder")
         assert reminders.count() == 2 and "train-1" in reminders.first().message
         clock.shift(timedelta(days=1))
-        services.housekeeping()
+        housekeeping.housekeeping()
         settle()
     instance = fresh(instance)
     assert instance.status == Status.RELEASED and instance.status_reason == Reason.RELEASED
@@ -211,7 +212,7 @@ def test_an_instance_started_meanwhile_gets_no_stale_release_reminder(launch, li
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch()
         settle()
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         settle()
         clock.shift(timedelta(days=12, hours=1))
 
@@ -224,7 +225,7 @@ def test_an_instance_started_meanwhile_gets_no_stale_release_reminder(launch, li
 
         post_init.connect(started_meanwhile, sender=Instance)
         try:
-            assert services.housekeeping()["reminders"] == 0
+            assert housekeeping.housekeeping()["reminders"] == 0
         finally:
             post_init.disconnect(started_meanwhile, sender=Instance)
     assert not fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).exists()
@@ -307,12 +308,12 @@ def test_a_late_beat_sends_one_release_reminder_by_e_mail_with_the_instances_lin
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch()
         settle()
-        services.stop(fresh(instance))
+        instance_lifecycle.stop(fresh(instance))
         settle()
         clock.shift(timedelta(days=14, hours=1))  # the beat was down on day 12: both thresholds have passed
         with django_capture_on_commit_callbacks(execute=True):
-            services.housekeeping()
-            services.housekeeping()
+            housekeeping.housekeeping()
+            housekeeping.housekeeping()
     assert fresh(instance).events.filter(reason=Reason.RELEASE_REMINDER).count() == 1
     [mail] = mailoutbox
     assert instance.owner.email in mail.to
@@ -323,7 +324,7 @@ def test_the_release_countdown_and_the_pricing_page_follow_the_operators_setting
     settings.STOPPED_RELEASE_DAYS = 7
     instance = launch()
     settle()
-    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    instance_lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
 
     instance.refresh_from_db()

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from console import ssh_keys
-from instances import services
+from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from instances.tests.ssh_fixtures import make_key
@@ -57,7 +57,7 @@ def test_the_simulated_backend_shows_no_command(english, launch):
 
 
 def test_a_stopped_instance_shows_no_command(english, running_instance):
-    services.stop(Instance.objects.with_related().get(pk=running_instance.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=running_instance.pk))
     settle()
     assert 'id="ssh-command"' not in _page(english, running_instance)
 

@@ -18,7 +18,7 @@ import pytest
 
 from console import ssh_keys
 from console.models import SSHKey
-from instances import services, ssh_gateway
+from instances import lifecycle, ssh_gateway
 from instances.backends import BackendError
 from instances.backends.simulated import SimulatedBackend
 from instances.models import Instance
@@ -186,7 +186,7 @@ def test_an_unknown_instance_or_wrong_user_name_is_refused(gateway, running_inst
 
 
 def test_a_stopped_instance_is_refused(gateway, running_instance, owner_key):
-    services.stop(Instance.objects.with_related().get(pk=running_instance.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=running_instance.pk))
     settle()
     assert Instance.objects.get(pk=running_instance.pk).status == "stopped"
     result = ssh(gateway.port, owner_key, running_instance.public_id, "echo in")

@@ -3,7 +3,7 @@ gateway, and the backend's own way in (nsenter) and home folder — no fake."""
 
 import pytest
 
-from instances import services
+from instances import lifecycle
 from instances.choices import Status
 from instances.models import Instance
 from instances.tests.ssh_fixtures import scp, ssh
@@ -55,7 +55,7 @@ def test_scp_copies_into_the_home_and_back_owned_by_the_machines_user(
 
 
 def test_a_stopped_machine_is_refused(gateway, machine, owner_key, on_local):
-    services.stop(fresh(machine))
+    lifecycle.stop(fresh(machine))
     on_local.settle(until=lambda: fresh(machine).status == Status.STOPPED, message="the machine to stop")
     result = ssh(gateway.port, owner_key, machine.public_id, "true")
     assert result.returncode == 255 and b"Permission denied" in result.stderr

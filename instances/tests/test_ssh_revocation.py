@@ -12,7 +12,7 @@ import pytest
 
 from console import ssh_keys
 from console.models import SSHKey
-from instances import services
+from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key
@@ -161,7 +161,7 @@ def test_a_suspended_account_is_hung_up(gateway, running_instance, owner, owner_
 def test_a_stopped_instance_is_hung_up(gateway, running_instance, owner_key, host_shell, sessions):
     session = sessions(gateway.port, owner_key, running_instance, host_shell)
 
-    services.stop(Instance.objects.with_related().get(pk=running_instance.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=running_instance.pk))
     settle()
     assert Instance.objects.get(pk=running_instance.pk).status == "stopped"
 

@@ -12,8 +12,8 @@ from django.utils.translation import gettext as _
 
 from billing.quote import load_price_book
 from core.errors import ServiceError
+from instances.launching import LaunchRequest, launch
 from instances.models import Instance
-from instances.services import LaunchRequest, launch
 
 from ..models import Image
 from .services import ChipOffer, chip_offers, get_image, team_private

@@ -30,8 +30,8 @@ from core.validators import clean_display_name
 from instances import snapshots
 from instances.capacity import free_capacity
 from instances.choices import Backend, Status
+from instances.lifecycle import get_instance
 from instances.models import Instance, InstanceEvent
-from instances.services import get_instance
 from teams.access import refuse_if_seen
 from teams.accounts import is_account, team_name
 

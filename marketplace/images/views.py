@@ -197,7 +197,7 @@ def save_instance(request, instance_id):
     form = SaveImageForm(request.POST or None)
     context = {"form": form, "instance_id": instance_id, "error": ""}
     try:
-        from instances.services import get_instance
+        from instances.lifecycle import get_instance
 
         context["instance"] = get_instance(request.user, instance_id)
     except NotFound as exc:

@@ -67,14 +67,14 @@ def test_anonymous_writes_are_refused(anon_api, official_images):
 
 
 def test_save_an_instance_through_the_api(owner_api, launch, django_capture_on_commit_callbacks, eager_tasks):
-    from instances import services
+    from instances import lifecycle as instance_lifecycle
     from instances.tests.fixtures import settle
 
     instance = launch(name="api-save")
     settle()
     running = owner_api.post("/api/v1/images", {"instance": str(instance.public_id), "name": "x"}, format="json")
     assert running.status_code == 409 and running.json()["code"] == "instance_not_stopped"
-    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    instance_lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     with django_capture_on_commit_callbacks(execute=True):
         response = owner_api.post(

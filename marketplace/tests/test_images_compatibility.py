@@ -5,7 +5,7 @@ import pytest
 from django.conf import settings
 
 from core.errors import ServiceError
-from instances import services as instance_services
+from instances import launching
 from instances.models import Instance
 
 pytestmark = pytest.mark.django_db
@@ -63,14 +63,14 @@ def test_the_api_refuses_an_incompatible_image_with_a_400(owner_api, lifecycle):
 
 
 def test_the_service_refuses_an_incompatible_or_unseen_image(owner, stranger, lifecycle, community_image):
-    request = instance_services.LaunchRequest(name="x", chip="ascend-910b", image="vllm-0.6-cuda12")
+    request = launching.LaunchRequest(name="x", chip="ascend-910b", image="vllm-0.6-cuda12")
     with pytest.raises(ServiceError) as refused:
-        instance_services.launch(owner, request)
+        launching.launch(owner, request)
     assert refused.value.code == "incompatible_image" and refused.value.status == 400
     private = community_image(user=stranger, listed=False, base="mindspore-2.3")
-    request = instance_services.LaunchRequest(name="x", chip="ascend-910b", image=f"{private.slug}-npu")
+    request = launching.LaunchRequest(name="x", chip="ascend-910b", image=f"{private.slug}-npu")
     with pytest.raises(ServiceError) as refused:
-        instance_services.launch(owner, request)
+        launching.launch(owner, request)
     assert refused.value.code == "unknown_image"  # someone else's private image is as good as missing
     assert not Instance.objects.exists()
 

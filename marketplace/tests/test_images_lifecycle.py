@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 
 from core.errors import Conflict, ServiceError
-from instances import services as instance_services
+from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from marketplace.images import services
@@ -21,7 +21,7 @@ def fresh(instance):
 def stopped(launch):
     instance = launch(chip="ascend-910b", image="mindspore-2.3-cann8", name="to-save")
     settle()
-    instance_services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     settle()
     return fresh(instance)
 
@@ -57,7 +57,7 @@ def test_the_snapshot_task_is_idempotent_and_fails_clearly_when_the_instance_mov
     assert services.complete_snapshot(image.pk) == "ready"
     assert services.complete_snapshot(image.pk) is None  # a retried task changes nothing
     second = services.save_instance_as_image(owner, stopped.public_id, name="Moved")
-    instance_services.start(fresh(stopped))
+    lifecycle.start(fresh(stopped))
     assert services.complete_snapshot(second.pk) == "failed"
     assert "started or released" in Image.objects.get(pk=second.pk).status_detail
 

@@ -7,9 +7,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalog.services import get_zone
 from instances import attachments
 from instances.api.serializers import ErrorSerializer
-from instances.services import get_instance, get_zone
+from instances.lifecycle import get_instance
 from teams import roles
 from teams.context import account_for
 

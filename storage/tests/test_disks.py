@@ -12,7 +12,7 @@ from billing import metering, wallet
 from billing.models import LedgerTransaction, StoragePrice, UsageSession
 from catalog.models import Node, Zone
 from core.errors import Conflict, ServiceError
-from instances import services
+from instances import lifecycle
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
 from storage import disks
@@ -137,7 +137,7 @@ def test_a_backend_refusal_undoes_a_detach_on_a_running_instance_and_is_deferred
     assert disk.status == DiskStatus.ATTACHED and disk.instance == instance
     assert not disk.events.filter(reason=DiskReason.DETACH_REQUESTED).exists()
 
-    services.stop(Instance.objects.with_related().get(pk=instance.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=instance.pk))
     settle()
     with caplog.at_level("INFO", logger="instances.attachments"):
         disks.detach(owner, disk.public_id)
@@ -148,14 +148,14 @@ def test_a_backend_refusal_undoes_a_detach_on_a_running_instance_and_is_deferred
 
 def test_a_disk_attached_to_a_stopped_instance_appears_at_its_next_start(owner, zone, running):
     instance = running()
-    services.stop(instance)
+    lifecycle.stop(instance)
     settle()
     instance.refresh_from_db()
     disk = disks.create(owner, name="data", size_gb=50, zone=zone, instance=instance)
     assert disk.status == DiskStatus.ATTACHED
     SimulatedJob.objects.filter(instance_id=instance.public_id).update(disks=[])  # as if the layout were lost
 
-    services.start(instance)
+    lifecycle.start(instance)
     settle()
     assert _job(instance).disks == [str(disk.public_id)]
 
@@ -193,7 +193,7 @@ def test_releasing_an_instance_keeps_its_data_disks(owner, zone, running):
     instance = running()
     disk = disks.create(owner, name="checkpoints", size_gb=200, zone=zone, instance=instance)
 
-    services.release(instance)
+    lifecycle.release(instance)
     settle()
 
     instance.refresh_from_db()
@@ -212,13 +212,13 @@ def test_a_disk_follows_its_instance_to_another_node_of_the_zone(owner, zone, ru
     instance = running()
     disk = disks.create(owner, name="data", size_gb=50, zone=zone, instance=instance)
     home = instance.node
-    services.stop(instance)
+    lifecycle.stop(instance)
     settle()
     # Someone else fills the home node while it is stopped
     Node.objects.filter(pk=home.pk).update(cards_reserved=home.cards)
 
     instance.refresh_from_db()
-    services.start(instance)
+    lifecycle.start(instance)
     settle()
 
     instance.refresh_from_db()
@@ -355,7 +355,7 @@ def test_a_disk_on_a_stopped_instance_is_detached_then_deleted_one_on_a_running_
     owner, zone, settings, running
 ):
     stopped_one, running_one = running(name="stopped-1"), running(name="running-1")
-    services.stop(Instance.objects.with_related().get(pk=stopped_one.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=stopped_one.pk))
     settle()
     with time_machine.travel(T0, tick=False):
         other = disks.create(owner, name="scratch", size_gb=10, zone=zone)

@@ -4,7 +4,7 @@ copy), at launch or on a running instance, only of items the user may see; /root
 import pytest
 
 from core.errors import Conflict, ServiceError
-from instances import services
+from instances import lifecycle
 from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
@@ -88,7 +88,7 @@ def test_a_user_mounts_their_own_private_item(owner, running):
 
 def test_releasing_an_instance_ends_its_mounts(owner, hub, running):
     instance = running(mounts=["THUDM/chatglm3-6b"])
-    services.release(instance)
+    lifecycle.release(instance)
     settle()
     assert not HubMount.objects.exists()
     instance.refresh_from_db()

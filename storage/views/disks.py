@@ -16,12 +16,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from billing.quote import storage_price
 from catalog.models import Zone
+from catalog.services import get_zone
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
 from instances import attachments
 from instances.backends import get_backend
+from instances.lifecycle import get_instance
 from instances.models import Instance
-from instances.services import get_instance, get_zone
 from teams import roles
 from teams.context import page_account
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from billing import budgets, metering, wallet
 from billing.models import LedgerTransaction, Notification
-from instances import services as instances
+from instances import launching, lifecycle
 from instances.choices import Reason, Status
 from instances.models import Instance
 from instances.tests.fixtures import settle
@@ -50,8 +50,8 @@ def _browser(user, team_slug="vision-lab") -> Client:
 
 
 def _launch(team, member, name="run"):
-    request = instances.LaunchRequest(name=name, chip="mlu370-x8", image="pytorch-2.2-neuware")  # ¥1.53 an hour
-    return instances.launch(team.account, request, by=member)
+    request = launching.LaunchRequest(name=name, chip="mlu370-x8", image="pytorch-2.2-neuware")  # ¥1.53 an hour
+    return launching.launch(team.account, request, by=member)
 
 
 def _budget(team, owner, member, amount):
@@ -165,9 +165,9 @@ def test_running_usage_that_reaches_the_budget_stops_that_members_instances_and_
     # A start past the budget is refused; raising it lets the member go on.
     with time_machine.travel(later, tick=False):
         with pytest.raises(budgets.BudgetExceeded):
-            instances.start(Instance.objects.with_related().get(pk=mine.pk))
+            lifecycle.start(Instance.objects.with_related().get(pk=mine.pk))
         _budget(team, owner, developer, "50")
-        instances.start(Instance.objects.with_related().get(pk=mine.pk))
+        lifecycle.start(Instance.objects.with_related().get(pk=mine.pk))
 
 
 def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, team, owner):
@@ -175,8 +175,8 @@ def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, te
 
     SubsidyProgramme.objects.filter(slug="xinchuang-2026").update(monthly_cap_per_user=Decimal("0.05"))
     developer = _member(team, Role.DEVELOPER)
-    request = instances.LaunchRequest(name="q", chip="mlu370-x8", image="pytorch-2.2-neuware")
-    assert instances.preview(team.account, request, by=developer).subsidy_per_hour > 0
+    request = launching.LaunchRequest(name="q", chip="mlu370-x8", image="pytorch-2.2-neuware")
+    assert launching.preview(team.account, request, by=developer).subsidy_per_hour > 0
     with time_machine.travel(timezone.now(), tick=False) as clock:
         _launch(team, developer, "subsidised")
         settle()
@@ -186,9 +186,9 @@ def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, te
         usage = SubsidyUsage.objects.get()
         assert (usage.user, usage.amount) == (developer, Decimal("0.05"))
         # So the developer's next quote has no subsidy left, on the team's wallet as on their own; the owner's has.
-        assert instances.preview(team.account, request, by=developer).subsidy_per_hour == 0
-        assert instances.preview(developer, request).subsidy_per_hour == 0
-        assert instances.preview(team.account, request, by=owner).subsidy_per_hour > 0
+        assert launching.preview(team.account, request, by=developer).subsidy_per_hour == 0
+        assert launching.preview(developer, request).subsidy_per_hour == 0
+        assert launching.preview(team.account, request, by=owner).subsidy_per_hour > 0
 
 
 def test_starting_a_colleagues_instance_runs_it_on_ones_own_budget(catalog, instant, team, owner):
@@ -197,13 +197,13 @@ def test_starting_a_colleagues_instance_runs_it_on_ones_own_budget(catalog, inst
     _budget(team, owner, broke, "0")
     theirs = _launch(team, colleague, "theirs")
     settle()
-    instances.stop(Instance.objects.with_related().get(pk=theirs.pk))
+    lifecycle.stop(Instance.objects.with_related().get(pk=theirs.pk))
     settle()
     with pytest.raises(budgets.BudgetExceeded):
-        instances.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
+        lifecycle.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
     assert Instance.objects.get(pk=theirs.pk).launched_by == colleague
     _budget(team, owner, broke, "10")
-    instances.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
+    lifecycle.start(Instance.objects.with_related().get(pk=theirs.pk), by=broke)
     assert Instance.objects.get(pk=theirs.pk).launched_by == broke  # now theirs to pay from their budget
 
 
@@ -214,12 +214,12 @@ def test_a_launchs_data_disk_is_the_members_spend_and_the_notice_goes_once(
 
     developer = _member(team, Role.DEVELOPER)
     _budget(team, owner, developer, "0.5")
-    request = instances.LaunchRequest(name="big", chip="mlu370-x8", image="pytorch-2.2-neuware", data_disk_gb=2000)
+    request = launching.LaunchRequest(name="big", chip="mlu370-x8", image="pytorch-2.2-neuware", data_disk_gb=2000)
     with pytest.raises(budgets.BudgetExceeded):  # ¥1.53 of compute and the disk's hour do not fit in ¥0.50
-        instances.launch(team.account, request, by=developer)
+        launching.launch(team.account, request, by=developer)
     _budget(team, owner, developer, "3")
     with time_machine.travel(timezone.now(), tick=False) as clock:
-        instances.launch(team.account, request, by=developer)
+        launching.launch(team.account, request, by=developer)
         settle()
         assert set(UsageSession.objects.filter(user=team.account).values_list("kind", "member_id")) == {
             ("instance", developer.pk),

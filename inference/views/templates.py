@@ -8,7 +8,7 @@ from billing.quote import load_price_book
 from catalog.models import Chip
 from core.errors import NotFound
 
-from . import services
+from .. import template_catalog as services
 
 
 @require_GET
@@ -17,7 +17,7 @@ def template_list(request):
     book = load_price_book(user=user)
     chips = list(Chip.objects.offered())
     rows = [(t, services.offers(t, book, user=user, chips=chips)) for t in services.templates()]
-    return render(request, "marketplace/inference/list.html", {"rows": rows})
+    return render(request, "inference/template_list.html", {"rows": rows})
 
 
 @require_GET
@@ -29,4 +29,4 @@ def template_detail(request, slug):
     user = request.user if request.user.is_authenticated else None
     offers = services.offers(template, load_price_book(user=user), user=user)
     context = {"template": template, "offers": offers, "refusal": services.card_refusal(template)}
-    return render(request, "marketplace/inference/detail.html", context)
+    return render(request, "inference/template_detail.html", context)

@@ -19,8 +19,9 @@ from billing.quote import PriceBook, quote
 from catalog.models import Chip, Node
 from core.errors import NotFound, ServiceError
 from instances.backends import get_backend
+from marketplace.models import HubItem, ImageVariant
 
-from ..models import HubItem, ImageVariant, InferenceTemplate
+from .models import InferenceTemplate
 
 CATALOG_FILE = Path(__file__).with_name("catalog.toml")
 

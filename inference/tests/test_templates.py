@@ -2,8 +2,8 @@
 
 import pytest
 
-from marketplace.inference import services
-from marketplace.models import InferenceTemplate
+from inference import template_catalog as services
+from inference.models import InferenceTemplate
 
 pytestmark = pytest.mark.django_db
 

@@ -2,11 +2,11 @@
 
 from django import template
 
-from marketplace.inference import services
+from inference import template_catalog
 
 register = template.Library()
 
 
 @register.simple_tag
 def templates_for(item):
-    return services.templates_for(item) if item.kind == "model" else []
+    return template_catalog.templates_for(item) if item.kind == "model" else []

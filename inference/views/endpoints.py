@@ -12,16 +12,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.quote import load_price_book
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
-from instances import services
+from inference import template_catalog as inference
+from instances import costs, lifecycle
 from instances.backends import get_backend
 from instances.models import Instance
-from marketplace.inference import services as inference
 from teams import roles
 from teams.context import page_account
 from teams.models import TeamEvent
 from teams.services import record
 
-from . import services as endpoints
+from .. import services as endpoints
 
 DETAIL = "inference/detail.html"
 NEW_KEY_SESSION = "endpoints:new-key"
@@ -104,7 +104,7 @@ def _context(request, endpoint, **extra) -> dict:
         "requests": endpoints.recent_requests(endpoint),
         "totals": endpoints.totals(endpoint),
         "simulated": get_backend(instance.backend_name).simulated,
-        "cost": services.cost_so_far(instance),
+        "cost": costs.cost_so_far(instance),
         **extra,
     }
 
@@ -178,13 +178,13 @@ def _act(request, public_id, operation, event=None):
 @login_required
 @require_POST
 def stop(request, public_id):
-    return _act(request, public_id, lambda e: services.stop(e.instance), TeamEvent.Action.STOPPED)
+    return _act(request, public_id, lambda e: lifecycle.stop(e.instance), TeamEvent.Action.STOPPED)
 
 
 @login_required
 @require_POST
 def start(request, public_id):
-    return _act(request, public_id, lambda e: services.start(e.instance, by=request.user), TeamEvent.Action.STARTED)
+    return _act(request, public_id, lambda e: lifecycle.start(e.instance, by=request.user), TeamEvent.Action.STARTED)
 
 
 @login_required
@@ -192,7 +192,7 @@ def start(request, public_id):
 def release(request, public_id):
     endpoint = _own(request, public_id, "change")
     try:
-        services.release(endpoint.instance)
+        lifecycle.release(endpoint.instance)
     except ServiceError as exc:
         messages.error(request, str(exc.message))
         return redirect(endpoint)

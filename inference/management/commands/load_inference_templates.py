@@ -1,8 +1,8 @@
-"""Seed the inference templates from marketplace/inference/catalog.toml, idempotently."""
+"""Seed the inference templates from inference/catalog.toml, idempotently."""
 
 from django.core.management.base import BaseCommand
 
-from marketplace.inference import services
+from inference import template_catalog as services
 
 
 class Command(BaseCommand):

@@ -26,13 +26,14 @@ from django.test import Client
 
 from bench import benchmark, size
 from billing import price_version, wallet
+from catalog import services as catalog_services
 from catalog.models import Chip, Node, Zone
 from config.celery import app
 from console import services as console_services
 from console import ssh_keys
 from console.models import User, WorkerHeartbeat
 from core.errors import Unavailable
-from instances import runtime, services, ssh_gateway
+from instances import launching, lifecycle, runtime, ssh_gateway
 from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local
 from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import AccountLimit, Instance
@@ -57,7 +58,7 @@ def _capacity(cards: int) -> None:
     zone, chip = Zone.objects.get(slug="cn-east-xc"), Chip.objects.get(slug="ascend-910b")
     for n in range(cards // 8 + 1):
         name = f"bench-{uuid.uuid4().hex[:8]}-{n}"
-        services.add_node(zone=zone, chip=chip, name=name, cards=8)
+        catalog_services.add_node(zone=zone, chip=chip, name=name, cards=8)
 
 
 @benchmark("Instances: POST /api/v1/instances (launch)")
@@ -93,9 +94,9 @@ def launches_through_worker(report):
             if time.monotonic() > deadline:
                 raise RuntimeError("the bench worker did not start")
             time.sleep(0.2)
-        request = services.LaunchRequest(name="bench-w", chip="ascend-910b", image="pytorch-2.2-cann8")
+        request = launching.LaunchRequest(name="bench-w", chip="ascend-910b", image="pytorch-2.2-cann8")
         start = time.perf_counter()
-        ids = [services.launch(user, request).pk for _ in range(THROUGHPUT_LAUNCHES)]
+        ids = [launching.launch(user, request).pk for _ in range(THROUGHPUT_LAUNCHES)]
         while Instance.objects.filter(pk__in=ids, status="running").count() < len(ids):
             if time.perf_counter() - start > 300:
                 raise RuntimeError("launches did not all reach running within 5 minutes")
@@ -130,7 +131,7 @@ def launch_race(report):
     Node.objects.filter(pk__in=drained).update(drained=True)
     price_version.bump()  # an update() sends no signal; quotes must see where the chip is offered now
     fresh = [
-        services.add_node(zone=zone, chip=chip, name=f"race-{uuid.uuid4().hex[:8]}", cards=8).pk
+        catalog_services.add_node(zone=zone, chip=chip, name=f"race-{uuid.uuid4().hex[:8]}", cards=8).pk
         for _ in range(RACE_CARDS // 8)
     ]
     user = _user("bench-race@example.com")
@@ -138,8 +139,8 @@ def launch_race(report):
     def one(i):
         start = time.perf_counter()
         try:
-            request = services.LaunchRequest(name=f"race-{i}", chip="dcu-z100", image="pytorch-2.2-dtk24")
-            outcome = services.launch(user, request)
+            request = launching.LaunchRequest(name=f"race-{i}", chip="dcu-z100", image="pytorch-2.2-dtk24")
+            outcome = launching.launch(user, request)
         except Unavailable as exc:
             outcome = exc
         finally:
@@ -204,7 +205,7 @@ def slurm_launch_overhead(report):
     }
     Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8").update(backend_name="slurm")
     user = _user("bench-slurm@example.com")
-    request = services.LaunchRequest(name="bench-slurm", chip="mlu370-x8", image="pytorch-2.2-neuware")
+    request = launching.LaunchRequest(name="bench-slurm", chip="mlu370-x8", image="pytorch-2.2-neuware")
     console, bare = [], []
     try:
         for _ in range(SLURM_RUNS):
@@ -236,20 +237,20 @@ def _launch_until_running_then_release(user, request, *, timeout: float) -> floa
     """Seconds from the launch until the instance runs (driven here, as the worker would); then it is released."""
 
     start = time.perf_counter()
-    instance = services.launch(user, request)
+    instance = launching.launch(user, request)
     while Instance.objects.get(pk=instance.pk).status != "running":
         try:
-            services.advance(instance.pk, "running")
+            lifecycle.advance(instance.pk, "running")
         except TransientBackendError:
             time.sleep(0.2)  # the controller is away for a while (CI restarts it in a test): the worker retries too
         if time.perf_counter() - start > timeout:
             raise RuntimeError(f"a launch did not reach running within {timeout:.0f} s")
         time.sleep(0.02)
     took = time.perf_counter() - start
-    services.release(Instance.objects.with_related().get(pk=instance.pk))
+    lifecycle.release(Instance.objects.with_related().get(pk=instance.pk))
     while Instance.objects.get(pk=instance.pk).status != "released":
         try:
-            services.advance(instance.pk, "released")
+            lifecycle.advance(instance.pk, "released")
         except TransientBackendError:
             time.sleep(0.05)  # the machine is ending; its system disk goes after it
     return took
@@ -311,7 +312,7 @@ def local_launch_to_jupyter(report):
     backends_before = dict(Node.objects.values_list("pk", "backend_name"))
     Node.objects.update(backend_name="local")
     user = _user("bench-local@example.com")
-    request = services.LaunchRequest(name="bench-local", chip="ascend-910b", image="pytorch-2.2-cann8")
+    request = launching.LaunchRequest(name="bench-local", chip="ascend-910b", image="pytorch-2.2-cann8")
     console, bare = [], []
     try:
         for _ in range(LOCAL_RUNS):
@@ -387,10 +388,10 @@ def ssh_round_trip(report):
     os.environ.update({"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0"})
     _capacity(1)
     user = _user("bench-ssh@example.com")
-    request = services.LaunchRequest(name="bench-ssh", chip="ascend-910b", image="pytorch-2.2-cann8")
-    instance = services.launch(user, request)
+    request = launching.LaunchRequest(name="bench-ssh", chip="ascend-910b", image="pytorch-2.2-cann8")
+    instance = launching.launch(user, request)
     while Instance.objects.get(pk=instance.pk).status != "running":
-        services.advance(instance.pk, "running")
+        lifecycle.advance(instance.pk, "running")
     backend = get_backend(Instance.objects.get(pk=instance.pk).backend_name)
     backend.enter_argv = _host_shell  # shadows the backend's method for this run
     with tempfile.TemporaryDirectory() as folder:
@@ -437,8 +438,8 @@ def jupyter_proxy_overhead(report):
         return
     _capacity(1)
     user = _user("bench-lab@example.com")
-    request = services.LaunchRequest(name="bench-lab", chip="ascend-910b", image="pytorch-2.2-cann8")
-    instance = services.launch(user, request)
+    request = launching.LaunchRequest(name="bench-lab", chip="ascend-910b", image="pytorch-2.2-cann8")
+    instance = launching.launch(user, request)
     app.control.purge()  # its provisioning is not part of this benchmark
     folder = Path(tempfile.mkdtemp(prefix="jl-", dir="/tmp"))  # a short path: Unix socket paths stop at 107 bytes
     line = b"0.123456789,1.23456789,12.3456789,123.456789,1234.56789,12345.6789,123456.789\n"

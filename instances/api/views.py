@@ -10,11 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.quote import load_price_book
+from catalog import services as catalog_services
 from catalog.models import Chip, InstanceSpec, Zone
 from core.errors import ServiceError
 from core.field_errors import FieldError
 
-from .. import estimator, services
+from .. import estimator
 from .serializers import (
     ChipSerializer,
     InstanceSpecSerializer,
@@ -51,7 +52,7 @@ class ZoneViewSet(PublicCatalogMixin, viewsets.ReadOnlyModelViewSet):
     def get_serializer_context(self):
         context = super().get_serializer_context()
         offers_by_zone: dict[int, list] = {}
-        for chip_offers in services.zone_offers().values():
+        for chip_offers in catalog_services.zone_offers().values():
             for offer in chip_offers:
                 offers_by_zone.setdefault(offer.zone.pk, []).append(offer)
         context["offers_by_zone"] = offers_by_zone
@@ -95,7 +96,7 @@ class TrainingEstimateView(APIView):
         query.is_valid(raise_exception=True)
         data = query.validated_data
         try:
-            chip = services.get_chip(data["chip"])
+            chip = catalog_services.get_chip(data["chip"])
         except ServiceError as exc:
             raise FieldError("chip", exc.message, code=exc.code) from exc
         if not chip.rentable:

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from catalog.models import Node, Zone
 from core.errors import ServiceError
-from instances import lifecycle, services
+from instances import launching, lifecycle
+from instances import lifecycle as instance_lifecycle
 from instances.backends import local
 from instances.capacity import CapacityError
 from instances.limits import LimitReached
@@ -32,7 +33,7 @@ def roomy_limits(settings):
 
 
 def _launch(owner, name="m", **fields):
-    return services.launch(owner, services.LaunchRequest(name=name, **(fields or CPU_ONLY)))
+    return launching.launch(owner, launching.LaunchRequest(name=name, **(fields or CPU_ONLY)))
 
 
 def _launch_until_refused(owner, limit=50, **fields):
@@ -63,14 +64,14 @@ def test_cpu_only_launches_past_the_zones_cores_are_refused_naming_cpu(owner, li
     assert sum(nodes.values_list("cpu_millis_reserved", flat=True)) == 2000 * len(launched)
 
     settle()
-    services.stop(
+    instance_lifecycle.stop(
         Instance.objects.get(pk=launched[0].pk)
     )  # a stopped machine gives its CPU back, as it gives back its cards
     settle()
     assert Instance.objects.get(pk=launched[0].pk).reserved_cpu_millis == 0
     _launch(owner, "after-a-stop")
     with pytest.raises(CapacityError):
-        services.start(Instance.objects.get(pk=launched[0].pk))  # its place was taken meanwhile
+        instance_lifecycle.start(Instance.objects.get(pk=launched[0].pk))  # its place was taken meanwhile
 
 
 def test_cpu_only_launches_past_the_zones_memory_are_refused_naming_memory(owner, lifecycle, roomy_limits):
@@ -97,7 +98,7 @@ def test_release_frees_cpu_and_memory(owner, lifecycle, roomy_limits):
     settle()
     node = Node.objects.get(pk=Instance.objects.get(pk=instance.pk).node_id)
     assert (node.cpu_millis_reserved, node.memory_mb_reserved) == (2000, 8192)
-    services.release(Instance.objects.get(pk=instance.pk))
+    instance_lifecycle.release(Instance.objects.get(pk=instance.pk))
     settle()
     node.refresh_from_db()
     assert (node.cpu_millis_reserved, node.memory_mb_reserved) == (0, 0)
@@ -196,11 +197,11 @@ def test_the_limit_of_machines_counts_every_machine_until_it_stops(owner, lifecy
     assert "already runs 2 machines, its limit of machines at once (2)" in str(refused.value.message)
     assert "ask the operator to raise the limit." in str(refused.value.message)
     settle()
-    services.stop(Instance.objects.get(pk=first.pk))
+    instance_lifecycle.stop(Instance.objects.get(pk=first.pk))
     settle()
     _launch(owner, "c", chip="mlu370-x8", image="pytorch-2.2-neuware")
     with pytest.raises(LimitReached):
-        services.start(Instance.objects.get(pk=first.pk))  # starting again counts like a launch
+        instance_lifecycle.start(Instance.objects.get(pk=first.pk))  # starting again counts like a launch
 
 
 def test_an_accounts_own_limit_raises_the_default_for_it_only(owner, stranger, lifecycle):
@@ -219,9 +220,9 @@ def test_a_teams_account_has_the_limit_whoever_launches(owner, lifecycle, settin
     settings.ACCOUNT_MAX_CPU_ONLY = 1
     team = team_services.create_team(owner, name="Lab", slug="lab")
     account = team.account
-    services.launch(account, services.LaunchRequest(name="a", **CPU_ONLY), by=owner)
+    launching.launch(account, launching.LaunchRequest(name="a", **CPU_ONLY), by=owner)
     with pytest.raises(LimitReached):
-        services.launch(account, services.LaunchRequest(name="b", **CPU_ONLY), by=owner)
+        launching.launch(account, launching.LaunchRequest(name="b", **CPU_ONLY), by=owner)
     _launch(owner, "personal")  # the person's own account is another account
 
 
@@ -365,7 +366,7 @@ def test_a_real_sandbox_holds_the_hosts_last_core_until_it_stops(owner, on_local
         launch(name="second", **CPU_ONLY)
     assert refused.value.code == "no_cpu" and "0 of 1 are free" in str(refused.value.message)
 
-    services.stop(Instance.objects.get(pk=first.pk))
+    instance_lifecycle.stop(Instance.objects.get(pk=first.pk))
     on_local.settle(until=lambda: Instance.objects.get(pk=first.pk).status == Status.STOPPED, message="it to stop")
     second = launch(name="second", **CPU_ONLY)
     on_local.settle(until=lambda: Instance.objects.get(pk=second.pk).status == Status.RUNNING, message="it to run")

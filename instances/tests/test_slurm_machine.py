@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from instances import runtime, services
+from instances import lifecycle, runtime
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
@@ -88,7 +88,7 @@ def test_a_slurm_instances_jupyterlab_answers_through_the_console_for_its_owner_
     assert signed_out.status_code == 302 and "/accounts/login/" in signed_out.headers["location"]
 
     # When the owner stops the instance, JupyterLab is gone with the job
-    services.stop(fresh(instance))
+    lifecycle.stop(fresh(instance))
     on_slurm.settle()
     assert fresh(instance).status == Status.STOPPED
     assert get_backend("slurm").jupyter(fresh(instance)) is None

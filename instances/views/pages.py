@@ -22,12 +22,13 @@ from teams.context import acting
 from teams.models import Membership, TeamEvent
 from teams.services import record
 
-from .. import attachments, services, shutdown
+from .. import attachments, costs, launching, lifecycle, shutdown
 from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
 from ..forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
 from ..images import image_name
+from ..logs import read_logs
 from ..models import Instance, InstanceEvent
 from ..shutdown import FINISHED
 
@@ -98,7 +99,7 @@ def _released_row(instance) -> dict:
         "instance": instance,
         "first_run": ran[0] if ran else None,
         "released_at": released_at,
-        "cost": services.cost_so_far(instance, events),
+        "cost": costs.cost_so_far(instance, events),
     }
 
 
@@ -117,7 +118,7 @@ def _preview(request, form):
     if not form.is_valid():
         return None, ""
     try:
-        return services.preview(acting(request).account, form.launch_request(), by=request.user), ""
+        return launching.preview(acting(request).account, form.launch_request(), by=request.user), ""
     except ServiceError as exc:
         return None, str(exc.message)
 
@@ -181,7 +182,7 @@ def _launch(request):
         context = acting(request)
         try:
             context.require(roles.OPERATE)
-            instance = services.launch(context.account, form.launch_request(), by=request.user)
+            instance = launching.launch(context.account, form.launch_request(), by=request.user)
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
@@ -204,7 +205,7 @@ def _own(request, public_id) -> Instance:
     missing one and someone else's are the same 404 page; a team role that may see but not act gets a 403."""
     action = "view" if request.method in ("GET", "HEAD") else "change"
     try:
-        return services.get_instance(request.user, public_id, action)
+        return lifecycle.get_instance(request.user, public_id, action)
     except NotFound as exc:
         raise Http404(str(exc.message)) from exc
     except Forbidden as exc:
@@ -217,7 +218,7 @@ def _detail_context(instance, error=""):
     return {
         "instance": instance,
         "events": events,
-        "cost": services.cost_so_far(instance, events),
+        "cost": costs.cost_so_far(instance, events),
         "image_name": image_name(instance.image),
         "simulated": backend.simulated,
         "card_metrics": instance.cards > 0 and backend.has_cards,
@@ -342,7 +343,7 @@ def start(request, public_id):
     no_card = request.POST.get("no_card") == "1"
 
     def start_it(instance):
-        return services.start(instance, no_card=no_card, by=request.user)
+        return lifecycle.start(instance, no_card=no_card, by=request.user)
 
     return _act(request, public_id, start_it, TeamEvent.Action.STARTED)
 
@@ -350,20 +351,20 @@ def start(request, public_id):
 @login_required
 @require_POST
 def stop(request, public_id):
-    return _act(request, public_id, services.stop, TeamEvent.Action.STOPPED)
+    return _act(request, public_id, lifecycle.stop, TeamEvent.Action.STOPPED)
 
 
 @login_required
 @require_POST
 def release(request, public_id):
-    return _act(request, public_id, services.release, TeamEvent.Action.RELEASED)
+    return _act(request, public_id, lifecycle.release, TeamEvent.Action.RELEASED)
 
 
 @login_required
 @require_GET
 def training(request, public_id):
     """The training curves the workload logged (simulated on the simulated backend), for the chart."""
-    return JsonResponse(services.training_curves(_own(request, public_id)))
+    return JsonResponse(costs.training_curves(_own(request, public_id)))
 
 
 # Ports people open most, named on the port panel (any other port is listed by its number alone).
@@ -438,7 +439,7 @@ def _logs_context(instance) -> dict:
     """The logs panel's tail, or why there is none to show."""
     context = {"logs_loaded": True, "log_lines": [], "logs_simulated": False, "logs_error": ""}
     try:
-        tail = services.read_logs(instance)
+        tail = read_logs(instance)
     except ServiceError as exc:
         return context | {"logs_error": str(exc.message)}
     return context | {"log_lines": tail.lines, "logs_simulated": tail.simulated}

@@ -5,10 +5,11 @@ A visitor signs up, verifies, sees the ¥10 trial credit, launches the CPU-only 
 it running, adds an SSH key on the page, copies a file into the machine and back with the system ``scp`` through
 the console's SSH gateway (the command the instance page shows), finds it in JupyterLab opened from the page,
 deploys the CPU demo inference template and calls it with the ``openai`` client (an answer, streamed and not),
-releases everything, and the month's statement and the wallet show what the ledger charged. Every step leaves a
-screenshot ``artifacts/screenshots/journey-local-NN-*.png``, and no console page of the journey may log a
-Content-Security-Policy violation. (tests/test_newcomer_journey.py walks the wider journey on the simulated
-backend.)
+releases everything, and the month's statement and the wallet show what the ledger charged. It runs on a 390 px
+phone, in Chinese and in English: no console page of the journey scrolls sideways, none shows an English label or a
+slug in Chinese, and none logs a Content-Security-Policy violation. Every step leaves a screenshot
+``artifacts/screenshots/journey-local-<language>-NN-*.png``. (tests/test_newcomer_journey.py walks the wider journey
+on the simulated backend.)
 """
 
 import os
@@ -17,6 +18,7 @@ from decimal import Decimal
 
 import openai
 import pytest
+from django.conf import settings as django_settings
 from django.core import mail
 from django.db.models import Sum
 from django.utils import timezone
@@ -26,7 +28,7 @@ from billing import ledger, metering, statements
 from billing.choices import SPEND_KINDS
 from billing.models import LedgerTransaction
 from console.models import User, WorkerHeartbeat
-from inference.models import Endpoint
+from inference.models import Endpoint, InferenceTemplate
 from instances.models import Instance
 from instances.tests.ssh_fixtures import make_key, scp
 from tests.fixtures.services import screenshot, wait_until
@@ -44,6 +46,46 @@ TRIAL = Decimal("10.00")
 MACHINE = "first-cpu"
 # A machine starts in seconds on the local backend; JupyterLab's first load and the model server take longer.
 RUNNING_MS = 60_000
+PHONE = {"width": 390, "height": 844}
+# The labels of a page (headings, table heads, form labels, buttons, badges, the menus): in Chinese, none may be an
+# English word or a slug. Names are not labels: the products, tools and terms Chinese pages spell as they are (Token
+# among them, as Chinese model services write it), and what the newcomer typed or the page gave them to copy.
+LABELS = "main :is(h1, h2, h3, h4, h5, th, label, button, .badge, dt, .nav-link), nav :is(a, button)"
+NAMES = set(
+    "JupyterLab Jupyter SSH API CPU GPU URL Python PyTorch Ubuntu Linux OpenAI"
+    " Ascend CANN vLLM MindFormers Token GB MB GiB MiB".split()
+)
+
+
+@pytest.fixture(params=["zh-hans", "en"])
+def phone(request, browser, console_server):
+    """A phone's browser (390 px) in the journey's language: the language cookie is set before the first page."""
+    context = browser.new_context(
+        viewport=PHONE, is_mobile=True, locale="zh-CN" if request.param == "zh-hans" else "en-US"
+    )
+    context.add_cookies(
+        [{"name": django_settings.LANGUAGE_COOKIE_NAME, "value": request.param, "url": console_server.url}]
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.language = request.param
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        screenshot(page, f"journey-local-{request.param}-failure")
+    context.close()
+
+
+def _fits_and_speaks(page, typed=()):
+    """The page never scrolls sideways on the phone; in Chinese, its labels hold no English word and no slug."""
+    width = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
+    assert width <= PHONE["width"], (page.url, width)
+    if page.language != "zh-hans":
+        return
+    labels = page.locator(LABELS).evaluate_all("els => els.filter(e => e.offsetParent !== null).map(e => e.innerText)")
+    words = {w for label in labels for w in re.findall(r"[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]", label)}
+    foreign = sorted(words - NAMES - {w for text in typed for w in re.findall(r"[A-Za-z0-9_.-]+", text)})
+    assert not foreign, (page.url, foreign)
 
 
 def _money(text: str) -> Decimal:
@@ -68,8 +110,9 @@ def _sign_up(page, url):
 
 
 def test_a_newcomer_runs_a_real_machine_copies_files_with_scp_calls_an_endpoint_and_the_statement_adds_up(
-    page, settings, console_server, local_console, inference_catalog, worker_process, gateway, sftp_server, tmp_path
+    phone, settings, console_server, local_console, inference_catalog, worker_process, gateway, sftp_server, tmp_path
 ):
+    page = phone
     url = console_server.url
     settings.SSH_GATEWAY_PORT = gateway.port  # the port the instance page tells users to connect to
     worker_process(name="journey-local")
@@ -80,7 +123,11 @@ def test_a_newcomer_runs_a_real_machine_copies_files_with_scp_calls_an_endpoint_
     step = iter(range(1, 100))
 
     def shot(name, on=page):
-        screenshot(on, f"journey-local-{next(step):02d}-{name}")
+        screenshot(on, f"journey-local-{page.language}-{next(step):02d}-{name}")
+        if on is page:
+            _fits_and_speaks(page, typed=(EMAIL, MACHINE, "id_ed25519@laptop", *names))
+
+    names = []  # what the console named for the newcomer: the endpoint's machine, its model
 
     # 1. Signs up, verifies the address from the e-mail, and sees the ¥10 trial credit
     _sign_up(page, url)
@@ -147,6 +194,7 @@ def test_a_newcomer_runs_a_real_machine_copies_files_with_scp_calls_an_endpoint_
     page.locator('tr[data-template="tiny-demo-cpu"] td a').first.click()
     page.wait_for_url("**/marketplace/inference/tiny-demo-cpu/")
     expect(page.locator("#needs-a-card")).to_have_count(0)
+    names.append(InferenceTemplate.objects.get(slug="tiny-demo-cpu").model.repo)  # the model's name, its heading
     shot("cpu-template")
     page.click("#deploy-cta")
     page.wait_for_url("**/endpoints/deploy/tiny-demo-cpu/")
@@ -158,6 +206,7 @@ def test_a_newcomer_runs_a_real_machine_copies_files_with_scp_calls_an_endpoint_
     api_key = page.locator("#new-key").inner_text().strip()
     base_url = page.locator("#base-url").inner_text().strip()
     endpoint = Endpoint.objects.get(instance__owner=user)
+    names += [endpoint.instance.name, endpoint.served_model]
     client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
     messages = [{"role": "user", "content": "您好，请介绍一下这台机器"}]
     answer = client.chat.completions.create(model=endpoint.served_model, messages=messages, max_tokens=20)

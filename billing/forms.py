@@ -1,5 +1,5 @@
-"""The pricing calculator's form (choices come from the price book so rendering it costs no queries) and the
-wallet's forms."""
+"""The pricing calculator's form (choices come from the price book so rendering it costs no queries), the training
+estimator's (limits from the estimator, so page and API refuse the same inputs) and the wallet's forms."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -7,11 +7,14 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from catalog.choices import SPEC_CARD_COUNTS
+from catalog.models import Chip
+from core.errors import ServiceError
 
 from .choices import TERM_UNIT_MINUTES, TermUnit, TransactionKind
+from .estimator import FIELD_LABELS, LIMITS, TrainingJob, check_positive
 from .models import Invoice
 from .money import AMOUNT_TEXT_MESSAGE, is_plain_amount
-from .quote import MAX_TERM_MINUTES
+from .quote import MAX_CARDS, MAX_TERM_MINUTES
 from .rules import check_listing_date
 
 NO_CARD = "no-card"
@@ -184,3 +187,65 @@ class InvoiceRequestForm(forms.Form):
         help_text=_("Address, phone, bank and account: a special VAT invoice only."),
     )
     amount = forms.CharField(label=_("Amount (CNY)"), max_length=20)
+
+
+# Shown before a visitor changes anything: a 7 B model on 300 B tokens within 30 days and ¥100,000.
+ESTIMATOR_QUERY = {"params_b": "7", "tokens_b": "300", "deadline_days": "30", "budget_cny": "100000"}
+
+
+def _field(name, required=True):
+    return forms.DecimalField(
+        label=FIELD_LABELS[name],
+        required=required,
+        error_messages={"invalid": _("Enter a number."), "required": _("This field is required.")},
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "class": "form-control"}),
+    )
+
+
+class EstimatorForm(forms.Form):
+    params_b = _field("params_b")
+    tokens_b = _field("tokens_b")
+    deadline_days = _field("deadline_days", required=False)
+    budget_cny = _field("budget_cny", required=False)
+    chip = forms.ChoiceField(label=_("Chip"), required=False)
+    cards = forms.IntegerField(
+        label=_("Cards"),
+        required=False,
+        min_value=1,
+        max_value=MAX_CARDS,
+        error_messages={"invalid": _("Enter a whole number of cards.")},
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.chips = {chip.slug: chip for chip in Chip.objects.offered().with_figures()}
+        self.fields["chip"].choices = [("", _("Every chip"))] + [(s, c.label) for s, c in self.chips.items()]
+
+    def clean(self):
+        data = super().clean()
+        for name in LIMITS:
+            value = data.get(name)
+            if value is None:
+                continue
+            try:
+                check_positive(name, value, LIMITS[name])
+            except ServiceError as exc:
+                self.add_error(name, str(exc.message))
+        if data.get("cards") and not data.get("chip"):
+            self.add_error("chip", _("Choose a chip to estimate on a given number of cards."))
+        return data
+
+    def estimate_on(self) -> dict:
+        """The chips to estimate (the one chosen, or every chip offered) and the fixed card count, if any."""
+        slug = self.cleaned_data.get("chip")
+        chips = [self.chips[slug]] if slug else list(self.chips.values())
+        return {"chips": chips, "cards": self.cleaned_data.get("cards")}
+
+    def job(self) -> TrainingJob:
+        data = self.cleaned_data
+        return TrainingJob(
+            params_b=data["params_b"],
+            tokens_b=data["tokens_b"],
+            deadline_days=data.get("deadline_days"),
+            budget_cny=data.get("budget_cny"),
+        )

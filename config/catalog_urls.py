@@ -1,15 +1,16 @@
 """The public catalog pages under /catalog/: the price list, the chip comparison and the training estimator.
 
 Chips, zones and prices are the catalog app's data, but that app is the lowest layer (``.importlinter``) and these
-pages price what they show with billing's quote and instances' estimator, so their views stay in those apps and this
-conf, at the top beside ``config/urls.py``, gathers them under the catalog's prefix.
+pages price what they show with billing's quote, so their views are billing's (``billing.views.pricing`` and
+``billing.views.catalog``, with ``billing.comparison`` and ``billing.estimator``) and this conf, at the top beside
+``config/urls.py``, gathers them under the catalog's prefix.
 """
 
 from django.urls import path
 from django.views.generic import RedirectView
 
+from billing.views import catalog as catalog_views
 from billing.views import pricing as billing_views
-from instances.views import catalog as catalog_views
 
 app_name = "catalog"
 

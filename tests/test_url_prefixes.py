@@ -53,7 +53,7 @@ VIEW_PREFIXES = {
     "console.views.pages": ("console/", ""),  # the home page, the favicon and healthz are at the root
     "console.ops": ("ops/",),
     "instances": ("instances/",),
-    "instances.views.catalog": ("catalog/",),
+    "billing.views.catalog": ("catalog/",),
     "storage": ("storage/",),
     "billing": ("billing/",),
     "billing.views.pricing": ("catalog/",),

@@ -2,13 +2,13 @@ from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from billing.estimator import LIMITS, check_positive
 from billing.quote import MAX_CARDS
 from catalog.models import Chip, InstanceSpec, Zone
 from core.errors import ServiceError
 from instances.costs import cost_so_far
 
 from ..choices import Backend, TermEnd
-from ..estimator import LIMITS, check_positive
 from ..images import image_name
 from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent

@@ -9,13 +9,13 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from billing import estimator
 from billing.quote import load_price_book
 from catalog import services as catalog_services
 from catalog.models import Chip, InstanceSpec, Zone
 from core.errors import ServiceError
 from core.field_errors import FieldError
 
-from .. import estimator
 from .serializers import (
     ChipSerializer,
     InstanceSpecSerializer,

@@ -16,11 +16,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from billing.quote import MAX_CARDS, MAX_TERM_MINUTES, PriceBook, Quote, load_price_book, quote
+from catalog.choices import SPEC_CARD_COUNTS
 from catalog.models import Chip
 from core.errors import ServiceError
 from core.field_errors import FieldError
-
-from .choices import SPEC_CARD_COUNTS
 
 # Mixed-precision training with Adam: BF16 weights and gradients (2 + 2 bytes) plus FP32 master weights and
 # the two Adam moments (4 + 4 + 4 bytes). Activations and framework overhead come on top, so the card count

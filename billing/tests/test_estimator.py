@@ -5,9 +5,9 @@ from decimal import Decimal
 
 import pytest
 
+from billing.estimator import TrainingJob, estimate_chip, estimate_training, round_cards
 from billing.quote import load_price_book
 from core.errors import ServiceError
-from instances.estimator import TrainingJob, estimate_chip, estimate_training, round_cards
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/estimate/training"

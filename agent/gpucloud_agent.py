@@ -228,7 +228,14 @@ def _well_formed_mount(mount) -> bool:
 
 
 def _folder_name(value) -> bool:
-    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value and "\0" not in value
+    """One name a folder can have: not empty, ".", "..", nor longer than a file system allows; no "/" or NUL."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "\0" not in value
+        and len(value.encode("utf-8", "surrogatepass")) <= 255
+    )
 
 
 def disk_of(entry) -> tuple[str, str] | None:
@@ -322,9 +329,12 @@ def apply_layout(root: Path, system: Path, layout: dict, previous: dict | None =
     links = layout_paths(root, layout)
     for entry in layout["disks"]:
         target = root / "disks" / disk_of(entry)[0]
-        if not target.exists():
-            target.mkdir(parents=True)
-            made.append(target)
+        try:
+            if not target.exists():
+                target.mkdir(parents=True)
+                made.append(target)
+        except OSError as exc:  # the machine starts whatever the layout holds
+            sys.stderr.write(f"agent: cannot make the disk folder {target.name}: {exc}\n")
     for link, target in links.items():
         try:
             made += _link(system, link, target)

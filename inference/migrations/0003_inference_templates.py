@@ -8,10 +8,11 @@ from django.db import migrations, models
 
 
 def _relabel(apps, old, new):
+    """The old label's content type (with its permissions, their grants and the admin history) takes the new label;
+    a stub made under the new label before this ran (nothing points at it yet) makes way for it."""
     ContentType = apps.get_model("contenttypes", "ContentType")
-    if ContentType.objects.filter(app_label=new, model="inferencetemplate").exists():
-        ContentType.objects.filter(app_label=old, model="inferencetemplate").delete()
-    else:
+    if ContentType.objects.filter(app_label=old, model="inferencetemplate").exists():
+        ContentType.objects.filter(app_label=new, model="inferencetemplate").delete()
         ContentType.objects.filter(app_label=old, model="inferencetemplate").update(app_label=new)
 
 
@@ -62,6 +63,6 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='endpoints', to='inference.inferencetemplate', verbose_name='template'),
                 ),
             ],
-            database_operations=[migrations.RunPython(move_content_type, move_content_type_back)],
         ),
+        migrations.RunPython(move_content_type, move_content_type_back),
     ]

@@ -101,8 +101,8 @@ LINKED_MODEL_SOCKET = "model-server.sock"  # the console's hard link to it, besi
 # The top-level folders of /root that lead into the mount hub.
 HUB_LINKS = ("data", "shared", "shared-team", "public", "datasets")
 DEFAULT_DISK_GB = 20  # a disk attached without its size (an older caller): the size the console offers first
-# The instance's own copy of the agent and of the quick-start workload, in a root-owned folder of the instance's
-# folder: the sandbox user reads and runs them there, never in the console's checkout (which may be private).
+# The instance's own copy of the agent, in a root-owned folder of the instance's folder: the sandbox user reads and
+# runs it there, never in the console's checkout (which may be private).
 TOOLS = "tools"
 AGENT_FILE = "gpucloud_agent.py"
 WORKLOADS_SOURCE = Path(__file__).resolve().parents[1] / "workloads"
@@ -110,7 +110,8 @@ MIN_GRACE = 1.0  # seconds
 LOG_BYTES = 2 * 1024 * 1024  # the start command's log never holds more than its last 2 MB, running or not
 # The instance's run folder is a small tmpfs of its own, mounted on the host while the machine runs: the sockets
 # folder the machine writes (SOCKETS, bound at SOCKET_DIR), the console's link to JupyterLab's socket, the machine's
-# generated /etc (ETC) and bubblewrap's arguments (BWRAP_ARGS). Whatever the machine writes there stops at its size.
+# generated /etc (ETC), its boot files (BOOT) and workloads (WORKLOADS), and bubblewrap's arguments (BWRAP_ARGS).
+# Whatever the machine writes there stops at its size; everything else is written before the machine starts.
 SOCKETS = "gpucloud"
 ETC = "etc"
 BOOT = "boot"  # in the run folder: the init script, the environment, the seccomp program
@@ -129,8 +130,8 @@ def sandbox_root() -> Path:
 
 def folder(public_id) -> Path:
     """The instance's folder on the host: ``root/`` (its home, the system disk, where ``root.img`` is mounted),
-    ``run/`` (a tmpfs while the machine runs), ``boot/``, ``mnt/``, ``state.json`` and ``console.log``. Only the
-    host's root writes anything but ``root/`` and ``run/gpucloud/``."""
+    ``run/`` (a tmpfs while the machine runs, with its boot files), ``mnt/`` (the mount hub, a tmpfs while it runs),
+    ``state.json`` and ``console.log``. Only the host's root writes anything but ``root/`` and ``run/gpucloud/``."""
     return sandbox_root() / "instances" / str(public_id)
 
 
@@ -449,7 +450,11 @@ class LocalBackend(Backend):
             _own_folder(home, uid, 0o700)  # the mounted file system's root, when the home is an image
             _mount_run(run)  # a fresh one at every start: nothing the machine left there last time
             _own_folder(run / SOCKETS, uid, 0o700)
-            _own_folder(boot, uid, 0o500)
+            # Root's, readable by the machine's group only: inside, the files belong to no user of the machine, so
+            # even its root (all capabilities in its user namespace) cannot change the filter or the environment.
+            boot.mkdir(mode=0o750)
+            os.chown(boot, 0, uid)
+            shutil.rmtree(base / "boot", ignore_errors=True)  # where older releases kept them, on the host's disk
             _copy_workloads(run / WORKLOADS)
             lab = local_lab.etc_files(f"{runtime_path}/bin", local_lab.lab_locale(instance.owner.language))
             egress = _egress(instance)
@@ -994,15 +999,14 @@ class LocalBackend(Backend):
             "init": init_script(instance),
             "start": (instance.start_command or default_start(instance)) + "\n",
         }
-        os.chmod(boot, 0o700)
         files[SECCOMP_FILE] = local_seccomp.program()
         for name, text in files.items():
             path = boot / name
             path.unlink(missing_ok=True)
             path.write_bytes(text if isinstance(text, bytes) else text.encode())
-            os.chown(path, uid, uid)
-            os.chmod(path, 0o400)
-        os.chmod(boot, 0o500)
+            os.chown(path, 0, uid)
+            os.chmod(path, 0o440)
+        os.chmod(boot, 0o550)
 
     def _argv(self, instance, base: Path, uid: int, runtime_path: Path, cgroup: Cgroup | None) -> list[str]:
         prefix = runtime.python_prefix()

@@ -921,8 +921,10 @@ def tail_file(path: Path, lines: int, *, block: int = 64 * 1024, max_bytes: int 
 
 def _place_disk(disks: list, disk_id: str, name: str) -> None:
     """The layout's entry for a disk: ``{"id", "folder"}``, the folder as on every backend (:func:`disk_folder`: its
-    name, ``-2``… when another disk of the machine has it). A disk already there stays where it is; one the layout
-    had under its id (a bare id: written before disks had folders of their own) moves to its name."""
+    name, ``-2``… when another disk of the machine has it), worked out again at each attach and start: a disk at
+    ``<name>-2`` moves to ``<name>`` once the other disk is gone, as on the local backend, and one the layout had
+    under its id (a bare id: written before disks had folders of their own) moves to its name. It keeps its place in
+    the list."""
     others = [agent_module.disk_of(entry) for entry in disks]
     taken = {folder for other, folder in filter(None, others) if other != disk_id}
     entry = {"id": disk_id, "folder": disk_folder(name, disk_id, taken)}

@@ -145,6 +145,12 @@ def test_the_machines_mount_table_names_no_host_folder(on_local, running):
     for line in table.splitlines():
         for path in host_paths:
             assert path not in line, f"the machine's mount table shows {path}: {line}"
+    # The boot files (the seccomp filter an SSH shell loads, the environment) belong to no user of the machine: its
+    # root reads them through its group and can change none of them.
+    owners = on_local.run(instance, "stat -c '%u %a' /opt/gpucloud/boot /opt/gpucloud/boot/seccomp.bpf").stdout
+    assert owners.split("\n")[:2] == ["65534 550", "65534 440"], owners
+    assert on_local.run(instance, "chmod 600 /opt/gpucloud/boot/env; echo x >> /opt/gpucloud/boot/env").returncode != 0
+    assert "GPUCLOUD_INSTANCE" in on_local.run(instance, "cat /opt/gpucloud/boot/env").stdout
 
 
 def test_the_machine_has_an_etc_of_its_own(on_local, running):

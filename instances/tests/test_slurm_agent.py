@@ -205,6 +205,8 @@ def test_a_disk_is_linked_at_the_folder_the_layout_names_and_a_bare_id_at_its_id
             {"id": "d5", "folder": "."},
             {"id": "d6"},
             {"folder": "d7"},
+            "d" * 256,  # longer than a folder's name may be: the machine would not start
+            {"id": "d8", "folder": "数" * 86},
         ],
         "mounts": [],
     }

@@ -398,6 +398,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_errors",
+        "core.api.schema.document_empty_query_values",
     ],
 }
 

@@ -115,7 +115,7 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     try:
         template = inference.get_template(request.template)
     except NotFound as exc:
-        raise ServiceError(exc.message, code="unknown_template") from exc
+        raise NotFound(exc.message, code="unknown_template") from exc
     _check_idle(request.idle_stop_minutes)
     refusal = inference.card_refusal(template)
     if refusal:

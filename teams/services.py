@@ -149,7 +149,10 @@ def create_team(user, *, name: str, slug: str) -> Team:
             _log(team, user, TeamEvent.Action.CREATED)
     except IntegrityError as exc:
         raise FieldError(
-            "slug", _("The short name “%(slug)s” is taken; choose another.") % {"slug": slug}, code="slug_taken"
+            "slug",
+            _("The short name “%(slug)s” is taken; choose another.") % {"slug": slug},
+            code="slug_taken",
+            status=409,
         ) from exc
     return team
 
@@ -409,5 +412,5 @@ def team_for_token(user, slug) -> Team | None:
         raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team")
     try:
         return membership(user, slug.strip()).team
-    except NotFound as exc:
-        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team") from exc
+    except NotFound as exc:  # no such team, or not one of theirs: a 404 like any other reference to it
+        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team", status=404) from exc

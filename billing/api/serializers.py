@@ -1,8 +1,14 @@
 from decimal import Decimal
 
+from django.core import validators
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
+from core.api.ranges import amounts
+from core.api.schema import AtLeastOneField
+
+from .. import payments
 from ..choices import TransactionKind
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
@@ -11,7 +17,17 @@ from ..rules import check_listing_date
 
 class AmountField(serializers.DecimalField):
     """A money amount: a JSON number, or a string written the one plain way (``money.is_plain_amount``), never
-    "１００" or "1_000", which Decimal() alone would read."""
+    "１００" or "1_000", which Decimal() alone would read. ``bounds`` (whole yuan, ``(low, high)`` or a function
+    giving them, ``high`` None for no bound) is the range the service accepts, stated in the schema as the pattern
+    of the texts in it (``AmountFieldSchema``); without it, ``min_value`` and ``max_value`` are."""
+
+    def __init__(self, *args, bounds=None, **kwargs):
+        self.bounds = bounds
+        super().__init__(*args, **kwargs)
+
+    def schema_bounds(self) -> tuple[Decimal, Decimal | None]:
+        low, high = self.bounds() if callable(self.bounds) else (self.bounds or (self.min_value, self.max_value))
+        return (low if low is not None else Decimal(0)), high
 
     def to_internal_value(self, data):
         if isinstance(data, str) and not is_plain_amount(data.strip()):
@@ -43,6 +59,19 @@ class QuoteRequestSerializer(serializers.Serializer):
         if attrs.get("spec") and (attrs.get("chip") or "cards" in attrs):
             raise serializers.ValidationError({"spec": _("Give a spec or a chip and cards, not both.")})
         return attrs
+
+
+class AmountFieldSchema(OpenApiSerializerFieldExtension):
+    """An amount in the schema: text in the accepted range, with at most the field's decimal places."""
+
+    target_class = AmountField
+
+    def map_serializer_field(self, auto_schema, direction):
+        field = self.target
+        low, high = field.schema_bounds()
+        digits = field.max_digits - field.decimal_places
+        pattern = amounts(low, high, places=field.decimal_places, whole_digits=digits)
+        return {"type": "string", "format": "decimal", "pattern": pattern}
 
 
 def _rate(**kwargs):
@@ -127,9 +156,18 @@ class WalletSerializer(serializers.Serializer):
         return "CNY"
 
 
-class SpendingCapSerializer(serializers.Serializer):
+class SpendingCapSerializer(AtLeastOneField, serializers.Serializer):
     spending_cap = AmountField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), allow_null=True, help_text="Empty/null: no cap."
+    )
+
+
+class SpendingCapFormSerializer(AtLeastOneField, serializers.Serializer):
+    """The schema of the cap in a form body, which has no null: there an empty value clears the cap (the API reads
+    it with ``SpendingCapSerializer`` as DRF reads forms)."""
+
+    spending_cap = serializers.CharField(
+        allow_blank=True, validators=[validators.RegexValidator(amounts(0))], help_text="Empty: no cap."
     )
 
 
@@ -205,7 +243,7 @@ class StatementRequestSerializer(serializers.Serializer):
 
 
 class TopUpRequestSerializer(serializers.Serializer):
-    amount = AmountField(max_digits=12, decimal_places=2, help_text='CNY, e.g. "50.00".')
+    amount = AmountField(max_digits=12, decimal_places=2, bounds=payments.limits, help_text='CNY, e.g. "50.00".')
 
 
 class TopUpSerializer(serializers.Serializer):

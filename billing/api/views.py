@@ -23,6 +23,7 @@ from ..quote import quote
 from .serializers import (
     QuoteRequestSerializer,
     QuoteSerializer,
+    SpendingCapFormSerializer,
     SpendingCapSerializer,
     StatementRequestSerializer,
     StatementSerializer,
@@ -90,7 +91,15 @@ class WalletView(APIView):
     def get(self, request):
         return Response(WalletSerializer(wallet.summary(_account(request), list_vouchers=True)).data)
 
-    @extend_schema(tags=["billing"], request=SpendingCapSerializer, responses={200: WalletSerializer})
+    @extend_schema(
+        tags=["billing"],
+        request={
+            "application/json": SpendingCapSerializer,
+            "application/x-www-form-urlencoded": SpendingCapFormSerializer,
+            "multipart/form-data": SpendingCapFormSerializer,
+        },
+        responses={200: WalletSerializer},
+    )
     def patch(self, request):
         serializer = SpendingCapSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -3,18 +3,37 @@
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.validators import Pattern
+
 from .. import identity
 
 
+@extend_schema_field(
+    {"type": "string", "format": identity.NUMBER_FORMAT, "pattern": identity.NUMBER_AS_TYPED, "maxLength": 30}
+)
+class IdNumberField(serializers.CharField):
+    """A mainland ID number: 17 digits and a check digit or X, with a region and a date of birth (``clean_number``
+    checks them)."""
+
+
 class RealNameRequestSerializer(serializers.Serializer):
-    real_name = serializers.CharField(max_length=60)
-    number = serializers.CharField(max_length=30, write_only=True, help_text="The 18-character mainland ID number.")
+    real_name = serializers.CharField(
+        max_length=60,
+        validators=[Pattern(identity.NAME_AS_TYPED, refuse=identity.clean_name)],
+        help_text="As on the ID card: Chinese characters, Latin letters, spaces and · . ' -",
+    )
+    number = IdNumberField(
+        max_length=30,
+        write_only=True,
+        validators=[Pattern(identity.NUMBER_AS_TYPED, refuse=identity.clean_number)],
+        help_text="The 18-character mainland ID number.",
+    )
 
 
 class RealNameSerializer(serializers.Serializer):

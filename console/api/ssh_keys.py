@@ -1,6 +1,6 @@
 """``/api/v1/ssh-keys``: the caller's SSH public keys — list, add (POST), delete."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -8,10 +8,17 @@ from .. import ssh_keys
 from ..models import SSHKey
 
 
+@extend_schema_field({"type": "string", "format": ssh_keys.KEY_FORMAT, "maxLength": ssh_keys.MAX_KEY_TEXT})
+class PublicKeyField(serializers.CharField):
+    """An SSH public key's text: the schema names its format (checked by ``ssh_keys.parse_public_key``)."""
+
+
 class SSHKeySerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    public_key = serializers.CharField(
-        max_length=ssh_keys.MAX_KEY_TEXT, help_text="One public key in OpenSSH format (the contents of a .pub file)."
+    public_key = PublicKeyField(
+        max_length=ssh_keys.MAX_KEY_TEXT,
+        help_text="One public key in OpenSSH format (the contents of a .pub file): Ed25519, ECDSA, or RSA of 2048 "
+        "bits or more.",
     )
     name = serializers.CharField(
         required=False,

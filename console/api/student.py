@@ -8,11 +8,17 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.validators import Pattern
+
 from .. import students
 
 
 class StudentAddressSerializer(serializers.Serializer):
-    email = serializers.CharField(max_length=254, help_text="A university address ending in .edu.cn.")
+    email = serializers.CharField(
+        max_length=254,
+        validators=[Pattern(students.ADDRESS.pattern, refuse=students.clean_address)],
+        help_text="A university address ending in .edu.cn.",
+    )
 
 
 class StudentCodeSerializer(serializers.Serializer):

@@ -9,6 +9,8 @@ drf-spectacular hook adds those to each operation that does not document them it
 API answers.
 """
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
+
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
     "type": "object",
@@ -35,6 +37,36 @@ WRITES = {"post", "put", "patch", "delete"}
 TUS_PATHS = {"/api/v1/storage/uploads/", "/api/v1/storage/uploads/{public_id}/"}
 TUS_VERSION_ANSWER = ("412", "The request lacks the tus protocol's `Tus-Resumable: 1.0.0` header.")
 EMPTY_BODY_PATHS = {"/api/v1/storage/uploads/{public_id}/"}
+
+
+EMPTY_VALUE = {"type": "string", "maxLength": 0}
+EMPTY_MEANS_ABSENT = "An empty value is the same as leaving the parameter out."
+
+
+def _accepts_empty_text(schema: dict) -> bool:
+    """Whether ``schema`` already lets the empty string through (a plain string with no rule on it)."""
+    rules = {"minLength", "pattern", "format", "enum", "$ref", "oneOf", "anyOf", "allOf"}
+    return schema.get("type") == "string" and not (rules & set(schema)) and not schema.get("minLength")
+
+
+def document_empty_query_values(result, generator, request, public):
+    """The API reads an optional query parameter sent empty (``?sort=``) as absent, as HTML forms send an unset
+    field: DRF's serializers and the pagination do so. Each optional query parameter's schema says so — its own
+    rule, or the empty string — so that a client knows ``?month=`` is accepted (and means this month)."""
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "query" or parameter.get("required"):
+                    continue
+                schema = parameter.get("schema", {})
+                if _accepts_empty_text(schema) or schema.get("type") == "array":
+                    continue
+                parameter["schema"] = {"anyOf": [schema, dict(EMPTY_VALUE)]}
+                described = parameter.get("description", "")
+                parameter["description"] = f"{described} {EMPTY_MEANS_ABSENT}".strip()
+    return result
 
 
 def _error(description: str, *, empty: bool) -> dict:
@@ -64,3 +96,20 @@ def document_errors(result, generator, request, public):
             for status, description in answers.items():
                 responses.setdefault(status, _error(description, empty=path in EMPTY_BODY_PATHS))
     return result
+
+
+class AtLeastOneField:
+    """A serializer mixin: the request must carry at least one of the serializer's fields (a PATCH that changes
+    something). ``AtLeastOneFieldSchema`` states it as the schema's ``minProperties: 1``; the view refuses an empty
+    request."""
+
+
+class AtLeastOneFieldSchema(OpenApiSerializerExtension):
+    target_class = AtLeastOneField
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["minProperties"] = 1
+        return schema

@@ -1,10 +1,16 @@
 """/api/v1/secrets: the caller's secrets by name. Values go in (POST, PUT) and never come out."""
 
+from functools import partial
+
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from core.api.validators import Pattern, RequiredText
+
 from .. import secrets
+from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
 from ..models import Secret
 from .serializers import ErrorSerializer
 
@@ -19,17 +25,19 @@ class SecretSerializer(serializers.ModelSerializer):
 
 
 def _value_field():
-    return serializers.CharField(
+    return RequiredText(
         write_only=True,
-        allow_blank=True,
         trim_whitespace=False,
+        empty_message=_("Give the secret a value."),
+        empty_code="value_required",
         help_text="The value (at most 32 KB of text), taken as sent: kept encrypted and never shown again.",
     )
 
 
 class SecretCreateSerializer(serializers.Serializer):
     name = serializers.CharField(
-        max_length=200,
+        max_length=MAX_NAME_LENGTH,
+        validators=[Pattern(rf"^{NAME_PATTERN.pattern}$", refuse=partial(check_name, field="name"))],
         help_text="The environment variable it becomes: letters, digits and underscores, not a digit first.",
     )
     value = _value_field()

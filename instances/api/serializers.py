@@ -1,13 +1,16 @@
+from django.core import validators
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import MAX_CARDS
 from catalog.models import Chip, InstanceSpec, Zone
+from core.api.ranges import positive_numbers
 from core.errors import ServiceError
 
 from ..choices import Backend, TermEnd
-from ..estimator import LIMITS, check_positive
+from ..estimator import FIELD_LABELS, LIMITS, check_positive
 from ..images import image_name
 from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent
@@ -108,39 +111,46 @@ class InstanceSpecSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-def _positive(name):
-    def validate(self, value):
-        if value is None:
-            return value
+class _PositiveNumber(validators.RegexValidator):
+    """A number above zero up to the estimator's limit for ``name``: the schema states it as a pattern; a value
+    refused is told what the estimator says of it."""
+
+    def __init__(self, name: str):
+        super().__init__(positive_numbers(LIMITS[name]))
+        self.name = name
+
+    def __call__(self, value):
         try:
-            check_positive(name, value, LIMITS[name])
-        except ServiceError as exc:
-            raise serializers.ValidationError(str(exc.message)) from exc
-        return value
+            super().__call__(value)
+        except DjangoValidationError:
+            try:
+                check_positive(self.name, value, LIMITS[self.name])
+            except ServiceError as exc:
+                raise serializers.ValidationError(str(exc.message)) from exc
+            label = FIELD_LABELS[self.name]
+            raise serializers.ValidationError(_("%(field)s must be a number.") % {"field": label}) from None
 
-    return validate
 
-
-def _number(required=True, help_text=""):
+def _number(name, required=True, help_text=""):
+    # Optional ones are simply left out (or sent empty): a query string has no null.
     return serializers.DecimalField(
-        max_digits=None, decimal_places=None, required=required, allow_null=not required, help_text=help_text
+        max_digits=None,
+        decimal_places=None,
+        required=required,
+        validators=[_PositiveNumber(name)],
+        help_text=help_text,
     )
 
 
 class TrainingEstimateQuerySerializer(serializers.Serializer):
-    params_b = _number(help_text="Model parameters, in billions.")
-    tokens_b = _number(help_text="Training tokens, in billions.")
+    params_b = _number("params_b", help_text="Model parameters, in billions.")
+    tokens_b = _number("tokens_b", help_text="Training tokens, in billions.")
     chip = serializers.SlugField(help_text="A chip slug from /api/v1/chips.")
     cards = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_CARDS, help_text="Optional: otherwise the estimator picks."
     )
-    deadline_days = _number(required=False, help_text="Optional deadline in days.")
-    budget_cny = _number(required=False, help_text="Optional budget in CNY.")
-
-    validate_params_b = _positive("params_b")
-    validate_tokens_b = _positive("tokens_b")
-    validate_deadline_days = _positive("deadline_days")
-    validate_budget_cny = _positive("budget_cny")
+    deadline_days = _number("deadline_days", required=False, help_text="Optional deadline in days.")
+    budget_cny = _number("budget_cny", required=False, help_text="Optional budget in CNY.")
 
 
 def _money(**kwargs):

@@ -1,10 +1,17 @@
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
+from core.api.schema import AtLeastOneField
+from core.api.validators import AtLeast, AtMost, RequiredText
 
+from .. import paths
+from ..disks import MAX_GB, MIN_GB, clean_size
 from ..models import CloudDisk, Entry
+
+SIZE_RANGE = [AtLeast(MIN_GB, refuse=clean_size), AtMost(MAX_GB, refuse=clean_size)]
 
 
 class EntrySerializer(serializers.ModelSerializer):
@@ -42,8 +49,25 @@ ROOT_FOLDER = {
 }
 
 
+@extend_schema_field(
+    {"type": "string", "format": paths.PATH_FORMAT, "maxLength": 4096, "description": paths.PATH_RULES}
+)
+class PathField(serializers.CharField):
+    """A path in the user's storage (``paths.clean_path`` checks it)."""
+
+
+@extend_schema_field(
+    {"type": "string", "format": paths.NAME_FORMAT, "maxLength": 1024, "description": paths.NAME_RULES}
+)
+class NameField(RequiredText):
+    """A file or folder name (``paths.clean_name`` checks it): never empty."""
+
+    def __init__(self, **kwargs):
+        super().__init__(empty_message=gettext_lazy("The name is empty."), empty_code="invalid_path", **kwargs)
+
+
 class FolderCreateSerializer(serializers.Serializer):
-    path = serializers.CharField(
+    path = PathField(
         max_length=4096,
         allow_blank=True,
         trim_whitespace=False,
@@ -51,11 +75,11 @@ class FolderCreateSerializer(serializers.Serializer):
     )
 
 
-class EntryChangeSerializer(serializers.Serializer):
-    name = serializers.CharField(
-        required=False, allow_blank=True, trim_whitespace=False, max_length=1024, help_text="New name."
-    )
-    folder = serializers.CharField(
+class EntryChangeSerializer(AtLeastOneField, serializers.Serializer):
+    """A rename (``name``), a move (``folder``), or both: one of them at least."""
+
+    name = NameField(required=False, trim_whitespace=False, max_length=1024, help_text="New name.")
+    folder = PathField(
         required=False,
         allow_blank=True,
         trim_whitespace=False,
@@ -116,13 +140,15 @@ class DiskSerializer(serializers.ModelSerializer):
 
 
 class DiskCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, help_text="1 to 64 characters, unique among your disks.")
-    size_gb = serializers.IntegerField(help_text="Whole GB, 1 to 32768.")
+    name = serializers.CharField(max_length=64, help_text="1 to 64 characters, unique among your disks.")
+    size_gb = serializers.IntegerField(validators=SIZE_RANGE, help_text="Whole GB, 1 to 32768.")
     zone = serializers.CharField(max_length=50, help_text="A zone slug, e.g. cn-east-xc.")
 
 
 class DiskGrowSerializer(serializers.Serializer):
-    size_gb = serializers.IntegerField(help_text="The new size in GB; larger than the current one.")
+    size_gb = serializers.IntegerField(
+        validators=SIZE_RANGE, help_text="The new size in GB (at most 32768); larger than the current one."
+    )
 
 
 class DiskAttachSerializer(serializers.Serializer):

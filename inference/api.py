@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog.models import Chip
+from core.api.validators import AtLeast, AtMost
 from instances import services
 from marketplace.inference import services as inference
 from teams.context import account_for
@@ -67,7 +68,16 @@ class DeploySerializer(serializers.Serializer):
     template = serializers.CharField(max_length=64)
     chip = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     name = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-    idle_stop_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    idle_stop_minutes = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        validators=[
+            AtLeast(endpoints.MIN_IDLE_MINUTES, refuse=endpoints.check_idle),
+            AtMost(endpoints.MAX_IDLE_MINUTES, refuse=endpoints.check_idle),
+        ],
+        help_text="Scale to zero after this many idle minutes (5 to 10080); null: never.",
+    )
 
 
 def _endpoint(request, endpoint):

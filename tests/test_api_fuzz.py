@@ -5,8 +5,10 @@ so lists and lookups render real rows) and with no token at all. Whatever comes 
 huge numbers, odd unicode, random ids — the API must never answer 500, every error must be JSON in the
 documented shape ``{"code", "message"[, "errors"]}``, and every answer must be what the schema says: a documented
 status code, the documented content type, a body that validates against the documented schema. Requests are made
-both from the schema (positive) and against it (negative), and every schemathesis check runs except the two that
-judge whether valid data is accepted and invalid data refused (docs/reliability.md says what is left).
+both from the schema (positive) and against it (negative), and every schemathesis check runs, those that judge the
+data too: what the schema calls valid is accepted (or refused for the state it meets: 404, 409, a 402 or 429), and
+what it calls invalid is refused. Where the schema names a format that a pattern cannot say (an ID number's check
+digit, an SSH key, a storage name's bytes) the generator is taught that format here, from the code that checks it.
 ``FUZZ_EXAMPLES`` sets how many requests each operation gets (small by default, so the whole fuzz stays well
 under three minutes on two cores).
 """

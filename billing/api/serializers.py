@@ -2,13 +2,13 @@ from decimal import Decimal
 
 from django.core import validators
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
-from core.api.ranges import amounts
-from core.api.schema import AtLeastOneField
+from core.api.ranges import amounts, positive_numbers
+from core.api.validators import Pattern
 
-from .. import payments
+from .. import payments, vouchers
 from ..choices import TransactionKind
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
@@ -35,7 +35,7 @@ class AmountField(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
-class QuoteRequestSerializer(serializers.Serializer):
+class QuoteRequestSerializer(serializers.Serializer):  # its rules across fields: QuoteRequestSchema
     """What to price: a spec, or a chip and cards (no chip and 0 cards: the no-card mode)."""
 
     spec = serializers.SlugField(required=False, help_text="An instance spec slug from /api/v1/specs.")
@@ -51,6 +51,7 @@ class QuoteRequestSerializer(serializers.Serializer):
         decimal_places=4,
         min_value=Decimal("0.0001"),
         max_value=Decimal(MAX_TERM_MINUTES // 60),
+        validators=[validators.RegexValidator(positive_numbers(MAX_TERM_MINUTES // 60, places=4))],
     )
 
     def validate(self, attrs):
@@ -59,6 +60,16 @@ class QuoteRequestSerializer(serializers.Serializer):
         if attrs.get("spec") and (attrs.get("chip") or "cards" in attrs):
             raise serializers.ValidationError({"spec": _("Give a spec or a chip and cards, not both.")})
         return attrs
+
+
+class ListingDate(validators.RegexValidator):
+    """A filter date of this century (``rules.check_listing_date``), which the schema states as the pattern of its
+    text: 20yy-mm-dd."""
+
+    regex = r"^20[0-9]{2}-"
+
+    def __call__(self, value):
+        check_listing_date(value)
 
 
 class AmountFieldSchema(OpenApiSerializerFieldExtension):
@@ -72,6 +83,37 @@ class AmountFieldSchema(OpenApiSerializerFieldExtension):
         digits = field.max_digits - field.decimal_places
         pattern = amounts(low, high, places=field.decimal_places, whole_digits=digits)
         return {"type": "string", "format": "decimal", "pattern": pattern}
+
+
+class QuoteRequestSchema(OpenApiSerializerExtension):
+    """The quote request's rules across fields, which the view refuses with a 400: a spec or a chip and cards, not
+    both; cards above 0 need a chip (none is the no-card mode); a term in minutes or in hours, not both; spot only
+    on pay-as-you-go (the default plan)."""
+
+    target_class = "billing.api.serializers.QuoteRequestSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["allOf"] = [
+                {"not": {"anyOf": [{"required": ["spec", "chip"]}, {"required": ["spec", "cards"]}]}},
+                {"not": {"required": ["minutes", "hours"]}},
+                {
+                    "anyOf": [
+                        {"not": {"required": ["cards"]}},
+                        {"properties": {"cards": {"maximum": 0}}},
+                        {"required": ["chip"], "properties": {"chip": {"type": "string"}}},
+                    ]
+                },
+                {
+                    "anyOf": [
+                        {"not": {"required": ["spot"], "properties": {"spot": {"enum": [True]}}}},
+                        {"not": {"required": ["plan"]}},
+                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                    ]
+                },
+            ]
+        return schema
 
 
 def _rate(**kwargs):
@@ -135,7 +177,11 @@ class VoucherListSerializer(serializers.Serializer):
 
 
 class VoucherRedeemSerializer(serializers.Serializer):
-    code = serializers.CharField(max_length=64, help_text="As printed, e.g. ABCD-EFGH-JKLM (case and dashes ignored).")
+    code = serializers.CharField(
+        max_length=64,
+        validators=[Pattern(vouchers.CODE_AS_TYPED, refuse=vouchers.check_code)],
+        help_text="As printed, e.g. ABCD-EFGH-JKLM (case and dashes ignored).",
+    )
 
 
 class WalletSerializer(serializers.Serializer):
@@ -156,18 +202,13 @@ class WalletSerializer(serializers.Serializer):
         return "CNY"
 
 
-class SpendingCapSerializer(AtLeastOneField, serializers.Serializer):
+class SpendingCapSerializer(serializers.Serializer):
     spending_cap = AmountField(
-        max_digits=12, decimal_places=2, min_value=Decimal("0"), allow_null=True, help_text="Empty/null: no cap."
-    )
-
-
-class SpendingCapFormSerializer(AtLeastOneField, serializers.Serializer):
-    """The schema of the cap in a form body, which has no null: there an empty value clears the cap (the API reads
-    it with ``SpendingCapSerializer`` as DRF reads forms)."""
-
-    spending_cap = serializers.CharField(
-        allow_blank=True, validators=[validators.RegexValidator(amounts(0))], help_text="Empty: no cap."
+        max_digits=12,
+        decimal_places=2,
+        min_value=Decimal("0"),
+        allow_null=True,
+        help_text="null (an empty field in a form): no cap.",
     )
 
 
@@ -186,8 +227,8 @@ class TransactionSerializer(serializers.Serializer):
 
 class TransactionFilterSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=[], required=False)
-    since = serializers.DateField(required=False, validators=[check_listing_date])
-    until = serializers.DateField(required=False, validators=[check_listing_date])
+    since = serializers.DateField(required=False, validators=[ListingDate()])
+    until = serializers.DateField(required=False, validators=[ListingDate()])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -22,8 +22,15 @@ class IdNumberField(serializers.CharField):
     checks them)."""
 
 
+# The pattern as it is, its CJK ranges as characters: drf-spectacular would write a validator's astral range as
+# Python's \U escapes, which an ECMA pattern does not have.
+@extend_schema_field({"type": "string", "pattern": identity.NAME_AS_TYPED, "minLength": 1, "maxLength": 60})
+class RealNameField(serializers.CharField):
+    """A name as on an ID card (``clean_name`` checks it)."""
+
+
 class RealNameRequestSerializer(serializers.Serializer):
-    real_name = serializers.CharField(
+    real_name = RealNameField(
         max_length=60,
         validators=[Pattern(identity.NAME_AS_TYPED, refuse=identity.clean_name)],
         help_text="As on the ID card: Chinese characters, Latin letters, spaces and · . ' -",

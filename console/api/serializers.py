@@ -1,4 +1,7 @@
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
+
+from core.api.validators import display_name
 
 from ..models import ApiToken, User
 
@@ -43,6 +46,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
         model = ApiToken
         fields = ["id", "name", "scope", "team", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
+        extra_kwargs = {"name": {"max_length": 64, "validators": [display_name(64, _("API token"))]}}
 
 
 class IssuedTokenSerializer(ApiTokenSerializer):

@@ -1,8 +1,11 @@
 """``/api/v1/ssh-keys``: the caller's SSH public keys — list, add (POST), delete."""
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
+
+from core.api.validators import display_name
 
 from .. import ssh_keys
 from ..models import SSHKey
@@ -24,6 +27,7 @@ class SSHKeySerializer(serializers.ModelSerializer):
         required=False,
         allow_blank=True,
         max_length=ssh_keys.MAX_NAME_LENGTH,
+        validators=[display_name(ssh_keys.MAX_NAME_LENGTH, _("SSH key"))],
         help_text="Optional: the key's comment is used when empty.",
     )
 

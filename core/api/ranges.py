@@ -45,12 +45,18 @@ def amounts(low: Decimal, high: Decimal | None = None, places: int = 2, whole_di
     return "^(?:" + (f"{below}|" if below else "") + at_top + ")$"
 
 
-def positive_numbers(high: Decimal) -> str:
-    """An anchored pattern for the numbers above zero up to ``high`` (a whole number), with any decimals:
-    ``7``, ``0.5``, ``.5``, ``13.25``."""
+def positive_numbers(high: Decimal, places: int | None = None) -> str:
+    """An anchored pattern for the numbers above zero up to ``high`` (a whole number), with any decimals (or at
+    most ``places``): ``7``, ``0.5``, ``.5``, ``13.25``."""
     high = int(high)
-    parts = [r"0?\.[0-9]*[1-9][0-9]*"]
+    if places is None:
+        below_one, fraction = r"[0-9]*[1-9][0-9]*", r"(?:\.[0-9]+)?"
+        zeros = r"(?:\.0+)?"
+    else:  # a first non-zero decimal after k zeros, then what places are left
+        below_one = "(?:" + "|".join(f"{'0' * k}[1-9][0-9]{{0,{places - 1 - k}}}" for k in range(places)) + ")"
+        fraction, zeros = rf"(?:\.[0-9]{{1,{places}}})?", rf"(?:\.0{{1,{places}}})?"
+    parts = [rf"0?\.{below_one}"]
     if high > 1:
-        parts.append(integers(1, high - 1) + r"(?:\.[0-9]+)?")
-    parts.append(rf"{high}(?:\.0+)?")
+        parts.append(integers(1, high - 1) + fraction)
+    parts.append(f"{high}{zeros}")
     return "^(?:" + "|".join(parts) + ")$"

@@ -10,6 +10,8 @@ API answers.
 """
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from rest_framework import serializers
 
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
@@ -98,6 +100,56 @@ def document_errors(result, generator, request, public):
     return result
 
 
+FORM_MEDIA_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
+
+
+def _as_in_a_form(prop: dict) -> dict:
+    if not prop.get("nullable"):
+        return prop
+    outer = {k: v for k, v in prop.items() if k in {"description", "title", "default", "readOnly", "writeOnly"}}
+    value = {k: v for k, v in prop.items() if k not in outer and k != "nullable"}
+    return {**outer, "anyOf": [value, dict(EMPTY_VALUE)]}
+
+
+def document_form_bodies(result, generator, request, public):
+    """A form body has no null: an empty value stands for it (DRF reads it so). Where a request component has a
+    nullable field, its form media types get a copy (``<Component>Form``) in which that field is its value or the
+    empty string, so the schema says what a form carries."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict) or "requestBody" not in operation:
+                continue
+            for media_type, content in operation["requestBody"].get("content", {}).items():
+                ref = content.get("schema", {}).get("$ref", "")
+                name = ref.rsplit("/", 1)[-1]
+                properties = schemas.get(name, {}).get("properties", {})
+                if media_type not in FORM_MEDIA_TYPES or not any(p.get("nullable") for p in properties.values()):
+                    continue
+                form = f"{name}Form"
+                if form not in schemas:
+                    copy = dict(schemas[name])
+                    copy["properties"] = {key: _as_in_a_form(prop) for key, prop in properties.items()}
+                    schemas[form] = copy
+                content["schema"] = {"$ref": f"#/components/schemas/{form}"}
+    return result
+
+
+def require_bodies_that_need_a_field(result, generator, request, public):
+    """A request body whose schema asks for at least one field (``AtLeastOneField``) must be sent: drf-spectacular
+    marks a PATCH body optional (its fields all are), so this hook says it is required."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict) or "requestBody" not in operation:
+                continue
+            for content in operation["requestBody"].get("content", {}).values():
+                ref = content.get("schema", {}).get("$ref", "")
+                if schemas.get(ref.rsplit("/", 1)[-1], {}).get("minProperties"):
+                    operation["requestBody"]["required"] = True
+    return result
+
+
 class AtLeastOneField:
     """A serializer mixin: the request must carry at least one of the serializer's fields (a PATCH that changes
     something). ``AtLeastOneFieldSchema`` states it as the schema's ``minProperties: 1``; the view refuses an empty
@@ -112,4 +164,21 @@ class AtLeastOneFieldSchema(OpenApiSerializerExtension):
         schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
         if direction == "request":
             schema["minProperties"] = 1
+        return schema
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's, and one rule more: DRF trims a text field's white space before it checks the field, so a
+    field that may not be blank needs something other than white space (``pattern: \\S``), not merely one character."""
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        trimmed = isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
+        if (
+            direction == "request"
+            and trimmed
+            and schema.get("type") == "string"
+            and not {"pattern", "enum"} & set(schema)
+        ):
+            schema["pattern"] = r"\S"
         return schema

@@ -71,3 +71,14 @@ class RequiredText(serializers.CharField):
         if text == "":
             raise FieldError(self.field_name, self.empty_message, code=self.empty_code)
         return super().run_validation(data)
+
+
+def display_name(max_length: int, field_label) -> Pattern:
+    """The rule for a name a user gives one of their objects (``core.validators.clean_display_name``): its pattern
+    in the schema, refused with the service's own message and code."""
+    from ..validators import DISPLAY_NAME_PATTERN, clean_display_name
+
+    def refuse(value):
+        clean_display_name(value, max_length=max_length, field_label=str(field_label))
+
+    return Pattern(DISPLAY_NAME_PATTERN, refuse=refuse)

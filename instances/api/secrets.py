@@ -63,7 +63,7 @@ ERRORS = {
 class SecretViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = SecretSerializer
     lookup_field = "name"
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = NAME_PATTERN.pattern  # what is not a variable name is no secret's: the router's 404
     http_method_names = ["get", "post", "put", "delete", "head", "options"]
 
     def get_queryset(self):

@@ -1,12 +1,15 @@
 from django.core import validators
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.quote import MAX_CARDS
+from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
 from core.api.ranges import positive_numbers
+from core.api.validators import display_name
 from core.errors import ServiceError
 
 from ..choices import Backend, TermEnd
@@ -121,7 +124,7 @@ class _PositiveNumber(validators.RegexValidator):
 
     def __call__(self, value):
         try:
-            super().__call__(value)
+            super().__call__(format(value, "f"))  # the number as written out (str() may say 1E-8)
         except DjangoValidationError:
             try:
                 check_positive(self.name, value, LIMITS[self.name])
@@ -304,7 +307,7 @@ class InstanceCreateSerializer(BootOptionsSerializer):
     """Launch: give ``chip`` (a slug) or ``backend`` (npu, mlu, dcu, cuda: the cheapest chip of that family with
     free cards is picked) or ``no_card``."""
 
-    name = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=64, validators=[display_name(64, gettext_lazy("instance"))])
     image = serializers.CharField(max_length=64, help_text="An image variant slug for the chip's family.")
     chip = serializers.CharField(required=False, allow_blank=True, default="")
     backend = serializers.ChoiceField(choices=Backend.choices, required=False, allow_blank=True, default="")
@@ -328,6 +331,37 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         max_length=16,
         help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
     )
+
+
+def _given(name: str, value: dict) -> dict:
+    return {"required": [name], "properties": {name: value}}
+
+
+class InstanceCreateSchema(OpenApiSerializerExtension):
+    """The launch request's rules across fields, which the view refuses with a 400 (``invalid_chip``,
+    ``spot_not_offered``): one of a chip, a backend family or the no-card mode; spot only on pay-as-you-go (the
+    default plan)."""
+
+    target_class = "instances.api.serializers.InstanceCreateSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            chip, backend = _given("chip", {"minLength": 1}), _given("backend", {"minLength": 1})
+            no_card = _given("no_card", {"enum": [True]})
+            schema["allOf"] = [
+                {"anyOf": [chip, backend, no_card]},
+                {"not": {"allOf": [chip, backend]}},
+                {"not": {"allOf": [no_card, {"anyOf": [chip, backend]}]}},
+                {
+                    "anyOf": [
+                        {"not": _given("spot", {"enum": [True]})},
+                        {"not": {"required": ["plan"]}},
+                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                    ]
+                },
+            ]
+        return schema
 
 
 class InstanceLogsQuerySerializer(serializers.Serializer):

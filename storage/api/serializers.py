@@ -5,10 +5,11 @@ from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
 from core.api.schema import AtLeastOneField
-from core.api.validators import AtLeast, AtMost, RequiredText
+from core.api.validators import AtLeast, AtMost, Pattern, RequiredText, display_name
 
 from .. import paths
 from ..disks import MAX_GB, MIN_GB, clean_size
+from ..disks import clean_name as clean_disk_name
 from ..models import CloudDisk, Entry
 
 SIZE_RANGE = [AtLeast(MIN_GB, refuse=clean_size), AtMost(MAX_GB, refuse=clean_size)]
@@ -69,7 +70,6 @@ class NameField(RequiredText):
 class FolderCreateSerializer(serializers.Serializer):
     path = PathField(
         max_length=4096,
-        allow_blank=True,
         trim_whitespace=False,
         help_text="Folder to create, e.g. /datasets/raw (parents are created).",
     )
@@ -80,11 +80,7 @@ class EntryChangeSerializer(AtLeastOneField, serializers.Serializer):
 
     name = NameField(required=False, trim_whitespace=False, max_length=1024, help_text="New name.")
     folder = PathField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        max_length=4096,
-        help_text="Folder to move into, e.g. / or /archive.",
+        required=False, trim_whitespace=False, max_length=4096, help_text="Folder to move into, e.g. / or /archive."
     )
 
 
@@ -140,7 +136,11 @@ class DiskSerializer(serializers.ModelSerializer):
 
 
 class DiskCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=64, help_text="1 to 64 characters, unique among your disks.")
+    name = serializers.CharField(
+        max_length=64,
+        validators=[display_name(64, gettext_lazy("disk")), Pattern(r"^[^/]*$", refuse=clean_disk_name)],
+        help_text="1 to 64 characters without “/”, unique among your disks.",
+    )
     size_gb = serializers.IntegerField(validators=SIZE_RANGE, help_text="Whole GB, 1 to 32768.")
     zone = serializers.CharField(max_length=50, help_text="A zone slug, e.g. cn-east-xc.")
 

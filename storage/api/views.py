@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import Conflict, ServiceError
+from instances.api.serializers import ErrorSerializer
 from teams.context import account_for
 
 from .. import paths, quota, services
@@ -244,7 +245,13 @@ class UploadCollectionView(TusView):
         summary="Create a resumable upload (tus creation)",
         parameters=[
             TUS_RESUMABLE,
-            OpenApiParameter("Upload-Length", WHOLE_BYTES, OpenApiParameter.HEADER, required=True),
+            OpenApiParameter(
+                "Upload-Length",
+                {**WHOLE_BYTES, "maximum": quota.max_bytes()},
+                OpenApiParameter.HEADER,
+                required=True,
+                description="The size in bytes, at most the storage ceiling (the OPTIONS answer's Tus-Max-Size).",
+            ),
             OpenApiParameter(
                 "Upload-Metadata",
                 {"type": "string", "format": UPLOAD_METADATA_FORMAT},
@@ -296,7 +303,13 @@ class UploadView(TusView):
             TUS_RESUMABLE,
         ],
         request={"application/offset+octet-stream": OpenApiTypes.BINARY},
-        responses={204: None, 409: OpenApiResponse(description="Offset mismatch."), 413: None, 423: None},
+        responses={
+            204: None,
+            409: OpenApiResponse(description="Offset mismatch."),
+            413: None,
+            415: OpenApiResponse(ErrorSerializer, description="A chunk not sent as application/offset+octet-stream."),
+            423: None,
+        },
     )
     def patch(self, request, public_id):
         if request.content_type.split(";")[0].strip() != "application/offset+octet-stream":

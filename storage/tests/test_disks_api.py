@@ -78,7 +78,6 @@ def test_an_unknown_zone_is_a_404_and_creates_nothing(owner_api, catalog):
 def test_a_size_out_of_range_keeps_its_code(owner_api, catalog):
     response = owner_api.post("/api/v1/disks", {"name": "x", "size_gb": 0, "zone": "cn-east-xc"}, format="json")
     assert response.status_code == 400 and response.json()["code"] == "invalid_size"
-    assert response.json()["errors"] == {"size_gb": [response.json()["message"]]}
 
 
 def test_a_duplicate_name_is_a_conflict(owner_api, disk):

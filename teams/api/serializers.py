@@ -1,11 +1,22 @@
 from rest_framework import serializers
 
+from core.api.validators import Pattern
+
+from .. import services
 from ..roles import Role
 
 
 class TeamCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=80)
-    slug = serializers.CharField(max_length=40, help_text="Lower-case letters, digits and hyphens.")
+    name = serializers.CharField(
+        max_length=80,
+        validators=[Pattern(r"^[^\x00-\x1f\x7f]+$", refuse=services.clean_team_name)],
+        help_text="On one line.",
+    )
+    slug = serializers.CharField(
+        max_length=40,
+        validators=[Pattern(services.SLUG_AS_TYPED, refuse=services.clean_slug)],
+        help_text="Lower-case letters, digits and hyphens, starting and ending with a letter or digit.",
+    )
 
 
 class MembershipSerializer(serializers.Serializer):

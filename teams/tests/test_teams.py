@@ -174,7 +174,7 @@ def test_strangers_get_404_on_every_team_route(client, team, owner, stranger):
 def test_bad_input_gets_a_clear_error_on_the_page(client, owner, team):
     client.force_login(owner)
     taken = client.post(reverse("teams:list"), {"name": "Another", "slug": "vision-lab"})
-    assert taken.status_code == 400 and "taken" in taken.content.decode()
+    assert taken.status_code == 409 and "taken" in taken.content.decode()
     for slug in ["-bad", "UPPER!", "invitations", "x" * 41]:
         response = client.post(reverse("teams:list"), {"name": "Another", "slug": slug})
         assert response.status_code == 400

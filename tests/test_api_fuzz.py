@@ -52,10 +52,11 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 # tus answers a request without its "Tus-Resumable" header 412 Precondition Failed (the protocol says so), where
 # schemathesis expects a 4xx of the usual kind for a missing required header.
 schema.config.checks.missing_required_header.expected_statuses = ["400", "401", "403", "406", "412", "415", "422"]
-# In the same way tus answers a wrong "Tus-Resumable" version 412, which the negative-data check does not expect
-# among its usual refusals (the rest of this list is its default).
+# In the same way tus answers a wrong "Tus-Resumable" version 412, and an Upload-Length past the largest size it
+# takes (its Tus-Max-Size) 413, which the negative-data check does not expect among its usual refusals (the rest of
+# this list is its default).
 schema.config.checks.negative_data_rejection.expected_statuses = [
-    *("400", "401", "403", "404", "405", "406", "409", "412", "415", "422", "428", "429", "5xx")
+    *("400", "401", "403", "404", "405", "406", "409", "412", "413", "415", "422", "428", "429", "5xx")
 ]
 
 # tus upload endpoints speak the tus protocol (HEAD/PATCH with offsets): their protocol errors are tus responses

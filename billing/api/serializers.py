@@ -13,6 +13,7 @@ from ..choices import TransactionKind
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
 from ..rules import check_listing_date
+from ..wallet import MAX_SPENDING_CAP
 
 
 class AmountField(serializers.DecimalField):
@@ -82,7 +83,12 @@ class AmountFieldSchema(OpenApiSerializerFieldExtension):
         low, high = field.schema_bounds()
         digits = field.max_digits - field.decimal_places
         pattern = amounts(low, high, places=field.decimal_places, whole_digits=digits)
-        return {"type": "string", "format": "decimal", "pattern": pattern}
+        text = {"type": "string", "format": "decimal", "pattern": pattern}
+        whole = {"type": "integer", "minimum": int(low), "maximum": int(high) if high is not None else 10**digits - 1}
+        alternatives = [text, whole]  # a JSON number is taken too: a whole one is always written the plain way
+        if field.allow_null:  # DRF reads an empty text as null there
+            alternatives.append({"type": "string", "maxLength": 0})
+        return {"anyOf": alternatives}
 
 
 class QuoteRequestSchema(OpenApiSerializerExtension):
@@ -207,6 +213,7 @@ class SpendingCapSerializer(serializers.Serializer):
         max_digits=12,
         decimal_places=2,
         min_value=Decimal("0"),
+        bounds=(Decimal(0), MAX_SPENDING_CAP),
         allow_null=True,
         help_text="null (an empty field in a form): no cap.",
     )

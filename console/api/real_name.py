@@ -9,14 +9,13 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.schema import named_format
 from core.api.validators import Pattern
 
 from .. import identity
 
 
-@extend_schema_field(
-    {"type": "string", "format": identity.NUMBER_FORMAT, "pattern": identity.NUMBER_AS_TYPED, "maxLength": 30}
-)
+@named_format(identity.NUMBER_FORMAT, "A mainland ID number: 17 digits and a check digit or X (spaces are dropped).")
 class IdNumberField(serializers.CharField):
     """A mainland ID number: 17 digits and a check digit or X, with a region and a date of birth (``clean_number``
     checks them)."""
@@ -24,14 +23,13 @@ class IdNumberField(serializers.CharField):
 
 # The pattern as it is, its CJK ranges as characters: drf-spectacular would write a validator's astral range as
 # Python's \U escapes, which an ECMA pattern does not have.
-@extend_schema_field({"type": "string", "pattern": identity.NAME_AS_TYPED, "minLength": 1, "maxLength": 60})
+@extend_schema_field({"type": "string", "pattern": identity.NAME_AS_TYPED, "minLength": 1})
 class RealNameField(serializers.CharField):
     """A name as on an ID card (``clean_name`` checks it)."""
 
 
 class RealNameRequestSerializer(serializers.Serializer):
-    real_name = RealNameField(
-        max_length=60,
+    real_name = RealNameField(  # no max_length: the pattern counts the name's parts once spaces are folded
         validators=[Pattern(identity.NAME_AS_TYPED, refuse=identity.clean_name)],
         help_text="As on the ID card: Chinese characters, Latin letters, spaces and · . ' -",
     )

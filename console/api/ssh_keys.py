@@ -1,17 +1,18 @@
 """``/api/v1/ssh-keys``: the caller's SSH public keys — list, add (POST), delete."""
 
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from core.api.schema import named_format
 from core.api.validators import display_name
 
 from .. import ssh_keys
 from ..models import SSHKey
 
 
-@extend_schema_field({"type": "string", "format": ssh_keys.KEY_FORMAT, "maxLength": ssh_keys.MAX_KEY_TEXT})
+@named_format(ssh_keys.KEY_FORMAT)
 class PublicKeyField(serializers.CharField):
     """An SSH public key's text: the schema names its format (checked by ``ssh_keys.parse_public_key``)."""
 

@@ -2,25 +2,23 @@
 rejection's reason (GET)."""
 
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.schema import named_format
 from core.api.validators import Pattern
 
 from .. import verification
 from ..models import EnterpriseVerification
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "format": verification.CREDIT_CODE_FORMAT,
-        "pattern": verification.CREDIT_CODE_AS_TYPED,
-        "maxLength": 24,
-    }
+@named_format(
+    verification.CREDIT_CODE_FORMAT,
+    "A unified social credit code: 18 digits and capitals without I, O, S, V or Z, the last a check character "
+    "(spaces and dashes are dropped).",
 )
 class CreditCodeField(serializers.CharField):
     """A unified social credit code: 18 digits and capitals without I, O, S, V or Z, the last a check character

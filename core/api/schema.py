@@ -11,7 +11,9 @@ API answers.
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import BooleanField
 
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
@@ -103,18 +105,35 @@ def document_errors(result, generator, request, public):
 FORM_MEDIA_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
 
 
-def _as_in_a_form(prop: dict) -> dict:
-    if not prop.get("nullable"):
+# How DRF reads a boolean written as text (``BooleanField.TRUE_VALUES`` and ``FALSE_VALUES``).
+FORM_BOOLEANS = sorted({str(v) for v in (*BooleanField.TRUE_VALUES, *BooleanField.FALSE_VALUES) if isinstance(v, str)})
+
+
+def _empty_means_absent(prop: dict, required: bool) -> bool:
+    return prop.get("nullable") or (not required and not _accepts_empty_text(prop))
+
+
+def _needs_a_form_copy(prop: dict, required: bool) -> bool:
+    return bool(_empty_means_absent(prop, required)) or prop.get("type") == "boolean"
+
+
+def _as_in_a_form(prop: dict, required: bool) -> dict:
+    if not _needs_a_form_copy(prop, required):
         return prop
     outer = {k: v for k, v in prop.items() if k in {"description", "title", "default", "readOnly", "writeOnly"}}
     value = {k: v for k, v in prop.items() if k not in outer and k != "nullable"}
-    return {**outer, "anyOf": [value, dict(EMPTY_VALUE)]}
+    alternatives = [value]
+    if value.get("type") == "boolean":
+        alternatives.append({"type": "string", "enum": FORM_BOOLEANS})
+    if _empty_means_absent(prop, required):
+        alternatives.append(dict(EMPTY_VALUE))
+    return {**outer, "anyOf": alternatives}
 
 
 def document_form_bodies(result, generator, request, public):
-    """A form body has no null: an empty value stands for it (DRF reads it so). Where a request component has a
-    nullable field, its form media types get a copy (``<Component>Form``) in which that field is its value or the
-    empty string, so the schema says what a form carries."""
+    """A form body carries text: no null, and no JSON boolean (DRF reads "true", "0", "on"…); an optional or a
+    nullable field sent empty is left out (or null), as DRF reads forms. Where a request component has such fields,
+    its form media types get a copy (``<Component>Form``) that says so for them."""
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
@@ -124,12 +143,14 @@ def document_form_bodies(result, generator, request, public):
                 ref = content.get("schema", {}).get("$ref", "")
                 name = ref.rsplit("/", 1)[-1]
                 properties = schemas.get(name, {}).get("properties", {})
-                if media_type not in FORM_MEDIA_TYPES or not any(p.get("nullable") for p in properties.values()):
+                required = set(schemas.get(name, {}).get("required", []))
+                needs = [_needs_a_form_copy(prop, key in required) for key, prop in properties.items()]
+                if media_type not in FORM_MEDIA_TYPES or not any(needs):
                     continue
                 form = f"{name}Form"
                 if form not in schemas:
                     copy = dict(schemas[name])
-                    copy["properties"] = {key: _as_in_a_form(prop) for key, prop in properties.items()}
+                    copy["properties"] = {key: _as_in_a_form(prop, key in required) for key, prop in properties.items()}
                     schemas[form] = copy
                 content["schema"] = {"$ref": f"#/components/schemas/{form}"}
     return result
@@ -167,18 +188,35 @@ class AtLeastOneFieldSchema(OpenApiSerializerExtension):
         return schema
 
 
+# Formats a pattern cannot say (a check character, a date of birth, a name's bytes), each named by the code that
+# checks it. A field of one is described by its format alone: a pattern or a length beside it would tell a client
+# less than the format's description and lead a generator to values the format does not allow.
+NAMED_FORMATS: set[str] = set()
+
+
+def named_format(name: str, description: str = ""):
+    """``extend_schema_field`` for a text field of the format ``name``."""
+    NAMED_FORMATS.add(name)
+    schema = {"type": "string", "format": name} | ({"description": description} if description else {})
+    return extend_schema_field(schema)
+
+
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's, and one rule more: DRF trims a text field's white space before it checks the field, so a
-    field that may not be blank needs something other than white space (``pattern: \\S``), not merely one character."""
+    field that may not be blank (``minLength: 1`` in a request) needs something other than white space
+    (``pattern: \\S``) where no pattern of its own says more."""
 
-    def _map_serializer_field(self, field, direction, bypass_extensions=False):
-        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+    def _insert_field_validators(self, field, schema):
+        super()._insert_field_validators(field, schema)
+        if schema.get("format") in NAMED_FORMATS:
+            for rule in ("pattern", "minLength", "maxLength"):
+                schema.pop(rule, None)
+            return
         trimmed = isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
         if (
-            direction == "request"
-            and trimmed
+            trimmed
             and schema.get("type") == "string"
+            and schema.get("minLength")
             and not {"pattern", "enum"} & set(schema)
         ):
             schema["pattern"] = r"\S"
-        return schema

@@ -73,12 +73,13 @@ class RequiredText(serializers.CharField):
         return super().run_validation(data)
 
 
-def display_name(max_length: int, field_label) -> Pattern:
+def display_name(max_length: int, field_label, *, also_refused: str = "", refuse=None) -> Pattern:
     """The rule for a name a user gives one of their objects (``core.validators.clean_display_name``): its pattern
-    in the schema, refused with the service's own message and code."""
-    from ..validators import DISPLAY_NAME_PATTERN, clean_display_name
+    in the schema, refused with the service's own message and code (``refuse``, when the service adds a rule of
+    its own: ``also_refused`` characters)."""
+    from ..validators import clean_display_name, display_name_pattern
 
-    def refuse(value):
+    def refuse_name(value):
         clean_display_name(value, max_length=max_length, field_label=str(field_label))
 
-    return Pattern(DISPLAY_NAME_PATTERN, refuse=refuse)
+    return Pattern(display_name_pattern(also_refused), refuse=refuse or refuse_name)

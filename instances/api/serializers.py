@@ -1,3 +1,5 @@
+from functools import partial
+
 from django.core import validators
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
@@ -9,10 +11,11 @@ from rest_framework import serializers
 from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
 from core.api.ranges import positive_numbers
-from core.api.validators import display_name
+from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 
 from ..choices import Backend, TermEnd
+from ..environment_variables import NAME_PATTERN, check_name
 from ..estimator import FIELD_LABELS, LIMITS, check_positive
 from ..images import image_name
 from ..logs import DEFAULT_TAIL, MAX_TAIL
@@ -295,7 +298,11 @@ class BootOptionsSerializer(serializers.Serializer):
         "GPUCLOUD_, JUPYTER_ or SLURM_ are the platform's. Shown again in the instance's details: not for secrets.",
     )
     secrets = serializers.ListField(
-        child=serializers.CharField(max_length=64),
+        child=serializers.CharField(
+            min_length=1,
+            max_length=64,
+            validators=[Pattern(rf"^{NAME_PATTERN.pattern}$", refuse=partial(check_name, field="secrets"))],
+        ),
         required=False,
         default=list,
         max_length=64,
@@ -325,7 +332,7 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         required=False, default=0, min_value=0, help_text="A new cloud disk of this many GB, attached (0: none)."
     )
     mounts = serializers.ListField(
-        child=serializers.CharField(max_length=201),
+        child=serializers.CharField(min_length=1, max_length=201),
         required=False,
         default=list,
         max_length=16,

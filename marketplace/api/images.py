@@ -2,6 +2,7 @@
 an image with a read-write token or a session; review for staff. Decimals (prices, ratings) are strings."""
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -12,6 +13,7 @@ from billing.quote import load_price_book
 from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 from console.ops.audit import client_ip
 from core.api.pagination import LimitOffsetPagination
+from core.api.validators import display_name
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
 from teams.context import acting
@@ -158,12 +160,20 @@ class CloneSerializer(BootOptionsSerializer):
         help_text="instance: launch it on the cheapest compatible chip with free cards (one-click clone); "
         "my_images: a private copy you can launch, describe and publish.",
     )
-    name = serializers.CharField(required=False, allow_blank=True, max_length=64, help_text="The new name.")
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        validators=[display_name(64, gettext_lazy("instance"))],
+        help_text="The new name.",
+    )
 
 
 class SaveInstanceSerializer(serializers.Serializer):
     instance = serializers.CharField(help_text="The id of one of your stopped instances.")
-    name = serializers.CharField(max_length=services.MAX_NAME)
+    name = serializers.CharField(
+        max_length=services.MAX_NAME, validators=[display_name(services.MAX_NAME, gettext_lazy("image"))]
+    )
     description = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_DESCRIPTION)
 
 

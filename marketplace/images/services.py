@@ -169,7 +169,7 @@ def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
     that do run there."""
     variant = _usable_variants(user).filter(slug=slug).first() if slug else None
     if variant is None:
-        raise ServiceError(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
+        raise NotFound(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
     if family is not None and variant.family != family:
         names = ", ".join(v.slug for v in variants_for(family, user)[:12])
         raise ServiceError(

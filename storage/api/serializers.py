@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
-from core.api.schema import AtLeastOneField
-from core.api.validators import AtLeast, AtMost, Pattern, RequiredText, display_name
+from core.api.schema import AtLeastOneField, named_format
+from core.api.validators import AtLeast, AtMost, RequiredText, display_name
 
 from .. import paths
 from ..disks import MAX_GB, MIN_GB, clean_size
@@ -50,16 +50,12 @@ ROOT_FOLDER = {
 }
 
 
-@extend_schema_field(
-    {"type": "string", "format": paths.PATH_FORMAT, "maxLength": 4096, "description": paths.PATH_RULES}
-)
+@named_format(paths.PATH_FORMAT, paths.PATH_RULES)
 class PathField(serializers.CharField):
     """A path in the user's storage (``paths.clean_path`` checks it)."""
 
 
-@extend_schema_field(
-    {"type": "string", "format": paths.NAME_FORMAT, "maxLength": 1024, "description": paths.NAME_RULES}
-)
+@named_format(paths.NAME_FORMAT, paths.NAME_RULES)
 class NameField(RequiredText):
     """A file or folder name (``paths.clean_name`` checks it): never empty."""
 
@@ -138,7 +134,7 @@ class DiskSerializer(serializers.ModelSerializer):
 class DiskCreateSerializer(serializers.Serializer):
     name = serializers.CharField(
         max_length=64,
-        validators=[display_name(64, gettext_lazy("disk")), Pattern(r"^[^/]*$", refuse=clean_disk_name)],
+        validators=[display_name(64, gettext_lazy("disk"), also_refused="/", refuse=clean_disk_name)],
         help_text="1 to 64 characters without “/”, unique among your disks.",
     )
     size_gb = serializers.IntegerField(validators=SIZE_RANGE, help_text="Whole GB, 1 to 32768.")

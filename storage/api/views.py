@@ -27,7 +27,7 @@ from .serializers import ROOT_FOLDER, EntryChangeSerializer, EntrySerializer, Fo
 
 PATH_PARAM = OpenApiParameter(
     "path",
-    {"type": "string", "format": paths.PATH_FORMAT, "maxLength": 4096},
+    {"type": "string", "format": paths.PATH_FORMAT},
     description=f"A folder or file path such as /datasets/raw; / is the root. {paths.PATH_RULES}",
 )
 NOTHING_AT_PATH = OpenApiResponse(description="No folder or file at that path.")
@@ -265,7 +265,8 @@ class UploadCollectionView(TusView):
         responses={
             201: upload_status,
             402: OpenApiResponse(description="Past the free tier, and the cash balance cannot pay for it."),
-            413: OpenApiResponse(description="Over quota."),
+            409: OpenApiResponse(ErrorSerializer, description="Not enough of the storage ceiling left for it."),
+            413: OpenApiResponse(description="Larger than the storage ceiling (Tus-Max-Size)."),
         },
     )
     def post(self, request):
@@ -273,13 +274,20 @@ class UploadCollectionView(TusView):
             raise ServiceError(_("Declare the Upload-Length when creating the upload."), code="length_required")
         length = _header_int(request, "Upload-Length")
         metadata = _metadata(request.headers.get("Upload-Metadata", ""))
-        upload = services.create_upload(
-            account_for(request),
-            folder_path=metadata.get("folder", "/"),
-            filename=metadata.get("filename", metadata.get("name", "")),
-            length=length,
-            content_type=metadata.get("filetype", ""),
-        )
+        try:
+            upload = services.create_upload(
+                account_for(request),
+                folder_path=metadata.get("folder", "/"),
+                filename=metadata.get("filename", metadata.get("name", "")),
+                length=length,
+                content_type=metadata.get("filetype", ""),
+            )
+        except quota.QuotaExceeded as exc:
+            # Larger than the ceiling (Tus-Max-Size) the file is too large: 413, as tus says. One that fits the
+            # ceiling but not what is left of it is refused for what is stored now: a conflict with that state.
+            if length <= quota.max_bytes():
+                exc.status = status.HTTP_409_CONFLICT
+            raise
         location = reverse("api-storage-upload", kwargs={"public_id": upload.public_id})
         headers = _upload_headers(upload) | {"Location": location}
         return Response(_upload_data(upload), status=status.HTTP_201_CREATED, headers=headers)

@@ -9,6 +9,7 @@ drf-spectacular hook adds those to each operation that does not document them it
 API answers.
 """
 
+from django.core import validators
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import extend_schema_field
@@ -110,11 +111,11 @@ FORM_BOOLEANS = sorted({str(v) for v in (*BooleanField.TRUE_VALUES, *BooleanFiel
 
 
 def _empty_means_absent(prop: dict, required: bool) -> bool:
-    return prop.get("nullable") or (not required and not _accepts_empty_text(prop))
+    return prop.get("nullable") or (not required and not _accepts_empty_text(prop) and prop.get("type") != "array")
 
 
 def _needs_a_form_copy(prop: dict, required: bool) -> bool:
-    return bool(_empty_means_absent(prop, required)) or prop.get("type") == "boolean"
+    return bool(_empty_means_absent(prop, required)) or prop.get("type") in {"boolean", "array"}
 
 
 def _as_in_a_form(prop: dict, required: bool) -> dict:
@@ -122,6 +123,8 @@ def _as_in_a_form(prop: dict, required: bool) -> dict:
         return prop
     outer = {k: v for k, v in prop.items() if k in {"description", "title", "default", "readOnly", "writeOnly"}}
     value = {k: v for k, v in prop.items() if k not in outer and k != "nullable"}
+    if value.get("type") == "array":  # a form writes a list as its items: an empty one is left out
+        value["minItems"] = max(1, value.get("minItems", 0))
     alternatives = [value]
     if value.get("type") == "boolean":
         alternatives.append({"type": "string", "enum": FORM_BOOLEANS})
@@ -132,7 +135,8 @@ def _as_in_a_form(prop: dict, required: bool) -> dict:
 
 def document_form_bodies(result, generator, request, public):
     """A form body carries text: no null, and no JSON boolean (DRF reads "true", "0", "on"…); an optional or a
-    nullable field sent empty is left out (or null), as DRF reads forms. Where a request component has such fields,
+    nullable field sent empty is left out (or null), as DRF reads forms; a list is its items, so an empty one is
+    left out. Where a request component has such fields,
     its form media types get a copy (``<Component>Form``) that says so for them."""
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():
@@ -202,9 +206,10 @@ def named_format(name: str, description: str = ""):
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's, and one rule more: DRF trims a text field's white space before it checks the field, so a
-    field that may not be blank (``minLength: 1`` in a request) needs something other than white space
-    (``pattern: \\S``) where no pattern of its own says more."""
+    """drf-spectacular's, and what DRF's text fields do besides their validators: a field's own pattern (a
+    ``RegexValidator``) says more than the one drf-spectacular guesses for a decimal; DRF refuses a NUL character in
+    text; and it trims white space before it checks a field, so a field that may not be blank (``minLength: 1`` in
+    a request) needs something other than white space."""
 
     def _insert_field_validators(self, field, schema):
         super()._insert_field_validators(field, schema)
@@ -212,11 +217,11 @@ class AutoSchema(SpectacularAutoSchema):
             for rule in ("pattern", "minLength", "maxLength"):
                 schema.pop(rule, None)
             return
-        trimmed = isinstance(field, serializers.CharField) and field.trim_whitespace and not field.allow_blank
-        if (
-            trimmed
-            and schema.get("type") == "string"
-            and schema.get("minLength")
-            and not {"pattern", "enum"} & set(schema)
-        ):
-            schema["pattern"] = r"\S"
+        own = next((v for v in field.validators if isinstance(v, validators.RegexValidator)), None)
+        if own is not None and schema.get("type") == "string" and "oneOf" not in schema:
+            schema["pattern"] = own.regex.pattern.replace(r"\Z", "$").replace(r"\A", "^")
+        text = isinstance(field, serializers.CharField) and schema.get("type") == "string"
+        if not text or {"pattern", "enum", "oneOf"} & set(schema):
+            return
+        blank_refused = field.trim_whitespace and not field.allow_blank and schema.get("minLength")
+        schema["pattern"] = r"^[^\x00]*[^\s\x00][^\x00]*$" if blank_refused else r"^[^\x00]*$"

@@ -15,7 +15,8 @@ from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 
 from ..choices import Backend, TermEnd
-from ..environment_variables import NAME_PATTERN, check_name
+from ..environment import MAX_VARIABLES
+from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
 from ..estimator import FIELD_LABELS, LIMITS, check_positive
 from ..images import image_name
 from ..logs import DEFAULT_TAIL, MAX_TAIL
@@ -278,6 +279,18 @@ class InstanceDetailSerializer(InstanceSerializer):
         return str(cost_so_far(instance, instance.events.all()))
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "propertyNames": {"pattern": rf"^{NAME_PATTERN.pattern}$", "maxLength": MAX_NAME_LENGTH},
+        "additionalProperties": {"type": "string", "pattern": r"^[^\x00]*$"},
+        "maxProperties": MAX_VARIABLES,
+    }
+)
+class VariablesField(serializers.DictField):
+    """Environment variables, NAME → text (``instances.environment`` checks them)."""
+
+
 class BootOptionsSerializer(serializers.Serializer):
     """What a launched instance boots with (``instances.environment`` checks them: a refusal names the field)."""
 
@@ -289,7 +302,7 @@ class BootOptionsSerializer(serializers.Serializer):
         help_text="Run with /bin/sh -c at every boot (at most 4096 bytes); its output is the instance's logs. "
         "Empty: the image's default.",
     )
-    env = serializers.DictField(
+    env = VariablesField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False),
         required=False,
         default=dict,

@@ -205,6 +205,10 @@ def named_format(name: str, description: str = ""):
     return extend_schema_field(schema)
 
 
+# What str.strip() takes for white space (DRF trims with it), spelled out: regex engines differ on \s.
+PYTHON_SPACES = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
 class AutoSchema(SpectacularAutoSchema):
     """drf-spectacular's, and what DRF's text fields do besides their validators: a field's own pattern (a
     ``RegexValidator``) says more than the one drf-spectacular guesses for a decimal; DRF refuses a NUL character in
@@ -224,4 +228,4 @@ class AutoSchema(SpectacularAutoSchema):
         if not text or {"pattern", "enum", "oneOf"} & set(schema):
             return
         blank_refused = field.trim_whitespace and not field.allow_blank and schema.get("minLength")
-        schema["pattern"] = r"^[^\x00]*[^\s\x00][^\x00]*$" if blank_refused else r"^[^\x00]*$"
+        schema["pattern"] = rf"^[^\x00]*[^{PYTHON_SPACES}\x00][^\x00]*$" if blank_refused else r"^[^\x00]*$"

@@ -3,7 +3,7 @@
 from functools import partial
 
 from django.utils.translation import gettext_lazy as _
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -47,6 +47,11 @@ class SecretValueSerializer(serializers.Serializer):
     value = _value_field()
 
 
+# A secret's name is a variable name: what is not is no secret's (a 404), and PUT cannot create it (a 400).
+NAME_PARAMETER = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, pattern=rf"^{NAME_PATTERN.pattern}$", description="The secret's name."
+)
+
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Bad name or value, with a message saying what to change."),
     404: OpenApiResponse(ErrorSerializer, description="No such secret."),
@@ -57,13 +62,17 @@ ERRORS = {
 @extend_schema_view(
     list=extend_schema(summary="Your secrets: names and when they changed, never values"),
     retrieve=extend_schema(
-        summary="One secret's name and dates (never its value)", responses={200: SecretSerializer, 404: ERRORS[404]}
+        summary="One secret's name and dates (never its value)",
+        parameters=[NAME_PARAMETER],
+        responses={200: SecretSerializer, 404: ERRORS[404]},
     ),
+    update=extend_schema(parameters=[NAME_PARAMETER]),
+    destroy=extend_schema(parameters=[NAME_PARAMETER]),
 )
 class SecretViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = SecretSerializer
     lookup_field = "name"
-    lookup_value_regex = NAME_PATTERN.pattern  # what is not a variable name is no secret's: the router's 404
+    lookup_value_regex = "[^/]+"
     http_method_names = ["get", "post", "put", "delete", "head", "options"]
 
     def get_queryset(self):

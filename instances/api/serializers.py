@@ -282,8 +282,11 @@ class InstanceDetailSerializer(InstanceSerializer):
 @extend_schema_field(
     {
         "type": "object",
-        "propertyNames": {"pattern": rf"^{NAME_PATTERN.pattern}$", "maxLength": MAX_NAME_LENGTH},
-        "additionalProperties": {"type": "string", "pattern": r"^[^\x00]*$"},
+        # Names as JSON Schema says them to the tools that read it (OpenAPI 3.0 itself has no rule for keys).
+        "patternProperties": {
+            rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$": {"type": "string", "pattern": r"^[^\x00]*$"}
+        },
+        "additionalProperties": False,
         "maxProperties": MAX_VARIABLES,
     }
 )

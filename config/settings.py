@@ -399,7 +399,6 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_errors",
         "core.api.schema.document_empty_query_values",
-        "core.api.schema.require_bodies_that_need_a_field",
         "core.api.schema.document_form_bodies",
     ],
 }

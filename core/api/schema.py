@@ -10,7 +10,6 @@ API answers.
 """
 
 from django.core import validators
-from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -158,38 +157,6 @@ def document_form_bodies(result, generator, request, public):
                     schemas[form] = copy
                 content["schema"] = {"$ref": f"#/components/schemas/{form}"}
     return result
-
-
-def require_bodies_that_need_a_field(result, generator, request, public):
-    """A request body whose schema asks for at least one field (``AtLeastOneField``) must be sent: drf-spectacular
-    marks a PATCH body optional (its fields all are), so this hook says it is required."""
-    schemas = result.get("components", {}).get("schemas", {})
-    for operations in result.get("paths", {}).values():
-        for method, operation in operations.items():
-            if method.startswith("x-") or not isinstance(operation, dict) or "requestBody" not in operation:
-                continue
-            for content in operation["requestBody"].get("content", {}).values():
-                ref = content.get("schema", {}).get("$ref", "")
-                if schemas.get(ref.rsplit("/", 1)[-1], {}).get("minProperties"):
-                    operation["requestBody"]["required"] = True
-    return result
-
-
-class AtLeastOneField:
-    """A serializer mixin: the request must carry at least one of the serializer's fields (a PATCH that changes
-    something). ``AtLeastOneFieldSchema`` states it as the schema's ``minProperties: 1``; the view refuses an empty
-    request."""
-
-
-class AtLeastOneFieldSchema(OpenApiSerializerExtension):
-    target_class = AtLeastOneField
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema, direction):
-        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
-        if direction == "request":
-            schema["minProperties"] = 1
-        return schema
 
 
 # Formats a pattern cannot say (a check character, a date of birth, a name's bytes), each named by the code that

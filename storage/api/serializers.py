@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
-from core.api.schema import AtLeastOneField, named_format
+from core.api.schema import named_format
 from core.api.validators import AtLeast, AtMost, RequiredText, display_name
 
 from .. import paths
@@ -71,8 +71,8 @@ class FolderCreateSerializer(serializers.Serializer):
     )
 
 
-class EntryChangeSerializer(AtLeastOneField, serializers.Serializer):
-    """A rename (``name``), a move (``folder``), or both: one of them at least."""
+class EntryChangeSerializer(serializers.Serializer):
+    """A rename (``name``), a move (``folder``), or both (neither: nothing changes)."""
 
     name = NameField(required=False, trim_whitespace=False, max_length=1024, help_text="New name.")
     folder = PathField(

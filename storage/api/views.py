@@ -76,8 +76,8 @@ class EntryViewSet(viewsets.GenericViewSet):
             entry = services.move(account_for(request), public_id, data["folder"], data.get("name"))
         elif "name" in data:
             entry = services.rename(account_for(request), public_id, data["name"])
-        else:
-            raise ServiceError(_("Send a new name, a folder to move into, or both."), code="nothing_to_change")
+        else:  # a PATCH that changes nothing (a form's fields sent empty are left out): the entry as it is
+            entry = services.get_entry(account_for(request), public_id, "change")
         return Response(EntrySerializer(entry).data)
 
     @extend_schema(responses={204: None})

@@ -9,11 +9,9 @@ class ConsoleConfig(AppConfig):
 
     def ready(self):
         from core import lookups
-        from core.api import fields
 
         from . import checks, data_dir, receivers  # noqa: F401  (the settings' checks; allauth's e-mail confirmation)
 
         lookups.register()
-        fields.register()  # a JSON number is not text (the API's schema says a string)
         # After every migrate (each deploy, each make run): the data folder made private (see console.data_dir).
         post_migrate.connect(data_dir.after_migrate, sender=self, dispatch_uid="console.data_dir")

@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
 from core.api.ranges import amounts
 from core.api.validators import Pattern
 
@@ -16,7 +17,7 @@ from ..models import Invoice
 from .views import _account
 
 
-class InvoiceSerializer(serializers.ModelSerializer):
+class InvoiceSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     amount = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
     kind = serializers.CharField(read_only=True, help_text="general or special")
@@ -40,7 +41,7 @@ class InvoiceSerializer(serializers.ModelSerializer):
         ]
 
 
-class InvoiceRequestSerializer(serializers.Serializer):
+class InvoiceRequestSerializer(strict.Serializer):
     kind = serializers.ChoiceField(choices=Invoice.Kind.choices, default=Invoice.Kind.GENERAL)
     title = serializers.CharField(max_length=200)
     amount = serializers.CharField(
@@ -62,7 +63,7 @@ class InvoiceRequestSerializer(serializers.Serializer):
     bank_account = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
 
 
-class InvoiceListSerializer(serializers.Serializer):
+class InvoiceListSerializer(strict.Serializer):
     invoiceable = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
     results = InvoiceSerializer(many=True)
 

@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
+from core.api import strict
 from core.api.ranges import amounts, positive_numbers
 from core.api.validators import Pattern
 
@@ -36,7 +37,7 @@ class AmountField(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
-class QuoteRequestSerializer(serializers.Serializer):  # its rules across fields: QuoteRequestSchema
+class QuoteRequestSerializer(strict.Serializer):  # its rules across fields: QuoteRequestSchema
     """What to price: a spec, or a chip and cards (no chip and 0 cards: the no-card mode)."""
 
     spec = serializers.SlugField(required=False, help_text="An instance spec slug from /api/v1/specs.")
@@ -130,13 +131,13 @@ def _money(**kwargs):
     return serializers.DecimalField(max_digits=20, decimal_places=MONEY_DECIMAL_PLACES, **kwargs)
 
 
-class ProgrammeSerializer(serializers.Serializer):
+class ProgrammeSerializer(strict.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField(source="label")
     rate = serializers.DecimalField(max_digits=5, decimal_places=4)
 
 
-class QuoteSerializer(serializers.Serializer):
+class QuoteSerializer(strict.Serializer):
     """A price breakdown. Amounts are decimal strings in CNY; discounts are positive amounts taken off."""
 
     currency = serializers.CharField()
@@ -166,7 +167,7 @@ class QuoteSerializer(serializers.Serializer):
     subsidy_limited = serializers.BooleanField()
 
 
-class VoucherSerializer(serializers.Serializer):
+class VoucherSerializer(strict.Serializer):
     """A voucher in the wallet: what is left of it, what it pays for and until when."""
 
     id = serializers.CharField()
@@ -178,11 +179,11 @@ class VoucherSerializer(serializers.Serializer):
     covers = serializers.CharField()
 
 
-class VoucherListSerializer(serializers.Serializer):
+class VoucherListSerializer(strict.Serializer):
     results = VoucherSerializer(many=True)
 
 
-class VoucherRedeemSerializer(serializers.Serializer):
+class VoucherRedeemSerializer(strict.Serializer):
     code = serializers.CharField(
         max_length=64,
         validators=[Pattern(vouchers.CODE_AS_TYPED, refuse=vouchers.check_code)],
@@ -190,7 +191,7 @@ class VoucherRedeemSerializer(serializers.Serializer):
     )
 
 
-class WalletSerializer(serializers.Serializer):
+class WalletSerializer(strict.Serializer):
     """The caller's wallet. Amounts are decimal strings in CNY."""
 
     currency = serializers.SerializerMethodField()
@@ -208,7 +209,7 @@ class WalletSerializer(serializers.Serializer):
         return "CNY"
 
 
-class SpendingCapSerializer(serializers.Serializer):
+class SpendingCapSerializer(strict.Serializer):
     spending_cap = AmountField(
         max_digits=12,
         decimal_places=2,
@@ -219,7 +220,7 @@ class SpendingCapSerializer(serializers.Serializer):
     )
 
 
-class TransactionSerializer(serializers.Serializer):
+class TransactionSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     kind = serializers.CharField()
     kind_display = serializers.CharField(source="get_kind_display")
@@ -232,7 +233,7 @@ class TransactionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class TransactionFilterSerializer(serializers.Serializer):
+class TransactionFilterSerializer(strict.Serializer):
     kind = serializers.ChoiceField(choices=[], required=False)
     since = serializers.DateField(required=False, validators=[ListingDate()])
     until = serializers.DateField(required=False, validators=[ListingDate()])
@@ -247,7 +248,7 @@ class TransactionFilterSerializer(serializers.Serializer):
         return attrs
 
 
-class StatementLineSerializer(serializers.Serializer):
+class StatementLineSerializer(strict.Serializer):
     resource_id = serializers.UUIDField(allow_null=True)
     kind = serializers.CharField()
     label = serializers.CharField()
@@ -260,13 +261,13 @@ class StatementLineSerializer(serializers.Serializer):
     member = serializers.CharField(help_text="On a team's statement: the member whose use it was (their address).")
 
 
-class MemberSpendSerializer(serializers.Serializer):
+class MemberSpendSerializer(strict.Serializer):
     member = serializers.CharField(help_text="The member's address; empty for the team's own charges.")
     minutes = serializers.IntegerField()
     charged = _money()
 
 
-class StatementSerializer(serializers.Serializer):
+class StatementSerializer(strict.Serializer):
     month = serializers.SerializerMethodField()
     currency = serializers.SerializerMethodField()
     lines = StatementLineSerializer(many=True)
@@ -282,7 +283,7 @@ class StatementSerializer(serializers.Serializer):
         return "CNY"
 
 
-class StatementRequestSerializer(serializers.Serializer):
+class StatementRequestSerializer(strict.Serializer):
     month = serializers.RegexField(
         r"^20\d{2}-(0[1-9]|1[0-2])$",
         required=False,
@@ -290,11 +291,11 @@ class StatementRequestSerializer(serializers.Serializer):
     )
 
 
-class TopUpRequestSerializer(serializers.Serializer):
+class TopUpRequestSerializer(strict.Serializer):
     amount = AmountField(max_digits=12, decimal_places=2, bounds=payments.limits, help_text='CNY, e.g. "50.00".')
 
 
-class TopUpSerializer(serializers.Serializer):
+class TopUpSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     amount = _money()
     currency = serializers.SerializerMethodField()

@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
 from core.api.schema import named_format
 from core.api.validators import Pattern
 
@@ -28,7 +29,7 @@ class RealNameField(serializers.CharField):
     """A name as on an ID card (``clean_name`` checks it)."""
 
 
-class RealNameRequestSerializer(serializers.Serializer):
+class RealNameRequestSerializer(strict.Serializer):
     real_name = RealNameField(  # no max_length: the pattern counts the name's parts once spaces are folded
         validators=[Pattern(identity.NAME_AS_TYPED, refuse=identity.clean_name)],
         help_text="As on the ID card: Chinese characters, Latin letters, spaces and · . ' -",
@@ -41,7 +42,7 @@ class RealNameRequestSerializer(serializers.Serializer):
     )
 
 
-class RealNameSerializer(serializers.Serializer):
+class RealNameSerializer(strict.Serializer):
     name = serializers.CharField(source="masked_name", help_text="Masked: the first character only.")
     number = serializers.CharField(source="masked_number", help_text="Masked: the last four characters only.")
     document = serializers.CharField()

@@ -1,12 +1,13 @@
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from core.api import strict
 from core.api.validators import display_name
 
 from ..models import ApiToken, User
 
 
-class MeSerializer(serializers.ModelSerializer):
+class MeSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     email_verified = serializers.SerializerMethodField()
     language = serializers.SerializerMethodField()
@@ -31,7 +32,7 @@ class TeamSlugField(serializers.CharField):
         return value.slug
 
 
-class ApiTokenSerializer(serializers.ModelSerializer):
+class ApiTokenSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     active = serializers.BooleanField(source="is_active", read_only=True)
     team = TeamSlugField(

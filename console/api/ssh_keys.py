@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from core.api import strict
 from core.api.schema import named_format
 from core.api.validators import display_name
 
@@ -17,7 +18,7 @@ class PublicKeyField(serializers.CharField):
     """An SSH public key's text: the schema names its format (checked by ``ssh_keys.parse_public_key``)."""
 
 
-class SSHKeySerializer(serializers.ModelSerializer):
+class SSHKeySerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     public_key = PublicKeyField(
         max_length=ssh_keys.MAX_KEY_TEXT,

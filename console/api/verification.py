@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
 from core.api.schema import named_format
 from core.api.validators import Pattern
 
@@ -25,7 +26,7 @@ class CreditCodeField(serializers.CharField):
     (``clean_licence_number`` checks it)."""
 
 
-class EnterpriseVerificationSerializer(serializers.ModelSerializer):
+class EnterpriseVerificationSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     licence_number = CreditCodeField(
         max_length=24, validators=[Pattern(verification.CREDIT_CODE_AS_TYPED, refuse=verification.clean_licence_number)]

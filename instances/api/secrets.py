@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from core.api import strict
 from core.api.validators import Pattern, RequiredText
 
 from .. import secrets
@@ -15,7 +16,7 @@ from ..models import Secret
 from .serializers import ErrorSerializer
 
 
-class SecretSerializer(serializers.ModelSerializer):
+class SecretSerializer(strict.ModelSerializer):
     """A secret as the API shows it: its name and when it changed, never its value."""
 
     class Meta:
@@ -34,7 +35,7 @@ def _value_field():
     )
 
 
-class SecretCreateSerializer(serializers.Serializer):
+class SecretCreateSerializer(strict.Serializer):
     name = serializers.CharField(
         max_length=MAX_NAME_LENGTH,
         validators=[Pattern(rf"^{NAME_PATTERN.pattern}$", refuse=partial(check_name, field="name"))],
@@ -43,7 +44,7 @@ class SecretCreateSerializer(serializers.Serializer):
     value = _value_field()
 
 
-class SecretValueSerializer(serializers.Serializer):
+class SecretValueSerializer(strict.Serializer):
     value = _value_field()
 
 

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
+from core.api import strict
 from core.api.ranges import positive_numbers
 from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
@@ -24,12 +25,12 @@ from ..models import Instance, InstanceEvent
 from ..services import cost_so_far
 
 
-class ScalingFigureSerializer(serializers.Serializer):
+class ScalingFigureSerializer(strict.Serializer):
     cards = serializers.IntegerField()
     efficiency = serializers.DecimalField(max_digits=5, decimal_places=4)
 
 
-class ResNet50Serializer(serializers.Serializer):
+class ResNet50Serializer(strict.Serializer):
     precision = serializers.CharField(source="resnet50_precision")
     images_per_s = serializers.IntegerField(source="resnet50_images_per_s")
     latency_ms = serializers.DecimalField(source="resnet50_latency_ms", max_digits=7, decimal_places=2)
@@ -38,7 +39,7 @@ class ResNet50Serializer(serializers.Serializer):
     )
 
 
-class ChipSerializer(serializers.ModelSerializer):
+class ChipSerializer(strict.ModelSerializer):
     """A chip and its published figures; null means the operator has not published the figure."""
 
     scaling_efficiency = ScalingFigureSerializer(source="scaling_figures", many=True, read_only=True)
@@ -83,7 +84,7 @@ class ChipSerializer(serializers.ModelSerializer):
         return ResNet50Serializer(chip).data if chip.resnet50_images_per_s else None
 
 
-class ZoneOfferSerializer(serializers.Serializer):
+class ZoneOfferSerializer(strict.Serializer):
     chip = serializers.SerializerMethodField()
     nodes = serializers.IntegerField()
     cards = serializers.IntegerField()
@@ -92,7 +93,7 @@ class ZoneOfferSerializer(serializers.Serializer):
         return self.context["chip_slugs"][offer.chip_id]
 
 
-class ZoneSerializer(serializers.ModelSerializer):
+class ZoneSerializer(strict.ModelSerializer):
     region = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     region_name = serializers.CharField(source="region.label", read_only=True)
     offers = serializers.SerializerMethodField()
@@ -108,7 +109,7 @@ class ZoneSerializer(serializers.ModelSerializer):
         return ZoneOfferSerializer(offers, many=True, context=self.context).data
 
 
-class InstanceSpecSerializer(serializers.ModelSerializer):
+class InstanceSpecSerializer(strict.ModelSerializer):
     chip = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     no_card = serializers.BooleanField(source="is_no_card", read_only=True)
 
@@ -149,7 +150,7 @@ def _number(name, required=True, help_text=""):
     )
 
 
-class TrainingEstimateQuerySerializer(serializers.Serializer):
+class TrainingEstimateQuerySerializer(strict.Serializer):
     params_b = _number("params_b", help_text="Model parameters, in billions.")
     tokens_b = _number("tokens_b", help_text="Training tokens, in billions.")
     chip = serializers.SlugField(help_text="A chip slug from /api/v1/chips.")
@@ -164,7 +165,7 @@ def _money(**kwargs):
     return serializers.DecimalField(max_digits=20, decimal_places=2, coerce_to_string=True, **kwargs)
 
 
-class TrainingEstimateSerializer(serializers.Serializer):
+class TrainingEstimateSerializer(strict.Serializer):
     chip = serializers.CharField(source="chip.slug")
     params_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.params_b")
     tokens_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.tokens_b")
@@ -195,7 +196,7 @@ def not_published_message(chip, missing) -> str:
 # Instances ----------------------------------------------------------------------------------------------------
 
 
-class InstanceEventSerializer(serializers.ModelSerializer):
+class InstanceEventSerializer(strict.ModelSerializer):
     old = serializers.CharField(read_only=True, help_text="The status before (empty for the first event).")
     new = serializers.CharField(read_only=True, help_text="The status after (the same as old for a notice).")
     reason = serializers.CharField(read_only=True)
@@ -207,7 +208,7 @@ class InstanceEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class InstanceSerializer(serializers.ModelSerializer):
+class InstanceSerializer(strict.ModelSerializer):
     """An instance. ``access`` details of the simulated backend carry ``"simulated": true``. ``env`` holds the plain
     variables with their values; ``secrets`` only names the secrets it boots with."""
 
@@ -294,7 +295,7 @@ class VariablesField(serializers.DictField):
     """Environment variables, NAME → text (``instances.environment`` checks them)."""
 
 
-class BootOptionsSerializer(serializers.Serializer):
+class BootOptionsSerializer(strict.Serializer):
     """What a launched instance boots with (``instances.environment`` checks them: a refusal names the field)."""
 
     start_command = serializers.CharField(
@@ -387,13 +388,13 @@ class InstanceCreateSchema(OpenApiSerializerExtension):
         return schema
 
 
-class InstanceLogsQuerySerializer(serializers.Serializer):
+class InstanceLogsQuerySerializer(strict.Serializer):
     tail = serializers.IntegerField(
         required=False, default=DEFAULT_TAIL, min_value=1, max_value=MAX_TAIL, help_text="How many lines, newest last."
     )
 
 
-class InstanceLogsSerializer(serializers.Serializer):
+class InstanceLogsSerializer(strict.Serializer):
     """The tail of what the start command wrote, stdout and stderr together, oldest line first."""
 
     lines = serializers.ListField(child=serializers.CharField(allow_blank=True))
@@ -401,32 +402,32 @@ class InstanceLogsSerializer(serializers.Serializer):
     live = serializers.BooleanField(help_text="The instance is live: more lines may come (the CLI's --follow).")
 
 
-class InstanceStartSerializer(serializers.Serializer):
+class InstanceStartSerializer(strict.Serializer):
     no_card = serializers.BooleanField(
         required=False, default=False, help_text="Start CPU-only when the zone has no free cards."
     )
 
 
-class CapacityAlternativeSerializer(serializers.Serializer):
+class CapacityAlternativeSerializer(strict.Serializer):
     zone = serializers.CharField()
     chip = serializers.CharField()
     free_cards = serializers.IntegerField()
     max_cards = serializers.IntegerField()
 
 
-class CapacityErrorSerializer(serializers.Serializer):
+class CapacityErrorSerializer(strict.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     alternatives = CapacityAlternativeSerializer(many=True)
     no_card_offered = serializers.BooleanField()
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(strict.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
 
 
-class TrainingCurvesSerializer(serializers.Serializer):
+class TrainingCurvesSerializer(strict.Serializer):
     """``curves``: tag → [[step, value], …], oldest first (the last 2,000 points of each tag)."""
 
     simulated = serializers.BooleanField(help_text="True on the simulated backend: the quick-start script's curve.")

@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
+from core.api import strict
 from core.api.schema import named_format
 from core.api.validators import AtLeast, AtMost, RequiredText, display_name
 
@@ -15,7 +16,7 @@ from ..models import CloudDisk, Entry
 SIZE_RANGE = [AtLeast(MIN_GB, refuse=clean_size), AtMost(MAX_GB, refuse=clean_size)]
 
 
-class EntrySerializer(serializers.ModelSerializer):
+class EntrySerializer(strict.ModelSerializer):
     """A file or folder. The root folder (``lookup`` of ``/``) has no id and no dates: those are null there."""
 
     id = serializers.UUIDField(source="public_id", read_only=True, allow_null=True)
@@ -63,7 +64,7 @@ class NameField(RequiredText):
         super().__init__(empty_message=gettext_lazy("The name is empty."), empty_code="invalid_path", **kwargs)
 
 
-class FolderCreateSerializer(serializers.Serializer):
+class FolderCreateSerializer(strict.Serializer):
     path = PathField(
         max_length=4096,
         trim_whitespace=False,
@@ -71,7 +72,7 @@ class FolderCreateSerializer(serializers.Serializer):
     )
 
 
-class EntryChangeSerializer(serializers.Serializer):
+class EntryChangeSerializer(strict.Serializer):
     """A rename (``name``), a move (``folder``), or both (neither: nothing changes)."""
 
     name = NameField(required=False, trim_whitespace=False, max_length=1024, help_text="New name.")
@@ -80,7 +81,7 @@ class EntryChangeSerializer(serializers.Serializer):
     )
 
 
-class UsageSerializer(serializers.Serializer):
+class UsageSerializer(strict.Serializer):
     used = serializers.IntegerField(help_text="Bytes stored: files, and what is kept elsewhere (see elsewhere).")
     elsewhere = serializers.IntegerField(help_text="The part of used kept by the hub: published repositories.")
     reserved = serializers.IntegerField(help_text="Bytes held for uploads in progress.")
@@ -93,7 +94,7 @@ class UsageSerializer(serializers.Serializer):
 # Cloud disks and hub mounts ----------------------------------------------------------------------------------------
 
 
-class DiskSerializer(serializers.ModelSerializer):
+class DiskSerializer(strict.ModelSerializer):
     """A cloud disk. ``instance`` is the id of the instance it is attached to (null when detached)."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
@@ -131,7 +132,7 @@ class DiskSerializer(serializers.ModelSerializer):
         return str(self._price(disk).per_month)
 
 
-class DiskCreateSerializer(serializers.Serializer):
+class DiskCreateSerializer(strict.Serializer):
     name = serializers.CharField(
         max_length=64,
         validators=[display_name(64, gettext_lazy("disk"), also_refused="/", refuse=clean_disk_name)],
@@ -141,17 +142,17 @@ class DiskCreateSerializer(serializers.Serializer):
     zone = serializers.CharField(max_length=50, help_text="A zone slug, e.g. cn-east-xc.")
 
 
-class DiskGrowSerializer(serializers.Serializer):
+class DiskGrowSerializer(strict.Serializer):
     size_gb = serializers.IntegerField(
         validators=SIZE_RANGE, help_text="The new size in GB (at most 32768); larger than the current one."
     )
 
 
-class DiskAttachSerializer(serializers.Serializer):
+class DiskAttachSerializer(strict.Serializer):
     instance = serializers.CharField(max_length=64, help_text="The id of one of your instances in the disk's zone.")
 
 
-class MountSerializer(serializers.Serializer):
+class MountSerializer(strict.Serializer):
     repo = serializers.CharField(read_only=True)
     kind = serializers.CharField(read_only=True)
     target = serializers.CharField(read_only=True, help_text="Read-only mount point inside the instance.")
@@ -159,5 +160,5 @@ class MountSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class MountCreateSerializer(serializers.Serializer):
+class MountCreateSerializer(strict.Serializer):
     repo = serializers.CharField(max_length=201, help_text="A hub model or dataset, org/name.")

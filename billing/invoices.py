@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from console.ops.audit import Actor, record
 from console.ops.choices import AuditAction
 from core import csvsafe
-from core.errors import Conflict, NotFound, ServiceError, Unavailable
+from core.errors import Conflict, Forbidden, NotFound, ServiceError, Unavailable
 from core.field_errors import FieldError
 
 from . import wallet
@@ -97,7 +97,7 @@ def _text(value, limit: int) -> str:
     return value.strip()[:limit] if isinstance(value, str) else ""
 
 
-def _amount(value) -> Decimal:
+def check_amount(value) -> Decimal:
     try:
         amount = wallet.parse_amount(value if isinstance(value, str | Decimal | int) else "")
     except ServiceError:
@@ -107,11 +107,18 @@ def _amount(value) -> Decimal:
     return amount
 
 
+def check_tax_id(value) -> str:
+    tax_id = re.sub(r"\s", "", _text(value, 40)).upper()
+    if not TAX_ID.match(tax_id):
+        raise FieldError("tax_id", _("A taxpayer ID has 15 to 20 digits and capital letters."), code="invalid_tax_id")
+    return tax_id
+
+
 def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", bank="", bank_account="") -> Invoice:
     """Ask for an invoice of ``amount`` yuan. Refused with what may be invoiced when it is more than that."""
     if kind not in Invoice.Kind.values:
         raise FieldError("kind", _("Choose a general or a special VAT invoice."), code="invalid_kind")
-    amount = _amount(amount)
+    amount = check_amount(amount)
     fields = {
         "title": _text(title, 200),
         "tax_id": re.sub(r"\s", "", _text(tax_id, 40)).upper(),
@@ -122,13 +129,13 @@ def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", 
     }
     if not fields["title"]:
         raise FieldError("title", _("Give the invoice's title: your name, or the company's."), code="title_required")
-    if fields["tax_id"] and not TAX_ID.match(fields["tax_id"]):
-        raise FieldError("tax_id", _("A taxpayer ID has 15 to 20 digits and capital letters."), code="invalid_tax_id")
+    if fields["tax_id"]:
+        fields["tax_id"] = check_tax_id(fields["tax_id"])
     if kind == Invoice.Kind.SPECIAL:
         from .subsidies import is_verified_enterprise
 
         if not is_verified_enterprise(user):
-            raise ServiceError(
+            raise Forbidden(
                 _("Special VAT invoices are for verified enterprises: verify your enterprise first."),
                 code="enterprise_required",
             )
@@ -147,8 +154,8 @@ def request(user, *, kind: str, title, amount, tax_id="", address="", phone="", 
         # One request of a person at a time: the second sees what the first took.
         get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
         left = invoiceable(user)
-        if amount > left:
-            raise ServiceError(
+        if amount > left:  # what the account has paid does not allow it now: a conflict with its state
+            raise Conflict(
                 _(
                     "You can ask for an invoice of at most %(left)s: what you paid by top-up, less refunds and what is "
                     "already invoiced (the trial credit and subsidies are not invoiced)."

@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 
 from catalog.models import Chip, InstanceSpec, Zone, check_zone_accepts
 from catalog.services import zone_offers
-from core.errors import ServiceError
+from core.errors import NotFound, ServiceError
 
 from . import price_version
 from .models import Plan, Price, StoragePrice, SubsidyProgramme, SubsidyUsage
@@ -355,7 +355,7 @@ def _resolve_plan(book: PriceBook, plan: Plan | str, spot: bool) -> Plan:
     slug = plan.slug if isinstance(plan, Plan) else plan
     resolved = book.plans.get(slug)
     if resolved is None:
-        raise ServiceError(_("Unknown plan “%(plan)s”.") % {"plan": slug}, code="unknown_plan")
+        raise NotFound(_("Unknown plan “%(plan)s”.") % {"plan": slug}, code="unknown_plan")
     if spot and not resolved.allows_spot:
         raise ServiceError(
             _("Spot instances are offered with pay-as-you-go only, not with the %(plan)s plan.")

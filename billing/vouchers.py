@@ -40,6 +40,7 @@ from .money import ZERO, summed
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read off a card without doubt
 CODE_LENGTH = 12
 SHARED_CODE = re.compile(r"^[A-Z0-9]{6,32}$")
+CODE_AS_TYPED = r"^[\s-]*(?:[A-Za-z0-9][\s-]*){6,32}$"  # the API's pattern: normalise_code drops spaces and dashes
 REDEEM_ATTEMPTS_PER_HOUR = 20  # per person: guessing codes through "no such code" answers takes forever
 MAX_CODES_PER_BATCH = 10_000
 
@@ -179,18 +180,25 @@ def _check_attempts(person) -> None:
         )
 
 
-def redeem(user, code, *, by) -> Voucher:
-    """Redeem ``code`` into ``user``'s wallet (``by``: the person typing it). Exactly once per allowed use; at most
-    ``REDEEM_ATTEMPTS_PER_HOUR`` tries a person an hour."""
+def check_code(code) -> str:
     text = normalise_code(code)
     if not SHARED_CODE.match(text):
         raise FieldError("code", _("Enter the voucher's code, e.g. ABCD-EFGH-JKLM."), code="invalid_voucher_code")
+    return text
+
+
+def redeem(user, code, *, by) -> Voucher:
+    """Redeem ``code`` into ``user``'s wallet (``by``: the person typing it). Exactly once per allowed use; at most
+    ``REDEEM_ATTEMPTS_PER_HOUR`` tries a person an hour."""
+    text = check_code(code)
     _check_attempts(by)
     now = timezone.now()
     with transaction.atomic():
         row = VoucherCode.objects.select_related("batch").filter(code=text).first()
         if row is None:
-            raise FieldError("code", _("No voucher has this code. Check it and try again."), code="unknown_voucher")
+            raise FieldError(
+                "code", _("No voucher has this code. Check it and try again."), code="unknown_voucher", status=404
+            )
         batch = row.batch
         if batch.expires_at <= now:
             raise FieldError(
@@ -198,6 +206,7 @@ def redeem(user, code, *, by) -> Voucher:
                 _("This voucher expired on %(date)s.")
                 % {"date": date_format(timezone.localtime(batch.expires_at), "DATE_FORMAT")},
                 code="voucher_expired",
+                status=409,
             )
         if Voucher.objects.filter(redeemed_by=by, code=row).exists():
             raise Conflict(_("You have already redeemed this code."), code="voucher_already_redeemed")

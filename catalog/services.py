@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Sum
 from django.utils.translation import gettext as _
 
-from core.errors import ServiceError
+from core.errors import NotFound, ServiceError
 
 from .models import Chip, Node, Zone
 
@@ -23,17 +23,17 @@ def add_node(*, zone: Zone, chip: Chip, name: str, cards: int, backend_name: str
 
 
 def get_chip(slug: str) -> Chip:
-    """The chip a request names; an unknown slug is bad input (400), not a missing page."""
+    """The chip a request names; an unknown slug is a reference to nothing: 404 ``unknown_chip``."""
     chip = Chip.objects.for_user(None).filter(slug=slug).first() if slug else None
     if chip is None:
-        raise ServiceError(_("Unknown chip “%(slug)s”.") % {"slug": slug}, code="unknown_chip")
+        raise NotFound(_("Unknown chip “%(slug)s”.") % {"slug": slug}, code="unknown_chip")
     return chip
 
 
 def get_zone(slug: str) -> Zone:
     zone = Zone.objects.active().filter(slug=slug).select_related("region").first() if slug else None
     if zone is None:
-        raise ServiceError(_("Unknown zone “%(slug)s”.") % {"slug": slug}, code="unknown_zone")
+        raise NotFound(_("Unknown zone “%(slug)s”.") % {"slug": slug}, code="unknown_zone")
     return zone
 
 

@@ -377,7 +377,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "core.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
@@ -398,6 +398,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_errors",
+        "core.api.schema.document_empty_query_values",
+        "core.api.schema.document_form_bodies",
     ],
 }
 

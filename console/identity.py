@@ -81,8 +81,18 @@ PROVINCES = frozenset(
 )
 _HAN = "\u3400-\u9fff\U00020000-\U0003134f"  # CJK unified ideographs, extensions A to G (𠮷 included)
 NAME = re.compile(rf"^[{_HAN}·A-Za-z][{_HAN}· A-Za-z.'-]{{0,59}}$")
+# What the API accepts, before ``clean_name`` folds each run of white space into one space and ``clean_number``
+# drops it: the patterns of the API's schema. A number's format is named too (its region, date of birth and check
+# character are more than a pattern says).
+NAME_AS_TYPED = rf"^[{_HAN}·A-Za-z](?:[{_HAN}·A-Za-z.'-]|\s+){{0,59}}$"
+NUMBER_AS_TYPED = r"^\s*(?:[0-9]\s*){17}[0-9Xx]\s*$"
+NUMBER_FORMAT = "cn-resident-id"
 ATTEMPTS_PER_DAY = 10
 ACTIONS = {"topup", "team", "endpoint"}
+
+
+class TooManyAttempts(ServiceError):
+    status = 429  # a limit on tries, like the API's throttle
 
 
 class RealNameRequired(ServiceError):
@@ -164,7 +174,7 @@ def _count_attempt(user) -> None:
     key = f"identity-attempts:{user.pk}:{timezone.localdate().isoformat()}"
     cache.add(key, 0, 60 * 60 * 25)
     if cache.incr(key) > ATTEMPTS_PER_DAY:
-        raise ServiceError(
+        raise TooManyAttempts(
             _("Too many attempts today: try again tomorrow, or contact support."), code="too_many_attempts"
         )
 

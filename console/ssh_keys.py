@@ -9,7 +9,7 @@ import asyncssh
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from core.errors import NotFound, ServiceError
+from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.validators import clean_display_name
 
@@ -20,6 +20,8 @@ MAX_NAME_LENGTH = 100  # SSHKey.name
 MIN_RSA_BITS = 2048
 # Far more than any public key (a 16,384-bit RSA key is about 2,800 characters); a bound on what is parsed.
 MAX_KEY_TEXT = 16_000
+# The API's schema names the format of a key's text (``SSHKeySerializer``).
+KEY_FORMAT = "ssh-public-key"
 ACCEPTED_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")
 PRIVATE_KEY_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File")
 
@@ -88,7 +90,7 @@ def add_ssh_key(user, *, public_key, name: str = "") -> SSHKey:
         name = clean_display_name(name or default, max_length=MAX_NAME_LENGTH, field_label=_("SSH key"))
     except ServiceError as exc:
         raise FieldError("name", exc.message, code=exc.code) from None
-    duplicate = FieldError("public_key", _("You have already added this key."), code="duplicate_key")
+    duplicate = FieldError("public_key", _("You have already added this key."), code="duplicate_key", status=409)
     with transaction.atomic():
         # The user's row is the lock: two keys added at once cannot both pass the limit check.
         User.objects.select_for_update().filter(pk=user.pk).first()
@@ -96,7 +98,7 @@ def add_ssh_key(user, *, public_key, name: str = "") -> SSHKey:
         if keys.filter(fingerprint=parsed.fingerprint).exists():
             raise duplicate
         if keys.count() >= MAX_SSH_KEYS_PER_USER:
-            raise ServiceError(
+            raise Conflict(
                 _("You can have at most %(n)d SSH keys; delete one first.") % {"n": MAX_SSH_KEYS_PER_USER},
                 code="too_many_keys",
             )

@@ -33,7 +33,8 @@ RESEND_SECONDS = 60
 CODES_PER_DAY = 10
 CODES_PER_ADDRESS = 5  # a day, whichever accounts ask: nobody can flood a student's mailbox
 # A mailbox of a university in mainland China: any host under edu.cn (pku.edu.cn, mails.tsinghua.edu.cn…).
-ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+edu\.cn$", re.IGNORECASE)
+# Written without flags, so that the API's schema states it as it is (the pattern of StudentAddressSerializer).
+ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[Ee][Dd][Uu]\.[Cc][Nn]$")
 
 
 class TooManyCodes(ServiceError):
@@ -123,9 +124,9 @@ def confirm(user, code) -> StudentVerification:
     with transaction.atomic():
         row = StudentVerification.objects.select_for_update().filter(user=user).first()
         if row is None or not row.code_hash or row.code_sent_at is None:
-            raise ServiceError(_("Ask for a code first."), code="no_code")
+            raise Conflict(_("Ask for a code first."), code="no_code")
         if now - row.code_sent_at > timedelta(minutes=CODE_MINUTES) or row.attempts >= MAX_ATTEMPTS:
-            raise ServiceError(_("This code has expired: ask for a new one."), code="code_expired")
+            raise Conflict(_("This code has expired: ask for a new one."), code="code_expired")
         if not re.fullmatch(r"\d{6}", typed) or not hmac.compare_digest(row.code_hash, _digest(user, typed)):
             row.attempts += 1
             row.save(update_fields=["attempts"])  # kept: the refusal is raised after the commit

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core import keys
-from core.errors import NotFound, ServiceError
+from core.errors import Conflict, NotFound, ServiceError
 from core.validators import clean_display_name
 
 from .models import ApiToken
@@ -40,7 +40,7 @@ def create_api_token(user, *, name: str, scope: str, team=None) -> IssuedToken:
     if scope not in ApiToken.Scope.values:
         raise ServiceError(_("Unknown scope: choose read or read_write."), code="invalid_scope")
     if ApiToken.objects.for_user(user).active().count() >= MAX_TOKENS_PER_USER:
-        raise ServiceError(
+        raise Conflict(
             _("You can have at most %(n)d active tokens; revoke one first.") % {"n": MAX_TOKENS_PER_USER},
             code="too_many_tokens",
         )

@@ -29,6 +29,10 @@ Status = EnterpriseVerification.Status
 CREDIT_CODE_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
 CREDIT_CODE_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
 PHONE = re.compile(r"^\+?[0-9][0-9 \-]{5,30}$")
+# A code as the API accepts it (``clean_licence_number`` drops spaces and dashes and reads letters as capitals),
+# and the name of its format in the API's schema (its check character is more than a pattern says).
+CREDIT_CODE_AS_TYPED = r"^[\s-]*(?:[0-9A-HJ-NP-RTUWXYa-hj-np-rtuwxy][\s-]*){18}$"
+CREDIT_CODE_FORMAT = "cn-unified-social-credit-code"
 MAX_REASON = 500
 
 
@@ -52,6 +56,12 @@ def clean_licence_number(value: str) -> str:
             code="invalid_licence_number",
         )
     return code
+
+
+def check_phone(value: str) -> str:
+    if not PHONE.match(value):
+        raise ServiceError(_("Enter a phone number of digits, e.g. 010-12345678 or 13800138000."), code="invalid_phone")
+    return value
 
 
 def _required(value: str, limit: int, message: str, code: str) -> str:
@@ -93,8 +103,7 @@ def apply(user, *, company_name: str, licence_number: str, contact_name: str, co
         "contact_name": _required(contact_name, 100, _("Enter a contact person."), "contact_name_required"),
         "contact_phone": _required(contact_phone, 32, _("Enter a contact phone number."), "contact_phone_required"),
     }
-    if not PHONE.match(fields["contact_phone"]):
-        raise ServiceError(_("Enter a phone number of digits, e.g. 010-12345678 or 13800138000."), code="invalid_phone")
+    check_phone(fields["contact_phone"])
     latest = current(user)
     if latest is not None and latest.status == Status.PENDING:
         raise Conflict(_("Your application is already waiting for review."), code="verification_pending")

@@ -17,6 +17,20 @@ from .errors import ServiceError
 TEXT_DIRECTION_CHARACTERS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 
 
+_REFUSED_CLASS = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+
+
+# The rule as a pattern, for the API's schema: some character other than white space, none of the refused ones
+# (the length, counted once trimmed, is the field's own ``maxLength``).
+def display_name_pattern(also_refused: str = "") -> str:
+    """``also_refused``: more characters refused (a character class's contents, e.g. "/")."""
+    refused = _REFUSED_CLASS + also_refused
+    return rf"^[^{refused}]*[^\s{refused}][^{refused}]*$"
+
+
+DISPLAY_NAME_PATTERN = display_name_pattern()
+
+
 def _refused_character(name: str) -> str | None:
     for char in name:
         if char in TEXT_DIRECTION_CHARACTERS or unicodedata.category(char) in {"Cc", "Zl", "Zp"}:

@@ -11,6 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog.models import Chip
+from core.api import strict
+from core.api.validators import AtLeast, AtMost
 from inference import template_catalog as inference
 from instances import lifecycle
 from teams.context import account_for
@@ -20,7 +22,7 @@ from teams.services import record
 from . import services as endpoints
 
 
-class TemplateSerializer(serializers.Serializer):
+class TemplateSerializer(strict.Serializer):
     slug = serializers.CharField()
     model = serializers.CharField(source="model.repo")
     framework = serializers.CharField()
@@ -36,7 +38,7 @@ class TemplateSerializer(serializers.Serializer):
         return inference.card_refusal(template, self.context["node_backends"], self.context["chips"])
 
 
-class KeySerializer(serializers.Serializer):
+class KeySerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     name = serializers.CharField()
     prefix = serializers.CharField()
@@ -45,7 +47,7 @@ class KeySerializer(serializers.Serializer):
     revoked_at = serializers.DateTimeField()
 
 
-class EndpointSerializer(serializers.Serializer):
+class EndpointSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     name = serializers.CharField(source="instance.name")
     instance = serializers.UUIDField(source="instance.public_id")
@@ -63,11 +65,20 @@ class EndpointSerializer(serializers.Serializer):
         return self.context["request"].build_absolute_uri("/v1")
 
 
-class DeploySerializer(serializers.Serializer):
+class DeploySerializer(strict.Serializer):
     template = serializers.CharField(max_length=64)
     chip = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     name = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-    idle_stop_minutes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    idle_stop_minutes = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        validators=[
+            AtLeast(endpoints.MIN_IDLE_MINUTES, refuse=endpoints.check_idle),
+            AtMost(endpoints.MAX_IDLE_MINUTES, refuse=endpoints.check_idle),
+        ],
+        help_text="Scale to zero after this many idle minutes (5 to 10080); null: never.",
+    )
 
 
 def _endpoint(request, endpoint):
@@ -158,7 +169,7 @@ class EndpointStartView(APIView):
         return _acted(request, endpoint, TeamEvent.Action.STARTED)
 
 
-class KeyCreateSerializer(serializers.Serializer):
+class KeyCreateSerializer(strict.Serializer):
     name = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
 
 

@@ -73,10 +73,13 @@ class DeployRequest:
     idle_stop_minutes: int | None = None
 
 
-def _check_idle(minutes) -> None:
+MIN_IDLE_MINUTES, MAX_IDLE_MINUTES = 5, 7 * 24 * 60
+
+
+def check_idle(minutes) -> None:
     if minutes is None:
         return
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 5 <= minutes <= 7 * 24 * 60:
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not MIN_IDLE_MINUTES <= minutes <= MAX_IDLE_MINUTES:
         raise ServiceError(
             _("Scale to zero after 5 to 10080 idle minutes, or leave it empty."), code="invalid_idle_minutes"
         )
@@ -115,8 +118,8 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
     try:
         template = inference.get_template(request.template)
     except NotFound as exc:
-        raise ServiceError(exc.message, code="unknown_template") from exc
-    _check_idle(request.idle_stop_minutes)
+        raise NotFound(exc.message, code="unknown_template") from exc
+    check_idle(request.idle_stop_minutes)
     refusal = inference.card_refusal(template)
     if refusal:
         raise ServiceError(refusal, code="needs_a_card")
@@ -155,7 +158,7 @@ def deploy(user, request: DeployRequest, *, by=None) -> Endpoint:
 
 
 def set_idle_stop(endpoint: Endpoint, minutes) -> Endpoint:
-    _check_idle(minutes)
+    check_idle(minutes)
     Endpoint.objects.filter(pk=endpoint.pk).update(idle_stop_minutes=minutes)
     endpoint.idle_stop_minutes = minutes
     return endpoint

@@ -85,6 +85,7 @@ def check_secret_names(owner, names) -> tuple[str, ...]:
             "secrets",
             _("You have no secret named %(names)s.") % {"names": ", ".join(unknown)},
             code="unknown_secret",
+            status=404,  # names a secret that is not there
         )
     return unique
 

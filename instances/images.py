@@ -48,8 +48,8 @@ def compatible_images(family: str | None, user=None) -> list:
 
 
 def get_image(slug: str, family: str | None, user=None):
-    """The variant ``slug`` if ``user`` may boot it on ``family``; bad input (400, ``unknown_image`` or
-    ``incompatible_image``) otherwise."""
+    """The variant ``slug`` if ``user`` may boot it on ``family``; otherwise 404 ``unknown_image`` (none, or not
+    the user's to boot) or 400 ``incompatible_image``."""
     return source().resolve_variant(slug, family, user)
 
 

@@ -17,6 +17,14 @@ ROOT = "/"
 MAX_NAME_BYTES = 255  # NAME_MAX on Linux file systems
 MAX_PATH_BYTES = 2048  # stays well inside PostgreSQL's b-tree row limit for the (owner, path) index
 MAX_DEPTH = 32
+# The names of these rules' formats in the API's schema: a name (``clean_name``) and a path (``clean_path``).
+NAME_FORMAT = "storage-name"
+PATH_FORMAT = "storage-path"
+NAME_RULES = (
+    "A file or folder name: not empty, “.” or “..”; no “/”, “\\”, control or invisible format characters; no space "
+    "at either end; at most 255 bytes in UTF-8."
+)
+PATH_RULES = f"/a/b/c: names as below, at most {MAX_DEPTH} deep and {MAX_PATH_BYTES} bytes; / is the root. {NAME_RULES}"
 
 
 class InvalidPath(ServiceError):

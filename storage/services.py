@@ -84,7 +84,7 @@ def find(user, path, action: str = "view") -> Entry | None:
 def find_folder(user, path, action: str = "view") -> Entry | None:
     folder = find(user, path, action)
     if folder is not None and not folder.is_folder:
-        raise ServiceError(_("“%(path)s” is a file, not a folder.") % {"path": folder.path}, code="not_a_folder")
+        raise Conflict(_("“%(path)s” is a file, not a folder.") % {"path": folder.path}, code="not_a_folder")
     return folder
 
 
@@ -157,7 +157,7 @@ def make_folders(user, path) -> Entry | None:
                 if existing is None:
                     raise
         if not existing.is_folder:
-            raise ServiceError(_("“%(path)s” is a file, not a folder.") % {"path": step}, code="not_a_folder")
+            raise Conflict(_("“%(path)s” is a file, not a folder.") % {"path": step}, code="not_a_folder")
         folder = existing
     return folder
 

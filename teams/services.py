@@ -34,6 +34,7 @@ from .signals import operate_lost
 
 log = logging.getLogger(__name__)
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+SLUG_AS_TYPED = r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,38}[a-zA-Z0-9])?$"  # the API's pattern: clean_slug lower-cases
 MAX_TEAMS_PER_USER = 20
 MAX_OPEN_INVITATIONS = 100
 INVITATION_SALT = "teams.invitation"
@@ -119,7 +120,10 @@ def open_invitations_for(user):
 def clean_slug(slug: str) -> str:
     slug = (slug or "").strip().lower()
     if slug in RESERVED_SLUGS:
-        raise FieldError("slug", _("“%(slug)s” is reserved; choose another.") % {"slug": slug}, code="invalid_slug")
+        # Taken by the console's own team pages: a conflict, as a slug another team holds.
+        raise FieldError(
+            "slug", _("“%(slug)s” is reserved; choose another.") % {"slug": slug}, code="invalid_slug", status=409
+        )
     if not SLUG.match(slug):
         raise FieldError(
             "slug",
@@ -129,17 +133,22 @@ def clean_slug(slug: str) -> str:
     return slug
 
 
-def create_team(user, *, name: str, slug: str) -> Team:
-    """A new team with ``user`` as its owner. Only a user with a verified e-mail address may create one."""
+def clean_team_name(name) -> str:
     name = (name or "").strip()
     if not name or len(name) > 80 or any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise FieldError("name", _("Give the team a name of 1–80 characters, on one line."), code="invalid_name")
+    return name
+
+
+def create_team(user, *, name: str, slug: str) -> Team:
+    """A new team with ``user`` as its owner. Only a user with a verified e-mail address may create one."""
+    name = clean_team_name(name)
     slug = clean_slug(slug)
     if not _has_verified_email(user):
         raise Forbidden(_("Verify your e-mail address before you create a team."), code="unverified")
     identity.require(user, "team")
     if Membership.objects.filter(user=user, role=Role.OWNER).count() >= MAX_TEAMS_PER_USER:
-        raise ServiceError(
+        raise Conflict(
             _("You own %(n)s teams, the most one person may own.") % {"n": MAX_TEAMS_PER_USER}, code="too_many_teams"
         )
     try:
@@ -149,7 +158,10 @@ def create_team(user, *, name: str, slug: str) -> Team:
             _log(team, user, TeamEvent.Action.CREATED)
     except IntegrityError as exc:
         raise FieldError(
-            "slug", _("The short name “%(slug)s” is taken; choose another.") % {"slug": slug}, code="slug_taken"
+            "slug",
+            _("The short name “%(slug)s” is taken; choose another.") % {"slug": slug},
+            code="slug_taken",
+            status=409,
         ) from exc
     return team
 
@@ -409,5 +421,5 @@ def team_for_token(user, slug) -> Team | None:
         raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team")
     try:
         return membership(user, slug.strip()).team
-    except NotFound as exc:
-        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team") from exc
+    except NotFound as exc:  # no such team, or not one of theirs: a 404 like any other reference to it
+        raise FieldError("team", _("Choose yourself or one of your teams."), code="invalid_team", status=404) from exc

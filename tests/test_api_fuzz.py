@@ -5,18 +5,25 @@ so lists and lookups render real rows) and with no token at all. Whatever comes 
 huge numbers, odd unicode, random ids — the API must never answer 500, every error must be JSON in the
 documented shape ``{"code", "message"[, "errors"]}``, and every answer must be what the schema says: a documented
 status code, the documented content type, a body that validates against the documented schema. Requests are made
-both from the schema (positive) and against it (negative), and every schemathesis check runs except the two that
-judge whether valid data is accepted and invalid data refused (docs/reliability.md says what is left).
+both from the schema (positive) and against it (negative), and every schemathesis check runs, those that judge the
+data too: what the schema calls valid is accepted (or refused for the state it meets: 404, 409, a 402 or 429), and
+what it calls invalid is refused. Where the schema names a format that a pattern cannot say (an ID number's check
+digit, an SSH key, a storage name's bytes) the generator is taught that format here, from the code that checks it.
 ``FUZZ_EXAMPLES`` sets how many requests each operation gets (small by default, so the whole fuzz stays well
 under three minutes on two cores).
 """
 
+import base64
 import json
 import os
+import unicodedata
+from datetime import date
 
 import pytest
 import schemathesis
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     allow_header_conformance,
@@ -24,6 +31,8 @@ from schemathesis.specs.openapi.checks import (
     ensure_resource_availability,
     ignored_auth,
     missing_required_header,
+    negative_data_rejection,
+    positive_data_acceptance,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
@@ -32,6 +41,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from config.wsgi import application
+from console import identity, ssh_keys, verification
+from storage import paths
+from storage.api.views import UPLOAD_METADATA_FORMAT
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
 
@@ -40,6 +52,12 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 # tus answers a request without its "Tus-Resumable" header 412 Precondition Failed (the protocol says so), where
 # schemathesis expects a 4xx of the usual kind for a missing required header.
 schema.config.checks.missing_required_header.expected_statuses = ["400", "401", "403", "406", "412", "415", "422"]
+# In the same way tus answers a wrong "Tus-Resumable" version 412, and an Upload-Length past the largest size it
+# takes (its Tus-Max-Size) 413, which the negative-data check does not expect among its usual refusals (the rest of
+# this list is its default).
+schema.config.checks.negative_data_rejection.expected_statuses = [
+    *("400", "401", "403", "404", "405", "406", "409", "412", "413", "415", "422", "428", "429", "5xx")
+]
 
 # tus upload endpoints speak the tus protocol (HEAD/PATCH with offsets): their protocol errors are tus responses
 # with empty bodies, as tus clients expect, not JSON documents.
@@ -53,6 +71,60 @@ FUZZ_SETTINGS = settings(
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
 )
+
+
+# The formats the schema names for what a pattern cannot say (a check character, a date of birth, a name's bytes):
+# values of each, made by the rules of the code that checks them, so that the data the schema calls valid is.
+def _storage_name():
+    letters = st.characters(blacklist_categories=("Cc", "Cf", "Cs"), blacklist_characters="/\\")
+    name = st.text(letters, min_size=1, max_size=40).map(lambda text: unicodedata.normalize("NFC", text).strip())
+    return name.filter(lambda text: text not in {"", ".", ".."} and len(text.encode()) <= paths.MAX_NAME_BYTES)
+
+
+def _storage_path():
+    return st.lists(_storage_name(), min_size=0, max_size=4).map(lambda names: "/" + "/".join(names))
+
+
+def _resident_id():
+    def number(parts):
+        region, born, sequence = parts
+        first17 = f"{region:02d}0101{born:%Y%m%d}{sequence:03d}"
+        return first17 + identity.check_character(first17)
+
+    born = st.dates(min_value=date(1900, 1, 1), max_value=timezone.localdate())
+    return st.tuples(st.sampled_from(sorted(identity.PROVINCES)), born, st.integers(0, 999)).map(number)
+
+
+def _credit_code():
+    first17 = st.text(st.sampled_from(verification.CREDIT_CODE_ALPHABET), min_size=17, max_size=17)
+    return first17.map(lambda code: code + verification.credit_code_check_character(code))
+
+
+def _ssh_public_key():
+    def key(parts):
+        point, comment = parts
+        blob = b"".join(len(part).to_bytes(4, "big") + part for part in (b"ssh-ed25519", point))
+        return f"ssh-ed25519 {base64.b64encode(blob).decode()} {comment}".strip()
+
+    return st.tuples(st.binary(min_size=32, max_size=32), st.from_regex(r"[a-z0-9@.-]{0,20}", fullmatch=True)).map(key)
+
+
+def _upload_metadata():
+    def header(parts):
+        filename, folder = parts
+        return ",".join(
+            f"{k} {base64.b64encode(v.encode()).decode()}" for k, v in (("filename", filename), ("folder", folder))
+        )
+
+    return st.tuples(_storage_name(), _storage_path()).map(header)
+
+
+schemathesis.openapi.format(paths.NAME_FORMAT, _storage_name())
+schemathesis.openapi.format(paths.PATH_FORMAT, _storage_path())
+schemathesis.openapi.format(identity.NUMBER_FORMAT, _resident_id())
+schemathesis.openapi.format(verification.CREDIT_CODE_FORMAT, _credit_code())
+schemathesis.openapi.format(ssh_keys.KEY_FORMAT, _ssh_public_key())
+schemathesis.openapi.format(UPLOAD_METADATA_FORMAT, _upload_metadata())
 
 
 @schemathesis.serializer("application/offset+octet-stream")
@@ -92,6 +164,8 @@ CHECKS = [
     allow_header_conformance,
     ignored_auth,
     missing_required_header,
+    negative_data_rejection,
+    positive_data_acceptance,
     unsupported_method,
     use_after_free,
     ensure_resource_availability,

@@ -8,12 +8,16 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
+from core.api.ranges import amounts
+from core.api.validators import Pattern
+
 from .. import invoices
 from ..models import Invoice
 from .views import _account
 
 
-class InvoiceSerializer(serializers.ModelSerializer):
+class InvoiceSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     amount = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
     kind = serializers.CharField(read_only=True, help_text="general or special")
@@ -37,18 +41,29 @@ class InvoiceSerializer(serializers.ModelSerializer):
         ]
 
 
-class InvoiceRequestSerializer(serializers.Serializer):
+class InvoiceRequestSerializer(strict.Serializer):
     kind = serializers.ChoiceField(choices=Invoice.Kind.choices, default=Invoice.Kind.GENERAL)
     title = serializers.CharField(max_length=200)
-    amount = serializers.CharField(max_length=20, help_text='CNY, e.g. "100.00".')
-    tax_id = serializers.CharField(max_length=40, required=False, allow_blank=True, default="")
+    amount = serializers.CharField(
+        max_length=20,
+        validators=[Pattern(amounts(invoices.MIN_AMOUNT), refuse=invoices.check_amount)],
+        help_text='CNY, at least 1, e.g. "100.00".',
+    )
+    tax_id = serializers.CharField(
+        max_length=40,
+        required=False,
+        allow_blank=True,
+        default="",
+        validators=[Pattern(r"^\s*(?:[0-9A-Za-z]\s*){15,20}$", refuse=invoices.check_tax_id)],
+        help_text="15 to 20 digits and letters (spaces are dropped, letters taken as capitals).",
+    )
     address = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     phone = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
     bank = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     bank_account = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
 
 
-class InvoiceListSerializer(serializers.Serializer):
+class InvoiceListSerializer(strict.Serializer):
     invoiceable = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
     results = InvoiceSerializer(many=True)
 

@@ -1,17 +1,35 @@
 from decimal import Decimal
 
+from django.core import validators
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
+from core.api import strict
+from core.api.ranges import amounts, positive_numbers
+from core.api.validators import Pattern
+
+from .. import payments, vouchers
 from ..choices import TransactionKind
 from ..money import AMOUNT_TEXT_MESSAGE, MONEY_DECIMAL_PLACES, RATE_DECIMAL_PLACES, is_plain_amount
 from ..quote import MAX_CARDS, MAX_TERM_MINUTES, PAY_AS_YOU_GO
 from ..rules import check_listing_date
+from ..wallet import MAX_SPENDING_CAP
 
 
 class AmountField(serializers.DecimalField):
     """A money amount: a JSON number, or a string written the one plain way (``money.is_plain_amount``), never
-    "１００" or "1_000", which Decimal() alone would read."""
+    "１００" or "1_000", which Decimal() alone would read. ``bounds`` (whole yuan, ``(low, high)`` or a function
+    giving them, ``high`` None for no bound) is the range the service accepts, stated in the schema as the pattern
+    of the texts in it (``AmountFieldSchema``); without it, ``min_value`` and ``max_value`` are."""
+
+    def __init__(self, *args, bounds=None, **kwargs):
+        self.bounds = bounds
+        super().__init__(*args, **kwargs)
+
+    def schema_bounds(self) -> tuple[Decimal, Decimal | None]:
+        low, high = self.bounds() if callable(self.bounds) else (self.bounds or (self.min_value, self.max_value))
+        return (low if low is not None else Decimal(0)), high
 
     def to_internal_value(self, data):
         if isinstance(data, str) and not is_plain_amount(data.strip()):
@@ -19,7 +37,7 @@ class AmountField(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
-class QuoteRequestSerializer(serializers.Serializer):
+class QuoteRequestSerializer(strict.Serializer):  # its rules across fields: QuoteRequestSchema
     """What to price: a spec, or a chip and cards (no chip and 0 cards: the no-card mode)."""
 
     spec = serializers.SlugField(required=False, help_text="An instance spec slug from /api/v1/specs.")
@@ -35,6 +53,7 @@ class QuoteRequestSerializer(serializers.Serializer):
         decimal_places=4,
         min_value=Decimal("0.0001"),
         max_value=Decimal(MAX_TERM_MINUTES // 60),
+        validators=[validators.RegexValidator(positive_numbers(MAX_TERM_MINUTES // 60, places=4))],
     )
 
     def validate(self, attrs):
@@ -45,6 +64,65 @@ class QuoteRequestSerializer(serializers.Serializer):
         return attrs
 
 
+class ListingDate(validators.RegexValidator):
+    """A filter date of this century (``rules.check_listing_date``), which the schema states as the pattern of its
+    text: 20yy-mm-dd."""
+
+    regex = r"^20[0-9]{2}-"
+
+    def __call__(self, value):
+        check_listing_date(value)
+
+
+class AmountFieldSchema(OpenApiSerializerFieldExtension):
+    """An amount in the schema: text in the accepted range, with at most the field's decimal places."""
+
+    target_class = AmountField
+
+    def map_serializer_field(self, auto_schema, direction):
+        field = self.target
+        low, high = field.schema_bounds()
+        digits = field.max_digits - field.decimal_places
+        pattern = amounts(low, high, places=field.decimal_places, whole_digits=digits)
+        text = {"type": "string", "format": "decimal", "pattern": pattern}
+        whole = {"type": "integer", "minimum": int(low), "maximum": int(high) if high is not None else 10**digits - 1}
+        alternatives = [text, whole]  # a JSON number is taken too: a whole one is always written the plain way
+        if field.allow_null:  # DRF reads an empty text as null there
+            alternatives.append({"type": "string", "maxLength": 0})
+        return {"anyOf": alternatives}
+
+
+class QuoteRequestSchema(OpenApiSerializerExtension):
+    """The quote request's rules across fields, which the view refuses with a 400: a spec or a chip and cards, not
+    both; cards above 0 need a chip (none is the no-card mode); a term in minutes or in hours, not both; spot only
+    on pay-as-you-go (the default plan)."""
+
+    target_class = "billing.api.serializers.QuoteRequestSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["allOf"] = [
+                {"not": {"anyOf": [{"required": ["spec", "chip"]}, {"required": ["spec", "cards"]}]}},
+                {"not": {"required": ["minutes", "hours"]}},
+                {
+                    "anyOf": [
+                        {"not": {"required": ["cards"]}},
+                        {"properties": {"cards": {"maximum": 0}}},
+                        {"required": ["chip"], "properties": {"chip": {"type": "string"}}},
+                    ]
+                },
+                {
+                    "anyOf": [
+                        {"not": {"required": ["spot"], "properties": {"spot": {"enum": [True]}}}},
+                        {"not": {"required": ["plan"]}},
+                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                    ]
+                },
+            ]
+        return schema
+
+
 def _rate(**kwargs):
     return serializers.DecimalField(max_digits=24, decimal_places=RATE_DECIMAL_PLACES, **kwargs)
 
@@ -53,13 +131,13 @@ def _money(**kwargs):
     return serializers.DecimalField(max_digits=20, decimal_places=MONEY_DECIMAL_PLACES, **kwargs)
 
 
-class ProgrammeSerializer(serializers.Serializer):
+class ProgrammeSerializer(strict.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField(source="label")
     rate = serializers.DecimalField(max_digits=5, decimal_places=4)
 
 
-class QuoteSerializer(serializers.Serializer):
+class QuoteSerializer(strict.Serializer):
     """A price breakdown. Amounts are decimal strings in CNY; discounts are positive amounts taken off."""
 
     currency = serializers.CharField()
@@ -89,7 +167,7 @@ class QuoteSerializer(serializers.Serializer):
     subsidy_limited = serializers.BooleanField()
 
 
-class VoucherSerializer(serializers.Serializer):
+class VoucherSerializer(strict.Serializer):
     """A voucher in the wallet: what is left of it, what it pays for and until when."""
 
     id = serializers.CharField()
@@ -101,15 +179,19 @@ class VoucherSerializer(serializers.Serializer):
     covers = serializers.CharField()
 
 
-class VoucherListSerializer(serializers.Serializer):
+class VoucherListSerializer(strict.Serializer):
     results = VoucherSerializer(many=True)
 
 
-class VoucherRedeemSerializer(serializers.Serializer):
-    code = serializers.CharField(max_length=64, help_text="As printed, e.g. ABCD-EFGH-JKLM (case and dashes ignored).")
+class VoucherRedeemSerializer(strict.Serializer):
+    code = serializers.CharField(
+        max_length=64,
+        validators=[Pattern(vouchers.CODE_AS_TYPED, refuse=vouchers.check_code)],
+        help_text="As printed, e.g. ABCD-EFGH-JKLM (case and dashes ignored).",
+    )
 
 
-class WalletSerializer(serializers.Serializer):
+class WalletSerializer(strict.Serializer):
     """The caller's wallet. Amounts are decimal strings in CNY."""
 
     currency = serializers.SerializerMethodField()
@@ -127,13 +209,18 @@ class WalletSerializer(serializers.Serializer):
         return "CNY"
 
 
-class SpendingCapSerializer(serializers.Serializer):
+class SpendingCapSerializer(strict.Serializer):
     spending_cap = AmountField(
-        max_digits=12, decimal_places=2, min_value=Decimal("0"), allow_null=True, help_text="Empty/null: no cap."
+        max_digits=12,
+        decimal_places=2,
+        min_value=Decimal("0"),
+        bounds=(Decimal(0), MAX_SPENDING_CAP),
+        allow_null=True,
+        help_text="null (an empty field in a form): no cap.",
     )
 
 
-class TransactionSerializer(serializers.Serializer):
+class TransactionSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     kind = serializers.CharField()
     kind_display = serializers.CharField(source="get_kind_display")
@@ -146,10 +233,10 @@ class TransactionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class TransactionFilterSerializer(serializers.Serializer):
+class TransactionFilterSerializer(strict.Serializer):
     kind = serializers.ChoiceField(choices=[], required=False)
-    since = serializers.DateField(required=False, validators=[check_listing_date])
-    until = serializers.DateField(required=False, validators=[check_listing_date])
+    since = serializers.DateField(required=False, validators=[ListingDate()])
+    until = serializers.DateField(required=False, validators=[ListingDate()])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -161,7 +248,7 @@ class TransactionFilterSerializer(serializers.Serializer):
         return attrs
 
 
-class StatementLineSerializer(serializers.Serializer):
+class StatementLineSerializer(strict.Serializer):
     resource_id = serializers.UUIDField(allow_null=True)
     kind = serializers.CharField()
     label = serializers.CharField()
@@ -174,13 +261,13 @@ class StatementLineSerializer(serializers.Serializer):
     member = serializers.CharField(help_text="On a team's statement: the member whose use it was (their address).")
 
 
-class MemberSpendSerializer(serializers.Serializer):
+class MemberSpendSerializer(strict.Serializer):
     member = serializers.CharField(help_text="The member's address; empty for the team's own charges.")
     minutes = serializers.IntegerField()
     charged = _money()
 
 
-class StatementSerializer(serializers.Serializer):
+class StatementSerializer(strict.Serializer):
     month = serializers.SerializerMethodField()
     currency = serializers.SerializerMethodField()
     lines = StatementLineSerializer(many=True)
@@ -196,7 +283,7 @@ class StatementSerializer(serializers.Serializer):
         return "CNY"
 
 
-class StatementRequestSerializer(serializers.Serializer):
+class StatementRequestSerializer(strict.Serializer):
     month = serializers.RegexField(
         r"^20\d{2}-(0[1-9]|1[0-2])$",
         required=False,
@@ -204,11 +291,11 @@ class StatementRequestSerializer(serializers.Serializer):
     )
 
 
-class TopUpRequestSerializer(serializers.Serializer):
-    amount = AmountField(max_digits=12, decimal_places=2, help_text='CNY, e.g. "50.00".')
+class TopUpRequestSerializer(strict.Serializer):
+    amount = AmountField(max_digits=12, decimal_places=2, bounds=payments.limits, help_text='CNY, e.g. "50.00".')
 
 
-class TopUpSerializer(serializers.Serializer):
+class TopUpSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     amount = _money()
     currency = serializers.SerializerMethodField()

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from catalog import services as catalog_services
 from catalog.models import InstanceSpec
 from console.api.permissions import PersonalTokenPermission
-from core.errors import ServiceError
+from core.errors import NotFound
 from core.paging import BothEnds
 from teams import roles
 from teams.context import acting
@@ -47,7 +47,7 @@ def _account(request):
 def _spec(slug):
     spec = InstanceSpec.objects.active().with_chip().filter(slug=slug).first()
     if spec is None:
-        raise ServiceError(_("Unknown spec “%(slug)s”.") % {"slug": slug}, code="unknown_spec")
+        raise NotFound(_("Unknown spec “%(slug)s”.") % {"slug": slug}, code="unknown_spec")
     return spec
 
 
@@ -92,9 +92,10 @@ class WalletView(APIView):
 
     @extend_schema(tags=["billing"], request=SpendingCapSerializer, responses={200: WalletSerializer})
     def patch(self, request):
-        serializer = SpendingCapSerializer(data=request.data)
+        serializer = SpendingCapSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        wallet.set_spending_cap(_account(request), serializer.validated_data["spending_cap"])
+        if "spending_cap" in serializer.validated_data:  # a PATCH without it changes nothing
+            wallet.set_spending_cap(_account(request), serializer.validated_data["spending_cap"])
         return Response(WalletSerializer(wallet.summary(_account(request), list_vouchers=True)).data)
 
 

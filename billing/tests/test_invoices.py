@@ -41,7 +41,7 @@ def test_only_paid_cash_is_invoiceable_and_a_request_past_it_says_how_much_is(ow
 
     page = _browser(owner)
     too_much = page.post(reverse("billing:invoices"), {"kind": "general", "title": "李雷", "amount": "130"})
-    assert too_much.status_code == 400 and "at most ¥100.00" in too_much.content.decode()
+    assert too_much.status_code == 409 and "at most ¥100.00" in too_much.content.decode()
     assert not Invoice.objects.exists()
     ok = page.post(reverse("billing:invoices"), {"kind": "general", "title": "李雷", "amount": "60.50"})
     assert ok.status_code == 302
@@ -127,7 +127,7 @@ def test_the_api_lists_and_requests_with_the_invoiceable_amount(owner):
     api.credentials(HTTP_AUTHORIZATION=api._credentials["HTTP_AUTHORIZATION"], HTTP_ACCEPT_LANGUAGE="en")
     assert api.get("/api/v1/invoices").json()["invoiceable"] == "50.00"
     refused = api.post("/api/v1/invoices", {"title": "Kunpeng AI", "amount": "60"}, format="json")
-    assert refused.status_code == 400 and refused.json()["code"] == "over_invoiceable"
+    assert refused.status_code == 409 and refused.json()["code"] == "over_invoiceable"
     made = api.post("/api/v1/invoices", {"title": "Kunpeng AI", "amount": "50"}, format="json")
     assert made.status_code == 201 and made.json()["status"] == "requested"
     assert api.get("/api/v1/invoices").json()["invoiceable"] == "0.00"

@@ -309,7 +309,7 @@ def test_the_wallet_page_redeems_a_code_and_says_what_is_wrong_with_a_bad_one(ca
     batch = _batch(chips=["ascend-910b"])
     page = _browser(user)
     unknown = page.post("/billing/vouchers/redeem/", {"code": "ZZZZ-ZZZZ-ZZZZ"})
-    assert unknown.status_code == 400 and "No voucher has this code" in unknown.content.decode()
+    assert unknown.status_code == 404 and "No voucher has this code" in unknown.content.decode()
     empty = page.post("/billing/vouchers/redeem/", {"code": ""})
     assert empty.status_code == 400 and "Enter the voucher" in empty.content.decode()
     done = page.post("/billing/vouchers/redeem/", {"code": _code(batch)})

@@ -1,9 +1,13 @@
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
+
+from core.api import strict
+from core.api.validators import display_name
 
 from ..models import ApiToken, User
 
 
-class MeSerializer(serializers.ModelSerializer):
+class MeSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     email_verified = serializers.SerializerMethodField()
     language = serializers.SerializerMethodField()
@@ -28,7 +32,7 @@ class TeamSlugField(serializers.CharField):
         return value.slug
 
 
-class ApiTokenSerializer(serializers.ModelSerializer):
+class ApiTokenSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     active = serializers.BooleanField(source="is_active", read_only=True)
     team = TeamSlugField(
@@ -43,6 +47,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
         model = ApiToken
         fields = ["id", "name", "scope", "team", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at", "active"]
+        extra_kwargs = {"name": {"max_length": 64, "validators": [display_name(64, _("API token"))]}}
 
 
 class IssuedTokenSerializer(ApiTokenSerializer):

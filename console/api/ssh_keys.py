@@ -1,22 +1,35 @@
 """``/api/v1/ssh-keys``: the caller's SSH public keys — list, add (POST), delete."""
 
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
+
+from core.api import strict
+from core.api.schema import named_format
+from core.api.validators import display_name
 
 from .. import ssh_keys
 from ..models import SSHKey
 
 
-class SSHKeySerializer(serializers.ModelSerializer):
+@named_format(ssh_keys.KEY_FORMAT)
+class PublicKeyField(serializers.CharField):
+    """An SSH public key's text: the schema names its format (checked by ``ssh_keys.parse_public_key``)."""
+
+
+class SSHKeySerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
-    public_key = serializers.CharField(
-        max_length=ssh_keys.MAX_KEY_TEXT, help_text="One public key in OpenSSH format (the contents of a .pub file)."
+    public_key = PublicKeyField(
+        max_length=ssh_keys.MAX_KEY_TEXT,
+        help_text="One public key in OpenSSH format (the contents of a .pub file): Ed25519, ECDSA, or RSA of 2048 "
+        "bits or more.",
     )
     name = serializers.CharField(
         required=False,
         allow_blank=True,
         max_length=ssh_keys.MAX_NAME_LENGTH,
+        validators=[display_name(ssh_keys.MAX_NAME_LENGTH, _("SSH key"))],
         help_text="Optional: the key's comment is used when empty.",
     )
 

@@ -8,18 +8,25 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
+from core.api.validators import Pattern
+
 from .. import students
 
 
-class StudentAddressSerializer(serializers.Serializer):
-    email = serializers.CharField(max_length=254, help_text="A university address ending in .edu.cn.")
+class StudentAddressSerializer(strict.Serializer):
+    email = serializers.CharField(
+        max_length=254,
+        validators=[Pattern(students.ADDRESS.pattern, refuse=students.clean_address)],
+        help_text="A university address ending in .edu.cn.",
+    )
 
 
-class StudentCodeSerializer(serializers.Serializer):
+class StudentCodeSerializer(strict.Serializer):
     code = serializers.CharField(max_length=12, help_text="The six digits mailed to the address.")
 
 
-class StudentStatusSerializer(serializers.Serializer):
+class StudentStatusSerializer(strict.Serializer):
     email = serializers.CharField(help_text="The verified address (empty until a code comes back).")
     pending_email = serializers.CharField(help_text="Where the last code went, until it comes back.")
     verified = serializers.SerializerMethodField()

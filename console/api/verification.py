@@ -8,12 +8,34 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
+from core.api.schema import named_format
+from core.api.validators import Pattern
+
 from .. import verification
 from ..models import EnterpriseVerification
 
 
-class EnterpriseVerificationSerializer(serializers.ModelSerializer):
+@named_format(
+    verification.CREDIT_CODE_FORMAT,
+    "A unified social credit code: 18 digits and capitals without I, O, S, V or Z, the last a check character "
+    "(spaces and dashes are dropped).",
+)
+class CreditCodeField(serializers.CharField):
+    """A unified social credit code: 18 digits and capitals without I, O, S, V or Z, the last a check character
+    (``clean_licence_number`` checks it)."""
+
+
+class EnterpriseVerificationSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
+    licence_number = CreditCodeField(
+        max_length=24, validators=[Pattern(verification.CREDIT_CODE_AS_TYPED, refuse=verification.clean_licence_number)]
+    )
+    contact_phone = serializers.CharField(
+        max_length=32,
+        validators=[Pattern(verification.PHONE.pattern, refuse=verification.check_phone)],
+        help_text="Digits, spaces and dashes, e.g. 010-12345678 or 13800138000.",
+    )
     # A plain string in the schema: an enum named "status" would collide with the instances' and images' enums.
     status = serializers.CharField(read_only=True, help_text="pending, approved or rejected")
 
@@ -31,7 +53,6 @@ class EnterpriseVerificationSerializer(serializers.ModelSerializer):
             "reviewed_at",
         ]
         read_only_fields = ["id", "status", "reason", "submitted_at", "reviewed_at"]
-        extra_kwargs = {"licence_number": {"max_length": 24}}
 
 
 class EnterpriseVerificationView(APIView):

@@ -98,7 +98,7 @@ def test_the_api_verifies_and_wrong_or_late_codes_are_refused(owner, django_capt
 
     with time_machine.travel(timezone.now() + timedelta(minutes=students.CODE_MINUTES + 1)):
         late = api.post("/api/v1/student/confirm", {"code": _mailed_code()}, format="json")
-        assert late.status_code == 400 and late.json()["code"] == "code_expired"
+        assert late.status_code == 409 and late.json()["code"] == "code_expired"
     assert not students.is_verified(owner)
 
     with time_machine.travel(timezone.now() + timedelta(minutes=2)):

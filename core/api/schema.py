@@ -9,6 +9,12 @@ drf-spectacular hook adds those to each operation that does not document them it
 API answers.
 """
 
+from django.core import validators
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.fields import BooleanField
+
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
     "type": "object",
@@ -35,6 +41,36 @@ WRITES = {"post", "put", "patch", "delete"}
 TUS_PATHS = {"/api/v1/storage/uploads/", "/api/v1/storage/uploads/{public_id}/"}
 TUS_VERSION_ANSWER = ("412", "The request lacks the tus protocol's `Tus-Resumable: 1.0.0` header.")
 EMPTY_BODY_PATHS = {"/api/v1/storage/uploads/{public_id}/"}
+
+
+EMPTY_VALUE = {"type": "string", "maxLength": 0}
+EMPTY_MEANS_ABSENT = "An empty value is the same as leaving the parameter out."
+
+
+def _accepts_empty_text(schema: dict) -> bool:
+    """Whether ``schema`` already lets the empty string through (a plain string with no rule on it)."""
+    rules = {"minLength", "pattern", "format", "enum", "$ref", "oneOf", "anyOf", "allOf"}
+    return schema.get("type") == "string" and not (rules & set(schema)) and not schema.get("minLength")
+
+
+def document_empty_query_values(result, generator, request, public):
+    """The API reads an optional query parameter sent empty (``?sort=``) as absent, as HTML forms send an unset
+    field: DRF's serializers and the pagination do so. Each optional query parameter's schema says so — its own
+    rule, or the empty string — so that a client knows ``?month=`` is accepted (and means this month)."""
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "query" or parameter.get("required"):
+                    continue
+                schema = parameter.get("schema", {})
+                if _accepts_empty_text(schema) or schema.get("type") == "array":
+                    continue
+                parameter["schema"] = {"anyOf": [schema, dict(EMPTY_VALUE)]}
+                described = parameter.get("description", "")
+                parameter["description"] = f"{described} {EMPTY_MEANS_ABSENT}".strip()
+    return result
 
 
 def _error(description: str, *, empty: bool) -> dict:
@@ -64,3 +100,99 @@ def document_errors(result, generator, request, public):
             for status, description in answers.items():
                 responses.setdefault(status, _error(description, empty=path in EMPTY_BODY_PATHS))
     return result
+
+
+FORM_MEDIA_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
+
+
+# How DRF reads a boolean written as text (``BooleanField.TRUE_VALUES`` and ``FALSE_VALUES``).
+FORM_BOOLEANS = sorted({str(v) for v in (*BooleanField.TRUE_VALUES, *BooleanField.FALSE_VALUES) if isinstance(v, str)})
+
+
+def _empty_means_absent(prop: dict, required: bool) -> bool:
+    return prop.get("nullable") or (not required and not _accepts_empty_text(prop) and prop.get("type") != "array")
+
+
+def _needs_a_form_copy(prop: dict, required: bool) -> bool:
+    return bool(_empty_means_absent(prop, required)) or prop.get("type") in {"boolean", "array"}
+
+
+def _as_in_a_form(prop: dict, required: bool) -> dict:
+    if not _needs_a_form_copy(prop, required):
+        return prop
+    outer = {k: v for k, v in prop.items() if k in {"description", "title", "default", "readOnly", "writeOnly"}}
+    value = {k: v for k, v in prop.items() if k not in outer and k != "nullable"}
+    if value.get("type") == "array":  # a form writes a list as its items: an empty one is left out
+        value["minItems"] = max(1, value.get("minItems", 0))
+    alternatives = [value]
+    if value.get("type") == "boolean":
+        alternatives.append({"type": "string", "enum": FORM_BOOLEANS})
+    if _empty_means_absent(prop, required):
+        alternatives.append(dict(EMPTY_VALUE))
+    return {**outer, "anyOf": alternatives}
+
+
+def document_form_bodies(result, generator, request, public):
+    """A form body carries text: no null, and no JSON boolean (DRF reads "true", "0", "on"…); an optional or a
+    nullable field sent empty is left out (or null), as DRF reads forms; a list is its items, so an empty one is
+    left out. Where a request component has such fields,
+    its form media types get a copy (``<Component>Form``) that says so for them."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict) or "requestBody" not in operation:
+                continue
+            for media_type, content in operation["requestBody"].get("content", {}).items():
+                ref = content.get("schema", {}).get("$ref", "")
+                name = ref.rsplit("/", 1)[-1]
+                properties = schemas.get(name, {}).get("properties", {})
+                required = set(schemas.get(name, {}).get("required", []))
+                needs = [_needs_a_form_copy(prop, key in required) for key, prop in properties.items()]
+                if media_type not in FORM_MEDIA_TYPES or not any(needs):
+                    continue
+                form = f"{name}Form"
+                if form not in schemas:
+                    copy = dict(schemas[name])
+                    copy["properties"] = {key: _as_in_a_form(prop, key in required) for key, prop in properties.items()}
+                    schemas[form] = copy
+                content["schema"] = {"$ref": f"#/components/schemas/{form}"}
+    return result
+
+
+# Formats a pattern cannot say (a check character, a date of birth, a name's bytes), each named by the code that
+# checks it. A field of one is described by its format alone: a pattern or a length beside it would tell a client
+# less than the format's description and lead a generator to values the format does not allow.
+NAMED_FORMATS: set[str] = set()
+
+
+def named_format(name: str, description: str = ""):
+    """``extend_schema_field`` for a text field of the format ``name``."""
+    NAMED_FORMATS.add(name)
+    schema = {"type": "string", "format": name} | ({"description": description} if description else {})
+    return extend_schema_field(schema)
+
+
+# What str.strip() takes for white space (DRF trims with it), spelled out: regex engines differ on \s.
+PYTHON_SPACES = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's, and what DRF's text fields do besides their validators: a field's own pattern (a
+    ``RegexValidator``) says more than the one drf-spectacular guesses for a decimal; DRF refuses a NUL character in
+    text; and it trims white space before it checks a field, so a field that may not be blank (``minLength: 1`` in
+    a request) needs something other than white space."""
+
+    def _insert_field_validators(self, field, schema):
+        super()._insert_field_validators(field, schema)
+        if schema.get("format") in NAMED_FORMATS:
+            for rule in ("pattern", "minLength", "maxLength"):
+                schema.pop(rule, None)
+            return
+        own = next((v for v in field.validators if isinstance(v, validators.RegexValidator)), None)
+        if own is not None and schema.get("type") == "string" and "oneOf" not in schema:
+            schema["pattern"] = own.regex.pattern.replace(r"\Z", "$").replace(r"\A", "^")
+        text = isinstance(field, serializers.CharField) and schema.get("type") == "string"
+        if not text or {"pattern", "enum", "oneOf"} & set(schema):
+            return
+        blank_refused = field.trim_whitespace and not field.allow_blank and schema.get("minLength")
+        schema["pattern"] = rf"^[^\x00]*[^{PYTHON_SPACES}\x00][^\x00]*$" if blank_refused else r"^[^\x00]*$"

@@ -13,6 +13,8 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
+
 from .. import heartbeats
 from ..backends.slurm import lab_address
 
@@ -20,27 +22,27 @@ EVENTS = ["started", "heartbeat", "checkpoint", "exited"]
 SOURCES = ["npu-smi", "cnmon", "hy-smi", "nvidia-smi", "cgroup", "host"]
 
 
-class CardSampleSerializer(serializers.Serializer):
+class CardSampleSerializer(strict.Serializer):
     index = serializers.IntegerField(min_value=0, max_value=255)
     utilisation = serializers.FloatField(min_value=0, max_value=100)
     memory_used = serializers.FloatField(min_value=0, max_value=100)
 
 
-class AgentMetricsSerializer(serializers.Serializer):
+class AgentMetricsSerializer(strict.Serializer):
     source = serializers.ChoiceField(choices=SOURCES)
     card_utilisation = serializers.FloatField(min_value=0, max_value=100)
     memory_used = serializers.FloatField(min_value=0, max_value=100)
     cards = CardSampleSerializer(many=True, required=False, default=list)
 
 
-class CheckpointSerializer(serializers.Serializer):
+class CheckpointSerializer(strict.Serializer):
     signal = serializers.CharField(max_length=16)
     at = serializers.DateTimeField()
     job_id = serializers.CharField(max_length=64, allow_blank=True)
     restart_count = serializers.IntegerField(min_value=0)
 
 
-class ScalarSerializer(serializers.Serializer):
+class ScalarSerializer(strict.Serializer):
     tag = serializers.CharField(max_length=64)
     step = serializers.IntegerField(min_value=0, max_value=2**62)
     value = serializers.FloatField()
@@ -52,7 +54,7 @@ class ScalarSerializer(serializers.Serializer):
         return value
 
 
-class JupyterAddressSerializer(serializers.Serializer):
+class JupyterAddressSerializer(strict.Serializer):
     url = serializers.CharField(
         max_length=300, help_text="Where the instance's JupyterLab answers: http://<the node's address>:<port>."
     )
@@ -66,7 +68,7 @@ class JupyterAddressSerializer(serializers.Serializer):
         return value
 
 
-class AgentReportSerializer(serializers.Serializer):
+class AgentReportSerializer(strict.Serializer):
     event = serializers.ChoiceField(choices=EVENTS)
     job_id = serializers.CharField(max_length=64, allow_blank=True)
     restart_count = serializers.IntegerField(min_value=0, default=0)
@@ -85,7 +87,7 @@ class AgentReportSerializer(serializers.Serializer):
     jupyter = JupyterAddressSerializer(allow_null=True, required=False, default=None)
 
 
-class AgentAnswerSerializer(serializers.Serializer):
+class AgentAnswerSerializer(strict.Serializer):
     wanted = serializers.CharField()
 
 

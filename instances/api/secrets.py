@@ -1,15 +1,22 @@
 """/api/v1/secrets: the caller's secrets by name. Values go in (POST, PUT) and never come out."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from functools import partial
+
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from core.api import strict
+from core.api.validators import Pattern, RequiredText
+
 from .. import secrets
+from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
 from ..models import Secret
 from .serializers import ErrorSerializer
 
 
-class SecretSerializer(serializers.ModelSerializer):
+class SecretSerializer(strict.ModelSerializer):
     """A secret as the API shows it: its name and when it changed, never its value."""
 
     class Meta:
@@ -19,25 +26,32 @@ class SecretSerializer(serializers.ModelSerializer):
 
 
 def _value_field():
-    return serializers.CharField(
+    return RequiredText(
         write_only=True,
-        allow_blank=True,
         trim_whitespace=False,
+        empty_message=_("Give the secret a value."),
+        empty_code="value_required",
         help_text="The value (at most 32 KB of text), taken as sent: kept encrypted and never shown again.",
     )
 
 
-class SecretCreateSerializer(serializers.Serializer):
+class SecretCreateSerializer(strict.Serializer):
     name = serializers.CharField(
-        max_length=200,
+        max_length=MAX_NAME_LENGTH,
+        validators=[Pattern(rf"^{NAME_PATTERN.pattern}$", refuse=partial(check_name, field="name"))],
         help_text="The environment variable it becomes: letters, digits and underscores, not a digit first.",
     )
     value = _value_field()
 
 
-class SecretValueSerializer(serializers.Serializer):
+class SecretValueSerializer(strict.Serializer):
     value = _value_field()
 
+
+# A secret's name is a variable name: what is not is no secret's (a 404), and PUT cannot create it (a 400).
+NAME_PARAMETER = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, pattern=rf"^{NAME_PATTERN.pattern}$", description="The secret's name."
+)
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Bad name or value, with a message saying what to change."),
@@ -49,8 +63,12 @@ ERRORS = {
 @extend_schema_view(
     list=extend_schema(summary="Your secrets: names and when they changed, never values"),
     retrieve=extend_schema(
-        summary="One secret's name and dates (never its value)", responses={200: SecretSerializer, 404: ERRORS[404]}
+        summary="One secret's name and dates (never its value)",
+        parameters=[NAME_PARAMETER],
+        responses={200: SecretSerializer, 404: ERRORS[404]},
     ),
+    update=extend_schema(parameters=[NAME_PARAMETER]),
+    destroy=extend_schema(parameters=[NAME_PARAMETER]),
 )
 class SecretViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = SecretSerializer

@@ -1,25 +1,36 @@
+from functools import partial
+
+from django.core import validators
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.estimator import LIMITS, check_positive
-from billing.quote import MAX_CARDS
+from billing.estimator import FIELD_LABELS, LIMITS, check_positive
+from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
+from core.api import strict
+from core.api.ranges import positive_numbers
+from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 from instances.costs import cost_so_far
 
 from ..choices import Backend, TermEnd
+from ..environment import MAX_VARIABLES
+from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
 from ..images import image_name
 from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent
 
 
-class ScalingFigureSerializer(serializers.Serializer):
+class ScalingFigureSerializer(strict.Serializer):
     cards = serializers.IntegerField()
     efficiency = serializers.DecimalField(max_digits=5, decimal_places=4)
 
 
-class ResNet50Serializer(serializers.Serializer):
+class ResNet50Serializer(strict.Serializer):
     precision = serializers.CharField(source="resnet50_precision")
     images_per_s = serializers.IntegerField(source="resnet50_images_per_s")
     latency_ms = serializers.DecimalField(source="resnet50_latency_ms", max_digits=7, decimal_places=2)
@@ -28,7 +39,7 @@ class ResNet50Serializer(serializers.Serializer):
     )
 
 
-class ChipSerializer(serializers.ModelSerializer):
+class ChipSerializer(strict.ModelSerializer):
     """A chip and its published figures; null means the operator has not published the figure."""
 
     scaling_efficiency = ScalingFigureSerializer(source="scaling_figures", many=True, read_only=True)
@@ -73,7 +84,7 @@ class ChipSerializer(serializers.ModelSerializer):
         return ResNet50Serializer(chip).data if chip.resnet50_images_per_s else None
 
 
-class ZoneOfferSerializer(serializers.Serializer):
+class ZoneOfferSerializer(strict.Serializer):
     chip = serializers.SerializerMethodField()
     nodes = serializers.IntegerField()
     cards = serializers.IntegerField()
@@ -82,7 +93,7 @@ class ZoneOfferSerializer(serializers.Serializer):
         return self.context["chip_slugs"][offer.chip_id]
 
 
-class ZoneSerializer(serializers.ModelSerializer):
+class ZoneSerializer(strict.ModelSerializer):
     region = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     region_name = serializers.CharField(source="region.label", read_only=True)
     offers = serializers.SerializerMethodField()
@@ -98,7 +109,7 @@ class ZoneSerializer(serializers.ModelSerializer):
         return ZoneOfferSerializer(offers, many=True, context=self.context).data
 
 
-class InstanceSpecSerializer(serializers.ModelSerializer):
+class InstanceSpecSerializer(strict.ModelSerializer):
     chip = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     no_card = serializers.BooleanField(source="is_no_card", read_only=True)
 
@@ -108,46 +119,53 @@ class InstanceSpecSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-def _positive(name):
-    def validate(self, value):
-        if value is None:
-            return value
+class _PositiveNumber(validators.RegexValidator):
+    """A number above zero up to the estimator's limit for ``name``: the schema states it as a pattern; a value
+    refused is told what the estimator says of it."""
+
+    def __init__(self, name: str):
+        super().__init__(positive_numbers(LIMITS[name]))
+        self.name = name
+
+    def __call__(self, value):
         try:
-            check_positive(name, value, LIMITS[name])
-        except ServiceError as exc:
-            raise serializers.ValidationError(str(exc.message)) from exc
-        return value
+            super().__call__(format(value, "f"))  # the number as written out (str() may say 1E-8)
+        except DjangoValidationError:
+            try:
+                check_positive(self.name, value, LIMITS[self.name])
+            except ServiceError as exc:
+                raise serializers.ValidationError(str(exc.message)) from exc
+            label = FIELD_LABELS[self.name]
+            raise serializers.ValidationError(_("%(field)s must be a number.") % {"field": label}) from None
 
-    return validate
 
-
-def _number(required=True, help_text=""):
+def _number(name, required=True, help_text=""):
+    # Optional ones are simply left out (or sent empty): a query string has no null.
     return serializers.DecimalField(
-        max_digits=None, decimal_places=None, required=required, allow_null=not required, help_text=help_text
+        max_digits=None,
+        decimal_places=None,
+        required=required,
+        validators=[_PositiveNumber(name)],
+        help_text=help_text,
     )
 
 
-class TrainingEstimateQuerySerializer(serializers.Serializer):
-    params_b = _number(help_text="Model parameters, in billions.")
-    tokens_b = _number(help_text="Training tokens, in billions.")
+class TrainingEstimateQuerySerializer(strict.Serializer):
+    params_b = _number("params_b", help_text="Model parameters, in billions.")
+    tokens_b = _number("tokens_b", help_text="Training tokens, in billions.")
     chip = serializers.SlugField(help_text="A chip slug from /api/v1/chips.")
     cards = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_CARDS, help_text="Optional: otherwise the estimator picks."
     )
-    deadline_days = _number(required=False, help_text="Optional deadline in days.")
-    budget_cny = _number(required=False, help_text="Optional budget in CNY.")
-
-    validate_params_b = _positive("params_b")
-    validate_tokens_b = _positive("tokens_b")
-    validate_deadline_days = _positive("deadline_days")
-    validate_budget_cny = _positive("budget_cny")
+    deadline_days = _number("deadline_days", required=False, help_text="Optional deadline in days.")
+    budget_cny = _number("budget_cny", required=False, help_text="Optional budget in CNY.")
 
 
 def _money(**kwargs):
     return serializers.DecimalField(max_digits=20, decimal_places=2, coerce_to_string=True, **kwargs)
 
 
-class TrainingEstimateSerializer(serializers.Serializer):
+class TrainingEstimateSerializer(strict.Serializer):
     chip = serializers.CharField(source="chip.slug")
     params_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.params_b")
     tokens_b = serializers.DecimalField(max_digits=None, decimal_places=None, source="job.tokens_b")
@@ -178,7 +196,7 @@ def not_published_message(chip, missing) -> str:
 # Instances ----------------------------------------------------------------------------------------------------
 
 
-class InstanceEventSerializer(serializers.ModelSerializer):
+class InstanceEventSerializer(strict.ModelSerializer):
     old = serializers.CharField(read_only=True, help_text="The status before (empty for the first event).")
     new = serializers.CharField(read_only=True, help_text="The status after (the same as old for a notice).")
     reason = serializers.CharField(read_only=True)
@@ -190,7 +208,7 @@ class InstanceEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class InstanceSerializer(serializers.ModelSerializer):
+class InstanceSerializer(strict.ModelSerializer):
     """An instance. ``access`` details of the simulated backend carry ``"simulated": true``. ``env`` holds the plain
     variables with their values; ``secrets`` only names the secrets it boots with."""
 
@@ -262,7 +280,22 @@ class InstanceDetailSerializer(InstanceSerializer):
         return str(cost_so_far(instance, instance.events.all()))
 
 
-class BootOptionsSerializer(serializers.Serializer):
+@extend_schema_field(
+    {
+        "type": "object",
+        # Names as JSON Schema says them to the tools that read it (OpenAPI 3.0 itself has no rule for keys).
+        "patternProperties": {
+            rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$": {"type": "string", "pattern": r"^[^\x00]*$"}
+        },
+        "additionalProperties": False,
+        "maxProperties": MAX_VARIABLES,
+    }
+)
+class VariablesField(serializers.DictField):
+    """Environment variables, NAME → text (``instances.environment`` checks them)."""
+
+
+class BootOptionsSerializer(strict.Serializer):
     """What a launched instance boots with (``instances.environment`` checks them: a refusal names the field)."""
 
     start_command = serializers.CharField(
@@ -273,7 +306,7 @@ class BootOptionsSerializer(serializers.Serializer):
         help_text="Run with /bin/sh -c at every boot (at most 4096 bytes); its output is the instance's logs. "
         "Empty: the image's default.",
     )
-    env = serializers.DictField(
+    env = VariablesField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False),
         required=False,
         default=dict,
@@ -282,7 +315,11 @@ class BootOptionsSerializer(serializers.Serializer):
         "GPUCLOUD_, JUPYTER_ or SLURM_ are the platform's. Shown again in the instance's details: not for secrets.",
     )
     secrets = serializers.ListField(
-        child=serializers.CharField(max_length=64),
+        child=serializers.CharField(
+            min_length=1,
+            max_length=64,
+            validators=[Pattern(rf"^{NAME_PATTERN.pattern}$", refuse=partial(check_name, field="secrets"))],
+        ),
         required=False,
         default=list,
         max_length=64,
@@ -294,7 +331,7 @@ class InstanceCreateSerializer(BootOptionsSerializer):
     """Launch: give ``chip`` (a slug) or ``backend`` (npu, mlu, dcu, cuda: the cheapest chip of that family with
     free cards is picked) or ``no_card``."""
 
-    name = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=64, validators=[display_name(64, gettext_lazy("instance"))])
     image = serializers.CharField(max_length=64, help_text="An image variant slug for the chip's family.")
     chip = serializers.CharField(required=False, allow_blank=True, default="")
     backend = serializers.ChoiceField(choices=Backend.choices, required=False, allow_blank=True, default="")
@@ -312,7 +349,7 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         required=False, default=0, min_value=0, help_text="A new cloud disk of this many GB, attached (0: none)."
     )
     mounts = serializers.ListField(
-        child=serializers.CharField(max_length=201),
+        child=serializers.CharField(min_length=1, max_length=201),
         required=False,
         default=list,
         max_length=16,
@@ -320,13 +357,44 @@ class InstanceCreateSerializer(BootOptionsSerializer):
     )
 
 
-class InstanceLogsQuerySerializer(serializers.Serializer):
+def _given(name: str, value: dict) -> dict:
+    return {"required": [name], "properties": {name: value}}
+
+
+class InstanceCreateSchema(OpenApiSerializerExtension):
+    """The launch request's rules across fields, which the view refuses with a 400 (``invalid_chip``,
+    ``spot_not_offered``): one of a chip, a backend family or the no-card mode; spot only on pay-as-you-go (the
+    default plan)."""
+
+    target_class = "instances.api.serializers.InstanceCreateSerializer"
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            chip, backend = _given("chip", {"minLength": 1}), _given("backend", {"minLength": 1})
+            no_card = _given("no_card", {"enum": [True]})
+            schema["allOf"] = [
+                {"anyOf": [chip, backend, no_card]},
+                {"not": {"allOf": [chip, backend]}},
+                {"not": {"allOf": [no_card, {"anyOf": [chip, backend]}]}},
+                {
+                    "anyOf": [
+                        {"not": _given("spot", {"enum": [True]})},
+                        {"not": {"required": ["plan"]}},
+                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                    ]
+                },
+            ]
+        return schema
+
+
+class InstanceLogsQuerySerializer(strict.Serializer):
     tail = serializers.IntegerField(
         required=False, default=DEFAULT_TAIL, min_value=1, max_value=MAX_TAIL, help_text="How many lines, newest last."
     )
 
 
-class InstanceLogsSerializer(serializers.Serializer):
+class InstanceLogsSerializer(strict.Serializer):
     """The tail of what the start command wrote, stdout and stderr together, oldest line first."""
 
     lines = serializers.ListField(child=serializers.CharField(allow_blank=True))
@@ -334,32 +402,32 @@ class InstanceLogsSerializer(serializers.Serializer):
     live = serializers.BooleanField(help_text="The instance is live: more lines may come (the CLI's --follow).")
 
 
-class InstanceStartSerializer(serializers.Serializer):
+class InstanceStartSerializer(strict.Serializer):
     no_card = serializers.BooleanField(
         required=False, default=False, help_text="Start CPU-only when the zone has no free cards."
     )
 
 
-class CapacityAlternativeSerializer(serializers.Serializer):
+class CapacityAlternativeSerializer(strict.Serializer):
     zone = serializers.CharField()
     chip = serializers.CharField()
     free_cards = serializers.IntegerField()
     max_cards = serializers.IntegerField()
 
 
-class CapacityErrorSerializer(serializers.Serializer):
+class CapacityErrorSerializer(strict.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     alternatives = CapacityAlternativeSerializer(many=True)
     no_card_offered = serializers.BooleanField()
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(strict.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
 
 
-class TrainingCurvesSerializer(serializers.Serializer):
+class TrainingCurvesSerializer(strict.Serializer):
     """``curves``: tag → [[step, value], …], oldest first (the last 2,000 points of each tag)."""
 
     simulated = serializers.BooleanField(help_text="True on the simulated backend: the quick-start script's curve.")

@@ -5,13 +5,14 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import strict
 from instances import lifecycle
 
 from ..ssh_access import require_ssh_access
 from .serializers import ErrorSerializer
 
 
-class SSHAccessSerializer(serializers.Serializer):
+class SSHAccessSerializer(strict.Serializer):
     host = serializers.CharField(help_text="The SSH gateway's host name.")
     port = serializers.IntegerField(help_text="The SSH gateway's port.")
     user = serializers.CharField(help_text="The SSH user name: the instance's id.")

@@ -97,8 +97,8 @@ class TrainingEstimateView(APIView):
         data = query.validated_data
         try:
             chip = catalog_services.get_chip(data["chip"])
-        except ServiceError as exc:
-            raise FieldError("chip", exc.message, code=exc.code) from exc
+        except ServiceError as exc:  # an unknown chip: 404 unknown_chip
+            raise FieldError("chip", exc.message, code=exc.code, status=exc.status) from exc
         if not chip.rentable:
             raise FieldError(
                 "chip",

@@ -186,7 +186,7 @@ def launch_chip():
 def test_bad_launch_requests_are_refused_and_write_nothing(launch, fields, code):
     with pytest.raises(ServiceError) as exc:
         launch(**fields)
-    assert exc.value.code == code and exc.value.status == 400
+    assert exc.value.code == code and exc.value.status == (404 if code in {"unknown_chip", "unknown_image"} else 400)
     assert not Instance.objects.exists()
 
 

@@ -2,6 +2,7 @@
 an image with a read-write token or a session; review for staff. Decimals (prices, ratings) are strings."""
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -11,7 +12,9 @@ from rest_framework.views import APIView
 from billing.quote import load_price_book
 from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 from console.ops.audit import client_ip
+from core.api import strict
 from core.api.pagination import LimitOffsetPagination
+from core.api.validators import display_name
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
 from teams.context import acting
@@ -27,7 +30,7 @@ from ..models import Image, ImageRating, ImageVariant
 # Serializers ------------------------------------------------------------------------------------------------
 
 
-class ImageQuerySerializer(serializers.Serializer):
+class ImageQuerySerializer(strict.Serializer):
     q = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -52,7 +55,7 @@ class ImageQuerySerializer(serializers.Serializer):
         return ImageQuery(family=family, **values)
 
 
-class ImageVariantSerializer(serializers.ModelSerializer):
+class ImageVariantSerializer(strict.ModelSerializer):
     family = serializers.CharField(help_text="npu, mlu, dcu, cuda, or empty for CPU only (the no-card mode).")
 
     class Meta:
@@ -61,7 +64,7 @@ class ImageVariantSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ImageSerializer(serializers.ModelSerializer):
+class ImageSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     category = serializers.CharField(read_only=True, help_text="xinchuang, framework, case_study or community")
     review_state = serializers.CharField(read_only=True, help_text="draft, pending, listed or rejected")
@@ -108,7 +111,7 @@ class ImageSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(image.get_absolute_url())
 
 
-class ChipOfferSerializer(serializers.Serializer):
+class ChipOfferSerializer(strict.Serializer):
     family = serializers.CharField(source="variant.family")
     variant = serializers.CharField(source="variant.slug")
     chip = serializers.SlugField(source="chip.slug", allow_null=True, default=None)
@@ -158,16 +161,24 @@ class CloneSerializer(BootOptionsSerializer):
         help_text="instance: launch it on the cheapest compatible chip with free cards (one-click clone); "
         "my_images: a private copy you can launch, describe and publish.",
     )
-    name = serializers.CharField(required=False, allow_blank=True, max_length=64, help_text="The new name.")
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        validators=[display_name(64, gettext_lazy("instance"))],
+        help_text="The new name.",
+    )
 
 
-class SaveInstanceSerializer(serializers.Serializer):
+class SaveInstanceSerializer(strict.Serializer):
     instance = serializers.CharField(help_text="The id of one of your stopped instances.")
-    name = serializers.CharField(max_length=services.MAX_NAME)
+    name = serializers.CharField(
+        max_length=services.MAX_NAME, validators=[display_name(services.MAX_NAME, gettext_lazy("image"))]
+    )
     description = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_DESCRIPTION)
 
 
-class RatingSerializer(serializers.ModelSerializer):
+class RatingSerializer(strict.ModelSerializer):
     stars = serializers.IntegerField(min_value=1, max_value=5)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_COMMENT, default="")
 
@@ -177,7 +188,7 @@ class RatingSerializer(serializers.ModelSerializer):
         read_only_fields = ["updated_at"]
 
 
-class ReviewSerializer(serializers.Serializer):
+class ReviewSerializer(strict.Serializer):
     approve = serializers.BooleanField()
     reason = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_REASON, default="")
 

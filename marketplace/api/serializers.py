@@ -3,6 +3,7 @@
 from django.urls import reverse
 from rest_framework import serializers
 
+from core.api import strict
 from instances.choices import Backend
 
 from ..choices import HubKind, HubSort
@@ -15,7 +16,7 @@ def _filter(help_text):
     return serializers.CharField(required=False, allow_blank=True, max_length=MAX_FILTER_LENGTH, help_text=help_text)
 
 
-class HubSearchQuerySerializer(serializers.Serializer):
+class HubSearchQuerySerializer(strict.Serializer):
     q = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -36,7 +37,7 @@ class HubSearchQuerySerializer(serializers.Serializer):
         return HubQuery(**{name: data.get(name) or "" for name in HubQuery.__dataclass_fields__})
 
 
-class HubItemSerializer(serializers.ModelSerializer):
+class HubItemSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     # A plain string in the schema: an enum here would collide with storage's "kind" (file/folder) in the
     # generated component names.
@@ -93,13 +94,13 @@ class HubItemSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(path)
 
 
-class HubFileSerializer(serializers.ModelSerializer):
+class HubFileSerializer(strict.ModelSerializer):
     class Meta:
         model = HubFile
         fields = ["path", "size_bytes"]
 
 
-class HubChipPriceSerializer(serializers.Serializer):
+class HubChipPriceSerializer(strict.Serializer):
     family = serializers.CharField()
     chip = serializers.SlugField(source="chip.slug", allow_null=True, default=None)
     chip_name = serializers.CharField(source="chip.label", allow_null=True, default=None)
@@ -123,6 +124,6 @@ class HubItemDetailSerializer(HubItemSerializer):
         read_only_fields = fields
 
 
-class HubLikeSerializer(serializers.Serializer):
+class HubLikeSerializer(strict.Serializer):
     liked = serializers.BooleanField()
     likes_count = serializers.IntegerField()

@@ -100,10 +100,10 @@ def get_image(user, key, action: str = "view") -> Image:
 
 
 def family_of_chip(slug: str) -> str:
-    """The chip family of the chip ``slug`` (the marketplace filters by family); unknown chips are bad input."""
+    """The chip family of the chip ``slug`` (the marketplace filters by family); an unknown chip is a 404."""
     family = Chip.objects.filter(slug=slug).values_list("backend", flat=True).first()
     if not family:
-        raise ServiceError(_("Unknown chip “%(slug)s”.") % {"slug": slug}, code="unknown_chip")
+        raise NotFound(_("Unknown chip “%(slug)s”.") % {"slug": slug}, code="unknown_chip")
     return family
 
 
@@ -169,7 +169,7 @@ def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
     that do run there."""
     variant = _usable_variants(user).filter(slug=slug).first() if slug else None
     if variant is None:
-        raise ServiceError(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
+        raise NotFound(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
     if family is not None and variant.family != family:
         names = ", ".join(v.slug for v in variants_for(family, user)[:12])
         raise ServiceError(

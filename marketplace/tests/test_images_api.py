@@ -20,11 +20,11 @@ def test_list_search_and_detail_without_logging_in(anon_api, official_images):
     assert by_id["slug"] == "mindspore-2.3"
 
 
-def test_bad_query_parameters_are_a_400_with_a_message(anon_api, official_images):
+def test_bad_query_parameters_are_a_400_with_a_message_and_an_unknown_chip_a_404(anon_api, official_images):
     response = anon_api.get("/api/v1/images", {"backend": "tpu"})
     assert response.status_code == 400 and response.json()["code"] == "invalid" and "errors" in response.json()
     response = anon_api.get("/api/v1/images", {"chip": "nope"})
-    assert response.status_code == 400 and response.json()["code"] == "unknown_chip"
+    assert response.status_code == 404 and response.json()["code"] == "unknown_chip"
 
 
 def test_one_click_clone_launches_on_the_cheapest_compatible_chip(owner_api, lifecycle, official_images):

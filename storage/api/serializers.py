@@ -1,13 +1,22 @@
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.quote import quote_disk, storage_price
+from core.api import strict
+from core.api.schema import named_format
+from core.api.validators import AtLeast, AtMost, RequiredText, display_name
 
+from .. import paths
+from ..disks import MAX_GB, MIN_GB, clean_size
+from ..disks import clean_name as clean_disk_name
 from ..models import CloudDisk, Entry
 
+SIZE_RANGE = [AtLeast(MIN_GB, refuse=clean_size), AtMost(MAX_GB, refuse=clean_size)]
 
-class EntrySerializer(serializers.ModelSerializer):
+
+class EntrySerializer(strict.ModelSerializer):
     """A file or folder. The root folder (``lookup`` of ``/``) has no id and no dates: those are null there."""
 
     id = serializers.UUIDField(source="public_id", read_only=True, allow_null=True)
@@ -42,29 +51,37 @@ ROOT_FOLDER = {
 }
 
 
-class FolderCreateSerializer(serializers.Serializer):
-    path = serializers.CharField(
+@named_format(paths.PATH_FORMAT, paths.PATH_RULES)
+class PathField(serializers.CharField):
+    """A path in the user's storage (``paths.clean_path`` checks it)."""
+
+
+@named_format(paths.NAME_FORMAT, paths.NAME_RULES)
+class NameField(RequiredText):
+    """A file or folder name (``paths.clean_name`` checks it): never empty."""
+
+    def __init__(self, **kwargs):
+        super().__init__(empty_message=gettext_lazy("The name is empty."), empty_code="invalid_path", **kwargs)
+
+
+class FolderCreateSerializer(strict.Serializer):
+    path = PathField(
         max_length=4096,
-        allow_blank=True,
         trim_whitespace=False,
         help_text="Folder to create, e.g. /datasets/raw (parents are created).",
     )
 
 
-class EntryChangeSerializer(serializers.Serializer):
-    name = serializers.CharField(
-        required=False, allow_blank=True, trim_whitespace=False, max_length=1024, help_text="New name."
-    )
-    folder = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        max_length=4096,
-        help_text="Folder to move into, e.g. / or /archive.",
+class EntryChangeSerializer(strict.Serializer):
+    """A rename (``name``), a move (``folder``), or both (neither: nothing changes)."""
+
+    name = NameField(required=False, trim_whitespace=False, max_length=1024, help_text="New name.")
+    folder = PathField(
+        required=False, trim_whitespace=False, max_length=4096, help_text="Folder to move into, e.g. / or /archive."
     )
 
 
-class UsageSerializer(serializers.Serializer):
+class UsageSerializer(strict.Serializer):
     used = serializers.IntegerField(help_text="Bytes stored: files, and what is kept elsewhere (see elsewhere).")
     elsewhere = serializers.IntegerField(help_text="The part of used kept by the hub: published repositories.")
     reserved = serializers.IntegerField(help_text="Bytes held for uploads in progress.")
@@ -77,7 +94,7 @@ class UsageSerializer(serializers.Serializer):
 # Cloud disks and hub mounts ----------------------------------------------------------------------------------------
 
 
-class DiskSerializer(serializers.ModelSerializer):
+class DiskSerializer(strict.ModelSerializer):
     """A cloud disk. ``instance`` is the id of the instance it is attached to (null when detached)."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
@@ -115,21 +132,27 @@ class DiskSerializer(serializers.ModelSerializer):
         return str(self._price(disk).per_month)
 
 
-class DiskCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, help_text="1 to 64 characters, unique among your disks.")
-    size_gb = serializers.IntegerField(help_text="Whole GB, 1 to 32768.")
+class DiskCreateSerializer(strict.Serializer):
+    name = serializers.CharField(
+        max_length=64,
+        validators=[display_name(64, gettext_lazy("disk"), also_refused="/", refuse=clean_disk_name)],
+        help_text="1 to 64 characters without “/”, unique among your disks.",
+    )
+    size_gb = serializers.IntegerField(validators=SIZE_RANGE, help_text="Whole GB, 1 to 32768.")
     zone = serializers.CharField(max_length=50, help_text="A zone slug, e.g. cn-east-xc.")
 
 
-class DiskGrowSerializer(serializers.Serializer):
-    size_gb = serializers.IntegerField(help_text="The new size in GB; larger than the current one.")
+class DiskGrowSerializer(strict.Serializer):
+    size_gb = serializers.IntegerField(
+        validators=SIZE_RANGE, help_text="The new size in GB (at most 32768); larger than the current one."
+    )
 
 
-class DiskAttachSerializer(serializers.Serializer):
+class DiskAttachSerializer(strict.Serializer):
     instance = serializers.CharField(max_length=64, help_text="The id of one of your instances in the disk's zone.")
 
 
-class MountSerializer(serializers.Serializer):
+class MountSerializer(strict.Serializer):
     repo = serializers.CharField(read_only=True)
     kind = serializers.CharField(read_only=True)
     target = serializers.CharField(read_only=True, help_text="Read-only mount point inside the instance.")
@@ -137,5 +160,5 @@ class MountSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class MountCreateSerializer(serializers.Serializer):
+class MountCreateSerializer(strict.Serializer):
     repo = serializers.CharField(max_length=201, help_text="A hub model or dataset, org/name.")

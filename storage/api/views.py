@@ -17,14 +17,19 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import ServiceError
+from core.errors import Conflict, ServiceError
+from instances.api.serializers import ErrorSerializer
 from teams.context import account_for
 
 from .. import paths, quota, services
 from ..models import Upload
 from .serializers import ROOT_FOLDER, EntryChangeSerializer, EntrySerializer, FolderCreateSerializer, UsageSerializer
 
-PATH_PARAM = OpenApiParameter("path", str, description="A folder or file path such as /datasets/raw; / is the root.")
+PATH_PARAM = OpenApiParameter(
+    "path",
+    {"type": "string", "format": paths.PATH_FORMAT},
+    description=f"A folder or file path such as /datasets/raw; / is the root. {paths.PATH_RULES}",
+)
 NOTHING_AT_PATH = OpenApiResponse(description="No folder or file at that path.")
 NAME_TAKEN = OpenApiResponse(description="Something of that name is already there.")
 
@@ -71,8 +76,8 @@ class EntryViewSet(viewsets.GenericViewSet):
             entry = services.move(account_for(request), public_id, data["folder"], data.get("name"))
         elif "name" in data:
             entry = services.rename(account_for(request), public_id, data["name"])
-        else:
-            raise ServiceError(_("Send a new name, a folder to move into, or both."), code="nothing_to_change")
+        else:  # a PATCH that changes nothing (a form's fields sent empty are left out): the entry as it is
+            entry = services.get_entry(account_for(request), public_id, "change")
         return Response(EntrySerializer(entry).data)
 
     @extend_schema(responses={204: None})
@@ -107,7 +112,7 @@ class FolderView(APIView):
         body.is_valid(raise_exception=True)
         path = paths.clean_path(body.validated_data["path"])
         if path == paths.ROOT:
-            raise ServiceError(_("The root folder always exists."), code="exists")
+            raise Conflict(_("The root folder always exists."), code="exists")
         parent_path, name = paths.split(path)
         parent = services.make_folders(account_for(request), parent_path)
         folder = services.create_folder(account_for(request), parent, name)
@@ -129,7 +134,11 @@ class UsageView(APIView):
 # tus 1.0.0 --------------------------------------------------------------------------------------------------------
 
 TUS_VERSION = "1.0.0"
+# tus: every request but OPTIONS carries the protocol version, or is answered 412 Precondition Failed.
+TUS_RESUMABLE = OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=[TUS_VERSION])
 TUS_EXTENSIONS = "creation,termination"
+WHOLE_BYTES = {"type": "integer", "minimum": 0}
+UPLOAD_METADATA_FORMAT = "tus-upload-metadata"
 
 
 class TusPreconditionFailed(ServiceError):
@@ -235,20 +244,29 @@ class UploadCollectionView(TusView):
     @extend_schema(
         summary="Create a resumable upload (tus creation)",
         parameters=[
-            OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=[TUS_VERSION]),
-            OpenApiParameter("Upload-Length", int, OpenApiParameter.HEADER, required=True),
+            TUS_RESUMABLE,
+            OpenApiParameter(
+                "Upload-Length",
+                {**WHOLE_BYTES, "maximum": quota.max_bytes()},
+                OpenApiParameter.HEADER,
+                required=True,
+                description="The size in bytes, at most the storage ceiling (the OPTIONS answer's Tus-Max-Size).",
+            ),
             OpenApiParameter(
                 "Upload-Metadata",
-                str,
+                {"type": "string", "format": UPLOAD_METADATA_FORMAT},
                 OpenApiParameter.HEADER,
-                description="base64 values: filename (required), folder (default /), filetype.",
+                required=True,
+                description="tus metadata: comma-separated `key base64(value)` pairs — filename (required: a file "
+                "name), folder (default /: a folder path), filetype.",
             ),
         ],
         request=None,
         responses={
             201: upload_status,
             402: OpenApiResponse(description="Past the free tier, and the cash balance cannot pay for it."),
-            413: OpenApiResponse(description="Over quota."),
+            409: OpenApiResponse(ErrorSerializer, description="Not enough of the storage ceiling left for it."),
+            413: OpenApiResponse(description="Larger than the storage ceiling (Tus-Max-Size)."),
         },
     )
     def post(self, request):
@@ -256,25 +274,32 @@ class UploadCollectionView(TusView):
             raise ServiceError(_("Declare the Upload-Length when creating the upload."), code="length_required")
         length = _header_int(request, "Upload-Length")
         metadata = _metadata(request.headers.get("Upload-Metadata", ""))
-        upload = services.create_upload(
-            account_for(request),
-            folder_path=metadata.get("folder", "/"),
-            filename=metadata.get("filename", metadata.get("name", "")),
-            length=length,
-            content_type=metadata.get("filetype", ""),
-        )
+        try:
+            upload = services.create_upload(
+                account_for(request),
+                folder_path=metadata.get("folder", "/"),
+                filename=metadata.get("filename", metadata.get("name", "")),
+                length=length,
+                content_type=metadata.get("filetype", ""),
+            )
+        except quota.QuotaExceeded as exc:
+            # Larger than the ceiling (Tus-Max-Size) the file is too large: 413, as tus says. One that fits the
+            # ceiling but not what is left of it is refused for what is stored now: a conflict with that state.
+            if length <= quota.max_bytes():
+                exc.status = status.HTTP_409_CONFLICT
+            raise
         location = reverse("api-storage-upload", kwargs={"public_id": upload.public_id})
         headers = _upload_headers(upload) | {"Location": location}
         return Response(_upload_data(upload), status=status.HTTP_201_CREATED, headers=headers)
 
 
 class UploadView(TusView):
-    @extend_schema(summary="Progress of an upload (JSON)", responses=upload_status)
+    @extend_schema(summary="Progress of an upload (JSON)", parameters=[TUS_RESUMABLE], responses=upload_status)
     def get(self, request, public_id):
         upload = services.get_upload(account_for(request), public_id)
         return Response(_upload_data(upload), headers=_upload_headers(upload))
 
-    @extend_schema(summary="Offset of an upload (tus HEAD)", responses={200: None})
+    @extend_schema(summary="Offset of an upload (tus HEAD)", parameters=[TUS_RESUMABLE], responses={200: None})
     def head(self, request, public_id):
         upload = services.get_upload(account_for(request), public_id)
         return Response(status=status.HTTP_200_OK, headers=_upload_headers(upload))
@@ -282,11 +307,17 @@ class UploadView(TusView):
     @extend_schema(
         summary="Append bytes (tus PATCH)",
         parameters=[
-            OpenApiParameter("Upload-Offset", int, OpenApiParameter.HEADER, required=True),
-            OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=[TUS_VERSION]),
+            OpenApiParameter("Upload-Offset", WHOLE_BYTES, OpenApiParameter.HEADER, required=True),
+            TUS_RESUMABLE,
         ],
         request={"application/offset+octet-stream": OpenApiTypes.BINARY},
-        responses={204: None, 409: OpenApiResponse(description="Offset mismatch."), 413: None, 423: None},
+        responses={
+            204: None,
+            409: OpenApiResponse(description="Offset mismatch."),
+            413: None,
+            415: OpenApiResponse(ErrorSerializer, description="A chunk not sent as application/offset+octet-stream."),
+            423: None,
+        },
     )
     def patch(self, request, public_id):
         if request.content_type.split(";")[0].strip() != "application/offset+octet-stream":
@@ -301,7 +332,7 @@ class UploadView(TusView):
         )
         return Response(status=status.HTTP_204_NO_CONTENT, headers=_upload_headers(upload))
 
-    @extend_schema(summary="Cancel an upload (tus termination)", responses={204: None})
+    @extend_schema(summary="Cancel an upload (tus termination)", parameters=[TUS_RESUMABLE], responses={204: None})
     def delete(self, request, public_id):
         services.terminate_upload(account_for(request), public_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -59,7 +59,6 @@ def test_the_owner_creates_attaches_grows_detaches_and_deletes_a_disk(owner_api,
         {"name": "x", "size_gb": 0, "zone": "cn-east-xc"},
         {"name": "x", "size_gb": "lots", "zone": "cn-east-xc"},
         {"name": "", "size_gb": 10, "zone": "cn-east-xc"},
-        {"name": "x", "size_gb": 10, "zone": "mars-1"},
         {"size_gb": 10},
     ],
 )
@@ -68,6 +67,17 @@ def test_bad_input_is_a_400_with_a_message_and_creates_nothing(owner_api, catalo
     assert response.status_code == 400
     assert {"code", "message"} <= response.json().keys()
     assert not CloudDisk.objects.exists()
+
+
+def test_an_unknown_zone_is_a_404_and_creates_nothing(owner_api, catalog):
+    response = owner_api.post("/api/v1/disks", {"name": "x", "size_gb": 10, "zone": "mars-1"}, format="json")
+    assert response.status_code == 404 and response.json()["code"] == "unknown_zone"
+    assert not CloudDisk.objects.exists()
+
+
+def test_a_size_out_of_range_keeps_its_code(owner_api, catalog):
+    response = owner_api.post("/api/v1/disks", {"name": "x", "size_gb": 0, "zone": "cn-east-xc"}, format="json")
+    assert response.status_code == 400 and response.json()["code"] == "invalid_size"
 
 
 def test_a_duplicate_name_is_a_conflict(owner_api, disk):

@@ -36,10 +36,16 @@ def test_creating_a_folder_creates_missing_parents_and_refuses_duplicates(owner_
     assert again.status_code == 409 and again.json()["code"] == "exists"
 
 
-@pytest.mark.parametrize("path", ["../up", "/a/../../etc", "/a//b", "a\\b", "/bad\x07name", "/", ""])
+@pytest.mark.parametrize("path", ["../up", "/a/../../etc", "/a//b", "a\\b", "/bad\x07name", ""])
 def test_odd_folder_paths_are_refused_with_a_message(owner_api, path):
     response = owner_api.post("/api/v1/storage/folders", {"path": path}, format="json")
     assert response.status_code == 400 and response.json()["message"]
+    assert not Entry.objects.exists()
+
+
+def test_the_root_folder_always_exists(owner_api):
+    response = owner_api.post("/api/v1/storage/folders", {"path": "/"}, format="json")
+    assert response.status_code == 409 and response.json()["code"] == "exists"
     assert not Entry.objects.exists()
 
 

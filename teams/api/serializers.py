@@ -1,14 +1,26 @@
 from rest_framework import serializers
 
+from core.api import strict
+from core.api.validators import Pattern
+
+from .. import services
 from ..roles import Role
 
 
-class TeamCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=80)
-    slug = serializers.CharField(max_length=40, help_text="Lower-case letters, digits and hyphens.")
+class TeamCreateSerializer(strict.Serializer):
+    name = serializers.CharField(
+        max_length=80,
+        validators=[Pattern(r"^[^\x00-\x1f\x7f]+$", refuse=services.clean_team_name)],
+        help_text="On one line.",
+    )
+    slug = serializers.CharField(
+        max_length=40,
+        validators=[Pattern(services.SLUG_AS_TYPED, refuse=services.clean_slug)],
+        help_text="Lower-case letters, digits and hyphens, starting and ending with a letter or digit.",
+    )
 
 
-class MembershipSerializer(serializers.Serializer):
+class MembershipSerializer(strict.Serializer):
     """A team as one of its members sees it in a list."""
 
     slug = serializers.CharField(source="team.slug")
@@ -17,7 +29,7 @@ class MembershipSerializer(serializers.Serializer):
     members = serializers.IntegerField(required=False)
 
 
-class MemberSerializer(serializers.Serializer):
+class MemberSerializer(strict.Serializer):
     user_id = serializers.UUIDField(source="user.public_id")
     email = serializers.EmailField(source="user.email")
     role = serializers.CharField()
@@ -30,23 +42,23 @@ class MemberSerializer(serializers.Serializer):
     )
 
 
-class InvitationRequestSerializer(serializers.Serializer):
+class InvitationRequestSerializer(strict.Serializer):
     email = serializers.CharField(max_length=254)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.DEVELOPER)
 
 
-class InvitationSerializer(serializers.Serializer):
+class InvitationSerializer(strict.Serializer):
     id = serializers.UUIDField(source="public_id")
     email = serializers.EmailField()
     role = serializers.CharField()
     expires_at = serializers.DateTimeField()
 
 
-class AcceptSerializer(serializers.Serializer):
+class AcceptSerializer(strict.Serializer):
     token = serializers.CharField(max_length=500, help_text="The token at the end of the invitation link.")
 
 
-class MemberChangeSerializer(serializers.Serializer):
+class MemberChangeSerializer(strict.Serializer):
     """A new role, a new monthly budget (CNY as a string; null or "" for none), or both."""
 
     role = serializers.ChoiceField(choices=Role.choices, required=False)

@@ -122,7 +122,7 @@ def test_a_token_is_issued_only_for_ones_own_team(team, owner, stranger):
     answer = _token_client(stranger).post(
         "/api/v1/tokens", {"name": "x", "scope": "read", "team": "vision-lab"}, format="json"
     )
-    assert answer.status_code == 400 and answer.json()["code"] == "invalid_team"
+    assert answer.status_code == 404 and answer.json()["code"] == "invalid_team"
     odd = _token_client(owner).post("/api/v1/tokens", {"name": "x", "scope": "read", "team": ["a"]}, format="json")
     assert odd.status_code == 400
     assert not ApiToken.objects.filter(team__isnull=False).exists()

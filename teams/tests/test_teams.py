@@ -174,10 +174,12 @@ def test_strangers_get_404_on_every_team_route(client, team, owner, stranger):
 def test_bad_input_gets_a_clear_error_on_the_page(client, owner, team):
     client.force_login(owner)
     taken = client.post(reverse("teams:list"), {"name": "Another", "slug": "vision-lab"})
-    assert taken.status_code == 400 and "taken" in taken.content.decode()
-    for slug in ["-bad", "UPPER!", "invitations", "x" * 41]:
+    assert taken.status_code == 409 and "taken" in taken.content.decode()
+    for slug in ["-bad", "UPPER!", "x" * 41]:
         response = client.post(reverse("teams:list"), {"name": "Another", "slug": slug})
         assert response.status_code == 400
+    reserved = client.post(reverse("teams:list"), {"name": "Another", "slug": "invitations"})
+    assert reserved.status_code == 409  # taken by the team pages' own addresses, as a slug another team holds
     bad_email = client.post(reverse("teams:invite", args=[team.slug]), {"email": "not an address", "role": "developer"})
     assert bad_email.status_code == 400
     bad_role = client.post(reverse("teams:member-role", args=[team.slug, owner.public_id]), {"role": "emperor"})

@@ -10,7 +10,11 @@ sandbox's first process exists):
    own addresses, and all IPv6 but the loopback; the only private address allowed is slirp's DNS, 10.0.2.3, port 53.
 2. starts ``slirp4netns --configure --disable-host-loopback`` on it: ``tap0`` with 10.0.2.100/24, a default route
    through 10.0.2.2, DNS at 10.0.2.3. slirp4netns runs in a sandbox and a seccomp filter of its own
-   (``--enable-sandbox --enable-seccomp``) and opens no API socket, so nothing is forwarded inward.
+   (``--enable-sandbox --enable-seccomp``) and opens no API socket, so nothing is forwarded inward. It starts in
+   a mount namespace whose mounts are all private (``unshare``): its sandbox makes only ``/`` private in the copy
+   of the mounts it takes and then detaches the copy, and from the host's own namespace that detaching reached
+   back through every shared mount: the disks and cloud storage in each running machine's mount hub were
+   unmounted on the host and inside the machine.
 
 The namespace belongs to bwrap's user namespace, where the machine's user is root. That root holds no
 ``CAP_NET_ADMIN`` there (bwrap, started by the unprivileged sandbox user, gives its processes none, and
@@ -35,6 +39,7 @@ log = logging.getLogger(__name__)
 SLIRP4NETNS = "/usr/bin/slirp4netns"
 NFT = "/usr/sbin/nft"
 NSENTER = "/usr/bin/nsenter"
+UNSHARE = "/usr/bin/unshare"
 TAP = "tap0"
 MTU = 65520
 GATEWAY = "10.0.2.2"
@@ -64,7 +69,7 @@ class NetworkError(Exception):
 
 def availability() -> tuple[bool, str]:
     """Whether this host can give machines outbound network, and why not."""
-    missing = [Path(path).name for path in (SLIRP4NETNS, NFT, NSENTER) if not Path(path).exists()]
+    missing = [Path(path).name for path in (SLIRP4NETNS, NFT, NSENTER, UNSHARE) if not Path(path).exists()]
     if missing:
         return False, f"{', '.join(missing)} not installed: machines have their loopback only"
     if os.geteuid() != 0:
@@ -135,6 +140,12 @@ def attach(pid: int, logfile: Path) -> int:
     apply_rules(pid)
     ready_read, ready_write = os.pipe()
     argv = [
+        # unshare execs slirp4netns: the pid in the instance's state and the one stop() kills stay slirp4netns's.
+        UNSHARE,
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
         SLIRP4NETNS,
         "--configure",
         f"--mtu={MTU}",

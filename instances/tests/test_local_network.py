@@ -171,3 +171,17 @@ def test_without_slirp4netns_a_machine_runs_on_its_loopback_and_the_log_says_why
     assert "slirp4netns not installed" in caplog.text
     done = egress.run(instance, "cat /proc/net/dev")
     assert [line.split(":")[0].strip() for line in done.stdout.splitlines()[2:]] == ["lo"]
+
+
+def test_a_slirp4netns_started_later_leaves_the_cloud_storage_of_running_machines_mounted(egress, running):
+    # /root/shared is a mount below the machine's mount hub, which the host shares with the machine: a slirp4netns
+    # started afterwards (here the machine's own, brought back after it died) must not unmount it on either side.
+    instance = running()
+    assert egress.run(instance, "touch /root/shared/kept").returncode == 0
+    local_network.stop(local.read_state(instance.public_id)["slirp_pid"])
+
+    local.LocalBackend().status(instance)  # what the reconcile beat asks: a new slirp4netns
+
+    assert local.read_state(instance.public_id)["slirp_pid"]
+    assert f"{egress.folder(instance)}/mnt/shared" in local._mount_points()
+    assert egress.run(instance, "ls /root/shared").stdout.split() == ["kept"]

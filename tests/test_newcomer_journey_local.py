@@ -4,16 +4,18 @@ PostgreSQL + Redis with a real Celery worker and the console under uvicorn.
 A visitor signs up, verifies, sees the ¥10 trial credit, launches the CPU-only machine the trial pays for and sees
 it running, adds an SSH key on the page, copies a file into the machine and back with the system ``scp`` through
 the console's SSH gateway (the command the instance page shows), finds it in JupyterLab opened from the page,
-deploys the CPU demo inference template and calls it with the ``openai`` client (an answer, streamed and not),
-releases everything, and the month's statement and the wallet show what the ledger charged. It runs on a 390 px
-phone, in Chinese and in English: no console page of the journey scrolls sideways, none shows an English label or a
-slug in Chinese, and none logs a Content-Security-Policy violation. Every step leaves a screenshot
+deploys the CPU demo inference template and calls it with the ``openai`` client (an answer, streamed and not) and
+with ``curl``, releases everything, and the month's statement and the wallet show what the ledger charged. It runs
+on a 390 px phone, in Chinese and in English: no console page of the journey scrolls sideways, none shows an English
+label or a slug in Chinese, and none logs a Content-Security-Policy violation. Every step leaves a screenshot
 ``artifacts/screenshots/journey-local-<language>-NN-*.png``. (tests/test_newcomer_journey.py walks the wider journey
 on the simulated backend.)
 """
 
+import json
 import os
 import re
+import subprocess
 from decimal import Decimal
 
 import openai
@@ -215,8 +217,19 @@ def test_a_newcomer_runs_a_real_machine_copies_files_with_scp_calls_an_endpoint_
     stream = client.chat.completions.create(model=endpoint.served_model, messages=messages, max_tokens=12, stream=True)
     streamed = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert streamed
-    page.reload()  # the two calls in the endpoint's request log
-    expect(page.locator("#request-log tbody tr")).to_have_count(2)
+    # And with curl, as the page's example does
+    request = json.dumps({"model": endpoint.served_model, "messages": messages, "max_tokens": 8})
+    headers = ["-H", f"Authorization: Bearer {api_key}", "-H", "Content-Type: application/json"]
+    curl = subprocess.run(
+        ["curl", "-sS", "--fail-with-body", f"{base_url}/chat/completions", *headers, "-d", request],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert curl.returncode == 0, curl.stderr + curl.stdout
+    assert json.loads(curl.stdout)["choices"][0]["message"]["content"]
+    page.reload()  # the three calls in the endpoint's request log
+    expect(page.locator("#request-log tbody tr")).to_have_count(3)
     expect(page.locator("#request-log")).to_contain_text("/v1/chat/completions")
     shot("endpoint-called")
 

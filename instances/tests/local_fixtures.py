@@ -96,6 +96,18 @@ def local_unavailable() -> str:
     return "" if ok else why
 
 
+def _tear_down(host: LocalHost, request) -> None:
+    """Every machine killed and every mount and loop device of the test undone; the test fails if any outlived its
+    machines. The sandbox root goes unless the test failed (its machines' logs are kept)."""
+    host.kill_all()
+    leaked = host.mounts(), host.loop_devices()
+    host.undo_mounts()
+    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        shutil.rmtree(host.root, ignore_errors=True)
+
+
 @pytest.fixture
 def on_local(request, settings, catalog):
     """Every node on the local backend, in a sandbox root of this test's own; yields a :class:`LocalHost`."""
@@ -119,13 +131,7 @@ def on_local(request, settings, catalog):
     Node.objects.update(backend_name="local")
     host = LocalHost(root)
     yield host
-    host.kill_all()
-    leaked = host.mounts(), host.loop_devices()
-    host.undo_mounts()
-    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
-    report = getattr(request.node, "rep_call", None)
-    if report is None or not report.failed:
-        shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs
+    _tear_down(host, request)
 
 
 @pytest.fixture
@@ -159,13 +165,7 @@ def local_console(request, settings, monkeypatch, console_server, catalog):
         message.unlink(missing_ok=True)
     host = LocalHost(root, cloud=Path(settings.STORAGES["cloudstorage"]["OPTIONS"]["location"]))
     yield host
-    host.kill_all()
-    leaked = host.mounts(), host.loop_devices()
-    host.undo_mounts()
-    assert leaked == ([], []), f"mounts or loop devices outlived the test's machines: {leaked}"
-    report = getattr(request.node, "rep_call", None)
-    if report is None or not report.failed:
-        shutil.rmtree(root, ignore_errors=True)  # a failed test keeps its machines' logs
+    _tear_down(host, request)
 
 
 ON_LOCAL = pytest.param("local", marks=[pytest.mark.sandbox, pytest.mark.django_db(transaction=True)])

@@ -275,6 +275,15 @@ CELERY_BEAT_SCHEDULE = {
 # Cloud storage (云存储): each user's files. Local disk under MEDIA_ROOT/cloudstorage by default; STORAGE=s3 puts
 # the bytes in an S3-compatible bucket through django-storages. Uploads in progress are staged on local disk.
 STORAGE = env.str("STORAGE", default="local")
+# With STORAGE=s3 each account's files are also a folder on this host: its prefix of the bucket mounted with rclone
+# (storage/s3mount.py), which the console and the account's machines use. Empty: not mounted (the machines do not
+# see the bucket's files, and files uploaded are kept under opaque keys).
+STORAGE_S3_MOUNT_ROOT = env.str("STORAGE_S3_MOUNT_ROOT", default=str(DATA_DIR / "cloudstorage-s3"))
+STORAGE_S3_PROVIDER = env.str("STORAGE_S3_PROVIDER", default="Other")  # rclone's name: AWS, Minio, Ceph, ...
+# rclone's cache of what is being written, per account, on a size-limited image of its own.
+STORAGE_S3_CACHE_GB = env.float("STORAGE_S3_CACHE_GB", default=10)
+STORAGE_S3_WRITE_BACK_SECONDS = env.int("STORAGE_S3_WRITE_BACK_SECONDS", default=5)
+STORAGE_S3_DIR_CACHE_SECONDS = env.int("STORAGE_S3_DIR_CACHE_SECONDS", default=30)
 if STORAGE == "s3":
     STORAGES["cloudstorage"] = {
         "BACKEND": "storages.backends.s3.S3Storage",

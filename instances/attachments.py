@@ -14,7 +14,8 @@ What a backend needs for ``/root/shared``: the source handed over is ``cloudstor
 ``STORAGE=local`` cloud storage is a tree of the account's files at their paths (``storage.tree``), and the local
 backend binds that very tree (a size-limited image of the storage quota), so the console and the machines share
 one set of files; the index is refreshed from the tree when read. The simulated backend records the source and the
-instance page lists the tree from the ``Entry`` rows. On S3 storage a machine does not see the bucket's files yet.
+instance page lists the tree from the ``Entry`` rows. On S3 storage the bucket's prefix of the account is that tree:
+storage mounts it on the host with rclone (``storage.s3mount``) and the local backend binds that mount.
 """
 
 import logging
@@ -76,6 +77,7 @@ class Storage(Protocol):
     def calls(self, instance, backend) -> list: ...
     def on_released(self, instance) -> None: ...
     def shared_folder(self, account_public_id: str): ...
+    def mounted_shared(self, account_public_id: str): ...
     def panel_context(self, instance) -> dict: ...
 
 
@@ -134,6 +136,12 @@ def on_released(instance: Instance) -> None:
 def shared_folder(account_public_id: str):
     """Where the account's cloud storage is on this host, or None where it is not a local folder (S3)."""
     return storage().shared_folder(account_public_id)
+
+
+def mounted_shared(account_public_id: str):
+    """The account's cloud storage already mounted on this host by storage (S3), or None where the backend makes
+    the folder's image itself."""
+    return storage().mounted_shared(account_public_id)
 
 
 def panel_context(instance: Instance) -> dict:

@@ -6,7 +6,9 @@ storage and call these through that seam (at launch, after every start, at relea
 
 from pathlib import Path
 
-from . import disks, mounts, tree
+from django.contrib.auth import get_user_model
+
+from . import disks, mounts, s3mount, tree
 from .models import CloudDisk, Entry
 
 
@@ -54,6 +56,17 @@ def shared_folder(account_public_id: str) -> Path | None:
     """Where the account's cloud storage is on this host with ``STORAGE=local`` (the very files the console lists
     and serves); None on S3 storage."""
     return tree.location() / account_public_id if tree.enabled() else None
+
+
+def mounted_shared(account_public_id: str) -> Path | None:
+    """The account's cloud storage mounted on this host, ready to bind, where storage mounts it itself (the bucket's
+    prefix through rclone on S3); None where the backend makes the folder's size-limited image (local storage)."""
+    if not s3mount.enabled():
+        return None
+    owner = get_user_model().objects.get(public_id=account_public_id)
+    root = tree.root_of(owner)
+    s3mount.ready(root, tree.sandbox_uid(owner))
+    return root
 
 
 def shared_listing(user, limit: int = 20) -> list:

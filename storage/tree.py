@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import stat
+import subprocess
 import unicodedata
 import uuid
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ from django.core.files.storage import FileSystemStorage, storages
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from . import paths
+from . import paths, s3mount
 from .choices import EntryKind
 from .models import Entry
 
@@ -51,11 +52,14 @@ class NoSpace(OSError):
 
 
 def enabled() -> bool:
+    """Whether accounts' files are a tree on this host: local storage, or S3 mounted (``storage.s3mount``)."""
+    if s3mount.enabled():
+        return True
     return settings.STORAGE == "local" and isinstance(storages["cloudstorage"], FileSystemStorage)
 
 
 def location() -> Path:
-    return Path(storages["cloudstorage"].location)
+    return s3mount.location() if s3mount.enabled() else Path(storages["cloudstorage"].location)
 
 
 def root_of(owner) -> Path:
@@ -74,7 +78,7 @@ def opened_root(owner, *, exclusive: bool = False):
     exclusively while it turns a plain folder into a size-limited image (``instances.backends.local_volumes``)."""
     root = root_of(owner)
     root.parent.mkdir(parents=True, exist_ok=True)
-    _mounted(root)
+    _mounted(root, owner)
     with open(root.with_name(f".{root.name}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
@@ -89,9 +93,19 @@ def opened_root(owner, *, exclusive: bool = False):
             os.close(fd)
 
 
-def _mounted(root: Path) -> None:
+def _mounted(root: Path, owner) -> None:
     """An account whose tree is an image (made at its first machine's start) has it mounted before the console
-    writes: never into the empty folder under it. (It takes the volume's lock itself, so before ours.)"""
+    writes: never into the empty folder under it; on S3 the bucket's prefix is mounted there first. (Each takes
+    its own lock, so before ours.)"""
+    if s3mount.enabled():
+        from core.errors import Unavailable
+
+        try:
+            s3mount.ready(root, sandbox_uid(owner))
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.error("storage: the bucket cannot be mounted at %s: %s", root, exc)
+            raise Unavailable(_("Your cloud storage is temporarily unavailable; try again shortly.")) from exc
+        return
     if root.with_name(f"{root.name}.img").exists():
         from core.errors import Unavailable
         from instances.backends import TransientBackendError, local_volumes
@@ -104,7 +118,8 @@ def _mounted(root: Path) -> None:
 
 
 def _hand_over(path, owner, *, dir_fd=None) -> None:
-    if os.geteuid() == 0:
+    # (An S3 mount shows everything as the account's sandbox user's already.)
+    if os.geteuid() == 0 and not s3mount.enabled():
         uid = sandbox_uid(owner)
         os.chown(path, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
 
@@ -145,6 +160,8 @@ def make_folder(owner, path: str) -> None:
                 raise
         finally:
             os.close(parent)
+    if s3mount.enabled():
+        s3mount.folder_made(str(owner.public_id), path)
 
 
 def place(owner, path: str, source: Path) -> None:
@@ -198,10 +215,18 @@ def rename(owner, old_path: str, new_path: str) -> None:
                 os.close(dst)
         finally:
             os.close(src)
+    if s3mount.enabled():
+        s3mount.renamed(str(owner.public_id), old_path, new_path)
 
 
 def remove(owner, path: str) -> None:
     """Delete ``path``: a file, or a folder with everything in it. Missing is fine."""
+    _remove(owner, path)
+    if s3mount.enabled():
+        s3mount.removed(str(owner.public_id), path)
+
+
+def _remove(owner, path: str) -> None:
     with opened_root(owner) as root:
         try:
             parent, name = _walk(root, path)
@@ -241,8 +266,8 @@ def scan(owner) -> dict[str, tuple[str, int]]:
     """Every folder and regular file under the account's root: ``{path: (kind, size)}``. Links, devices and names
     the console could not show (``storage.paths`` rules, or not in NFC) are left out, and so is what is below them."""
     found: dict[str, tuple[str, int]] = {}
-    if not root_of(owner).exists():
-        return found
+    if not s3mount.enabled() and not root_of(owner).exists():
+        return found  # (a bucket's prefix is mounted first: an unmounted folder is not an empty account)
     with opened_root(owner) as root:
         _scan(root, paths.ROOT, found, 0)
     return found
@@ -398,6 +423,8 @@ def migrate_layout(entry_model, user_model, *, write=print) -> int:
     as it was and reported. Returns how many files moved."""
     if not enabled():
         return 0
+    if s3mount.enabled():
+        return _migrate_bucket_layout(entry_model, user_model, write=write)
     base = location()
     moved = 0
     owners = dict(user_model.objects.values_list("pk", "public_id"))
@@ -422,6 +449,24 @@ def migrate_layout(entry_model, user_model, *, write=print) -> int:
             made(new, owner_id)
             moved += 1
         elif not new.is_file():
+            write(f"storage: the bytes of {path} (owner {owner_id}) are missing at {key}; left as they were")
+            continue
+        entry_model.objects.filter(pk=pk).update(storage_key="")
+    return moved
+
+
+def _migrate_bucket_layout(entry_model, user_model, *, write=print) -> int:
+    """The same on S3: each file's object copied (in the bucket, no bytes through this host) from its opaque key to
+    its path under its account's prefix and the old object deleted; each folder gets its marker. Idempotent."""
+    owners = dict(user_model.objects.values_list("pk", "public_id"))
+    for owner_id, path in entry_model.objects.filter(kind=EntryKind.FOLDER).values_list("owner_id", "path"):
+        s3mount.folder_made(str(owners[owner_id]), path)
+    moved = 0
+    files = entry_model.objects.filter(kind=EntryKind.FILE).exclude(storage_key="")
+    for pk, owner_id, path, key in files.values_list("pk", "owner_id", "path", "storage_key").iterator():
+        if s3mount.move_object(key, str(owners[owner_id]), path):
+            moved += 1
+        elif not s3mount.object_exists(str(owners[owner_id]), path):
             write(f"storage: the bytes of {path} (owner {owner_id}) are missing at {key}; left as they were")
             continue
         entry_model.objects.filter(pk=pk).update(storage_key="")

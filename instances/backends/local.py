@@ -136,9 +136,9 @@ def folder(public_id) -> Path:
 
 
 def _storage_tree(account_public_id: str) -> Path:
-    """Where the account's cloud storage is on this host: with ``STORAGE=local`` its tree in the storage location
-    (``storage.tree``), the very files the console lists and serves; on S3 storage a folder of its own under the
-    sandbox root (not yet the bucket's files)."""
+    """Where the account's cloud storage is on this host: its tree in the storage location (``storage.tree``), the
+    very files the console lists and serves; a folder of its own under the sandbox root where storage keeps no tree
+    on this host (S3 without a mount)."""
     folder = attachments.shared_folder(account_public_id)
     return folder if folder is not None else sandbox_root() / "shared" / account_public_id
 
@@ -645,12 +645,18 @@ class LocalBackend(Backend):
 
     def mount(self, instance, source: str, target: str) -> None:
         if source.startswith("cloudstorage/") or target == "/root/shared":
-            path = _storage_tree(source.rsplit("/", 1)[-1])  # bound by root: its parents stay private
-            # The account's own files, limited to its storage quota (ENOSPC inside past it).
-            local_volumes.ensure(path, sandbox_uid(instance), float(settings.STORAGE_MAX_GB), adopt=True)
-            earlier = sandbox_root() / "shared" / path.name
-            if earlier != path:  # what machines wrote before /root/shared was the account's cloud storage
-                local_volumes.merge_earlier(earlier, path)
+            account = source.rsplit("/", 1)[-1]
+            try:
+                path = attachments.mounted_shared(account)  # the bucket's prefix, on S3 storage
+            except OSError as exc:
+                raise TransientBackendError(_("The cloud storage could not be mounted; trying again.")) from exc
+            if path is None:
+                path = _storage_tree(account)  # bound by root: its parents stay private
+                # The account's own files, limited to its storage quota (ENOSPC inside past it).
+                local_volumes.ensure(path, sandbox_uid(instance), float(settings.STORAGE_MAX_GB), adopt=True)
+                earlier = sandbox_root() / "shared" / path.name
+                if earlier != path:  # what machines wrote before /root/shared was the account's cloud storage
+                    local_volumes.merge_earlier(earlier, path)
             self._add_mount(instance, target, str(path), read_only=False)
             return
         # Only a hub item's folder under LOCAL_HUB_ROOT: never an absolute path or one that climbs out of it.

@@ -1,11 +1,21 @@
 """Storage fixtures: a private storage root and staging folder per test, and tus helpers for API clients."""
 
 import base64
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
+import boto3
 import pytest
 
-from storage import services
+from storage import s3mount, services
 from storage.models import Entry
 
 TUS = {"HTTP_TUS_RESUMABLE": "1.0.0"}
@@ -88,3 +98,90 @@ class _Stream:
         piece = self.data[self.pos : self.pos + n]
         self.pos += len(piece)
         return piece
+
+
+# Cloud storage on S3, mounted with rclone ----------------------------------------------------------------------------
+
+
+def _s3_unavailable() -> str:
+    if os.geteuid() != 0:
+        return "mounting with FUSE as the console does needs root"
+    if importlib.util.find_spec("moto") is None:
+        return "moto (the S3 server the tests run against) is not installed"
+    return s3mount.available()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A local S3 server (moto's, on 127.0.0.1) for the whole session: its endpoint."""
+    why = _s3_unavailable()
+    if why:
+        pytest.skip(f"no S3 mount here: {why}")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)  # noqa: S310  (the local test server)
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield endpoint
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def s3_storage(request, settings, s3_server, tmp_path):
+    """``STORAGE=s3`` against a bucket of this test's own, each account's prefix mounted with rclone under the
+    sandbox root of ``on_local`` when the test has one (else under tmp_path); every mount ended after the test.
+    Returns the bucket: ``keys()`` lists it, ``read(key)`` reads an object."""
+    bucket = f"test-{uuid.uuid4().hex[:12]}"
+    client = boto3.client(
+        "s3", endpoint_url=s3_server, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
+    client.create_bucket(Bucket=bucket)
+    base = Path(settings.LOCAL_SANDBOX_ROOT) if "on_local" in request.fixturenames else tmp_path
+    options = {
+        "bucket_name": bucket,
+        "endpoint_url": s3_server,
+        "region_name": "us-east-1",
+        "access_key": "test",
+        "secret_key": "test",
+        "location": "cloudstorage",
+        "default_acl": "private",
+        "querystring_auth": True,
+        "file_overwrite": False,
+    }
+    settings.STORAGE = "s3"
+    settings.STORAGES = settings.STORAGES | {
+        "cloudstorage": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+    }
+    settings.STORAGE_S3_MOUNT_ROOT = str(base / "cloud")
+    settings.STORAGE_S3_CACHE_GB = 0.25
+    settings.STORAGE_S3_WRITE_BACK_SECONDS = 1
+    settings.STORAGE_S3_DIR_CACHE_SECONDS = 2
+    settings.STORAGE_STAGING_DIR = tmp_path / "staging"
+
+    def keys(prefix="cloudstorage/"):
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+        return {item["Key"]: item["Size"] for item in listed}
+
+    def read(key):
+        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+    def settled(account):
+        assert s3mount.settle(Path(settings.STORAGE_S3_MOUNT_ROOT) / str(account.public_id))
+
+    def put(key, body):
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+        time.sleep(settings.STORAGE_S3_DIR_CACHE_SECONDS + 0.5)  # what another host wrote shows after the cache
+
+    yield SimpleNamespace(name=bucket, keys=keys, read=read, settled=settled, put=put, client=client)
+    s3mount.unmount_all(Path(settings.STORAGE_S3_MOUNT_ROOT))

@@ -24,7 +24,10 @@ NAME_RULES = (
     "A file or folder name: not empty, “.” or “..”; no “/”, “\\”, control or invisible format characters; no space "
     "at either end; at most 255 bytes in UTF-8."
 )
-PATH_RULES = f"/a/b/c: names as below, at most {MAX_DEPTH} deep and {MAX_PATH_BYTES} bytes; / is the root. {NAME_RULES}"
+PATH_RULES = (
+    f"/a/b/c: names as below, at most {MAX_DEPTH} deep and {MAX_PATH_BYTES} bytes; / (or empty) is the root, and a "
+    f"path without its leading / is taken from the root (a/b is /a/b). {NAME_RULES}"
+)
 
 
 class InvalidPath(ServiceError):

@@ -82,7 +82,11 @@ def _storage_name():
 
 
 def _storage_path():
-    return st.lists(_storage_name(), min_size=0, max_size=4).map(lambda names: "/" + "/".join(names))
+    # With or without the leading "/": the API takes both from the root.
+    lead = st.sampled_from(["/", ""])
+    return st.tuples(lead, st.lists(_storage_name(), min_size=0, max_size=4)).map(
+        lambda p: (p[0] + "/".join(p[1])) or "/"
+    )
 
 
 def _resident_id():

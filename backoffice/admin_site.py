@@ -6,7 +6,7 @@ from functools import wraps
 from django.http import Http404
 from django.urls import URLPattern, URLResolver
 
-from console.ops import roles
+from accounts.ops import roles
 
 
 def _staff_only(view):

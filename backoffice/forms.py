@@ -7,11 +7,11 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from accounts.ops.choices import AuditAction
 from billing.choices import Eligibility
 from billing.forms import AmountField
 from billing.models import Plan
 from catalog.models import Chip, Zone
-from console.ops.choices import AuditAction
 
 DATETIME_LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 

@@ -6,9 +6,9 @@ Apart from ``services`` because the instances' admin imports that module, and th
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from console.ops import roles
-from console.ops.audit import Actor, record
-from console.ops.choices import AuditAction
+from accounts.ops import roles
+from accounts.ops.audit import Actor, record
+from accounts.ops.choices import AuditAction
 from core.errors import NotFound
 from marketplace.hub import repos
 from marketplace.models import HubItem

@@ -6,7 +6,7 @@ review page, the API, the admin and this back office); this module finds the ima
 
 from django.utils.translation import gettext as _
 
-from console.ops.audit import Actor
+from accounts.ops.audit import Actor
 from core.errors import NotFound
 from marketplace.images import services
 from marketplace.models import Image

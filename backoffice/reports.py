@@ -12,13 +12,13 @@ from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, S
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from accounts.ops.models import CapacitySnapshot
 from billing.catalog_names import chip_names, plan_names, zone_names
 from billing.choices import SPEND_KINDS, AccountKind, TransactionKind, UsageKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme, SubsidyUsage, UsageSession
 from billing.money import MINUTES_PER_HOUR, ZERO, summed, to_cents
 from billing.rules import month_bounds, month_of
 from catalog.models import Chip, Node, Zone
-from console.ops.models import CapacitySnapshot
 from core import csvsafe
 from core.chart_time import slot_label
 from instances.choices import Status

@@ -12,17 +12,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts import verification
+from accounts.models import EnterpriseVerification, User
+from accounts.ops import roles
+from accounts.ops.audit import Actor, Target, record
+from accounts.ops.choices import AuditAction
 from billing import price_version, vouchers, wallet
 from billing.choices import Eligibility
 from billing.display import format_cny
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, VoucherBatch
 from billing.money import CENT, RATE_QUANTUM, ZERO
 from catalog.models import Chip, Node
-from console import verification
-from console.models import EnterpriseVerification, User
-from console.ops import roles
-from console.ops.audit import Actor, Target, record
-from console.ops.choices import AuditAction
 from core.errors import Conflict, NotFound, ServiceError
 from instances import lifecycle
 from instances.choices import Reason

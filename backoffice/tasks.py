@@ -1,4 +1,4 @@
-"""Back-office tasks. ``console/tasks.py`` imports this module so the worker registers them."""
+"""Back-office tasks. ``accounts/tasks.py`` imports this module so the worker registers them."""
 
 from celery import shared_task
 

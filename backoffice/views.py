@@ -14,18 +14,18 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts import verification
+from accounts.models import EnterpriseVerification, User
+from accounts.ops import roles
+from accounts.ops.access import forbidden as _forbidden
+from accounts.ops.access import staff_view
+from accounts.ops.audit import Actor
+from accounts.ops.models import AuditEntry
 from billing import einvoice, wallet
 from billing import invoices as billing_invoices
 from billing import vouchers as billing_vouchers
 from billing.display import format_cny
 from billing.models import Invoice, LedgerTransaction, Price, VoucherBatch
-from console import verification
-from console.models import EnterpriseVerification, User
-from console.ops import roles
-from console.ops.access import forbidden as _forbidden
-from console.ops.access import staff_view
-from console.ops.audit import Actor
-from console.ops.models import AuditEntry
 from core import csvsafe
 from core.errors import NotFound, ServiceError
 from instances.choices import ACTIVE

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from accounts.models import User
 from bench import benchmark, size
 from billing import ledger
 from billing.choices import AccountKind, TransactionKind
@@ -25,7 +26,6 @@ from billing.metering import meter
 from billing.models import UsageSession
 from billing.quote import quote
 from catalog.models import Chip
-from console.models import User
 
 SESSIONS = int(os.environ.get("BENCH_METERING_SESSIONS") or size(10_000, 1_000))
 PER_USER = 4

@@ -22,14 +22,14 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts import services as console_services
+from accounts.models import User
 from billing import wallet
 from billing.metering import meter
 from billing.models import LedgerTransaction, UsageSession
 from catalog import services as catalog_services
 from catalog.models import Chip, Zone
 from config.celery import app
-from console import services as console_services
-from console.models import User
 from instances import launching, lifecycle
 from instances.choices import TRANSITIONAL
 from instances.models import Instance, InstanceEvent

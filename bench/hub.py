@@ -19,9 +19,9 @@ from pathlib import Path
 import requests
 from django.conf import settings
 
+from accounts import services as console_services
+from accounts.models import User
 from bench import benchmark, size
-from console import services as console_services
-from console.models import User
 from marketplace.hub import blobs, repos
 from marketplace.models import HubBlob, HubItem
 

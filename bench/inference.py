@@ -9,9 +9,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts.models import WorkerHeartbeat
 from bench import benchmark, size
 from bench.instances import _user
-from console.models import WorkerHeartbeat
 from inference import services as endpoints
 from inference import template_catalog as inference
 from instances import conf

@@ -24,14 +24,14 @@ from django.db import connection
 from django.db.models import F, Sum
 from django.test import Client
 
+from accounts import services as console_services
+from accounts import ssh_keys
+from accounts.models import User, WorkerHeartbeat
 from bench import benchmark, size
 from billing import price_version, wallet
 from catalog import services as catalog_services
 from catalog.models import Chip, Node, Zone
 from config.celery import app
-from console import services as console_services
-from console import ssh_keys
-from console.models import User, WorkerHeartbeat
 from core.errors import Unavailable
 from instances import launching, lifecycle, runtime, ssh_gateway
 from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local

@@ -4,9 +4,9 @@ from django.contrib.auth.models import AnonymousUser, Group
 from django.db import connection
 from django.test import Client
 
+from accounts.models import User
+from accounts.ops import roles
 from bench import benchmark, size
-from console.models import User
-from console.ops import roles
 from marketplace.hub import search, services, synthetic
 from marketplace.images import catalog as image_catalog
 from marketplace.images import services as images

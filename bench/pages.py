@@ -19,9 +19,9 @@ import requests
 from django.conf import settings
 from django.test import Client
 
+from accounts import services
+from accounts.models import User
 from bench import benchmark, heavy_user, percentiles, size
-from console import services
-from console.models import User
 
 INSTANCES = size(1_000, 100)
 TRANSACTIONS = int(os.environ.get("BENCH_TRANSACTIONS") or size(10_000, 1_000))

@@ -4,9 +4,9 @@ import os
 
 from django.test import Client
 
+from accounts import services as console_services
+from accounts.models import User
 from bench import benchmark
-from console import services as console_services
-from console.models import User
 from storage import services
 
 MB = 1024 * 1024

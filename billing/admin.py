@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from console.ops.admin_audit import audited_delete, audited_save
+from accounts.ops.admin_audit import audited_delete, audited_save
 
 from .models import (
     Account,

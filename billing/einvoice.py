@@ -17,7 +17,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from console.ops.audit import Actor
+from accounts.ops.audit import Actor
 from core.errors import ServiceError, Unavailable
 
 from . import invoices

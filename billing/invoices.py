@@ -19,8 +19,8 @@ from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console.ops.audit import Actor, record
-from console.ops.choices import AuditAction
+from accounts.ops.audit import Actor, record
+from accounts.ops.choices import AuditAction
 from core import csvsafe
 from core.errors import Conflict, Forbidden, NotFound, ServiceError, Unavailable
 from core.field_errors import FieldError

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console import identity
+from accounts import identity
 from core.errors import NotFound, ServiceError, Unavailable
 
 from . import arrears

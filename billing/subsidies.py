@@ -15,10 +15,10 @@ from .rules import month_of
 
 def is_verified_enterprise(user) -> bool:
     """Whether ``user`` is a verified enterprise: their latest enterprise verification (SPEC §3) was approved, or,
-    for a team's account, its creator's while they own it (``console.verification.is_verified``).
+    for a team's account, its creator's while they own it (``accounts.verification.is_verified``).
 
     A caller may state the answer on the user object (``user.is_verified_enterprise = True``); otherwise it is
-    read from ``console.verification`` once and memoised on the object, so a page quoting many prices asks once.
+    read from ``accounts.verification`` once and memoised on the object, so a page quoting many prices asks once.
     """
     if user is None or not getattr(user, "is_authenticated", False):
         return False
@@ -27,7 +27,7 @@ def is_verified_enterprise(user) -> bool:
         return stated
     memo = getattr(user, "_verified_enterprise", None)
     if memo is None:
-        from console.verification import is_verified
+        from accounts.verification import is_verified
 
         memo = is_verified(user)
         user._verified_enterprise = memo
@@ -35,12 +35,12 @@ def is_verified_enterprise(user) -> bool:
 
 
 def is_verified_student(user) -> bool:
-    """Whether ``user`` is a verified student now (``console.students``), read once per user object."""
+    """Whether ``user`` is a verified student now (``accounts.students``), read once per user object."""
     if user is None or not getattr(user, "is_authenticated", False):
         return False
     memo = getattr(user, "_verified_student", None)
     if memo is None:
-        from console.students import is_verified
+        from accounts.students import is_verified
 
         memo = is_verified(user)
         user._verified_student = memo

@@ -6,7 +6,7 @@ from django.core.mail import send_mail
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from console.account_adapter import email_subject
+from accounts.account_adapter import email_subject
 from teams.accounts import recipients
 
 from . import metering, vouchers, wallet

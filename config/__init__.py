@@ -7,7 +7,7 @@ import os
 # before anything else of the project (manage.py and the test run through config.settings, config.wsgi,
 # config.asgi, celery -A config), so this is the one place the mask is set. What the sandboxes must read is given
 # its mode explicitly (instances.backends.local, marketplace.hub); manage.py migrate makes older trees private
-# (console.data_dir).
+# (accounts.data_dir).
 os.umask(0o077)
 
 from .celery import app as celery_app  # noqa: E402

@@ -2,10 +2,10 @@
 
 from django.urls import include, path
 
-from console.api import views as console_api
+from accounts.api import views as console_api
 
 urlpatterns = [
-    path("", include("console.api.urls")),
+    path("", include("accounts.api.urls")),
     path("", include("instances.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("storage.api.urls")),

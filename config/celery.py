@@ -16,4 +16,4 @@ app.autodiscover_tasks()
 def _announce_worker(sender, **kwargs):
     # The first heartbeat goes through the broker like any other task, so /healthz turns green only once
     # the whole path (producer → broker → worker → database) works, without waiting for beat's first tick.
-    sender.app.send_task("console.tasks.heartbeat")
+    sender.app.send_task("accounts.tasks.heartbeat")

@@ -65,10 +65,10 @@ LAB_AUTH_CACHE_SECONDS = env.float("LAB_AUTH_CACHE_SECONDS", default=5)  # how l
 ACCESS_RECHECK_SECONDS = env.float("ACCESS_RECHECK_SECONDS", default=2)
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000")
-# Personal real-name verification (console/identity.py): who confirms a name and ID number, and which actions need
+# Personal real-name verification (accounts/identity.py): who confirms a name and ID number, and which actions need
 # it: "topup" (a top-up over REAL_NAME_TOPUP_LIMIT yuan), "team" (creating a team) and "endpoint" (publishing an
 # inference endpoint).
-IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="console.identity.DevelopmentProvider")
+IDENTITY_PROVIDER = env.str("IDENTITY_PROVIDER", default="accounts.identity.DevelopmentProvider")
 # Keys the fingerprint that keeps one ID number to one account; it must never change once numbers are verified.
 IDENTITY_HASH_KEY = env.str("IDENTITY_HASH_KEY", default=SECRET_KEY)
 REAL_NAME_REQUIRED_FOR = env.list("REAL_NAME_REQUIRED_FOR", default=["topup"])
@@ -96,7 +96,7 @@ INSTALLED_APPS = [
     "crispy_bootstrap5",
     "allauth",
     "allauth.account",
-    "console",
+    "accounts",  # its app label stays "console": its tables, migrations and permissions keep their names
     "catalog",
     "instances",
     "marketplace",
@@ -113,7 +113,7 @@ MIDDLEWARE = [
     # WhiteNoise, able to run in async mode: under uvicorn no middleware puts a request on a thread.
     "core.static_middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "console.middleware.LanguageMiddleware",
+    "accounts.middleware.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -138,7 +138,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "console.context_processors.navigation",
+                "accounts.context_processors.navigation",
                 "teams.context.context_processor",
             ],
             "builtins": ["template_partials.templatetags.partials"],
@@ -204,7 +204,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 # Account e-mail names the product (SITE_NAME) in the reader's language; EMAIL_SUBJECT_PREFIX overrides the subject's.
-ACCOUNT_ADAPTER = "console.account_adapter.AccountAdapter"
+ACCOUNT_ADAPTER = "accounts.account_adapter.AccountAdapter"
 ACCOUNT_EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default=None)
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if PRODUCTION else "http"
 ACCOUNT_RATE_LIMITS = {
@@ -269,7 +269,7 @@ WORKER_HEARTBEAT_SECONDS = env.int("WORKER_HEARTBEAT_SECONDS", default=5)
 # A worker whose last heartbeat is older than this is reported dead on /healthz.
 WORKER_HEARTBEAT_STALE_SECONDS = env.int("WORKER_HEARTBEAT_STALE_SECONDS", default=30)
 CELERY_BEAT_SCHEDULE = {
-    "worker-heartbeat": {"task": "console.tasks.heartbeat", "schedule": WORKER_HEARTBEAT_SECONDS},
+    "worker-heartbeat": {"task": "accounts.tasks.heartbeat", "schedule": WORKER_HEARTBEAT_SECONDS},
 }
 
 # Cloud storage (云存储): each user's files. Local disk under MEDIA_ROOT/cloudstorage by default; STORAGE=s3 puts
@@ -372,12 +372,12 @@ CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "backoffice.tasks.recor
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "console.api.authentication.ApiTokenAuthentication",
+        "accounts.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "console.api.permissions.TokenScopePermission",
+        "accounts.api.permissions.TokenScopePermission",
     ],
     "DEFAULT_PARSER_CLASSES": [
         "core.api.parsers.JSONParser",

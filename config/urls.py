@@ -10,12 +10,12 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from accounts.views import pages as console_views
 from backoffice.admin_site import staff_only
-from console.views import pages as console_views
 from inference import proxy as inference_proxy
 
 urlpatterns = [
-    path("console/", include("console.urls")),
+    path("console/", include("accounts.urls")),
     path("instances/", include("instances.urls")),
     path("storage/", include("storage.urls")),
     path("billing/", include("billing.urls")),
@@ -62,7 +62,7 @@ urlpatterns = [
     path("", include("marketplace.hub.hf_urls")),
 ]
 
-handler400 = "console.views.pages.error_400"
-handler403 = "console.views.pages.error_403"
-handler404 = "console.views.pages.error_404"
-handler500 = "console.views.pages.error_500"
+handler400 = "accounts.views.pages.error_400"
+handler403 = "accounts.views.pages.error_403"
+handler404 = "accounts.views.pages.error_404"
+handler500 = "accounts.views.pages.error_500"

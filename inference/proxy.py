@@ -3,7 +3,7 @@
 The console authenticates the endpoint's key (``Authorization: Bearer sk-…``; the key names its endpoint),
 rate-limits it, and proxies the request to the endpoint's model server — streaming responses (SSE) are passed
 through chunk by chunk. Every request is logged with its status, latency and token counts. Errors use OpenAI's
-shape ``{"error": {"message", "type", "code"}}`` in the request's language (``console.middleware``).
+shape ``{"error": {"message", "type", "code"}}`` in the request's language (``accounts.middleware``).
 
 The simulated backend has no machine and no model server: its endpoints are answered in-process by
 :func:`simulated_answer`, a labelled simulated model, so the whole path works on a laptop. Where a request goes is

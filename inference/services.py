@@ -18,8 +18,8 @@ from django.db.models.functions import TruncMinute
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts import identity
 from billing.quote import load_price_book
-from console import identity
 from core import keys
 from core.chart_time import minute_label
 from core.errors import Conflict, NotFound, ServiceError

@@ -1,10 +1,10 @@
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
+from accounts.ops.admin_audit import audited_save
+from accounts.ops.audit import Actor
 from backoffice import services as ops_services
 from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
-from console.ops.admin_audit import audited_save
-from console.ops.audit import Actor
 from core.errors import ServiceError
 
 from . import lifecycle

@@ -39,7 +39,7 @@ from django.db import DatabaseError, close_old_connections, connections
 from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
-from console.models import SSHKey
+from accounts.models import SSHKey
 from teams.access import owned
 
 from .backends import BackendError, get_backend

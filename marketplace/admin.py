@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
-from console.ops.audit import client_ip
+from accounts.ops.audit import client_ip
 from core.errors import ServiceError
 
 from .choices import ImageReview

@@ -22,8 +22,8 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from console import identity
-from console.account_adapter import email_subject
+from accounts import identity
+from accounts.account_adapter import email_subject
 from core.errors import Conflict, Forbidden, NotFound, ServiceError
 from core.field_errors import FieldError
 

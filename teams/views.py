@@ -9,7 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.account_adapter import AFTER_LOGIN_SESSION_KEY
+from accounts.account_adapter import AFTER_LOGIN_SESSION_KEY
 from core.errors import Forbidden, NotFound, ServiceError
 from core.field_errors import FieldError
 

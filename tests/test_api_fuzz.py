@@ -40,8 +40,8 @@ from schemathesis.specs.openapi.checks import (
     use_after_free,
 )
 
+from accounts import identity, ssh_keys, verification
 from config.wsgi import application
-from console import identity, ssh_keys, verification
 from storage import paths
 from storage.api.views import UPLOAD_METADATA_FORMAT
 
@@ -193,7 +193,7 @@ def _keep_the_test_connection():
 @pytest.fixture
 def fuzz_owner(db, catalog):
     """An owner with a read-write token and a little of everything, so list endpoints have rows to render."""
-    from console import services
+    from accounts import services
     from tests.fixtures.factories import UserFactory
 
     user = UserFactory(email="fuzz-owner@example.com")

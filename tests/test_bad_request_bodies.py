@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from console.models import ApiToken
+from accounts.models import ApiToken
 from core.jsonbody import InvalidJsonBody, parse_json_body
 
 pytestmark = pytest.mark.django_db

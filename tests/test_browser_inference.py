@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from accounts.models import WorkerHeartbeat
 from billing import wallet
-from console.models import WorkerHeartbeat
 from inference.models import EndpointRequest
 from tests.fixtures.services import screenshot, wait_until
 

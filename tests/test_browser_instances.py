@@ -15,9 +15,9 @@ from django.conf import settings
 from django.test import Client
 from playwright.sync_api import expect
 
+from accounts.models import WorkerHeartbeat
 from billing import wallet
 from billing.models import UsageSession
-from console.models import WorkerHeartbeat
 from instances.models import Instance
 from tests.fixtures.services import screenshot, wait_until
 

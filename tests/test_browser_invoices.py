@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import Group
 
+from accounts import services
+from accounts.ops.roles import FINANCE, sync_groups
 from billing import invoices, wallet
 from billing.models import Invoice
-from console import services
-from console.ops.roles import FINANCE, sync_groups
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
 

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.test import Client
 from playwright.sync_api import expect
 
+from accounts.models import WorkerHeartbeat
 from billing import wallet
-from console.models import WorkerHeartbeat
 from instances.models import Instance, TrainingScalar
 from tests.asgi_server import lab_origin
 from tests.fixtures.services import screenshot, wait_until

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core import mail
 
-from console.models import WorkerHeartbeat
+from accounts.models import WorkerHeartbeat
 from instances.models import Instance
 from tests.fixtures.services import screenshot, wait_until
 

@@ -4,8 +4,8 @@ community image, which then appears in the marketplace."""
 
 import pytest
 
+from accounts import verification
 from backoffice.tests.fixtures import PASSWORD
-from console import verification
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
 

@@ -5,8 +5,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from console import ssh_keys
-from console.tests.test_ssh_keys import public_key
+from accounts import ssh_keys
+from accounts.tests.test_ssh_keys import public_key
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

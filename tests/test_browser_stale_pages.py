@@ -86,7 +86,7 @@ BUTTON_LINES = """(selector) => [...document.querySelectorAll(selector)]
 
 @pytest.mark.parametrize("width", [390, 1366])
 def test_buttons_and_headings_in_tables_keep_chinese_labels_on_one_line(browser, live_server, owner, launch, width):
-    from console.services import create_api_token
+    from accounts.services import create_api_token
     from storage import disks
 
     top_up(owner, "1000")

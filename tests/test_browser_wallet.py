@@ -3,7 +3,7 @@ sandbox checkout (development: no real money), and sees the transaction and the 
 
 import pytest
 
-from console import services
+from accounts import services
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
 

@@ -22,12 +22,12 @@ from django.db import connection
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounts.models import WorkerHeartbeat
 from billing import ledger, metering, wallet
 from billing.choices import SPEND_KINDS, UsageKind
 from billing.models import LedgerTransaction, UsageSession
 from billing.quote import quote
 from catalog.models import Chip, Node, Zone
-from console.models import WorkerHeartbeat
 from instances import launching, lifecycle
 from instances.choices import Status
 from instances.models import Instance
@@ -276,7 +276,7 @@ def test_cut_database_connections_are_reopened_and_nothing_is_half_done(chaos, w
     while time.monotonic() < start + 5 or (cut == 0 and time.monotonic() < start + 60):
         cut += _cut_database_connections()
         if not cut and time.monotonic() > poked + 0.1:
-            app.send_task("console.tasks.heartbeat")
+            app.send_task("accounts.tasks.heartbeat")
             poked = time.monotonic()
         time.sleep(0.02)
     assert cut >= 1

@@ -4,8 +4,8 @@ written. Storage file names follow the stricter file-name rule (storage/paths.py
 
 import pytest
 
+from accounts.models import ApiToken
 from catalog.models import Zone
-from console.models import ApiToken
 from core.errors import ServiceError
 from core.validators import clean_display_name
 from inference.tests.fixtures import fund

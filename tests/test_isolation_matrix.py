@@ -155,7 +155,7 @@ COVERED = {
 # Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
 NOT_COVERED = {
     "api-chip-detail": "the public chip catalogue: the same for everyone",
-    "docs": "the documentation site's files: the same for everyone (console/tests/test_docs.py)",
+    "docs": "the documentation site's files: the same for everyone (accounts/tests/test_docs.py)",
     "api-zone-detail": "the public zone catalogue: the same for everyone",
     "api-spec-detail": "the public spec catalogue: the same for everyone",
     "inference:template": "public inference templates: the same for everyone",
@@ -226,9 +226,9 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
     token, a secret, a private hub model, a private image, a sandbox top-up, an issued invoice, an inference endpoint
     with a key, and a team with an open invitation."""
+    from accounts import services as console
+    from accounts import ssh_keys
     from billing import payments
-    from console import services as console
-    from console import ssh_keys
     from instances import launching
     from instances import secrets as instance_secrets
     from instances.tests.fixtures import settle
@@ -263,8 +263,8 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
     paid = payments.start_topup(owner, Decimal("20"), base_url="http://testserver")
     payments.pay_sandbox(owner, paid.public_id)
+    from accounts.ops.audit import Actor
     from billing import invoices
-    from console.ops.audit import Actor
     from tests.fixtures.factories import UserFactory
 
     requested = invoices.request(owner, kind="general", title="Matrix lab", amount="20")
@@ -295,7 +295,7 @@ def _public_key() -> str:
 
 
 def _clients(owner, teammate, stranger, api: bool):
-    from console import services as console
+    from accounts import services as console
 
     clients = {}
     for persona, user, scope in (
@@ -488,7 +488,7 @@ def _team_scoped(url: str) -> bool:
 def _persona_client(user, api: bool, team=None, url: str = ""):
     """A persona's client: in ``team``'s context when given (the console's switch; a team's token on an API route
     that takes one), else their own."""
-    from console import services as console
+    from accounts import services as console
 
     client = APIClient()
     if api:

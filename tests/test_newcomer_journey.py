@@ -20,10 +20,10 @@ from django.core import mail
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounts.models import User, WorkerHeartbeat
 from billing import ledger, metering, statements
 from billing.choices import SPEND_KINDS
 from billing.models import LedgerTransaction, UsageSession
-from console.models import User, WorkerHeartbeat
 from inference.models import EndpointRequest
 from instances.models import Instance
 from tests.fixtures.services import screenshot, wait_until

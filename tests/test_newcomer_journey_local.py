@@ -26,10 +26,10 @@ from django.db.models import Sum
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from accounts.models import User, WorkerHeartbeat
 from billing import ledger, metering, statements
 from billing.choices import SPEND_KINDS
 from billing.models import LedgerTransaction
-from console.models import User, WorkerHeartbeat
 from inference.models import Endpoint, InferenceTemplate
 from instances.models import Instance
 from instances.tests.ssh_fixtures import make_key, scp

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 # Each app's URL conf and the prefix config/urls.py mounts it at.
 APP_PREFIXES = {
-    "console.urls": "console/",
+    "accounts.urls": "console/",
     "instances.urls": "instances/",
     "storage.urls": "storage/",
     "billing.urls": "billing/",
@@ -50,8 +50,8 @@ ROOT_ROUTES = {
 # prefix, the catalog pages (rendered by instances and billing) under catalog/, the APIs under api/v1/.
 VIEW_PREFIXES = {
     "console": ("console/",),
-    "console.views.pages": ("console/", ""),  # the home page, the favicon and healthz are at the root
-    "console.ops": ("ops/",),
+    "accounts.views.pages": ("console/", ""),  # the home page, the favicon and healthz are at the root
+    "accounts.ops": ("ops/",),
     "instances": ("instances/",),
     "billing.views.catalog": ("catalog/",),
     "storage": ("storage/",),

@@ -4,7 +4,7 @@ from django import template
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from console.ops import roles
+from accounts.ops import roles
 
 register = template.Library()
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import Group
 
+from accounts.ops import roles
 from billing import wallet
-from console.ops import roles
 from tests.fixtures.factories import UserFactory
 
 PASSWORD = "correct horse battery"

@@ -11,14 +11,14 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.ops.audit import Actor
+from accounts.ops.choices import AuditAction
+from accounts.ops.models import AuditEntry, AuditLogIsAppendOnly
 from backoffice import services
 from billing import ledger, metering
 from billing.models import LedgerTransaction, Price, SubsidyProgramme, UsageSession
 from billing.quote import quote
 from catalog.models import Node
-from console.ops.audit import Actor
-from console.ops.choices import AuditAction
-from console.ops.models import AuditEntry, AuditLogIsAppendOnly
 from core.errors import Conflict, ServiceError
 from instances import launching
 from instances import lifecycle as instance_lifecycle

@@ -7,9 +7,9 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from accounts.ops.audit import Actor
 from backoffice import services
 from catalog.models import Node
-from console.ops.audit import Actor
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@
 import pytest
 from django.urls import reverse
 
-from console.ops.choices import AuditAction
-from console.ops.models import AuditEntry
+from accounts.ops.choices import AuditAction
+from accounts.ops.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts import verification
+from accounts.ops.choices import AuditAction
+from accounts.ops.models import AuditEntry
 from catalog.models import Node
-from console import verification
-from console.ops.choices import AuditAction
-from console.ops.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

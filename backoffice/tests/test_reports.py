@@ -13,14 +13,14 @@ from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts import verification
+from accounts.ops.audit import Actor
+from accounts.ops.models import AuditEntry, CapacitySnapshot
 from backoffice import reports, services
 from billing import ledger, metering
 from billing.choices import AccountKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme
 from catalog.models import Node
-from console import verification
-from console.ops.audit import Actor
-from console.ops.models import AuditEntry, CapacitySnapshot
 from instances import launching
 from instances import lifecycle as instance_lifecycle
 from instances.models import Instance

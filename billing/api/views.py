@@ -7,9 +7,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.api.permissions import PersonalTokenPermission
 from catalog import services as catalog_services
 from catalog.models import InstanceSpec
-from console.api.permissions import PersonalTokenPermission
 from core.errors import NotFound
 from core.paging import BothEnds
 from teams import roles

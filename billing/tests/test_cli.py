@@ -2,9 +2,9 @@
 
 import pytest
 
+from accounts import services
 from billing import wallet
 from cli.main import main
-from console import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,10 +9,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from accounts.ops.audit import Actor
+from accounts.ops.models import AuditEntry
 from billing import invoices, payments, wallet
 from billing.models import Invoice
-from console.ops.audit import Actor
-from console.ops.models import AuditEntry
 from core.errors import ServiceError
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
@@ -77,7 +77,7 @@ def test_finance_issues_with_the_pdf_and_the_customer_downloads_it_others_cannot
     finance = UserFactory(email="finance@example.com", is_staff=True)
     from django.contrib.auth.models import Group
 
-    from console.ops.roles import FINANCE, sync_groups
+    from accounts.ops.roles import FINANCE, sync_groups
 
     sync_groups()
     finance.groups.add(Group.objects.get(name=FINANCE))

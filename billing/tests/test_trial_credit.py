@@ -7,9 +7,9 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from accounts import services as console_services
 from billing import ledger, wallet
 from billing.models import LedgerTransaction, Notification, TrialGrant
-from console import services as console_services
 from core.errors import PaymentRequired
 from tests.fixtures.factories import UserFactory
 

@@ -351,7 +351,7 @@ def test_the_api_redeems_and_lists_vouchers_with_errors_as_json(catalog):
 
 
 def test_finance_creates_a_batch_and_exports_its_codes_audited_and_spreadsheet_safe(catalog, finance_user):
-    from console.ops.models import AuditEntry
+    from accounts.ops.models import AuditEntry
 
     page = _browser(finance_user)
     assert page.get("/ops/vouchers/").status_code == 200
@@ -426,7 +426,7 @@ def test_guessing_codes_is_limited_per_person(catalog):
 def test_a_voucher_redeemed_with_a_teams_token_goes_to_the_teams_wallet_and_its_log(catalog):
     from rest_framework.test import APIClient
 
-    from console import services as console_services
+    from accounts import services as console_services
     from teams import services as team_services
     from teams.models import TeamEvent
 

@@ -145,7 +145,7 @@ def test_another_users_key_and_a_console_token_never_reach_this_endpoint(owner, 
     point_at(mine, model_server.url)
     point_at(theirs, model_server.url)
     their_key = endpoints.create_key(theirs)
-    from console import services as console
+    from accounts import services as console
 
     console_token = console.create_api_token(owner, name="console", scope="read_write").plaintext
 

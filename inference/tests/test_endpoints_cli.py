@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from accounts import services as console_services
 from cli.main import main
-from console import services as console_services
 from inference import services as endpoints
 from inference.tests.fixtures import fund
 from instances.models import Instance

@@ -2,7 +2,7 @@
 
 from django import template
 
-from console.models import SSHKey
+from accounts.models import SSHKey
 from instances.ssh_access import may_enter, ssh_access
 
 register = template.Library()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from console import ssh_keys
+from accounts import ssh_keys
 from instances import ssh_gateway
 from instances.backends import local
 from instances.backends.simulated import SimulatedBackend

@@ -336,7 +336,7 @@ def test_concurrent_launches_never_oversell_a_nodes_cpu_on_postgresql(owner, lif
 def test_the_operator_sets_the_default_limit_in_the_back_office_and_it_is_audited(owner, superuser, lifecycle):
     from django.test import Client
 
-    from console.models import AuditEntry
+    from accounts.models import AuditEntry
 
     staff = Client()
     staff.cookies[django_settings.LANGUAGE_COOKIE_NAME] = "en"

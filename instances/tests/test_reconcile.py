@@ -10,8 +10,8 @@ import time_machine
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.models import WorkerHeartbeat
 from catalog.models import Node
-from console.models import WorkerHeartbeat
 from instances import launching
 from instances import lifecycle as instance_lifecycle
 from instances.choices import Status

@@ -233,8 +233,8 @@ def test_the_cli_reads_the_value_from_stdin_without_its_last_line_end():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_cli_sets_lists_and_removes_secrets(live_server, owner, tmp_path, monkeypatch, capsys):
+    from accounts import services as console_services
     from cli.main import main
-    from console import services as console_services
 
     monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
     token = console_services.create_api_token(owner, name="cli", scope="read_write").plaintext

@@ -5,7 +5,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from console import ssh_keys
+from accounts import ssh_keys
 from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from console import ssh_keys
-from console.models import SSHKey
+from accounts import ssh_keys
+from accounts.models import SSHKey
 from instances import lifecycle, ssh_gateway
 from instances.backends import BackendError
 from instances.backends.simulated import SimulatedBackend

@@ -89,7 +89,7 @@ def test_a_member_removed_from_the_team_is_hung_up_inside_the_machine(gateway, o
     import subprocess
     import time
 
-    from console import ssh_keys
+    from accounts import ssh_keys
     from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key
     from teams import services as teams
     from teams.models import Membership

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from console import ssh_keys
-from console.models import SSHKey
+from accounts import ssh_keys
+from accounts.models import SSHKey
 from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle

@@ -9,9 +9,9 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.api.permissions import PersonalTokenPermission, TokenScopePermission
+from accounts.ops.audit import client_ip
 from billing.quote import load_price_book
-from console.api.permissions import PersonalTokenPermission, TokenScopePermission
-from console.ops.audit import client_ip
 from core.api import strict
 from core.api.pagination import LimitOffsetPagination
 from core.api.validators import display_name

@@ -5,8 +5,8 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.api.permissions import PersonalTokenPermission, TokenScopePermission
 from billing.quote import load_price_book
-from console.api.permissions import PersonalTokenPermission, TokenScopePermission
 from core.api.pagination import LimitOffsetPagination
 
 from ..hub import services

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from console import tokens
+from accounts import tokens
 from core.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility

@@ -33,7 +33,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from console import tokens
+from accounts import tokens
 from core import visitor_cache
 from core.errors import Conflict, Forbidden, NotFound, ServiceError
 from storage import quota

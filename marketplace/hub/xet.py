@@ -29,7 +29,7 @@ from django.core import signing
 from django.core.files.base import ContentFile
 from django.utils.translation import gettext as _
 
-from console import tokens
+from accounts import tokens
 from core.errors import Forbidden, ServiceError
 
 from . import blobs, repos

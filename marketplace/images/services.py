@@ -17,13 +17,13 @@ from django.utils.crypto import get_random_string
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
+from accounts.ops import roles
+from accounts.ops.audit import Actor, record
+from accounts.ops.choices import AuditAction
 from billing.choices import TransactionKind
 from billing.models import LedgerTransaction
 from billing.quote import PriceBook, quote
 from catalog.models import Chip
-from console.ops import roles
-from console.ops.audit import Actor, record
-from console.ops.choices import AuditAction
 from core import visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
 from core.validators import clean_display_name

@@ -11,10 +11,10 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.ops import roles
+from accounts.ops.access import staff_view
+from accounts.ops.audit import client_ip
 from billing.quote import load_price_book
-from console.ops import roles
-from console.ops.access import staff_view
-from console.ops.audit import client_ip
 from core import visitor_cache
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial

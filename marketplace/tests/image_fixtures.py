@@ -25,10 +25,10 @@ def official_images(catalog):
 
 @pytest.fixture
 def staff(db):
-    """Staff in the ops group: the role that reviews images (``console.ops.roles.REVIEW_IMAGE``)."""
+    """Staff in the ops group: the role that reviews images (``accounts.ops.roles.REVIEW_IMAGE``)."""
     from django.contrib.auth.models import Group
 
-    from console.ops import roles
+    from accounts.ops import roles
     from tests.fixtures.factories import UserFactory
 
     roles.sync_groups()  # transactional tests flush the groups the migration made

@@ -16,7 +16,7 @@ from huggingface_hub import constants as hf_constants
 from huggingface_hub import file_download as hf_file_download
 from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
-from console import services as console_services
+from accounts import services as console_services
 from marketplace.hub import blobs, services
 from marketplace.models import HubBlob, HubCommit, HubItem
 from marketplace.tests.latest_hf import run_latest

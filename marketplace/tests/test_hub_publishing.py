@@ -9,8 +9,8 @@ import os
 import pytest
 from django.test import Client
 
-from console import services as console_services
-from console.ops.models import AuditEntry
+from accounts import services as console_services
+from accounts.ops.models import AuditEntry
 from marketplace.hub import repos, services
 from marketplace.models import HubItem
 from tests.fixtures.factories import UserFactory

@@ -12,9 +12,9 @@ import time_machine
 from django.test import Client
 from django.utils import timezone
 
-from console import services as console_services
-from console import tokens
-from console.models import ApiToken
+from accounts import services as console_services
+from accounts import tokens
+from accounts.models import ApiToken
 from marketplace import tasks
 from marketplace.hub import repos
 from marketplace.models import HubBlob

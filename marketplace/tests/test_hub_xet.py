@@ -11,7 +11,7 @@ import lz4.block
 import pytest
 from django.test import Client
 
-from console import services as console_services
+from accounts import services as console_services
 from marketplace.hub import repos, xet
 from marketplace.models import HubBlob, HubItem
 from tests.fixtures.factories import UserFactory

@@ -4,8 +4,8 @@ to review (the page, the API, the admin) checks the role in the service and writ
 import pytest
 from rest_framework.test import APIClient
 
-from console.ops.choices import AuditAction
-from console.ops.models import AuditEntry
+from accounts.ops.choices import AuditAction
+from accounts.ops.models import AuditEntry
 from marketplace.images import services
 from marketplace.models import Image
 

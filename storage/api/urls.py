@@ -1,6 +1,6 @@
 from django.urls import re_path
 
-from console.api.routers import Router
+from accounts.api.routers import Router
 
 from . import disks, views
 

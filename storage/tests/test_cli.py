@@ -5,9 +5,9 @@ import os
 
 import pytest
 
+from accounts import services as console_services
 from cli import storage as storage_cli
 from cli.main import main
-from console import services as console_services
 from storage.models import Entry, Upload
 
 from .fixtures import MB

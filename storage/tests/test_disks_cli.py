@@ -2,8 +2,8 @@
 
 import pytest
 
+from accounts import services as console_services
 from cli.main import main
-from console import services as console_services
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from storage.models import CloudDisk, HubMount

@@ -8,7 +8,7 @@ of the team's storage is tried in ``tests/test_isolation_matrix.py``.
 import pytest
 from rest_framework.test import APIClient
 
-from console import services as console_services
+from accounts import services as console_services
 from storage import services
 from storage.models import Entry, Upload
 

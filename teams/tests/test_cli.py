@@ -4,8 +4,8 @@ import re
 
 import pytest
 
+from accounts import services as console_services
 from cli.main import main
-from console import services as console_services
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from billing import wallet
-from console.models import ApiToken
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from teams import services

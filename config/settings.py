@@ -280,8 +280,6 @@ STORAGE = env.str("STORAGE", default="local")
 # see the bucket's files, and files uploaded are kept under opaque keys).
 STORAGE_S3_MOUNT_ROOT = env.str("STORAGE_S3_MOUNT_ROOT", default=str(DATA_DIR / "cloudstorage-s3"))
 STORAGE_S3_PROVIDER = env.str("STORAGE_S3_PROVIDER", default="Other")  # rclone's name: AWS, Minio, Ceph, ...
-# rclone's cache of what is being written, per account, on a size-limited image of its own.
-STORAGE_S3_CACHE_GB = env.float("STORAGE_S3_CACHE_GB", default=10)
 STORAGE_S3_WRITE_BACK_SECONDS = env.int("STORAGE_S3_WRITE_BACK_SECONDS", default=5)
 STORAGE_S3_DIR_CACHE_SECONDS = env.int("STORAGE_S3_DIR_CACHE_SECONDS", default=30)
 if STORAGE == "s3":
@@ -330,6 +328,9 @@ HUB_MAX_FILE_BYTES = env.int("HUB_MAX_FILE_BYTES", default=50 * 1024**3)
 HUB_MAX_COMMIT_BYTES = env.int("HUB_MAX_COMMIT_BYTES", default=100 * 1024 * 1024)
 STORAGE_FREE_GB = env.float("STORAGE_FREE_GB", default=50)
 STORAGE_MAX_GB = env.float("STORAGE_MAX_GB", default=500)
+# With STORAGE=s3: rclone's cache of what is being written, per account, on a sparse image of its own of this size
+# (what one account may have in flight to the bucket at once, and so the largest file it can write).
+STORAGE_S3_CACHE_GB = env.float("STORAGE_S3_CACHE_GB", default=STORAGE_MAX_GB)
 # Per-user limits on cloud disks, set by the operator: how many live disks, and how many GB in all.
 DISK_MAX_PER_USER = env.int("DISK_MAX_PER_USER", default=20)
 DISK_MAX_TOTAL_GB = env.int("DISK_MAX_TOTAL_GB", default=64 * 1024)

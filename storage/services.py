@@ -137,6 +137,9 @@ def _on_tree(change, path: str):
     except tree.NoSpace as exc:
         raise quota.QuotaExceeded(_("Not enough storage space: your storage is full.")) from exc
     except OSError as exc:
+        if exc.errno == errno.EIO:  # the bucket's mount could not take it (its cache of writes full, S3 down)
+            log.error("storage: writing %s failed: %s", path, exc)
+            raise Unavailable(_("Your cloud storage could not store this right now; try again shortly.")) from exc
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):  # a link planted where a folder was: never followed
             raise
         raise Conflict(

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from storage import quota, services
 from storage.choices import EntryKind
 from storage.models import Entry
-from storage.tests.fixtures import tus_upload
+from storage.tests.fixtures import tus_create, tus_patch, tus_upload
 from storage.tree import migrate_layout
 
 pytestmark = [pytest.mark.sandbox]
@@ -137,3 +137,19 @@ def test_files_kept_under_opaque_keys_move_to_their_paths(s3_storage, owner):
     assert names(owner) == {"data": 0, "empty": 0}
     _, handle = services.open_file(owner, kept.public_id)
     assert handle.read() == b"1,2,3\n"
+
+
+@pytest.mark.django_db
+def test_a_file_larger_than_the_mounts_cache_is_refused_clearly_and_leaves_nothing(
+    s3_storage, owner, owner_api, settings
+):
+    settings.STORAGE_S3_CACHE_GB = 0.05  # 50 MiB of writes in flight
+    created = tus_create(owner_api, 80 * MB, "big.bin")
+    response = tus_patch(owner_api, created["Location"], 0, b"z" * (80 * MB))
+    assert response.status_code == 503, response.content
+    assert "could not store this right now" in response.json()["message"]
+    s3_storage.settled(owner)
+    assert s3_storage.keys() == {} and names(owner) == {} and quota.usage_bytes(owner) == 0
+    # A file that fits goes through as before.
+    assert tus_upload(owner_api, b"small\n", "small.txt").status_code == 204
+    assert names(owner) == {"small.txt": 6}

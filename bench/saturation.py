@@ -1,13 +1,14 @@
 """Pages at saturation, each against the framework's floor measured in the same run.
 
-The floor is a bare Django project (``bench.floor``: the default middleware, one view rendering a 9 KB
-template from a list). It and the console are served by the same gunicorn (2 sync workers, DEBUG off) on the same
-2 cores, one asked at a time; locust without think time (4 clients) asks for one page for a fixed time. The floor
-is asked before the first page, between each two pages and after the last. Each page's throughput and p95 are
-reported with its ratio to the floor's (how many times slower; the target is ≤ 4×), the floor's being the mean of
-the floor runs on either side of the page: the machine's speed drifts over a run, by a fifth on a shared one. The
-same bare page behind a login is measured beside it: the share of a logged-in page's cost that is the session and
-the user alone.
+The floor is a bare Django project (``bench.floor``: the default middleware, one view rendering a template from a
+list, 9 KB, or as long as a given page with ``?bytes=``). It and the console are served by the same gunicorn (2 sync
+workers, DEBUG off) on the same 2 cores, one asked at a time; locust without think time (4 clients) asks for one page
+for a fixed time. Each page is compared with two floors: the 9 KB one, asked before the first page, between each two
+pages and after the last (the mean of the runs on either side of the page), and a floor of the page's own size,
+asked right before and right after it (the target, ≤ 4×, is against this one: "a bare Django view of the same
+size"). The machine's speed drifts over a run, by a fifth on a shared one, so a floor measured minutes away from a
+page is not that page's floor. The same bare page behind a login is measured beside it: the share of a logged-in
+page's cost that is the session and the user alone.
 """
 
 import csv
@@ -152,13 +153,19 @@ def saturation(report):
     prepare = [sys.executable, "-m", "bench.floor.prepare"]
     made = subprocess.run(prepare, env=os.environ | floor_env, cwd=settings.BASE_DIR, check=True, capture_output=True)
     floor_cookie = made.stdout.decode().strip()
-    measured, floors = [], []
+    measured, floors, sized = [], [], []
     # Both servers are up throughout; the one not being asked is idle.
     with _Gunicorn("bench.floor.wsgi:application", **floor_env) as floor, _Gunicorn("config.wsgi") as console:
         floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
         behind_login, behind_login_p95, behind_login_made = _saturate(floor.url, "/in/", floor_cookie)
         for label, path, logged_in in _pages(history):
+            headers = {"Cookie": cookie} if logged_in else {}
+            size = len(requests.get(console.url + path, headers=headers, timeout=30).content)
+            same_size = f"/?bytes={size}"
+            before_page = _saturate(floor.url, same_size, seconds=FLOOR_SECONDS)
             measured.append((label, *_saturate(console.url, path, cookie if logged_in else "")))
+            after_page = _saturate(floor.url, same_size, seconds=FLOOR_SECONDS)
+            sized.append((size, (before_page[0] + after_page[0]) / 2))
             floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
     before, after = floors[0][0], floors[-1][0]
     floor_p95 = max(p95 for _rps, p95, _made in floors)
@@ -178,5 +185,8 @@ def saturation(report):
         beside_floor = (floors[index][0] + floors[index + 1][0]) / 2  # the floor runs on either side of the page
         report.add(f"{label}", rps, unit="/s", note=f"p95 {p95:.0f} ms (floor {floor_p95:.0f}); {made:,} requests")
         beside = f"; {behind_login / rps:.1f}× of the floor behind a login" if label in logged_in_pages else ""
-        note = f"target ≤ 4; floor beside it {beside_floor:.0f}/s{beside}"
+        note = f"floor beside it {beside_floor:.0f}/s{beside}"
         report.add(f"{label}: floor ÷ page", beside_floor / rps, unit="×", note=note)
+        size, same_size_rps = sized[index]
+        note = f"target ≤ 4; the floor at the page's {size / 1024:.0f} KB: {same_size_rps:.0f}/s, before and after it"
+        report.add(f"{label}: floor of its size ÷ page", same_size_rps / rps, unit="×", note=note)

@@ -123,7 +123,7 @@ def _mount_choices(user, item) -> list[dict]:
     instances = Instance.objects.for_user(user, "change").not_endpoints().filter(status__in=MOUNTABLE)
     if item.owner_id is not None and item.visibility != HubVisibility.PUBLIC:
         instances = instances.filter(owner_id=item.owner_id)  # a private item goes only into its owner's machines
-    instances = list(instances.with_related()[:MOUNT_CHOICES])
+    instances = list(instances.only("pk", "public_id", "name", "status", "created_at")[:MOUNT_CHOICES])  # what it shows
     mounted = set(HubMount.objects.filter(instance__in=instances, repo=item.repo).values_list("instance_id", flat=True))
     return [{"instance": i, "mounted": i.pk in mounted} for i in instances]
 

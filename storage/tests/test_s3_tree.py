@@ -147,7 +147,7 @@ def test_a_file_larger_than_the_mounts_cache_is_refused_clearly_and_leaves_nothi
     created = tus_create(owner_api, 80 * MB, "big.bin")
     response = tus_patch(owner_api, created["Location"], 0, b"z" * (80 * MB))
     assert response.status_code == 503, response.content
-    assert "could not store this right now" in response.json()["message"]
+    assert response.json()["message"] == "您的云存储暂时无法保存此文件，请稍后再试。"  # in the page's language
     s3_storage.settled(owner)
     assert s3_storage.keys() == {} and names(owner) == {} and quota.usage_bytes(owner) == 0
     # A file that fits goes through as before.

@@ -11,6 +11,7 @@ The one exception is for development and the test suite: with ``NOTIFICATIONS_AL
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -23,6 +24,17 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 class RefusedDestination(ServiceError):
     code = "refused_destination"
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A checked URL and the address to connect to: the sender connects to this address, not to whatever the name
+    resolves to a moment later, so a name re-pointed between the check and the send reaches nothing private."""
+
+    scheme: str
+    host: str
+    port: int
+    address: str
 
 
 def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
@@ -43,8 +55,8 @@ def _public(address) -> bool:
     return address.is_global and not address.is_multicast
 
 
-def check(url: str) -> None:
-    """Raise :class:`RefusedDestination` unless ``url`` is one the console may send to (resolving its host now)."""
+def check(url: str) -> Destination:
+    """Where ``url`` may be sent (its host resolved now); :class:`RefusedDestination` if it may not."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     loopback_allowed = settings.NOTIFICATIONS_ALLOW_LOOPBACK and host in LOOPBACK_NAMES
@@ -61,3 +73,8 @@ def check(url: str) -> None:
         raise RefusedDestination(
             _("%(host)s is a private or reserved address; notifications go to public addresses only.") % {"host": host}
         )
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise RefusedDestination(_("Enter a full URL, such as https://example.com/hook.")) from exc
+    return Destination(parts.scheme, host, port, str(addresses[0]))

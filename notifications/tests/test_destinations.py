@@ -7,7 +7,7 @@ tests make any attempt to connect fail loudly.
 import socket
 
 import pytest
-import requests
+import urllib3
 
 from billing import arrears
 from billing.choices import NotificationKind
@@ -25,7 +25,7 @@ def no_sending(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError(f"a connection was attempted: {args!r}")
 
-    monkeypatch.setattr(requests, "post", refuse)
+    monkeypatch.setattr(urllib3.HTTPConnectionPool, "urlopen", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
 
@@ -92,3 +92,36 @@ def test_a_stored_private_url_is_refused_at_send_without_sending(owner, no_sendi
     channel = Channel.objects.create(owner=owner, kind=ChannelKind.WEBHOOK, name="x", url="https://10.0.0.1/hook")
     arrears.notify(owner.pk, NotificationKind.ARREARS, days=15)
     assert channel.deliveries.get().status == DeliveryStatus.FAILED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_send_connects_to_the_address_that_was_checked_not_a_later_answer(owner, receiver, monkeypatch):
+    # Given a name that resolves to the allowed loopback when checked, and to a private address on any later lookup
+    real = socket.getaddrinfo
+    lookups = []
+
+    def rebinding(host, *args, **kwargs):
+        if host != "localhost":
+            return real(host, *args, **kwargs)
+        lookups.append(host)
+        address = "127.0.0.1" if len(lookups) == 1 else "10.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, 0))]
+
+    url = receiver.url().replace("127.0.0.1", "localhost")
+    channel = Channel.objects.create(owner=owner, kind=ChannelKind.WEBHOOK, name="x", url=url)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    # When a notification is sent
+    arrears.notify(owner.pk, NotificationKind.ARREARS, days=15)
+    # Then it went to the checked loopback address, named by its host, and the name was looked up once
+    [request] = receiver.requests
+    assert request.headers["Host"] == f"localhost:{receiver.server.server_address[1]}"
+    assert lookups == ["localhost"]
+    assert channel.deliveries.get().status == DeliveryStatus.SENT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_the_start_of_a_large_answer_is_read_and_kept(owner, receiver):
+    receiver.reply = b"x" * 2_000_000
+    channel = services.create_channel(owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="x", url=receiver.url()))
+    arrears.notify(owner.pk, NotificationKind.ARREARS, days=15)
+    assert len(channel.deliveries.get().response_excerpt) == 500

@@ -8,7 +8,6 @@ beside the task that fanned a notification out, never send it twice at once. A f
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -19,7 +18,7 @@ from core.field_errors import FieldError
 from teams import access
 
 from . import destinations, events, senders
-from .choices import MAX_ATTEMPTS, RETRY_DELAYS, URL_KINDS, ChannelKind, DeliveryStatus
+from .choices import MAX_ATTEMPTS, RETRY_DELAYS, TEST_EVENT, URL_KINDS, ChannelKind, DeliveryStatus
 from .models import Channel, Delivery
 
 # How long a claimed attempt holds its delivery: longer than a send can take, so nobody else sends it meanwhile.
@@ -158,6 +157,5 @@ def send_test(user, public_id, now: datetime | None = None) -> Delivery:
     """Send a test event to a channel at once (one attempt, no retry) and return its logged outcome."""
     channel = get_channel(user, public_id, "change")
     now = now or timezone.now()
-    with transaction.atomic():
-        delivery = Delivery.objects.create(channel=channel, event="test", created_at=now, next_attempt_at=now)
+    delivery = Delivery.objects.create(channel=channel, event=TEST_EVENT, created_at=now, next_attempt_at=now)
     return attempt(delivery.pk, now) or delivery

@@ -62,6 +62,9 @@ def _apply(channel: Channel, spec: ChannelSpec) -> Channel:
     channel.events = sorted(set(spec.events))
     if spec.secret is not None:
         channel.secret = spec.secret
+    if channel.kind == ChannelKind.WEBHOOK and not channel.has_secret:
+        # The receiver's only proof that a delivery came from the console is the signature.
+        raise FieldError("secret", _("A signed webhook needs a secret to sign its deliveries with."))
     channel.save()
     return channel
 

@@ -93,7 +93,9 @@ def test_a_team_admin_manages_the_teams_channels_and_a_developer_only_sees_them(
 
 
 def test_a_teams_notification_goes_to_the_teams_channels(team, member, receiver):
-    services.create_channel(team.account, ChannelSpec(kind=ChannelKind.WEBHOOK, name="team", url=receiver.url()))
+    services.create_channel(
+        team.account, ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="team", url=receiver.url())
+    )
     arrears.notify(
         team.account_id, NotificationKind.MEMBER_BUDGET, budget="100", team=team.name, member="m@example.com"
     )

@@ -76,7 +76,7 @@ def test_a_url_that_turned_private_after_saving_is_refused_at_send_without_sendi
     public = [(2, 1, 6, "", ("93.184.215.14", 0))]
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: public)
     channel = services.create_channel(
-        owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="x", url="https://hooks.example/h")
+        owner, ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="x", url="https://hooks.example/h")
     )
     # The name is pointed at a private address after the check at save time (DNS rebinding).
     public[:] = [(2, 1, 6, "", ("10.0.0.1", 0))]
@@ -122,6 +122,8 @@ def test_the_send_connects_to_the_address_that_was_checked_not_a_later_answer(ow
 @pytest.mark.django_db(transaction=True)
 def test_only_the_start_of_a_large_answer_is_read_and_kept(owner, receiver):
     receiver.reply = b"x" * 2_000_000
-    channel = services.create_channel(owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="x", url=receiver.url()))
+    channel = services.create_channel(
+        owner, ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="x", url=receiver.url())
+    )
     arrears.notify(owner.pk, NotificationKind.ARREARS, days=15)
     assert len(channel.deliveries.get().response_excerpt) == 500

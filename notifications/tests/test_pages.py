@@ -108,7 +108,7 @@ def test_a_team_channel_is_managed_by_a_team_admin_only(team, member, receiver):
     admin, developer = member("admin"), member("developer")
     added = _browser(admin, team.slug).post(
         reverse("notifications:channels"),
-        {"kind": "webhook", "name": "team hook", "url": receiver.url(), "enabled": "on"},
+        {"kind": "webhook", "name": "team hook", "url": receiver.url(), "secret": "s", "enabled": "on"},
     )
     assert added.status_code == 302
     channel = Channel.objects.get()

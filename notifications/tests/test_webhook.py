@@ -11,6 +11,7 @@ import time_machine
 
 from billing import arrears
 from billing.choices import NotificationKind
+from core.field_errors import FieldError
 from notifications import services
 from notifications.choices import ChannelKind, DeliveryStatus
 from notifications.models import Channel
@@ -69,7 +70,8 @@ def test_a_changed_body_or_a_wrong_secret_fails_the_check(owner, webhook, receiv
 @pytest.mark.django_db(transaction=True)
 def test_a_channel_gets_only_the_events_it_chose(owner, receiver):
     services.create_channel(
-        owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="arrears only", url=receiver.url(), events=("arrears",))
+        owner,
+        ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="arrears only", url=receiver.url(), events=("arrears",)),
     )
     arrears.notify(owner.pk, NotificationKind.LOW_BALANCE, balance="3.00", hourly="4.00")
     assert receiver.requests == []
@@ -79,8 +81,12 @@ def test_a_channel_gets_only_the_events_it_chose(owner, receiver):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_disabled_channel_and_another_users_channel_get_nothing(owner, stranger, receiver):
-    services.create_channel(owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="off", url=receiver.url(), enabled=False))
-    services.create_channel(stranger, ChannelSpec(kind=ChannelKind.WEBHOOK, name="theirs", url=receiver.url()))
+    services.create_channel(
+        owner, ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="off", url=receiver.url(), enabled=False)
+    )
+    services.create_channel(
+        stranger, ChannelSpec(kind=ChannelKind.WEBHOOK, secret="s", name="theirs", url=receiver.url())
+    )
     arrears.notify(owner.pk, NotificationKind.ARREARS, days=15)
     assert receiver.requests == []
 
@@ -90,3 +96,11 @@ def test_the_secret_is_encrypted_at_rest(owner, webhook):
     stored = Channel.objects.filter(pk=webhook.pk).values_list("secret_encrypted", flat=True).get()
     assert SECRET not in stored
     assert Channel.objects.get(pk=webhook.pk).secret == SECRET
+
+
+@pytest.mark.django_db
+def test_a_webhook_without_a_secret_is_refused(owner, receiver):
+    with pytest.raises(FieldError) as refused:
+        services.create_channel(owner, ChannelSpec(kind=ChannelKind.WEBHOOK, name="unsigned", url=receiver.url()))
+    assert refused.value.field == "secret"
+    assert not Channel.objects.exists()

@@ -48,7 +48,9 @@ def test_the_owner_adds_lists_changes_tests_and_deletes_a_channel(owner, receive
 
 
 def test_a_private_url_is_a_400_naming_the_field(owner):
-    response = _api(owner).post(CHANNELS, {"kind": "webhook", "name": "x", "url": "https://10.0.0.1/h"}, format="json")
+    response = _api(owner).post(
+        CHANNELS, {"kind": "webhook", "name": "x", "url": "https://10.0.0.1/h", "secret": "s"}, format="json"
+    )
     assert response.status_code == 400
     assert "url" in response.json()["errors"]
 

@@ -44,7 +44,7 @@ def test_add_list_test_and_remove_a_channel(cli, receiver):
 
 
 def test_a_private_url_and_an_unknown_channel_are_clear_errors(cli):
-    code, _, err = cli("notifications", "channels", "add", "webhook", "x", "https://10.0.0.1/hook")
+    code, _, err = cli("notifications", "channels", "add", "webhook", "x", "https://10.0.0.1/hook", "--secret", "s")
     assert code == 1 and "400" in err and "private" in err
     code, _, err = cli("notifications", "channels", "rm", "nope")
     assert code == 1 and "no channel named nope" in err

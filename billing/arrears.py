@@ -174,10 +174,26 @@ def call_handler(user_id: int, reason: str, *, member_id: int | None = None) -> 
         log.exception("arrears handler failed for user %s", user_id)
 
 
+_listeners: list[Callable[[int], object]] = []
+
+
+def register_listener(listener: Callable[[int], object]) -> None:
+    """Add what is called with a new notification's id after its transaction commits (the notifications app
+    registers the delivery to the user's channels; billing knows nothing of channels)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def registered_listeners() -> tuple[Callable[[int], object], ...]:
+    return tuple(_listeners)
+
+
 def notify(user_id: int, kind: str, **params) -> Notification:
-    """Record a billing notification (shown on the dashboard) and e-mail it after commit."""
+    """Record a billing notification (shown on the dashboard), e-mail it and tell the listeners after commit."""
     notification = Notification.objects.create(user_id=user_id, kind=kind, params=params)
     transaction.on_commit(lambda: email_notification.delay(notification.pk))
+    for listener in _listeners:
+        transaction.on_commit(lambda listener=listener: listener(notification.pk))
     return notification
 
 

@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "storage",
     "inference",
     "teams",
+    "notifications",
     "backoffice",
 ]
 
@@ -367,6 +368,11 @@ CELERY_BEAT_SCHEDULE["billing-expire-trial-credits"] = {"task": "billing.tasks.e
 CELERY_BEAT_SCHEDULE["marketplace-sweep-hub-blobs"] = {"task": "marketplace.tasks.sweep_hub_blobs", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["billing-expire-vouchers"] = {"task": "billing.tasks.expire_vouchers", "schedule": 600}
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
+CELERY_BEAT_SCHEDULE["notifications-retry"] = {"task": "notifications.tasks.retry_deliveries", "schedule": 60}
+# Notification webhooks go to public HTTPS addresses only; development may also post to a receiver on localhost.
+NOTIFICATIONS_ALLOW_LOOPBACK = env.bool("NOTIFICATIONS_ALLOW_LOOPBACK", default=DEBUG)
+if PRODUCTION and NOTIFICATIONS_ALLOW_LOOPBACK:
+    raise ImproperlyConfigured("NOTIFICATIONS_ALLOW_LOOPBACK must be off in production.")
 # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
 CELERY_BEAT_SCHEDULE["inference-scale-to-zero"] = {"task": "inference.tasks.scale_endpoints_to_zero", "schedule": 60}
 CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "backoffice.tasks.record_capacity_snapshot", "schedule": 300}
@@ -404,7 +410,12 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     # Choice sets that share a field name get names of their own in the schema.
-    "ENUM_NAME_OVERRIDES": {"InvoiceKindEnum": "billing.models.Invoice.Kind"},
+    "ENUM_NAME_OVERRIDES": {
+        "InvoiceKindEnum": "billing.models.Invoice.Kind",
+        "ChannelKindEnum": "notifications.choices.ChannelKind",
+        "DeliveryStatusEnum": "notifications.choices.DeliveryStatus",
+        "NotificationKindEnum": "billing.choices.NotificationKind",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_errors",

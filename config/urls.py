@@ -24,6 +24,7 @@ urlpatterns = [
     path("marketplace/", include("marketplace.urls")),
     path("endpoints/", include("inference.urls.endpoints")),
     path("teams/", include("teams.urls")),
+    path("notifications/", include("notifications.urls")),
     # At the root, each for a reason. The home page and the favicon are where browsers and people look; health
     # checks probe a fixed address.
     path("", console_views.home, name="home"),

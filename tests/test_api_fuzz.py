@@ -42,6 +42,7 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts import identity, ssh_keys, verification
 from config.wsgi import application
+from notifications.api.serializers import PUBLIC_URL_FORMAT
 from storage import paths
 from storage.api.views import UPLOAD_METADATA_FORMAT
 
@@ -129,6 +130,13 @@ schemathesis.openapi.format(identity.NUMBER_FORMAT, _resident_id())
 schemathesis.openapi.format(verification.CREDIT_CODE_FORMAT, _credit_code())
 schemathesis.openapi.format(ssh_keys.KEY_FORMAT, _ssh_public_key())
 schemathesis.openapi.format(UPLOAD_METADATA_FORMAT, _upload_metadata())
+# A notification channel's URL: https on a public address, written as a literal so that no name is looked up.
+schemathesis.openapi.format(
+    PUBLIC_URL_FORMAT,
+    st.tuples(
+        st.sampled_from(["93.184.215.14", "1.1.1.1", "203.119.0.1"]), st.from_regex(r"[a-z0-9]{0,12}", fullmatch=True)
+    ).map(lambda parts: f"https://{parts[0]}/{parts[1]}"),
+)
 
 
 @schemathesis.serializer("application/offset+octet-stream")

@@ -121,6 +121,12 @@ COVERED = {
     "api-instance-mounts": lambda o: {"id": o["instance"].public_id},
     "api-instance-mount": lambda o: {"id": o["instance"].public_id, "org": "THUDM", "name": "chatglm3-6b"},
     "api-topup-detail": lambda o: {"public_id": o["topup"].public_id},
+    "notifications:channel": lambda o: {"public_id": o["channel"].public_id},
+    "notifications:channel-test": lambda o: {"public_id": o["channel"].public_id},
+    "notifications:channel-delete": lambda o: {"public_id": o["channel"].public_id},
+    "api-notification-channel-detail": lambda o: {"public_id": o["channel"].public_id},
+    "api-notification-channel-test": lambda o: {"public_id": o["channel"].public_id},
+    "api-notification-channel-deliveries": lambda o: {"public_id": o["channel"].public_id},
     "billing:invoice-pdf": lambda o: {"public_id": o["invoice"].public_id},
     "api-invoice-pdf": lambda o: {"public_id": o["invoice"].public_id},
     "api-storage-upload": lambda o: {"public_id": o["upload"].public_id},
@@ -283,8 +289,13 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     settle()
     objects["endpoint"] = endpoint
     objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
+    from notifications import services as notifications
     from teams import services as teams
 
+    # An e-mail channel: its test sends go to the test outbox, never to a network address.
+    objects["channel"] = notifications.create_channel(
+        owner, notifications.ChannelSpec(kind="email", name="on-call", email="oncall@example.com")
+    )
     objects["team"] = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
     objects["invitation"] = teams.invite(teams.membership(owner, "matrix-lab"), "invitee@example.com", "developer")
     return objects

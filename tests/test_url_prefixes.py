@@ -22,6 +22,7 @@ APP_PREFIXES = {
     "inference.urls.templates": "marketplace/inference/",
     "inference.urls.endpoints": "endpoints/",
     "teams.urls": "teams/",
+    "notifications.urls": "notifications/",
 }
 
 # Confs mounted at the root or at a prefix of no app's, each for the reason config/urls.py gives.
@@ -63,6 +64,7 @@ VIEW_PREFIXES = {
     "inference.views.templates": ("marketplace/inference/",),
     "inference.proxy": ("v1/",),
     "teams": ("teams/",),
+    "notifications": ("notifications/",),
 }
 API_MODULE_MARKER = ".api."
 

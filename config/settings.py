@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "billing",
     "storage",
     "inference",
+    "jobs",
     "teams",
     "backoffice",
 ]
@@ -359,6 +360,9 @@ CELERY_BEAT_SCHEDULE["billing-expire-vouchers"] = {"task": "billing.tasks.expire
 CELERY_BEAT_SCHEDULE |= INSTANCES_BEAT_SCHEDULE  # reconcile every 15 s, housekeeping every minute
 # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
 CELERY_BEAT_SCHEDULE["inference-scale-to-zero"] = {"task": "inference.tasks.scale_endpoints_to_zero", "schedule": 60}
+# Jobs: queued ones are placed within seconds of a card freeing, and a finished job's machine is released at once.
+JOBS_TICK_SECONDS = env.float("JOBS_TICK_SECONDS", default=2.0)
+CELERY_BEAT_SCHEDULE["jobs-tick"] = {"task": "jobs.tasks.tick", "schedule": JOBS_TICK_SECONDS}
 CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "backoffice.tasks.record_capacity_snapshot", "schedule": 300}
 
 REST_FRAMEWORK = {

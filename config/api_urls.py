@@ -12,5 +12,6 @@ urlpatterns = [
     path("", include("marketplace.api.urls")),
     path("", include("inference.api")),
     path("", include("teams.api.urls")),
+    path("", include("jobs.api.urls")),
     path("<path:unknown>", console_api.not_found),
 ]

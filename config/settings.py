@@ -398,7 +398,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     # Choice sets that share a field name get names of their own in the schema.
-    "ENUM_NAME_OVERRIDES": {"InvoiceKindEnum": "billing.models.Invoice.Kind"},
+    "ENUM_NAME_OVERRIDES": {
+        "InvoiceKindEnum": "billing.models.Invoice.Kind",
+        "BackendEnum": "catalog.choices.Backend",
+        "JobBackendEnum": "jobs.choices.JobBackend",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_errors",

@@ -30,7 +30,7 @@ def test_a_submitted_job_says_where_it_runs_and_why(owner_api, job):
     body = owner_api.get(f"/api/v1/jobs/{job.public_id}").json()
     assert body["state"] == "queued" and body["queue_position"] == 1
     assert body["family"] == "dcu" and body["chip"] == "dcu-z100"
-    assert "cheapest of 2 families" in body["choice_reason"]
+    assert "2 个芯片系列中最便宜" in body["choice_reason"]  # the API speaks Chinese by default
 
 
 def test_the_list_filters_by_state(owner_api, job):

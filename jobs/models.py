@@ -54,6 +54,8 @@ class Job(models.Model):
         _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True
     )
     instance = models.ForeignKey(Instance, on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs")
+    # The last lines the command wrote, kept when its machine is released (the machine's log goes with it).
+    log = models.TextField(_("log"), blank=True)
     queued_at = models.DateTimeField(_("queued"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)

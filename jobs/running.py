@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from billing import arrears
 from billing.choices import NotificationKind
 from core.errors import Conflict, PaymentRequired, ServiceError
-from instances import charges, launching, lifecycle
+from instances import charges, launching, lifecycle, logs
 from instances.capacity import CapacityError
 from instances.choices import Status
 
@@ -26,6 +26,8 @@ from .models import Job
 from .statemachine import note, transition
 
 logger = logging.getLogger(__name__)
+
+KEPT_LOG_LINES = 1000
 
 # The instance states in which a job's machine has ended under it (not by the job's own release).
 MACHINE_GONE = frozenset({Status.STOPPING, Status.STOPPED, Status.PREEMPTED, Status.FAILED, Status.RELEASED})
@@ -145,7 +147,7 @@ def _finish(job: Job, code: int | None) -> None:
         else:
             detail = _("exited with status %(code)s") % {"code": code} if code is not None else _("exit status unknown")
             transition(job, State.FAILED, detail=detail, exit_code=code, ended_at=now)
-        release_machine(job)
+        release_machine(job, now)
         if code == 0:
             arrears.notify(job.owner_id, NotificationKind.JOB_SUCCEEDED, name=job.name, job=str(job.public_id))
         else:
@@ -181,8 +183,7 @@ def _time_out(job: Job) -> None:
     at = deadline(job)
     with transaction.atomic():
         transition(job, State.TIMED_OUT, detail=_("killed at its timeout"), ended_at=at)
-        charges.close_usage(job.instance.public_id, ended_at=at)
-        release_machine(job)
+        release_machine(job, at)
         arrears.notify(
             job.owner_id,
             NotificationKind.JOB_TIMED_OUT,
@@ -192,14 +193,29 @@ def _time_out(job: Job) -> None:
         )
 
 
-def release_machine(job: Job) -> None:
-    """Release the job's machine now (billing stops at this minute); nothing if it has none or it is going."""
+def release_machine(job: Job, at=None) -> None:
+    """Release the job's machine; billing stops at ``at`` (the moment the job ended; default now), to the started
+    minute. Nothing if it has none or it is going already."""
     instance = job.instance
     if instance is None or instance.status in (Status.RELEASING, Status.RELEASED):
         return
+    _keep_log(job)
+    charges.close_usage(instance.public_id, ended_at=at or timezone.now())
     try:
         lifecycle.release(instance)
     except Conflict:
         instance.refresh_from_db()
         if instance.status not in (Status.RELEASING, Status.RELEASED):
             raise
+
+
+def _keep_log(job: Job) -> None:
+    """Keep the tail of the machine's log on the job before the machine (and its log) is released."""
+    try:
+        tail = logs.read_logs(job.instance, tail=KEPT_LOG_LINES)
+    except ServiceError as exc:
+        logger.warning("keeping the log of job %s: %s", job.public_id, exc.message)
+        return
+    if not tail.simulated:
+        job.log = "".join(f"{line}\n" for line in tail.lines)
+        Job.objects.filter(pk=job.pk).update(log=job.log)

@@ -14,7 +14,9 @@ from billing.money import to_cents
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.validators import clean_display_name
-from instances import charges
+from instances import charges, logs
+from instances.backends import get_backend
+from instances.choices import Status
 from instances.environment import check_boot_options
 from teams.access import reaches, refuse_if_seen
 
@@ -155,8 +157,9 @@ def cancel(job: Job) -> Job:
     if job.state in FINISHED:
         raise_finished(job)
     with transaction.atomic():
-        transition(job, State.CANCELLED, detail=_("cancelled by its owner"), ended_at=timezone.now())
-        running.release_machine(job)
+        now = timezone.now()
+        transition(job, State.CANCELLED, detail=_("cancelled by its owner"), ended_at=now)
+        running.release_machine(job, now)
         _enqueue_placement()  # its card is free for the next queued job
     return job
 
@@ -194,3 +197,21 @@ def queue_positions(jobs) -> dict[int, int]:
     if not wanted:
         return {}
     return {pk: place for place, pk in enumerate(running.queue_order(), start=1) if pk in wanted}
+
+
+@dataclass(frozen=True)
+class JobLog:
+    lines: list[str]
+    simulated: bool
+
+
+def job_log(job: Job, *, tail: int = logs.DEFAULT_TAIL) -> JobLog:
+    """The last ``tail`` lines the job's command wrote: read from its machine while it has one, else the lines kept
+    when the machine was released. Unavailable (503) when the machine's log cannot be read right now."""
+    tail = logs.check_tail(tail)
+    instance = job.instance
+    if instance is not None and instance.status not in (Status.RELEASING, Status.RELEASED):
+        read = logs.read_logs(instance, tail=tail)
+        return JobLog(read.lines, read.simulated)
+    simulated = instance is not None and get_backend(instance.backend_name).simulated
+    return JobLog(logs.as_lines(job.log, tail), simulated and not job.log)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.errors import Forbidden, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.htmx import wants_partial
-from instances import costs, logs
+from instances import costs
 from instances.models import InstanceEvent
 from teams import roles
 from teams.context import acting
@@ -104,13 +104,11 @@ def _own(request, public_id) -> Job:
 
 
 def _log(job: Job) -> dict:
-    if job.instance is None:
-        return {"lines": [], "simulated": False}
     try:
-        tail = logs.read_logs(job.instance)
+        kept = services.job_log(job)
     except ServiceError as exc:
         return {"lines": [], "simulated": False, "log_error": exc.message}
-    return {"lines": tail.lines, "simulated": tail.simulated}
+    return {"lines": kept.lines, "simulated": kept.simulated}
 
 
 @login_required

@@ -7,7 +7,6 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from instances import logs
 from instances.api.instances import PlainTextRenderer
 from instances.api.serializers import ErrorSerializer
 from teams import roles
@@ -97,6 +96,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             (200, "application/json"): JobLogsSerializer,
             (200, "text/plain"): OpenApiTypes.STR,
             (404, "application/json"): ERRORS[404],
+            (503, "application/json"): OpenApiResponse(ErrorSerializer, description="The log cannot be read now."),
         },
     )
     @action(detail=True, methods=["get"], renderer_classes=[renderers.JSONRenderer, PlainTextRenderer])
@@ -104,11 +104,9 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         query = JobLogsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         job = self.get_object()
-        lines, simulated = [], False
-        if job.instance is not None:
-            tail = logs.read_logs(job.instance, tail=query.validated_data["tail"])
-            lines, simulated = tail.lines, tail.simulated
-        return Response(JobLogsSerializer({"lines": lines, "simulated": simulated, "live": job.is_live}).data)
+        kept = services.job_log(job, tail=query.validated_data["tail"])
+        body = {"lines": kept.lines, "simulated": kept.simulated, "live": job.is_live}
+        return Response(JobLogsSerializer(body).data)
 
     def finalize_response(self, request, response, *args, **kwargs):
         if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), PlainTextRenderer):

@@ -36,7 +36,7 @@ def test_a_job_runs_its_command_and_its_machine_is_released_when_it_exits(submit
     job = fresh(job)
     assert job.state == State.SUCCEEDED and job.exit_code == 0
     assert job.instance.status == Status.RELEASED
-    assert [s.ended_at for s in lifecycle.sessions_of(job.instance)] == [job.instance.events.get(new="releasing").at]
+    assert [s.ended_at for s in lifecycle.sessions_of(job.instance)] == [job.ended_at]  # billing ends with the job
     kinds = list(Notification.objects.filter(user=owner).values_list("kind", flat=True))
     assert sorted(kinds) == ["job_started", "job_succeeded"]
 

@@ -22,6 +22,7 @@ APP_PREFIXES = {
     "inference.urls.templates": "marketplace/inference/",
     "inference.urls.endpoints": "endpoints/",
     "teams.urls": "teams/",
+    "jobs.urls": "jobs/",
 }
 
 # Confs mounted at the root or at a prefix of no app's, each for the reason config/urls.py gives.

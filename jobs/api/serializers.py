@@ -1,8 +1,13 @@
 """The jobs API's serializers."""
 
+from decimal import Decimal
+
+from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
+from catalog.choices import SPEC_CARD_COUNTS
 from core.api import strict
+from core.api.validators import Pattern, display_name
 from instances.api.serializers import VariablesField
 from instances.logs import DEFAULT_TAIL, MAX_TAIL
 
@@ -54,14 +59,20 @@ class JobSerializer(strict.ModelSerializer):
 class JobCreateSerializer(strict.Serializer):
     """Submit: ``backend`` a family, ``cpu`` or ``auto`` (the cheapest per unit of work under the ceiling)."""
 
-    name = serializers.CharField(max_length=64)
+    name = serializers.CharField(max_length=64, validators=[display_name(64, gettext_lazy("job"))])
     image = serializers.CharField(max_length=64, help_text="An image variant slug; any variant of a multi-arch image.")
-    command = serializers.CharField(help_text="Run with /bin/sh -c.")
+    # At most 1,024 characters: within the 4,096 bytes a start command may have, whatever the characters.
+    command = serializers.CharField(
+        max_length=1024,
+        trim_whitespace=False,
+        validators=[Pattern(r"^[^\x00]*\S[^\x00]*$", code="invalid_command")],
+        help_text="Run with /bin/sh -c; not only spaces, no NUL character.",
+    )
     backend = serializers.ChoiceField(choices=JobBackend.choices, default=JobBackend.AUTO)
-    cards = serializers.IntegerField(default=1, min_value=1, max_value=8)
+    cards = serializers.ChoiceField(choices=list(SPEC_CARD_COUNTS), default=1)
     timeout_seconds = serializers.IntegerField(min_value=MIN_TIMEOUT_SECONDS, max_value=MAX_TIMEOUT_SECONDS)
     max_price_per_hour = serializers.DecimalField(
-        max_digits=12, decimal_places=2, required=False, allow_null=True, default=None, min_value=0
+        max_digits=12, decimal_places=2, required=False, allow_null=True, default=None, min_value=Decimal("0.01")
     )
     spot = serializers.BooleanField(default=False)
     retries = serializers.IntegerField(default=0, min_value=0, max_value=MAX_RETRIES)

@@ -2,11 +2,13 @@
 
 from decimal import Decimal
 
+from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from catalog.choices import SPEC_CARD_COUNTS
 from core.api import strict
+from core.api.ranges import positive_numbers
 from core.api.validators import Pattern, display_name
 from instances.api.serializers import VariablesField
 from instances.logs import DEFAULT_TAIL, MAX_TAIL
@@ -14,6 +16,8 @@ from instances.logs import DEFAULT_TAIL, MAX_TAIL
 from ..choices import JobBackend, State
 from ..models import Job
 from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+
+MAX_CEILING = 10000  # CNY an hour: above any machine's price
 
 
 class JobSerializer(strict.ModelSerializer):
@@ -72,7 +76,14 @@ class JobCreateSerializer(strict.Serializer):
     cards = serializers.ChoiceField(choices=list(SPEC_CARD_COUNTS), default=1)
     timeout_seconds = serializers.IntegerField(min_value=MIN_TIMEOUT_SECONDS, max_value=MAX_TIMEOUT_SECONDS)
     max_price_per_hour = serializers.DecimalField(
-        max_digits=12, decimal_places=2, required=False, allow_null=True, default=None, min_value=Decimal("0.01")
+        max_digits=12,
+        decimal_places=2,
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=Decimal("0.01"),
+        max_value=Decimal(MAX_CEILING),
+        validators=[RegexValidator(positive_numbers(MAX_CEILING, places=2))],
     )
     spot = serializers.BooleanField(default=False)
     retries = serializers.IntegerField(default=0, min_value=0, max_value=MAX_RETRIES)

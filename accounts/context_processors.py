@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 SECTIONS = [
     (_("Dashboard"), "console:dashboard", "speedometer2"),
     (_("Instances"), "instances:list", "cpu"),
+    (_("Jobs"), "jobs:list", "list-task"),
     (_("Inference endpoints"), "endpoints:list", "broadcast"),
     (_("Marketplace"), "marketplace:list", "boxes"),
     (_("Inference templates"), "inference:list", "collection"),

@@ -130,3 +130,7 @@ class NotificationKind(models.TextChoices):
     RELEASE_REMINDER = "release_reminder", _("Instance to be released")
     MEMBER_BUDGET = "member_budget", _("Monthly budget reached")
     VOUCHER_EXPIRED = "voucher_expired", _("Voucher expired")
+    JOB_STARTED = "job_started", _("Job started")
+    JOB_SUCCEEDED = "job_succeeded", _("Job succeeded")
+    JOB_FAILED = "job_failed", _("Job failed")
+    JOB_TIMED_OUT = "job_timed_out", _("Job timed out")

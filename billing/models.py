@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.translation import get_language, gettext
+from django.utils.translation import get_language, gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import BilingualName, Chip, Zone
@@ -651,6 +651,19 @@ class Wallet(models.Model):
         return f"wallet of {self.user}"
 
 
+# What a job's notifications say (the jobs app writes them; their figures: the job's name, an exit status, seconds).
+JOB_MESSAGES = {
+    NotificationKind.JOB_STARTED: gettext_noop("Job “%(name)s” started."),
+    NotificationKind.JOB_SUCCEEDED: gettext_noop("Job “%(name)s” succeeded; its machine was released."),
+    NotificationKind.JOB_FAILED: gettext_noop(
+        "Job “%(name)s” failed (exit status %(code)s); its machine was released and billing stopped."
+    ),
+    NotificationKind.JOB_TIMED_OUT: gettext_noop(
+        "Job “%(name)s” ran past its timeout of %(seconds)s seconds: it was stopped and billed only up to the timeout."
+    ),
+}
+
+
 class Notification(models.Model):
     """A billing alert shown on the dashboard and e-mailed: low balance, out of balance, cap reached."""
 
@@ -744,6 +757,8 @@ class Notification(models.Model):
                 )
                 % p
             )
+        if self.kind in JOB_MESSAGES:
+            return gettext(JOB_MESSAGES[self.kind]) % p
         if self.kind == NotificationKind.VOUCHER_EXPIRED:
             chinese = (get_language() or "").startswith("zh") and p.get("name_zh")
             name = p.get("name_zh") if chinese else p.get("name")

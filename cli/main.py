@@ -3,11 +3,23 @@
 import argparse
 import sys
 
-from . import account, billing, inference, instances, marketplace, notifications, secrets, ssh, storage, teams
+from . import account, billing, inference, instances, jobs, marketplace, notifications, secrets, ssh, storage, teams
 from .client import Api, CliError
 
 # Each module adds its subcommands; the CLI is a plain HTTP client of the API and imports nothing of the apps.
-COMMAND_MODULES = [account, secrets, ssh, instances, inference, marketplace, storage, billing, teams, notifications]
+COMMAND_MODULES = [
+    account,
+    secrets,
+    ssh,
+    instances,
+    jobs,
+    inference,
+    marketplace,
+    storage,
+    billing,
+    teams,
+    notifications,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,5 +13,6 @@ urlpatterns = [
     path("", include("inference.api")),
     path("", include("teams.api.urls")),
     path("", include("notifications.api.urls")),
+    path("", include("jobs.api.urls")),
     path("<path:unknown>", console_api.not_found),
 ]

@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "billing",
     "storage",
     "inference",
+    "jobs",
     "teams",
     "notifications",
     "backoffice",
@@ -375,6 +376,9 @@ if PRODUCTION and NOTIFICATIONS_ALLOW_LOOPBACK:
     raise ImproperlyConfigured("NOTIFICATIONS_ALLOW_LOOPBACK must be off in production.")
 # Inference endpoints idle for their scale-to-zero minutes stop (the next request starts them).
 CELERY_BEAT_SCHEDULE["inference-scale-to-zero"] = {"task": "inference.tasks.scale_endpoints_to_zero", "schedule": 60}
+# Jobs: queued ones are placed within seconds of a card freeing, and a finished job's machine is released at once.
+JOBS_TICK_SECONDS = env.float("JOBS_TICK_SECONDS", default=2.0)
+CELERY_BEAT_SCHEDULE["jobs-tick"] = {"task": "jobs.tasks.tick", "schedule": JOBS_TICK_SECONDS}
 CELERY_BEAT_SCHEDULE["ops-capacity-snapshot"] = {"task": "backoffice.tasks.record_capacity_snapshot", "schedule": 300}
 
 REST_FRAMEWORK = {
@@ -412,6 +416,8 @@ SPECTACULAR_SETTINGS = {
     # Choice sets that share a field name get names of their own in the schema.
     "ENUM_NAME_OVERRIDES": {
         "InvoiceKindEnum": "billing.models.Invoice.Kind",
+        "BackendEnum": "catalog.choices.Backend",
+        "JobBackendEnum": "jobs.choices.JobBackend",
         "ChannelKindEnum": "notifications.choices.ChannelKind",
         "DeliveryStatusEnum": "notifications.choices.DeliveryStatus",
         "NotificationKindEnum": "billing.choices.NotificationKind",

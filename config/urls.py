@@ -17,6 +17,7 @@ from inference import proxy as inference_proxy
 urlpatterns = [
     path("console/", include("accounts.urls")),
     path("instances/", include("instances.urls")),
+    path("jobs/", include("jobs.urls")),
     path("storage/", include("storage.urls")),
     path("billing/", include("billing.urls")),
     path("catalog/", include("config.catalog_urls")),

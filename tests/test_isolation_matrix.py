@@ -156,6 +156,13 @@ COVERED = {
     "api-team": lambda o: {"slug": o["team"].slug},
     "api-team-invite": lambda o: {"slug": o["team"].slug},
     "api-team-member": lambda o: {"slug": o["team"].slug, "user_id": o["team"].created_by.public_id},
+    "jobs:detail": lambda o: {"public_id": o["job"].public_id},
+    "jobs:cancel": lambda o: {"public_id": o["job"].public_id},
+    "jobs:rerun": lambda o: {"public_id": o["job"].public_id},
+    "api-job-detail": lambda o: {"id": o["job"].public_id},
+    "api-job-cancel": lambda o: {"id": o["job"].public_id},
+    "api-job-rerun": lambda o: {"id": o["job"].public_id},
+    "api-job-logs": lambda o: {"id": o["job"].public_id},
 }
 
 # Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
@@ -298,6 +305,11 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     )
     objects["team"] = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
     objects["invitation"] = teams.invite(teams.membership(owner, "matrix-lab"), "invitee@example.com", "developer")
+    from jobs import services as jobs
+
+    objects["job"] = jobs.submit(
+        owner, jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
+    )
     return objects
 
 

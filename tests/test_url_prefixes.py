@@ -22,6 +22,7 @@ APP_PREFIXES = {
     "inference.urls.templates": "marketplace/inference/",
     "inference.urls.endpoints": "endpoints/",
     "teams.urls": "teams/",
+    "jobs.urls": "jobs/",
     "notifications.urls": "notifications/",
 }
 

@@ -1,0 +1,221 @@
+"""Running jobs: placing queued jobs on machines, fairly across accounts, and watching each machine until its
+command ends or its timeout hits — then the machine is released at once, so billing stops at that minute.
+
+Both steps are safe when two beats overlap: placement claims a queued job with ``SELECT … FOR UPDATE SKIP LOCKED``
+(on SQLite, which has no row locks, the compare-and-set of the state machine does the same), and every change of
+state is a compare-and-set.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing import arrears
+from billing.choices import NotificationKind
+from core.errors import Conflict, PaymentRequired, ServiceError
+from instances import charges, launching, lifecycle, logs
+from instances.capacity import CapacityError
+from instances.choices import Status
+
+from .choices import ACTIVE, State
+from .exits import workload_exit
+from .models import Job
+from .statemachine import note, transition
+
+logger = logging.getLogger(__name__)
+
+KEPT_LOG_LINES = 1000
+
+# The instance states in which a job's machine has ended under it (not by the job's own release).
+MACHINE_GONE = frozenset({Status.STOPPING, Status.STOPPED, Status.PREEMPTED, Status.FAILED, Status.RELEASED})
+
+
+def queue_order() -> list[int]:
+    """The queued jobs' ids in the order placement tries them: round by round, each account's oldest waiting job,
+    the accounts in the order of how long that job has waited. No account's queue holds up another's."""
+    rows = Job.objects.filter(state=State.QUEUED).order_by("queued_at", "pk").values_list("pk", "owner_id", "queued_at")
+    seen: dict[int, int] = {}
+    ranked = []
+    for pk, owner_id, queued_at in rows:
+        rank = seen.get(owner_id, 0)
+        seen[owner_id] = rank + 1
+        ranked.append((rank, queued_at, pk))
+    return [pk for _rank, _at, pk in sorted(ranked)]
+
+
+def place_queued() -> int:
+    """Try to start every queued job in fair order; a job that finds no card stays queued. Returns how many
+    started."""
+    started = 0
+    for pk in queue_order():
+        try:
+            started += _place(pk)
+        except Conflict:
+            continue  # another beat moved it first
+    return started
+
+
+def _launch_request(job: Job) -> launching.LaunchRequest:
+    where = {"no_card": True} if job.family == "cpu" else {"chip": job.chip.slug} if job.chip_id else {}
+    return launching.LaunchRequest(
+        name=job.name,
+        image=job.image,
+        backend="" if where else job.family,
+        cards=job.cards,
+        spot=job.spot,
+        start_command=job.command,
+        env=job.env,
+        **where,
+    )
+
+
+def _place(pk: int) -> int:
+    with transaction.atomic():
+        job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
+        if job is None:
+            return 0
+        try:
+            with transaction.atomic():
+                instance = launching.launch(job.owner, _launch_request(job), by=job.submitted_by)
+        except CapacityError as exc:
+            note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
+            return 0
+        except PaymentRequired as exc:
+            transition(
+                job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
+            )
+            return 0
+        except ServiceError as exc:
+            transition(job, State.FAILED, detail=exc.message, ended_at=timezone.now())
+            return 0
+        transition(
+            job,
+            State.STARTING,
+            detail=instance.name,
+            instance=instance,
+            attempts=job.attempts + 1,
+            exit_code=None,
+        )
+    return 1
+
+
+def watch_active() -> int:
+    """Look at every job with a machine: started, ended, or past its timeout. Returns how many it looked at."""
+    jobs = list(Job.objects.filter(state__in=[*ACTIVE]).select_related("instance", "owner"))
+    for job in jobs:
+        try:
+            watch(job)
+        except Conflict:
+            continue
+        except ServiceError as exc:  # one job's trouble never stops the others'
+            logger.warning("watching job %s: %s", job.public_id, exc.message)
+    return len(jobs)
+
+
+def watch(job: Job) -> None:
+    instance = job.instance
+    if instance is None:
+        return
+    if job.state == State.STARTING:
+        if instance.status == Status.RUNNING:
+            transition(job, State.RUNNING, started_at=instance.running_since)
+            arrears.notify(job.owner_id, NotificationKind.JOB_STARTED, name=job.name, job=str(job.public_id))
+        elif instance.status in MACHINE_GONE:
+            _machine_gone(job)
+        return
+    ended = workload_exit(instance)
+    if ended is not None:
+        _finish(job, ended.code)
+    elif instance.status in MACHINE_GONE:
+        _machine_gone(job)
+    elif timezone.now() >= deadline(job):
+        _time_out(job)
+
+
+def deadline(job: Job):
+    return job.started_at + timedelta(seconds=job.timeout_seconds)
+
+
+def _finish(job: Job, code: int | None) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        if code == 0:
+            transition(job, State.SUCCEEDED, exit_code=0, ended_at=now)
+        else:
+            detail = _("exited with status %(code)s") % {"code": code} if code is not None else _("exit status unknown")
+            transition(job, State.FAILED, detail=detail, exit_code=code, ended_at=now)
+        release_machine(job, now)
+        if code == 0:
+            arrears.notify(job.owner_id, NotificationKind.JOB_SUCCEEDED, name=job.name, job=str(job.public_id))
+        else:
+            _failed(job)
+
+
+def _machine_gone(job: Job) -> None:
+    detail = job.instance.status_detail or Status(job.instance.status).label
+    with transaction.atomic():
+        transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=timezone.now())
+        release_machine(job)
+        _failed(job)
+
+
+def _failed(job: Job) -> None:
+    """A failed job with retries left goes back to the queue (a new machine); otherwise its owner is told."""
+    if job.attempts <= job.retries:
+        transition(
+            job,
+            State.QUEUED,
+            detail=_("retry %(n)s of %(of)s") % {"n": job.attempts, "of": job.retries},
+            queued_at=timezone.now(),
+            started_at=None,
+            ended_at=None,
+        )
+        return
+    arrears.notify(job.owner_id, NotificationKind.JOB_FAILED, name=job.name, job=str(job.public_id), code=job.exit_code)
+
+
+def _time_out(job: Job) -> None:
+    """Past its timeout: the machine is released and billing ends at the timeout itself, not at the moment this
+    beat noticed (a late beat costs the user nothing)."""
+    at = deadline(job)
+    with transaction.atomic():
+        transition(job, State.TIMED_OUT, detail=_("killed at its timeout"), ended_at=at)
+        release_machine(job, at)
+        arrears.notify(
+            job.owner_id,
+            NotificationKind.JOB_TIMED_OUT,
+            name=job.name,
+            job=str(job.public_id),
+            seconds=job.timeout_seconds,
+        )
+
+
+def release_machine(job: Job, at=None) -> None:
+    """Release the job's machine; billing stops at ``at`` (the moment the job ended; default now), to the started
+    minute. Nothing if it has none or it is going already."""
+    instance = job.instance
+    if instance is None or instance.status in (Status.RELEASING, Status.RELEASED):
+        return
+    _keep_log(job)
+    charges.close_usage(instance.public_id, ended_at=at or timezone.now())
+    try:
+        lifecycle.release(instance)
+    except Conflict:
+        instance.refresh_from_db()
+        if instance.status not in (Status.RELEASING, Status.RELEASED):
+            raise
+
+
+def _keep_log(job: Job) -> None:
+    """Keep the tail of the machine's log on the job before the machine (and its log) is released."""
+    try:
+        tail = logs.read_logs(job.instance, tail=KEPT_LOG_LINES)
+    except ServiceError as exc:
+        logger.warning("keeping the log of job %s: %s", job.public_id, exc.message)
+        return
+    if not tail.simulated:
+        job.log = "".join(f"{line}\n" for line in tail.lines)
+        Job.objects.filter(pk=job.pk).update(log=job.log)

@@ -45,8 +45,8 @@ from ..choices import (
     ImageStatus,
 )
 from ..hub import cards
-from ..models import Image, ImageEvent, ImageRating, ImageVariant
-from . import search
+from ..models import Image, ImageEvent, ImageImport, ImageRating, ImageVariant
+from . import oci, search
 
 MAX_NAME = 120
 MAX_DESCRIPTION = 20_000
@@ -189,6 +189,14 @@ def variant_names(slugs) -> dict[str, tuple[str, str]]:
     """slug → (English name, Chinese name) for many variants in one query."""
     rows = ImageVariant.objects.filter(slug__in=set(slugs)).values_list("slug", "image__name", "image__name_zh")
     return {slug: (name, name_zh) for slug, name, name_zh in rows}
+
+
+def boot_root(slug: str) -> dict | None:
+    """The root file system and run settings of an imported image's variant (None for any other image)."""
+    record = ImageImport.objects.filter(image__variants__slug=slug, image__status=ImageStatus.READY).first()
+    if record is None:
+        return None
+    return {**record.config, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
 def ran_image(user, image: Image) -> bool:

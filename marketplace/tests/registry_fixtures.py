@@ -4,6 +4,7 @@ with umoci from busybox-static and pushed to it with skopeo — what imports are
 Nothing here sends a byte anywhere but the host's own loopback.
 """
 
+import os
 import shutil
 import socket
 import subprocess
@@ -77,6 +78,11 @@ def build_image(where: Path, files: dict[str, str], *, cmd: list[str], env: list
     for path, text in files.items():
         (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
         (root / path.lstrip("/")).write_text(text)
+    for folder, _dirs, names in os.walk(root):  # an image's usual modes, whatever the test's umask
+        os.chmod(folder, 0o755)
+        for name in names:
+            if not os.path.islink(os.path.join(folder, name)):
+                os.chmod(os.path.join(folder, name), 0o755 if name == "busybox" else 0o644)
     if extra:
         extra(root)
     layout = f"{where / 'layout'}:latest"

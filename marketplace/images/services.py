@@ -84,7 +84,7 @@ def _lookup(key) -> Q:
 
 def _visible(user, action: str = "view"):
     """The images ``user`` may ``action``, with what an image's page names of its owner and its origin."""
-    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from")
+    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from", "imported")
     return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
 
 
@@ -125,7 +125,7 @@ def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR,
     if mine:
         authenticated = getattr(user, "is_authenticated", False)
         images = images.filter(owner=account or user) if authenticated else images.none()
-    images = search.apply(images, query).select_related("owner").prefetch_related("variants")
+    images = search.apply(images, query).select_related("owner", "imported").prefetch_related("variants")
     heavy = ("description", "description_html", "description_zh", "description_zh_html", "search_text", "facet_text")
     return images.defer(*heavy).order_by(*ordering)
 

@@ -18,6 +18,8 @@ from django.utils.translation import gettext as _
 
 from core import encryption
 from core.errors import Conflict, ServiceError
+from instances.choices import TERMINAL
+from instances.models import Instance
 from storage import quota
 from storage.choices import UsageSource
 
@@ -219,6 +221,9 @@ def remove_image(user, image: Image) -> None:
         raise Conflict(_("Only imported images can be removed here."), code="not_imported")
     if image.status == ImageStatus.IMPORTING:
         raise Conflict(_("The image is still being imported; remove it once the import has ended."), code="importing")
+    slugs = image.variants.values("slug")
+    if Instance.objects.filter(image__in=slugs).exclude(status__in=TERMINAL).exists():
+        raise Conflict(_("Instances boot from this image; release them before removing it."), code="image_in_use")
     tag, owner = image.imported.tag, image.owner
     image.delete()
     oci.remove(tag)

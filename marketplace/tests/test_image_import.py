@@ -120,3 +120,14 @@ def test_removing_an_imported_image_frees_its_storage_and_keeps_shared_layers(
     assert not StoredElsewhere.objects.filter(owner=owner, source=UsageSource.IMAGES).exists()
     layers = [layer["digest"] for layer in oci.read(theirs.imported.tag)[1]["layers"]]
     assert all((oci.layout() / "blobs" / "sha256" / d.split(":")[1]).exists() for d in layers)
+
+
+def test_an_image_instances_boot_from_is_not_removed_under_them(
+    owner, image_imports, tiny_image, run_tasks, lifecycle, launch
+):
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    launch(image=image.variants.get().slug, no_card=True)
+    with pytest.raises(ServiceError) as refused:
+        imports.remove_image(owner, image)
+    assert refused.value.code == "image_in_use"
+    assert oci.rootfs_of(image.imported.tag).exists()

@@ -47,3 +47,11 @@ def test_an_imported_image_boots_as_the_machine_with_its_files_command_and_env(
     assert "marker" in listing.stdout and "No such file" in listing.stdout  # the image has no /usr; the host's not here
     assert f"gpu-{instance.public_id.hex[:8]}" in listing.stdout
     assert "GREETING=hello-from-the-image" in on_local.run(instance, "env").stdout
+    # Nothing of the host's beyond what every machine has: no /etc/passwd (the image has none), and the registry
+    # listening on the host's loopback is out of reach (the machine's 127.0.0.1 is its own).
+    assert on_local.run(instance, "cat /etc/passwd").returncode != 0
+    port = tiny_image.split("/")[0].split(":")[1]
+    reach = on_local.run(instance, f"busybox wget -q -T 3 -O - http://127.0.0.1:{port}/v2/; echo rc=$?")
+    assert "rc=0" not in reach.stdout
+    # Setuid bits would be no use inside: the image's files were made safe at import, and the root is read-only.
+    assert on_local.run(instance, "echo x > /marker").returncode != 0

@@ -131,3 +131,15 @@ def test_an_image_instances_boot_from_is_not_removed_under_them(
         imports.remove_image(owner, image)
     assert refused.value.code == "image_in_use"
     assert oci.rootfs_of(image.imported.tag).exists()
+
+
+def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
+    owner, image_imports, tiny_image, run_tasks, lifecycle, launch
+):
+    from instances.backends import BackendError
+    from instances.backends.slurm import SlurmBackend
+
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    instance = launch(image=image.variants.get().slug, no_card=True)
+    with pytest.raises(BackendError, match="local backend only"):
+        SlurmBackend().submit(instance)

@@ -359,6 +359,12 @@ def clone_to_mine(user, image: Image, name: str = "") -> Image:
     team's too, made by a member whose role may operate the team's things (a listed one is copied like any other)."""
     if not getattr(user, "is_authenticated", False):
         raise Forbidden(_("Log in to clone images."))
+    if ImageImport.objects.filter(image=image).exists():
+        # The copy would name no root file system and boot the runtime's instead of the image's files.
+        raise Conflict(
+            _("An imported image cannot be copied yet: launch it, or import its reference again."),
+            code="imported_image",
+        )
     owner = user
     if team_private(user, image):
         image = get_image(user, image.public_id, action="change")

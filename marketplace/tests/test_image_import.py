@@ -143,3 +143,14 @@ def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
     instance = launch(image=image.variants.get().slug, no_card=True)
     with pytest.raises(BackendError, match="local backend only"):
         SlurmBackend().submit(instance)
+
+
+def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(
+    owner, image_imports, tiny_image, run_tasks
+):
+    from marketplace.images import services
+
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    with pytest.raises(ServiceError) as refused:
+        services.clone_to_mine(owner, image)
+    assert refused.value.code == "imported_image"

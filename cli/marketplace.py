@@ -1,6 +1,8 @@
 """`gpucloud hub search QUERY`, `gpucloud hub show ORG/NAME`, and the image marketplace:
-`gpucloud images ls [QUERY]`, `gpucloud images show IMAGE` and `gpucloud images clone IMAGE [--mine]`."""
+`gpucloud images ls [QUERY]`, `gpucloud images show IMAGE`, `gpucloud images clone IMAGE [--mine]`,
+`gpucloud images import REF [--username U] [--password-stdin]` and `gpucloud images rm IMAGE`."""
 
+import sys
 from decimal import Decimal
 
 from .client import Api, CliError, output
@@ -100,6 +102,24 @@ def images_show(api: Api, args):
         print(f"runs on {offer['family']}: {price}")
     if image["review_reason"]:
         print(f"review: {image['review_reason']}")
+    _print_import(image)
+
+
+def _print_import(image) -> None:
+    imported = image.get("imported")
+    if not imported:
+        return
+    checks = imported["checks"]
+    print(f"imported from: {imported['reference']} ({imported['step']}) {imported['digest']}")
+    if image["status_detail"]:
+        print(f"failed: {image['status_detail']}")
+    if checks:
+        found = {"shell": checks["shell"], "python": bool(checks["python"]), "jupyterlab": bool(checks["jupyterlab"])}
+        print("holds: " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in found.items()))
+        print(f"chip family suggested: {checks['family'] or 'none (CPU)'}")
+    command = [*imported["config"].get("entrypoint", []), *imported["config"].get("cmd", [])]
+    if command:
+        print(f"command: {' '.join(command)}")
 
 
 def images_clone(api: Api, args):
@@ -118,6 +138,33 @@ def images_clone(api: Api, args):
         f"launched {instance['name']} ({instance['id']}) on {instance['chip'] or 'no-card mode'} "
         f"with {instance['image']}: {instance['status']}"
     )
+
+
+def images_import(api: Api, args, stdin=None):
+    body = {"reference": args.reference}
+    if args.username:
+        body["username"] = args.username
+    if args.password_stdin:
+        if not args.username:
+            raise CliError("--password-stdin needs --username")
+        password = (stdin or sys.stdin).read()
+        body["password"] = password[:-1] if password.endswith("\n") else password
+    if args.name:
+        body["name"] = args.name
+    image = api.post("images/import", body)
+    if args.json:
+        output(args, image)
+        return
+    print(f"importing {image['imported']['reference']} as {image['slug']} (private): {image['status']}")
+    print(f"follow it with: gpucloud images show {image['slug']}")
+
+
+def images_rm(api: Api, args):
+    api.delete(f"images/{args.image}")
+    if args.json:
+        output(args, {"removed": args.image})
+        return
+    print(f"removed {args.image}")
 
 
 def _register_images(commands):
@@ -141,6 +188,15 @@ def _register_images(commands):
     p.add_argument("--mine", action="store_true", help="copy it into your images instead of launching it")
     p.add_argument("--name", help="the instance's (or the copy's) name")
     p.set_defaults(handler=images_clone)
+    p = images.add_parser("import", help="import a container image from a registry as your private image")
+    p.add_argument("reference", metavar="REF", help="registry/namespace/name:tag or …@sha256:<digest>")
+    p.add_argument("--username", help="the registry user, for a private registry")
+    p.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
+    p.add_argument("--name", help="the image's name (default: the reference's name)")
+    p.set_defaults(handler=images_import)
+    p = images.add_parser("rm", help="remove one of your imported images")
+    p.add_argument("image", metavar="IMAGE", help="a slug or id")
+    p.set_defaults(handler=images_rm)
 
 
 def register(commands):

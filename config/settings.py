@@ -336,6 +336,17 @@ STORAGE_S3_CACHE_GB = env.float("STORAGE_S3_CACHE_GB", default=STORAGE_MAX_GB)
 # Per-user limits on cloud disks, set by the operator: how many live disks, and how many GB in all.
 DISK_MAX_PER_USER = env.int("DISK_MAX_PER_USER", default=20)
 DISK_MAX_TOTAL_GB = env.int("DISK_MAX_TOTAL_GB", default=64 * 1024)
+# Container images imported from registries: one OCI layout whose blobs (stored once by digest) all images share,
+# and each image's unpacked root file system beside it. A manifest or config larger than these is refused. A registry
+# on a private, loopback or link-local address is refused; IMAGE_IMPORT_ALLOW_LOOPBACK lets a registry on the host's
+# own loopback through (the tests' local registry, without TLS) and is never on in production.
+IMAGE_IMPORT_ROOT = Path(env.str("IMAGE_IMPORT_ROOT", default=str(DATA_DIR / "images")))
+IMAGE_IMPORT_ALLOW_LOOPBACK = env.bool("IMAGE_IMPORT_ALLOW_LOOPBACK", default=False)
+if PRODUCTION and IMAGE_IMPORT_ALLOW_LOOPBACK:
+    raise ImproperlyConfigured("IMAGE_IMPORT_ALLOW_LOOPBACK is for tests; production never imports from its loopback.")
+IMAGE_MAX_MANIFEST_BYTES = env.int("IMAGE_MAX_MANIFEST_BYTES", default=1024 * 1024)
+IMAGE_MAX_CONFIG_BYTES = env.int("IMAGE_MAX_CONFIG_BYTES", default=1024 * 1024)
+IMAGE_IMPORT_TIMEOUT_SECONDS = env.int("IMAGE_IMPORT_TIMEOUT_SECONDS", default=3600)
 STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
 CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_storage_daily", "schedule": 3600}

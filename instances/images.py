@@ -24,6 +24,7 @@ class ImageSource(Protocol):
     def find_variant(self, slug: str): ...
     def record_launch(self, slug: str) -> None: ...
     def variant_names(self, slugs) -> dict: ...
+    def boot_root(self, slug: str) -> dict | None: ...
 
 
 _source: ImageSource | None = None
@@ -56,6 +57,13 @@ def get_image(slug: str, family: str | None, user=None):
 def find_variant(slug: str):
     """The variant an instance records, whoever may still see its image (None if it was deleted)."""
     return source().find_variant(slug) if slug else None
+
+
+def boot_root(slug: str) -> dict | None:
+    """For a variant of an image imported from a registry: its unpacked root file system (``rootfs``) and the
+    image's run settings (``entrypoint``, ``cmd``, ``env``, ``working_dir``, ``user``, ``exposed_ports``); None for
+    the platform's images and images saved from machines, which boot on the runtime's root."""
+    return source().boot_root(slug) if slug else None
 
 
 def record_launch(slug: str) -> None:

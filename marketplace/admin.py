@@ -11,7 +11,7 @@ from core.errors import ServiceError
 from .choices import ImageReview
 from .hub import services
 from .images import services as images
-from .models import HubFile, HubItem, HubLike, Image, ImageEvent, ImageRating, ImageVariant
+from .models import HubFile, HubItem, HubLike, Image, ImageEvent, ImageImport, ImageRating, ImageVariant
 
 
 class HubFileInline(admin.TabularInline):
@@ -214,6 +214,23 @@ class ImageVariantAdmin(admin.ModelAdmin):
     search_fields = ["slug", "image__slug"]
     list_select_related = ["image"]
     raw_id_fields = ["image"]
+
+
+@admin.register(ImageImport)
+class ImageImportAdmin(admin.ModelAdmin):
+    """Read-only: imports are written by the import service; the registry password is never shown."""
+
+    list_display = ["reference", "image", "step", "digest", "created_at", "finished_at"]
+    list_filter = ["step"]
+    search_fields = ["reference", "image__slug"]
+    list_select_related = ["image"]
+    exclude = ["password_encrypted"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 # Inference templates -------------------------------------------------------------------------------

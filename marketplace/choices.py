@@ -76,11 +76,23 @@ IMAGE_REVIEW_BADGES = {
 
 
 class ImageStatus(models.TextChoices):
-    """Whether an image can boot: a saved instance's image is ``saving`` while the system disk is snapshotted."""
+    """Whether an image can boot: a saved instance's image is ``saving`` while the system disk is snapshotted, an
+    image imported from a registry ``importing`` until its files are unpacked and checked."""
 
     SAVING = "saving", _("Saving")
+    IMPORTING = "importing", _("Importing")
     READY = "ready", _("Ready")
     FAILED = "failed", _("Failed")
+
+
+class ImportStep(models.TextChoices):
+    """How far the import of an image from a registry has come (shown on the image's page while it runs)."""
+
+    QUEUED = "queued", _("Waiting for a worker")
+    COPYING = "copying", _("Copying from the registry")
+    UNPACKING = "unpacking", _("Unpacking the layers")
+    CHECKING = "checking", _("Checking the files")
+    DONE = "done", _("Done")
 
 
 class ImageSort(models.TextChoices):

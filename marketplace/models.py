@@ -27,6 +27,7 @@ from .choices import (
     ImageCategory,
     ImageReview,
     ImageStatus,
+    ImportStep,
 )
 from .querysets import (
     HubFileQuerySet,
@@ -481,3 +482,35 @@ class ImageEvent(models.Model):
 
     def __str__(self):
         return f"{self.image_id}: {self.old or '·'} → {self.new}"
+
+
+class ImageImport(models.Model):
+    """Where an imported image came from and what its files say: the registry reference it was copied from, the
+    registry's credentials (encrypted with ``core.encryption``; never shown again), the step the import has reached,
+    the image's configuration (entrypoint, cmd, env, working dir, user, exposed ports) and what the checks of its
+    files found (a shell, Python, JupyterLab, the chip family its libraries suggest). The image itself is an
+    ordinary ``Image`` with one variant, so the wizard, clone and the API take it as any other."""
+
+    image = models.OneToOneField(Image, on_delete=models.CASCADE, related_name="imported", verbose_name=_("image"))
+    reference = models.CharField(_("reference"), max_length=500)
+    digest = models.CharField(_("manifest digest"), max_length=80, blank=True)
+    username = models.CharField(_("registry user"), max_length=200, blank=True)
+    password_encrypted = models.TextField(blank=True, editable=False)
+    step = models.CharField(_("step"), max_length=16, choices=ImportStep.choices, default=ImportStep.QUEUED)
+    config = models.JSONField(_("image configuration"), default=dict, blank=True)
+    checks = models.JSONField(_("what the files hold"), default=dict, blank=True)
+    neutralised = models.JSONField(_("files made safe"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("image import")
+        verbose_name_plural = _("image imports")
+
+    def __str__(self):
+        return self.reference
+
+    @property
+    def tag(self) -> str:
+        """The image's name in the shared OCI layout (its public id), which nothing a user types can collide with."""
+        return self.image.public_id.hex

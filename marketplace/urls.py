@@ -15,6 +15,7 @@ urlpatterns = [
     path("review/", images.review_queue, name="review"),
     path("review/<str:slug>/", images.review_decide, name="review-decide"),
     path("save/<str:instance_id>/", images.save_instance, name="save-instance"),
+    path("import/", images.import_image, name="import-image"),
     path("images/<str:slug>/", images.image_detail, name="image"),
     path("images/<str:slug>/clone/", images.image_clone, name="image-clone"),
     path("images/<str:slug>/publish/", images.image_publish, name="image-publish"),

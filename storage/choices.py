@@ -19,6 +19,7 @@ class UsageSource(models.TextChoices):
     """Other parts of the console that keep a user's bytes and count them in the user's storage."""
 
     HUB = "hub", _("Published hub repositories")
+    IMAGES = "images", _("Imported container images")
 
 
 class DiskStatus(models.TextChoices):

@@ -67,10 +67,20 @@ from django.utils.translation import gettext as _
 from agent import gpucloud_agent as agent_module
 from teams.accounts import is_account
 
-from .. import attachments, runtime
+from .. import attachments, images, runtime
 from ..environment import boot_environment
 from ..models import Instance
-from . import local_etc, local_home, local_lab, local_lxcfs, local_network, local_seccomp, local_uids, local_volumes
+from . import (
+    local_etc,
+    local_home,
+    local_image,
+    local_lab,
+    local_lxcfs,
+    local_network,
+    local_seccomp,
+    local_uids,
+    local_volumes,
+)
 from .base import (
     DATA_ROOT,
     Backend,
@@ -428,6 +438,7 @@ class LocalBackend(Backend):
         except runtime.RuntimeUnavailable as exc:
             raise BackendError(str(exc)) from exc
         self._kill(instance.public_id, state)  # leftovers of a previous run
+        image = _image_root(instance)
         base = folder(instance.public_id)
         uid = sandbox_uid(instance)
         _make_traversable(base.parent)
@@ -463,7 +474,7 @@ class LocalBackend(Backend):
             local_etc.write_etc(run / ETC, hostname(instance), nameservers=nameservers, files=etc_files)
             _copy_tools(base / TOOLS)
             token = secrets.token_hex(24)
-            self._write_boot(instance, boot, uid, token, egress=egress)
+            self._write_boot(instance, boot, uid, token, egress=egress, image=image)
             # Disks and storage folders mounted on the host (and grown, if they grew while this machine held
             # them) before it binds them; a deleted disk's goes from the machine's mounts.
             mounts = state.get("mounts", {})
@@ -481,7 +492,7 @@ class LocalBackend(Backend):
             _trim(logfile)
             logfile.touch(mode=0o600)
             job_id = f"local-{instance.public_id.hex[:12]}-{int(_now())}"
-            argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None)
+            argv = self._argv(instance, base, uid, runtime_path, cgroup if limited else None, image=image)
             pidfile = base / "agent.pid"
             pidfile.unlink(missing_ok=True)
             # setsid --fork: the agent's parent is the host's init, not the worker, so a worker restart leaves the
@@ -538,6 +549,8 @@ class LocalBackend(Backend):
                 "node": instance.node.name if instance.node_id else "",
                 "disk_gb": disk_gb,
                 "runtime": str(runtime_path),
+                "image_root": image["rootfs"] if image else "",
+                "image_path": local_image.search_path(image) if image else "",
             },
         )
         if egress:
@@ -603,6 +616,8 @@ class LocalBackend(Backend):
             return BackendStatus(Phase.STOPPING, since=_at(state["signalled_at"]), ready_in=state["stop_at"] - _now())
         if not state.get("ready_at"):
             healthy = self._model_answers if _serves_a_model(instance) else self._jupyter_answers
+            if state.get("image_root") and not _serves_a_model(instance):
+                healthy = self._sandbox_up  # an image's machine runs no JupyterLab: up once its sandbox is
             if not healthy(instance.public_id, state):
                 return BackendStatus(Phase.BOOTING, since=_at(state["submitted_at"]), ready_in=0.5)
             state = update_state(instance.public_id, ready_at=_now())
@@ -764,6 +779,8 @@ class LocalBackend(Backend):
         # The machine's seccomp filter is loaded (by the host's Python, isolated: nothing of the machine's runs
         # first) before the shell; nsenter itself runs with an empty environment, so no process inside ever shows
         # the caller's. PATH leads to the runtime the machine was started with (bound inside).
+        if state.get("image_root"):
+            return _enter_image_argv(instance, state, pid, join, command)
         path = _sandbox_path(_runtime_of(state))
         inner = [
             "/usr/bin/env",
@@ -952,6 +969,9 @@ class LocalBackend(Backend):
                 pass
             time.sleep(0.02)
 
+    def _sandbox_up(self, public_id, state: dict) -> bool:
+        return self._sandbox_pid(state) is not None
+
     def _jupyter_answers(self, public_id, state: dict) -> bool:
         request = (
             f"GET {lab_path(public_id)}api/status HTTP/1.0\r\nHost: localhost\r\n"
@@ -972,7 +992,7 @@ class LocalBackend(Backend):
             "node": state.get("node", ""),
             "job_id": state.get("job_id", ""),
             "sandbox": True,
-            "jupyter": not serves,
+            "jupyter": not serves and not state.get("image_root"),
             "model_server": serves,
             "ssh": True,
             "disk_gb": state.get("disk_gb", 0),
@@ -984,7 +1004,9 @@ class LocalBackend(Backend):
         last = tail_lines(folder(public_id) / "console.log", 1).strip()
         return f"the machine exited: {last[:200]}" if last else "the machine exited"
 
-    def _write_boot(self, instance, boot: Path, uid: int, token: str, *, egress: bool = False) -> None:
+    def _write_boot(
+        self, instance, boot: Path, uid: int, token: str, *, egress: bool = False, image: dict | None = None
+    ) -> None:
         # The model hub through the agent's relay, or the operator's mirror when the machine has a network to reach
         # it; the user's own variables win.
         endpoint = settings.MIRROR_HF_ENDPOINT if egress and settings.MIRROR_HF_ENDPOINT else ""
@@ -998,12 +1020,13 @@ class LocalBackend(Backend):
             "QUICKSTART_CHECKPOINT": "/root/.gpucloud/quickstart.json",
             "GPUCLOUD_NETWORK": "outbound" if egress else "loopback",
         }
-        environment = {**platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
+        own = local_image.environment(image) if image else {}  # the image's env, under everything else
+        environment = {**own, **platform, "JUPYTER_TOKEN": token, **hub, **boot_environment(instance)}
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
-            "init": init_script(instance),
-            "start": (instance.start_command or default_start(instance)) + "\n",
+            "init": local_image.init_script(str(runtime.system_python())) if image else init_script(instance),
+            "start": (instance.start_command or default_start(instance, image)) + "\n",
         }
         files[SECCOMP_FILE] = local_seccomp.program()
         for name, text in files.items():
@@ -1014,7 +1037,9 @@ class LocalBackend(Backend):
             os.chmod(path, 0o440)
         os.chmod(boot, 0o550)
 
-    def _argv(self, instance, base: Path, uid: int, runtime_path: Path, cgroup: Cgroup | None) -> list[str]:
+    def _argv(
+        self, instance, base: Path, uid: int, runtime_path: Path, cgroup: Cgroup | None, *, image: dict | None = None
+    ) -> list[str]:
         prefix = runtime.python_prefix()
         run = base / "run"
         # Every writable place inside has a size: the home and disks their images, the sockets folder its tmpfs,
@@ -1023,23 +1048,34 @@ class LocalBackend(Backend):
         environment = {
             "HOME": "/root",
             "USER": "root",
-            "SHELL": "/bin/bash",
+            "SHELL": "/bin/sh" if image else "/bin/bash",
             "LANG": "C.UTF-8",
-            "PATH": _sandbox_path(runtime_path),
+            "PATH": local_image.search_path(image) if image else _sandbox_path(runtime_path),
         }
+        # The machine's root: the host's /usr with a generated /etc and the runtime, or an imported image's root.
+        if image:
+            root = [tuple(local_image.root_binds(image["rootfs"], run / ETC, int(settings.LOCAL_RUN_MB)))]
+        else:
+            root = [
+                ("--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds()),
+                ("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
+                ("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
+            ]
+        # The runtime is bound after /tmp (it may live there); a machine booted from an image does not run it.
+        runtime_binds = [] if image else [("--ro-bind", str(runtime_path), str(runtime_path))]
+        if prefix and not image:
+            runtime_binds.append(("--ro-bind", str(prefix), str(prefix)))
         groups = [
             ("--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
             ("--unshare-net", "--die-with-parent", "--disable-userns", "--hostname", hostname(instance)),
             local_network.BWRAP_CAP_DROPS,  # the machine's root cannot change its network rules or interface
-            ("--ro-bind", "/usr", "/usr", "--ro-bind", str(run / ETC), "/etc", *local_etc.bwrap_binds()),
-            ("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
-            ("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
+            *root,
             ("--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm"),
             ("--remount-ro", "/dev", "--proc", "/proc", *local_lxcfs.bwrap_binds(local_lxcfs.ensure())),
             ("--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp"),
             ("--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp"),
-            ("--ro-bind", str(runtime_path), str(runtime_path)),
-            ("--ro-bind", str(prefix), str(prefix)) if prefix else (),
+            *runtime_binds,
+            ("--size", str(int(settings.LOCAL_RUN_MB) * MIB), "--tmpfs", "/run") if image else (),
             ("--bind", str(base / "root"), "/root", "--bind", str(run / SOCKETS), SOCKET_DIR),
             ("--ro-bind", str(run / BOOT), BOOT_DIR, "--ro-bind", str(run / WORKLOADS), WORKLOADS_DIR),
             ("--bind", str(base / "mnt"), MOUNT_HUB, "--clearenv"),
@@ -1121,10 +1157,24 @@ def _serves_a_model(instance) -> bool:
     return instance.kind == Instance.Kind.ENDPOINT
 
 
-def default_start(instance) -> str:
+def default_start(instance, image: dict | None = None) -> str:
     if _serves_a_model(instance):
         return ENDPOINT_START
+    if image:
+        return local_image.default_start(image)
     return DEFAULT_START
+
+
+def _image_root(instance) -> dict | None:
+    """The imported image the instance boots (its root file system made ready to bind), or None."""
+    image = images.boot_root(instance.image)
+    if image is None:
+        return None
+    if not Path(image["rootfs"]).is_dir():
+        raise BackendError(_("The image's files are missing on this host; import it again."))
+    local_image.prepare(image["rootfs"])
+    _make_traversable(Path(image["rootfs"]))
+    return image
 
 
 # The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
@@ -1180,6 +1230,35 @@ def lab_path(public_id) -> str:
 def _sandbox_path(runtime_path: Path | None = None) -> str:
     runtime_path = runtime_path or runtime.path()
     return f"{runtime_path}/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
+def _enter_image_argv(instance, state: dict, pid: int, join: str, command: str | None) -> list[str]:
+    """``enter_argv`` for a machine booted from an image: the same steps, with the host's programs run through the
+    host's loader (the image may have no C library, or another one) and only the image's ``/bin/sh`` of its own.
+    The clean environment is made on the host, before nsenter, since the image may have no ``env``."""
+    host = local_image.host_program
+    on_a_pty = 'if [ -t 0 ]; then exec {script} -qefc "$1" /dev/null; fi; shift; exec "$@"'.format(
+        script=shlex.join(host("/usr/bin/script"))
+    )
+    variables = ["HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/sh", "LANG=C.UTF-8"]
+    inner = [
+        "/usr/bin/env",
+        "-i",
+        *variables,
+        f"PATH={state['image_path']}",
+        *("/usr/bin/nsenter", "-t", str(pid), "-U", "-m", "-p", "-n", "-u", "-i", "--root", "--wd"),
+        *host("/usr/bin/setpriv"),
+        *("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"),
+        *host(str(runtime.system_python())),
+        *("-I", "-S", "-c", local_seccomp.LOADER, f"{BOOT_DIR}/{SECCOMP_FILE}"),
+        *("/bin/sh", "-c", f'export TERM="$0"; cd /root; . {BOOT_DIR}/env; {on_a_pty}'),
+    ]
+    if state.get("cpus"):
+        inner = ["/usr/bin/taskset", "--cpu-list", ",".join(map(str, state["cpus"])), *inner]
+    command_argv = ["/bin/sh", "-l"] if command is None else ["/bin/sh", "-c", command]
+    whole = shlex.quote(shlex.join(command_argv))
+    script = f'{join} exec {shlex.join(inner)} "${{TERM:-xterm-256color}}" {whole} "$@"'
+    return ["/bin/sh", "-c", script, "sh", *command_argv]
 
 
 def _runtime_of(state: dict) -> Path | None:

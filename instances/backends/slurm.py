@@ -80,7 +80,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
 
-from .. import conf, runtime
+from .. import conf, images, runtime
 from ..choices import Status
 from ..environment import boot_environment
 from ..models import AgentReport, InstanceEvent
@@ -544,6 +544,9 @@ class SlurmBackend(Backend):
 
     @sensitive_variables("description")
     def submit(self, instance) -> str:
+        if images.boot_root(instance.image):
+            # Booting the image's root on a node is not built yet: refused rather than run on the runtime's root.
+            raise BackendError(_("Images imported from a registry run on the local backend only, for now."))
         config = self.config(instance)
         client = self.client(config)
         job = self._latest(client.jobs(), self.job_name(instance, config))

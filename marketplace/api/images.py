@@ -22,10 +22,10 @@ from teams.models import TeamEvent
 from teams.services import record
 
 from ..choices import ImageCategory, ImageSort, OperatingSystem
-from ..images import clone, services
+from ..images import clone, imports, references, services
 from ..images.forms import MAX_FILTER_LENGTH, MAX_QUERY_LENGTH
 from ..images.search import ImageQuery
-from ..models import Image, ImageRating, ImageVariant
+from ..models import Image, ImageImport, ImageRating, ImageVariant
 
 # Serializers ------------------------------------------------------------------------------------------------
 
@@ -64,11 +64,51 @@ class ImageVariantSerializer(strict.ModelSerializer):
         read_only_fields = fields
 
 
+class ImageImportSerializer(strict.ModelSerializer):
+    step = serializers.CharField(read_only=True, help_text="queued, copying, unpacking, checking or done")
+    config = serializers.JSONField(
+        read_only=True, help_text="The image's entrypoint, cmd, env, working_dir, user and exposed_ports."
+    )
+    checks = serializers.JSONField(
+        read_only=True,
+        help_text="shell (bool), python and jupyterlab (their paths, or empty), families and family (suggested).",
+    )
+
+    class Meta:
+        model = ImageImport
+        fields = ["reference", "digest", "step", "config", "checks", "created_at", "finished_at"]
+        read_only_fields = fields
+
+
+class ImportSerializer(strict.Serializer):
+    reference = serializers.CharField(
+        max_length=references.MAX_REFERENCE, help_text="registry/namespace/name:tag or registry/namespace/name@sha256:…"
+    )
+    username = serializers.CharField(required=False, allow_blank=True, max_length=imports.MAX_CREDENTIAL)
+    password = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=imports.MAX_CREDENTIAL,
+        write_only=True,
+        help_text="The registry password or token: stored encrypted, never shown again.",
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=services.MAX_NAME,
+        validators=[display_name(services.MAX_NAME, gettext_lazy("image"))],
+    )
+
+
 class ImageSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     category = serializers.CharField(read_only=True, help_text="xinchuang, framework, case_study or community")
     review_state = serializers.CharField(read_only=True, help_text="draft, pending, listed or rejected")
-    status = serializers.CharField(read_only=True, help_text="saving, ready or failed")
+    status = serializers.CharField(read_only=True, help_text="saving, importing, ready or failed")
+    status_detail = serializers.CharField(read_only=True, help_text="Why it failed, when it did.")
+    imported = ImageImportSerializer(
+        read_only=True, allow_null=True, default=None, help_text="Where an imported image came from and what it holds."
+    )
     rating_average = serializers.DecimalField(max_digits=3, decimal_places=2, read_only=True)
     variants = ImageVariantSerializer(many=True, read_only=True)
     mine = serializers.SerializerMethodField(help_text="Whether the caller owns this image.")
@@ -93,6 +133,8 @@ class ImageSerializer(strict.ModelSerializer):
             "rating_count",
             "review_state",
             "status",
+            "status_detail",
+            "imported",
             "mine",
             "variants",
             "url",
@@ -266,6 +308,33 @@ class ImageListView(APIView):
         return Response(_detail(request, image), status=status.HTTP_201_CREATED)
 
 
+class ImageImportView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+    team_scoped = True  # a team's token (or a member in the team's context) imports the team's image
+
+    @extend_schema(
+        tags=["images"],
+        request=ImportSerializer,
+        responses={201: ImageDetailSerializer, **ERRORS},
+        summary="Import a container image from a registry as a private image",
+        description="The image is `importing` (see `imported.step`) until it is copied, unpacked and checked, then "
+        "`ready`, or `failed` with `status_detail`. Registries on private addresses are refused.",
+    )
+    def post(self, request):
+        body = ImportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        image = imports.start_import(
+            request.user,
+            data["reference"],
+            username=data.get("username", ""),
+            password=data.get("password", ""),
+            name=data.get("name", ""),
+            owner=acting(request).account,
+        )
+        return Response(_detail(request, image), status=status.HTTP_201_CREATED)
+
+
 def _detail(request, image, *, reload: bool = True) -> dict:
     """The image's detail, read again as ``request.user`` sees it (``reload=False``: as it is, e.g. an image the
     reviewer just rejected, which they no longer see)."""
@@ -282,9 +351,21 @@ class ImageDetailView(APIView):
     permission_classes = [AllowAny, PersonalTokenPermission]
     team_scoped = True  # a team's token reads the team's images (the ownership filter keeps it to them)
 
+    def get_permissions(self):
+        if self.request.method == "DELETE":
+            return [IsAuthenticated(), TokenScopePermission()]
+        return super().get_permissions()
+
     @extend_schema(tags=["images"], responses={200: ImageDetailSerializer, 404: ERRORS[404]}, summary="One image")
     def get(self, request, key):
         return Response(_detail(request, services.get_image(request.user, key)))
+
+    @extend_schema(
+        tags=["images"], request=None, responses={204: None, **ERRORS}, summary="Remove one of your imported images"
+    )
+    def delete(self, request, key):
+        imports.remove_image(request.user, services.get_image(request.user, key, action="delete"))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ImageCloneView(APIView):

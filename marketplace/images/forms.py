@@ -73,3 +73,31 @@ class RatingForm(forms.Form):
 class ReviewForm(forms.Form):
     decision = forms.ChoiceField(choices=[("approve", _("List it")), ("reject", _("Reject it"))])
     reason = forms.CharField(label=_("Reason (shown to the author)"), required=False, max_length=MAX_REASON)
+
+
+class ImportImageForm(forms.Form):
+    reference = forms.CharField(
+        label=_("Image reference"),
+        max_length=500,
+        help_text=_("registry/namespace/name:tag or …@sha256:<digest>; without a registry, Docker Hub."),
+        widget=forms.TextInput(attrs={"class": "form-control", "placeholder": "registry.example.com/team/train:1.0"}),
+    )
+    username = forms.CharField(
+        label=_("Registry user (private registries)"),
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"class": "form-control"}),
+    )
+    password = forms.CharField(
+        label=_("Password or token"),
+        required=False,
+        max_length=1000,
+        help_text=_("Stored encrypted and never shown again."),
+        widget=forms.PasswordInput(attrs={"class": "form-control"}),
+    )
+    name = forms.CharField(
+        label=_("Image name"),
+        required=False,
+        max_length=MAX_NAME,
+        widget=forms.TextInput(attrs={"class": "form-control"}),
+    )

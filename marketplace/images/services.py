@@ -45,8 +45,8 @@ from ..choices import (
     ImageStatus,
 )
 from ..hub import cards
-from ..models import Image, ImageEvent, ImageRating, ImageVariant
-from . import search
+from ..models import Image, ImageEvent, ImageImport, ImageRating, ImageVariant
+from . import oci, search
 
 MAX_NAME = 120
 MAX_DESCRIPTION = 20_000
@@ -84,7 +84,7 @@ def _lookup(key) -> Q:
 
 def _visible(user, action: str = "view"):
     """The images ``user`` may ``action``, with what an image's page names of its owner and its origin."""
-    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from")
+    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from", "imported")
     return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
 
 
@@ -125,7 +125,7 @@ def search_images(user, query: search.ImageQuery, sort: str = ImageSort.POPULAR,
     if mine:
         authenticated = getattr(user, "is_authenticated", False)
         images = images.filter(owner=account or user) if authenticated else images.none()
-    images = search.apply(images, query).select_related("owner").prefetch_related("variants")
+    images = search.apply(images, query).select_related("owner", "imported").prefetch_related("variants")
     heavy = ("description", "description_html", "description_zh", "description_zh_html", "search_text", "facet_text")
     return images.defer(*heavy).order_by(*ordering)
 
@@ -189,6 +189,14 @@ def variant_names(slugs) -> dict[str, tuple[str, str]]:
     """slug → (English name, Chinese name) for many variants in one query."""
     rows = ImageVariant.objects.filter(slug__in=set(slugs)).values_list("slug", "image__name", "image__name_zh")
     return {slug: (name, name_zh) for slug, name, name_zh in rows}
+
+
+def boot_root(slug: str) -> dict | None:
+    """The root file system and run settings of an imported image's variant (None for any other image)."""
+    record = ImageImport.objects.filter(image__variants__slug=slug, image__status=ImageStatus.READY).first()
+    if record is None:
+        return None
+    return {**record.config, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
 def ran_image(user, image: Image) -> bool:
@@ -351,6 +359,12 @@ def clone_to_mine(user, image: Image, name: str = "") -> Image:
     team's too, made by a member whose role may operate the team's things (a listed one is copied like any other)."""
     if not getattr(user, "is_authenticated", False):
         raise Forbidden(_("Log in to clone images."))
+    if ImageImport.objects.filter(image=image).exists():
+        # The copy would name no root file system and boot the runtime's instead of the image's files.
+        raise Conflict(
+            _("An imported image cannot be copied yet: launch it, or import its reference again."),
+            code="imported_image",
+        )
     owner = user
     if team_private(user, image):
         image = get_image(user, image.public_id, action="change")

@@ -23,8 +23,8 @@ from teams.context import acting, priced_for
 
 from ..choices import ImageCategory, OperatingSystem
 from ..models import Image
-from . import clone, services
-from .forms import FAMILY_CHOICES, ImageSearchForm, RatingForm, ReviewForm, SaveImageForm
+from . import clone, imports, services
+from .forms import FAMILY_CHOICES, ImageSearchForm, ImportImageForm, RatingForm, ReviewForm, SaveImageForm
 
 LIST_TEMPLATE = "marketplace/images/list.html"
 LIST_CONTENT = "marketplace/images/_list_content.html"
@@ -218,6 +218,24 @@ def save_instance(request, instance_id):
             return redirect(image)
     status = 400 if request.method == "POST" else (409 if context["error"] else 200)
     return render(request, "marketplace/images/save.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_image(request):
+    """Import a container image from a registry: the task copies, unpacks and checks it; its page shows how far."""
+    form = ImportImageForm(request.POST or None)
+    error = ""
+    if request.method == "POST" and form.is_valid():
+        try:
+            image = imports.start_import(request.user, **form.cleaned_data, owner=acting(request).account)
+        except ServiceError as exc:
+            error = str(exc.message)
+        else:
+            messages.success(request, _("Importing “%(name)s”…") % {"name": image.name})
+            return redirect(image)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "marketplace/images/import.html", {"form": form, "error": error}, status=status)
 
 
 @login_required

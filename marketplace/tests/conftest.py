@@ -4,6 +4,7 @@ import pytest
 from django.conf import settings
 
 from marketplace.hub import services
+from marketplace.tests.registry_fixtures import image_imports, registry, tiny_image  # noqa: F401
 
 
 @pytest.fixture

@@ -1,0 +1,230 @@
+"""Images imported from a container registry: the only writer of ``ImageImport`` rows and of the files they name.
+
+``start_import`` checks the reference and the registry, creates a private image (``importing``, one variant) with its
+import record, and enqueues the task on commit; ``run_import`` (the task's work) copies the image into the shared
+OCI layout with skopeo, reads its manifest and config (refused past their size limits), unpacks it rootless with
+umoci, makes the files safe (``rootfs``), checks what they hold and marks the image ready, or failed with the reason.
+An imported image's size counts in its owner's storage (``storage.quota``, as the hub's published repositories do)
+and the import is refused when it would pass the owner's ceiling.
+"""
+
+import logging
+
+from django.db import transaction
+from django.db.models import Sum
+from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from core import encryption
+from core.errors import Conflict, ServiceError
+from instances.choices import TERMINAL
+from instances.models import Instance
+from storage import quota
+from storage.choices import UsageSource
+
+from ..choices import CPU_ONLY, ImageCategory, ImageReview, ImageStatus, ImportStep
+from ..models import Image, ImageImport, ImageVariant
+from . import oci, references, rootfs
+from .services import _clean_name, _event, _publisher_name, _unique_slug, reindex
+
+log = logging.getLogger(__name__)
+
+MAX_CREDENTIAL = 1000
+# What of an image's config the console keeps (the OCI image spec's names).
+CONFIG_KEYS = {
+    "Entrypoint": "entrypoint",
+    "Cmd": "cmd",
+    "Env": "env",
+    "WorkingDir": "working_dir",
+    "User": "user",
+    "ExposedPorts": "exposed_ports",
+}
+
+
+class ImportFailed(ServiceError):
+    """A permanent refusal of an import (the image is marked failed with this message)."""
+
+    code = "import_failed"
+
+
+def start_import(user, reference: str, *, username: str = "", password: str = "", name: str = "", owner=None) -> Image:
+    """Import the image ``reference`` names for ``owner`` (default ``user``; a team's account in a team's context):
+    a private image that is ``importing`` until the task has copied, unpacked and checked it."""
+    if not getattr(user, "is_authenticated", False):
+        raise ServiceError(_("Log in to import images."), code="not_authenticated")
+    parsed = references.parse(reference)
+    references.check_registry(parsed)
+    username, password = (username or "").strip(), password or ""
+    if len(username) > MAX_CREDENTIAL or len(password) > MAX_CREDENTIAL:
+        raise ServiceError(_("The registry user or password is too long."), code="invalid_credentials")
+    if password and not username:
+        raise ServiceError(_("A password needs the registry user it belongs to."), code="invalid_credentials")
+    owner = owner or user
+    name = _clean_name(name or parsed.path.rsplit("/", 1)[-1])
+    with transaction.atomic():
+        image = Image.objects.create(
+            slug=_unique_slug(name),
+            name=name,
+            summary=str(parsed)[:300],
+            publisher=_publisher_name(owner),
+            owner=owner,
+            category=ImageCategory.COMMUNITY,
+            review_state=ImageReview.DRAFT,
+            status=ImageStatus.IMPORTING,
+        )
+        ImageImport.objects.create(
+            image=image,
+            reference=str(parsed),
+            username=username,
+            password_encrypted=encryption.encrypt(password) if password else "",
+        )
+        variant = ImageVariant.objects.create(image=image, family=CPU_ONLY, slug=f"{image.slug}-cpu", os="")
+        reindex(image, [variant])
+        _event(image, "", ImageStatus.IMPORTING, reason=str(parsed), by=user)
+        from .. import tasks
+
+        transaction.on_commit(lambda: tasks.import_image.delay(image.pk))
+    return image
+
+
+def run_import(image_id: int) -> str | None:
+    """The task's work. Idempotent: an image that is no longer importing is left alone. Returns the new status."""
+    record = ImageImport.objects.select_related("image", "image__owner").filter(image_id=image_id).first()
+    if record is None or record.image.status != ImageStatus.IMPORTING:
+        return None
+    try:
+        found = _import(record)
+    except ServiceError as exc:
+        oci.remove(record.tag)
+        return _finish(record, ImageStatus.FAILED, str(exc.message))
+    return _finish(record, ImageStatus.READY, "", found)
+
+
+def _step(record: ImageImport, step: str) -> None:
+    ImageImport.objects.filter(pk=record.pk).update(step=step)
+    record.step = step
+
+
+def _import(record: ImageImport) -> dict:
+    parsed = references.parse(record.reference)
+    plain_http = references.check_registry(parsed)  # again: the name may resolve elsewhere since it was typed
+    password = encryption.decrypt(record.password_encrypted) if record.password_encrypted else ""
+    _step(record, ImportStep.COPYING)
+    try:
+        oci.copy(parsed, record.tag, username=record.username, password=password, plain_http=plain_http)
+        digest, manifest, config = oci.read(record.tag)
+    except oci.ToolFailed as exc:
+        raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
+    except (oci.TooBig, KeyError, ValueError) as exc:
+        raise ImportFailed(_("The image's manifest or configuration is malformed or too large.")) from exc
+    allowance = _allowance(record)
+    packed = sum(int(layer.get("size", 0)) for layer in manifest.get("layers", []))
+    if packed > allowance:
+        raise _over_ceiling(record, packed, allowance)
+    _step(record, ImportStep.UNPACKING)
+    try:
+        root = oci.unpack(record.tag)
+    except oci.ToolFailed as exc:
+        raise ImportFailed(_("The image's layers cannot be unpacked: %(reason)s") % {"reason": exc}) from exc
+    _step(record, ImportStep.CHECKING)
+    try:
+        scan = rootfs.neutralise(str(root), limit=allowance)
+    except rootfs.TooLarge as exc:
+        raise _over_ceiling(record, exc.args[0], allowance) from exc
+    except rootfs.TooDeep as exc:
+        raise ImportFailed(_("The image's folders are nested too deeply.")) from exc
+    settings_of = image_config(config)
+    return {
+        "digest": digest,
+        "size": scan.size,
+        "config": settings_of,
+        "checks": rootfs.checks(str(root), settings_of.get("env", []), scan.families),
+        "neutralised": {"cleared": scan.cleared[:100], "removed": scan.removed[:100]},
+    }
+
+
+def image_config(config: dict) -> dict:
+    """The run settings of an image's config blob (entrypoint, cmd, env, working dir, user, exposed ports)."""
+    section = config.get("config") or {}
+    found = {ours: section[theirs] for theirs, ours in CONFIG_KEYS.items() if section.get(theirs) not in (None, "")}
+    if "exposed_ports" in found:
+        found["exposed_ports"] = sorted(found["exposed_ports"])
+    return found
+
+
+def _others(record: ImageImport) -> int:
+    """Bytes of the owner's other imported images."""
+    images = Image.objects.filter(owner=record.image.owner, imported__isnull=False).exclude(pk=record.image_id)
+    return images.exclude(status=ImageStatus.FAILED).aggregate(total=Sum("size_bytes"))["total"] or 0
+
+
+def _allowance(record: ImageImport) -> int:
+    """How many bytes the image may take: what is left under the owner's storage ceiling."""
+    owner = record.image.owner
+    used = quota.usage_bytes(owner, besides=UsageSource.IMAGES) + _others(record)
+    return max(0, quota.max_bytes() - used)
+
+
+def _over_ceiling(record: ImageImport, size: int, allowance: int) -> ImportFailed:
+    return ImportFailed(
+        _("The image needs at least %(size)s but only %(left)s of your storage is left.")
+        % {"size": filesizeformat(size), "left": filesizeformat(allowance)},
+        code="quota_exceeded",
+    )
+
+
+def record_usage(owner) -> None:
+    """Record the owner's imported images' bytes in their storage."""
+    quota.record_elsewhere(
+        owner,
+        UsageSource.IMAGES,
+        lambda: (
+            Image.objects.filter(owner=owner, imported__isnull=False)
+            .exclude(status=ImageStatus.FAILED)
+            .aggregate(total=Sum("size_bytes"))["total"]
+            or 0
+        ),
+    )
+
+
+def _finish(record: ImageImport, status: str, detail: str, found: dict | None = None) -> str | None:
+    image = record.image
+    found = found or {}
+    with transaction.atomic():
+        changes = {"status": status, "status_detail": detail[:255]}
+        if found:
+            changes["size_bytes"] = found["size"]
+        if not Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING).update(**changes):
+            return None  # another worker finished it first
+        ImageImport.objects.filter(pk=record.pk).update(
+            step=ImportStep.DONE,
+            finished_at=timezone.now(),
+            digest=found.get("digest", ""),
+            config=found.get("config", {}),
+            checks=found.get("checks", {}),
+            neutralised=found.get("neutralised", {}),
+        )
+        if found:
+            family = found["checks"]["family"]
+            ImageVariant.objects.filter(image=image).update(size_bytes=found["size"], family=family)
+            if family:
+                ImageVariant.objects.filter(image=image).update(slug=f"{image.slug}-{family}")
+        _event(image, ImageStatus.IMPORTING, status, reason=detail)
+    record_usage(image.owner)
+    return status
+
+
+def remove_image(user, image: Image) -> None:
+    """Delete the caller's imported image and its files (its layers stay while another image names them)."""
+    if not hasattr(image, "imported"):
+        raise Conflict(_("Only imported images can be removed here."), code="not_imported")
+    if image.status == ImageStatus.IMPORTING:
+        raise Conflict(_("The image is still being imported; remove it once the import has ended."), code="importing")
+    slugs = image.variants.values("slug")
+    if Instance.objects.filter(image__in=slugs).exclude(status__in=TERMINAL).exists():
+        raise Conflict(_("Instances boot from this image; release them before removing it."), code="image_in_use")
+    tag, owner = image.imported.tag, image.owner
+    image.delete()
+    oci.remove(tag)
+    record_usage(owner)

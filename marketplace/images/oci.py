@@ -1,0 +1,158 @@
+"""The shared OCI layout of imported images, written and read with Debian's ``skopeo`` and ``umoci``.
+
+Every imported image is one tag (its public id) in one OCI image layout under ``IMAGE_IMPORT_ROOT/oci``: blobs are
+stored by digest, so a layer two images share is stored once. ``skopeo copy docker://… oci:…`` fills it, ``umoci raw
+unpack --rootless`` unpacks an image's layers (whiteouts applied, ownership not restored) into its own root file
+system under ``IMAGE_IMPORT_ROOT/rootfs``. The layout's ``index.json`` is rewritten by every copy and removal, so
+they hold an exclusive lock on it.
+
+skopeo runs with a home, an auth file and a registries configuration of its own (empty): nothing of the worker's
+user (its ``~/.docker/config.json``, the host's mirrors) reaches a user's import. A password is passed in an auth
+file readable by the worker only, never on a command line another process could read.
+"""
+
+import base64
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+
+from .references import Reference
+
+SKOPEO = "/usr/bin/skopeo"
+UMOCI = "/usr/bin/umoci"
+ACCEPT_ANYTHING = {"default": [{"type": "insecureAcceptAnything"}]}  # the digest pins what a reference names
+
+
+class ToolFailed(Exception):
+    """skopeo or umoci refused; the message is its last words."""
+
+
+class TooBig(Exception):
+    """A manifest or config past the size the console reads."""
+
+
+def root() -> Path:
+    return Path(settings.IMAGE_IMPORT_ROOT)
+
+
+def layout() -> Path:
+    return root() / "oci"
+
+
+def rootfs_of(tag: str) -> Path:
+    return root() / "rootfs" / tag
+
+
+@contextmanager
+def locked():
+    """The layout's index, one writer at a time (across workers on the host)."""
+    root().mkdir(parents=True, exist_ok=True)
+    with open(root() / "oci.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=settings.IMAGE_IMPORT_TIMEOUT_SECONDS,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})},
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ToolFailed(f"{Path(argv[0]).name} took longer than {exc.timeout} s") from exc
+    if done.returncode != 0:
+        words = (done.stderr or done.stdout).strip().splitlines()
+        raise ToolFailed(words[-1][:500] if words else f"{Path(argv[0]).name} exited with {done.returncode}")
+    return done.stdout
+
+
+def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
+    """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
+    ``tag``."""
+    with tempfile.TemporaryDirectory(prefix="skopeo-") as home:
+        config = Path(home)
+        (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
+        (config / "registries.conf").write_text("")
+        argv = [SKOPEO, "--policy", str(config / "policy.json"), "copy", "--quiet"]
+        if username:
+            auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+            authfile = config / "auth.json"
+            authfile.touch(mode=0o600)
+            authfile.write_text(json.dumps({"auths": {reference.registry: {"auth": auth}}}))
+            argv += ["--src-authfile", str(authfile)]
+        else:
+            argv += ["--src-no-creds"]
+        if plain_http:
+            argv += ["--src-tls-verify=false"]
+        env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
+        with locked():
+            layout().mkdir(parents=True, exist_ok=True)
+            _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
+
+
+def _blob(digest: str, limit: int) -> dict:
+    algorithm, _sep, value = digest.partition(":")
+    if algorithm != "sha256" or not value.isalnum():
+        raise ToolFailed(f"unexpected digest {digest[:80]}")
+    fd = os.open(layout() / "blobs" / algorithm / value, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as blob:
+        if os.fstat(blob.fileno()).st_size > limit:
+            raise TooBig(digest)
+        return json.loads(blob.read())
+
+
+def manifest_digest(tag: str) -> str:
+    with open(layout() / "index.json", "rb") as index:
+        for entry in json.load(index).get("manifests", []):
+            if entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag:
+                return entry["digest"]
+    raise ToolFailed(f"{tag} is not in the layout")
+
+
+def read(tag: str) -> tuple[str, dict, dict]:
+    """(manifest digest, manifest, config) of ``tag``, each refused past its size limit before it is parsed."""
+    digest = manifest_digest(tag)
+    manifest = _blob(digest, settings.IMAGE_MAX_MANIFEST_BYTES)
+    config = _blob(manifest["config"]["digest"], settings.IMAGE_MAX_CONFIG_BYTES)
+    return digest, manifest, config
+
+
+def unpack(tag: str) -> Path:
+    """Unpack ``tag``'s layers into its root file system (a fresh one: what an earlier attempt left is removed)."""
+    target = rootfs_of(tag)
+    partial = target.with_name(f"{tag}.partial")
+    for leftover in (partial, target):
+        shutil.rmtree(leftover, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with locked():
+        _run([UMOCI, "raw", "unpack", "--rootless", "--image", f"{layout()}:{tag}", str(partial)])
+    partial.rename(target)
+    return target
+
+
+def remove(tag: str) -> None:
+    """Forget ``tag`` and its root file system; blobs no other image names are collected."""
+    shutil.rmtree(rootfs_of(tag), ignore_errors=True)
+    shutil.rmtree(rootfs_of(tag).with_name(f"{tag}.partial"), ignore_errors=True)
+    if not (layout() / "index.json").exists():
+        return
+    with locked():
+        try:
+            _run([UMOCI, "rm", "--image", f"{layout()}:{tag}"])
+        except ToolFailed:
+            pass  # never copied, or already removed
+        _run([UMOCI, "gc", "--layout", str(layout())])

@@ -1,0 +1,156 @@
+"""Importing an image from a registry through the service, against the tests' real registry on the loopback."""
+
+import os
+import stat
+
+import pytest
+
+from core.errors import ServiceError
+from marketplace.choices import ImageStatus, ImportStep
+from marketplace.images import imports, oci
+from marketplace.models import ImageImport
+from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER, build_image, push
+from storage.choices import UsageSource
+from storage.models import StoredElsewhere
+
+
+@pytest.fixture
+def run_tasks(django_capture_on_commit_callbacks, eager_tasks):
+    """Run the import task when the transaction that asked for it commits, as a worker would."""
+
+    def start(*args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            image = imports.start_import(*args, **kwargs)
+        image.refresh_from_db()
+        return image
+
+    return start
+
+
+def test_a_private_image_is_imported_checked_and_counted_in_storage(owner, image_imports, tiny_image, run_tasks):
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.READY, image.status_detail
+    record = image.imported
+    assert record.step == ImportStep.DONE and record.digest.startswith("sha256:")
+    assert record.config["cmd"][0] == "/bin/sh"
+    assert "GREETING=hello-from-the-image" in record.config["env"]
+    assert record.checks == {"shell": True, "python": "", "jupyterlab": "", "families": [], "family": ""}
+    assert (oci.rootfs_of(record.tag) / "marker").read_text() == MARKER
+    assert image.size_bytes > 1_000_000  # busybox
+    assert StoredElsewhere.objects.get(owner=owner, source=UsageSource.IMAGES).size == image.size_bytes
+    assert image.variants.get().family == ""
+
+
+def test_the_password_is_stored_encrypted(owner, image_imports, tiny_image, run_tasks):
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    stored = ImageImport.objects.filter(pk=image.imported.pk).values_list("password_encrypted", flat=True).get()
+    assert stored and PASSWORD not in stored
+
+
+def test_a_wrong_password_fails_the_import_with_the_registrys_reason(owner, image_imports, tiny_image, run_tasks):
+    image = run_tasks(owner, tiny_image, username=USER, password="wrong")
+    assert image.status == ImageStatus.FAILED
+    assert "unauthorized" in image.status_detail.lower() or "authentication" in image.status_detail.lower()
+    assert not oci.rootfs_of(image.imported.tag).exists()
+
+
+def test_layers_are_stored_once_for_two_images(owner, stranger, image_imports, tiny_image, run_tasks):
+    run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    blobs = set(os.listdir(oci.layout() / "blobs" / "sha256"))
+    second = run_tasks(stranger, tiny_image, username=USER, password=PASSWORD)
+    assert second.status == ImageStatus.READY
+    assert set(os.listdir(oci.layout() / "blobs" / "sha256")) == blobs
+
+
+def test_an_image_past_the_owners_storage_ceiling_is_refused(owner, settings, image_imports, tiny_image, run_tasks):
+    settings.STORAGE_MAX_GB = 0.001  # about 1 MB: less than busybox
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.FAILED
+    assert "storage" in image.status_detail
+    assert not StoredElsewhere.objects.filter(owner=owner, source=UsageSource.IMAGES).exists()
+
+
+def test_a_manifest_past_the_size_limit_is_refused(owner, settings, image_imports, tiny_image, run_tasks):
+    settings.IMAGE_MAX_MANIFEST_BYTES = 64
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.FAILED
+    assert "too large" in image.status_detail
+
+
+def test_a_hostile_image_is_neutralised(owner, registry, image_imports, tmp_path, run_tasks):
+    def hostile(root):
+        (root / "bin" / "su").write_text("#!/bin/sh\n")
+        (root / "bin" / "su").chmod(0o4755)
+        (root / "bin" / "wall").write_text("#!/bin/sh\n")
+        (root / "bin" / "wall").chmod(0o2755)
+        (root / "dev").mkdir()
+        os.mknod(root / "dev" / "mem", 0o666 | stat.S_IFCHR, os.makedev(1, 1))
+        (root / "shadow").symlink_to("/etc/shadow")
+        (root / "up").symlink_to("../../../../../etc/passwd")
+
+    layout = build_image(tmp_path / "hostile", {}, cmd=["/bin/sh"], env=[], extra=hostile)
+    reference = push(layout, registry, "team/hostile:1")
+    image = run_tasks(owner, reference, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.READY, image.status_detail
+    root = oci.rootfs_of(image.imported.tag)
+    for name in ("su", "wall"):
+        assert not (root / "bin" / name).stat().st_mode & (stat.S_ISUID | stat.S_ISGID)
+    # umoci's rootless unpack leaves an empty file where the device was; a device node would have been removed.
+    mem = os.lstat(root / "dev" / "mem")
+    assert stat.S_ISREG(mem.st_mode) and mem.st_size == 0
+    assert os.readlink(root / "shadow") == "/etc/shadow"  # kept for the sandbox, where it names the image's own
+    assert os.readlink(root / "up") == "../../../../../etc/passwd"
+    assert "/bin/su" in image.imported.neutralised["cleared"]
+
+
+def test_a_private_registry_is_refused_before_anything_is_sent(owner, image_imports):
+    with pytest.raises(ServiceError) as refused:
+        imports.start_import(owner, "10.0.0.8:5000/team/image:1")
+    assert refused.value.code == "registry_refused"
+    assert not ImageImport.objects.exists()
+
+
+def test_removing_an_imported_image_frees_its_storage_and_keeps_shared_layers(
+    owner, stranger, image_imports, tiny_image, run_tasks
+):
+    mine = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    theirs = run_tasks(stranger, tiny_image, username=USER, password=PASSWORD)
+    imports.remove_image(owner, mine)
+    assert not oci.rootfs_of(mine.imported.tag).exists()
+    assert not StoredElsewhere.objects.filter(owner=owner, source=UsageSource.IMAGES).exists()
+    layers = [layer["digest"] for layer in oci.read(theirs.imported.tag)[1]["layers"]]
+    assert all((oci.layout() / "blobs" / "sha256" / d.split(":")[1]).exists() for d in layers)
+
+
+def test_an_image_instances_boot_from_is_not_removed_under_them(
+    owner, image_imports, tiny_image, run_tasks, lifecycle, launch
+):
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    launch(image=image.variants.get().slug, no_card=True)
+    with pytest.raises(ServiceError) as refused:
+        imports.remove_image(owner, image)
+    assert refused.value.code == "image_in_use"
+    assert oci.rootfs_of(image.imported.tag).exists()
+
+
+def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
+    owner, image_imports, tiny_image, run_tasks, lifecycle, launch
+):
+    from instances.backends import BackendError
+    from instances.backends.slurm import SlurmBackend
+
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    instance = launch(image=image.variants.get().slug, no_card=True)
+    with pytest.raises(BackendError, match="local backend only"):
+        SlurmBackend().submit(instance)
+
+
+def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(
+    owner, image_imports, tiny_image, run_tasks
+):
+    from marketplace.images import services
+
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    with pytest.raises(ServiceError) as refused:
+        services.clone_to_mine(owner, image)
+    assert refused.value.code == "imported_image"

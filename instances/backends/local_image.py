@@ -15,6 +15,7 @@ made without following anything in it): the root is read-only inside, where bubb
 """
 
 import os
+import re
 import shlex
 import stat
 from pathlib import Path
@@ -23,6 +24,10 @@ HOST_USR = "/opt/gpucloud/host"  # inside: the host's /usr, read-only
 # Folders bound or mounted over the image's root, and the /etc files generated for the machine.
 MOUNT_DIRS = ("dev", "proc", "tmp", "var", "run", "root", "mnt/gpucloud", "opt/gpucloud")
 ETC_FILES = ("hostname", "hosts", "resolv.conf")
+# What the dynamic loader reads from /etc whoever runs it, the host's programs run inside included (before they
+# drop the capabilities and set the seccomp filter): always empty, whatever the image holds there.
+LOADER_FILES = ("ld.so.preload", "ld.so.cache")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -55,7 +60,7 @@ def prepare(rootfs: str) -> None:
     try:
         for path in MOUNT_DIRS:
             _ensure(root, path.split("/"), directory=True)
-        for name in ETC_FILES:
+        for name in (*ETC_FILES, *LOADER_FILES):
             _ensure(root, ["etc", name], directory=False)
     finally:
         os.close(root)
@@ -111,6 +116,8 @@ def root_binds(rootfs: str, etc: Path, run_mb: int) -> list[str]:
     argv += ["--ro-bind", "/usr", HOST_USR]
     for name in ETC_FILES:
         argv += ["--ro-bind-try", str(etc / name), f"/etc/{name}"]
+    for name in LOADER_FILES:
+        argv += ["--ro-bind", "/dev/null", f"/etc/{name}"]
     return argv
 
 
@@ -120,9 +127,11 @@ def search_path(config: dict) -> str:
 
 
 def environment(config: dict) -> dict[str, str]:
-    """The image's env as variables (the platform's and the user's are added after it, and win)."""
-    pairs = (item.partition("=") for item in config.get("env", []))
-    return {name: value for name, _sep, value in pairs if name}
+    """The image's env as variables (the platform's and the user's are added after it, and win). Names a shell
+    cannot export are left out, and so are the dynamic loader's (``LD_…``), which the host's programs run inside
+    would obey."""
+    pairs = (item.partition("=") for item in config.get("env", []) if isinstance(item, str))
+    return {name: value for name, _sep, value in pairs if ENV_NAME.match(name) and not name.startswith("LD_")}
 
 
 def default_start(config: dict) -> str:

@@ -116,12 +116,14 @@ def push(layout: Path, registry: str, name: str) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_image(registry, tmp_path_factory):
-    """The reference of a tiny image in the registry: busybox, a marker file at /marker, a CMD that prints its env."""
+    """The reference of a tiny image in the registry: busybox, a marker file at /marker, a CMD that prints its env;
+    and what a hostile image plants for the dynamic loader the host's programs inside would run through: an
+    /etc/ld.so.preload and an LD_PRELOAD naming a library of its own."""
     layout = build_image(
         tmp_path_factory.mktemp("tiny"),
-        {"/marker": MARKER},
+        {"/marker": MARKER, "/etc/ld.so.preload": "/planted.so\n"},
         cmd=["/bin/sh", "-c", 'echo "tiny image started: GREETING=$GREETING"; sleep 600'],
-        env=["PATH=/bin", "GREETING=hello-from-the-image"],
+        env=["PATH=/bin", "GREETING=hello-from-the-image", "LD_PRELOAD=/planted.so", "not.a.shell.name=1"],
     )
     return push(layout, registry, "team/tiny:1")
 

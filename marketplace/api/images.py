@@ -17,6 +17,7 @@ from core.api.pagination import LimitOffsetPagination
 from core.api.validators import display_name
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
+from teams import roles as team_roles
 from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
@@ -324,13 +325,15 @@ class ImageImportView(APIView):
         body = ImportSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        context = acting(request)
+        context.require(team_roles.OPERATE)  # a team's read-only and billing members import nothing into it
         image = imports.start_import(
             request.user,
             data["reference"],
             username=data.get("username", ""),
             password=data.get("password", ""),
             name=data.get("name", ""),
-            owner=acting(request).account,
+            owner=context.account,
         )
         return Response(_detail(request, image), status=status.HTTP_201_CREATED)
 

@@ -98,6 +98,10 @@ def run_import(image_id: int) -> str | None:
     except ServiceError as exc:
         oci.remove(record.tag)
         return _finish(record, ImageStatus.FAILED, str(exc.message))
+    except Exception:  # a shape of image nobody foresaw: the import fails, and never stays "importing"
+        log.exception("import of %s failed", record.reference)
+        oci.remove(record.tag)
+        return _finish(record, ImageStatus.FAILED, _("The image could not be imported: it is not one this site reads."))
     return _finish(record, ImageStatus.READY, "", found)
 
 
@@ -146,10 +150,19 @@ def _import(record: ImageImport) -> dict:
 
 def image_config(config: dict) -> dict:
     """The run settings of an image's config blob (entrypoint, cmd, env, working dir, user, exposed ports)."""
-    section = config.get("config") or {}
-    found = {ours: section[theirs] for theirs, ours in CONFIG_KEYS.items() if section.get(theirs) not in (None, "")}
-    if "exposed_ports" in found:
-        found["exposed_ports"] = sorted(found["exposed_ports"])
+    section = config.get("config") if isinstance(config, dict) else None
+    section = section if isinstance(section, dict) else {}
+    found = {}
+    for theirs, ours in CONFIG_KEYS.items():
+        value = section.get(theirs)
+        if theirs in ("Entrypoint", "Cmd", "Env"):
+            value = [item for item in value if isinstance(item, str)] if isinstance(value, list) else None
+        elif theirs == "ExposedPorts":
+            value = sorted(key for key in value if isinstance(key, str)) if isinstance(value, dict) else None
+        elif not isinstance(value, str):
+            value = None
+        if value not in (None, "", []):
+            found[ours] = value
     return found
 
 
@@ -198,6 +211,7 @@ def _finish(record: ImageImport, status: str, detail: str, found: dict | None = 
         if not Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING).update(**changes):
             return None  # another worker finished it first
         ImageImport.objects.filter(pk=record.pk).update(
+            password_encrypted="",  # used once: not kept past the import
             step=ImportStep.DONE,
             finished_at=timezone.now(),
             digest=found.get("digest", ""),

@@ -18,6 +18,7 @@ from billing.quote import load_price_book
 from core import visitor_cache
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
+from teams import roles as team_roles
 from teams.accounts import team_name
 from teams.context import acting, priced_for
 
@@ -227,8 +228,10 @@ def import_image(request):
     form = ImportImageForm(request.POST or None)
     error = ""
     if request.method == "POST" and form.is_valid():
+        context = acting(request)
         try:
-            image = imports.start_import(request.user, **form.cleaned_data, owner=acting(request).account)
+            context.require(team_roles.OPERATE)  # a team's read-only and billing members import nothing into it
+            image = imports.start_import(request.user, **form.cleaned_data, owner=context.account)
         except ServiceError as exc:
             error = str(exc.message)
         else:

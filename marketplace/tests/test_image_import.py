@@ -41,10 +41,12 @@ def test_a_private_image_is_imported_checked_and_counted_in_storage(owner, image
     assert image.variants.get().family == ""
 
 
-def test_the_password_is_stored_encrypted(owner, image_imports, tiny_image, run_tasks):
-    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
-    stored = ImageImport.objects.filter(pk=image.imported.pk).values_list("password_encrypted", flat=True).get()
-    assert stored and PASSWORD not in stored
+def test_the_password_is_stored_encrypted_and_only_until_the_import_ends(owner, image_imports, tiny_image):
+    image = imports.start_import(owner, tiny_image, username=USER, password=PASSWORD)
+    kept = ImageImport.objects.filter(image=image).values_list("password_encrypted", flat=True)
+    assert kept.get() and PASSWORD not in kept.get()
+    assert imports.run_import(image.pk) == ImageStatus.READY
+    assert kept.get() == ""
 
 
 def test_a_wrong_password_fails_the_import_with_the_registrys_reason(owner, image_imports, tiny_image, run_tasks):
@@ -154,3 +156,10 @@ def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_fi
     with pytest.raises(ServiceError) as refused:
         services.clone_to_mine(owner, image)
     assert refused.value.code == "imported_image"
+
+
+def test_a_config_of_an_unexpected_shape_is_read_safely():
+    assert imports.image_config({"config": "x"}) == {}
+    assert imports.image_config([]) == {}
+    odd = {"config": {"Cmd": "sh", "Env": ["A=1", 2], "ExposedPorts": {"80/tcp": {}, 1: {}}, "User": 0}}
+    assert imports.image_config(odd) == {"env": ["A=1"], "exposed_ports": ["80/tcp"]}

@@ -2,9 +2,16 @@
 stranger cannot, the password never comes back, and the list shows imported images with what they hold."""
 
 import pytest
+from rest_framework.test import APIClient
 
+from accounts import services as accounts
 from marketplace.choices import ImageStatus
+from marketplace.models import Image
 from marketplace.tests.registry_fixtures import PASSWORD, USER
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -54,3 +61,16 @@ def test_an_image_not_imported_cannot_be_removed_here(owner_api, owner, official
     copy = services.clone_to_mine(owner, official_images["pytorch-2.2"])
     response = owner_api.delete(f"/api/v1/images/{copy.public_id}")
     assert response.status_code == 409 and response.json()["code"] == "not_imported"
+
+
+def test_a_teams_read_only_member_imports_nothing_into_the_team(owner, image_imports):
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    viewer = UserFactory(email="viewer@example.com")
+    Membership.objects.create(team=team, user=viewer, role=Role.READ_ONLY)
+    client = APIClient()
+    token = accounts.create_api_token(viewer, name="t", scope="read_write", team=team).plaintext
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    body = {"reference": "registry.example.com/team/tiny:1", "name": "Tiny"}
+    response = client.post("/api/v1/images/import", body, format="json")
+    assert response.status_code == 403, response.json()
+    assert not Image.objects.filter(owner=team.account).exists()

@@ -9,6 +9,7 @@ when it ended without one.
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -25,6 +26,7 @@ EXIT_LINE_TAIL = 50
 @dataclass(frozen=True)
 class Exit:
     code: int | None  # None: it ended, status unknown
+    at: datetime | None = None  # when, where the machine said so (its agent's report)
 
 
 def workload_exit(instance: Instance) -> Exit | None:
@@ -36,7 +38,7 @@ def workload_exit(instance: Instance) -> Exit | None:
     )
     if report is not None:
         code = report.data.get("exit_code")
-        return Exit(code if isinstance(code, int) else None)
+        return Exit(code if isinstance(code, int) else None, report.at)
     if get_backend(instance.backend_name).simulated:
         return None
     try:

@@ -127,10 +127,13 @@ def watch(job: Job) -> None:
             _machine_gone(job)
         return
     ended = workload_exit(instance)
+    # Billing ends when the job ended as far as anyone can tell, and never past its timeout: a command that ended
+    # after it, or a beat that noticed late, costs the user nothing more than the most the job showed.
+    last = min(timezone.now(), deadline(job))
     if ended is not None:
-        _finish(job, ended.code)
+        _finish(job, ended.code, at=min(ended.at or last, last))
     elif instance.status in MACHINE_GONE:
-        _machine_gone(job)
+        _machine_gone(job, at=last)
     elif timezone.now() >= deadline(job):
         _time_out(job)
 
@@ -139,8 +142,8 @@ def deadline(job: Job):
     return job.started_at + timedelta(seconds=job.timeout_seconds)
 
 
-def _finish(job: Job, code: int | None) -> None:
-    now = timezone.now()
+def _finish(job: Job, code: int | None, *, at=None) -> None:
+    now = at or timezone.now()
     with transaction.atomic():
         if code == 0:
             transition(job, State.SUCCEEDED, exit_code=0, ended_at=now)
@@ -154,11 +157,12 @@ def _finish(job: Job, code: int | None) -> None:
             _failed(job)
 
 
-def _machine_gone(job: Job) -> None:
+def _machine_gone(job: Job, *, at=None) -> None:
     detail = job.instance.status_detail or Status(job.instance.status).label
+    at = at or timezone.now()
     with transaction.atomic():
-        transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=timezone.now())
-        release_machine(job)
+        transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=at)
+        release_machine(job, at)
         _failed(job)
 
 

@@ -84,6 +84,36 @@ def test_a_job_past_its_timeout_is_stopped_and_billed_only_up_to_it(submit, life
     assert session.charged == (job.price_per_hour * 2 / 60).quantize(Decimal("0.01"))
 
 
+def test_a_job_whose_command_ends_after_its_timeout_is_billed_only_up_to_it(submit, lifecycle):
+    job = submit(backend="dcu", timeout_seconds=120)
+    drive()
+    job = fresh(job)
+    started = job.started_at
+    # The command ends 20 s past the timeout and the beat sees it 40 s later still: never more than the timeout.
+    with time_machine.travel(started + timedelta(seconds=140), tick=False):
+        report_exit(job.instance, 0)
+    with time_machine.travel(started + timedelta(seconds=180), tick=False):
+        drive()
+    job = fresh(job)
+    assert job.state == State.SUCCEEDED and job.ended_at == started + timedelta(seconds=120)
+    (session,) = lifecycle.sessions_of(job.instance)
+    assert session.ended_at == started + timedelta(seconds=120)
+    assert session.charged == (job.price_per_hour * 2 / 60).quantize(Decimal("0.01"))
+
+
+def test_a_command_that_ends_in_time_is_billed_to_its_end_not_to_when_the_beat_saw_it(submit, lifecycle):
+    job = submit(backend="dcu", timeout_seconds=3600)
+    drive()
+    job = fresh(job)
+    started = job.started_at
+    with time_machine.travel(started + timedelta(seconds=61), tick=False):
+        report_exit(job.instance, 0)
+    with time_machine.travel(started + timedelta(minutes=10), tick=False):
+        drive()
+    (session,) = lifecycle.sessions_of(fresh(job).instance)
+    assert session.ended_at == started + timedelta(seconds=61)  # two started minutes, not ten
+
+
 def test_cancelling_a_running_job_releases_its_machine(submit, lifecycle):
     job = submit(backend="dcu")
     drive()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from core.addresses import is_public
 from core.errors import ServiceError
 
 DOCKER_HUB = "docker.io"
@@ -103,7 +104,7 @@ def _addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
 def _allowed(address) -> bool:
     if address.is_loopback:
         return bool(settings.IMAGE_IMPORT_ALLOW_LOOPBACK)
-    return address.is_global and not address.is_multicast
+    return is_public(address)
 
 
 def check_registry(reference: Reference) -> bool:

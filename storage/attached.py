@@ -4,6 +4,7 @@ Registered with ``instances.attachments`` when Django starts (``StorageConfig.re
 storage and call these through that seam (at launch, after every start, at release, for the instance page's panel).
 """
 
+import errno
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -63,7 +64,9 @@ def mounted_shared(account_public_id: str) -> Path | None:
     prefix through rclone on S3); None where the backend makes the folder's size-limited image (local storage)."""
     if not s3mount.enabled():
         return None
-    owner = get_user_model().objects.get(public_id=account_public_id)
+    owner = get_user_model().objects.filter(public_id=account_public_id).first()
+    if owner is None:
+        raise OSError(errno.ENOENT, f"no account {account_public_id}")
     root = tree.root_of(owner)
     s3mount.ready(root, tree.sandbox_uid(owner))
     return root

@@ -205,7 +205,10 @@ def _tail(path: Path) -> str:
 def _unmount(root: Path) -> None:
     tool = shutil.which("fusermount3", path=PATH) or shutil.which("fusermount", path=PATH)
     argv = [tool, "-u", "-z", str(root)] if tool else ["umount", "-l", str(root)]
-    subprocess.run(argv, env={"PATH": PATH}, capture_output=True, timeout=30)
+    try:
+        subprocess.run(argv, env={"PATH": PATH}, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired as exc:
+        raise OSError(errno.ETIMEDOUT, f"{root} could not be unmounted in time") from exc
 
 
 def unmount_all(base: Path | None = None) -> None:

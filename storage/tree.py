@@ -396,6 +396,10 @@ def sync_all() -> None:
     if not enabled() or not location().is_dir():
         return
     ids = [p.name for p in location().iterdir() if p.is_dir() and not p.name.startswith(".") and _is_uuid(p.name)]
+    if s3mount.enabled():  # a bucket's prefix is read through its mount, which needs the account's row
+        for owner in get_user_model().objects.filter(public_id__in=ids) if ids else ():
+            sync(owner)
+        return
     stale = []
     for public_id in ids:
         owner = get_user_model()(public_id=public_id)

@@ -93,6 +93,15 @@ def test_what_lands_in_the_bucket_from_elsewhere_is_listed_and_counted(s3_storag
     assert names(stranger) == {} and quota.usage_bytes(stranger) == 0  # another account's prefix is its own
 
 
+@pytest.mark.django_db
+def test_the_daily_usage_snapshot_reads_every_mounted_account(s3_storage, owner):
+    assert names(owner) == {}  # mounted on this host by a first look
+    s3_storage.put(f"cloudstorage/{owner.public_id}/late.bin", b"l" * 2048)
+    snapshot = quota.usage_snapshot()
+    assert Entry.objects.filter(owner=owner, path="/late.bin", size=2048).exists()
+    assert [(row.user_id, row.used_bytes) for row in snapshot] == [(owner.pk, 2048)]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_machine_and_the_api_share_the_bucket(on_local, s3_storage, running, owner, owner_api):
     prefix = f"cloudstorage/{owner.public_id}"

@@ -42,6 +42,7 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts import identity, ssh_keys, verification
 from config.wsgi import application
+from marketplace.images import references
 from notifications.api.serializers import PUBLIC_URL_FORMAT
 from storage import paths
 from storage.api.views import UPLOAD_METADATA_FORMAT
@@ -124,6 +125,16 @@ def _upload_metadata():
     return st.tuples(_storage_name(), _storage_path()).map(header)
 
 
+def _image_reference():
+    # Registries on private and loopback addresses only: the import refuses them (403) before any request, so the
+    # fuzz never sends anything anywhere.
+    registry = st.sampled_from(["127.0.0.1:5000", "10.0.0.7", "192.168.3.4:443"])
+    component = st.from_regex(r"[a-z0-9]{1,12}", fullmatch=True)
+    tag = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+    return st.tuples(registry, component, component, tag).map(lambda p: f"{p[0]}/{p[1]}/{p[2]}:{p[3]}")
+
+
+schemathesis.openapi.format(references.REFERENCE_FORMAT, _image_reference())
 schemathesis.openapi.format(paths.NAME_FORMAT, _storage_name())
 schemathesis.openapi.format(paths.PATH_FORMAT, _storage_path())
 schemathesis.openapi.format(identity.NUMBER_FORMAT, _resident_id())

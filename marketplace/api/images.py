@@ -14,6 +14,7 @@ from accounts.ops.audit import client_ip
 from billing.quote import load_price_book
 from core.api import strict
 from core.api.pagination import LimitOffsetPagination
+from core.api.schema import named_format
 from core.api.validators import display_name
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
@@ -81,10 +82,13 @@ class ImageImportSerializer(strict.ModelSerializer):
         read_only_fields = fields
 
 
+@named_format(references.REFERENCE_FORMAT, references.REFERENCE_RULES)
+class ReferenceField(serializers.CharField):
+    """An image reference (``references.parse`` checks it)."""
+
+
 class ImportSerializer(strict.Serializer):
-    reference = serializers.CharField(
-        max_length=references.MAX_REFERENCE, help_text="registry/namespace/name:tag or registry/namespace/name@sha256:…"
-    )
+    reference = ReferenceField(max_length=references.MAX_REFERENCE, help_text=references.REFERENCE_RULES)
     username = serializers.CharField(required=False, allow_blank=True, max_length=imports.MAX_CREDENTIAL)
     password = serializers.CharField(
         required=False,

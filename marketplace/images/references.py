@@ -20,6 +20,11 @@ from core.errors import ServiceError
 
 DOCKER_HUB = "docker.io"
 MAX_REFERENCE = 500
+REFERENCE_FORMAT = "image-reference"
+REFERENCE_RULES = (
+    "registry/namespace/name:tag or registry/namespace/name@sha256:<64 hex digits> (a bare name is Docker Hub's): "
+    "lowercase path components of letters, digits and . _ -; a tag of letters, digits and _ . - up to 128"
+)
 # The grammar of the distribution spec (github.com/distribution/reference), without its rarely used corners.
 COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 PATH = re.compile(rf"^{COMPONENT}(?:/{COMPONENT})*$")

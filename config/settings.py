@@ -431,6 +431,8 @@ SPECTACULAR_SETTINGS = {
         "JobBackendEnum": "jobs.choices.JobBackend",
         "ChannelKindEnum": "notifications.choices.ChannelKind",
         "DeliveryStatusEnum": "notifications.choices.DeliveryStatus",
+        "InstanceStatusEnum": "instances.choices.Status",
+        "ImageStatusEnum": "marketplace.choices.ImageStatus",
         "NotificationKindEnum": "billing.choices.NotificationKind",
     },
     "POSTPROCESSING_HOOKS": [

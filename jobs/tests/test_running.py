@@ -16,6 +16,7 @@ from instances.choices import Status
 from jobs import services
 from jobs.choices import State
 from jobs.exits import report_exit
+from jobs.models import Job
 
 from .conftest import drive
 from .helpers import fresh
@@ -152,6 +153,39 @@ def test_the_queue_is_fair_across_accounts(submit, lifecycle, owner, stranger):
     order = services.queue_positions([*mine, theirs])
     # The stranger's one job comes before the owner's second: no account's backlog holds up another's.
     assert [order[j.pk] for j in [mine[0], theirs, mine[1], mine[2]]] == [1, 2, 3, 4]
+
+
+def test_a_long_queue_for_taken_cards_costs_a_placement_pass_one_try(submit, lifecycle, owner, stranger):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs import running
+
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))  # every DCU card is taken
+
+    def pass_queries(jobs: int) -> int:
+        for i in range(jobs):
+            submit(user=[owner, stranger][i % 2], backend="dcu", name=f"wait-{i}")
+        with CaptureQueriesContext(connection) as seen:
+            assert running.place_queued() == 0
+        return len(seen.captured_queries)
+
+    few = pass_queries(2)
+    many = pass_queries(20)  # 22 queued now
+    # One try for the kind of card, not one per queued job (a try is a whole launch refused: dozens of queries).
+    assert many <= few + 5
+    assert Job.objects.filter(state=State.QUEUED).count() == 22
+
+
+def test_a_smaller_job_still_starts_after_a_bigger_one_found_no_room(submit, lifecycle, owner, stranger):
+    # One DCU node with two free cards: the owner's 4-card job waits, the stranger's 1-card job behind it starts.
+    Node.objects.filter(chip__slug="dcu-z100").exclude(name="xc-dcu-01").update(drained=True)
+    Node.objects.filter(name="xc-dcu-01").update(cards_reserved=F("cards") - 2)
+    big = submit(backend="dcu", cards=4, name="big")
+    small = submit(user=stranger, backend="dcu", cards=1, name="small")
+    drive(rounds=1)
+    assert fresh(big).state == State.QUEUED
+    assert fresh(small).state in (State.STARTING, State.RUNNING)
 
 
 def test_a_job_that_cannot_pay_its_first_hour_is_refused(submit, lifecycle, owner):

@@ -180,12 +180,31 @@ def _finish(job: Job, code: int | None, *, at=None) -> None:
 
 
 def _machine_gone(job: Job, *, at=None) -> None:
-    detail = job.instance.status_detail or Status(job.instance.status).label
     at = at or timezone.now()
+    if job.spot and job.instance.status == Status.PREEMPTED:
+        _reclaimed(job, at)
+        return
+    detail = job.instance.status_detail or Status(job.instance.status).label
     with transaction.atomic():
         transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=at)
         release_machine(job, at)
         _failed(job)
+
+
+def _reclaimed(job: Job, at) -> None:
+    """A spot job whose machine was reclaimed goes back to the queue, in the place its submission gave it, without
+    using up a retry: its command runs again on the next free card and resumes from the checkpoint it keeps in its
+    outputs folder (the machine had the checkpoint signal and the notice window first). Billing stopped at the
+    reclaim."""
+    with transaction.atomic():
+        release_machine(job, at)
+        transition(
+            job,
+            State.QUEUED,
+            detail=_("Its spot machine was reclaimed: back in the queue, it resumes from its last checkpoint."),
+            started_at=None,
+            attempts=max(job.attempts - 1, 0),  # the next placement counts this attempt again
+        )
 
 
 def _failed(job: Job) -> None:

@@ -205,6 +205,32 @@ def test_someone_elses_job_is_not_found(submit, stranger):
     assert services.get_job(job.owner, job.public_id) == job
 
 
+def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_runs_again_without_using_a_retry(submit, lifecycle, owner):
+    from instances import lifecycle as instance_lifecycle
+
+    job = submit(backend="dcu", spot=True, retries=0, command="python train.py --resume")
+    drive()
+    job = fresh(job)
+    assert job.state == State.RUNNING
+    first = job.instance
+    instance_lifecycle.preempt(first, detail="an on-demand launch took the cards")
+    running_until_reclaim = lifecycle.sessions_of(first)
+
+    drive()
+    job = fresh(job)
+    assert job.state == State.RUNNING and job.instance_id != first.pk  # placed again, on a new machine
+    assert job.attempts == 1 and job.instance.start_command == "python train.py --resume"
+    first.refresh_from_db()
+    assert first.status == Status.RELEASED
+    assert [s.ended_at for s in running_until_reclaim] == [first.stopped_at]  # billing ended at the reclaim
+    events = list(job.events.order_by("at", "pk").values_list("new", flat=True))
+    assert events.count(State.QUEUED) == 2 and events.count(State.RUNNING) == 2
+
+    report_exit(job.instance, 0)
+    drive()
+    assert fresh(job).state == State.SUCCEEDED
+
+
 def test_a_rerun_is_a_new_job_with_the_same_request(submit, lifecycle):
     job = submit(backend="dcu", command="echo hi")
     drive()

@@ -70,6 +70,8 @@ class LaunchRequest:
     start_command: str = ""
     env: dict[str, str] | None = None
     secrets: tuple[str, ...] | list[str] = ()
+    # Minutes after which the backend's scheduler ends the machine's job by itself (Slurm's --time); None: never.
+    time_limit_minutes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,7 @@ def _create(
             backend_name=backend_name,
             auto_shutdown_at=request.auto_shutdown_at,
             idle_shutdown_minutes=request.idle_shutdown_minutes,
+            time_limit_minutes=request.time_limit_minutes,
             status_reason=Reason.LAUNCHED,
             wanted=Wanted.RUNNING,
             price_per_hour=candidate.quote.payable_per_hour,

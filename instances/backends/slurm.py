@@ -489,6 +489,7 @@ def _access(job: dict, *, lab: bool = False, shared: bool = False) -> dict:
 class SlurmBackend(Backend):
     name = "slurm"
     simulated = False
+    has_scheduler = True
 
     def __init__(self):
         self._clients: dict[tuple, SlurmClient] = {}
@@ -616,6 +617,8 @@ class SlurmBackend(Backend):
             "requeue": bool(instance.spot),
             "environment": self.job_environment(instance, config),
         }
+        if instance.time_limit_minutes:
+            job["time_limit"] = instance.time_limit_minutes  # Slurm ends the job then, state TIMEOUT
         if instance.chip_id:
             gres_type, offset = self.gres(instance, config)
             job["gres"] = f"gpu:{gres_type}:{instance.cards}"
@@ -646,6 +649,13 @@ class SlurmBackend(Backend):
             "GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id),
         }
         return defaults | boot_environment(instance) | credentials
+
+    def queue_entry(self, instance) -> dict | None:
+        """The instance's current job as ``squeue`` shows it: id, state, and the reason (``%r``) it waits or ended."""
+        job = self._current_job(instance, self.config(instance))
+        if job is None:
+            return None
+        return {"job_id": str(job["job_id"]), "state": job.get("job_state", ""), "reason": job.get("state_reason", "")}
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The end of the current job's output file: the start command's stdout and stderr, with the agent's own

@@ -20,6 +20,7 @@ from instances import charges, launching, lifecycle, logs
 from instances.capacity import CapacityError
 from instances.choices import Status
 
+from . import clusters
 from .choices import ACTIVE, State
 from .exits import workload_exit
 from .models import Job
@@ -52,7 +53,7 @@ def place_queued() -> int:
     started = 0
     for pk in queue_order():
         try:
-            started += _place(pk)
+            started += place(pk)
         except Conflict:
             continue  # another beat moved it first
     return started
@@ -68,11 +69,14 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
         spot=job.spot,
         start_command=job.command,
         env=job.env,
+        time_limit_minutes=clusters.time_limit_minutes(job),
         **where,
     )
 
 
-def _place(pk: int) -> int:
+def place(pk: int) -> int:
+    """Launch the machine of the queued job ``pk`` if a card is free (where a cluster queues machines: at once,
+    to wait there); 1 if it launched. A job another beat holds is skipped."""
     with transaction.atomic():
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
@@ -119,14 +123,19 @@ def watch(job: Job) -> None:
     instance = job.instance
     if instance is None:
         return
+    clusters.read_queue(job)
+    if instance.status == Status.PREEMPTED and job.spot:
+        _requeue(job)
+        return
     if job.state == State.STARTING:
-        if instance.status == Status.RUNNING:
-            transition(job, State.RUNNING, started_at=instance.running_since)
-            arrears.notify(job.owner_id, NotificationKind.JOB_STARTED, name=job.name, job=str(job.public_id))
-        elif instance.status in MACHINE_GONE:
-            _machine_gone(job)
+        _watch_starting(job, instance)
+        return
+    if clusters.timed_out(job):
+        _time_out(job)
         return
     ended = workload_exit(instance)
+    if ended is not None and clusters.undecided(job, ended):
+        return
     # Billing ends when the job ended as far as anyone can tell, and never past its timeout: a command that ended
     # after it, or a beat that noticed late, costs the user nothing more than the most the job showed.
     last = min(timezone.now(), deadline(job))
@@ -136,6 +145,43 @@ def watch(job: Job) -> None:
         _machine_gone(job, at=last)
     elif timezone.now() >= deadline(job):
         _time_out(job)
+
+
+def _watch_starting(job: Job, instance) -> None:
+    if instance.status == Status.RUNNING:
+        transition(job, State.RUNNING, started_at=instance.running_since)
+        arrears.notify(job.owner_id, NotificationKind.JOB_STARTED, name=job.name, job=str(job.public_id))
+    elif instance.status in MACHINE_GONE:
+        ended = workload_exit(instance)
+        if ended is None:
+            _machine_gone(job)
+            return
+        # The command ended before the machine was seen running (a short one on a cluster): it ran all the same.
+        transition(job, State.RUNNING, started_at=instance.running_since or ended.at or timezone.now())
+        watch(job)
+    elif instance.status_detail:
+        note(job, instance.status_detail)  # why it waits, in the cluster's queue or for its machine
+
+
+def _requeue(job: Job) -> None:
+    """A spot job whose cards were reclaimed goes back to the queue: its machine is released (billed up to the
+    reclaim, which the machine's own session already ended at) and, where a cluster queues machines, a new one is
+    submitted at once to wait there for cards. A reclaim does not use up one of the job's retries."""
+    at = min(timezone.now(), deadline(job)) if job.started_at else timezone.now()
+    with transaction.atomic():
+        transition(
+            job,
+            State.QUEUED,
+            detail=_("its spot cards were reclaimed: back in the queue"),
+            queued_at=timezone.now(),
+            started_at=None,
+            ended_at=None,
+            attempts=max(job.attempts - 1, 0),
+            cluster_job={},
+        )
+        release_machine(job, at)
+        if clusters.queued_by_cluster(job):
+            place(job.pk)
 
 
 def deadline(job: Job):

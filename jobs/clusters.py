@@ -1,0 +1,67 @@
+"""Jobs whose machines a cluster's own scheduler queues (Slurm): the console does not hold them in its queue but
+submits them at once, with the timeout as the cluster's time limit, and reads back how the cluster sees them — the
+job's state and the reason it waits — at each watch.
+
+The end of such a job is the cluster's word where the agent's is ambiguous: a workload ended by SIGTERM may have
+been cancelled, preempted or killed at its time limit, and only the cluster's final state tells which.
+"""
+
+import logging
+
+from catalog.models import Node
+from instances.backends import BackendError, get_backend
+
+from .exits import Exit
+from .models import Job
+
+logger = logging.getLogger(__name__)
+
+# The status of a workload that SIGTERM ended (the shell's 128 + 15): what a time limit, a preemption and a cancel
+# all look like from inside the machine.
+TERMINATED = 143
+# The cluster's states in which its job has ended for good (a preempted spot job is requeued instead: PENDING).
+ENDED = frozenset(
+    {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+)
+
+
+def queued_by_cluster(job: Job) -> bool:
+    """Whether the nodes of the job's chip are run by a backend with a scheduler of its own: the job is then
+    submitted there at once and waits in that queue, not the console's."""
+    if not job.chip_id:
+        return False
+    names = Node.objects.schedulable().filter(chip_id=job.chip_id).values_list("backend_name", flat=True).distinct()
+    return any(get_backend(name).has_scheduler for name in names)
+
+
+def time_limit_minutes(job: Job) -> int:
+    """The cluster's time limit for the job: its timeout, in the whole minutes Slurm counts (rounded up, so the
+    cluster never ends a job before its timeout)."""
+    return -(-job.timeout_seconds // 60)
+
+
+def read_queue(job: Job) -> None:
+    """Keep the job's ``cluster_job`` as the cluster shows it now; unchanged while the cluster does not answer."""
+    instance = job.instance
+    if instance is None:
+        return
+    try:
+        entry = get_backend(instance.backend_name).queue_entry(instance)
+    except BackendError as exc:
+        logger.info("reading the cluster queue for job %s: %s", job.public_id, exc)
+        return
+    if entry is not None and entry != job.cluster_job:
+        job.cluster_job = entry
+        Job.objects.filter(pk=job.pk).update(cluster_job=entry)
+
+
+def timed_out(job: Job) -> bool:
+    """The cluster ended the job at its time limit."""
+    return job.cluster_job.get("state") == "TIMEOUT"
+
+
+def undecided(job: Job, ended: Exit) -> bool:
+    """A workload that SIGTERM ended while the cluster still runs its job: wait for the cluster's final state, which
+    says whether that was the time limit, a preemption or a cancel."""
+    state = job.cluster_job.get("state")
+    return ended.code == TERMINATED and bool(state) and state not in ENDED

@@ -7,6 +7,9 @@ been cancelled, preempted or killed at its time limit, and only the cluster's fi
 """
 
 import logging
+from datetime import timedelta
+
+from django.utils import timezone
 
 from catalog.models import Node
 from instances.backends import BackendError, get_backend
@@ -15,6 +18,10 @@ from .exits import Exit
 from .models import Job
 
 logger = logging.getLogger(__name__)
+
+# How long an ambiguous end waits for the cluster's word: Slurm forgets a finished job after MinJobAge (300 s by
+# default), so after that its final state may never come and the agent's status decides.
+CLUSTER_WORD_WAIT = timedelta(minutes=5)
 
 # The status of a workload that SIGTERM ended (the shell's 128 + 15): what a time limit, a preemption and a cancel
 # all look like from inside the machine.
@@ -61,7 +68,8 @@ def timed_out(job: Job) -> bool:
 
 
 def undecided(job: Job, ended: Exit) -> bool:
-    """A workload that SIGTERM ended while the cluster still runs its job: wait for the cluster's final state, which
-    says whether that was the time limit, a preemption or a cancel."""
+    """A workload that SIGTERM ended while the cluster still runs its job: wait (a few minutes at most) for the
+    cluster's final state, which says whether that was the time limit, a preemption or a cancel."""
     state = job.cluster_job.get("state")
-    return ended.code == TERMINATED and bool(state) and state not in ENDED
+    recent = ended.at is None or timezone.now() < ended.at + CLUSTER_WORD_WAIT
+    return ended.code == TERMINATED and bool(state) and state not in ENDED and recent

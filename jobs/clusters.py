@@ -47,19 +47,24 @@ def time_limit_minutes(job: Job) -> int:
     return -(-job.timeout_seconds // 60)
 
 
-def read_queue(job: Job) -> None:
-    """Keep the job's ``cluster_job`` as the cluster shows it now; unchanged while the cluster does not answer."""
-    instance = job.instance
-    if instance is None:
-        return
-    try:
-        entry = get_backend(instance.backend_name).queue_entry(instance)
-    except BackendError as exc:
-        logger.info("reading the cluster queue for job %s: %s", job.public_id, exc)
-        return
-    if entry is not None and entry != job.cluster_job:
-        job.cluster_job = entry
-        Job.objects.filter(pk=job.pk).update(cluster_job=entry)
+def read_queues(jobs) -> None:
+    """Keep each job's ``cluster_job`` as its cluster shows it now (one listing per cluster); unchanged while a
+    cluster does not answer or has forgotten the job."""
+    by_backend: dict[str, list[Job]] = {}
+    for job in jobs:
+        if job.instance is not None and get_backend(job.instance.backend_name).has_scheduler:
+            by_backend.setdefault(job.instance.backend_name, []).append(job)
+    for name, members in by_backend.items():
+        try:
+            entries = get_backend(name).queue_entries([job.instance for job in members])
+        except BackendError as exc:
+            logger.info("reading the %s queue: %s", name, exc)
+            continue
+        for job in members:
+            entry = entries.get(job.instance.public_id)
+            if entry is not None and entry != job.cluster_job:
+                job.cluster_job = entry
+                Job.objects.filter(pk=job.pk).update(cluster_job=entry)
 
 
 def timed_out(job: Job) -> bool:

@@ -109,6 +109,7 @@ def place(pk: int) -> int:
 def watch_active() -> int:
     """Look at every job with a machine: started, ended, or past its timeout. Returns how many it looked at."""
     jobs = list(Job.objects.filter(state__in=[*ACTIVE]).select_related("instance", "owner"))
+    clusters.read_queues(jobs)
     for job in jobs:
         try:
             watch(job)
@@ -123,7 +124,6 @@ def watch(job: Job) -> None:
     instance = job.instance
     if instance is None:
         return
-    clusters.read_queue(job)
     if instance.status == Status.PREEMPTED and job.spot:
         _requeue(job)
         return

@@ -209,6 +209,10 @@ class Backend(ABC):
         or knows no job of the instance."""
         return None
 
+    def queue_entries(self, instances) -> dict:
+        """public_id → :meth:`queue_entry` for many instances; backends with a scheduler read it in one round trip."""
+        return {instance.public_id: self.queue_entry(instance) for instance in instances}
+
     def logs(self, instance, *, tail: int = 200) -> str:
         """The last ``tail`` lines of what the instance's start command wrote (stdout and stderr together)."""
         return ""

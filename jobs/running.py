@@ -70,6 +70,7 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
         start_command=job.command,
         env=job.env,
         time_limit_minutes=clusters.time_limit_minutes(job),
+        wait_in_cluster=True,  # where a cluster's scheduler runs the nodes, it is the queue
         **where,
     )
 

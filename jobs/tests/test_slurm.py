@@ -7,8 +7,10 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 
 from billing import rules
+from catalog.models import Node
 from instances import launching
 from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
@@ -126,6 +128,19 @@ def test_a_job_waits_in_slurms_queue_with_its_reason_shown_and_cancel_scancels(m
         on_slurm,
         message="the cancelled job's cards to pass to the waiting one",
     )
+
+
+def test_slurm_not_the_consoles_card_count_decides_when_a_job_runs(mlu_job, on_slurm):
+    # The console counts every MLU370 card of the zone as taken (say, by machines of another console), but the
+    # cluster has them free: the job is not held in the console's queue, it goes to Slurm and runs.
+    nodes = Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8")
+    nodes.update(cards_reserved=F("cards"))
+    job = fresh(mlu_job(SLEEP, cards=2))
+    assert job.state == State.STARTING and job.instance.reserved_cards == 0
+
+    run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run on Slurm's word")
+    assert slurm_job(on_slurm, job)["job_state"] == "RUNNING"
+    assert list(nodes.values_list("cards_reserved", flat=True)) == list(nodes.values_list("cards", flat=True))
 
 
 def test_slurm_kills_a_job_at_its_time_limit_and_it_is_timed_out_billed_to_its_timeout(mlu_job, on_slurm, lifecycle):

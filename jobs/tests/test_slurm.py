@@ -66,7 +66,7 @@ def slurm_job(cluster, job) -> dict:
 def test_a_job_is_an_sbatch_job_at_once_and_succeeds_with_its_output_billed_its_started_minutes(
     mlu_job, on_slurm, lifecycle, owner_api
 ):
-    job = mlu_job('echo "from slurm"; sleep 5; python3 -c "print(6*7)"', timeout_seconds=600)
+    job = mlu_job('echo "from slurm"; sleep 15; python3 -c "print(6*7)"', timeout_seconds=600)
 
     # Submitted to the cluster at once, not held in the console's queue: the timeout in minutes, two typed cards
     job = fresh(job)
@@ -86,7 +86,8 @@ def test_a_job_is_an_sbatch_job_at_once_and_succeeds_with_its_output_billed_its_
     on_slurm.settle(until=lambda: fresh(job).instance.status == Status.RELEASED, message="the machine to go")
     (session,) = lifecycle.sessions_of(job.instance)
     minutes = rules.billed_minutes(session.started_at, session.ended_at)
-    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes)
+    # Billing begins when the console sees the machine running; the command runs long enough for that here
+    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
     assert session.ended_at <= job.ended_at
 
 

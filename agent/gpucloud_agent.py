@@ -1178,7 +1178,7 @@ class Agent:
             except ProcessLookupError:
                 pass
 
-    def report(self, event: str) -> None:
+    def report(self, event: str, exit_code: int | None = None) -> None:
         if not (self.options.console and self.token):
             return
         body = {
@@ -1191,6 +1191,8 @@ class Agent:
             "scalars": self.unsent + self.scalars.read(MAX_SCALARS_PER_REPORT - len(self.unsent)),
             "jupyter": {"url": self.lab.url} if self.lab is not None and self.lab.url else None,
         }
+        if exit_code is not None:
+            body["exit_code"] = exit_code
         url = f"{self.options.console.rstrip('/')}/api/v1/agent/instances/{self.options.instance}/reports"
         request = urllib.request.Request(
             url,
@@ -1240,8 +1242,9 @@ class Agent:
             if code is not None:
                 if self.log_pump is not None:
                     self.log_pump.join(timeout=2)  # the workload's last words into the log
-                self.report("exited")
-                return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
+                status = 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
+                self.report("exited", exit_code=status)
+                return status
             if self.stopping_since is not None and now - self.stopping_since > self.options.grace:
                 self._forward(signal.SIGKILL)
             if now >= next_report and self.stopping_since is None:

@@ -59,8 +59,16 @@ def record(instance: Instance, report: dict) -> AgentReport:
             "per_card": metrics.get("cards", []),
             "checkpoint": report.get("checkpoint"),
             "jupyter": report.get("jupyter"),  # {"url": …} while the job's JupyterLab answers
+            **_exit_code(report),
         },
     )
+
+
+def _exit_code(report: dict) -> dict:
+    """An ``exited`` report's workload status, stored as the jobs read it (``data["exit_code"]``); nothing when the
+    agent did not say."""
+    code = report.get("exit_code")
+    return {"exit_code": code} if report["event"] == "exited" and code is not None else {}
 
 
 MAX_POINTS_PER_TAG = 2000

@@ -70,6 +70,11 @@ class LaunchRequest:
     start_command: str = ""
     env: dict[str, str] | None = None
     secrets: tuple[str, ...] | list[str] = ()
+    # Minutes after which the backend's scheduler ends the machine's job by itself (Slurm's --time); None: never.
+    time_limit_minutes: int | None = None
+    # Where the nodes' backend has a scheduler of its own (Slurm): when no card is free in the console's count, hand
+    # the machine to that scheduler anyway, to wait in its queue; the console then reserves nothing for it.
+    wait_in_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,13 +225,18 @@ def _create(
         charges.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
         # Under the wallet lock the funds check took: concurrent launches of one account count each other.
         limits.check_launch(user, cpu_only=candidate.chip is None)
-        node, victims, demand = None, [], NOTHING
+        node, victims, demand, held = None, [], NOTHING, False
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)
             demand = demand_for(_nodes_backend(nodes), candidate.spec)
             node = reserve(nodes, request.cards, demand)
-            if node is None and not request.spot:
+            held = node is not None
+            if node is None and request.wait_in_cluster:
+                # The cluster's scheduler preempts spot jobs by its own partition priorities: no reclaim here.
+                node = _queued_in_cluster(nodes, request.cards)
+            elif node is None and not request.spot:
                 node, victims = reclaim_from_spot(nodes, request.cards, demand) or (None, [])
+                held = node is not None
             if node is None:
                 shortage = node_shortage(nodes, request.cards, demand)
                 if shortage is not None:
@@ -243,16 +253,17 @@ def _create(
             spec=candidate.spec,
             cards=candidate.spec.cards,
             node=node,
-            reserved_cards=candidate.spec.cards if node else 0,
+            reserved_cards=candidate.spec.cards if held else 0,
             plan=plan,
-            reserved_cpu_millis=demand.cpu_millis if node else 0,
-            reserved_memory_mb=demand.memory_mb if node else 0,
+            reserved_cpu_millis=demand.cpu_millis if held else 0,
+            reserved_memory_mb=demand.memory_mb if held else 0,
             spot=request.spot,
             term_end_action=request.term_end_action,
             image=image,
             backend_name=backend_name,
             auto_shutdown_at=request.auto_shutdown_at,
             idle_shutdown_minutes=request.idle_shutdown_minutes,
+            time_limit_minutes=request.time_limit_minutes,
             status_reason=Reason.LAUNCHED,
             wanted=Wanted.RUNNING,
             price_per_hour=candidate.quote.payable_per_hour,
@@ -277,6 +288,13 @@ def _create(
             _reclaim(victim)
         _enqueue("provision", instance, Wanted.RUNNING)
     return instance
+
+
+def _queued_in_cluster(nodes, cards: int) -> Node | None:
+    """A node of ``nodes`` large enough for ``cards``, when a scheduler of its backend's own queues machines: the
+    machine waits there for its cards. None otherwise (the launch is out of capacity as usual)."""
+    node = nodes.filter(drained=False, cards__gte=cards).select_related("zone", "chip").order_by("pk").first()
+    return node if node is not None and get_backend(node.backend_name).has_scheduler else None
 
 
 def _check_secrets_kept_apart(backend_name: str, zone: Zone, boot: BootOptions) -> None:

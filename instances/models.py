@@ -94,6 +94,9 @@ class Instance(models.Model):
     secret_names = models.JSONField(
         _("secrets"), default=list, blank=True, help_text=_("Names of the owner's secrets.")
     )
+    # A run that ends by itself: where the backend has a scheduler (Slurm's ``--time``), it ends the machine's job
+    # this many minutes after it started. Empty: the machine runs until it is stopped.
+    time_limit_minutes = models.PositiveIntegerField(_("time limit (minutes)"), null=True, blank=True)
     auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
     idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)
     idle_threshold_percent = models.PositiveSmallIntegerField(

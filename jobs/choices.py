@@ -30,8 +30,8 @@ class State(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
 
 
-# Every legal move; a failed job with retries left goes back to the queue, and so does a spot job whose machine was
-# reclaimed.
+# Every legal move; a failed job with retries left goes back to the queue, and so does a spot job whose cards were
+# reclaimed (from starting, when the cluster took them before its agent reported).
 TRANSITIONS: dict[str, frozenset[str]] = {
     State.QUEUED: frozenset({State.STARTING, State.CANCELLED, State.FAILED}),
     State.STARTING: frozenset({State.RUNNING, State.FAILED, State.CANCELLED, State.QUEUED}),

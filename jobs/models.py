@@ -54,6 +54,9 @@ class Job(models.Model):
         _("payable per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True
     )
     instance = models.ForeignKey(Instance, on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs")
+    # Where a cluster's own scheduler runs the machine (Slurm): its job there as the cluster shows it, read at each
+    # watch — {"job_id", "state", "reason"}, e.g. PENDING / Resources while the cluster's cards are all taken.
+    cluster_job = models.JSONField(_("cluster job"), default=dict, blank=True)
     # The last lines the command wrote, kept when its machine is released (the machine's log goes with it).
     log = models.TextField(_("log"), blank=True)
     queued_at = models.DateTimeField(_("queued"), null=True, blank=True)
@@ -81,6 +84,10 @@ class Job(models.Model):
     @property
     def badge(self) -> str:
         return BADGE_COLOURS.get(self.state, "secondary")
+
+    @property
+    def cluster_job_or_none(self) -> dict | None:
+        return self.cluster_job or None
 
     @property
     def is_live(self) -> bool:

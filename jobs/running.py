@@ -20,6 +20,7 @@ from instances import charges, launching, lifecycle, logs
 from instances.capacity import CapacityError
 from instances.choices import Status
 
+from . import clusters
 from .choices import ACTIVE, State
 from .exits import workload_exit
 from .models import Job
@@ -67,7 +68,7 @@ def place_queued() -> int:
         if cards >= no_room.get(wants, cards + 1):
             continue
         try:
-            outcome = _place(pk)
+            outcome = place(pk)
         except Conflict:
             continue  # another beat moved it first
         if outcome == PLACED:
@@ -87,6 +88,8 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
         spot=job.spot,
         start_command=job.command,
         env=job.env,
+        time_limit_minutes=clusters.time_limit_minutes(job),
+        wait_in_cluster=True,  # where a cluster's scheduler runs the nodes, it is the queue
         **where,
     )
 
@@ -94,7 +97,9 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
 PLACED, NO_ROOM, LEFT = "placed", "no room", "left"  # what a try to place a job came to
 
 
-def _place(pk: int) -> str:
+def place(pk: int) -> str:
+    """Launch the machine of the queued job ``pk`` if a card is free (where a cluster queues machines: at once,
+    to wait there): PLACED; NO_ROOM when no card is free; LEFT when it left the queue or another beat holds it."""
     with transaction.atomic():
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
@@ -127,6 +132,7 @@ def _place(pk: int) -> str:
 def watch_active() -> int:
     """Look at every job with a machine: started, ended, or past its timeout. Returns how many it looked at."""
     jobs = list(Job.objects.filter(state__in=[*ACTIVE]).select_related("instance", "owner"))
+    clusters.read_queues(jobs)
     for job in jobs:
         try:
             watch(job)
@@ -141,14 +147,18 @@ def watch(job: Job) -> None:
     instance = job.instance
     if instance is None:
         return
+    if instance.status == Status.PREEMPTED and job.spot:
+        _requeue(job)
+        return
     if job.state == State.STARTING:
-        if instance.status == Status.RUNNING:
-            transition(job, State.RUNNING, started_at=instance.running_since)
-            arrears.notify(job.owner_id, NotificationKind.JOB_STARTED, name=job.name, job=str(job.public_id))
-        elif instance.status in MACHINE_GONE:
-            _machine_gone(job)
+        _watch_starting(job, instance)
+        return
+    if clusters.timed_out(job):
+        _time_out(job)
         return
     ended = workload_exit(instance)
+    if ended is not None and clusters.undecided(job, ended):
+        return
     # Billing ends when the job ended as far as anyone can tell, and never past its timeout: a command that ended
     # after it, or a beat that noticed late, costs the user nothing more than the most the job showed.
     last = min(timezone.now(), deadline(job))
@@ -158,6 +168,44 @@ def watch(job: Job) -> None:
         _machine_gone(job, at=last)
     elif timezone.now() >= deadline(job):
         _time_out(job)
+
+
+def _watch_starting(job: Job, instance) -> None:
+    if instance.status == Status.RUNNING:
+        transition(job, State.RUNNING, started_at=instance.running_since)
+        arrears.notify(job.owner_id, NotificationKind.JOB_STARTED, name=job.name, job=str(job.public_id))
+    elif instance.status in MACHINE_GONE:
+        ended = workload_exit(instance)
+        if ended is None:
+            _machine_gone(job)
+            return
+        # The command ended before the machine was seen running (a short one on a cluster): it ran all the same.
+        transition(job, State.RUNNING, started_at=instance.running_since or ended.at or timezone.now())
+        watch(job)
+    elif instance.status_detail:
+        note(job, instance.status_detail)  # why it waits, in the cluster's queue or for its machine
+
+
+def _requeue(job: Job) -> None:
+    """A spot job whose cards were reclaimed goes back to the queue, in the place its submission gave it: its machine
+    is released (billed up to the reclaim, which the machine's own session already ended at) and, where a cluster
+    queues machines, a new one is submitted at once to wait there for cards. A reclaim does not use up one of the
+    job's retries; the command runs again from the start, and resumes from a checkpoint it keeps in its outputs
+    folder."""
+    at = min(timezone.now(), deadline(job)) if job.started_at else timezone.now()
+    with transaction.atomic():
+        transition(
+            job,
+            State.QUEUED,
+            detail=_("its spot cards were reclaimed: back in the queue"),
+            started_at=None,
+            ended_at=None,
+            attempts=max(job.attempts - 1, 0),
+            cluster_job={},
+        )
+        release_machine(job, at)
+        if clusters.queued_by_cluster(job):
+            place(job.pk)
 
 
 def deadline(job: Job):
@@ -180,31 +228,12 @@ def _finish(job: Job, code: int | None, *, at=None) -> None:
 
 
 def _machine_gone(job: Job, *, at=None) -> None:
-    at = at or timezone.now()
-    if job.spot and job.instance.status == Status.PREEMPTED:
-        _reclaimed(job, at)
-        return
     detail = job.instance.status_detail or Status(job.instance.status).label
+    at = at or timezone.now()
     with transaction.atomic():
         transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=at)
         release_machine(job, at)
         _failed(job)
-
-
-def _reclaimed(job: Job, at) -> None:
-    """A spot job whose machine was reclaimed goes back to the queue, in the place its submission gave it, without
-    using up a retry: its command runs again on the next free card and resumes from the checkpoint it keeps in its
-    outputs folder (the machine had the checkpoint signal and the notice window first). Billing stopped at the
-    reclaim."""
-    with transaction.atomic():
-        release_machine(job, at)
-        transition(
-            job,
-            State.QUEUED,
-            detail=_("Its spot machine was reclaimed: back in the queue, it resumes from its last checkpoint."),
-            started_at=None,
-            attempts=max(job.attempts - 1, 0),  # the next placement counts this attempt again
-        )
 
 
 def _failed(job: Job) -> None:

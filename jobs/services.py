@@ -20,7 +20,7 @@ from instances.choices import Status
 from instances.environment import check_boot_options
 from teams.access import reaches, refuse_if_seen
 
-from . import choosing, running, tasks
+from . import choosing, clusters, running, tasks
 from .choices import FINISHED, JobBackend, State
 from .models import Job, JobEvent
 from .statemachine import transition
@@ -114,7 +114,8 @@ def quote_job(user, request: JobRequest) -> choosing.Choice:
 
 def submit(owner, request: JobRequest, *, by=None) -> Job:
     """Check the request, choose where it runs, check the balance pays its first hour (as a launch does), and
-    queue it; the placement beat launches its machine (at once when a card is free). ``owner`` owns and pays (a
+    queue it; the placement beat launches its machine (at once when a card is free). Where a cluster's own
+    scheduler runs the chip's nodes (Slurm), the machine is submitted there at once instead. ``owner`` owns and pays (a
     person or a team's account); ``by`` is the person who asked."""
     name = clean_display_name(request.name, max_length=64, field_label=_("job"))
     _check(request)
@@ -144,7 +145,12 @@ def submit(owner, request: JobRequest, *, by=None) -> Job:
             queued_at=now,
         )
         JobEvent.objects.create(job=job, old="", new=State.QUEUED, detail=job.choice_reason[:255], at=now)
-        _enqueue_placement()
+        if clusters.queued_by_cluster(job):
+            # The cluster's scheduler is the queue: the machine is submitted now and waits there for its cards.
+            running.place(job.pk)
+            job.refresh_from_db()
+        else:
+            _enqueue_placement()
     return job
 
 

@@ -85,6 +85,14 @@ class AgentReportSerializer(strict.Serializer):
         help_text="Training scalars the workload logged since the last report.",
     )
     jupyter = JupyterAddressSerializer(allow_null=True, required=False, default=None)
+    exit_code = serializers.IntegerField(
+        min_value=0,
+        max_value=255,
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="With ``exited``: the workload's exit status (128 + N when signal N ended it).",
+    )
 
 
 class AgentAnswerSerializer(strict.Serializer):

@@ -95,6 +95,9 @@ class Backend(ABC):
     # backend without (the local backend runs every machine on the host's CPU), and a machine there charts its own
     # CPU and memory, from its cgroup, instead of cards.
     has_cards = True
+    # Whether a scheduler of its own queues the machines it is given (Slurm): a machine asked for while the cards
+    # are taken waits there, in its order, instead of in the console.
+    has_scheduler = False
 
     @abstractmethod
     def submit(self, instance) -> str:
@@ -199,6 +202,16 @@ class Backend(ABC):
         running instance, or a login shell when ``command`` is None. The SSH gateway runs it under a pty or with
         pipes. Raises BackendError when the instance cannot be entered."""
         raise BackendError(f"The {self.name} backend has no machine to enter.")
+
+    def queue_entry(self, instance) -> dict | None:
+        """The machine's job in the backend's own scheduler, as its operators name it: ``{"job_id", "state",
+        "reason"}`` (Slurm's job id, state and pending reason); None where the backend has no scheduler of its own
+        or knows no job of the instance."""
+        return None
+
+    def queue_entries(self, instances) -> dict:
+        """public_id → :meth:`queue_entry` for many instances; backends with a scheduler read it in one round trip."""
+        return {instance.public_id: self.queue_entry(instance) for instance in instances}
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The last ``tail`` lines of what the instance's start command wrote (stdout and stderr together)."""

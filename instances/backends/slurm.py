@@ -465,6 +465,12 @@ def job_phase(
     return BackendStatus(Phase.FAILED, since=ended, message=str(ENDED_MESSAGES.get(state, state.lower())))
 
 
+def _queue_entry(job: dict | None) -> dict | None:
+    if job is None:
+        return None
+    return {"job_id": str(job["job_id"]), "state": job.get("job_state", ""), "reason": job.get("state_reason", "")}
+
+
 def job_node(job: dict) -> str:
     return job.get("batch_host") or job.get("nodes") or ""
 
@@ -489,6 +495,7 @@ def _access(job: dict, *, lab: bool = False, shared: bool = False) -> dict:
 class SlurmBackend(Backend):
     name = "slurm"
     simulated = False
+    has_scheduler = True
 
     def __init__(self):
         self._clients: dict[tuple, SlurmClient] = {}
@@ -616,6 +623,8 @@ class SlurmBackend(Backend):
             "requeue": bool(instance.spot),
             "environment": self.job_environment(instance, config),
         }
+        if instance.time_limit_minutes:
+            job["time_limit"] = instance.time_limit_minutes  # Slurm ends the job then, state TIMEOUT
         if instance.chip_id:
             gres_type, offset = self.gres(instance, config)
             job["gres"] = f"gpu:{gres_type}:{instance.cards}"
@@ -646,6 +655,35 @@ class SlurmBackend(Backend):
             "GPUCLOUD_AGENT_TOKEN": agent_token(instance.public_id),
         }
         return defaults | boot_environment(instance) | credentials
+
+    def queue_entry(self, instance) -> dict | None:
+        """The instance's current job as ``squeue`` shows it: id, state, and the reason (``%r``) it waits or ended."""
+        return _queue_entry(self._current_job(instance, self.config(instance)))
+
+    def queue_entries(self, instances) -> dict:
+        """The same for many instances: one listing of each cluster's jobs."""
+        result = {}
+        for members in self._by_cluster(instances).values():
+            newest = self._newest_by_name(members[0][1])
+            for instance, config in members:
+                result[instance.public_id] = _queue_entry(newest.get(self.job_name(instance, config)))
+        return result
+
+    def _by_cluster(self, instances) -> dict[tuple, list]:
+        by_cluster: dict[tuple, list] = {}
+        for instance in instances:
+            config = self.config(instance)
+            by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
+        return by_cluster
+
+    def _newest_by_name(self, config: dict) -> dict[str, dict]:
+        """Every job of the cluster by name, the newest of each name (a restarted instance's earlier jobs stay
+        listed until Slurm forgets them)."""
+        newest: dict[str, dict] = {}
+        for job in self.client(config, as_console=True).jobs():
+            if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
+                newest[job.get("name")] = job
+        return newest
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The end of the current job's output file: the start command's stdout and stderr, with the agent's own
@@ -703,17 +741,9 @@ class SlurmBackend(Backend):
         return self.status_many([instance])[instance.public_id]
 
     def status_many(self, instances) -> dict:
-        instances = list(instances)
         result = {}
-        by_cluster: dict[tuple, list] = {}
-        for instance in instances:
-            config = self.config(instance)
-            by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
-        for members in by_cluster.values():
-            newest: dict[str, dict] = {}
-            for job in self.client(members[0][1], as_console=True).jobs():
-                if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
-                    newest[job.get("name")] = job
+        for members in self._by_cluster(instances).values():
+            newest = self._newest_by_name(members[0][1])
             latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
             reported = _reported(latest)
             labs = _labs(latest)

@@ -20,12 +20,26 @@ from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 MAX_CEILING = 10000  # CNY an hour: above any machine's price
 
 
+class ClusterJobSerializer(strict.Serializer):
+    job_id = serializers.CharField(read_only=True, help_text="The cluster's job id (Slurm's).")
+    state = serializers.CharField(read_only=True, help_text="The cluster's job state, e.g. PENDING, RUNNING, TIMEOUT.")
+    reason = serializers.CharField(
+        read_only=True, help_text="Why the cluster's job waits or ended (squeue's %r), e.g. Resources."
+    )
+
+
 class JobSerializer(strict.ModelSerializer):
     id = serializers.UUIDField(source="public_id", read_only=True)
     chip = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     instance = serializers.UUIDField(source="instance.public_id", read_only=True, allow_null=True, default=None)
     choice_reason = serializers.CharField(read_only=True, help_text="Why the job runs where it does.")
     queue_position = serializers.SerializerMethodField(help_text="Place in the queue (1: next) while queued.")
+    cluster_job = ClusterJobSerializer(
+        read_only=True,
+        allow_null=True,
+        source="cluster_job_or_none",
+        help_text="Where a cluster's own scheduler (Slurm) runs the job: its job there, state and pending reason.",
+    )
 
     class Meta:
         model = Job
@@ -50,6 +64,7 @@ class JobSerializer(strict.ModelSerializer):
             "exit_code",
             "instance",
             "queue_position",
+            "cluster_job",
             "created_at",
             "started_at",
             "ended_at",

@@ -27,3 +27,11 @@ def submit(owner, lifecycle):
         return services.submit(user or owner, JobRequest(**fields))
 
     return run
+
+
+@pytest.fixture
+def english(client, owner):
+    """The owner's browser, in English."""
+    client.force_login(owner)
+    client.cookies["django_language"] = "en"
+    return client

@@ -3,7 +3,6 @@ quote, a job's page with where it runs and why, its exit code and bill; someone 
 
 from decimal import Decimal
 
-import pytest
 from django.db.models import F
 
 from catalog.models import Node
@@ -12,13 +11,6 @@ from jobs.models import Job
 
 from .conftest import drive
 from .helpers import fresh
-
-
-@pytest.fixture
-def english(client, owner):
-    client.force_login(owner)
-    client.cookies["django_language"] = "en"
-    return client
 
 
 def test_the_menu_offers_jobs_next_to_instances(english, lifecycle):

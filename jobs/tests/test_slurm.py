@@ -1,0 +1,192 @@
+"""Jobs on the real local Slurm cluster (``scripts/slurm-local.sh start``): the cluster's scheduler is the queue. A
+job is an sbatch job submitted at once (the timeout as its time limit, ``requeue`` when spot, typed GRES), its state
+and pending reason are on its page and in the API, it ends with its command's exit code, at its time limit, or when
+cancelled, and a spot job whose cards are reclaimed goes back to the queue and to the cluster."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.db.models import F
+
+from billing import rules
+from catalog.models import Node
+from instances import launching
+from instances import lifecycle as instance_lifecycle
+from instances.choices import Status
+from instances.models import Instance
+from jobs import running
+from jobs.choices import FINISHED, State
+
+from .helpers import fresh
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
+
+SLEEP = "sleep 600"
+
+
+@pytest.fixture
+def mlu_job(submit, on_slurm):
+    """Submit a job on the cluster's MLU370 cards: ``mlu_job(command, cards=2, timeout_seconds=600, …)``."""
+
+    def run(command, **fields):
+        fields.setdefault("cards", 2)
+        fields.setdefault("timeout_seconds", 600)
+        return submit(backend="mlu", image="pytorch-2.2-neuware", command=command, **fields)
+
+    return run
+
+
+def beat() -> None:
+    """What the worker runs: the jobs beat, then the instances' reconcile."""
+    running.watch_active()
+    running.place_queued()
+    instance_lifecycle.reconcile()
+
+
+def run_until(job, until, cluster, *, timeout: float = 90.0, message: str = "", step=beat):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        step()
+        if until(fresh(job)):
+            return fresh(job)
+        time.sleep(0.3)
+    job = fresh(job)
+    raise AssertionError(f"waited for {message}: {job.state} {job.state_detail!r} {job.cluster_job}; {cluster.jobs()}")
+
+
+def finished(job):
+    return job.state in FINISHED
+
+
+def slurm_job(cluster, job) -> dict:
+    return cluster.job_of(fresh(job).instance)
+
+
+def test_a_job_is_an_sbatch_job_at_once_and_succeeds_with_its_output_billed_its_started_minutes(
+    mlu_job, on_slurm, lifecycle, owner_api
+):
+    job = mlu_job('echo "from slurm"; sleep 15; python3 -c "print(6*7)"', timeout_seconds=600)
+
+    # Submitted to the cluster at once, not held in the console's queue: the timeout in minutes, two typed cards
+    job = fresh(job)
+    assert job.state == State.STARTING and job.instance is not None
+    # (the worker's provisioning of its machine, without a jobs beat)
+    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    submitted = slurm_job(on_slurm, job)
+    assert submitted["time_limit"] == 10 and submitted["partition"] == "xinchuang"
+    assert submitted["tres_per_node"] == "gres:gpu:mlu370:2"
+
+    job = run_until(job, finished, on_slurm, message="the job to end")
+    assert (job.state, job.exit_code) == (State.SUCCEEDED, 0), job.state_detail
+    assert job.cluster_job["job_id"] == str(submitted["job_id"])
+    logs = owner_api.get(f"/api/v1/jobs/{job.public_id}/logs").json()
+    assert "from slurm" in logs["lines"] and "42" in logs["lines"]
+
+    on_slurm.settle(until=lambda: fresh(job).instance.status == Status.RELEASED, message="the machine to go")
+    (session,) = lifecycle.sessions_of(job.instance)
+    minutes = rules.billed_minutes(session.started_at, session.ended_at)
+    # Billing begins when the console sees the machine running; the command runs long enough for that here
+    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
+    assert session.ended_at <= job.ended_at
+
+
+def test_a_failing_command_fails_the_job_with_its_exit_code(mlu_job, on_slurm, owner_api):
+    job = mlu_job("echo about to fail; exit 3", cards=1)
+
+    job = run_until(job, finished, on_slurm, message="the job to fail")
+    assert (job.state, job.exit_code) == (State.FAILED, 3)
+    assert job.state_detail == "exited with status 3"
+    assert owner_api.get(f"/api/v1/jobs/{job.public_id}").json()["exit_code"] == 3
+
+
+def test_a_job_waits_in_slurms_queue_with_its_reason_shown_and_cancel_scancels(mlu_job, on_slurm, owner_api, english):
+    # The cluster has 8 MLU370 cards: the first job takes them all
+    first = mlu_job(SLEEP, cards=8, name="all-cards")
+    run_until(first, lambda j: j.state == State.RUNNING, on_slurm, message="the first job to run")
+
+    second = mlu_job(SLEEP, cards=2, name="waits")
+    second = run_until(
+        second,
+        lambda j: j.cluster_job.get("reason") == "Resources" and "free" in j.state_detail,
+        on_slurm,
+        message="the pending reason",
+    )
+    assert second.state == State.STARTING and second.cluster_job["state"] == "PENDING"
+    assert second.state_detail == "waiting for 2 free MLU370-X8 cards"
+    shown = owner_api.get(f"/api/v1/jobs/{second.public_id}").json()
+    assert shown["cluster_job"] == {"job_id": second.cluster_job["job_id"], "state": "PENDING", "reason": "Resources"}
+    page = english.get(second.get_absolute_url()).content.decode()
+    assert f"Slurm job {second.cluster_job['job_id']}: PENDING (Resources)" in page
+    assert "waiting for 2 free MLU370-X8 cards" in page
+
+    # Cancelling the first: its sbatch job is cancelled, and the waiting one gets the cards
+    assert owner_api.post(f"/api/v1/jobs/{fresh(first).public_id}/cancel").status_code == 202
+    assert fresh(first).state == State.CANCELLED
+    run_until(
+        second,
+        lambda j: j.state == State.RUNNING and slurm_job(on_slurm, first)["job_state"] == "CANCELLED",
+        on_slurm,
+        message="the cancelled job's cards to pass to the waiting one",
+    )
+
+
+def test_slurm_not_the_consoles_card_count_decides_when_a_job_runs(mlu_job, on_slurm):
+    # The console counts every MLU370 card of the zone as taken (say, by machines of another console), but the
+    # cluster has them free: the job is not held in the console's queue, it goes to Slurm and runs.
+    nodes = Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8")
+    nodes.update(cards_reserved=F("cards"))
+    job = fresh(mlu_job(SLEEP, cards=2))
+    assert job.state == State.STARTING and job.instance.reserved_cards == 0
+
+    run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run on Slurm's word")
+    assert slurm_job(on_slurm, job)["job_state"] == "RUNNING"
+    assert list(nodes.values_list("cards_reserved", flat=True)) == list(nodes.values_list("cards", flat=True))
+
+
+def test_slurm_kills_a_job_at_its_time_limit_and_it_is_timed_out_billed_to_its_timeout(mlu_job, on_slurm, lifecycle):
+    job = mlu_job(SLEEP, cards=1, timeout_seconds=60)
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run")
+    assert slurm_job(on_slurm, job)["time_limit"] == 1
+
+    # Only the instances' reconcile runs until Slurm itself ends the job at its time limit (up to ~30 s late)
+    run_until(
+        job,
+        lambda j: slurm_job(on_slurm, j)["job_state"] == "TIMEOUT",
+        on_slurm,
+        timeout=150,
+        message="Slurm's time limit",
+        step=instance_lifecycle.reconcile,
+    )
+    job = run_until(job, finished, on_slurm, message="the job to be timed out")
+    assert job.state == State.TIMED_OUT and job.cluster_job["state"] == "TIMEOUT"
+    assert job.ended_at == job.started_at + timedelta(seconds=60)
+    # Billing ended when the machine did: at Slurm's kill, which its ~30 s timer may deliver late
+    (session,) = lifecycle.sessions_of(job.instance)
+    assert session.ended_at <= job.started_at + timedelta(seconds=95)
+
+
+def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_to_slurm(mlu_job, on_slurm, owner):
+    job = mlu_job(SLEEP, cards=8, spot=True, name="spot")
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the spot job to run")
+    reclaimed = job.instance
+    assert slurm_job(on_slurm, job)["partition"] == "spot" and slurm_job(on_slurm, job)["requeue"] is True
+
+    # An on-demand machine needs two of the cluster's eight MLU370 cards: Slurm preempts the spot job
+    pressure = launching.launch(
+        owner, launching.LaunchRequest(name="on-demand", chip="mlu370-x8", cards=2, image="pytorch-2.2-neuware")
+    )
+    job = run_until(
+        job,
+        lambda j: j.instance_id != reclaimed.pk and j.state == State.STARTING,
+        on_slurm,
+        timeout=120,
+        message="the reclaimed job to be queued and submitted again",
+    )
+    assert job.events.filter(new=State.QUEUED, detail="its spot cards were reclaimed: back in the queue").exists()
+    assert job.attempts == 1
+    job = run_until(job, lambda j: j.cluster_job.get("state") == "PENDING", on_slurm, message="its new sbatch job")
+
+    # When the on-demand machine goes, the job runs again
+    instance_lifecycle.release(Instance.objects.with_related().get(pk=pressure.pk))
+    run_until(job, lambda j: j.state == State.RUNNING, on_slurm, timeout=180, message="the job to run again")

@@ -17,7 +17,9 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +29,8 @@ from .references import Reference
 
 SKOPEO = "/usr/bin/skopeo"
 UMOCI = "/usr/bin/umoci"
+OCI_ARCHIVE, DOCKER_ARCHIVE = "oci-archive", "docker-archive"
+MAX_ARCHIVE_MEMBERS = 100_000  # an image's layout has a few dozen; past this it is not one
 ACCEPT_ANYTHING = {"default": [{"type": "insecureAcceptAnything"}]}  # the digest pins what a reference names
 
 
@@ -44,6 +48,13 @@ def root() -> Path:
 
 def layout() -> Path:
     return root() / "oci"
+
+
+def archive_of(tag: str) -> Path:
+    """Where an import's archive is copied while skopeo reads it (the worker's own file, not the user's)."""
+    folder = root() / "archives"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{tag}.tar"
 
 
 def rootfs_of(tag: str) -> Path:
@@ -80,14 +91,22 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
-    """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
-    ``tag``."""
+@contextmanager
+def _skopeo():
+    """skopeo's command line start and environment: a home, policy and registries configuration of its own."""
     with tempfile.TemporaryDirectory(prefix="skopeo-") as home:
         config = Path(home)
         (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
         (config / "registries.conf").write_text("")
         argv = [SKOPEO, "--policy", str(config / "policy.json"), "copy", "--quiet"]
+        env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
+        yield config, argv, env
+
+
+def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
+    """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
+    ``tag``."""
+    with _skopeo() as (config, argv, env):
         if username:
             auth = base64.b64encode(f"{username}:{password}".encode()).decode()
             authfile = config / "auth.json"
@@ -98,10 +117,39 @@ def copy(reference: Reference, tag: str, *, username: str = "", password: str = 
             argv += ["--src-no-creds"]
         if plain_http:
             argv += ["--src-tls-verify=false"]
-        env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
             _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
+
+
+def archive_kind(path: Path) -> str:
+    """skopeo's transport for the archive at ``path``, read from its content: an OCI image layout (``oci-layout``
+    at its top) or ``docker save``'s format (``manifest.json``); "" for anything else. Only the members' names are
+    read (a compressed archive is decompressed in memory as it is read, never written out)."""
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            names = set()
+            for count, member in enumerate(archive):
+                names.add(member.name.removeprefix("./"))
+                if count >= MAX_ARCHIVE_MEMBERS:
+                    break
+    except (tarfile.TarError, EOFError, OSError, zlib.error):
+        return ""
+    if "oci-layout" in names and "index.json" in names:
+        return OCI_ARCHIVE
+    if "manifest.json" in names:
+        return DOCKER_ARCHIVE
+    return ""
+
+
+def copy_archive(path: Path, kind: str, tag: str) -> None:
+    """Copy the one image in the archive at ``path`` (``kind`` from :func:`archive_kind`) into the layout as
+    ``tag``."""
+    if kind not in (OCI_ARCHIVE, DOCKER_ARCHIVE):
+        raise ToolFailed(f"unknown archive kind {kind[:40]}")
+    with _skopeo() as (_config, argv, env), locked():
+        layout().mkdir(parents=True, exist_ok=True)
+        _run([*argv, f"{kind}:{path}", f"oci:{layout()}:{tag}"], env)
 
 
 def _blob(digest: str, limit: int) -> dict:

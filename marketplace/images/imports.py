@@ -14,6 +14,7 @@ and the import is refused when it would pass the owner's ceiling.
 import logging
 import shutil
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.template.defaultfilters import filesizeformat
@@ -184,8 +185,18 @@ def _registry_copy(record: ImageImport) -> None:
     parsed = references.parse(record.reference)
     plain_http = references.check_registry(parsed)  # again: the name may resolve elsewhere since it was typed
     password = encryption.decrypt(record.password_encrypted) if record.password_encrypted else ""
+    source = {"username": record.username, "password": password, "plain_http": plain_http}
     try:
-        oci.copy(parsed, record.tag, username=record.username, password=password, plain_http=plain_http)
+        packed = oci.packed_size(parsed, **source)
+    except oci.ToolFailed as exc:
+        raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
+    except (oci.TooBig, ValueError) as exc:
+        raise ImportFailed(_("The image's manifest or configuration is malformed or too large.")) from exc
+    allowance = _allowance(record)
+    if packed > allowance:  # refused before a layer is downloaded
+        raise _over_ceiling(record, packed, allowance)
+    try:
+        oci.copy(parsed, record.tag, **source)
     except oci.ToolFailed as exc:
         raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
 
@@ -203,6 +214,9 @@ def _archive_copy(record: ImageImport) -> None:
         raise ImportFailed(
             _("The archive “%(path)s” is no longer in your cloud storage.") % {"path": record.archive}
         ) from exc
+    allowance = _allowance(record)
+    if entry.size > allowance:  # its layers are about its size: refused before a byte is copied
+        raise _over_ceiling(record, entry.size, allowance)
     private = oci.archive_of(record.tag)
     try:
         with source, open(private, "wb") as copy:
@@ -245,10 +259,11 @@ def _others(record: ImageImport) -> int:
 
 
 def _allowance(record: ImageImport) -> int:
-    """How many bytes the image may take: what is left under the owner's storage ceiling."""
+    """How many bytes the image may take: what is left under the owner's storage ceiling, and never more than one
+    image may take on this site (``IMAGE_IMPORT_MAX_GB``)."""
     owner = record.image.owner
     used = quota.usage_bytes(owner, besides=UsageSource.IMAGES) + _others(record)
-    return max(0, quota.max_bytes() - used)
+    return max(0, min(quota.max_bytes() - used, int(settings.IMAGE_IMPORT_MAX_GB * quota.GB)))
 
 
 def _over_ceiling(record: ImageImport, size: int, allowance: int) -> ImportFailed:

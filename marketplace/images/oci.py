@@ -25,7 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .references import Reference
+from .references import DIGEST, Reference
 
 SKOPEO = "/usr/bin/skopeo"
 UMOCI = "/usr/bin/umoci"
@@ -92,34 +92,79 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
 
 
 @contextmanager
-def _skopeo():
+def _skopeo(*command: str):
     """skopeo's command line start and environment: a home, policy and registries configuration of its own."""
     with tempfile.TemporaryDirectory(prefix="skopeo-") as home:
         config = Path(home)
         (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
         (config / "registries.conf").write_text("")
-        argv = [SKOPEO, "--policy", str(config / "policy.json"), "copy", "--quiet"]
+        argv = [SKOPEO, "--policy", str(config / "policy.json"), *command]
         env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
         yield config, argv, env
+
+
+def _source(config: Path, reference: Reference, username: str, password: str, plain_http: bool, prefix: str):
+    """skopeo's options for reading from the registry: the credentials in an auth file only the worker reads, and
+    no TLS for the loopback. ``prefix`` is "src-" for ``copy``, "" for ``inspect``."""
+    if username:
+        auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+        authfile = config / "auth.json"
+        authfile.touch(mode=0o600)
+        authfile.write_text(json.dumps({"auths": {reference.registry: {"auth": auth}}}))
+        options = [f"--{prefix}authfile", str(authfile)]
+    else:
+        options = [f"--{prefix}no-creds"]
+    return [*options, f"--{prefix}tls-verify=false"] if plain_http else options
 
 
 def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
     """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
     ``tag``."""
-    with _skopeo() as (config, argv, env):
-        if username:
-            auth = base64.b64encode(f"{username}:{password}".encode()).decode()
-            authfile = config / "auth.json"
-            authfile.touch(mode=0o600)
-            authfile.write_text(json.dumps({"auths": {reference.registry: {"auth": auth}}}))
-            argv += ["--src-authfile", str(authfile)]
-        else:
-            argv += ["--src-no-creds"]
-        if plain_http:
-            argv += ["--src-tls-verify=false"]
+    with _skopeo("copy", "--quiet") as (config, argv, env):
+        argv += _source(config, reference, username, password, plain_http, "src-")
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
             _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
+
+
+def packed_size(reference: Reference, *, username: str = "", password: str = "", plain_http: bool = False) -> int:
+    """The bytes of the layers the registry's manifest declares for this host's platform (compressed, as they are
+    downloaded), read with ``skopeo inspect --raw`` before any layer is: only manifests are fetched (refused past
+    ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
+    manifest that does not say a layer's size is refused. skopeo fails a layer that is not the size declared,
+    though only after writing it: a registry that lies is bounded by the copy's timeout, not by this sum."""
+    with _skopeo("inspect", "--raw") as (config, argv, env):
+        argv += _source(config, reference, username, password, plain_http, "")
+        manifest = _manifest(_run([*argv, reference.transport], env))
+        if "manifests" in manifest:  # a list of platforms: this host's
+            digest = _platform_digest(manifest)
+            pinned = Reference(registry=reference.registry, path=reference.path, digest=digest)
+            manifest = _manifest(_run([*argv, pinned.transport], env))
+    sizes = [layer.get("size") if isinstance(layer, dict) else None for layer in manifest.get("layers") or []]
+    if not sizes or any(not isinstance(size, int) or size < 0 for size in sizes):
+        raise ValueError("the manifest does not declare its layers' sizes")
+    return sum(sizes)
+
+
+def _manifest(text: str) -> dict:
+    if len(text.encode()) > settings.IMAGE_MAX_MANIFEST_BYTES:
+        raise TooBig("manifest")
+    manifest = json.loads(text)
+    if not isinstance(manifest, dict):
+        raise ValueError("a manifest is an object")
+    return manifest
+
+
+def _platform_digest(index: dict) -> str:
+    """The digest of this host's platform's manifest in a multi-platform list."""
+    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    for entry in index.get("manifests") or []:
+        platform = entry.get("platform") if isinstance(entry, dict) else None
+        if isinstance(platform, dict) and platform.get("os") == "linux" and platform.get("architecture") == machine:
+            digest = entry.get("digest")
+            if isinstance(digest, str) and DIGEST.match(digest):
+                return digest
+    raise ValueError(f"no linux/{machine} image in the list")
 
 
 def archive_kind(path: Path) -> str:
@@ -147,7 +192,7 @@ def copy_archive(path: Path, kind: str, tag: str) -> None:
     ``tag``."""
     if kind not in (OCI_ARCHIVE, DOCKER_ARCHIVE):
         raise ToolFailed(f"unknown archive kind {kind[:40]}")
-    with _skopeo() as (_config, argv, env), locked():
+    with _skopeo("copy", "--quiet") as (_config, argv, env), locked():
         layout().mkdir(parents=True, exist_ok=True)
         _run([*argv, f"{kind}:{path}", f"oci:{layout()}:{tag}"], env)
 

@@ -163,3 +163,25 @@ def test_a_config_of_an_unexpected_shape_is_read_safely():
     assert imports.image_config([]) == {}
     odd = {"config": {"Cmd": "sh", "Env": ["A=1", 2], "ExposedPorts": {"80/tcp": {}, 1: {}}, "User": 0}}
     assert imports.image_config(odd) == {"env": ["A=1"], "exposed_ports": ["80/tcp"]}
+
+
+def test_an_image_past_the_storage_left_is_refused_before_a_layer_is_downloaded(
+    owner, settings, image_imports, tiny_image, run_tasks
+):
+    # Given an owner with about 1 MB of storage left: less than busybox's layer
+    settings.STORAGE_MAX_GB = 0.001
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    # Then the import fails on the sizes the manifest declares, and no layer was written on this host
+    assert image.status == ImageStatus.FAILED
+    assert "storage is left" in image.status_detail
+    assert not (oci.layout() / "blobs").exists()
+
+
+def test_an_image_past_the_sites_largest_import_is_refused_before_a_layer_is_downloaded(
+    owner, settings, image_imports, tiny_image, run_tasks
+):
+    settings.IMAGE_IMPORT_MAX_GB = 0.0005  # about 500 KB, with the owner's storage nearly empty
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.FAILED
+    assert "storage is left" in image.status_detail
+    assert not (oci.layout() / "blobs").exists()

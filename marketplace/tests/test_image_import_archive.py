@@ -137,3 +137,14 @@ def test_the_api_takes_an_archive_path(owner, owner_api, cloud_storage, image_im
     assert response.json()["imported"]["archive"] == path
     folder = owner_api.post("/api/v1/images/import-archive", {"archive": "/"}, format="json")
     assert folder.status_code == 409 and folder.json()["code"] == "not_a_file"
+
+
+def test_an_archive_past_the_sites_largest_import_is_refused_before_it_is_copied(
+    owner, settings, cloud_storage, image_imports, archives, run_tasks
+):
+    path = upload(owner, "big.tar", archives["oci-archive"].read_bytes())
+    settings.IMAGE_IMPORT_MAX_GB = 0.0005  # about 500 KB: less than busybox
+    image = run_tasks(owner, archive=path)
+    assert image.status == ImageStatus.FAILED
+    assert "storage is left" in image.status_detail
+    assert not (oci.layout() / "blobs").exists()

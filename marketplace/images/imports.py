@@ -188,6 +188,8 @@ def _registry_copy(record: ImageImport) -> None:
     source = {"username": record.username, "password": password, "plain_http": plain_http}
     try:
         packed = oci.packed_size(parsed, **source)
+    except oci.Refused as exc:
+        raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:
         raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
     except (oci.TooBig, ValueError) as exc:
@@ -197,8 +199,21 @@ def _registry_copy(record: ImageImport) -> None:
         raise _over_ceiling(record, packed, allowance)
     try:
         oci.copy(parsed, record.tag, **source)
+    except oci.Refused as exc:
+        raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:
         raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
+
+
+def _elsewhere(refused: oci.Refused) -> ImportFailed:
+    return ImportFailed(
+        _(
+            "The registry sent the download to “%(host)s”, which is not a public address; nothing was sent there "
+            "and the import was stopped."
+        )
+        % {"host": str(refused)[:100]},
+        code="registry_refused",
+    )
 
 
 def _archive_copy(record: ImageImport) -> None:

@@ -20,11 +20,12 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from django.conf import settings
 
+from . import egress
 from .references import DIGEST, Reference
 
 SKOPEO = "/usr/bin/skopeo"
@@ -36,6 +37,11 @@ ACCEPT_ANYTHING = {"default": [{"type": "insecureAcceptAnything"}]}  # the diges
 
 class ToolFailed(Exception):
     """skopeo or umoci refused; the message is its last words."""
+
+
+class Refused(ToolFailed):
+    """The registry sent skopeo to a destination that is not public (a redirect, a token server); nothing was sent
+    there. The message is the host."""
 
 
 class TooBig(Exception):
@@ -92,15 +98,26 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
 
 
 @contextmanager
-def _skopeo(*command: str):
-    """skopeo's command line start and environment: a home, policy and registries configuration of its own."""
-    with tempfile.TemporaryDirectory(prefix="skopeo-") as home:
+def _skopeo(*command: str, network: bool = False):
+    """skopeo's command line start and environment: a home, policy and registries configuration of its own, and
+    with ``network`` the egress proxy (``egress``) as its only way out. A command that fails after the proxy refused
+    a destination raises ``Refused`` naming it."""
+    with tempfile.TemporaryDirectory(prefix="skopeo-") as home, _egress(network) as (proxy_env, refused):
         config = Path(home)
         (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
         (config / "registries.conf").write_text("")
         argv = [SKOPEO, "--policy", str(config / "policy.json"), *command]
         env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
-        yield config, argv, env
+        try:
+            yield config, argv, env | proxy_env
+        except ToolFailed as exc:
+            if refused:
+                raise Refused(refused[0]) from exc
+            raise
+
+
+def _egress(network: bool):
+    return egress.proxy() if network else nullcontext(({}, []))
 
 
 def _source(config: Path, reference: Reference, username: str, password: str, plain_http: bool, prefix: str):
@@ -120,7 +137,7 @@ def _source(config: Path, reference: Reference, username: str, password: str, pl
 def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
     """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
     ``tag``."""
-    with _skopeo("copy", "--quiet") as (config, argv, env):
+    with _skopeo("copy", "--quiet", network=True) as (config, argv, env):
         argv += _source(config, reference, username, password, plain_http, "src-")
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
@@ -133,7 +150,7 @@ def packed_size(reference: Reference, *, username: str = "", password: str = "",
     ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
     manifest that does not say a layer's size is refused. skopeo fails a layer that is not the size declared,
     though only after writing it: a registry that lies is bounded by the copy's timeout, not by this sum."""
-    with _skopeo("inspect", "--raw") as (config, argv, env):
+    with _skopeo("inspect", "--raw", network=True) as (config, argv, env):
         argv += _source(config, reference, username, password, plain_http, "")
         manifest = _manifest(_run([*argv, reference.transport], env))
         if "manifests" in manifest:  # a list of platforms: this host's

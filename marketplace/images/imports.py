@@ -161,7 +161,16 @@ def _import(record: ImageImport) -> dict:
         raise _over_ceiling(record, packed, allowance)
     _step(record, ImportStep.UNPACKING)
     try:
-        root = oci.unpack(record.tag)
+        root = oci.unpack(record.tag, allowance)
+    except oci.NoSpace as exc:
+        raise ImportFailed(
+            _(
+                "The image's layers unpack to more than the %(left)s it may take (a layer holds far more than its "
+                "size says), so it was not imported."
+            )
+            % {"left": filesizeformat(allowance)},
+            code="quota_exceeded",
+        ) from exc
     except oci.ToolFailed as exc:
         raise ImportFailed(_("The image's layers cannot be unpacked: %(reason)s") % {"reason": exc}) from exc
     _step(record, ImportStep.CHECKING)

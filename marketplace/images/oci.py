@@ -25,7 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import egress
+from . import bounded, egress
 from .references import DIGEST, Reference
 
 SKOPEO = "/usr/bin/skopeo"
@@ -42,6 +42,10 @@ class ToolFailed(Exception):
 class Refused(ToolFailed):
     """The registry sent skopeo to a destination that is not public (a redirect, a token server); nothing was sent
     there. The message is the host."""
+
+
+class NoSpace(Exception):
+    """The layers unpack to more than the space allowed (``args[0]``, bytes)."""
 
 
 class TooBig(Exception):
@@ -241,15 +245,29 @@ def read(tag: str) -> tuple[str, dict, dict]:
     return digest, manifest, config
 
 
-def unpack(tag: str) -> Path:
-    """Unpack ``tag``'s layers into its root file system (a fresh one: what an earlier attempt left is removed)."""
+def unpack(tag: str, limit: int) -> Path:
+    """Unpack ``tag``'s layers into its root file system (a fresh one: what an earlier attempt left is removed). The
+    layers are unpacked on a space of ``limit`` bytes (``bounded``) and copied out from there: a layer that
+    decompresses to more raises ``NoSpace`` and never fills the host's disk."""
     target = rootfs_of(tag)
     partial = target.with_name(f"{tag}.partial")
     for leftover in (partial, target):
         shutil.rmtree(leftover, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with locked():
-        _run([UMOCI, "raw", "unpack", "--rootless", "--image", f"{layout()}:{tag}", str(partial)])
+    try:
+        with bounded.space(root() / "unpacking", limit) as space:
+            unpacked = space / "rootfs"
+            try:
+                with locked():
+                    _run([UMOCI, "raw", "unpack", "--rootless", "--image", f"{layout()}:{tag}", str(unpacked)])
+            except ToolFailed as exc:
+                if "no space left on device" in str(exc).lower():
+                    raise NoSpace(limit) from exc
+                raise
+            bounded.copy_out(unpacked, partial)
+    except (OSError, bounded.local_home.TransientBackendError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ToolFailed(f"no space to unpack in: {exc}") from exc
     partial.rename(target)
     return target
 

@@ -185,3 +185,26 @@ def test_an_image_past_the_sites_largest_import_is_refused_before_a_layer_is_dow
     assert image.status == ImageStatus.FAILED
     assert "storage is left" in image.status_detail
     assert not (oci.layout() / "blobs").exists()
+
+
+def test_a_layer_that_unpacks_to_far_more_than_it_says_fails_without_filling_the_disk(
+    owner, settings, registry, image_imports, tmp_path, run_tasks
+):
+    # Given an image whose one layer is about 200 KB compressed and 200 MB unpacked, and 100 MB allowed
+    def bomb(root):
+        with open(root / "zeros", "wb") as zeros:
+            for _ in range(200):
+                zeros.write(bytes(1024 * 1024))
+
+    layout = build_image(tmp_path / "bomb", {}, cmd=["/bin/sh"], env=[], extra=bomb)
+    (tmp_path / "bomb" / "rootfs" / "zeros").unlink()  # the test's own copy
+    reference = push(layout, registry, "team/bomb:1")
+    settings.IMAGE_IMPORT_MAX_GB = 100 / 1024
+    image = run_tasks(owner, reference, username=USER, password=PASSWORD)
+    # Then the import fails saying why, and nothing of it is left: no root, no space, no mount
+    assert image.status == ImageStatus.FAILED
+    assert "unpack to more than the 100.0\xa0MB it may take" in image.status_detail
+    assert not oci.rootfs_of(image.imported.tag).exists()
+    assert not oci.rootfs_of(image.imported.tag).with_name(f"{image.imported.tag}.partial").exists()
+    assert not list((image_imports / "unpacking").iterdir())
+    assert str(image_imports) not in open("/proc/self/mountinfo").read()

@@ -9,20 +9,30 @@ host, checks every address with the registries' rule (``references.allowed``: pu
 differently a moment later (DNS rebinding) changes nothing. A refused destination gets a 403 and is remembered, so the
 import can say why it failed; nothing is sent to it.
 
-Go's HTTP client (skopeo's) never uses a proxy for a literal loopback address or ``localhost``: those are reached
-directly, which the proxy cannot see. The worker's loopback must therefore hold nothing a request without
-credentials can harm (see the operators' guide).
+Go's HTTP client (skopeo's) never uses a proxy for a literal loopback address or ``localhost``: those it reaches
+directly. So skopeo runs in a network namespace of its own (``bwrap --unshare-net``) whose loopback holds only a
+relay to this proxy's unix socket (``egress_relay``): a redirect to ``127.0.0.1`` finds nothing there. The one
+exception is a registry on the host's loopback allowed by ``IMAGE_IMPORT_ALLOW_LOOPBACK`` (the tests'), which only
+the host's network reaches; a host without bubblewrap runs skopeo on its network with the proxy alone.
 """
 
+import os
 import select
 import socket
 import socketserver
+import sys
+import tempfile
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from . import references
 
+BWRAP = "/usr/bin/bwrap"
+RELAY = Path(__file__).with_name("egress_relay.py")
+RELAY_PORT = 3128  # on the namespace's own loopback
 MAX_HEAD = 16 * 1024
 CONNECT_TIMEOUT = 30
 IDLE_TIMEOUT = 300
@@ -134,20 +144,56 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self):
+    def __init__(self, refused: list[str]):
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.refused: list[str] = []
+        self.refused = refused
+
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, refused: list[str]):
+        super().__init__(path, _Handler)
+        self.refused = refused
+
+
+@dataclass
+class Proxy:
+    """A running proxy: ``env`` points a program on this host's network at it, ``socket`` is the same proxy as a
+    unix socket (for a program in a network namespace of its own), ``refused`` the hosts it refused so far."""
+
+    env: dict[str, str]
+    socket: str
+    refused: list[str]
 
 
 @contextmanager
 def proxy():
-    """A proxy for one skopeo command: yields (the environment that points skopeo at it, the hosts it refused)."""
-    server = _Server()
-    thread = threading.Thread(target=server.serve_forever, name="skopeo-egress", daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield {"HTTP_PROXY": url, "HTTPS_PROXY": url, "NO_PROXY": ""}, server.refused
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A proxy for one skopeo command, on the loopback and on a unix socket, for as long as the block runs."""
+    refused: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="egress-") as folder:
+        path = str(Path(folder) / "proxy.sock")
+        servers = [_Server(refused), _UnixServer(path, refused)]
+        for server in servers:
+            threading.Thread(target=server.serve_forever, name="skopeo-egress", daemon=True).start()
+        url = f"http://127.0.0.1:{servers[0].server_address[1]}"
+        try:
+            yield Proxy({"HTTP_PROXY": url, "HTTPS_PROXY": url, "NO_PROXY": ""}, path, refused)
+        finally:
+            for server in servers:
+                server.shutdown()
+                server.server_close()
+
+
+def isolated(argv: list[str], running: Proxy) -> tuple[list[str], dict[str, str]]:
+    """``argv`` run in a network namespace of its own (bubblewrap) whose only way out is ``running``: its loopback
+    holds nothing but the relay to the proxy, so the addresses Go's client reaches without a proxy (a literal
+    loopback address, ``localhost``) lead nowhere. Returns the argv and the proxy environment inside."""
+    inside = f"http://127.0.0.1:{RELAY_PORT}"
+    wrapped = [BWRAP, "--unshare-net", "--die-with-parent", "--bind", "/", "/", "--"]
+    wrapped += [sys.executable, str(RELAY), running.socket, str(RELAY_PORT), "--", *argv]
+    return wrapped, {"HTTP_PROXY": inside, "HTTPS_PROXY": inside, "NO_PROXY": ""}
+
+
+def can_isolate() -> bool:
+    return os.access(BWRAP, os.X_OK)

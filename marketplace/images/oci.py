@@ -13,6 +13,7 @@ file readable by the worker only, never on a command line another process could 
 
 import base64
 import fcntl
+import ipaddress
 import json
 import os
 import shutil
@@ -102,26 +103,45 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
 
 
 @contextmanager
-def _skopeo(*command: str, network: bool = False):
+def _skopeo(*command: str, network: bool = False, host_network: bool = False):
     """skopeo's command line start and environment: a home, policy and registries configuration of its own, and
-    with ``network`` the egress proxy (``egress``) as its only way out. A command that fails after the proxy refused
-    a destination raises ``Refused`` naming it."""
-    with tempfile.TemporaryDirectory(prefix="skopeo-") as home, _egress(network) as (proxy_env, refused):
+    with ``network`` the egress proxy (``egress``) as its only way out, from a network namespace of its own unless
+    ``host_network`` (a registry on the host's loopback, allowed by the setting). A command that fails after the
+    proxy refused a destination raises ``Refused`` naming it."""
+    with tempfile.TemporaryDirectory(prefix="skopeo-") as home, _egress(network) as running:
         config = Path(home)
         (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
         (config / "registries.conf").write_text("")
         argv = [SKOPEO, "--policy", str(config / "policy.json"), *command]
         env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
+        if running and not host_network and egress.can_isolate():
+            argv, proxy_env = egress.isolated(argv, running)
+            env |= proxy_env
+        elif running:
+            env |= running.env
         try:
-            yield config, argv, env | proxy_env
+            yield config, argv, env
         except ToolFailed as exc:
-            if refused:
-                raise Refused(refused[0]) from exc
+            if running and running.refused:
+                raise Refused(running.refused[0]) from exc
             raise
 
 
+def _on_loopback(reference: Reference, plain_http: bool) -> bool:
+    """Whether the registry is one Go's client reaches without a proxy: the host's loopback, by a literal address
+    or ``localhost`` (allowed by the setting, as ``plain_http`` says)."""
+    if not plain_http:
+        return False
+    if reference.host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(reference.host).is_loopback
+    except ValueError:
+        return False
+
+
 def _egress(network: bool):
-    return egress.proxy() if network else nullcontext(({}, []))
+    return egress.proxy() if network else nullcontext(None)
 
 
 def _source(config: Path, reference: Reference, username: str, password: str, plain_http: bool, prefix: str):
@@ -141,7 +161,11 @@ def _source(config: Path, reference: Reference, username: str, password: str, pl
 def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
     """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
     ``tag``."""
-    with _skopeo("copy", "--quiet", network=True) as (config, argv, env):
+    with _skopeo("copy", "--quiet", network=True, host_network=_on_loopback(reference, plain_http)) as (
+        config,
+        argv,
+        env,
+    ):
         argv += _source(config, reference, username, password, plain_http, "src-")
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
@@ -154,7 +178,8 @@ def packed_size(reference: Reference, *, username: str = "", password: str = "",
     ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
     manifest that does not say a layer's size is refused. skopeo fails a layer that is not the size declared,
     though only after writing it: a registry that lies is bounded by the copy's timeout, not by this sum."""
-    with _skopeo("inspect", "--raw", network=True) as (config, argv, env):
+    host_network = _on_loopback(reference, plain_http)
+    with _skopeo("inspect", "--raw", network=True, host_network=host_network) as (config, argv, env):
         argv += _source(config, reference, username, password, plain_http, "")
         manifest = _manifest(_run([*argv, reference.transport], env))
         if "manifests" in manifest:  # a list of platforms: this host's

@@ -3,6 +3,7 @@ a private address fails the import with a clear message, and the egress proxy re
 connecting to it. Nothing here sends a byte anywhere but the host's own loopback."""
 
 import hashlib
+import ipaddress
 import json
 import socket
 import threading
@@ -12,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from marketplace.choices import ImageStatus
-from marketplace.images import egress, imports, oci
+from marketplace.images import egress, imports, oci, references
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +40,7 @@ class HostileRegistry(BaseHTTPRequestHandler):
     ``token_realm``, sends its clients to a token server on a private address."""
 
     token_realm = ""
+    redirect = "http://10.0.0.8:5000/stolen"
     seen: list[str] = []
 
     def do_GET(self):
@@ -52,7 +54,7 @@ class HostileRegistry(BaseHTTPRequestHandler):
             headers = {"Content-Type": "application/vnd.oci.image.manifest.v1+json", "Docker-Content-Digest": digest}
             self._answer(200, MANIFEST, headers)
         else:
-            self._answer(307, b"", {"Location": "http://10.0.0.8:5000/stolen"})
+            self._answer(307, b"", {"Location": self.redirect})
 
     do_HEAD = do_GET
 
@@ -74,8 +76,8 @@ def hostile_registry():
     """``start(token_realm="")`` → ``host:port`` of a hostile registry on the loopback."""
     servers = []
 
-    def start(token_realm=""):
-        handler = type("Handler", (HostileRegistry,), {"token_realm": token_realm, "seen": []})
+    def start(token_realm="", redirect=HostileRegistry.redirect):
+        handler = type("Handler", (HostileRegistry,), {"token_realm": token_realm, "redirect": redirect, "seen": []})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
@@ -147,7 +149,8 @@ def test_the_proxy_forwards_to_allowed_addresses_and_refuses_private_ones_withou
     image_imports, hostile_registry, connections
 ):
     registry, seen = hostile_registry()
-    with egress.proxy() as (env, refused):
+    with egress.proxy() as running:
+        env, refused = running.env, running.refused
         assert _through(env["HTTP_PROXY"], f"http://{registry}/v2/") == (200, b"{}")
         status, body = _through(env["HTTP_PROXY"], "http://10.0.0.8:5000/stolen")
         # https goes through CONNECT, checked the same way
@@ -166,6 +169,54 @@ def test_the_loopback_is_refused_by_the_proxy_where_the_setting_does_not_allow_i
 ):
     registry, seen = hostile_registry()
     settings.IMAGE_IMPORT_ALLOW_LOOPBACK = False
-    with egress.proxy() as (env, refused):
-        status, _body = _through(env["HTTP_PROXY"], f"http://{registry}/v2/")
+    with egress.proxy() as running:
+        status, _body = _through(running.env["HTTP_PROXY"], f"http://{registry}/v2/")
+        refused = running.refused
     assert status == 403 and refused == ["127.0.0.1"] and not seen and not connections
+
+
+@pytest.fixture
+def canary():
+    """A port on the host's loopback that notes every connection made to it (a service skopeo must never reach)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    touched = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            try:
+                connection, _address = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed at the end of the test
+                return
+            touched.append(connection.getpeername())
+            connection.close()
+
+    threading.Thread(target=watch, daemon=True).start()
+    yield listener.getsockname()[1], touched
+    stop.set()
+    listener.close()
+
+
+@pytest.mark.skipif(not egress.can_isolate(), reason="needs bubblewrap (apt-get install bubblewrap)")
+def test_a_redirect_to_the_hosts_loopback_which_go_sends_past_any_proxy_reaches_nothing(
+    owner, image_imports, hostile_registry, canary, monkeypatch, run_tasks
+):
+    # Given a registry by a name (reached through the proxy, which resolves it) that redirects its blobs to a
+    # service on the host's loopback: Go's client never sends a literal loopback address to a proxy
+    port, touched = canary
+    registry, seen = hostile_registry(redirect=f"http://127.0.0.1:{port}/stolen")
+    real = references.addresses
+    monkeypatch.setattr(
+        references,
+        "addresses",
+        lambda host: {ipaddress.ip_address("127.0.0.1")} if host == "hostile.test" else real(host),
+    )
+    image = run_tasks(owner, f"hostile.test:{registry.rsplit(':', 1)[1]}/team/evil:1")
+    # Then skopeo, in a network namespace of its own, found nothing at that address: the host's service was not
+    # reached, and the import failed
+    assert any("/blobs/" in path for path in seen)
+    assert image.status == ImageStatus.FAILED
+    assert touched == []

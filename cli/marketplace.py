@@ -1,6 +1,7 @@
 """`gpucloud hub search QUERY`, `gpucloud hub show ORG/NAME`, and the image marketplace:
 `gpucloud images ls [QUERY]`, `gpucloud images show IMAGE`, `gpucloud images clone IMAGE [--mine]`,
-`gpucloud images import REF [--username U] [--password-stdin]` and `gpucloud images rm IMAGE`."""
+`gpucloud images import REF [--username U] [--password-stdin]` (or `--archive PATH` in cloud storage) and
+`gpucloud images rm IMAGE`."""
 
 import sys
 from decimal import Decimal
@@ -110,7 +111,7 @@ def _print_import(image) -> None:
     if not imported:
         return
     checks = imported["checks"]
-    print(f"imported from: {imported['reference']} ({imported['step']}) {imported['digest']}")
+    print(f"imported from: {imported['reference'] or imported['archive']} ({imported['step']}) {imported['digest']}")
     if image["status_detail"]:
         print(f"failed: {image['status_detail']}")
     if checks:
@@ -141,7 +142,13 @@ def images_clone(api: Api, args):
 
 
 def images_import(api: Api, args, stdin=None):
-    body = {"reference": args.reference}
+    if bool(args.reference) == bool(args.archive):
+        raise CliError("give a reference or --archive PATH (a docker save or OCI tar in your cloud storage)")
+    body, endpoint = ({"reference": args.reference}, "images/import")
+    if args.archive:
+        if args.username or args.password_stdin:
+            raise CliError("an archive needs no registry user or password")
+        body, endpoint = ({"archive": args.archive}, "images/import-archive")
     if args.username:
         body["username"] = args.username
     if args.password_stdin:
@@ -151,11 +158,12 @@ def images_import(api: Api, args, stdin=None):
         body["password"] = password[:-1] if password.endswith("\n") else password
     if args.name:
         body["name"] = args.name
-    image = api.post("images/import", body)
+    image = api.post(endpoint, body)
     if args.json:
         output(args, image)
         return
-    print(f"importing {image['imported']['reference']} as {image['slug']} (private): {image['status']}")
+    source = image["imported"]["reference"] or image["imported"]["archive"]
+    print(f"importing {source} as {image['slug']} (private): {image['status']}")
     print(f"follow it with: gpucloud images show {image['slug']}")
 
 
@@ -188,8 +196,9 @@ def _register_images(commands):
     p.add_argument("--mine", action="store_true", help="copy it into your images instead of launching it")
     p.add_argument("--name", help="the instance's (or the copy's) name")
     p.set_defaults(handler=images_clone)
-    p = images.add_parser("import", help="import a container image from a registry as your private image")
-    p.add_argument("reference", metavar="REF", help="registry/namespace/name:tag or …@sha256:<digest>")
+    p = images.add_parser("import", help="import a container image from a registry or an archive as your image")
+    p.add_argument("reference", metavar="REF", nargs="?", help="registry/namespace/name:tag or …@sha256:<digest>")
+    p.add_argument("--archive", metavar="PATH", help="instead: a docker save or OCI tar in your cloud storage")
     p.add_argument("--username", help="the registry user, for a private registry")
     p.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
     p.add_argument("--name", help="the image's name (default: the reference's name)")

@@ -347,6 +347,9 @@ if PRODUCTION and IMAGE_IMPORT_ALLOW_LOOPBACK:
 IMAGE_MAX_MANIFEST_BYTES = env.int("IMAGE_MAX_MANIFEST_BYTES", default=1024 * 1024)
 IMAGE_MAX_CONFIG_BYTES = env.int("IMAGE_MAX_CONFIG_BYTES", default=1024 * 1024)
 IMAGE_IMPORT_TIMEOUT_SECONDS = env.int("IMAGE_IMPORT_TIMEOUT_SECONDS", default=3600)
+# The most one imported image may take, packed and unpacked, whatever its owner's storage has left: an image whose
+# manifest declares more is refused before a layer is downloaded.
+IMAGE_IMPORT_MAX_GB = env.float("IMAGE_IMPORT_MAX_GB", default=100)
 STORAGE_UPLOAD_EXPIRY_HOURS = env.int("STORAGE_UPLOAD_EXPIRY_HOURS", default=24)
 CELERY_BEAT_SCHEDULE["storage-expire-uploads"] = {"task": "storage.tasks.expire_uploads", "schedule": 3600}
 CELERY_BEAT_SCHEDULE["storage-charge-daily"] = {"task": "storage.tasks.charge_storage_daily", "schedule": 3600}

@@ -485,14 +485,16 @@ class ImageEvent(models.Model):
 
 
 class ImageImport(models.Model):
-    """Where an imported image came from and what its files say: the registry reference it was copied from, the
+    """Where an imported image came from and what its files say: the registry reference it was copied from (or the
+    path of the archive in the owner's cloud storage it was read from, for ``docker save`` and OCI archives), the
     registry's credentials (encrypted with ``core.encryption``; never shown again), the step the import has reached,
     the image's configuration (entrypoint, cmd, env, working dir, user, exposed ports) and what the checks of its
     files found (a shell, Python, JupyterLab, the chip family its libraries suggest). The image itself is an
     ordinary ``Image`` with one variant, so the wizard, clone and the API take it as any other."""
 
     image = models.OneToOneField(Image, on_delete=models.CASCADE, related_name="imported", verbose_name=_("image"))
-    reference = models.CharField(_("reference"), max_length=500)
+    reference = models.CharField(_("reference"), max_length=500, blank=True)
+    archive = models.CharField(_("archive in cloud storage"), max_length=2048, blank=True)
     digest = models.CharField(_("manifest digest"), max_length=80, blank=True)
     username = models.CharField(_("registry user"), max_length=200, blank=True)
     password_encrypted = models.TextField(blank=True, editable=False)
@@ -508,7 +510,7 @@ class ImageImport(models.Model):
         verbose_name_plural = _("image imports")
 
     def __str__(self):
-        return self.reference
+        return self.reference or self.archive
 
     @property
     def tag(self) -> str:

@@ -18,6 +18,8 @@ from core.api.schema import named_format
 from core.api.validators import display_name
 from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
 from instances.choices import Backend
+from storage import paths
+from storage.api.serializers import PathField
 from teams import roles as team_roles
 from teams.context import acting
 from teams.models import TeamEvent
@@ -78,7 +80,7 @@ class ImageImportSerializer(strict.ModelSerializer):
 
     class Meta:
         model = ImageImport
-        fields = ["reference", "digest", "step", "config", "checks", "created_at", "finished_at"]
+        fields = ["reference", "archive", "digest", "step", "config", "checks", "created_at", "finished_at"]
         read_only_fields = fields
 
 
@@ -96,6 +98,20 @@ class ImportSerializer(strict.Serializer):
         max_length=imports.MAX_CREDENTIAL,
         write_only=True,
         help_text="The registry password or token: stored encrypted, never shown again.",
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=services.MAX_NAME,
+        validators=[display_name(services.MAX_NAME, gettext_lazy("image"))],
+    )
+
+
+class ImportArchiveSerializer(strict.Serializer):
+    archive = PathField(
+        max_length=paths.MAX_PATH_BYTES,
+        trim_whitespace=False,
+        help_text="The path of a `docker save` tar or an OCI layout tar in the account's cloud storage.",
     )
     name = serializers.CharField(
         required=False,
@@ -338,6 +354,31 @@ class ImageImportView(APIView):
             password=data.get("password", ""),
             name=data.get("name", ""),
             owner=context.account,
+        )
+        return Response(_detail(request, image), status=status.HTTP_201_CREATED)
+
+
+class ImageArchiveImportView(APIView):
+    permission_classes = [IsAuthenticated, TokenScopePermission]
+    team_scoped = True  # a team's token (or a member in the team's context) imports from the team's storage
+
+    @extend_schema(
+        tags=["images"],
+        request=ImportArchiveSerializer,
+        responses={201: ImageDetailSerializer, **ERRORS},
+        summary="Import a container image from an archive in your cloud storage as a private image",
+        description="`archive` is the path of a `docker save` tar or an OCI layout tar uploaded to the account's "
+        "cloud storage (its format is read from its content). The image is `importing` until it is copied, unpacked "
+        "and checked, then `ready`, or `failed` with `status_detail`.",
+    )
+    def post(self, request):
+        body = ImportArchiveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        context = acting(request)
+        context.require(team_roles.OPERATE)
+        data = body.validated_data
+        image = imports.start_import(
+            request.user, archive=data["archive"], name=data.get("name", ""), owner=context.account
         )
         return Response(_detail(request, image), status=status.HTTP_201_CREATED)
 

@@ -11,6 +11,7 @@ urlpatterns = [
     # The image marketplace: {key} is an image's id or slug.
     re_path(r"^images/?$", images.ImageListView.as_view(), name="api-images"),
     re_path(r"^images/import/?$", images.ImageImportView.as_view(), name="api-images-import"),
+    re_path(r"^images/import-archive/?$", images.ImageArchiveImportView.as_view(), name="api-images-import-archive"),
     re_path(r"^images/(?P<key>[^/]+)/clone/?$", images.ImageCloneView.as_view(), name="api-image-clone"),
     re_path(r"^images/(?P<key>[^/]+)/publish/?$", images.ImagePublishView.as_view(), name="api-image-publish"),
     re_path(r"^images/(?P<key>[^/]+)/ratings/?$", images.ImageRatingView.as_view(), name="api-image-ratings"),

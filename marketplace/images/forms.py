@@ -78,9 +78,17 @@ class ReviewForm(forms.Form):
 class ImportImageForm(forms.Form):
     reference = forms.CharField(
         label=_("Image reference"),
+        required=False,
         max_length=500,
         help_text=_("registry/namespace/name:tag or …@sha256:<digest>; without a registry, Docker Hub."),
         widget=forms.TextInput(attrs={"class": "form-control", "placeholder": "registry.example.com/team/train:1.0"}),
+    )
+    archive = forms.CharField(
+        label=_("Or an archive in your cloud storage"),
+        required=False,
+        max_length=2048,
+        help_text=_("The path of a “docker save” tar or an OCI layout tar you uploaded, e.g. /images/train.tar."),
+        widget=forms.TextInput(attrs={"class": "form-control", "placeholder": "/images/train.tar"}),
     )
     username = forms.CharField(
         label=_("Registry user (private registries)"),

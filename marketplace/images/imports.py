@@ -1,15 +1,20 @@
 """Images imported from a container registry: the only writer of ``ImageImport`` rows and of the files they name.
 
-``start_import`` checks the reference and the registry, creates a private image (``importing``, one variant) with its
-import record, and enqueues the task on commit; ``run_import`` (the task's work) copies the image into the shared
-OCI layout with skopeo, reads its manifest and config (refused past their size limits), unpacks it rootless with
-umoci, makes the files safe (``rootfs``), checks what they hold and marks the image ready, or failed with the reason.
+``start_import`` checks the reference and the registry (or that the archive is a file in the owner's cloud
+storage: a ``docker save`` tar or an OCI layout tar, told apart by their content), creates a private image
+(``importing``, one variant) with its import record, and enqueues the task on commit; ``run_import`` (the task's
+work) copies the image into the shared OCI layout with skopeo (an archive from the worker's own copy of it, so the
+file the user can still change is not what skopeo reads), reads its manifest and config (refused past their size
+limits), unpacks it rootless with umoci, makes the files safe (``rootfs``), checks what they hold and marks the
+image ready, or failed with the reason.
 An imported image's size counts in its owner's storage (``storage.quota``, as the hub's published repositories do)
 and the import is refused when it would pass the owner's ceiling.
 """
 
 import logging
+import shutil
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.template.defaultfilters import filesizeformat
@@ -17,10 +22,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core import encryption
-from core.errors import Conflict, ServiceError
+from core.errors import Conflict, NotFound, ServiceError
 from instances.choices import TERMINAL
 from instances.models import Instance
 from storage import quota
+from storage import services as storage_services
 from storage.choices import UsageSource
 
 from ..choices import CPU_ONLY, ImageCategory, ImageReview, ImageStatus, ImportStep
@@ -31,6 +37,7 @@ from .services import _clean_name, _event, _publisher_name, _unique_slug, reinde
 log = logging.getLogger(__name__)
 
 MAX_CREDENTIAL = 1000
+COPY_CHUNK = 1024 * 1024
 # What of an image's config the console keeps (the OCI image spec's names).
 CONFIG_KEYS = {
     "Entrypoint": "entrypoint",
@@ -48,11 +55,28 @@ class ImportFailed(ServiceError):
     code = "import_failed"
 
 
-def start_import(user, reference: str, *, username: str = "", password: str = "", name: str = "", owner=None) -> Image:
-    """Import the image ``reference`` names for ``owner`` (default ``user``; a team's account in a team's context):
-    a private image that is ``importing`` until the task has copied, unpacked and checked it."""
+def start_import(
+    user,
+    reference: str = "",
+    *,
+    archive: str = "",
+    username: str = "",
+    password: str = "",
+    name: str = "",
+    owner=None,
+) -> Image:
+    """Import the image ``reference`` names, or the ``docker save`` or OCI archive at the path ``archive`` in the
+    owner's cloud storage, for ``owner`` (default ``user``; a team's account in a team's context): a private image
+    that is ``importing`` until the task has copied, unpacked and checked it."""
     if not getattr(user, "is_authenticated", False):
         raise ServiceError(_("Log in to import images."), code="not_authenticated")
+    owner = owner or user
+    if bool(reference and reference.strip()) == bool(archive and archive.strip()):
+        raise ServiceError(
+            _("Give either an image reference or the path of an archive in your cloud storage."), code="invalid_source"
+        )
+    if archive:
+        return _start(user, owner, archive=_archive_path(owner, archive), name=name)
     parsed = references.parse(reference)
     references.check_registry(parsed)
     username, password = (username or "").strip(), password or ""
@@ -60,13 +84,26 @@ def start_import(user, reference: str, *, username: str = "", password: str = ""
         raise ServiceError(_("The registry user or password is too long."), code="invalid_credentials")
     if password and not username:
         raise ServiceError(_("A password needs the registry user it belongs to."), code="invalid_credentials")
-    owner = owner or user
-    name = _clean_name(name or parsed.path.rsplit("/", 1)[-1])
+    return _start(user, owner, reference=parsed, username=username, password=password, name=name)
+
+
+def _archive_path(owner, path: str) -> str:
+    """The path of a file in ``owner``'s cloud storage (anyone else's files are not found, as a missing one)."""
+    entry = storage_services.find(owner, path)
+    if entry is None or entry.is_folder:
+        raise Conflict(_("“%(path)s” is a folder, not an archive.") % {"path": path}, code="not_a_file")
+    return entry.path
+
+
+def _start(user, owner, *, reference=None, archive="", username="", password="", name="") -> Image:
+    source = str(reference) if reference else archive
+    default_name = reference.path.rsplit("/", 1)[-1] if reference else archive.rsplit("/", 1)[-1].split(".", 1)[0]
+    name = _clean_name(name or default_name or "image")
     with transaction.atomic():
         image = Image.objects.create(
             slug=_unique_slug(name),
             name=name,
-            summary=str(parsed)[:300],
+            summary=source[:300],
             publisher=_publisher_name(owner),
             owner=owner,
             category=ImageCategory.COMMUNITY,
@@ -75,13 +112,14 @@ def start_import(user, reference: str, *, username: str = "", password: str = ""
         )
         ImageImport.objects.create(
             image=image,
-            reference=str(parsed),
+            reference=str(reference or ""),
+            archive=archive,
             username=username,
             password_encrypted=encryption.encrypt(password) if password else "",
         )
         variant = ImageVariant.objects.create(image=image, family=CPU_ONLY, slug=f"{image.slug}-cpu", os="")
         reindex(image, [variant])
-        _event(image, "", ImageStatus.IMPORTING, reason=str(parsed), by=user)
+        _event(image, "", ImageStatus.IMPORTING, reason=source, by=user)
         from .. import tasks
 
         transaction.on_commit(lambda: tasks.import_image.delay(image.pk))
@@ -111,15 +149,10 @@ def _step(record: ImageImport, step: str) -> None:
 
 
 def _import(record: ImageImport) -> dict:
-    parsed = references.parse(record.reference)
-    plain_http = references.check_registry(parsed)  # again: the name may resolve elsewhere since it was typed
-    password = encryption.decrypt(record.password_encrypted) if record.password_encrypted else ""
     _step(record, ImportStep.COPYING)
     try:
-        oci.copy(parsed, record.tag, username=record.username, password=password, plain_http=plain_http)
+        _archive_copy(record) if record.archive else _registry_copy(record)
         digest, manifest, config = oci.read(record.tag)
-    except oci.ToolFailed as exc:
-        raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
     except (oci.TooBig, KeyError, ValueError) as exc:
         raise ImportFailed(_("The image's manifest or configuration is malformed or too large.")) from exc
     allowance = _allowance(record)
@@ -128,7 +161,16 @@ def _import(record: ImageImport) -> dict:
         raise _over_ceiling(record, packed, allowance)
     _step(record, ImportStep.UNPACKING)
     try:
-        root = oci.unpack(record.tag)
+        root = oci.unpack(record.tag, allowance)
+    except oci.NoSpace as exc:
+        raise ImportFailed(
+            _(
+                "The image's layers unpack to more than the %(left)s it may take (a layer holds far more than its "
+                "size says), so it was not imported."
+            )
+            % {"left": filesizeformat(allowance)},
+            code="quota_exceeded",
+        ) from exc
     except oci.ToolFailed as exc:
         raise ImportFailed(_("The image's layers cannot be unpacked: %(reason)s") % {"reason": exc}) from exc
     _step(record, ImportStep.CHECKING)
@@ -146,6 +188,74 @@ def _import(record: ImageImport) -> dict:
         "checks": rootfs.checks(str(root), settings_of.get("env", []), scan.families),
         "neutralised": {"cleared": scan.cleared[:100], "removed": scan.removed[:100]},
     }
+
+
+def _registry_copy(record: ImageImport) -> None:
+    parsed = references.parse(record.reference)
+    plain_http = references.check_registry(parsed)  # again: the name may resolve elsewhere since it was typed
+    password = encryption.decrypt(record.password_encrypted) if record.password_encrypted else ""
+    source = {"username": record.username, "password": password, "plain_http": plain_http}
+    try:
+        packed = oci.packed_size(parsed, **source)
+    except oci.Refused as exc:
+        raise _elsewhere(exc) from exc
+    except oci.ToolFailed as exc:
+        raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
+    except (oci.TooBig, ValueError) as exc:
+        raise ImportFailed(_("The image's manifest or configuration is malformed or too large.")) from exc
+    allowance = _allowance(record)
+    if packed > allowance:  # refused before a layer is downloaded
+        raise _over_ceiling(record, packed, allowance)
+    try:
+        oci.copy(parsed, record.tag, **source)
+    except oci.Refused as exc:
+        raise _elsewhere(exc) from exc
+    except oci.ToolFailed as exc:
+        raise ImportFailed(_("The registry refused the copy: %(reason)s") % {"reason": exc}) from exc
+
+
+def _elsewhere(refused: oci.Refused) -> ImportFailed:
+    return ImportFailed(
+        _(
+            "The registry sent the download to “%(host)s”, which is not a public address; nothing was sent there "
+            "and the import was stopped."
+        )
+        % {"host": str(refused)[:100]},
+        code="registry_refused",
+    )
+
+
+def _archive_copy(record: ImageImport) -> None:
+    """Copy the archive out of the owner's storage into a file of the worker's own (what skopeo reads can then
+    change under it no more), recognise its format and copy its image into the layout."""
+    owner = record.image.owner
+    try:
+        entry = storage_services.find(owner, record.archive)
+        if entry is None or entry.is_folder:
+            raise NotFound(record.archive)
+        _entry, source = storage_services.open_file(owner, entry.public_id)
+    except ServiceError as exc:
+        raise ImportFailed(
+            _("The archive “%(path)s” is no longer in your cloud storage.") % {"path": record.archive}
+        ) from exc
+    allowance = _allowance(record)
+    if entry.size > allowance:  # its layers are about its size: refused before a byte is copied
+        raise _over_ceiling(record, entry.size, allowance)
+    private = oci.archive_of(record.tag)
+    try:
+        with source, open(private, "wb") as copy:
+            shutil.copyfileobj(source, copy, COPY_CHUNK)
+        kind = oci.archive_kind(private)
+        if not kind:
+            raise ImportFailed(
+                _("The file is not an image archive: save one with “docker save” or as an OCI layout tar.")
+            )
+        try:
+            oci.copy_archive(private, kind, record.tag)
+        except oci.ToolFailed as exc:
+            raise ImportFailed(_("The archive cannot be read as an image: %(reason)s") % {"reason": exc}) from exc
+    finally:
+        private.unlink(missing_ok=True)
 
 
 def image_config(config: dict) -> dict:
@@ -173,10 +283,11 @@ def _others(record: ImageImport) -> int:
 
 
 def _allowance(record: ImageImport) -> int:
-    """How many bytes the image may take: what is left under the owner's storage ceiling."""
+    """How many bytes the image may take: what is left under the owner's storage ceiling, and never more than one
+    image may take on this site (``IMAGE_IMPORT_MAX_GB``)."""
     owner = record.image.owner
     used = quota.usage_bytes(owner, besides=UsageSource.IMAGES) + _others(record)
-    return max(0, quota.max_bytes() - used)
+    return max(0, min(quota.max_bytes() - used, int(settings.IMAGE_IMPORT_MAX_GB * quota.GB)))
 
 
 def _over_ceiling(record: ImageImport, size: int, allowance: int) -> ImportFailed:

@@ -13,25 +13,40 @@ file readable by the worker only, never on a command line another process could 
 
 import base64
 import fcntl
+import ipaddress
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
-from contextlib import contextmanager
+import zlib
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from django.conf import settings
 
-from .references import Reference
+from . import bounded, egress
+from .references import DIGEST, Reference
 
 SKOPEO = "/usr/bin/skopeo"
 UMOCI = "/usr/bin/umoci"
+OCI_ARCHIVE, DOCKER_ARCHIVE = "oci-archive", "docker-archive"
+MAX_ARCHIVE_MEMBERS = 100_000  # an image's layout has a few dozen; past this it is not one
 ACCEPT_ANYTHING = {"default": [{"type": "insecureAcceptAnything"}]}  # the digest pins what a reference names
 
 
 class ToolFailed(Exception):
     """skopeo or umoci refused; the message is its last words."""
+
+
+class Refused(ToolFailed):
+    """The registry sent skopeo to a destination that is not public (a redirect, a token server); nothing was sent
+    there. The message is the host."""
+
+
+class NoSpace(Exception):
+    """The layers unpack to more than the space allowed (``args[0]``, bytes)."""
 
 
 class TooBig(Exception):
@@ -44,6 +59,13 @@ def root() -> Path:
 
 def layout() -> Path:
     return root() / "oci"
+
+
+def archive_of(tag: str) -> Path:
+    """Where an import's archive is copied while skopeo reads it (the worker's own file, not the user's)."""
+    folder = root() / "archives"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{tag}.tar"
 
 
 def rootfs_of(tag: str) -> Path:
@@ -80,28 +102,145 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
-    """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
-    ``tag``."""
-    with tempfile.TemporaryDirectory(prefix="skopeo-") as home:
+@contextmanager
+def _skopeo(*command: str, network: bool = False, host_network: bool = False):
+    """skopeo's command line start and environment: a home, policy and registries configuration of its own, and
+    with ``network`` the egress proxy (``egress``) as its only way out, from a network namespace of its own unless
+    ``host_network`` (a registry on the host's loopback, allowed by the setting). A command that fails after the
+    proxy refused a destination raises ``Refused`` naming it."""
+    with tempfile.TemporaryDirectory(prefix="skopeo-") as home, _egress(network) as running:
         config = Path(home)
         (config / "policy.json").write_text(json.dumps(ACCEPT_ANYTHING))
         (config / "registries.conf").write_text("")
-        argv = [SKOPEO, "--policy", str(config / "policy.json"), "copy", "--quiet"]
-        if username:
-            auth = base64.b64encode(f"{username}:{password}".encode()).decode()
-            authfile = config / "auth.json"
-            authfile.touch(mode=0o600)
-            authfile.write_text(json.dumps({"auths": {reference.registry: {"auth": auth}}}))
-            argv += ["--src-authfile", str(authfile)]
-        else:
-            argv += ["--src-no-creds"]
-        if plain_http:
-            argv += ["--src-tls-verify=false"]
+        argv = [SKOPEO, "--policy", str(config / "policy.json"), *command]
         env = {"HOME": home, "XDG_RUNTIME_DIR": home, "CONTAINERS_REGISTRIES_CONF": str(config / "registries.conf")}
+        if running and not host_network and egress.can_isolate():
+            argv, proxy_env = egress.isolated(argv, running)
+            env |= proxy_env
+        elif running:
+            env |= running.env
+        try:
+            yield config, argv, env
+        except ToolFailed as exc:
+            if running and running.refused:
+                raise Refused(running.refused[0]) from exc
+            raise
+
+
+def _on_loopback(reference: Reference, plain_http: bool) -> bool:
+    """Whether the registry is one Go's client reaches without a proxy: the host's loopback, by a literal address
+    or ``localhost`` (allowed by the setting, as ``plain_http`` says)."""
+    if not plain_http:
+        return False
+    if reference.host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(reference.host).is_loopback
+    except ValueError:
+        return False
+
+
+def _egress(network: bool):
+    return egress.proxy() if network else nullcontext(None)
+
+
+def _source(config: Path, reference: Reference, username: str, password: str, plain_http: bool, prefix: str):
+    """skopeo's options for reading from the registry: the credentials in an auth file only the worker reads, and
+    no TLS for the loopback. ``prefix`` is "src-" for ``copy``, "" for ``inspect``."""
+    if username:
+        auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+        authfile = config / "auth.json"
+        authfile.touch(mode=0o600)
+        authfile.write_text(json.dumps({"auths": {reference.registry: {"auth": auth}}}))
+        options = [f"--{prefix}authfile", str(authfile)]
+    else:
+        options = [f"--{prefix}no-creds"]
+    return [*options, f"--{prefix}tls-verify=false"] if plain_http else options
+
+
+def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
+    """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
+    ``tag``."""
+    with _skopeo("copy", "--quiet", network=True, host_network=_on_loopback(reference, plain_http)) as (
+        config,
+        argv,
+        env,
+    ):
+        argv += _source(config, reference, username, password, plain_http, "src-")
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
             _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
+
+
+def packed_size(reference: Reference, *, username: str = "", password: str = "", plain_http: bool = False) -> int:
+    """The bytes of the layers the registry's manifest declares for this host's platform (compressed, as they are
+    downloaded), read with ``skopeo inspect --raw`` before any layer is: only manifests are fetched (refused past
+    ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
+    manifest that does not say a layer's size is refused. skopeo fails a layer that is not the size declared,
+    though only after writing it: a registry that lies is bounded by the copy's timeout, not by this sum."""
+    host_network = _on_loopback(reference, plain_http)
+    with _skopeo("inspect", "--raw", network=True, host_network=host_network) as (config, argv, env):
+        argv += _source(config, reference, username, password, plain_http, "")
+        manifest = _manifest(_run([*argv, reference.transport], env))
+        if "manifests" in manifest:  # a list of platforms: this host's
+            digest = _platform_digest(manifest)
+            pinned = Reference(registry=reference.registry, path=reference.path, digest=digest)
+            manifest = _manifest(_run([*argv, pinned.transport], env))
+    sizes = [layer.get("size") if isinstance(layer, dict) else None for layer in manifest.get("layers") or []]
+    if not sizes or any(not isinstance(size, int) or size < 0 for size in sizes):
+        raise ValueError("the manifest does not declare its layers' sizes")
+    return sum(sizes)
+
+
+def _manifest(text: str) -> dict:
+    if len(text.encode()) > settings.IMAGE_MAX_MANIFEST_BYTES:
+        raise TooBig("manifest")
+    manifest = json.loads(text)
+    if not isinstance(manifest, dict):
+        raise ValueError("a manifest is an object")
+    return manifest
+
+
+def _platform_digest(index: dict) -> str:
+    """The digest of this host's platform's manifest in a multi-platform list."""
+    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    for entry in index.get("manifests") or []:
+        platform = entry.get("platform") if isinstance(entry, dict) else None
+        if isinstance(platform, dict) and platform.get("os") == "linux" and platform.get("architecture") == machine:
+            digest = entry.get("digest")
+            if isinstance(digest, str) and DIGEST.match(digest):
+                return digest
+    raise ValueError(f"no linux/{machine} image in the list")
+
+
+def archive_kind(path: Path) -> str:
+    """skopeo's transport for the archive at ``path``, read from its content: an OCI image layout (``oci-layout``
+    at its top) or ``docker save``'s format (``manifest.json``); "" for anything else. Only the members' names are
+    read (a compressed archive is decompressed in memory as it is read, never written out)."""
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            names = set()
+            for count, member in enumerate(archive):
+                names.add(member.name.removeprefix("./"))
+                if count >= MAX_ARCHIVE_MEMBERS:
+                    break
+    except (tarfile.TarError, EOFError, OSError, zlib.error):
+        return ""
+    if "oci-layout" in names and "index.json" in names:
+        return OCI_ARCHIVE
+    if "manifest.json" in names:
+        return DOCKER_ARCHIVE
+    return ""
+
+
+def copy_archive(path: Path, kind: str, tag: str) -> None:
+    """Copy the one image in the archive at ``path`` (``kind`` from :func:`archive_kind`) into the layout as
+    ``tag``."""
+    if kind not in (OCI_ARCHIVE, DOCKER_ARCHIVE):
+        raise ToolFailed(f"unknown archive kind {kind[:40]}")
+    with _skopeo("copy", "--quiet") as (_config, argv, env), locked():
+        layout().mkdir(parents=True, exist_ok=True)
+        _run([*argv, f"{kind}:{path}", f"oci:{layout()}:{tag}"], env)
 
 
 def _blob(digest: str, limit: int) -> dict:
@@ -131,15 +270,29 @@ def read(tag: str) -> tuple[str, dict, dict]:
     return digest, manifest, config
 
 
-def unpack(tag: str) -> Path:
-    """Unpack ``tag``'s layers into its root file system (a fresh one: what an earlier attempt left is removed)."""
+def unpack(tag: str, limit: int) -> Path:
+    """Unpack ``tag``'s layers into its root file system (a fresh one: what an earlier attempt left is removed). The
+    layers are unpacked on a space of ``limit`` bytes (``bounded``) and copied out from there: a layer that
+    decompresses to more raises ``NoSpace`` and never fills the host's disk."""
     target = rootfs_of(tag)
     partial = target.with_name(f"{tag}.partial")
     for leftover in (partial, target):
         shutil.rmtree(leftover, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with locked():
-        _run([UMOCI, "raw", "unpack", "--rootless", "--image", f"{layout()}:{tag}", str(partial)])
+    try:
+        with bounded.space(root() / "unpacking", limit) as space:
+            unpacked = space / "rootfs"
+            try:
+                with locked():
+                    _run([UMOCI, "raw", "unpack", "--rootless", "--image", f"{layout()}:{tag}", str(unpacked)])
+            except ToolFailed as exc:
+                if "no space left on device" in str(exc).lower():
+                    raise NoSpace(limit) from exc
+                raise
+            bounded.copy_out(unpacked, partial)
+    except (OSError, bounded.local_home.TransientBackendError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ToolFailed(f"no space to unpack in: {exc}") from exc
     partial.rename(target)
     return target
 

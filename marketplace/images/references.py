@@ -94,7 +94,7 @@ def parse(text: str) -> Reference:
     return Reference(registry=registry, path=path, tag=tag or ("" if digest else "latest"), digest=digest)
 
 
-def _addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+def addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     try:
         return {ipaddress.ip_address(host)}
     except ValueError:
@@ -106,7 +106,7 @@ def _addresses(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     return {ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in found}
 
 
-def _allowed(address) -> bool:
+def allowed(address) -> bool:
     if address.is_loopback:
         return bool(settings.IMAGE_IMPORT_ALLOW_LOOPBACK)
     return is_public(address)
@@ -115,11 +115,11 @@ def _allowed(address) -> bool:
 def check_registry(reference: Reference) -> bool:
     """Refuse a registry on a non-public address (every address its name resolves to is checked). Returns whether
     it is the host's own loopback (allowed by the setting), which is spoken to without TLS."""
-    addresses = _addresses(reference.host)
-    refused = [a for a in addresses if not _allowed(a)]
-    if not addresses or refused:
+    addresses_found = addresses(reference.host)
+    refused = [a for a in addresses_found if not allowed(a)]
+    if not addresses_found or refused:
         raise RegistryRefused(
             _("Images are imported only from registries on public addresses; “%(host)s” is not one.")
             % {"host": reference.host}
         )
-    return all(a.is_loopback for a in addresses)
+    return all(a.is_loopback for a in addresses_found)

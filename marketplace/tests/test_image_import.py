@@ -163,3 +163,48 @@ def test_a_config_of_an_unexpected_shape_is_read_safely():
     assert imports.image_config([]) == {}
     odd = {"config": {"Cmd": "sh", "Env": ["A=1", 2], "ExposedPorts": {"80/tcp": {}, 1: {}}, "User": 0}}
     assert imports.image_config(odd) == {"env": ["A=1"], "exposed_ports": ["80/tcp"]}
+
+
+def test_an_image_past_the_storage_left_is_refused_before_a_layer_is_downloaded(
+    owner, settings, image_imports, tiny_image, run_tasks
+):
+    # Given an owner with about 1 MB of storage left: less than busybox's layer
+    settings.STORAGE_MAX_GB = 0.001
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    # Then the import fails on the sizes the manifest declares, and no layer was written on this host
+    assert image.status == ImageStatus.FAILED
+    assert "storage is left" in image.status_detail
+    assert not (oci.layout() / "blobs").exists()
+
+
+def test_an_image_past_the_sites_largest_import_is_refused_before_a_layer_is_downloaded(
+    owner, settings, image_imports, tiny_image, run_tasks
+):
+    settings.IMAGE_IMPORT_MAX_GB = 0.0005  # about 500 KB, with the owner's storage nearly empty
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    assert image.status == ImageStatus.FAILED
+    assert "storage is left" in image.status_detail
+    assert not (oci.layout() / "blobs").exists()
+
+
+def test_a_layer_that_unpacks_to_far_more_than_it_says_fails_without_filling_the_disk(
+    owner, settings, registry, image_imports, tmp_path, run_tasks
+):
+    # Given an image whose one layer is about 200 KB compressed and 200 MB unpacked, and 100 MB allowed
+    def bomb(root):
+        with open(root / "zeros", "wb") as zeros:
+            for _ in range(200):
+                zeros.write(bytes(1024 * 1024))
+
+    layout = build_image(tmp_path / "bomb", {}, cmd=["/bin/sh"], env=[], extra=bomb)
+    (tmp_path / "bomb" / "rootfs" / "zeros").unlink()  # the test's own copy
+    reference = push(layout, registry, "team/bomb:1")
+    settings.IMAGE_IMPORT_MAX_GB = 100 / 1024
+    image = run_tasks(owner, reference, username=USER, password=PASSWORD)
+    # Then the import fails saying why, and nothing of it is left: no root, no space, no mount
+    assert image.status == ImageStatus.FAILED
+    assert "unpack to more than the 100.0\xa0MB it may take" in image.status_detail
+    assert not oci.rootfs_of(image.imported.tag).exists()
+    assert not oci.rootfs_of(image.imported.tag).with_name(f"{image.imported.tag}.partial").exists()
+    assert not list((image_imports / "unpacking").iterdir())
+    assert str(image_imports) not in open("/proc/self/mountinfo").read()

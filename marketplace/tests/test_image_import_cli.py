@@ -43,3 +43,10 @@ def test_import_with_a_password_from_stdin_then_show_ls_and_rm(cli, image_import
 def test_a_password_from_stdin_needs_a_user(cli, image_imports):
     code, _out, err = cli("images", "import", "busybox", "--password-stdin", stdin="x")
     assert code != 0 and "--username" in err
+
+
+def test_import_from_an_archive_in_cloud_storage(cli, owner, cloud_storage, image_imports):
+    code, out, err = cli("images", "import", "--archive", "/nowhere.tar")
+    assert code != 0 and "Nothing at" in err  # looked up in the caller's own storage
+    code, _out, err = cli("images", "import")
+    assert code != 0 and "--archive" in err

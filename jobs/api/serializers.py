@@ -13,6 +13,7 @@ from core.api.validators import Pattern, display_name
 from instances.api.serializers import VariablesField
 from instances.logs import DEFAULT_TAIL, MAX_TAIL
 
+from .. import outputs
 from ..choices import JobBackend, State
 from ..models import Job
 from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
@@ -26,6 +27,10 @@ class JobSerializer(strict.ModelSerializer):
     instance = serializers.UUIDField(source="instance.public_id", read_only=True, allow_null=True, default=None)
     choice_reason = serializers.CharField(read_only=True, help_text="Why the job runs where it does.")
     queue_position = serializers.SerializerMethodField(help_text="Place in the queue (1: next) while queued.")
+    outputs = serializers.SerializerMethodField(
+        help_text="The job's outputs folder in its owner's cloud storage (the storage API's path); the command "
+        "sees it as $OUTPUT_DIR."
+    )
 
     class Meta:
         model = Job
@@ -50,6 +55,7 @@ class JobSerializer(strict.ModelSerializer):
             "exit_code",
             "instance",
             "queue_position",
+            "outputs",
             "created_at",
             "started_at",
             "ended_at",
@@ -58,6 +64,9 @@ class JobSerializer(strict.ModelSerializer):
 
     def get_queue_position(self, job) -> int | None:
         return self.context.get("positions", {}).get(job.pk)
+
+    def get_outputs(self, job) -> str:
+        return outputs.folder_path(job)
 
 
 class JobCreateSerializer(strict.Serializer):

@@ -28,7 +28,7 @@ def test_a_job_runs_its_command_and_its_machine_is_released_when_it_exits(submit
     drive()
     job = fresh(job)
     assert job.state == State.RUNNING
-    assert job.instance.status == Status.RUNNING and job.instance.start_command == "python train.py"
+    assert job.instance.status == Status.RUNNING and job.instance.start_command.endswith("\npython train.py")
     assert job.instance.image == "pytorch-2.2-dtk24"  # the dcu variant of the multi-arch image
 
     report_exit(job.instance, 0)

@@ -163,6 +163,14 @@ COVERED = {
     "api-job-cancel": lambda o: {"id": o["job"].public_id},
     "api-job-rerun": lambda o: {"id": o["job"].public_id},
     "api-job-logs": lambda o: {"id": o["job"].public_id},
+    "jobs:schedule": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-suspend": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-resume": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-delete": lambda o: {"public_id": o["schedule"].public_id},
+    "api-job-schedule-detail": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-runs": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-suspend": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-resume": lambda o: {"id": o["schedule"].public_id},
 }
 
 # Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
@@ -310,6 +318,10 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["job"] = jobs.submit(
         owner, jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
     )
+    from jobs import schedules
+
+    request = jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
+    objects["schedule"] = schedules.create(owner, schedules.ScheduleRequest(job=request, cron="@daily"))
     return objects
 
 

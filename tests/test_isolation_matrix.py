@@ -70,6 +70,7 @@ COVERED = {
     "instances:ports": lambda o: {"public_id": o["instance"].public_id},
     "instances:open-port": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
+    "instances:daily-power": lambda o: {"public_id": o["instance"].public_id},
     "instances:logs": lambda o: {"public_id": o["instance"].public_id},
     "instances:secret-replace": lambda o: {"name": o["secret"].name},
     "instances:secret-delete": lambda o: {"name": o["secret"].name},

@@ -71,6 +71,7 @@ COVERED = {
     "instances:open-port": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
     "instances:daily-power": lambda o: {"public_id": o["instance"].public_id},
+    "api-instance-daily-power": lambda o: {"id": o["instance"].public_id},
     "instances:logs": lambda o: {"public_id": o["instance"].public_id},
     "instances:secret-replace": lambda o: {"name": o["secret"].name},
     "instances:secret-delete": lambda o: {"name": o["secret"].name},

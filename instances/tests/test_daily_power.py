@@ -152,3 +152,23 @@ def test_a_teams_read_only_member_cannot_set_them_and_a_stranger_gets_a_404(clie
     client.force_login(stranger)
     assert client.post(url, {"stop_at": "23:00"}).status_code == 404
     assert not DailyPowerSchedule.objects.exists()
+
+
+def test_the_api_reads_sets_and_clears_the_daily_times(owner_api, launch, lifecycle):
+    instance = launch()
+    url = f"/api/v1/instances/{instance.public_id}/daily-power"
+    assert owner_api.get(url).json() == {"stop_at": None, "start_at": None, "timezone": ""}
+    saved = owner_api.put(url, {"stop_at": "23:00", "start_at": "08:30"}, format="json")
+    assert saved.status_code == 200
+    assert saved.json() == {"stop_at": "23:00", "start_at": "08:30", "timezone": "Asia/Shanghai"}
+    bad = owner_api.put(url, {"stop_at": "23:00", "timezone": "Mars/Olympus"}, format="json")
+    assert bad.status_code == 400 and "timezone" in bad.json()["errors"]
+    owner_api.put(url, {"stop_at": None, "start_at": None}, format="json")
+    assert not DailyPowerSchedule.objects.exists()
+
+
+def test_someone_elses_instance_has_no_daily_times_for_them(stranger_api, launch, lifecycle):
+    instance = launch()
+    url = f"/api/v1/instances/{instance.public_id}/daily-power"
+    assert stranger_api.get(url).status_code == 404
+    assert stranger_api.put(url, {"stop_at": "23:00"}, format="json").status_code == 404

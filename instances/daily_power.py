@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from core.errors import Conflict, ServiceError
 from core.field_errors import FieldError
+from core.time_zones import clean_timezone
 
 from . import lifecycle
 from .choices import Reason, Status
@@ -26,7 +27,6 @@ from .statemachine import note
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEZONE = "Asia/Shanghai"
 FINISHED = (Status.RELEASING, Status.RELEASED)
 
 
@@ -51,15 +51,6 @@ def set_daily(instance: Instance, stop_at: time | None, start_at: time | None, z
             "done_until": latest[1] if latest else None,
         },
     )
-
-
-def clean_timezone(name) -> str:
-    text = str(name or "").strip() or DEFAULT_TIMEZONE
-    if text not in zoneinfo.available_timezones():
-        raise FieldError(
-            "timezone", _("Unknown time zone “%(zone)s”: use e.g. Asia/Shanghai.") % {"zone": text}, code="invalid_tz"
-        )
-    return text
 
 
 def _latest_due(schedule: DailyPowerSchedule, now: datetime) -> tuple[str, datetime] | None:

@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
+from core.time_zones import DEFAULT_TIMEZONE, clean_timezone
 from core.validators import clean_display_name
 from instances.environment import check_boot_options
 from teams.access import reaches, refuse_if_seen
@@ -35,8 +36,13 @@ from . import services
 from .choices import FINISHED, State
 from .models import JobSchedule, ScheduleRun
 
-DEFAULT_TIMEZONE = "Asia/Shanghai"
 MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+# The name of the expression's format in the API's schema, and what it says.
+CRON_FORMAT = "cron"
+CRON_RULES = (
+    "Five cron fields (minute hour day-of-month month day-of-week; numbers, names, *, lists, ranges and steps), "
+    "e.g. 0 2 * * *, or one of " + ", ".join(sorted(MACROS)) + "."
+)
 
 
 @dataclass(frozen=True)
@@ -61,15 +67,6 @@ def clean_cron(expression) -> str:
             code="invalid_cron",
         )
     return text.lower() if text.startswith("@") else text
-
-
-def clean_timezone(name) -> str:
-    text = str(name or "").strip() or DEFAULT_TIMEZONE
-    if text not in zoneinfo.available_timezones():
-        raise FieldError(
-            "timezone", _("Unknown time zone “%(zone)s”: use e.g. Asia/Shanghai.") % {"zone": text}, code="invalid_tz"
-        )
-    return text
 
 
 def next_due(cron: str, zone: str, after: datetime, previous: datetime | None = None) -> datetime:

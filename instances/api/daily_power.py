@@ -7,10 +7,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import strict
+from core.api.schema import named_format
+from core.time_zones import DEFAULT_TIMEZONE, TIMEZONE_FORMAT, TIMEZONE_RULES
 from instances import daily_power, lifecycle
 
 from ..models import DailyPowerSchedule
 from .serializers import ErrorSerializer
+
+
+@named_format(TIMEZONE_FORMAT, TIMEZONE_RULES)
+class TimeZoneField(serializers.CharField):
+    """An IANA zone name (``core.time_zones.clean_timezone`` checks it)."""
 
 
 class DailyPowerSerializer(strict.Serializer):
@@ -20,9 +27,7 @@ class DailyPowerSerializer(strict.Serializer):
     start_at = serializers.TimeField(
         allow_null=True, default=None, format="%H:%M", help_text="Start it every day at this time (HH:MM)."
     )
-    timezone = serializers.CharField(
-        max_length=64, default=daily_power.DEFAULT_TIMEZONE, help_text="The zone the times are read in (IANA name)."
-    )
+    timezone = TimeZoneField(max_length=64, default=DEFAULT_TIMEZONE)
 
 
 ERRORS = {

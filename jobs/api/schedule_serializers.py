@@ -3,21 +3,29 @@
 from rest_framework import serializers
 
 from core.api import strict
+from core.api.schema import named_format
+from core.time_zones import DEFAULT_TIMEZONE, TIMEZONE_FORMAT, TIMEZONE_RULES
 
 from ..models import JobSchedule, ScheduleRun
-from ..schedules import DEFAULT_TIMEZONE
+from ..schedules import CRON_FORMAT, CRON_RULES
 from .serializers import JobCreateSerializer
+
+
+@named_format(CRON_FORMAT, CRON_RULES)
+class CronField(serializers.CharField):
+    """A cron expression (``jobs.schedules.clean_cron`` checks it)."""
+
+
+@named_format(TIMEZONE_FORMAT, TIMEZONE_RULES)
+class TimeZoneField(serializers.CharField):
+    """An IANA zone name (``core.time_zones.clean_timezone`` checks it)."""
 
 
 class ScheduleCreateSerializer(JobCreateSerializer):
     """A job's request (as ``POST /api/v1/jobs/`` takes it) run on a cron schedule."""
 
-    cron = serializers.CharField(
-        max_length=100, help_text="Five cron fields (“0 2 * * *”: 02:00 every day) or @hourly, @daily, @weekly…"
-    )
-    timezone = serializers.CharField(
-        max_length=64, default=DEFAULT_TIMEZONE, help_text="The zone the expression is read in (IANA name)."
-    )
+    cron = CronField(max_length=100)
+    timezone = TimeZoneField(max_length=64, default=DEFAULT_TIMEZONE)
     allow_overlap = serializers.BooleanField(
         default=False, help_text="Start a run even while the previous one is still going (otherwise it is skipped)."
     )

@@ -30,11 +30,12 @@ class State(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
 
 
-# Every legal move; a failed job with retries left goes back to the queue.
+# Every legal move; a failed job with retries left goes back to the queue, and so does a spot job whose machine was
+# reclaimed.
 TRANSITIONS: dict[str, frozenset[str]] = {
     State.QUEUED: frozenset({State.STARTING, State.CANCELLED, State.FAILED}),
-    State.STARTING: frozenset({State.RUNNING, State.FAILED, State.CANCELLED}),
-    State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.TIMED_OUT, State.CANCELLED}),
+    State.STARTING: frozenset({State.RUNNING, State.FAILED, State.CANCELLED, State.QUEUED}),
+    State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.TIMED_OUT, State.CANCELLED, State.QUEUED}),
     State.FAILED: frozenset({State.QUEUED}),
     State.SUCCEEDED: frozenset(),
     State.TIMED_OUT: frozenset(),

@@ -34,28 +34,47 @@ KEPT_LOG_LINES = 1000
 MACHINE_GONE = frozenset({Status.STOPPING, Status.STOPPED, Status.PREEMPTED, Status.FAILED, Status.RELEASED})
 
 
-def queue_order() -> list[int]:
-    """The queued jobs' ids in the order placement tries them: round by round, each account's oldest waiting job,
-    the accounts in the order of how long that job has waited. No account's queue holds up another's."""
-    rows = Job.objects.filter(state=State.QUEUED).order_by("queued_at", "pk").values_list("pk", "owner_id", "queued_at")
+def _queue() -> list[tuple[int, tuple, int]]:
+    """The queued jobs as (id, what they wait for, cards) in the order placement tries them: round by round, each
+    account's oldest waiting job, the accounts in the order of how long that job has waited. No account's queue
+    holds up another's."""
+    rows = (
+        Job.objects.filter(state=State.QUEUED)
+        .order_by("queued_at", "pk")
+        .values_list("pk", "owner_id", "queued_at", "chip_id", "family", "spot", "cards")
+    )
     seen: dict[int, int] = {}
     ranked = []
-    for pk, owner_id, queued_at in rows:
+    for pk, owner_id, queued_at, chip_id, family, spot, cards in rows:
         rank = seen.get(owner_id, 0)
         seen[owner_id] = rank + 1
-        ranked.append((rank, queued_at, pk))
-    return [pk for _rank, _at, pk in sorted(ranked)]
+        ranked.append((rank, queued_at, pk, (chip_id, family, spot), cards))
+    return [(pk, wants, cards) for _rank, _at, pk, wants, cards in sorted(ranked)]
+
+
+def queue_order() -> list[int]:
+    """The queued jobs' ids in the order placement tries them."""
+    return [pk for pk, _wants, _cards in _queue()]
 
 
 def place_queued() -> int:
     """Try to start every queued job in fair order; a job that finds no card stays queued. Returns how many
-    started."""
+    started. Once a kind of card (chip, family, spot) had no room for n cards in this pass, the jobs after it that
+    want n or more of that kind wait for the next pass without asking: a long queue costs a pass one try per kind,
+    not one per job."""
     started = 0
-    for pk in queue_order():
+    no_room: dict[tuple, int] = {}  # what a job waits for → the fewest cards of it found not free in this pass
+    for pk, wants, cards in _queue():
+        if cards >= no_room.get(wants, cards + 1):
+            continue
         try:
-            started += _place(pk)
+            outcome = _place(pk)
         except Conflict:
             continue  # another beat moved it first
+        if outcome == PLACED:
+            started += 1
+        elif outcome == NO_ROOM:
+            no_room[wants] = min(cards, no_room.get(wants, cards))
     return started
 
 
@@ -73,25 +92,28 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
     )
 
 
-def _place(pk: int) -> int:
+PLACED, NO_ROOM, LEFT = "placed", "no room", "left"  # what a try to place a job came to
+
+
+def _place(pk: int) -> str:
     with transaction.atomic():
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
-            return 0
+            return LEFT
         try:
             with transaction.atomic():
                 instance = launching.launch(job.owner, _launch_request(job), by=job.submitted_by)
         except CapacityError as exc:
             note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
-            return 0
+            return NO_ROOM
         except PaymentRequired as exc:
             transition(
                 job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
             )
-            return 0
+            return LEFT
         except ServiceError as exc:
             transition(job, State.FAILED, detail=exc.message, ended_at=timezone.now())
-            return 0
+            return LEFT
         transition(
             job,
             State.STARTING,
@@ -100,7 +122,7 @@ def _place(pk: int) -> int:
             attempts=job.attempts + 1,
             exit_code=None,
         )
-    return 1
+    return PLACED
 
 
 def watch_active() -> int:
@@ -159,12 +181,31 @@ def _finish(job: Job, code: int | None, *, at=None) -> None:
 
 
 def _machine_gone(job: Job, *, at=None) -> None:
-    detail = job.instance.status_detail or Status(job.instance.status).label
     at = at or timezone.now()
+    if job.spot and job.instance.status == Status.PREEMPTED:
+        _reclaimed(job, at)
+        return
+    detail = job.instance.status_detail or Status(job.instance.status).label
     with transaction.atomic():
         transition(job, State.FAILED, detail=_("its machine ended: %(why)s") % {"why": detail}, ended_at=at)
         release_machine(job, at)
         _failed(job)
+
+
+def _reclaimed(job: Job, at) -> None:
+    """A spot job whose machine was reclaimed goes back to the queue, in the place its submission gave it, without
+    using up a retry: its command runs again on the next free card and resumes from the checkpoint it keeps in its
+    outputs folder (the machine had the checkpoint signal and the notice window first). Billing stopped at the
+    reclaim."""
+    with transaction.atomic():
+        release_machine(job, at)
+        transition(
+            job,
+            State.QUEUED,
+            detail=_("Its spot machine was reclaimed: back in the queue, it resumes from its last checkpoint."),
+            started_at=None,
+            attempts=max(job.attempts - 1, 0),  # the next placement counts this attempt again
+        )
 
 
 def _failed(job: Job) -> None:

@@ -2,8 +2,8 @@
 
 Each database is created fresh (SQLite under var/bench/, PostgreSQL database gpucloud_bench), migrated and
 loaded with the catalog. Results go into docs/benchmarks.md (the docs site's Benchmarks page) between the bench markers.
-Options: --quick (skip the long benchmarks), --only TEXT, --no-postgres, --light (CI: every benchmark on small data;
-the table is printed, nothing is written).
+Options: --quick (skip the long benchmarks), --only TEXT, --skip TEXT, --no-postgres, --no-sqlite, --light (CI:
+every benchmark on small data; the table is printed, nothing is written).
 """
 
 import argparse
@@ -20,6 +20,16 @@ OUT = ROOT / "var" / "bench"
 PG_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpucloud_bench")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def unmount_under(folder: Path) -> None:
+    """Unmount what an earlier run left mounted under ``folder`` (storage images of its data directory), so that
+    the folder can be removed."""
+    prefix = f"{folder.resolve()}/"
+    mounts = Path("/proc/self/mounts").read_text().splitlines() if Path("/proc/self/mounts").exists() else []
+    points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", point], check=False)
 
 
 def manage(env, *args):
@@ -96,22 +106,33 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only")
+    parser.add_argument("--skip", help="leave out the benchmarks whose title contains this text")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--light", action="store_true")
     args = parser.parse_args()
+    if args.no_postgres and args.no_sqlite:
+        sys.exit("--no-postgres and --no-sqlite together leave nothing to run")
     extra = ["--quick"] if args.quick else []
-    extra += (["--only", args.only] if args.only else []) + (["--light"] if args.light else [])
+    extra += (["--only", args.only] if args.only else []) + (["--skip", args.skip] if args.skip else [])
+    extra += ["--light"] if args.light else []
 
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    results_path = OUT / "results.json"
+    # Each database's pass has a folder of its own, so that CI can run the two passes at different times.
+    out = OUT / ("pg" if args.no_sqlite else "sqlite" if args.no_postgres else "")
+    unmount_under(out)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    results_path = out / "results.json"
     base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}}
 
-    sqlite_env = base_env | {"DATA_DIR": str(OUT / "sqlite")}
-    prepare(sqlite_env)
-    manage(sqlite_env, "bench", "--json", str(results_path), *extra)
+    if not args.no_sqlite:
+        sqlite_env = base_env | {"DATA_DIR": str(OUT / "sqlite")}
+        prepare(sqlite_env)
+        manage(sqlite_env, "bench", "--json", str(results_path), *extra)
 
     in_ci = os.environ.get("CI") == "true"  # CI's services are there: a missing one is a failure, not a skip
+    if not args.no_postgres and not postgres_available() and in_ci:
+        sys.exit("CI=true and PostgreSQL does not answer: the PostgreSQL + Redis column cannot be left empty")
     if not args.no_postgres and postgres_available():
         pg_env = base_env | {"DATA_DIR": str(OUT / "pg"), "DATABASE_URL": PG_URL}
         if not args.light:
@@ -122,8 +143,6 @@ def main():
             sys.exit(f"CI=true and Redis does not answer at {REDIS_URL}")
         prepare(pg_env)
         manage(pg_env, "bench", "--json", str(results_path), *extra)
-    elif in_ci:
-        sys.exit("CI=true and PostgreSQL does not answer: the PostgreSQL + Redis column cannot be left empty")
 
     results = json.loads(results_path.read_text()) if results_path.exists() else {"machine": "?", "rows": []}
     if args.light:

@@ -16,6 +16,7 @@ from instances.choices import Status
 from jobs import services
 from jobs.choices import State
 from jobs.exits import report_exit
+from jobs.models import Job
 
 from .conftest import drive
 from .helpers import fresh
@@ -154,6 +155,39 @@ def test_the_queue_is_fair_across_accounts(submit, lifecycle, owner, stranger):
     assert [order[j.pk] for j in [mine[0], theirs, mine[1], mine[2]]] == [1, 2, 3, 4]
 
 
+def test_a_long_queue_for_taken_cards_costs_a_placement_pass_one_try(submit, lifecycle, owner, stranger):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs import running
+
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))  # every DCU card is taken
+
+    def pass_queries(jobs: int) -> int:
+        for i in range(jobs):
+            submit(user=[owner, stranger][i % 2], backend="dcu", name=f"wait-{i}")
+        with CaptureQueriesContext(connection) as seen:
+            assert running.place_queued() == 0
+        return len(seen.captured_queries)
+
+    few = pass_queries(2)
+    many = pass_queries(20)  # 22 queued now
+    # One try for the kind of card, not one per queued job (a try is a whole launch refused: dozens of queries).
+    assert many <= few + 5
+    assert Job.objects.filter(state=State.QUEUED).count() == 22
+
+
+def test_a_smaller_job_still_starts_after_a_bigger_one_found_no_room(submit, lifecycle, owner, stranger):
+    # One DCU node with two free cards: the owner's 4-card job waits, the stranger's 1-card job behind it starts.
+    Node.objects.filter(chip__slug="dcu-z100").exclude(name="xc-dcu-01").update(drained=True)
+    Node.objects.filter(name="xc-dcu-01").update(cards_reserved=F("cards") - 2)
+    big = submit(backend="dcu", cards=4, name="big")
+    small = submit(user=stranger, backend="dcu", cards=1, name="small")
+    drive(rounds=1)
+    assert fresh(big).state == State.QUEUED
+    assert fresh(small).state in (State.STARTING, State.RUNNING)
+
+
 def test_a_job_that_cannot_pay_its_first_hour_is_refused(submit, lifecycle, owner):
     from core.errors import PaymentRequired
 
@@ -169,6 +203,32 @@ def test_someone_elses_job_is_not_found(submit, stranger):
     with pytest.raises(NotFound):
         services.get_job(stranger, "not-a-uuid")
     assert services.get_job(job.owner, job.public_id) == job
+
+
+def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_runs_again_without_using_a_retry(submit, lifecycle, owner):
+    from instances import lifecycle as instance_lifecycle
+
+    job = submit(backend="dcu", spot=True, retries=0, command="python train.py --resume")
+    drive()
+    job = fresh(job)
+    assert job.state == State.RUNNING
+    first = job.instance
+    instance_lifecycle.preempt(first, detail="an on-demand launch took the cards")
+    running_until_reclaim = lifecycle.sessions_of(first)
+
+    drive()
+    job = fresh(job)
+    assert job.state == State.RUNNING and job.instance_id != first.pk  # placed again, on a new machine
+    assert job.attempts == 1 and job.instance.start_command.endswith("\npython train.py --resume")
+    first.refresh_from_db()
+    assert first.status == Status.RELEASED
+    assert [s.ended_at for s in running_until_reclaim] == [first.stopped_at]  # billing ended at the reclaim
+    events = list(job.events.order_by("at", "pk").values_list("new", flat=True))
+    assert events.count(State.QUEUED) == 2 and events.count(State.RUNNING) == 2
+
+    report_exit(job.instance, 0)
+    drive()
+    assert fresh(job).state == State.SUCCEEDED
 
 
 def test_a_rerun_is_a_new_job_with_the_same_request(submit, lifecycle):

@@ -1,6 +1,9 @@
 """A job's outputs folder, ``jobs/<id>/`` in its owner's cloud storage: made when the job is placed, handed to the
 command as $OUTPUT_DIR, named by the API and linked from the job's page."""
 
+from django.db.models import F
+
+from catalog.models import Node
 from jobs.exits import report_exit
 from storage import services as storage
 from storage.models import Entry
@@ -61,3 +64,16 @@ def test_a_teams_job_writes_to_the_teams_cloud_storage(owner, submit):
     assert job.instance.env["OUTPUT_DIR"] == f"/root/shared-team/jobs/{job.public_id}"
     assert Entry.objects.filter(owner=account, path=f"/jobs/{job.public_id}").exists()
     assert not Entry.objects.filter(owner=owner, path__startswith="/jobs").exists()
+
+
+def test_a_job_that_waited_for_a_card_gets_its_outputs_folder_once_it_starts(submit, owner):
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))
+    job = submit(backend="dcu")
+    drive()
+    assert fresh(job).state == "queued"  # tried, no card: nothing of the try is kept
+
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=0)
+    drive()
+    job = fresh(job)
+    assert job.state == "running", job.state_detail
+    assert Entry.objects.filter(owner=owner, path=f"/jobs/{job.public_id}", kind="folder").count() == 1

@@ -1,6 +1,7 @@
 """`gpucloud jobs submit|ls|show|logs|cancel|rerun`: a command run to its end on a machine of a family (or the
 cheapest per unit of work with ``--backend auto``), its machine released when the command ends or the timeout
-hits. ``logs -f`` polls every 2 s until the job ends."""
+hits. ``logs -f`` polls every 2 s until the job ends. ``submit --cron "0 2 * * *" [--tz ZONE]`` saves a schedule
+instead, each run a job of its own; ``jobs schedules ls|runs|suspend|resume|rm`` manage them."""
 
 import argparse
 import re
@@ -50,6 +51,9 @@ def submit(api: Api, args):
     }
     if args.max_price is not None:
         body["max_price_per_hour"] = args.max_price
+    if args.cron:
+        _schedule(api, args, body)
+        return
     if args.env:
         pairs = [item.split("=", 1) for item in args.env]
         if any(len(pair) != 2 for pair in pairs):
@@ -61,6 +65,48 @@ def submit(api: Api, args):
         return
     print(f"{job['id']}  {job['state']}" + (f" (place {job['queue_position']})" if job["queue_position"] else ""))
     print(job["choice_reason"])
+
+
+SCHEDULE_COLUMNS = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("CRON", "cron"),
+    ("ZONE", "timezone"),
+    ("SUSPENDED", "suspended"),
+    ("NEXT RUN", "next_run_at"),
+]
+RUN_COLUMNS = [("DUE", "due_at"), ("OUTCOME", "outcome"), ("JOB", "job"), ("DETAIL", "detail")]
+
+
+def _schedule(api: Api, args, body: dict) -> None:
+    body |= {"cron": args.cron, "allow_overlap": args.allow_overlap}
+    if args.tz:
+        body["timezone"] = args.tz
+    made = api.post("jobs/schedules", body)
+    if args.json:
+        output(args, made)
+        return
+    print(f"{made['id']}  {made['cron']} ({made['timezone']}), next run {made['next_run_at']}")
+
+
+def schedules_ls(api: Api, args):
+    output(args, api.list("jobs/schedules"), SCHEDULE_COLUMNS)
+
+
+def schedules_runs(api: Api, args):
+    output(args, api.get(f"jobs/schedules/{args.id}/runs"), RUN_COLUMNS)
+
+
+def schedules_rm(api: Api, args):
+    api.delete(f"jobs/schedules/{args.id}")
+    print(f"{args.id}  deleted (the jobs it ran stay)")
+
+
+def _schedule_action(verb):
+    def run(api: Api, args):
+        output(args, [api.post(f"jobs/schedules/{args.id}/{verb}", {})], SCHEDULE_COLUMNS)
+
+    return run
 
 
 def ls(api: Api, args):
@@ -103,6 +149,9 @@ def register(commands):
     p.add_argument("--spot", action="store_true", help="preemptible, cheaper")
     p.add_argument("--retries", type=int, default=0, help="run again this many times when it fails")
     p.add_argument("--env", action="append", metavar="NAME=VALUE", help="an environment variable (repeatable)")
+    p.add_argument("--cron", help='run on a schedule instead of once: "0 2 * * *" (02:00 every day), @hourly…')
+    p.add_argument("--tz", help="the schedule's time zone (default Asia/Shanghai)")
+    p.add_argument("--allow-overlap", action="store_true", help="start a run even while the previous one runs")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- the command, run with /bin/sh -c")
     p.set_defaults(handler=submit)
     p = jobs.add_parser("ls", help="list your jobs")
@@ -120,3 +169,19 @@ def register(commands):
         p = jobs.add_parser(verb, help=help_text)
         p.add_argument("id")
         p.set_defaults(handler=_action(verb))
+    _register_schedules(jobs)
+
+
+def _register_schedules(jobs):
+    parser = jobs.add_parser("schedules", help="jobs on a cron schedule (made with `jobs submit --cron …`)")
+    schedules = parser.add_subparsers(dest="schedules_command")
+    schedules.add_parser("ls", help="list your schedules").set_defaults(handler=schedules_ls)
+    for verb, handler, help_text in (
+        ("runs", schedules_runs, "what became of its last due times"),
+        ("suspend", _schedule_action("suspend"), "no run is due until resumed"),
+        ("resume", _schedule_action("resume"), "due again from now on"),
+        ("rm", schedules_rm, "delete it (the jobs it ran stay)"),
+    ):
+        p = schedules.add_parser(verb, help=help_text)
+        p.add_argument("id")
+        p.set_defaults(handler=handler)

@@ -8,7 +8,17 @@ from catalog.models import Chip, InstanceSpec, Node, Region, ScalingFigure, Zone
 from core.errors import ServiceError
 
 from . import lifecycle
-from .models import AccountLimit, AgentReport, HostLoad, Instance, InstanceEvent, Secret, SimulatedFault, SimulatedJob
+from .models import (
+    AccountLimit,
+    AgentReport,
+    DailyPowerSchedule,
+    HostLoad,
+    Instance,
+    InstanceEvent,
+    Secret,
+    SimulatedFault,
+    SimulatedJob,
+)
 
 
 @admin.register(Region)
@@ -219,3 +229,11 @@ class HostLoadAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(DailyPowerSchedule)
+class DailyPowerScheduleAdmin(admin.ModelAdmin):
+    list_display = ["instance", "stop_at", "start_at", "timezone", "done_until"]
+    list_select_related = ["instance"]
+    raw_id_fields = ["instance"]
+    readonly_fields = ["done_until"]

@@ -260,3 +260,24 @@ class SecretForm(SecretValueForm):
         widget=forms.TextInput(attrs={"class": "form-control font-monospace", "autocomplete": "off"}),
     )
     field_order = ["name", "value"]
+
+
+class DailyPowerForm(forms.Form):
+    """An instance's daily stop and start times; an empty time is off."""
+
+    stop_at = forms.TimeField(
+        label=_("Stop daily at"),
+        required=False,
+        widget=forms.TimeInput(attrs={"type": "time", "class": "form-control"}),
+    )
+    start_at = forms.TimeField(
+        label=_("Start daily at"),
+        required=False,
+        widget=forms.TimeInput(attrs={"type": "time", "class": "form-control"}),
+    )
+    timezone = forms.CharField(
+        label=_("Time zone"),
+        required=False,
+        initial="Asia/Shanghai",
+        widget=forms.TextInput(attrs={"class": "form-control"}),
+    )

@@ -1,5 +1,5 @@
-"""Housekeeping, once a minute: auto-shutdown (at a time, or when idle), prepaid terms that end, and the
-countdown that releases instances stopped for too long (with reminders before)."""
+"""Housekeeping, once a minute: auto-shutdown (at a time, or when idle), daily stops and starts, prepaid terms
+that end, and the countdown that releases instances stopped for too long (with reminders before)."""
 
 import logging
 from datetime import timedelta
@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from billing.models import Plan
 from core.errors import Conflict
 
-from . import charges, lifecycle
+from . import charges, daily_power, lifecycle
 from .choices import (
     RELEASE_REMINDER_DAYS,
     RESTING,
@@ -31,6 +31,7 @@ def housekeeping() -> dict:
     transition, so two overlapping beats act once."""
     return {
         "auto_shutdown": _auto_shutdown(),
+        "daily": daily_power.apply_due(),
         "terms": _end_terms(),
         "reminders": _remind_release(),
         "released": _auto_release(),

@@ -358,3 +358,23 @@ class AccountLimit(models.Model):
 
     def __str__(self):
         return str(self.account) if self.account_id else str(_("Default for every account"))
+
+
+class DailyPowerSchedule(models.Model):
+    """An instance's daily stop and start times (定时开关机), read in a time zone: the housekeeping beat stops it
+    at ``stop_at`` and starts it again at ``start_at`` each day (either may be empty). ``done_until`` is the latest
+    of those times already acted on, moved on by compare-and-set, so each time acts once even when two beats
+    overlap, and a beat that was down acts once, for the latest time it missed, when it is back."""
+
+    instance = models.OneToOneField(Instance, on_delete=models.CASCADE, related_name="daily_power")
+    stop_at = models.TimeField(_("stop daily at"), null=True, blank=True)
+    start_at = models.TimeField(_("start daily at"), null=True, blank=True)
+    timezone = models.CharField(_("time zone"), max_length=64, default="Asia/Shanghai")
+    done_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("daily stop and start")
+        verbose_name_plural = _("daily stops and starts")
+
+    def __str__(self):
+        return f"{self.instance_id}: stop {self.stop_at}, start {self.start_at} ({self.timezone})"

@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from . import jupyter_proxy
-from .views import pages, secrets
+from .views import daily_power, pages, secrets
 
 app_name = "instances"
 
@@ -20,6 +20,7 @@ urlpatterns = [
     path("<str:public_id>/stop/", pages.stop, name="stop"),
     path("<str:public_id>/release/", pages.release, name="release"),
     path("<str:public_id>/auto-shutdown/", pages.auto_shutdown, name="auto-shutdown"),
+    path("<str:public_id>/daily-power/", daily_power.save, name="daily-power"),
     path("<str:public_id>/metrics/", pages.metrics, name="metrics"),
     path("<str:public_id>/training/", pages.training, name="training"),
     path("<str:public_id>/ports/", pages.ports, name="ports"),

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Job, JobEvent
+from .models import Job, JobEvent, JobSchedule, ScheduleRun
 
 
 class JobEventInline(admin.TabularInline):
@@ -19,3 +19,21 @@ class JobAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner", "submitted_by", "instance", "chip"]
     readonly_fields = ["public_id", "state", "state_detail", "exit_code", "attempts", "choice", "instance"]
     inlines = [JobEventInline]
+
+
+class ScheduleRunInline(admin.TabularInline):
+    model = ScheduleRun
+    extra = 0
+    can_delete = False
+    readonly_fields = ["due_at", "outcome", "job", "detail", "at"]
+
+
+@admin.register(JobSchedule)
+class JobScheduleAdmin(admin.ModelAdmin):
+    list_display = ["name", "public_id", "owner", "cron", "timezone", "suspended", "next_run_at"]
+    list_filter = ["suspended", "timezone"]
+    search_fields = ["name", "public_id", "owner__email"]
+    list_select_related = ["owner"]
+    raw_id_fields = ["owner", "created_by"]
+    readonly_fields = ["public_id", "next_run_at"]
+    inlines = [ScheduleRunInline]

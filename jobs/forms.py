@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from instances.environment import parse_env_lines
 
 from .choices import JobBackend
+from .schedules import DEFAULT_TIMEZONE, ScheduleRequest
 from .services import MAX_RETRIES, JobRequest
 
 TIMEOUT_UNITS = [("60", _("minutes")), ("3600", _("hours"))]
@@ -48,4 +49,27 @@ class JobForm(forms.Form):
             spot=data["spot"],
             retries=data["retries"],
             env=parse_env_lines(data["env"]),
+        )
+
+
+class ScheduleForm(JobForm):
+    """The submit form with a cron expression and its zone: the job runs each time the schedule is due."""
+
+    cron = forms.CharField(
+        label=_("Schedule (cron)"),
+        max_length=100,
+        initial="0 2 * * *",
+        help_text=_("Five cron fields (“0 2 * * *”: 02:00 every day) or @hourly, @daily, @weekly."),
+    )
+    timezone = forms.CharField(
+        label=_("Time zone"), max_length=64, initial=DEFAULT_TIMEZONE, help_text=_("For example Asia/Shanghai.")
+    )
+    allow_overlap = forms.BooleanField(
+        label=_("Start a run even while the previous one is still going"), required=False
+    )
+
+    def schedule_request(self) -> ScheduleRequest:
+        data = self.cleaned_data
+        return ScheduleRequest(
+            job=self.job_request(), cron=data["cron"], timezone=data["timezone"], allow_overlap=data["allow_overlap"]
         )

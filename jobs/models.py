@@ -150,3 +150,76 @@ class JobEvent(models.Model):
 
     def __str__(self):
         return f"{self.job_id}: {self.old or '·'} → {self.new}"
+
+
+class JobSchedule(models.Model):
+    """A job's request run on a cron schedule in a time zone (定时任务): each time it is due the beat submits an
+    ordinary ``Job`` (its own machine, logs and bill), unless the previous run is still going and overlap is not
+    allowed. ``next_run_at`` is the one due time ahead; the beat moves it on with a compare-and-set, so two beats
+    never submit the same run, and runs missed while the beat was down become one run, not many."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="job_schedules")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    name = models.CharField(_("name"), max_length=64)
+    image = models.CharField(_("image"), max_length=64)
+    backend = models.CharField(_("backend"), max_length=8, choices=JobBackend.choices, default=JobBackend.AUTO)
+    cards = models.PositiveSmallIntegerField(_("cards"), default=1)
+    command = models.TextField(_("command"))
+    env = models.JSONField(_("environment variables"), default=dict, blank=True)
+    timeout_seconds = models.PositiveIntegerField(_("timeout (seconds)"))
+    max_price_per_hour = models.DecimalField(
+        _("price ceiling per hour (CNY)"), max_digits=16, decimal_places=6, null=True, blank=True
+    )
+    spot = models.BooleanField(_("spot"), default=False)
+    retries = models.PositiveSmallIntegerField(_("retries"), default=0)
+    cron = models.CharField(_("schedule (cron)"), max_length=100)
+    timezone = models.CharField(_("time zone"), max_length=64, default="Asia/Shanghai")
+    suspended = models.BooleanField(_("suspended"), default=False)
+    allow_overlap = models.BooleanField(
+        _("allow overlap"), default=False, help_text=_("Start a run even while the previous one is still going.")
+    )
+    next_run_at = models.DateTimeField(_("next run"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("job schedule")
+        verbose_name_plural = _("job schedules")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["suspended", "next_run_at"], name="jobschedule_due")]
+
+    def __str__(self):
+        return f"{self.name} ({self.cron}, {self.timezone})"
+
+    def get_absolute_url(self):
+        return reverse("jobs:schedule", args=[self.public_id])
+
+
+class ScheduleRun(models.Model):
+    """One due time of a schedule and what became of it: a job submitted, a run skipped (the previous one was still
+    going) or refused (the balance, the request). Append-only; one row per due time."""
+
+    class Outcome(models.TextChoices):
+        SUBMITTED = "submitted", _("Submitted")
+        SKIPPED = "skipped", _("Skipped")
+        REFUSED = "refused", _("Refused")
+
+    schedule = models.ForeignKey(JobSchedule, on_delete=models.CASCADE, related_name="runs")
+    due_at = models.DateTimeField(_("due"))
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    detail = models.CharField(_("detail"), max_length=255, blank=True)
+    at = models.DateTimeField(_("at"))
+
+    class Meta:
+        verbose_name = _("schedule run")
+        verbose_name_plural = _("schedule runs")
+        ordering = ["-due_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["schedule", "due_at"], name="schedulerun_once_per_due_time")]
+
+    def __str__(self):
+        return f"{self.schedule_id} at {self.due_at}: {self.outcome}"

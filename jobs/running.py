@@ -20,7 +20,7 @@ from instances import charges, launching, lifecycle, logs
 from instances.capacity import CapacityError
 from instances.choices import Status
 
-from . import clusters
+from . import clusters, outputs
 from .choices import ACTIVE, State
 from .exits import workload_exit
 from .models import Job
@@ -86,8 +86,8 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
         backend="" if where else job.family,
         cards=job.cards,
         spot=job.spot,
-        start_command=job.command,
-        env=job.env,
+        env={**job.env, **outputs.prepare(job)},
+        start_command=outputs.start_command(job),
         time_limit_minutes=clusters.time_limit_minutes(job),
         wait_in_cluster=True,  # where a cluster's scheduler runs the nodes, it is the queue
         **where,

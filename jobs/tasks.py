@@ -5,17 +5,18 @@ import logging
 from celery import shared_task
 from kombu.exceptions import OperationalError
 
-from . import running
+from . import running, schedules
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task
 def tick() -> dict:
-    """Look at every job with a machine, then place what can start (a card a finished job freed is taken in the
-    same step). Safe when two beats overlap."""
+    """Look at every job with a machine, submit the scheduled runs that are due, then place what can start (a card
+    a finished job freed is taken in the same step). Safe when two beats overlap."""
     watched = running.watch_active()
-    return {"watched": watched, "started": running.place_queued()}
+    scheduled = schedules.fire_due()
+    return {"watched": watched, "scheduled": scheduled, "started": running.place_queued()}
 
 
 def place_soon() -> None:

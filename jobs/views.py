@@ -18,7 +18,7 @@ from instances.models import InstanceEvent
 from teams import roles
 from teams.context import acting
 
-from . import services
+from . import outputs, services
 from .choices import State
 from .forms import JobForm
 from .models import Job, JobEvent
@@ -122,6 +122,7 @@ def detail(request, public_id):
         "position": services.queue_positions([job]).get(job.pk),
         "bill": costs.cost_so_far(job.instance, instance_events) if job.instance else None,
         "log": _log(job),
+        "outputs_url": outputs.folder_url(job),
     }
     return render(request, "jobs/detail.html#live" if wants_partial(request) else "jobs/detail.html", context)
 

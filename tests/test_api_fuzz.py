@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import unicodedata
+import zoneinfo
 from datetime import date
 
 import pytest
@@ -42,6 +43,8 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts import identity, ssh_keys, verification
 from config.wsgi import application
+from core.time_zones import TIMEZONE_FORMAT
+from jobs.schedules import CRON_FORMAT, MACROS
 from marketplace.images import references
 from notifications.api.serializers import PUBLIC_URL_FORMAT
 from storage import paths
@@ -135,6 +138,14 @@ def _image_reference():
 
 
 schemathesis.openapi.format(references.REFERENCE_FORMAT, _image_reference())
+schemathesis.openapi.format(
+    CRON_FORMAT,
+    st.one_of(
+        st.sampled_from(sorted(MACROS)),
+        st.tuples(st.integers(0, 59), st.integers(0, 23)).map(lambda p: f"{p[0]} {p[1]} * * *"),
+    ),
+)
+schemathesis.openapi.format(TIMEZONE_FORMAT, st.sampled_from(sorted(zoneinfo.available_timezones())))
 schemathesis.openapi.format(paths.NAME_FORMAT, _storage_name())
 schemathesis.openapi.format(paths.PATH_FORMAT, _storage_path())
 schemathesis.openapi.format(identity.NUMBER_FORMAT, _resident_id())

@@ -70,6 +70,8 @@ COVERED = {
     "instances:ports": lambda o: {"public_id": o["instance"].public_id},
     "instances:open-port": lambda o: {"public_id": o["instance"].public_id},
     "instances:auto-shutdown": lambda o: {"public_id": o["instance"].public_id},
+    "instances:daily-power": lambda o: {"public_id": o["instance"].public_id},
+    "api-instance-daily-power": lambda o: {"id": o["instance"].public_id},
     "instances:logs": lambda o: {"public_id": o["instance"].public_id},
     "instances:secret-replace": lambda o: {"name": o["secret"].name},
     "instances:secret-delete": lambda o: {"name": o["secret"].name},
@@ -163,6 +165,14 @@ COVERED = {
     "api-job-cancel": lambda o: {"id": o["job"].public_id},
     "api-job-rerun": lambda o: {"id": o["job"].public_id},
     "api-job-logs": lambda o: {"id": o["job"].public_id},
+    "jobs:schedule": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-suspend": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-resume": lambda o: {"public_id": o["schedule"].public_id},
+    "jobs:schedule-delete": lambda o: {"public_id": o["schedule"].public_id},
+    "api-job-schedule-detail": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-runs": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-suspend": lambda o: {"id": o["schedule"].public_id},
+    "api-job-schedule-resume": lambda o: {"id": o["schedule"].public_id},
 }
 
 # Routes with a path parameter that is not an object of a user's, and why the matrix leaves them out.
@@ -310,6 +320,10 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["job"] = jobs.submit(
         owner, jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
     )
+    from jobs import schedules
+
+    request = jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
+    objects["schedule"] = schedules.create(owner, schedules.ScheduleRequest(job=request, cron="@daily"))
     return objects
 
 

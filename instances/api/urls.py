@@ -3,6 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from . import views
 from .agent import AgentReportView
+from .daily_power import InstanceDailyPowerView
 from .instances import InstanceViewSet
 from .secrets import SecretViewSet
 from .ssh import InstanceSSHView
@@ -20,5 +21,8 @@ urlpatterns = [
     re_path(r"^estimate/training/?$", views.TrainingEstimateView.as_view(), name="api-estimate-training"),
     re_path(r"^agent/instances/(?P<id>[^/]+)/reports/?$", AgentReportView.as_view(), name="api-agent-reports"),
     re_path(r"^instances/(?P<id>[^/]+)/ssh/?$", InstanceSSHView.as_view(), name="api-instance-ssh"),
+    re_path(
+        r"^instances/(?P<id>[^/]+)/daily-power/?$", InstanceDailyPowerView.as_view(), name="api-instance-daily-power"
+    ),
     *router.urls,
 ]

@@ -13,6 +13,7 @@ from core.api.validators import Pattern, display_name
 from instances.api.serializers import VariablesField
 from instances.logs import DEFAULT_TAIL, MAX_TAIL
 
+from .. import outputs
 from ..choices import JobBackend, State
 from ..models import Job
 from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
@@ -40,6 +41,10 @@ class JobSerializer(strict.ModelSerializer):
         source="cluster_job_or_none",
         help_text="Where a cluster's own scheduler (Slurm) runs the job: its job there, state and pending reason.",
     )
+    outputs = serializers.SerializerMethodField(
+        help_text="The job's outputs folder in its owner's cloud storage (the storage API's path); the command "
+        "sees it as $OUTPUT_DIR."
+    )
 
     class Meta:
         model = Job
@@ -65,6 +70,7 @@ class JobSerializer(strict.ModelSerializer):
             "instance",
             "queue_position",
             "cluster_job",
+            "outputs",
             "created_at",
             "started_at",
             "ended_at",
@@ -73,6 +79,9 @@ class JobSerializer(strict.ModelSerializer):
 
     def get_queue_position(self, job) -> int | None:
         return self.context.get("positions", {}).get(job.pk)
+
+    def get_outputs(self, job) -> str:
+        return outputs.folder_path(job)
 
 
 class JobCreateSerializer(strict.Serializer):

@@ -29,7 +29,7 @@ def test_a_job_runs_its_command_and_its_machine_is_released_when_it_exits(submit
     drive()
     job = fresh(job)
     assert job.state == State.RUNNING
-    assert job.instance.status == Status.RUNNING and job.instance.start_command == "python train.py"
+    assert job.instance.status == Status.RUNNING and job.instance.start_command.endswith("\npython train.py")
     assert job.instance.image == "pytorch-2.2-dtk24"  # the dcu variant of the multi-arch image
 
     report_exit(job.instance, 0)
@@ -219,7 +219,7 @@ def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_runs_again_without_usin
     drive()
     job = fresh(job)
     assert job.state == State.RUNNING and job.instance_id != first.pk  # placed again, on a new machine
-    assert job.attempts == 1 and job.instance.start_command == "python train.py --resume"
+    assert job.attempts == 1 and job.instance.start_command.endswith("\npython train.py --resume")
     first.refresh_from_db()
     assert first.status == Status.RELEASED
     assert [s.ended_at for s in running_until_reclaim] == [first.stopped_at]  # billing ended at the reclaim

@@ -9,6 +9,14 @@ so CI proves that PostgreSQL, Redis, Chromium and Slurm were really used.
 import os
 
 import pytest
+from django.core.cache import cache
+from django.core.management.commands import flush
+from django.db.backends.postgresql import base as postgresql
+from django.db.backends.sqlite3 import base as sqlite3
+from django.utils import translation
+
+from billing import catalog_names
+from billing.quote import forget_shared_book
 
 pytest_plugins = [
     "tests.fixtures.personas",
@@ -51,7 +59,6 @@ def _fast_password_hasher(settings):
 def _english_outside_requests():
     # Messages raised by services outside a request are checked in English; pages and the API still pick their
     # language per request (Chinese by default), as users see them.
-    from django.utils import translation
 
     translation.activate("en")
     yield
@@ -62,10 +69,6 @@ def _english_outside_requests():
 def _empty_cache():
     # Rate-limit counters live in the cache, and each process keeps a shared price book and the catalog's names; each
     # test starts with none.
-    from django.core.cache import cache
-
-    from billing import catalog_names
-    from billing.quote import forget_shared_book
 
     cache.clear()
     forget_shared_book()
@@ -88,9 +91,6 @@ def pytest_configure(config):
     # wrote costs milliseconds. Every foreign key Django creates on PostgreSQL is DEFERRABLE INITIALLY DEFERRED and
     # the flush runs in one transaction, so the order of the deletes does not matter. A flush that must reset
     # sequences still does what Django does.
-    from django.core.management.commands import flush
-    from django.db.backends.postgresql import base as postgresql
-    from django.db.backends.sqlite3 import base as sqlite3
 
     PostgreSQL, SQLite = postgresql.DatabaseWrapper.ops_class, sqlite3.DatabaseWrapper.ops_class
 

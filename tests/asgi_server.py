@@ -20,6 +20,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.test import Client
 from websockets.sync.client import ClientConnection, connect
 
+from config.asgi import application
+
 
 class ServerThread:
     """``with ServerThread(app, uds=path) as server:`` serves ``app`` until the block ends (``server.url`` on TCP)."""
@@ -57,7 +59,6 @@ class ServerThread:
 @pytest.fixture
 def console_server(transactional_db):
     """The console under uvicorn on 127.0.0.1 (``console_server.url``), as ``make run`` serves it."""
-    from config.asgi import application
 
     # As config.asgi has it in the web process: each request's thread closes its connection when the request ends
     # (else PostgreSQL keeps them, and the test database cannot be dropped).

@@ -22,6 +22,8 @@ from datetime import date
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from django.utils import timezone
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -41,14 +43,18 @@ from schemathesis.specs.openapi.checks import (
     use_after_free,
 )
 
-from accounts import identity, ssh_keys, verification
+from accounts import identity, services, ssh_keys, verification
+from catalog.models import Zone
 from config.wsgi import application
 from core.time_zones import TIMEZONE_FORMAT
+from instances import launching
 from jobs.schedules import CRON_FORMAT, MACROS
 from marketplace.images import references
 from notifications.api.serializers import PUBLIC_URL_FORMAT
-from storage import paths
+from storage import disks, paths
 from storage.api.views import UPLOAD_METADATA_FORMAT
+from storage.tests.fixtures import store_file
+from tests.fixtures.factories import UserFactory, top_up
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
 
@@ -210,8 +216,6 @@ CHECKS = [
 def _keep_the_test_connection():
     """The WSGI app fires request_finished, which would close the test's database connection (and its
     transaction); Django's own test client detaches that handler in the same way."""
-    from django.core import signals
-    from django.db import close_old_connections
 
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
@@ -223,8 +227,6 @@ def _keep_the_test_connection():
 @pytest.fixture
 def fuzz_owner(db, catalog):
     """An owner with a read-write token and a little of everything, so list endpoints have rows to render."""
-    from accounts import services
-    from tests.fixtures.factories import UserFactory
 
     user = UserFactory(email="fuzz-owner@example.com")
     _a_little_of_everything(user)
@@ -232,11 +234,6 @@ def fuzz_owner(db, catalog):
 
 
 def _a_little_of_everything(user):
-    from catalog.models import Zone
-    from instances import launching
-    from storage import disks
-    from storage.tests.fixtures import store_file
-    from tests.fixtures.factories import top_up
 
     top_up(user, "1000")
     request = launching.LaunchRequest(name="fuzz-1", chip="ascend-910b", image="pytorch-2.2-cann8", cards=1)

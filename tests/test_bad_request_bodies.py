@@ -9,6 +9,8 @@ from django.test import Client
 
 from accounts.models import ApiToken
 from core.jsonbody import InvalidJsonBody, parse_json_body
+from inference import services as endpoints
+from inference.models import EndpointRequest
 
 pytestmark = pytest.mark.django_db
 
@@ -71,8 +73,6 @@ def test_an_api_body_over_the_size_limit_is_a_400_in_the_api_error_shape(owner_a
 
 
 def test_a_v1_body_over_the_size_limit_is_a_400_in_openai_error_shape(owner, deploy, small_uploads):
-    from inference import services as endpoints
-    from inference.models import EndpointRequest
 
     key = endpoints.create_key(deploy(owner), name="app")
     client = Client(raise_request_exception=False, HTTP_ACCEPT_LANGUAGE="en")

@@ -6,6 +6,10 @@ import pytest
 
 from accounts import verification
 from backoffice.tests.fixtures import PASSWORD
+from marketplace.images import catalog as images_catalog
+from marketplace.images import services as image_services
+from marketplace.models import Image
+from tests.fixtures.catalog import instances_catalog, pricing_catalog
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
 
@@ -74,10 +78,6 @@ def test_an_ops_user_approves_an_enterprise_verification_and_the_applicant_sees_
 
 
 def test_an_ops_user_approves_a_community_image_and_it_appears_in_the_marketplace(page, live_server, ops_user):
-    from marketplace.images import catalog as images_catalog
-    from marketplace.images import services as image_services
-    from marketplace.models import Image
-    from tests.fixtures.catalog import instances_catalog, pricing_catalog
 
     instances_catalog.load()
     pricing_catalog.load()

@@ -6,9 +6,11 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from accounts.services import create_api_token
 from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from storage import disks
 from storage.models import CloudDisk
 from tests.fixtures.factories import top_up
 from tests.fixtures.services import screenshot
@@ -86,8 +88,6 @@ BUTTON_LINES = """(selector) => [...document.querySelectorAll(selector)]
 
 @pytest.mark.parametrize("width", [390, 1366])
 def test_buttons_and_headings_in_tables_keep_chinese_labels_on_one_line(browser, live_server, owner, launch, width):
-    from accounts.services import create_api_token
-    from storage import disks
 
     top_up(owner, "1000")
     instance = launch(name="训练任务-一号", data_disk_gb=20)

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from storage.models import Entry, Upload
+from teams import services as teams
 from tests.fixtures.services import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -128,7 +129,6 @@ def test_folders_rename_and_delete_in_the_browser(page, live_server, owner, clou
 def test_in_a_teams_context_an_upload_lands_in_the_teams_folder_not_ones_own(
     page, live_server, owner, cloud_storage, tmp_path
 ):
-    from teams import services as teams
 
     team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
     local = tmp_path / "标注.csv"

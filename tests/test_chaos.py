@@ -27,7 +27,9 @@ from billing import ledger, metering, wallet
 from billing.choices import SPEND_KINDS, UsageKind
 from billing.models import LedgerTransaction, UsageSession
 from billing.quote import quote
+from billing.tasks import meter
 from catalog.models import Chip, Node, Zone
+from config.celery import app
 from instances import launching, lifecycle
 from instances.choices import Status
 from instances.models import Instance
@@ -147,7 +149,6 @@ def test_killing_the_worker_mid_metering_neither_double_charges_nor_loses_a_minu
     _worker_ready(since)
 
     # When the worker is killed while the tick is under way
-    from billing.tasks import meter
 
     meter.delay()
     wait_until(lambda: UsageSession.objects.filter(charged_minutes__gt=0).exists(), 120, 0.02, "the first chunk")
@@ -205,7 +206,6 @@ class PrivateRedis:
 @pytest.fixture
 def private_broker(tmp_path):
     """Point this process's Celery app at a private Redis for the test; put everything back after."""
-    from config.celery import app
 
     server = PrivateRedis(tmp_path)
     server.start()
@@ -268,7 +268,6 @@ def test_cut_database_connections_are_reopened_and_nothing_is_half_done(chaos, w
     # While the next launches provision, every connection of the worker's is cut again and again, for five seconds
     # and on until at least one cut landed. Celery closes a worker's connection before and after every task, so
     # there is one to cut only while a task runs: once the provisioning is through, heartbeats keep the worker busy.
-    from config.celery import app
 
     later = _launch(chaos, 2, name="after")
     cut, start = 0, time.monotonic()

@@ -14,6 +14,7 @@ from catalog.models import Zone
 from core.errors import PaymentRequired, ServiceError
 from instances import launching
 from instances.models import Instance
+from instances.tests.fixtures import settle
 from storage import disks
 from storage.models import CloudDisk, Upload
 from storage.tests.fixtures import MB, tus_create
@@ -214,7 +215,6 @@ def test_a_prepaid_launch_on_its_way_up_holds_its_whole_term(owner, catalog, ins
 def test_a_term_that_cannot_be_paid_when_the_machine_is_up_fails_it_and_reconcile_goes_on(
     owner, stranger, catalog, instant
 ):
-    from instances.tests.fixtures import settle
 
     term = _daily_total(owner)
     top_up(owner, str(term))

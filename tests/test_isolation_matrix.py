@@ -20,6 +20,30 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from rest_framework.test import APIClient
 
+from accounts import services as console
+from accounts import ssh_keys
+from accounts.ops.audit import Actor
+from billing import invoices, payments, wallet
+from inference import services as endpoints
+from inference import template_catalog as inference
+from instances import launching
+from instances import secrets as instance_secrets
+from instances.tests.fixtures import settle
+from jobs import services as jobs
+from marketplace.hub import services as hub
+from marketplace.images import services as images
+from marketplace.models import Image
+from notifications import services as notifications
+from storage import disks
+from storage import mounts as hub_mounts
+from storage import services as storage
+from storage.tests.fixtures import store_file
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.catalog import load_hub
+from tests.fixtures.factories import UserFactory
+
 METHODS = ("get", "patch", "put", "post", "delete")
 MISSING = "00000000-0000-4000-8000-000000000000"
 
@@ -237,7 +261,6 @@ def test_every_id_route_is_in_the_matrix_or_listed_with_a_reason():
 
 
 def _fund(user, amount="500"):
-    from billing import wallet
 
     wallet.adjust_balance(
         user=user, amount=Decimal(amount), reason="tests", staff=None, idempotency_key=f"matrix:{user.pk}"
@@ -249,20 +272,6 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     """One of everything the owner can own: an instance, a disk, a folder, a file, an upload in progress, an API
     token, a secret, a private hub model, a private image, a sandbox top-up, an issued invoice, an inference endpoint
     with a key, and a team with an open invitation."""
-    from accounts import services as console
-    from accounts import ssh_keys
-    from billing import payments
-    from instances import launching
-    from instances import secrets as instance_secrets
-    from instances.tests.fixtures import settle
-    from marketplace.hub import services as hub
-    from marketplace.images import services as images
-    from marketplace.models import Image
-    from storage import disks
-    from storage import mounts as hub_mounts
-    from storage import services as storage
-    from storage.tests.fixtures import store_file
-    from tests.fixtures.catalog import load_hub
 
     _fund(owner)
     load_hub()
@@ -286,9 +295,6 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     objects["topup"] = payments.start_topup(owner, Decimal("50"), base_url="http://testserver")
     paid = payments.start_topup(owner, Decimal("20"), base_url="http://testserver")
     payments.pay_sandbox(owner, paid.public_id)
-    from accounts.ops.audit import Actor
-    from billing import invoices
-    from tests.fixtures.factories import UserFactory
 
     requested = invoices.request(owner, kind="general", title="Matrix lab", amount="20")
     pdf = SimpleUploadedFile("f.pdf", b"%PDF-1.4\n%%EOF\n")
@@ -298,16 +304,12 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
         number="2411000012345678",
         pdf=pdf,
     )
-    from inference import services as endpoints
-    from inference import template_catalog as inference
 
     inference.load()
     endpoint = endpoints.deploy(owner, endpoints.DeployRequest(template="qwen2.5-0.5b-instruct-vllm"))
     settle()
     objects["endpoint"] = endpoint
     objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
-    from notifications import services as notifications
-    from teams import services as teams
 
     # An e-mail channel: its test sends go to the test outbox, never to a network address.
     objects["channel"] = notifications.create_channel(
@@ -315,7 +317,6 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
     )
     objects["team"] = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
     objects["invitation"] = teams.invite(teams.membership(owner, "matrix-lab"), "invitee@example.com", "developer")
-    from jobs import services as jobs
 
     objects["job"] = jobs.submit(
         owner, jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
@@ -332,7 +333,6 @@ def _public_key() -> str:
 
 
 def _clients(owner, teammate, stranger, api: bool):
-    from accounts import services as console
 
     clients = {}
     for persona, user, scope in (
@@ -466,20 +466,6 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     """A team with one of everything a team owns: a running instance with a disk attached, a folder, a file and an
     upload in progress in the team's cloud storage, an endpoint with a key, and an image; a member of each role, a
     member of another team and a former member."""
-    from inference import services as endpoints
-    from inference import template_catalog as inference
-    from instances import launching
-    from instances.tests.fixtures import settle
-    from marketplace.images import services as images
-    from marketplace.models import Image
-    from storage import disks
-    from storage import services as storage
-    from storage.tests.fixtures import store_file
-    from teams import services as teams
-    from teams.models import Membership
-    from teams.roles import Role
-    from tests.fixtures.catalog import load_hub
-    from tests.fixtures.factories import UserFactory
 
     team = teams.create_team(owner, name="Matrix lab", slug="matrix-lab")
     account = team.account
@@ -525,7 +511,6 @@ def _team_scoped(url: str) -> bool:
 def _persona_client(user, api: bool, team=None, url: str = ""):
     """A persona's client: in ``team``'s context when given (the console's switch; a team's token on an API route
     that takes one), else their own."""
-    from accounts import services as console
 
     client = APIClient()
     if api:

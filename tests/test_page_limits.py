@@ -7,6 +7,7 @@ import pytest
 from core.api.pagination import MAX_LIMIT
 from storage import services as storage_services
 from storage.models import Entry
+from tests.fixtures.catalog import load_hub
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +47,6 @@ BAD_QUERIES = [
 @pytest.fixture
 def rows(owner, catalog, fund):
     """At least one row in each list, so that the page is really read from the database."""
-    from tests.fixtures.catalog import load_hub
 
     load_hub()
     fund(owner, "50")

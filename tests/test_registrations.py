@@ -2,9 +2,16 @@
 instances app's arrears stop and the marketplace's image author share; a console without them fails its system
 checks."""
 
-from billing import arrears
-from billing.checks import arrears_handler_registered
+from billing import arrears, metering
+from billing.checks import arrears_handler_registered, author_shares_registered
+from instances import attachments, images
+from instances.checks import image_source_registered, storage_registered
 from instances.lifecycle import stop_for_arrears
+from marketplace.hub import services as hub_services
+from marketplace.images import revenue
+from marketplace.images import services as image_services
+from storage import attached, mounts
+from storage.checks import hub_registered
 
 
 def test_the_instances_app_registers_its_arrears_handler_at_start():
@@ -19,9 +26,6 @@ def test_a_console_with_no_arrears_handler_does_not_pass_its_checks(monkeypatch)
 
 
 def test_the_marketplace_registers_the_image_authors_share_and_billing_refuses_to_start_without_it(monkeypatch):
-    from billing import metering
-    from billing.checks import author_shares_registered
-    from marketplace.images import revenue
 
     assert metering.registered_author_shares() is revenue.author_shares
     monkeypatch.setattr(metering, "_author_shares", None)
@@ -29,9 +33,6 @@ def test_the_marketplace_registers_the_image_authors_share_and_billing_refuses_t
 
 
 def test_the_marketplace_registers_the_image_source_instances_boot_from(monkeypatch):
-    from instances import images
-    from instances.checks import image_source_registered
-    from marketplace.images import services as image_services
 
     assert images.source() is image_services
     monkeypatch.setattr(images, "_source", None)
@@ -39,9 +40,6 @@ def test_the_marketplace_registers_the_image_source_instances_boot_from(monkeypa
 
 
 def test_the_marketplace_registers_the_hub_that_mounts_ask(monkeypatch):
-    from marketplace.hub import services as hub_services
-    from storage import mounts
-    from storage.checks import hub_registered
 
     assert mounts.hub() is hub_services
     monkeypatch.setattr(mounts, "_hub", None)
@@ -49,9 +47,6 @@ def test_the_marketplace_registers_the_hub_that_mounts_ask(monkeypatch):
 
 
 def test_storage_registers_what_it_attaches_to_instances_and_instances_refuse_to_start_without_it(monkeypatch):
-    from instances import attachments
-    from instances.checks import storage_registered
-    from storage import attached
 
     assert attachments.storage() is attached
     monkeypatch.setattr(attachments, "_storage", None)

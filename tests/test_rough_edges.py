@@ -3,7 +3,9 @@
 import pytest
 
 from billing import wallet
+from billing.models import Price
 from storage.models import CloudDisk
+from teams import services as teams
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +44,6 @@ def test_a_chip_without_a_price_is_offered_nowhere_a_chip_is_chosen(client, owne
 
 
 def test_a_chip_is_offered_once_staff_publish_its_price(client, owner, catalog):
-    from billing.models import Price
 
     Price.objects.create(chip=catalog["rtx-4090"], per_hour="2.50", effective_from="2026-01-01T00:00:00+08:00")
     client.force_login(owner)
@@ -60,7 +61,6 @@ def test_the_footer_s_status_link_leads_to_a_page_a_person_reads(client):
 
 
 def test_the_back_office_user_list_shows_people_not_teams_internal_accounts(client, ops_user, owner):
-    from teams import services as teams
 
     team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
     client.force_login(ops_user)

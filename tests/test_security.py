@@ -9,6 +9,9 @@ from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from marketplace.hub import services as hub
+from marketplace.images.services import render_description
+
 BASE = Path(settings.BASE_DIR)
 TEMPLATE_DIRS = [BASE / "templates", *BASE.glob("*/templates")]
 
@@ -111,7 +114,6 @@ EVIL_MARKDOWN = """# Card
 
 
 def test_markdown_users_write_is_rendered_without_scripts_handlers_or_javascript_links(owner, owner_client):
-    from marketplace.hub import services as hub
 
     item = hub.save_item(repo="owner-lab/evil", owner=owner, card=EVIL_MARKDOWN)
     page = owner_client.get(f"/marketplace/hub/{item.repo}").content.decode()
@@ -123,7 +125,6 @@ def test_markdown_users_write_is_rendered_without_scripts_handlers_or_javascript
 
 @pytest.mark.parametrize("markdown", [EVIL_MARKDOWN, '<a href="javascript:alert(5)">x</a> <svg onload=alert(6)>'])
 def test_image_descriptions_are_rendered_without_scripts_handlers_or_javascript_links(markdown):
-    from marketplace.images.services import render_description
 
     html = render_description(markdown)
     assert "<script" not in html and "<svg" not in html

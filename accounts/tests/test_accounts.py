@@ -1,14 +1,17 @@
 """Sign-up with e-mail verification, login, errors in both languages, rate limits, Argon2."""
 
 import re
+from io import StringIO
 
 import pytest
 from allauth.account.models import EmailAddress
 from django.contrib.auth.hashers import identify_hasher
 from django.core import mail
+from django.core.management import call_command
 from django.test import override_settings
 
 from accounts.models import User
+from billing import wallet
 
 pytestmark = pytest.mark.django_db
 
@@ -118,11 +121,6 @@ def test_pages_need_a_login(client):
 
 
 def test_the_demo_account_is_verified_and_has_the_trial_credit(db):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    from billing import wallet
 
     call_command("seed_demo", stdout=StringIO())
     call_command("seed_demo", stdout=StringIO())  # idempotent: still one grant

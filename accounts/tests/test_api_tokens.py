@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import ApiToken
+from core import keys
 from core.errors import ServiceError
 
 pytestmark = pytest.mark.django_db
@@ -135,7 +136,6 @@ def test_token_names_are_required_by_the_service_too(owner):
 
 
 def test_a_prefix_collision_draws_another_token(owner, monkeypatch):
-    from core import keys
 
     draws = iter(["aaaaaaaa", "aaaaaaaa", "bbbbbbbb"])
     monkeypatch.setattr(keys.secrets, "token_hex", lambda n: next(draws))

@@ -2,6 +2,7 @@
 hub, the favicon, and the error pages in production (DEBUG off)."""
 
 import json
+from decimal import ROUND_DOWN, Decimal
 
 import pytest
 from django.template.loader import render_to_string
@@ -10,6 +11,12 @@ from django.urls import reverse
 from django.utils import translation
 
 from accounts.views import pages as views
+from billing.quote import load_price_book, quote
+from catalog.models import Chip
+from teams import services as team_services
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -63,8 +70,6 @@ def test_the_500_handler_answers_the_standalone_page_and_json_on_the_api():
 
 
 def _cheapest_card_per_hour():
-    from billing.quote import load_price_book, quote
-    from catalog.models import Chip
 
     book = load_price_book()
     prices = []
@@ -77,7 +82,6 @@ def _cheapest_card_per_hour():
 
 
 def test_a_newcomers_dashboard_offers_a_first_launch_and_says_what_the_trial_buys(owner_client, catalog, settings):
-    from decimal import ROUND_DOWN, Decimal
 
     settings.TRIAL_CREDIT_CNY = "10"
     owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
@@ -97,10 +101,6 @@ def test_the_first_steps_card_goes_once_there_is_an_instance(owner_client, launc
 
 
 def test_a_member_who_never_launched_sees_no_first_steps_once_the_team_has_an_instance(owner, launch):
-    from teams import services as team_services
-    from teams.models import Membership
-    from teams.roles import Role
-    from tests.fixtures.factories import UserFactory
 
     team = team_services.create_team(owner, name="Vision", slug="vision")
     member = UserFactory(email="member@example.com")

@@ -6,6 +6,8 @@ from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
+from billing.ledger import user_accounts
+from billing.models import Account
 
 
 @pytest.fixture
@@ -15,8 +17,6 @@ def people(db):
 
 @pytest.mark.django_db
 def test_among_finds_the_rows_in_finds_by_key_relation_uuid_and_text(people):
-    from billing.ledger import user_accounts
-    from billing.models import Account
 
     chosen = people[1:11]
     ids = [u.pk for u in chosen]

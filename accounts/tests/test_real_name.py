@@ -7,8 +7,14 @@ from datetime import date
 import pytest
 from django.urls import reverse
 
-from accounts import identity
+from accounts import identity, verification
 from accounts.models import RealNameVerification
+from billing import payments
+from billing.subsidies import is_verified_enterprise
+from inference.models import Endpoint
+from inference.tests.fixtures import fund
+from teams import services as teams
+from teams.models import Membership, Role
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +181,6 @@ def test_a_top_up_over_the_limit_needs_verification_first(client, owner, owner_a
 
 
 def test_creating_a_team_needs_verification_when_the_operator_says_so(owner, settings):
-    from teams import services as teams
 
     settings.REAL_NAME_REQUIRED_FOR = ["topup", "team"]
     with pytest.raises(identity.RealNameRequired):
@@ -187,8 +192,6 @@ def test_creating_a_team_needs_verification_when_the_operator_says_so(owner, set
 def test_publishing_an_endpoint_needs_verification_when_the_operator_says_so(
     owner, owner_client, owner_api, settings, inference_catalog, instant, eager_tasks
 ):
-    from inference.models import Endpoint
-    from inference.tests.fixtures import fund
 
     settings.REAL_NAME_REQUIRED_FOR = ["endpoint"]
     fund(owner)
@@ -229,7 +232,6 @@ def test_refused_top_ups_and_teams_link_to_the_verification_page(client, owner, 
 
 
 def _approved_enterprise(user):
-    from accounts import verification
 
     application = verification.apply(
         user,
@@ -242,17 +244,12 @@ def _approved_enterprise(user):
 
 
 def _licence() -> str:
-    from accounts import verification
 
     first17 = "91110108MA01ABCD1"
     return first17 + verification.credit_code_check_character(first17)
 
 
 def test_an_approved_enterprise_counts_for_its_holder_and_for_the_teams_it_owns(owner, owner_api, settings):
-    from billing import payments
-    from billing.subsidies import is_verified_enterprise
-    from teams import services as teams
-    from teams.models import Membership, Role
 
     settings.REAL_NAME_REQUIRED_FOR = ["topup", "team"]
     member = UserFactory(email="member@example.com")

@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts import students
 from accounts.models import StudentVerification
 from core.errors import Conflict, ServiceError
+from teams import services as teams
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
 
@@ -168,7 +169,6 @@ def test_a_mailbox_gets_only_so_many_codes_a_day_whoever_asks(django_capture_on_
 def test_in_a_teams_context_the_pricing_page_shows_the_teams_prices_not_the_students(
     owner, catalog, django_capture_on_commit_callbacks
 ):
-    from teams import services as teams
 
     with django_capture_on_commit_callbacks(execute=True):
         students.send_code(owner, "me@ruc.edu.cn")

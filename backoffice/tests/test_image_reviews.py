@@ -6,13 +6,13 @@ from django.urls import reverse
 
 from accounts.ops.choices import AuditAction
 from accounts.ops.models import AuditEntry
+from marketplace.images import services as image_services
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def pending_image(owner, official_images):
-    from marketplace.images import services as image_services
 
     official = next(iter(official_images.values()))
     mine = image_services.clone_to_mine(owner, official, name="Kunpeng fraud detector")

@@ -3,6 +3,7 @@ who is not staff, and an anonymous visitor. Non-staff never learn the back offic
 staff without the role get 403; the role's holders get through."""
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
@@ -10,6 +11,8 @@ from accounts import verification
 from accounts.ops.choices import AuditAction
 from accounts.ops.models import AuditEntry
 from catalog.models import Node
+from instances.tests.fixtures import settle
+from marketplace.images import services as image_services
 
 pytestmark = pytest.mark.django_db
 
@@ -34,8 +37,6 @@ def personas(client, ops_user, finance_user, plain_staff, stranger):
 def objects(launch, owner, community_image):
     """One of everything an action needs: a node, a running instance, a user, a pending application and a
     community image waiting for review."""
-    from instances.tests.fixtures import settle
-    from marketplace.images import services as image_services
 
     instance = launch(chip="ascend-910b", cards=1)
     settle()
@@ -193,7 +194,6 @@ def test_staff_reach_the_admin_and_see_only_what_their_role_may_view(client, fin
 
 
 def test_the_review_queues_link_shows_for_either_review_role(client, plain_staff, finance_user):
-    from django.contrib.auth.models import Permission
 
     link = f'href="{reverse("ops:reviews")}"'
     client.force_login(finance_user)

@@ -9,7 +9,9 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.db import connection
 from django.db.models import Sum
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,6 +19,7 @@ from accounts import verification
 from accounts.ops.audit import Actor
 from accounts.ops.models import AuditEntry, CapacitySnapshot
 from backoffice import reports, services
+from backoffice.tasks import record_capacity_snapshot
 from billing import ledger, metering
 from billing.choices import AccountKind
 from billing.models import LedgerEntry, LedgerTransaction, SubsidyProgramme
@@ -162,7 +165,6 @@ def test_a_capacity_snapshot_is_written_once_per_slot_and_charted(client, ops_us
 
 
 def test_the_capacity_task_records_a_snapshot(catalog):
-    from backoffice.tasks import record_capacity_snapshot
 
     assert record_capacity_snapshot.apply().get() > 0
 
@@ -202,8 +204,6 @@ def test_ops_list_pages_use_a_constant_number_of_queries(
     user = {"finance": finance_user, "ops": ops_user}[persona]
     client.force_login(user)
     _many(2, finance_user, ops_user)
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as few:
         assert client.get(reverse(url_name)).status_code == 200
@@ -215,8 +215,6 @@ def test_ops_list_pages_use_a_constant_number_of_queries(
 def test_the_user_page_uses_a_constant_number_of_queries(
     client, finance_user, ops_user, owner, launch, lifecycle, django_assert_max_num_queries
 ):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     client.force_login(finance_user)
     url = reverse("ops:user", args=[owner.public_id])

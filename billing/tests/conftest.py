@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing import wallet
+from billing import arrears, tasks, wallet
 
 ARREARS_CALLS: list[tuple[int, str]] = []
 
@@ -17,7 +17,6 @@ def record_arrears(user_id: int, reason: str) -> None:
 
 @pytest.fixture
 def arrears_calls(monkeypatch):
-    from billing import arrears
 
     monkeypatch.setattr(arrears, "_handler", record_arrears)
     ARREARS_CALLS.clear()
@@ -28,7 +27,6 @@ def arrears_calls(monkeypatch):
 @pytest.fixture(autouse=True)
 def _no_broker(monkeypatch):
     # Notification e-mails are sent by a task after commit; tests send them inline.
-    from billing import tasks
 
     monkeypatch.setattr(tasks.email_notification, "delay", lambda pk: tasks.email_notification(pk))
 

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from backoffice.forms import BudgetForm, PriceForm
 from billing import payments, wallet
 from billing.models import LedgerTransaction, TopUp
 from core.errors import ServiceError
@@ -87,7 +88,6 @@ def test_the_top_up_service_refuses_text_amounts_not_written_in_ascii(owner):
 
 
 def test_a_price_written_with_full_width_digits_is_refused_in_the_back_office():
-    from backoffice.forms import BudgetForm, PriceForm
 
     price = PriceForm(data={"per_hour": "４.80"})
     budget = BudgetForm(data={"budget": "1_000"})

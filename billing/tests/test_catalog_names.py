@@ -7,6 +7,8 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -81,8 +83,6 @@ def test_a_chip_or_zone_renamed_in_the_admin_shows_on_the_next_statement(owner_c
 
 
 def test_the_statement_names_chips_zones_and_plans_with_one_look_at_the_price_version(owner_client, ran_910b):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     month = {"month": ran_910b.strftime("%Y-%m")}
     owner_client.get(reverse("billing:statements"), month)

@@ -2,17 +2,26 @@
 subsidy), requests refused past it, finance issuing with the number and the PDF or rejecting with a reason, the
 customer's download; the API; a team's invoices for its billing roles; bad input as clear errors."""
 
+import csv
+import io
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import Sum
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.ops.audit import Actor
 from accounts.ops.models import AuditEntry
+from accounts.ops.roles import FINANCE, sync_groups
 from billing import invoices, payments, wallet
-from billing.models import Invoice
+from billing.checks import einvoice_provider_importable
+from billing.choices import TransactionKind
+from billing.einvoice import ProviderError
+from billing.models import Invoice, LedgerTransaction, TopUp
 from core.errors import ServiceError
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
@@ -75,9 +84,6 @@ def test_finance_issues_with_the_pdf_and_the_customer_downloads_it_others_cannot
     _paid(owner)
     invoice = invoices.request(owner, kind="general", title="Kunpeng AI", tax_id="91110108MA01ABCD1X", amount="80")
     finance = UserFactory(email="finance@example.com", is_staff=True)
-    from django.contrib.auth.models import Group
-
-    from accounts.ops.roles import FINANCE, sync_groups
 
     sync_groups()
     finance.groups.add(Group.objects.get(name=FINANCE))
@@ -138,14 +144,6 @@ def test_the_api_lists_and_requests_with_the_invoiceable_amount(owner):
 def test_a_refund_after_invoicing_asks_for_a_red_letter_reversal_and_the_reconciliation_equals_the_ledger(
     owner, cloud_storage
 ):
-    import csv
-    import io
-
-    from django.db.models import Sum
-    from django.utils import timezone
-
-    from billing.choices import TransactionKind
-    from billing.models import LedgerTransaction, TopUp
 
     _paid(owner, "100")
     _paid(UserFactory(email="=cmd|' /C calc'!A0@example.com"), "30")  # a formula-looking address stays text
@@ -178,8 +176,6 @@ def test_a_refund_after_invoicing_asks_for_a_red_letter_reversal_and_the_reconci
 
 
 def test_money_given_back_before_issuing_is_not_invoiced_and_odd_input_is_refused(owner, cloud_storage):
-    from billing.choices import TransactionKind
-    from billing.models import TopUp
 
     _paid(owner, "100")
     request = invoices.request(owner, kind="general", title="李雷", amount="100")
@@ -245,13 +241,11 @@ class RefusingProvider:
     label = "Tax service"
 
     def issue(self, invoice):
-        from billing.einvoice import ProviderError
 
         raise ProviderError("the tax ID is not registered")
 
 
 def test_a_misspelt_e_invoice_service_stops_the_console_at_its_checks(settings):
-    from billing.checks import einvoice_provider_importable
 
     settings.EINVOICE_PROVIDER = "billing.einvoice.SimulatedProvider"
     assert einvoice_provider_importable(None) == []

@@ -1,5 +1,7 @@
 """Per-minute metering: exact rounded prices, frozen rates, trial before cash, overlapping and crashed ticks."""
 
+import threading
+import time
 import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -7,10 +9,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import time_machine
+from django.db import connection, transaction
 
-from billing import ledger, metering, wallet
+from billing import arrears, ledger, metering, wallet
 from billing.metering import close_usage, meter, open_usage
-from billing.models import LedgerTransaction, Price, SubsidyUsage, UsageSession
+from billing.models import LedgerTransaction, Notification, Price, SubsidyUsage, UsageSession
 from billing.quote import quote
 from core.errors import Conflict
 
@@ -193,9 +196,6 @@ def test_the_subsidy_stops_at_the_programme_budget_but_the_users_rate_does_not_c
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_overlapping_ticks_charge_each_minute_once(catalog, owner, stranger, fund):
-    import threading
-
-    from django.db import connection
 
     fund(owner, "1000")
     fund(stranger, "1000")
@@ -231,7 +231,6 @@ def test_two_overlapping_ticks_charge_each_minute_once(catalog, owner, stranger,
 def test_at_zero_balance_the_arrears_handler_is_called_once_per_metering_period(
     catalog, owner, fund, arrears_calls, django_capture_on_commit_callbacks
 ):
-    from billing.models import Notification
 
     fund(owner, "1.00")
     q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute: ¥1 lasts 12.5 minutes
@@ -273,7 +272,6 @@ def test_reaching_the_monthly_spending_cap_acts_like_a_zero_balance(
 
 
 def test_a_broken_arrears_handler_never_breaks_metering(catalog, owner, monkeypatch):
-    from billing import arrears
 
     def broken(user_id, reason):
         raise RuntimeError("the handler is broken")
@@ -291,10 +289,6 @@ def test_a_broken_arrears_handler_never_breaks_metering(catalog, owner, monkeypa
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_stop_while_a_tick_charges_the_session_waits_for_it_and_closes_the_session(catalog, owner, fund):
-    import threading
-    import time
-
-    from django.db import connection, transaction
 
     fund(owner, "100")
     resource = uuid.uuid4()
@@ -329,12 +323,6 @@ def test_a_stop_while_a_tick_charges_the_session_waits_for_it_and_closes_the_ses
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_stop_and_a_concurrent_charge_of_the_same_user_do_not_deadlock(catalog, owner, fund):
-    import threading
-    import time
-
-    from django.db import connection, transaction
-
-    from billing.models import Notification
 
     fund(owner, "2.00")  # low: charging the stopped run raises a low-balance alert, which writes the wallet row
     q = quote(chip=catalog["a100-80g"], cards=1, at=START)  # 8 fen a minute

@@ -11,12 +11,13 @@ import pytest
 import time_machine
 from django.utils import translation
 
-from billing import ledger, wallet
+from billing import ledger, vouchers, wallet
 from billing.metering import close_usage, meter, open_usage
-from billing.models import LedgerTransaction, Price, SubsidyUsage, UsageSession
+from billing.models import Account, LedgerTransaction, Plan, Price, SubsidyUsage, UsageSession, Voucher
 from billing.money import to_cents
 from billing.quote import quote
 from billing.statements import month_statement
+from catalog.models import Chip
 
 pytestmark = pytest.mark.django_db
 
@@ -205,9 +206,6 @@ def test_a_months_minutes_that_round_to_nothing_are_counted_in_that_month(catalo
 def test_minutes_a_voucher_paid_past_a_late_noticed_end_go_back_to_it_or_to_cash_once_it_has_expired(
     catalog, owner, fund, settings, expired_meanwhile
 ):
-    from billing import vouchers
-    from billing.models import Account, Plan, Voucher
-    from catalog.models import Chip
 
     settings.METERING_POSTING_MINUTES = 1
     fund(owner, "100")

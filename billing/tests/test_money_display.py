@@ -10,6 +10,7 @@ import time_machine
 from django.template import Context, Template
 
 from billing.metering import close_usage, open_usage
+from billing.models import Notification
 from billing.quote import quote
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +60,6 @@ def test_the_transactions_page_shows_charges_as_minus_yuan(owner_client, owner, 
 
 
 def test_the_low_balance_alert_shows_the_balance_to_the_fen_and_the_hourly_rate_exactly(owner):
-    from billing.models import Notification
 
     note = Notification(user=owner, kind="low_balance", params={"balance": "1.5", "hourly": "1.718300"})
 

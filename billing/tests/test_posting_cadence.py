@@ -13,6 +13,10 @@ from billing.choices import AccountKind, TransactionKind
 from billing.metering import close_usage, meter, open_usage
 from billing.models import Account, LedgerTransaction, UsageSession
 from billing.quote import quote
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -196,10 +200,6 @@ def test_a_spending_cap_set_between_postings_stops_the_run_within_a_minute(
 def test_a_members_budget_set_between_postings_is_watched_from_the_next_tick(
     catalog, owner, fund, hourly, django_capture_on_commit_callbacks
 ):
-    from teams import services as teams
-    from teams.models import Membership
-    from teams.roles import Role
-    from tests.fixtures.factories import UserFactory
 
     team = teams.create_team(owner, name="Vision", slug="vision")
     fund(team.account, "1000")

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.models import Plan, Price, PriceBookVersion, SubsidyProgramme, SubsidyUsage
+from billing.models import Plan, Price, PriceBookVersion, StoragePrice, SubsidyProgramme, SubsidyUsage
 from billing.quote import load_price_book, quote
 from billing.rules import month_of
 from catalog.models import InstanceSpec, Node
@@ -297,7 +297,6 @@ def test_the_price_list_kept_for_visitors_follows_what_a_programme_spends_and_ea
 
 
 def test_the_price_list_kept_for_visitors_follows_a_new_disk_price_at_its_moment(client, catalog):
-    from billing.models import StoragePrice
 
     _warm(client, "Cloud disks:")
     later = timezone.now() + timedelta(minutes=5)

@@ -10,8 +10,10 @@ from zoneinfo import ZoneInfo
 import pytest
 import time_machine
 from django.apps import apps
+from django.core.management import call_command
 
 from billing import ledger, spend, statements, wallet
+from billing.choices import AccountKind
 from billing.metering import close_usage, meter, open_usage
 from billing.models import LedgerTransaction, SpendLine, SpendQuarter
 from billing.quote import quote
@@ -111,7 +113,6 @@ def test_a_ledger_written_before_the_sums_existed_is_summed_by_the_migration(cat
 
 
 def test_check_ledger_rebuilds_the_sums_on_request(catalog, owner, fund):
-    from django.core.management import call_command
 
     fund(owner, Decimal("100"))
     _run_across_the_month(owner, quote(chip=catalog["a100-80g"], cards=1, at=START), minutes=3)
@@ -123,7 +124,6 @@ def test_check_ledger_rebuilds_the_sums_on_request(catalog, owner, fund):
 
 
 def test_a_deleted_members_lines_join_the_unnamed_ones_as_in_the_ledger(owner, stranger):
-    from billing.models import SpendLine
 
     resource, month = uuid.uuid4(), date(2026, 3, 1)
     gone = stranger.pk + 1000  # a member whose account no longer exists
@@ -139,7 +139,6 @@ def test_a_deleted_members_lines_join_the_unnamed_ones_as_in_the_ledger(owner, s
 
 
 def test_a_charge_in_the_last_instant_of_a_month_stays_in_it_when_the_migration_sums_the_ledger(owner, fund):
-    from billing.choices import AccountKind
 
     fund(owner, Decimal("10"))
     cash = ledger.user_accounts([owner.pk])[owner.pk][AccountKind.USER_CASH]

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test import Client
 
 from billing import ledger, payments, wallet
+from billing.checks import stripe_keys_in_production
 from billing.models import LedgerTransaction, TopUp
 from core.errors import ServiceError
 
@@ -170,7 +171,6 @@ def test_production_refuses_the_sandbox_checkout(owner_client, owner, settings):
 
 
 def test_production_without_stripe_keys_fails_the_system_check(settings):
-    from billing.checks import stripe_keys_in_production
 
     settings.PRODUCTION = True
     settings.STRIPE_SECRET_KEY = ""

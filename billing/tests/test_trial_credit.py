@@ -10,6 +10,7 @@ from django.utils import timezone
 from accounts import services as console_services
 from billing import ledger, wallet
 from billing.models import LedgerTransaction, Notification, TrialGrant
+from billing.quote import quote
 from core.errors import PaymentRequired
 from tests.fixtures.factories import UserFactory
 
@@ -58,7 +59,6 @@ def test_expired_trial_credit_no_longer_counts_even_before_the_expiry_task_runs(
 
 
 def test_a_launch_needs_an_hour_of_balance_and_says_how_much(owner, catalog):
-    from billing.quote import quote
 
     wallet.grant_trial_credit(owner, owner.email)
     eight_a100 = quote(chip=catalog["a100-80g"], cards=8)  # ¥38.40 an hour
@@ -69,7 +69,6 @@ def test_a_launch_needs_an_hour_of_balance_and_says_how_much(owner, catalog):
 
 
 def test_a_prepaid_plan_is_charged_up_front_trial_first_then_cash(owner, catalog, fund):
-    from billing.quote import quote
 
     wallet.grant_trial_credit(owner, owner.email)
     fund(owner, "200")

@@ -8,17 +8,33 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
+from accounts import services as console_services
+from accounts.ops.models import AuditEntry
 from billing import ledger, metering, vouchers, wallet
 from billing.choices import AccountKind
-from billing.models import Account, LedgerTransaction, Notification, Plan, Voucher, VoucherBatch, VoucherCode
+from billing.models import (
+    Account,
+    LedgerEntry,
+    LedgerTransaction,
+    Notification,
+    Plan,
+    Voucher,
+    VoucherBatch,
+    VoucherCode,
+)
 from billing.quote import quote
 from catalog.models import Chip
 from core.errors import Conflict, PaymentRequired
 from core.field_errors import FieldError
+from teams import services as team_services
+from teams.models import TeamEvent
 from tests.fixtures.concurrency import race
 from tests.fixtures.factories import UserFactory
+from tests.fixtures.personas import _token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -219,7 +235,6 @@ def test_an_expired_voucher_pays_for_nothing_even_before_its_expiry_is_booked(ca
 
 def _tamper(kind, entries, at=None):
     """Book a balanced transaction straight into the tables, as a bug bypassing the ledger's rules would."""
-    from billing.models import LedgerEntry
 
     tx = LedgerTransaction.objects.create(
         kind=kind, idempotency_key=f"tamper:{uuid.uuid4()}", created_at=at or timezone.now()
@@ -296,7 +311,6 @@ def test_twenty_concurrent_redemptions_of_one_code_give_one_voucher_on_sqlite(ca
 
 
 def _browser(user):
-    from django.test import Client
 
     client = Client()
     client.cookies["django_language"] = "en"
@@ -323,7 +337,6 @@ def test_the_wallet_page_redeems_a_code_and_says_what_is_wrong_with_a_bad_one(ca
 
 
 def _chinese(user):
-    from django.test import Client
 
     client = Client()
     client.force_login(user)
@@ -331,7 +344,6 @@ def _chinese(user):
 
 
 def test_the_api_redeems_and_lists_vouchers_with_errors_as_json(catalog):
-    from tests.fixtures.personas import _token_client
 
     user = UserFactory()
     batch = _batch(amount="20")
@@ -351,7 +363,6 @@ def test_the_api_redeems_and_lists_vouchers_with_errors_as_json(catalog):
 
 
 def test_finance_creates_a_batch_and_exports_its_codes_audited_and_spreadsheet_safe(catalog, finance_user):
-    from accounts.ops.models import AuditEntry
 
     page = _browser(finance_user)
     assert page.get("/ops/vouchers/").status_code == 200
@@ -424,11 +435,6 @@ def test_guessing_codes_is_limited_per_person(catalog):
 
 
 def test_a_voucher_redeemed_with_a_teams_token_goes_to_the_teams_wallet_and_its_log(catalog):
-    from rest_framework.test import APIClient
-
-    from accounts import services as console_services
-    from teams import services as team_services
-    from teams.models import TeamEvent
 
     owner = UserFactory()
     team = team_services.create_team(owner, name="Voucher lab", slug="voucher-lab")

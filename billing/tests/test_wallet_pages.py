@@ -9,6 +9,7 @@ import pytest
 import time_machine
 
 from billing import statements, wallet
+from billing.arrears import notify
 from billing.metering import close_usage, open_usage
 from billing.quote import quote
 
@@ -240,7 +241,6 @@ def test_a_top_up_through_the_api_returns_the_checkout_url(owner_api, stranger_a
 
 
 def test_notifications_read_in_the_pages_language(owner_client, owner):
-    from billing.arrears import notify
 
     notify(owner.pk, "arrears", days=15)
     notify(owner.pk, "disk_reminder", disk="data", date="2026-03-20")

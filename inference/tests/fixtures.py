@@ -12,15 +12,15 @@ from asgiref.sync import async_to_sync
 
 from billing import wallet
 from inference import services as endpoints
+from inference import template_catalog as inference
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from tests.fixtures.catalog import load_hub
 
 
 @pytest.fixture
 def inference_catalog(catalog):
     """Chips, prices, the official images (``catalog`` from the image fixtures), the hub and the templates."""
-    from inference import template_catalog as inference
-    from tests.fixtures.catalog import load_hub
 
     load_hub()
     inference.load()

@@ -9,13 +9,18 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
+from accounts import services as console
 from billing import wallet
 from billing.models import UsageSession
+from billing.quote import load_price_book
 from inference import services as endpoints
-from inference.models import Endpoint, EndpointRequest
+from inference import template_catalog as inference
+from inference.models import Endpoint, EndpointRequest, InferenceTemplate
 from inference.tests.fixtures import point_at, streamed_chunks
+from instances import lifecycle
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from storage.models import HubMount
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +42,6 @@ def test_deploying_a_template_runs_an_endpoint_with_the_model_mounted_and_metere
     assert instance.status == "running"
     assert instance.image == "vllm-0.6-cuda12" and instance.chip.backend == "cuda"
     assert instance.name == "my-qwen"
-    from storage.models import HubMount
 
     mount = HubMount.objects.get(instance=instance)
     assert mount.target == "/root/public/Qwen/Qwen2.5-0.5B-Instruct"
@@ -46,11 +50,8 @@ def test_deploying_a_template_runs_an_endpoint_with_the_model_mounted_and_metere
 
 
 def test_deploy_picks_the_cheapest_compatible_chip_unless_one_is_asked_for(owner, deploy):
-    from inference import template_catalog as inference
-    from inference.models import InferenceTemplate
 
     template = InferenceTemplate.objects.get(slug="qwen2.5-7b-instruct-vllm")
-    from billing.quote import load_price_book
 
     cheapest = inference.offers(template, load_price_book(user=owner), user=owner)[0].chip
     assert deploy(owner, template="qwen2.5-7b-instruct-vllm").instance.chip == cheapest
@@ -145,7 +146,6 @@ def test_another_users_key_and_a_console_token_never_reach_this_endpoint(owner, 
     point_at(mine, model_server.url)
     point_at(theirs, model_server.url)
     their_key = endpoints.create_key(theirs)
-    from accounts import services as console
 
     console_token = console.create_api_token(owner, name="console", scope="read_write").plaintext
 
@@ -194,7 +194,6 @@ def test_models_lists_the_served_model(owner, deploy):
 def test_a_request_to_a_stopped_endpoint_answers_503_saying_it_starts_and_starts_it(owner, deploy):
     endpoint = deploy(owner)
     key = endpoints.create_key(endpoint)
-    from instances import lifecycle
 
     lifecycle.stop(endpoint.instance)
     settle()

@@ -2,6 +2,7 @@
 request logs migrates back to the schema before the move and forward again with every row and content type."""
 
 import pytest
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -46,7 +47,6 @@ def test_endpoints_keys_and_their_log_survive_the_move_both_ways(owner, deploy):
     assert EndpointKey.objects.get(endpoint=moved).prefix == key.key.prefix
     row = EndpointRequest.objects.get(endpoint=moved)
     assert (row.status_code, row.prompt_tokens, row.completion_tokens) == (200, 3, 5)
-    from django.contrib.contenttypes.models import ContentType
 
     assert ContentType.objects.filter(app_label="inference", model="endpoint").exists()
     assert not ContentType.objects.filter(app_label="instances", model="endpoint").exists()

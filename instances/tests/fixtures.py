@@ -19,6 +19,8 @@ from django.utils import timezone
 from billing import rules, wallet
 from billing.choices import COMPUTE_KINDS, TransactionKind
 from billing.models import LedgerTransaction, UsageSession
+from catalog.models import Chip
+from config.celery import app
 from instances import charges as instances_charges
 from instances import launching
 from instances import lifecycle as instance_lifecycle
@@ -158,7 +160,6 @@ def instant(settings):
 @pytest.fixture
 def eager_tasks():
     """Celery tasks run in the caller's process when enqueued (on commit)."""
-    from config.celery import app
 
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
@@ -210,7 +211,6 @@ def launch(owner, lifecycle):
 
 
 def _default_image(fields) -> str:
-    from catalog.models import Chip
 
     if fields.get("no_card"):
         return "ubuntu-22.04"

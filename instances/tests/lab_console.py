@@ -10,10 +10,11 @@ import sys
 
 import uvicorn
 
+from config.asgi import application
+from instances.backends import JupyterServer, get_backend
+
 
 def main(fd: int) -> None:
-    from config.asgi import application
-    from instances.backends import JupyterServer, get_backend
 
     server = JupyterServer(
         token=os.environ["LAB_TOKEN"], base_path=os.environ["LAB_BASE_PATH"], socket=os.environ["LAB_SOCKET"]

@@ -9,7 +9,9 @@ real worker process starts for the console served under uvicorn. Outside CI the 
 run sandboxes.
 """
 
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -77,7 +79,6 @@ class LocalHost:
 
     def run(self, instance, command: str, timeout: float = 30) -> "subprocess.CompletedProcess":  # noqa: F821
         """``command`` run inside the instance, as an SSH session would run it."""
-        import subprocess
 
         argv = get_backend("local").enter_argv(instance, command)
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
@@ -194,8 +195,6 @@ class LocalDriver:
     def lose(self, instance) -> None:
         """Every process of the machine dies outside the console (the OOM killer, an operator's kill)."""
         state = local.read_state(instance.public_id)
-        import os
-        import signal
 
         for child in local._children(state["pid"]):
             os.kill(child, signal.SIGKILL)

@@ -7,19 +7,23 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.test import Client
 from django.urls import reverse
 
+from accounts.models import AuditEntry
 from catalog.models import Node, Zone
 from core.errors import ServiceError
 from instances import launching, lifecycle
 from instances import lifecycle as instance_lifecycle
 from instances.backends import local
 from instances.capacity import CapacityError
+from instances.choices import Status
 from instances.limits import LimitReached
 from instances.models import AccountLimit, HostLoad, Instance
 from instances.tests.fixtures import settle
+from teams import services as team_services
 
 pytestmark = pytest.mark.django_db
 
@@ -105,7 +109,6 @@ def test_release_frees_cpu_and_memory(owner, lifecycle, roomy_limits):
 
 
 def test_the_database_refuses_an_oversold_node_cpu_or_memory(catalog):
-    from django.db import IntegrityError, transaction
 
     node = Node.objects.first()
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -215,7 +218,6 @@ def test_an_accounts_own_limit_raises_the_default_for_it_only(owner, stranger, l
 
 
 def test_a_teams_account_has_the_limit_whoever_launches(owner, lifecycle, settings):
-    from teams import services as team_services
 
     settings.ACCOUNT_MAX_CPU_ONLY = 1
     team = team_services.create_team(owner, name="Lab", slug="lab")
@@ -334,9 +336,6 @@ def test_concurrent_launches_never_oversell_a_nodes_cpu_on_postgresql(owner, lif
 
 
 def test_the_operator_sets_the_default_limit_in_the_back_office_and_it_is_audited(owner, superuser, lifecycle):
-    from django.test import Client
-
-    from accounts.models import AuditEntry
 
     staff = Client()
     staff.cookies[django_settings.LANGUAGE_COOKIE_NAME] = "en"
@@ -357,7 +356,6 @@ def test_the_operator_sets_the_default_limit_in_the_back_office_and_it_is_audite
 @pytest.mark.sandbox
 @pytest.mark.django_db(transaction=True)
 def test_a_real_sandbox_holds_the_hosts_last_core_until_it_stops(owner, on_local, launch, settings):
-    from instances.choices import Status
 
     settings.LOCAL_HOST_CPUS, settings.LOCAL_CONSOLE_CPUS, settings.LOCAL_CPUS = 1, 0, 1.0
     first = launch(name="first", **CPU_ONLY)

@@ -6,12 +6,15 @@ import pytest
 import time_machine
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from catalog.models import Chip
 from instances import costs
 from instances import lifecycle as instance_lifecycle
+from instances.backends.simulated import SimulatedBackend
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -55,7 +58,6 @@ def test_the_list_query_count_does_not_grow_with_instances(english, launch, djan
 
 
 def test_a_kept_row_of_the_list_follows_the_instance_its_chip_and_the_language(english, launch):
-    from catalog.models import Chip
 
     instance = launch(name="row-1")
     settle()
@@ -170,7 +172,6 @@ def test_an_illegal_action_from_the_page_shows_a_message(english, launch):
 
 
 def test_the_kept_parts_of_the_detail_page_follow_the_instance(english, launch):
-    from catalog.models import Chip
 
     def timeline(html: str) -> str:
         return html.split('id="events">')[1].split("</ol>")[0]
@@ -243,9 +244,6 @@ def test_the_wizard_prices_the_new_data_disk_beside_the_compute(english, lifecyc
 def test_the_port_panel_lists_what_listens_and_opens_any_port_through_the_console(
     english, launch, monkeypatch, stranger
 ):
-    from django.test import Client
-
-    from instances.backends.simulated import SimulatedBackend
 
     instance = launch()
     settle()

@@ -25,6 +25,7 @@ from django.test import Client
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from instances.backends import JupyterServer, get_backend
+from instances.jupyter_proxy import _may_hold_token
 from tests.asgi_server import ServerThread, browser, lab_browser, lab_host, lab_origin, open_websocket
 
 from .fake_jupyter import STATUS, FakeJupyter
@@ -298,7 +299,6 @@ def test_the_console_answers_writes_to_a_lab_path_with_405(owner, instance):
 
 
 def test_the_token_is_cut_from_jupyters_own_text_but_user_files_download_unscanned():
-    from instances.jupyter_proxy import _may_hold_token
 
     server = JupyterServer(token="t", base_path="/instances/abc/lab/", socket="/tmp/s")
     assert _may_hold_token("/instances/abc/lab/tree", server, "text/html; charset=UTF-8")

@@ -20,13 +20,13 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from instances import runtime
 from instances.backends import JupyterServer, get_backend
 from tests.asgi_server import lab_browser, lab_origin, login_cookies, open_websocket
 
 
 def _jupyter_python() -> str:
     """``JUPYTER_PYTHON``, else the local backend's runtime once built (``manage.py use_local --check``; CI does)."""
-    from instances import runtime
 
     if os.environ.get("JUPYTER_PYTHON"):
         return os.environ["JUPYTER_PYTHON"]

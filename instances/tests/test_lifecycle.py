@@ -5,11 +5,13 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.db import OperationalError
 from django.utils import timezone
 
 from billing import quote as quoting
-from catalog.models import Node
+from catalog.models import Chip, Node
 from core.errors import Conflict, PaymentRequired, ServiceError
+from instances import charges as instances_charges
 from instances import lifecycle as instance_lifecycle
 from instances.backends import simulated
 from instances.choices import Reason, Status
@@ -163,7 +165,6 @@ def test_launch_needs_one_hour_of_balance(launch, lifecycle, owner):
 
 
 def launch_chip():
-    from catalog.models import Chip
 
     return Chip.objects.get(slug="ascend-910b")
 
@@ -215,9 +216,6 @@ def test_a_launch_whose_transaction_postgresql_aborts_for_a_deadlock_runs_again_
     launch, lifecycle, monkeypatch
 ):
     import psycopg.errors
-    from django.db import OperationalError
-
-    from instances import charges as instances_charges
 
     gate, calls = instances_charges.check_launch_funds, []
 

@@ -10,6 +10,7 @@ from instances import lifecycle
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
+from storage import disks
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +24,6 @@ def listing(on_local, instance) -> list[str]:
 
 
 def test_a_disk_is_at_root_data_under_its_name_hot_plugged_restarted_and_detached(on_local, running):
-    from storage import disks
 
     instance = running()
     owner = instance.owner

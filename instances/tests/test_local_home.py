@@ -12,7 +12,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from instances.backends import BackendError, local_home
+from instances.backends import BackendError, TransientBackendError, local_home
 
 UID = 1_000_000_001
 
@@ -105,7 +105,6 @@ def test_the_instance_page_says_how_big_the_home_may_grow_or_that_it_has_no_limi
 
 @needs_loop
 def test_an_image_that_cannot_be_made_on_a_capable_host_is_tried_again_never_left_a_folder(base, monkeypatch):
-    from instances.backends import TransientBackendError
 
     real_run = local_home._run
 

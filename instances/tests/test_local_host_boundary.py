@@ -22,6 +22,11 @@ from instances import lifecycle
 from instances.backends import get_backend, local
 from instances.choices import Status
 from instances.models import Instance
+from marketplace.hub import blobs, repos
+from marketplace.models import HubItem
+from storage import mounts
+from storage.services import backend
+from storage.tests.fixtures import store_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -174,11 +179,6 @@ def data_folder(settings, on_local):
 
 
 def test_a_sandbox_user_reads_nothing_of_the_data_folder_on_the_host(data_folder, on_local, running, owner):
-    from marketplace.hub import blobs, repos
-    from marketplace.models import HubItem
-    from storage import mounts
-    from storage.services import backend
-    from storage.tests.fixtures import store_file
 
     # Given a data folder made before it was kept private, made private by migrate (as every make run and deploy)
     call_command("migrate", verbosity=0)

@@ -7,11 +7,14 @@ home; reach PostgreSQL, Redis or the console over the network; take the host dow
 hog.
 """
 
+import base64
+import json
 import os
 import shlex
 import shutil
 import signal
 import socket
+import stat as stats
 import subprocess
 import tempfile
 import time
@@ -20,10 +23,20 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from instances import lifecycle
-from instances.backends import get_backend, local, local_home
+from catalog.models import InstanceSpec
+from instances import backends, lifecycle
+from instances.backends import get_backend, local, local_home, local_lxcfs
 from instances.choices import Status
-from instances.models import Instance
+from instances.models import AgentReport, Instance
+from instances.secrets import create_secret
+from marketplace import seed as hub_catalog
+from marketplace.hub import blobs, repos
+from marketplace.models import HubItem
+from storage import disks, mounts
+from teams import services as teams
+from tests.asgi_server import browser, lab_browser
+from tests.fixtures.factories import UserFactory
+from tests.fixtures.services import wait_until
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -191,8 +204,6 @@ def test_disks_and_hub_items_are_real_bind_mounts_and_disks_outlive_the_instance
 
 
 def test_a_starter_dataset_with_real_files_mounts_and_loads_inside(on_local, running):
-    from marketplace import seed as hub_catalog
-    from storage import mounts
 
     hub_catalog.load()  # as `make run` does: the starter entries' real files are committed and laid out
     instance = running()
@@ -209,7 +220,6 @@ def test_a_starter_dataset_with_real_files_mounts_and_loads_inside(on_local, run
 
 
 def test_the_chart_reads_the_machines_own_cgroup_not_the_hosts(on_local, running):
-    from instances.models import AgentReport
 
     instance = running()
     held = on_local.run(instance, "python3 -c 'import time; b = b\"x\" * (600 << 20); time.sleep(6)'")
@@ -244,7 +254,6 @@ def test_the_quick_start_notebook_is_in_the_home_and_runs(on_local, running):
 
 
 def test_free_and_uptime_inside_show_the_machines_own_memory_and_time(on_local, running, settings):
-    from instances.backends import local_lxcfs
 
     if local_lxcfs.ensure() is None:
         why = "lxcfs cannot run here (not installed, or no /dev/fuse): /proc shows the host's figures"
@@ -281,7 +290,6 @@ def test_nproc_inside_counts_the_machines_cpus_and_two_machines_get_different_on
 def own_lxcfs(settings):
     """An lxcfs of this test's own (the host's one serves the machines of the other tests), stopped after it. Its
     folder is right under /tmp: the machines' users search their way to it."""
-    from instances.backends import local_lxcfs
 
     folder = Path(tempfile.mkdtemp(prefix="gpucloud-lxcfs-", dir="/tmp"))
     settings.LOCAL_LXCFS_DIR = str(folder / "lxcfs")
@@ -321,7 +329,6 @@ FILL = "import os, sys; f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.p
 
 
 def test_a_data_disk_holds_its_size_and_no_more_grows_while_running_and_its_bytes_go_with_it(on_local, running):
-    from storage import disks
 
     instance = running()
     disk = disks.create(instance.owner, name="small", size_gb=1, zone=instance.zone)
@@ -363,7 +370,6 @@ def test_the_cloud_storage_folder_is_limited_to_the_storage_ceiling(on_local, ru
 
 
 def test_a_teams_machine_has_the_teams_folder_at_shared_team_and_no_members_own(on_local, running, owner):
-    from teams import services as teams
 
     team = teams.create_team(owner, name="Vision", slug="vision")
     instance = running(user=team.account, name="team-box")
@@ -390,7 +396,6 @@ def test_the_quick_start_script_really_trains_and_its_curve_and_log_reach_the_co
 
 
 def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local, running, console_server, stranger):
-    from tests.asgi_server import browser, lab_browser
 
     instance = running()
     on_local.run(instance, "cd /root && (nohup python -m http.server 7860 >/dev/null 2>&1 &)")
@@ -400,8 +405,6 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
     def answer():
         response = owner.get(f"/instances/{instance.public_id}/lab/proxy/7860/gradio-says.txt")
         return response if response.status_code == 200 else None
-
-    from tests.fixtures.services import wait_until
 
     response = wait_until(answer, timeout=30, message="the app on port 7860 through the console")
     assert response.content.decode() == "你好"
@@ -415,7 +418,6 @@ def test_a_web_app_inside_opens_through_the_console_for_its_owner_only(on_local,
 def test_the_start_command_runs_at_boot_with_the_variables_and_secrets_and_its_output_is_the_log(
     on_local, running, owner
 ):
-    from instances.secrets import create_secret
 
     create_secret(owner, "HF_TOKEN", "hf_s3cr3t")
     instance = running(
@@ -437,7 +439,6 @@ def test_the_start_command_runs_at_boot_with_the_variables_and_secrets_and_its_o
 
 
 def test_a_worker_restart_finds_its_machines_again(on_local, running):
-    from instances import backends
 
     instance = running()
     on_local.run(instance, "echo before > /root/f")
@@ -450,7 +451,6 @@ def test_a_worker_restart_finds_its_machines_again(on_local, running):
 
 
 def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, running, settings):
-    import stat as stats
 
     instance = running()
     etc_before = os.stat("/etc")
@@ -485,7 +485,6 @@ def test_symlinks_made_inside_never_lead_the_host_side_anywhere(on_local, runnin
 
 
 def test_the_home_holds_no_more_than_the_system_disk_and_keeps_its_files_across_a_stop_and_a_start(on_local, running):
-    from catalog.models import InstanceSpec
 
     # Given a spec with a 1 GB system disk, and a neighbour on the same host.
     InstanceSpec.objects.filter(chip__slug="ascend-910b", cards=1).update(system_disk_gb=1)
@@ -557,10 +556,6 @@ def test_without_loop_devices_a_new_home_is_a_plain_folder_and_the_page_says_so(
 def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_local, running):
     """``snapshot_download`` inside a machine with no network fetches a published repository through the agent's
     relay (HF_ENDPOINT is set); the console's other addresses are refused there."""
-    import base64
-    import json
-
-    from marketplace.hub import repos
 
     publisher = on_local_user()
     repos.create_repo(publisher, name="tiny", organization="demo", private=False, kind="model")
@@ -587,9 +582,6 @@ def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_lo
     assert endpoint == "http://127.0.0.1:8860" and rest.encode() == config
 
     # Mounted, the same files are there with nothing copied: the mount's files are the stored blobs themselves.
-    from marketplace.hub import blobs
-    from marketplace.models import HubItem
-    from storage import mounts
 
     mounts.mount(instance.owner, instance, "demo/tiny")  # public: anyone may mount it
     seen = on_local.run(instance, "cat /root/public/demo/tiny/config.json")
@@ -618,6 +610,5 @@ def test_the_model_hub_answers_inside_and_nothing_else_of_the_console_does(on_lo
 
 
 def on_local_user():
-    from tests.fixtures.factories import UserFactory
 
     return UserFactory(email="publisher@example.com")

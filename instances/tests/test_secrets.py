@@ -2,11 +2,18 @@
 shown again — not on a page, in the API, the admin or an error."""
 
 import io
+import sys
+from argparse import Namespace
 
 import pytest
 from django.db import connection
 from django.urls import reverse
+from django.views.debug import ExceptionReporter
 
+from accounts import services as console_services
+from cli.main import main
+from cli.secrets import read_value
+from core import encryption
 from core.encryption import DecryptionError, decrypt, encrypt
 from core.errors import Conflict, NotFound
 from core.field_errors import FieldError
@@ -222,9 +229,6 @@ def test_the_admin_shows_names_with_the_value_masked(admin_client, owner):
 
 
 def test_the_cli_reads_the_value_from_stdin_without_its_last_line_end():
-    from argparse import Namespace
-
-    from cli.secrets import read_value
 
     piped = io.StringIO("token-from-a-file\n")
     assert read_value(Namespace(value=None, name="X"), stdin=piped) == "token-from-a-file"
@@ -233,8 +237,6 @@ def test_the_cli_reads_the_value_from_stdin_without_its_last_line_end():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_cli_sets_lists_and_removes_secrets(live_server, owner, tmp_path, monkeypatch, capsys):
-    from accounts import services as console_services
-    from cli.main import main
 
     monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
     token = console_services.create_api_token(owner, name="cli", scope="read_write").plaintext
@@ -257,11 +259,6 @@ def test_the_cli_sets_lists_and_removes_secrets(live_server, owner, tmp_path, mo
 
 
 def test_an_error_report_shows_a_secret_value_as_stars(owner, monkeypatch, rf):
-    import sys
-
-    from django.views.debug import ExceptionReporter
-
-    from core import encryption
 
     def key_store_down():
         raise RuntimeError("the key store is down")

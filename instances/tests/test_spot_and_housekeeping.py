@@ -6,14 +6,19 @@ from decimal import Decimal
 import pytest
 import time_machine
 from django.db.models import Sum
+from django.db.models.signals import post_init
 from django.utils import timezone
 
-from billing.models import Notification
+from billing import ledger, metering, tasks
+from billing.models import LedgerTransaction, Notification
+from billing.money import summed
 from catalog.models import Node
 from instances import housekeeping
 from instances import lifecycle as instance_lifecycle
 from instances.backends import simulated
+from instances.capacity import CapacityError
 from instances.choices import Reason, Status
+from instances.costs import cost_so_far
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -52,10 +57,6 @@ def test_a_spot_preemption_stops_billing_at_the_preemption_minute(launch, lifecy
 def test_a_reclaim_noticed_after_the_beat_charged_past_it_costs_what_the_instance_page_shows(
     launch, lifecycle, settings
 ):
-    from billing import ledger, metering
-    from billing.models import LedgerTransaction
-    from billing.money import summed
-    from instances.costs import cost_so_far
 
     settings.INSTANCES_SPOT_NOTICE_SECONDS = 60
     with time_machine.travel(timezone.now(), tick=False) as clock:
@@ -207,7 +208,6 @@ def test_a_stopped_instance_gets_reminders_then_is_released_after_15_days(launch
 
 
 def test_an_instance_started_meanwhile_gets_no_stale_release_reminder(launch, lifecycle):
-    from django.db.models.signals import post_init
 
     with time_machine.travel(timezone.now(), tick=False) as clock:
         instance = launch()
@@ -280,7 +280,6 @@ def test_an_on_demand_launch_reclaims_the_newest_spot_instance_when_no_card_is_f
 
 
 def test_a_spot_launch_never_reclaims_and_a_full_node_of_on_demand_cannot_be_reclaimed(launch, lifecycle, stranger):
-    from instances.capacity import CapacityError
 
     _one_node_of()
     for i in range(4):
@@ -301,7 +300,6 @@ def test_a_spot_launch_never_reclaims_and_a_full_node_of_on_demand_cannot_be_rec
 def test_a_late_beat_sends_one_release_reminder_by_e_mail_with_the_instances_link(
     launch, lifecycle, mailoutbox, monkeypatch, django_capture_on_commit_callbacks, settings
 ):
-    from billing import tasks
 
     monkeypatch.setattr(tasks.email_notification, "delay", lambda pk: tasks.email_notification(pk))
     settings.SITE_URL = "https://console.example.com"

@@ -24,6 +24,10 @@ from instances.backends.simulated import SimulatedBackend
 from instances.models import Instance
 from instances.tests.fixtures import settle
 from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key, scp, ssh
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
 
 # The gateway's thread reads the database through its own connection: it must see committed rows.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -254,10 +258,6 @@ def _alive(pid: int) -> bool:
 def test_a_teams_instance_lets_in_the_keys_of_members_who_may_operate_it_and_no_one_else(
     gateway, launch, host_shell, owner, owner_key, tmp_path
 ):
-    from teams import services as teams
-    from teams.models import Membership
-    from teams.roles import Role
-    from tests.fixtures.factories import UserFactory
 
     team = teams.create_team(owner, name="Vision", slug="vision")
     instance = launch(user=team.account, name="team-box")

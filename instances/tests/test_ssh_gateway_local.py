@@ -1,12 +1,21 @@
 """The SSH gateway into real machines of the local backend (bubblewrap sandboxes): the system OpenSSH client, the
 gateway, and the backend's own way in (nsenter) and home folder — no fake."""
 
-import pytest
+import subprocess
+import time
 
+import pytest
+from django.conf import settings
+
+from accounts import ssh_keys
 from instances import lifecycle
 from instances.choices import Status
 from instances.models import Instance
-from instances.tests.ssh_fixtures import scp, ssh
+from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key, scp, ssh
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -69,7 +78,6 @@ def test_an_interactive_login_shell_inside_the_machine(gateway, machine, owner_k
 def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(
     gateway, machine, owner_key, sftp_server, tmp_path
 ):
-    from django.conf import settings
 
     console_file = settings.BASE_DIR / "config" / "settings.py"
     made = ssh(gateway.port, owner_key, machine.public_id, f"ln -s / /root/escape && ln -s {console_file} /root/s")
@@ -86,15 +94,6 @@ def test_sftp_runs_inside_the_machine_and_reads_nothing_the_machine_cannot(
 
 
 def test_a_member_removed_from_the_team_is_hung_up_inside_the_machine(gateway, on_local, launch, owner, tmp_path):
-    import subprocess
-    import time
-
-    from accounts import ssh_keys
-    from instances.tests.ssh_fixtures import SSH_OPTIONS, make_key
-    from teams import services as teams
-    from teams.models import Membership
-    from teams.roles import Role
-    from tests.fixtures.factories import UserFactory
 
     # given a developer of a team with an SSH session open in the team's machine, writing a file there
     team = teams.create_team(owner, name="Vision", slug="vision")

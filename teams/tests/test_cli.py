@@ -1,11 +1,15 @@
 """`gpucloud teams …` against a real HTTP server: create, invite, accept from the e-mailed link, show, leave."""
 
 import re
+from decimal import Decimal
 
 import pytest
 
 from accounts import services as console_services
 from cli.main import main
+from instances.models import Instance
+from teams import services as teams
+from teams.models import Membership
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,11 +50,6 @@ def test_a_team_from_the_command_line(cli, owner, mailoutbox):
 
 
 def test_a_teams_token_and_budgets_from_the_command_line(live_server, tmp_path, monkeypatch, capsys, owner, catalog):
-    from decimal import Decimal
-
-    from instances.models import Instance
-    from teams import services as teams
-    from teams.models import Membership
 
     monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
     team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing import budgets, metering, wallet
-from billing.models import LedgerTransaction, Notification
+from billing.models import LedgerTransaction, Notification, SubsidyProgramme, SubsidyUsage, UsageSession
 from instances import launching, lifecycle
 from instances.choices import Reason, Status
 from instances.models import Instance
@@ -171,7 +171,6 @@ def test_running_usage_that_reaches_the_budget_stops_that_members_instances_and_
 
 
 def test_a_persons_subsidy_cap_is_one_whichever_wallet_pays(catalog, instant, team, owner):
-    from billing.models import SubsidyProgramme, SubsidyUsage
 
     SubsidyProgramme.objects.filter(slug="xinchuang-2026").update(monthly_cap_per_user=Decimal("0.05"))
     developer = _member(team, Role.DEVELOPER)
@@ -210,7 +209,6 @@ def test_starting_a_colleagues_instance_runs_it_on_ones_own_budget(catalog, inst
 def test_a_launchs_data_disk_is_the_members_spend_and_the_notice_goes_once(
     catalog, instant, eager_tasks, team, owner, django_capture_on_commit_callbacks
 ):
-    from billing.models import UsageSession
 
     developer = _member(team, Role.DEVELOPER)
     _budget(team, owner, developer, "0.5")

@@ -13,12 +13,13 @@ from billing import budgets
 from billing.models import UsageSession
 from catalog.services import get_zone
 from inference import services as endpoints
+from inference.models import EndpointKey
 from inference.tests.fixtures import fund
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
 from marketplace.images import services as images
 from marketplace.models import Image
-from storage import disks
+from storage import disks, quota
 from storage.models import CloudDisk, Entry
 from storage.tests.fixtures import tus_upload
 from teams import services
@@ -210,14 +211,12 @@ def test_the_member_who_grows_a_team_disk_pays_for_it_from_then_on_within_their_
 
 
 def test_a_team_has_no_free_storage_tier_of_its_own(team, owner):
-    from storage import quota
 
     assert quota.usage(owner).free > 0
     assert quota.usage(team.account).free == 0  # the free tier is per person: more teams add no free space
 
 
 def test_the_endpoint_keys_a_member_made_stop_working_when_they_leave_or_stop_operating(deploy, team, owner):
-    from inference.models import EndpointKey
 
     fund(team.account)
     developer, admin = _member(team, Role.DEVELOPER), _member(team, Role.ADMIN, "admin@example.com")

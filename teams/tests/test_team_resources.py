@@ -4,14 +4,19 @@ may do with the team's instances, and the audit log of it."""
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from billing import wallet
 from billing.models import TopUp
+from core.errors import ServiceError
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from storage import disks
 from teams import services
+from teams.accounts import recipients
 from teams.models import Membership, TeamEvent
 from teams.roles import Role
 from tests.fixtures.factories import UserFactory
@@ -180,7 +185,6 @@ def test_the_team_account_signs_nobody_in_and_its_mail_goes_to_the_billing_roles
     assert not client.login(email=account.email, password="")
     billing = _member(team, Role.BILLING)
     _member(team, Role.DEVELOPER)
-    from teams.accounts import recipients
 
     assert recipients(account) == [owner.email, billing.email]
     assert recipients(owner) == [owner.email]
@@ -195,8 +199,6 @@ def test_the_context_switch_goes_back_only_to_this_site(team, owner):
 
 
 def test_the_list_costs_one_query_more_in_a_team_context_however_many_instances(launch, team, owner):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     def queries(client) -> int:
         with CaptureQueriesContext(connection) as captured:
@@ -220,8 +222,6 @@ def test_the_list_costs_one_query_more_in_a_team_context_however_many_instances(
 
 
 def test_a_member_mixes_nothing_of_their_own_into_a_team_instance(launch, team, owner):
-    from core.errors import ServiceError
-    from storage import disks
 
     instance = launch(user=team.account, name="shared-run")
     settle()

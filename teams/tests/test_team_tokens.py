@@ -13,9 +13,11 @@ from accounts.models import ApiToken
 from billing import wallet
 from instances.models import Instance
 from instances.tests.fixtures import settle
+from marketplace.hub import services as hub
 from teams import services
 from teams.models import Membership
 from teams.roles import Role
+from tests.fixtures.catalog import load_hub
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.personas import _token_client
 
@@ -97,8 +99,6 @@ def test_a_team_token_does_what_the_role_allows_and_nothing_after_leaving(catalo
 
 
 def test_a_team_token_reaches_its_own_team_only(team, owner, catalog):
-    from marketplace.hub import services as hub
-    from tests.fixtures.catalog import load_hub
 
     other = services.create_team(owner, name="Other lab", slug="other-lab")
     load_hub()

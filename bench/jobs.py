@@ -68,9 +68,13 @@ def jobs_queue(report):
     beat does: jobs whose command ended (after 1–5 rounds, drawn) are released, and a placement pass starts queued
     jobs on the cards that freed. Measured: each placement pass, the waits in rounds per account (fairness), and a
     card freed → the next job placed. A node holding more cards than it has fails the benchmark."""
-    os.environ.update(
-        {"INSTANCES_SIM_PULL_SECONDS": "0", "INSTANCES_SIM_BOOT_SECONDS": "0", "INSTANCES_STOP_GRACE_SECONDS": "0"}
-    )
+    timings = {
+        "INSTANCES_SIM_PULL_SECONDS": "0",
+        "INSTANCES_SIM_BOOT_SECONDS": "0",
+        "INSTANCES_STOP_GRACE_SECONDS": "0",
+    }
+    kept = {name: os.environ.get(name) for name in timings}
+    os.environ.update(timings)
     eager, mail, celery_level = app.conf.task_always_eager, settings.EMAIL_BACKEND, logging.getLogger("celery").level
     # Thousands of job notifications are sent in this process: kept in memory, and each task's log line left out.
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
@@ -80,6 +84,11 @@ def jobs_queue(report):
         _run(report)
     finally:
         app.conf.task_always_eager = eager
+        for name, value in kept.items():  # the benchmarks after this one see the timings they had
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         settings.EMAIL_BACKEND = mail
         logging.getLogger("celery").setLevel(celery_level)
         app.control.purge()  # the placement requests the submissions queued: the rounds below did their work

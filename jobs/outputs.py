@@ -6,10 +6,12 @@ machine, under the cloud storage every machine of the account mounts (``/root/sh
 from django.urls import reverse
 
 from instances.attachments import SHARED_TARGET, TEAM_SHARED_TARGET
+from instances.backends import get_backend
 from storage import services as storage
 from storage.models import Entry
 from teams.accounts import is_account
 
+from . import clusters
 from .models import Job
 
 ROOT_FOLDER = "jobs"
@@ -29,7 +31,9 @@ def inside_path(job: Job) -> str:
 
 def prepare(job: Job) -> dict[str, str]:
     """Make the folder (again harmless: a retry keeps what the first attempt wrote) and return the variables the
-    command gets. Called just before the job's machine is launched."""
+    command gets. Called just before the job's machine is launched. Nothing on a cluster (see ``on_cluster``)."""
+    if on_cluster(job):
+        return {}
     storage.make_folders(job.owner, folder_path(job))
     return {ENV_NAME: inside_path(job)}
 
@@ -43,8 +47,18 @@ WAIT_FOR_FOLDER = (
 )
 
 
+def on_cluster(job: Job) -> bool:
+    """Whether the job runs where a cluster's scheduler runs the nodes (Slurm). The nodes do not mount the console's
+    cloud storage, so such a job has no outputs folder yet: its command keeps what it writes wherever it chooses."""
+    if job.instance is not None:
+        return get_backend(job.instance.backend_name).has_scheduler
+    return clusters.queued_by_cluster(job)
+
+
 def start_command(job: Job) -> str:
     """The job's command as its machine runs it: after its outputs folder is there."""
+    if on_cluster(job):
+        return job.command
     missing = "gpucloud: the outputs folder $OUTPUT_DIR is not mounted; the job did not start."
     return WAIT_FOR_FOLDER.format(missing=missing) + job.command
 

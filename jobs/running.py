@@ -99,7 +99,8 @@ PLACED, NO_ROOM, LEFT = "placed", "no room", "left"  # what a try to place a job
 
 def place(pk: int) -> str:
     """Launch the machine of the queued job ``pk`` if a card is free (where a cluster queues machines: at once,
-    to wait there): PLACED; NO_ROOM when no card is free; LEFT when it left the queue or another beat holds it."""
+    to wait there): PLACED; NO_ROOM when no card of its kind is free anywhere; LEFT otherwise (it waits, left the
+    queue, or another beat holds it)."""
     with transaction.atomic():
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
@@ -109,7 +110,9 @@ def place(pk: int) -> str:
                 instance = launching.launch(job.owner, _launch_request(job), by=job.submitted_by)
         except CapacityError as exc:
             note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
-            return NO_ROOM
+            # Cards of its chip free somewhere this account may not launch: another account's job may still fit.
+            free_elsewhere = any(free.chip.pk == job.chip_id and free.largest >= job.cards for free in exc.alternatives)
+            return LEFT if free_elsewhere else NO_ROOM
         except PaymentRequired as exc:
             transition(
                 job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
@@ -147,7 +150,9 @@ def watch(job: Job) -> None:
     instance = job.instance
     if instance is None:
         return
-    if instance.status == Status.PREEMPTED and job.spot:
+    # A reclaimed spot machine sends its job back to the queue, unless its command had ended first: then the job
+    # ended with it (a finished command is never run again).
+    if instance.status == Status.PREEMPTED and job.spot and workload_exit(instance) is None:
         _requeue(job)
         return
     if job.state == State.STARTING:
@@ -246,6 +251,7 @@ def _failed(job: Job) -> None:
             queued_at=timezone.now(),
             started_at=None,
             ended_at=None,
+            cluster_job={},  # the last attempt's cluster job is over; the next attempt gets its own
         )
         return
     arrears.notify(job.owner_id, NotificationKind.JOB_FAILED, name=job.name, job=str(job.public_id), code=job.exit_code)
@@ -253,8 +259,9 @@ def _failed(job: Job) -> None:
 
 def _time_out(job: Job) -> None:
     """Past its timeout: the machine is released and billing ends at the timeout itself, not at the moment this
-    beat noticed (a late beat costs the user nothing)."""
-    at = deadline(job)
+    beat noticed (a late beat costs the user nothing); a cluster that ended it before the console's own deadline
+    (its clock started when the node started it) ends it now, never later than now."""
+    at = min(timezone.now(), deadline(job))
     with transaction.atomic():
         transition(job, State.TIMED_OUT, detail=_("killed at its timeout"), ended_at=at)
         release_machine(job, at)

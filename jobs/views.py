@@ -123,6 +123,7 @@ def detail(request, public_id):
         "bill": costs.cost_so_far(job.instance, instance_events) if job.instance else None,
         "log": _log(job),
         "outputs_url": outputs.folder_url(job),
+        "outputs_on_cluster": outputs.on_cluster(job),
     }
     return render(request, "jobs/detail.html#live" if wants_partial(request) else "jobs/detail.html", context)
 

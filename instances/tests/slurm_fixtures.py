@@ -23,9 +23,9 @@ from django.conf import settings as django_settings
 from catalog.models import Node
 from instances import launching
 from instances import lifecycle as instance_lifecycle
-from instances.backends import get_backend
+from instances.backends import get_backend, simulated
 from instances.backends.slurm import ENDED_STATES, SlurmClient
-from instances.models import Instance
+from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle, settle_until
 from instances.tests.local_fixtures import ON_LOCAL, LocalDriver
 
@@ -186,7 +186,6 @@ class SimulatedDriver:
         assert until is None or until()
 
     def reclaim(self, instance) -> None:
-        from instances.backends import simulated
 
         simulated.preempt(instance, notice_seconds=0)
         settle()
@@ -195,17 +194,14 @@ class SimulatedDriver:
         """Nothing to give back: the simulated preemption took no cards for anyone else."""
 
     def lose(self, instance) -> None:
-        from instances.backends import simulated
 
         simulated.crash_node(instance.node)
 
     def has_system_disk(self, instance) -> bool:
-        from instances.models import SimulatedJob
 
         return SimulatedJob.objects.filter(instance_id=instance.public_id, released_at__isnull=True).exists()
 
     def checkpointed(self, instance) -> bool:
-        from instances.models import SimulatedJob
 
         return SimulatedJob.objects.filter(instance_id=instance.public_id, signalled_at__isnull=False).exists()
 

@@ -6,9 +6,10 @@ import os
 import pytest
 from rest_framework.test import APIClient
 
-from instances import heartbeats
-from instances.backends import get_backend
+from instances import heartbeats, runtime
+from instances.backends import BackendError, get_backend
 from instances.backends.slurm import (
+    CHECKPOINT_TAG,
     SlurmBackend,
     agent_token,
     job_phase,
@@ -126,7 +127,6 @@ def test_the_page_offers_jupyterlab_only_once_the_agent_reported_an_address():
 
 
 def test_jupyterlab_runs_from_the_configured_python_the_local_runtime_or_not_at_all(settings, monkeypatch):
-    from instances import runtime
 
     assert jupyter_python({"jupyter_python": "/opt/lab/bin/python"}) == "/opt/lab/bin/python"
     assert jupyter_python({"jupyter_python": "off"}) == ""
@@ -159,8 +159,6 @@ def test_a_shell_is_srun_into_the_job_as_the_jobs_user_in_the_home_with_the_work
 
 @pytest.mark.django_db
 def test_a_job_that_is_not_running_or_is_being_stopped_cannot_be_entered(running, monkeypatch):
-    from instances.backends import BackendError
-    from instances.backends.slurm import CHECKPOINT_TAG
 
     backend = SlurmBackend()
     for job in [

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from catalog.models import Node
 from instances import secrets
-from instances.backends import BackendError
-from instances.backends.slurm import SlurmBackend, find_account, job_phase, jupyter_token
+from instances.backends import BackendError, get_backend
+from instances.backends.slurm import Account, SlurmBackend, _make_private, find_account, job_phase, jupyter_token
 from instances.choices import Status
 from instances.models import Instance
 
@@ -199,7 +199,6 @@ def test_a_log_file_the_account_replaced_with_a_link_reads_as_no_logs(nobodys_ro
 
 
 def _enter(instance, command):
-    from instances.backends import get_backend
 
     argv = get_backend("slurm").enter_argv(instance, command)
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
@@ -240,7 +239,6 @@ def test_each_owners_jobs_run_as_their_own_account_and_no_tenant_reads_anothers_
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="hands folders over with chown: needs root")
 def test_handing_a_folder_over_never_follows_a_link_out_of_it(tmp_path):
-    from instances.backends.slurm import Account, _make_private
 
     outside = tmp_path / "outside"
     outside.mkdir()

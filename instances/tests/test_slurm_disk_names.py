@@ -14,6 +14,7 @@ from instances import attachments
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
+from storage import disks
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
@@ -46,7 +47,6 @@ def wait_for(condition, what: str, timeout: float = 30.0) -> None:
 def test_a_disk_is_at_root_data_under_its_name_in_the_job_beside_one_of_the_same_name_and_gone_when_detached(
     on_slurm, launch, owner, owner_client
 ):
-    from storage import disks
 
     instance = launch(chip="mlu370-x8", cards=1, image="pytorch-2.2-neuware")
     on_slurm.settle()
@@ -84,7 +84,6 @@ def test_a_disk_is_at_root_data_under_its_name_in_the_job_beside_one_of_the_same
 def test_a_layout_of_bare_ids_still_serves_the_disk_at_its_id_and_the_next_start_moves_it_to_its_name(
     on_slurm, launch, owner
 ):
-    from storage import disks
 
     instance = launch(chip="mlu370-x8", cards=1, image="pytorch-2.2-neuware")
     on_slurm.settle()

@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from instances import lifecycle, runtime
+from instances import lifecycle, runtime, secrets
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
@@ -45,7 +45,6 @@ def slurm_instance(on_slurm, launch, hf_token):
 
 @pytest.fixture
 def hf_token(owner):
-    from instances import secrets
 
     secrets.put_secret(owner, "HF_TOKEN", "hf_secret_value")
     return "HF_TOKEN"

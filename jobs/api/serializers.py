@@ -43,7 +43,7 @@ class JobSerializer(strict.ModelSerializer):
     )
     outputs = serializers.SerializerMethodField(
         help_text="The job's outputs folder in its owner's cloud storage (the storage API's path); the command "
-        "sees it as $OUTPUT_DIR."
+        "sees it as $OUTPUT_DIR (not on a cluster's nodes, which do not mount cloud storage yet)."
     )
 
     class Meta:

@@ -2,6 +2,7 @@
 quote, a job's page with where it runs and why, its exit code and bill; someone else's job is a 404."""
 
 from decimal import Decimal
+from decimal import Decimal as D
 
 from django.db.models import F
 
@@ -90,7 +91,6 @@ def test_someone_elses_job_page_is_a_404(client, stranger, submit):
 
 
 def test_the_job_page_speaks_chinese(client, owner, submit, lifecycle):
-    from decimal import Decimal as D
 
     job = submit(backend="auto", max_price_per_hour=D("3.00"))
     client.force_login(owner)

@@ -6,14 +6,17 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.db import connection
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from billing.models import Notification
 from catalog.models import Node
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, PaymentRequired
+from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
-from jobs import services
+from jobs import running, services
 from jobs.choices import State
 from jobs.exits import report_exit
 from jobs.models import Job
@@ -156,10 +159,6 @@ def test_the_queue_is_fair_across_accounts(submit, lifecycle, owner, stranger):
 
 
 def test_a_long_queue_for_taken_cards_costs_a_placement_pass_one_try(submit, lifecycle, owner, stranger):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from jobs import running
 
     Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))  # every DCU card is taken
 
@@ -189,7 +188,6 @@ def test_a_smaller_job_still_starts_after_a_bigger_one_found_no_room(submit, lif
 
 
 def test_a_job_that_cannot_pay_its_first_hour_is_refused(submit, lifecycle, owner):
-    from core.errors import PaymentRequired
 
     lifecycle.balances[owner.pk] = Decimal("0.50")
     with pytest.raises(PaymentRequired):
@@ -206,7 +204,6 @@ def test_someone_elses_job_is_not_found(submit, stranger):
 
 
 def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_runs_again_without_using_a_retry(submit, lifecycle, owner):
-    from instances import lifecycle as instance_lifecycle
 
     job = submit(backend="dcu", spot=True, retries=0, command="python train.py --resume")
     drive()

@@ -190,7 +190,8 @@ def isolated(argv: list[str], running: Proxy) -> tuple[list[str], dict[str, str]
     holds nothing but the relay to the proxy, so the addresses Go's client reaches without a proxy (a literal
     loopback address, ``localhost``) lead nowhere. Returns the argv and the proxy environment inside."""
     inside = f"http://127.0.0.1:{RELAY_PORT}"
-    wrapped = [BWRAP, "--unshare-net", "--die-with-parent", "--bind", "/", "/", "--"]
+    # --unshare-pid: when bubblewrap goes (a timeout kills it), everything it started goes with it.
+    wrapped = [BWRAP, "--unshare-net", "--unshare-pid", "--die-with-parent", "--bind", "/", "/", "--"]
     wrapped += [sys.executable, str(RELAY), running.socket, str(RELAY_PORT), "--", *argv]
     return wrapped, {"HTTP_PROXY": inside, "HTTPS_PROXY": inside, "NO_PROXY": ""}
 

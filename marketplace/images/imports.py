@@ -12,7 +12,6 @@ and the import is refused when it would pass the owner's ceiling.
 """
 
 import logging
-import shutil
 
 from django.conf import settings
 from django.db import transaction
@@ -196,7 +195,7 @@ def _registry_copy(record: ImageImport) -> None:
     password = encryption.decrypt(record.password_encrypted) if record.password_encrypted else ""
     source = {"username": record.username, "password": password, "plain_http": plain_http}
     try:
-        packed = oci.packed_size(parsed, **source)
+        packed, pinned = oci.packed_size(parsed, **source)
     except oci.Refused as exc:
         raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:
@@ -207,7 +206,7 @@ def _registry_copy(record: ImageImport) -> None:
     if packed > allowance:  # refused before a layer is downloaded
         raise _over_ceiling(record, packed, allowance)
     try:
-        oci.copy(parsed, record.tag, **source)
+        oci.copy(pinned, record.tag, **source)
     except oci.Refused as exc:
         raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:
@@ -244,11 +243,17 @@ def _archive_copy(record: ImageImport) -> None:
     private = oci.archive_of(record.tag)
     try:
         with source, open(private, "wb") as copy:
-            shutil.copyfileobj(source, copy, COPY_CHUNK)
+            left = entry.size  # what the storage counted: a file that grew since is not read past it
+            while left > 0 and (chunk := source.read(min(COPY_CHUNK, left))):
+                copy.write(chunk)
+                left -= len(chunk)
         kind = oci.archive_kind(private)
         if not kind:
             raise ImportFailed(
-                _("The file is not an image archive: save one with “docker save” or as an OCI layout tar.")
+                _(
+                    "The file is not an image archive: save one with “docker save” or as an OCI layout tar, "
+                    "uncompressed (not .tar.gz)."
+                )
             )
         try:
             oci.copy_archive(private, kind, record.tag)

@@ -13,6 +13,7 @@ file readable by the worker only, never on a command line another process could 
 
 import base64
 import fcntl
+import hashlib
 import ipaddress
 import json
 import os
@@ -118,6 +119,10 @@ def _skopeo(*command: str, network: bool = False, host_network: bool = False):
             argv, proxy_env = egress.isolated(argv, running)
             env |= proxy_env
         elif running:
+            if settings.PRODUCTION and not host_network:
+                # Without its own network namespace, skopeo would follow a redirect to the host's loopback, which
+                # Go sends past any proxy: a production worker imports nothing rather than that.
+                raise ToolFailed("bubblewrap is not installed on this worker: imports from registries are off")
             env |= running.env
         try:
             yield config, argv, env
@@ -172,24 +177,31 @@ def copy(reference: Reference, tag: str, *, username: str = "", password: str = 
             _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
 
 
-def packed_size(reference: Reference, *, username: str = "", password: str = "", plain_http: bool = False) -> int:
+def packed_size(
+    reference: Reference, *, username: str = "", password: str = "", plain_http: bool = False
+) -> tuple[int, Reference]:
     """The bytes of the layers the registry's manifest declares for this host's platform (compressed, as they are
     downloaded), read with ``skopeo inspect --raw`` before any layer is: only manifests are fetched (refused past
     ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
-    manifest that does not say a layer's size is refused. skopeo fails a layer that is not the size declared,
-    though only after writing it: a registry that lies is bounded by the copy's timeout, not by this sum."""
+    manifest that does not say a layer's size is refused. Returned with the reference pinned to the digest of the
+    manifest read, which ``copy`` then copies: a registry cannot show this check one manifest and the copy another.
+    skopeo fails a layer that is not the size declared, though only after writing it: a registry that lies is
+    bounded by the copy's timeout, not by this sum."""
     host_network = _on_loopback(reference, plain_http)
     with _skopeo("inspect", "--raw", network=True, host_network=host_network) as (config, argv, env):
         argv += _source(config, reference, username, password, plain_http, "")
-        manifest = _manifest(_run([*argv, reference.transport], env))
+        raw = _run([*argv, reference.transport], env)
+        manifest = _manifest(raw)
         if "manifests" in manifest:  # a list of platforms: this host's
             digest = _platform_digest(manifest)
             pinned = Reference(registry=reference.registry, path=reference.path, digest=digest)
-            manifest = _manifest(_run([*argv, pinned.transport], env))
+            raw = _run([*argv, pinned.transport], env)
+            manifest = _manifest(raw)
     sizes = [layer.get("size") if isinstance(layer, dict) else None for layer in manifest.get("layers") or []]
     if not sizes or any(not isinstance(size, int) or size < 0 for size in sizes):
         raise ValueError("the manifest does not declare its layers' sizes")
-    return sum(sizes)
+    digest = "sha256:" + hashlib.sha256(raw.encode()).hexdigest()
+    return sum(sizes), Reference(registry=reference.registry, path=reference.path, digest=digest)
 
 
 def _manifest(text: str) -> dict:
@@ -215,15 +227,22 @@ def _platform_digest(index: dict) -> str:
 
 def archive_kind(path: Path) -> str:
     """skopeo's transport for the archive at ``path``, read from its content: an OCI image layout (``oci-layout``
-    at its top) or ``docker save``'s format (``manifest.json``); "" for anything else. Only the members' names are
-    read (a compressed archive is decompressed in memory as it is read, never written out)."""
+    at its top) or ``docker save``'s format (``manifest.json``); "" for anything else. Only the members' headers are
+    read. A compressed archive is refused (skopeo would unpack it whole onto the host's disk before any limit could
+    apply, and gzip packs a thousand bytes of zeros into one), and so is one whose members say they hold more than
+    the archive itself (sparse members, which unpack to their full size)."""
+    size = path.stat().st_size
+    declared = 0
+    names = set()
     try:
-        with tarfile.open(path, "r:*") as archive:
-            names = set()
+        with tarfile.open(path, "r:") as archive:
             for count, member in enumerate(archive):
-                names.add(member.name.removeprefix("./"))
                 if count >= MAX_ARCHIVE_MEMBERS:
-                    break
+                    return ""
+                names.add(member.name.removeprefix("./"))
+                declared += max(member.size, 0)
+                if member.issparse() or declared > size:
+                    return ""
     except (tarfile.TarError, EOFError, OSError, zlib.error):
         return ""
     if "oci-layout" in names and "index.json" in names:

@@ -2,6 +2,7 @@
 
 import pytest
 from django.conf import settings
+from django.core.files.storage import storages
 
 from marketplace.hub import services
 from marketplace.tests.registry_fixtures import image_imports, registry, tiny_image  # noqa: F401
@@ -85,7 +86,6 @@ def english(client):
 @pytest.fixture
 def hub_storage(settings, tmp_path):
     """The hub's files in this test's own folder (the sweep looks at every file of the storage)."""
-    from django.core.files.storage import storages
 
     storages._storages.pop("hub", None)
     settings.STORAGES = settings.STORAGES | {

@@ -5,9 +5,13 @@ loads the catalog (chips, zones, prices) also gets the official images, as ``mak
 """
 
 import pytest
+from django.contrib.auth.models import Group
 
+from accounts.ops import roles
 from marketplace.images import catalog as images_catalog
+from marketplace.images import services
 from marketplace.models import Image
+from tests.fixtures.factories import UserFactory
 
 
 @pytest.fixture
@@ -26,10 +30,6 @@ def official_images(catalog):
 @pytest.fixture
 def staff(db):
     """Staff in the ops group: the role that reviews images (``accounts.ops.roles.REVIEW_IMAGE``)."""
-    from django.contrib.auth.models import Group
-
-    from accounts.ops import roles
-    from tests.fixtures.factories import UserFactory
 
     roles.sync_groups()  # transactional tests flush the groups the migration made
     user = UserFactory(email="staff@example.com", is_staff=True)
@@ -41,7 +41,6 @@ def staff(db):
 def community_image(owner, official_images, staff):
     """``community_image(user=owner, listed=True, **fields)``: a user's image cloned from the PyTorch image, then
     (when ``listed``) published and approved by staff — as the pages and the API do it."""
-    from marketplace.images import services
 
     def make(user=None, *, listed=True, base="pytorch-2.2", name="Team PyTorch"):
         image = services.clone_to_mine(user or owner, official_images[base], name=name)

@@ -8,11 +8,13 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import CommandError, call_command
+from django.db import models
 
 from marketplace import seed as catalog
 from marketplace.hub import services
 from marketplace.hub.search import HubQuery
 from marketplace.models import HubFile, HubItem
+from marketplace.seed import entries
 
 pytestmark = pytest.mark.django_db
 
@@ -144,9 +146,6 @@ def test_unknown_chip_families_are_refused(make_item):
 
 def test_every_starter_entry_fits_its_columns_on_every_database():
     """SQLite keeps a text of any length; PostgreSQL refuses one past the column's size."""
-    from django.db import models
-
-    from marketplace.seed import entries
 
     sizes = {f.name: f.max_length for f in HubItem._meta.fields if isinstance(f, models.CharField)}
     too_long = [

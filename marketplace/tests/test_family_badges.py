@@ -5,6 +5,8 @@ import re
 import pytest
 from django.conf import settings
 
+from tests.fixtures.catalog import load_hub
+
 pytestmark = pytest.mark.django_db
 
 SLUGS = ("npu", "cuda", "mlu", "dcu")
@@ -28,7 +30,6 @@ def test_family_badges_in_english_are_english_names(client, official_images):
 
 
 def test_hub_frameworks_and_licences_read_as_names_on_the_chinese_page(client):
-    from tests.fixtures.catalog import load_hub
 
     load_hub()
     page = client.get("/marketplace/hub/").content.decode()

@@ -3,16 +3,25 @@ client maps to its exceptions), namespaces, the back office taking a repository 
 API's "metadata only"."""
 
 import base64
+import hashlib
+import io
 import json
 import os
+import os as _os
+from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from accounts import services as console_services
 from accounts.ops.models import AuditEntry
-from marketplace.hub import repos, services
-from marketplace.models import HubItem
+from marketplace.hub import blobs, repos, services
+from marketplace.hub import repos as hub_repos
+from marketplace.models import HubBlob, HubItem
+from storage import mounts
+from storage import services as storage_services
+from teams import services as team_services
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -270,7 +279,6 @@ def test_a_card_with_many_languages_is_committed_with_what_the_filters_hold(publ
 
 
 def test_a_teams_token_cannot_be_used_on_the_hub(published):
-    from teams import services as team_services
 
     owner, token = published
     team = team_services.create_team(owner, name="Lab", slug="lab-x")
@@ -289,8 +297,6 @@ def test_older_revisions_count_toward_the_storage_limit(published, settings):
 
 
 def test_a_taken_down_repository_cannot_be_mounted_even_by_its_owner(published):
-    from marketplace.hub import repos as hub_repos
-    from storage import mounts
 
     owner, token = published
     hub_repos.take_down(HubItem.objects.get(repo="demo/tiny"), "reported")
@@ -319,7 +325,6 @@ def test_a_card_with_a_date_as_a_key_is_committed_and_read_back(published):
 
 
 def test_uploaded_files_not_yet_committed_count_toward_the_limit(published, settings):
-    import hashlib
 
     owner, token = published
     settings.STORAGE_MAX_GB = 20_000 / 1024**3
@@ -352,9 +357,6 @@ def test_namespaces_that_are_the_consoles_own_paths_are_reserved(db, namespace):
 
 
 def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(published):
-    import io
-
-    from storage import services as storage_services
 
     owner, token = published
     data = os.urandom(300_000)
@@ -384,12 +386,6 @@ def test_a_file_uploaded_resumably_to_cloud_storage_is_committed_from_there(publ
 
 
 def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(hub_storage, published):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from marketplace.hub import blobs
-    from marketplace.models import HubBlob
 
     owner, token = published
     orphan = blobs.store_bytes(b"never committed", user=owner)
@@ -398,7 +394,6 @@ def test_uploads_no_commit_names_are_swept_long_after_and_committed_files_stay(h
     assert blobs.sweep_orphans() == 0  # too recent
     later = timezone.now() + timedelta(hours=blobs.ORPHAN_AGE_HOURS + 1)
     HubBlob.objects.update(created_at=timezone.now() - timedelta(hours=blobs.ORPHAN_AGE_HOURS + 1))
-    import os as _os
 
     old = (later - timedelta(hours=2 * blobs.ORPHAN_AGE_HOURS)).timestamp()
     _os.utime(blobs.storage().path(stray), (old, old))

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from instances.runtime import tiny_model
+from instances.workloads.ngram import NgramModel
 from marketplace import seed as hub_catalog
 from marketplace.hub import repos
 from marketplace.models import HubCommit, HubItem
@@ -85,8 +87,6 @@ def test_lists_and_the_mount_picker_mark_the_entries_that_are_metadata_only(hub_
 
 
 def test_the_tiny_demo_model_is_in_the_hub_as_its_template_serves_it(hub_with_files):
-    from instances.runtime import tiny_model
-    from instances.workloads.ngram import NgramModel
 
     body = _download(Client(), f"/{tiny_model.REPO}/resolve/main/{tiny_model.FILE_NAME}")
     laid_out = Path(hub_with_files) / tiny_model.REPO / tiny_model.FILE_NAME

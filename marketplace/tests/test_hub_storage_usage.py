@@ -4,11 +4,13 @@ working once the token that asked for it is revoked."""
 
 import base64
 import hashlib
+import importlib
 import json
 from datetime import timedelta
 
 import pytest
 import time_machine
+from django.apps import apps
 from django.test import Client
 from django.utils import timezone
 
@@ -19,7 +21,7 @@ from marketplace import tasks
 from marketplace.hub import repos
 from marketplace.models import HubBlob
 from storage import quota, services
-from storage.models import Entry
+from storage.models import Entry, StoredElsewhere
 from tests.fixtures.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -154,11 +156,6 @@ def test_uploaded_but_never_committed_bytes_count_until_the_sweep_removes_them(p
 
 
 def test_repositories_published_before_the_upgrade_are_recorded_by_the_migration(publisher):
-    import importlib
-
-    from django.apps import apps
-
-    from storage.models import StoredElsewhere
 
     owner, token = publisher
     _commit(token, "weights.bin", b"w" * 9_000)

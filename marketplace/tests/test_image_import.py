@@ -6,8 +6,10 @@ import stat
 import pytest
 
 from core.errors import ServiceError
+from instances.backends import BackendError
+from instances.backends.slurm import SlurmBackend
 from marketplace.choices import ImageStatus, ImportStep
-from marketplace.images import imports, oci
+from marketplace.images import imports, oci, services
 from marketplace.models import ImageImport
 from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER, build_image, push
 from storage.choices import UsageSource
@@ -138,8 +140,6 @@ def test_an_image_instances_boot_from_is_not_removed_under_them(
 def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
     owner, image_imports, tiny_image, run_tasks, lifecycle, launch
 ):
-    from instances.backends import BackendError
-    from instances.backends.slurm import SlurmBackend
 
     image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
     instance = launch(image=image.variants.get().slug, no_card=True)
@@ -150,7 +150,6 @@ def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
 def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(
     owner, image_imports, tiny_image, run_tasks
 ):
-    from marketplace.images import services
 
     image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
     with pytest.raises(ServiceError) as refused:

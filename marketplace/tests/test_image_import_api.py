@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from accounts import services as accounts
 from marketplace.choices import ImageStatus
+from marketplace.images import services
 from marketplace.models import Image
 from marketplace.tests.registry_fixtures import PASSWORD, USER
 from teams import services as teams
@@ -56,7 +57,6 @@ def test_a_private_registry_and_a_bad_reference_are_400s_and_403s(owner_api, ima
 
 
 def test_an_image_not_imported_cannot_be_removed_here(owner_api, owner, official_images):
-    from marketplace.images import services
 
     copy = services.clone_to_mine(owner, official_images["pytorch-2.2"])
     response = owner_api.delete(f"/api/v1/images/{copy.public_id}")

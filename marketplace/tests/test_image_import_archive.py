@@ -91,6 +91,45 @@ def test_a_file_that_is_no_image_archive_fails_clearly_and_leaves_nothing(
     assert not os.listdir(image_imports / "archives")
 
 
+def test_a_compressed_archive_is_refused_before_anything_unpacks_it(
+    owner, cloud_storage, image_imports, archives, run_tasks, monkeypatch
+):
+    # An OCI archive gzipped, with a member of 64 MiB of zeros beside the image: about a megabyte uploaded, which
+    # skopeo would have unpacked whole onto the host's disk.
+    packed = io.BytesIO()
+    with tarfile.open(archives["oci-archive"]) as source, tarfile.open(fileobj=packed, mode="w:gz") as archive:
+        for member in source:
+            archive.addfile(member, source.extractfile(member) if member.isfile() else None)
+        zeros = tarfile.TarInfo("padding")
+        zeros.size = 64 * 2**20
+        archive.addfile(zeros, io.BytesIO(bytes(zeros.size)))
+    assert len(packed.getvalue()) < 2 * 2**20
+    copies = []
+    monkeypatch.setattr(oci, "copy_archive", lambda *args: copies.append(args))
+    path = upload(owner, "image.tar.gz", packed.getvalue())
+
+    image = run_tasks(owner, archive=path)
+    assert image.status == ImageStatus.FAILED
+    assert "uncompressed" in image.status_detail
+    assert copies == []  # skopeo never saw it
+    assert not os.listdir(image_imports / "archives")
+
+
+def test_an_archive_whose_members_claim_more_than_it_holds_is_not_an_archive(tmp_path):
+    path = tmp_path / "sparse.tar"
+    with tarfile.open(path, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        archive.addfile(tarfile.TarInfo("oci-layout"), io.BytesIO(b""))
+        archive.addfile(tarfile.TarInfo("index.json"), io.BytesIO(b""))
+    data = bytearray(path.read_bytes())
+    assert oci.archive_kind(path) == oci.OCI_ARCHIVE
+    # The same headers, the second one claiming a gigabyte the file does not hold.
+    header = tarfile.TarInfo("index.json")
+    header.size = 2**30
+    data[512:1024] = header.tobuf(format=tarfile.GNU_FORMAT)[:512]
+    path.write_bytes(bytes(data))
+    assert oci.archive_kind(path) == ""
+
+
 def test_a_broken_archive_fails_with_skopeos_reason_and_leaves_nothing(
     owner, cloud_storage, image_imports, archives, run_tasks
 ):

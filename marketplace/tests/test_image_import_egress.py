@@ -2,6 +2,7 @@
 a private address fails the import with a clear message, and the egress proxy refuses that address without ever
 connecting to it. Nothing here sends a byte anywhere but the host's own loopback."""
 
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -220,3 +221,25 @@ def test_a_redirect_to_the_hosts_loopback_which_go_sends_past_any_proxy_reaches_
     assert any("/blobs/" in path for path in seen)
     assert image.status == ImageStatus.FAILED
     assert touched == []
+
+
+def test_the_copy_takes_the_manifest_the_size_check_read_by_its_digest(monkeypatch):
+    # A registry could show the size check a small manifest for the tag and the copy a big one: the copy asks for
+    # the manifest read, by its digest.
+    manifest = json.dumps({"schemaVersion": 2, "layers": [{"size": 1234, "digest": "sha256:" + "a" * 64}]})
+    asked = []
+
+    def run(argv, env):
+        asked.append(argv)
+        return manifest
+
+    monkeypatch.setattr(oci, "_run", run)
+    monkeypatch.setattr(oci, "locked", lambda: contextlib.nullcontext())
+    reference = references.parse("registry.example.com/team/train:latest")
+    size, pinned = oci.packed_size(reference)
+    oci.copy(pinned, "t1")
+
+    digest = "sha256:" + hashlib.sha256(manifest.encode()).hexdigest()
+    assert size == 1234
+    assert asked[0][-1] == "docker://registry.example.com/team/train:latest"  # the size check reads the tag
+    assert f"docker://registry.example.com/team/train@{digest}" in asked[-1]  # the copy, what it read

@@ -2,8 +2,12 @@
 read-only tokens refused and someone else's private image answering 404."""
 
 import pytest
+from rest_framework.test import APIClient
 
+from instances import lifecycle as instance_lifecycle
 from instances.models import Instance
+from instances.tests.fixtures import settle
+from marketplace.images import services
 from marketplace.models import Image
 
 pytestmark = pytest.mark.django_db
@@ -67,8 +71,6 @@ def test_anonymous_writes_are_refused(anon_api, official_images):
 
 
 def test_save_an_instance_through_the_api(owner_api, launch, django_capture_on_commit_callbacks, eager_tasks):
-    from instances import lifecycle as instance_lifecycle
-    from instances.tests.fixtures import settle
 
     instance = launch(name="api-save")
     settle()
@@ -87,9 +89,6 @@ def test_save_an_instance_through_the_api(owner_api, launch, django_capture_on_c
 
 
 def test_staff_review_through_the_api(owner, staff, community_image):
-    from rest_framework.test import APIClient
-
-    from marketplace.images import services
 
     image = services.publish(owner, community_image(listed=False))
     client = APIClient()

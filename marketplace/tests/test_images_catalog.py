@@ -1,5 +1,8 @@
 """The official image catalogue, its search in Chinese and English, and sanitised descriptions."""
 
+import tomllib
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
@@ -107,8 +110,6 @@ def test_an_official_image_shows_a_translated_badge_and_an_earlier_english_publi
 def test_an_image_with_an_earlier_releases_description_gets_the_current_one_and_a_staff_edit_is_kept(
     official_images,
 ):
-    import tomllib
-    from pathlib import Path
 
     earlier = """
 ## MindSpore 2.3 + MindFormers on Ascend

@@ -5,10 +5,14 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
+from catalog.models import Node
+from marketplace.images import services
+from marketplace.images.search import ImageQuery
 from marketplace.models import Image
 
 pytestmark = pytest.mark.django_db
@@ -61,10 +65,6 @@ def test_the_list_query_count_does_not_grow_with_images(
 
 
 def test_the_list_reads_no_descriptions(official_images):
-    from django.contrib.auth.models import AnonymousUser
-
-    from marketplace.images import services
-    from marketplace.images.search import ImageQuery
 
     image = services.search_images(AnonymousUser(), ImageQuery()).first()
     assert {"description", "description_html", "search_text"} <= image.get_deferred_fields()
@@ -93,7 +93,6 @@ def test_one_click_clone_opens_the_wizard_prefilled_with_the_cheapest_chip(en, o
 
 
 def test_a_full_chip_is_skipped_by_the_clone(en, official_images):
-    from catalog.models import Node
 
     Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))
     html = en.get("/marketplace/images/pytorch-2.2/").content.decode()
@@ -115,7 +114,6 @@ def test_clone_to_my_images_makes_a_private_copy(client, owner, stranger, offici
 def test_a_non_reviewed_image_is_invisible_to_others(client, owner, stranger, staff, community_image):
     draft = community_image(listed=False, name="Draft image")
     pending = community_image(listed=False, name="Pending image")
-    from marketplace.images import services
 
     services.publish(owner, pending)
     for image in (draft, pending):
@@ -133,7 +131,6 @@ def test_a_non_reviewed_image_is_invisible_to_others(client, owner, stranger, st
 
 
 def test_the_author_sees_the_rejection_reason(client, owner, staff, community_image):
-    from marketplace.images import services
 
     image = community_image(listed=False)
     services.publish(owner, image)
@@ -148,7 +145,6 @@ def test_the_author_sees_the_rejection_reason(client, owner, staff, community_im
 
 
 def test_the_review_queue_is_for_staff_only(client, owner, staff, community_image):
-    from marketplace.images import services
 
     image = community_image(listed=False)
     services.publish(owner, image)

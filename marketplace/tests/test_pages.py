@@ -3,7 +3,10 @@
 import pytest
 from django.urls import reverse
 
+from billing.quote import load_price_book, quote
+from instances.tests.fixtures import settle
 from marketplace.hub import services
+from storage.models import HubMount
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +90,6 @@ def test_the_item_page_shows_card_files_chips_prices_and_counts(catalog, make_it
 
 
 def test_the_item_page_prices_come_from_the_quote_function(catalog, make_item):
-    from billing.quote import load_price_book, quote
 
     item = make_item("THUDM/chatglm3-6b", chips=["npu", "mlu", "dcu", "cuda"])
     rows = {row.family: row for row in services.chip_prices(item, load_price_book())}
@@ -116,8 +118,6 @@ def test_without_instances_the_mount_button_opens_the_wizard_with_the_repo_prese
 
 
 def test_with_instances_the_mount_button_offers_them_and_mounts_the_repo(chat_models, english, owner, launch):
-    from instances.tests.fixtures import settle
-    from storage.models import HubMount
 
     instance = launch(name="glm-box")
     settle()

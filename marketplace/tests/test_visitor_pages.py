@@ -9,6 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from billing.models import Price
+from marketplace.hub import repos
 from marketplace.images import services as image_services
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +65,6 @@ def test_a_visitors_hub_list_is_served_from_the_cache_and_shows_a_new_item_at_on
 
 
 def test_a_repository_taken_down_leaves_the_visitors_hub_list_at_once(en, make_item):
-    from marketplace.hub import repos
 
     item = make_item("acme/doubtful-model", summary="Taken down soon.")
     assert _shows(en, "/marketplace/hub/", "acme/doubtful-model")
@@ -88,7 +89,6 @@ def _offers(html: str) -> str:
 def test_a_visitors_image_page_is_kept_and_shows_a_change_to_the_image_or_its_prices_at_once(
     en, owner, staff, community_image, catalog, django_assert_max_num_queries
 ):
-    from billing.models import Price
 
     image = community_image(name="Kept Vision")
     path = image.get_absolute_url()

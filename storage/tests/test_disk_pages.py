@@ -8,6 +8,7 @@ from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from storage import disks
+from storage import mounts as hub_mounts
 from storage.models import CloudDisk, HubMount
 
 pytestmark = pytest.mark.usefixtures("owner_has_topped_up")
@@ -118,7 +119,6 @@ def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(
 def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
     owner_client, owner, zone, instance, django_assert_max_num_queries
 ):
-    from storage import mounts as hub_mounts
 
     for i in range(10):
         hub_services.save_item(repo=f"org/model-{i}")

@@ -9,12 +9,15 @@ import time_machine
 from django.db import connection
 
 from billing import metering, wallet
-from billing.models import LedgerTransaction, StoragePrice, UsageSession
+from billing.models import LedgerTransaction, Notification, StoragePrice, UsageSession
 from catalog.models import Node, Zone
 from core.errors import Conflict, ServiceError
 from instances import lifecycle
+from instances.backends import BackendError
+from instances.backends.simulated import SimulatedBackend
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
+from storage import charges as storage_charges
 from storage import disks
 from storage.choices import DiskReason, DiskStatus
 from storage.models import CloudDisk
@@ -121,8 +124,6 @@ def test_hot_plug_attach_and_detach_on_a_running_instance_go_through_the_backend
 def test_a_backend_refusal_undoes_a_detach_on_a_running_instance_and_is_deferred_on_a_stopped_one(
     owner, zone, running, monkeypatch, caplog
 ):
-    from instances.backends import BackendError
-    from instances.backends.simulated import SimulatedBackend
 
     def refuse(self, instance, disk_id):
         raise BackendError("no such device")
@@ -264,7 +265,6 @@ def test_a_launch_with_a_data_disk_creates_and_attaches_it(owner, launch, zone):
 
 
 def test_the_arrears_mark_names_the_day_a_disk_is_kept_until(owner, zone, settings):
-    from storage import charges as storage_charges
 
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
@@ -295,7 +295,6 @@ def _pay_out(owner):
 def _in_arrears_from(owner, zone, settings, *, days=3):
     """A 100 GB disk created at T0, then the owner's cash paid out: after ``days`` the metering tick has put the
     owner in debt and the daily job has marked the disk."""
-    from storage import charges as storage_charges
 
     settings.ARREARS_RETENTION_DAYS = 15
     with time_machine.travel(T0, tick=False):
@@ -310,7 +309,6 @@ def _in_arrears_from(owner, zone, settings, *, days=3):
 
 
 def _daily_at(when):
-    from storage import charges as storage_charges
 
     with time_machine.travel(when, tick=False):
         metering.meter()
@@ -318,7 +316,6 @@ def _daily_at(when):
 
 
 def test_a_disk_left_in_arrears_is_deleted_when_retention_ends_after_two_reminders(owner, zone, settings):
-    from billing.models import Notification
 
     disk = _in_arrears_from(owner, zone, settings)  # kept until T0 + 18 days
     assert _daily_at(T0 + timedelta(days=14)) == {"reminded": 0, "deleted": 0, "kept_on_running_instances": 0}
@@ -340,7 +337,6 @@ def test_a_disk_left_in_arrears_is_deleted_when_retention_ends_after_two_reminde
 
 
 def test_a_top_up_before_the_end_keeps_the_disk_and_clears_the_mark(owner, zone, settings):
-    from billing import wallet
 
     disk = _in_arrears_from(owner, zone, settings)
     assert _daily_at(T0 + timedelta(days=15, hours=1))["reminded"] == 1

@@ -5,9 +5,11 @@ import uuid
 
 import pytest
 
+from catalog.models import Zone
 from instances.tests.fixtures import settle
 from marketplace.hub import services as hub_services
 from storage import disks
+from storage import mounts as hub_mounts
 from storage.models import CloudDisk, HubMount
 
 pytestmark = pytest.mark.usefixtures("owner_has_topped_up")
@@ -23,7 +25,6 @@ def instance(launch):
 
 @pytest.fixture
 def disk(owner, catalog):
-    from catalog.models import Zone
 
     return disks.create(owner, name="data", size_gb=100, zone=Zone.objects.get(slug="cn-east-xc"))
 
@@ -129,7 +130,6 @@ def test_mounts_api_lists_adds_and_removes_hub_items(owner_api, instance, chatgl
 
 
 def test_a_stranger_cannot_list_add_or_remove_mounts_of_anothers_instance(owner, stranger_api, instance, chatglm):
-    from storage import mounts as hub_mounts
 
     hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")
     url = f"/api/v1/instances/{instance.public_id}/mounts"
@@ -161,7 +161,6 @@ def test_launching_through_the_api_accepts_a_data_disk_and_a_list_of_repos(owner
 def test_the_disk_list_costs_the_same_queries_for_1_or_20_disks(
     owner_api, owner, catalog, django_assert_max_num_queries
 ):
-    from catalog.models import Zone
 
     zone = Zone.objects.get(slug="cn-east-xc")
     disks.create(owner, name="d0", size_gb=10, zone=zone)

@@ -5,6 +5,7 @@ import hashlib
 import uuid
 
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -77,7 +78,6 @@ def test_migrate_moves_every_stored_file_to_its_path_with_its_bytes(owner, stran
     assert download.status_code == 200 and b"".join(download.streaming_content) == data
 
     # Run again (an interrupted migration resumed): nothing moves, nothing is lost.
-    from django.apps import apps
 
     assert tree.migrate_layout(apps.get_model("storage", "Entry"), apps.get_model("console", "User")) == 0
     assert Entry.objects.filter(storage_key="").count() == len(kept) + 2 * 3

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 
 from storage import services
@@ -233,7 +234,6 @@ def test_a_read_only_token_cannot_upload(teammate_api):
 
 
 def test_the_browser_session_uploads_with_the_csrf_header(client, owner):
-    from django.test import Client
 
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(owner)

@@ -150,9 +150,9 @@ def watch(job: Job) -> None:
     instance = job.instance
     if instance is None:
         return
-    # A reclaimed spot machine sends its job back to the queue, unless its command had ended first: then the job
-    # ended with it (a finished command is never run again).
-    if instance.status == Status.PREEMPTED and job.spot and workload_exit(instance) is None:
+    # A reclaimed spot machine sends its job back to the queue, unless its command had ended before the reclaim:
+    # then the job ended with it (a finished command is never run again).
+    if instance.status == Status.PREEMPTED and job.spot and not _ended_before_reclaim(instance):
         _requeue(job)
         return
     if job.state == State.STARTING:
@@ -173,6 +173,15 @@ def watch(job: Job) -> None:
         _machine_gone(job, at=last)
     elif timezone.now() >= deadline(job):
         _time_out(job)
+
+
+def _ended_before_reclaim(instance) -> bool:
+    """Whether the machine's command had ended before its cards were reclaimed (an end the reclaim's own signal
+    caused comes after it)."""
+    ended = workload_exit(instance)
+    if ended is None or ended.at is None or instance.stopped_at is None:
+        return False
+    return ended.at < instance.stopped_at
 
 
 def _watch_starting(job: Job, instance) -> None:

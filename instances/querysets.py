@@ -14,7 +14,8 @@ class InstanceQuerySet(models.QuerySet):
         return self.filter(owned(user, action))
 
     def with_related(self):
-        return self.select_related("zone", "chip", "spec", "plan", "node")
+        # daily_power: the instance page shows its daily stop and start (an absent one is cached as absent too).
+        return self.select_related("zone", "chip", "spec", "plan", "node", "daily_power")
 
     def visible(self):
         """Released instances drop off the list (their events stay)."""

@@ -110,6 +110,10 @@ FORM_BOOLEANS = sorted({str(v) for v in (*BooleanField.TRUE_VALUES, *BooleanFiel
 
 
 def _empty_means_absent(prop: dict, required: bool) -> bool:
+    # A named format's values are its own to say (a generator draws them from the format, which an alternative
+    # beside it in an anyOf would hide): a form leaves such a field out to mean its default.
+    if prop.get("format") in NAMED_FORMATS and not prop.get("nullable"):
+        return False
     return prop.get("nullable") or (not required and not _accepts_empty_text(prop) and prop.get("type") != "array")
 
 

@@ -29,13 +29,16 @@ def inside_path(job: Job) -> str:
     return f"{target}{folder_path(job)}"
 
 
-def prepare(job: Job) -> dict[str, str]:
-    """Make the folder (again harmless: a retry keeps what the first attempt wrote) and return the variables the
-    command gets. Called just before the job's machine is launched. Nothing on a cluster (see ``on_cluster``)."""
-    if on_cluster(job):
-        return {}
-    storage.make_folders(job.owner, folder_path(job))
-    return {ENV_NAME: inside_path(job)}
+def variables(job: Job, *, cluster: bool) -> dict[str, str]:
+    """The variables the job's command gets: ``$OUTPUT_DIR``, except on a cluster (see ``on_cluster``)."""
+    return {} if cluster else {ENV_NAME: inside_path(job)}
+
+
+def make_folder(job: Job, *, cluster: bool) -> None:
+    """Make the folder once the job's machine has its card (again harmless: a retry keeps what the first attempt
+    wrote); nothing on a cluster."""
+    if not cluster:
+        storage.make_folders(job.owner, folder_path(job))
 
 
 # A machine's cloud storage is bound in just after the machine starts, so the command waits for its folder (at most
@@ -55,9 +58,9 @@ def on_cluster(job: Job) -> bool:
     return clusters.queued_by_cluster(job)
 
 
-def start_command(job: Job) -> str:
+def start_command(job: Job, *, cluster: bool) -> str:
     """The job's command as its machine runs it: after its outputs folder is there."""
-    if on_cluster(job):
+    if cluster:
         return job.command
     missing = "gpucloud: the outputs folder $OUTPUT_DIR is not mounted; the job did not start."
     return WAIT_FOR_FOLDER.format(missing=missing) + job.command

@@ -78,7 +78,7 @@ def place_queued() -> int:
     return started
 
 
-def _launch_request(job: Job) -> launching.LaunchRequest:
+def _launch_request(job: Job, cluster: bool) -> launching.LaunchRequest:
     where = {"no_card": True} if job.family == "cpu" else {"chip": job.chip.slug} if job.chip_id else {}
     return launching.LaunchRequest(
         name=job.name,
@@ -86,8 +86,8 @@ def _launch_request(job: Job) -> launching.LaunchRequest:
         backend="" if where else job.family,
         cards=job.cards,
         spot=job.spot,
-        env={**job.env, **outputs.prepare(job)},
-        start_command=outputs.start_command(job),
+        env={**job.env, **outputs.variables(job, cluster=cluster)},
+        start_command=outputs.start_command(job, cluster=cluster),
         time_limit_minutes=clusters.time_limit_minutes(job),
         wait_in_cluster=True,  # where a cluster's scheduler runs the nodes, it is the queue
         **where,
@@ -106,8 +106,11 @@ def place(pk: int) -> str:
         if job is None:
             return LEFT
         try:
+            cluster = outputs.on_cluster(job)
             with transaction.atomic():
-                instance = launching.launch(job.owner, _launch_request(job), by=job.submitted_by)
+                instance = launching.launch(job.owner, _launch_request(job, cluster), by=job.submitted_by)
+                # Only once a card was found; a folder that cannot be made undoes the launch and fails the job.
+                outputs.make_folder(job, cluster=cluster)
         except CapacityError as exc:
             note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
             # Cards of its chip free somewhere this account may not launch: another account's job may still fit.

@@ -143,7 +143,7 @@ TEMPLATES = [
                 "accounts.context_processors.navigation",
                 "teams.context.context_processor",
             ],
-            "builtins": ["template_partials.templatetags.partials"],
+            "builtins": ["template_partials.templatetags.partials", "core.template_filters"],
         },
     }
 ]

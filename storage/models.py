@@ -8,6 +8,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from core.labels import label_of
 from instances.backends.base import DATA_ROOT, disk_folder_name
 
 from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus, UsageSource
@@ -190,6 +191,9 @@ class CloudDisk(models.Model):
     @property
     def badge(self) -> str:
         return DISK_BADGES.get(self.status, "secondary")
+
+    def get_status_display(self) -> str:
+        return label_of(DiskStatus, self.status)
 
     @property
     def device_path(self) -> str:

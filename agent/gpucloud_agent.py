@@ -240,7 +240,7 @@ def _folder_name(value) -> bool:
 
 def disk_of(entry) -> tuple[str, str] | None:
     """A layout's data disk as (its id, its folder in /root/data), or None when the entry is malformed. An entry is
-    ``{"id": …, "folder": …}``: the console names the folder (the disk's name, ``backends.base.disk_folder``), the
+    ``{"id": …, "folder": …}``: the console names the folder (the disk's name, ``core.attaching.disk_folder``), the
     agent knows no names. A bare id is a layout written before disks had folders of their own: /root/data/<id>."""
     if isinstance(entry, str):
         return (entry, entry) if _folder_name(entry) else None

@@ -65,6 +65,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
+from core.attaching import DATA_ROOT, disk_folder
 from teams.accounts import is_account
 
 from .. import attachments, images, runtime
@@ -82,7 +83,6 @@ from . import (
     local_volumes,
 )
 from .base import (
-    DATA_ROOT,
     Backend,
     BackendError,
     BackendStatus,
@@ -90,7 +90,6 @@ from .base import (
     MetricPoint,
     Phase,
     TransientBackendError,
-    disk_folder,
 )
 
 log = logging.getLogger(__name__)

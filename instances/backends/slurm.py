@@ -79,6 +79,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
+from core.attaching import disk_folder
 
 from .. import conf, images, runtime
 from ..choices import Status
@@ -93,7 +94,6 @@ from .base import (
     MetricPoint,
     Phase,
     TransientBackendError,
-    disk_folder,
 )
 from .local import lab_path
 

@@ -20,6 +20,11 @@ import shlex
 import stat
 from pathlib import Path
 
+from django.utils.translation import gettext as _
+
+from .. import images
+from .base import BackendError
+
 HOST_USR = "/opt/gpucloud/host"  # inside: the host's /usr, read-only
 # Folders bound or mounted over the image's root, and the /etc files generated for the machine.
 MOUNT_DIRS = ("dev", "proc", "tmp", "var", "run", "root", "mnt/gpucloud", "opt/gpucloud")
@@ -51,6 +56,30 @@ def host_program(path: str) -> list[str]:
     loader, libraries = host_loader()
     real = os.path.realpath(path)
     return [loader, "--library-path", libraries, f"{HOST_USR}/{real.removeprefix('/usr/')}"]
+
+
+def ready_root(slug: str) -> dict | None:
+    """The imported image the variant ``slug`` boots, its root file system made ready to bind (the mount points
+    made, every folder up to it searchable by the machine's user); None for any other image. The local and the
+    Slurm backend both boot from it, the second on nodes that share the image store."""
+    image = images.boot_root(slug)
+    if image is None:
+        return None
+    if not Path(image["rootfs"]).is_dir():
+        raise BackendError(_("The image's files are missing on this host; import it again."))
+    prepare(image["rootfs"])
+    make_traversable(Path(image["rootfs"]))
+    return image
+
+
+def make_traversable(path: Path) -> None:
+    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
+    Search without read: nobody can list them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for each in (path, *path.parents):
+        mode = each.stat().st_mode
+        if mode & 0o001 == 0:
+            os.chmod(each, mode | 0o001)
 
 
 def prepare(rootfs: str) -> None:

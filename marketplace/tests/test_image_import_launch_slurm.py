@@ -1,0 +1,82 @@
+"""End to end on the local Slurm cluster: a tiny image built in the test (busybox, a marker file, a CMD, an env and
+a Cambricon library, so it is an MLU image) is pushed to the tests' password-protected registry on the loopback,
+imported by reference and launched on the cluster's MLU370 cards: the job's agent boots the image's root under
+bubblewrap on the node, its CMD is the start command with its env, the host is out of sight, and it bills as any
+machine."""
+
+import subprocess
+
+import pytest
+
+from instances import lifecycle as instance_lifecycle
+from instances.backends import get_backend
+from instances.choices import Status
+from instances.models import Instance
+from marketplace.choices import ImageStatus
+from marketplace.images import imports
+from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER
+
+pytestmark = [pytest.mark.slurm, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
+
+
+def fresh(instance):
+    return Instance.objects.with_related().get(pk=instance.pk)
+
+
+def enter(instance, command: str):
+    """``command`` run inside the machine, as an SSH session runs it (``srun --overlap`` into the job)."""
+    argv = get_backend("slurm").enter_argv(instance, command)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and_env(
+    on_slurm, launch, owner, lifecycle, settings, tiny_mlu_image, eager_tasks
+):
+    # Given the tiny MLU image imported by reference into the zone's shared root, where the node sees it
+    settings.IMAGE_IMPORT_ROOT = on_slurm.root / "images"
+    settings.IMAGE_IMPORT_ALLOW_LOOPBACK = True
+    image = imports.start_import(owner, tiny_mlu_image, username=USER, password=PASSWORD)
+    image.refresh_from_db()
+    assert image.status == ImageStatus.READY, image.status_detail
+    variant = image.variants.get()
+    assert variant.family == "mlu"
+
+    # When it is launched on two of the cluster's MLU370 cards
+    instance = launch(image=variant.slug, chip="mlu370-x8", cards=2)
+    on_slurm.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
+    instance = fresh(instance)
+    assert on_slurm.job_of(instance)["job_state"] == "RUNNING"
+
+    # Then the image's files are its root, read over a shell in the job, and its CMD ran with its env and its cards
+    shell = enter(instance, 'cat /marker; echo "user=$(id -u) greeting=$GREETING"')
+    assert shell.stdout == MARKER + "user=0 greeting=hello-from-the-image\n", (shell.stdout, shell.stderr)
+    backend = get_backend("slurm")
+    on_slurm.settle(
+        until=lambda: "tiny image started" in backend.logs(fresh(instance), tail=20),
+        timeout=30,
+        message="the image's command",
+    )
+    assert "tiny image started: GREETING=hello-from-the-image cards=0,1" in backend.logs(fresh(instance), tail=20)
+    listing = enter(instance, "ls /; ls /usr 2>&1; cat /etc/hostname")
+    assert "marker" in listing.stdout and "No such file" in listing.stdout  # the image has no /usr; the node's not here
+    assert f"gpu-{instance.public_id.hex[:8]}" in listing.stdout
+
+    # The node is out of sight: no /etc/passwd (the image has none), not the zone's shared root, not the registry on
+    # the node's loopback (the machine's 127.0.0.1 is its own); and the image's root is read-only.
+    assert enter(instance, "cat /etc/passwd").returncode != 0
+    assert enter(instance, f"ls {on_slurm.root}").returncode != 0
+    port = tiny_mlu_image.split("/")[0].split(":")[1]
+    reach = enter(instance, f"busybox wget -q -T 3 -O - http://127.0.0.1:{port}/v2/; echo rc=$?")
+    assert "rc=0" not in reach.stdout
+    assert enter(instance, "echo x > /marker").returncode != 0
+    # What the machine writes in its home is on the system disk, where the agent reads it
+    assert enter(instance, "echo kept > /root/note.txt").returncode == 0
+    assert (on_slurm.system_disk(instance) / "root" / "note.txt").read_text() == "kept\n"
+
+    # It bills as any machine: one session, open while it runs, closed and charged once it is stopped
+    [session] = lifecycle.sessions_of(instance)
+    assert session.ended_at is None
+    instance_lifecycle.stop(instance)
+    on_slurm.settle(until=lambda: fresh(instance).status == Status.STOPPED, timeout=60, message="the stop")
+    [session] = lifecycle.sessions_of(instance)
+    assert session.ended_at is not None and lifecycle.charged(instance) > 0

@@ -12,6 +12,7 @@ from instances import lifecycle as instance_lifecycle
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.models import Instance
+from instances.tests.ssh_fixtures import ssh
 from marketplace.choices import ImageStatus
 from marketplace.images import imports
 from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER
@@ -30,7 +31,7 @@ def enter(instance, command: str):
 
 
 def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and_env(
-    on_slurm, launch, owner, lifecycle, settings, tiny_mlu_image, eager_tasks
+    on_slurm, launch, owner, lifecycle, settings, tiny_mlu_image, eager_tasks, gateway, owner_key
 ):
     # Given the tiny MLU image imported by reference into the zone's shared root, where the node sees it
     settings.IMAGE_IMPORT_ROOT = on_slurm.root / "images"
@@ -47,9 +48,16 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     instance = fresh(instance)
     assert on_slurm.job_of(instance)["job_state"] == "RUNNING"
 
-    # Then the image's files are its root, read over a shell in the job, and its CMD ran with its env and its cards
-    shell = enter(instance, 'cat /marker; echo "user=$(id -u) greeting=$GREETING"')
-    assert shell.stdout == MARKER + "user=0 greeting=hello-from-the-image\n", (shell.stdout, shell.stderr)
+    # Then the image's files are its root, read over SSH (a step of the job, into the sandbox), with or without a
+    # terminal, and its CMD ran with its env and its cards
+    command = 'cat /marker; echo "user=$(id -u) greeting=$GREETING"; exit 3'
+    shell = ssh(gateway.port, owner_key, instance.public_id, command)
+    assert shell.returncode == 3, shell.stderr
+    assert shell.stdout.decode() == MARKER + "user=0 greeting=hello-from-the-image\n", shell.stderr
+    shell = ssh(gateway.port, owner_key, instance.public_id, "-tt", "tty; cat /marker")
+    assert shell.returncode == 0 and b"/dev/pts/" in shell.stdout and MARKER.strip().encode() in shell.stdout, (
+        shell.stderr
+    )
     backend = get_backend("slurm")
     on_slurm.settle(
         until=lambda: "tiny image started" in backend.logs(fresh(instance), tail=20),

@@ -1336,16 +1336,33 @@ def enter_main(argv) -> int:
     and the working folder are the sandbox's own (``chroot``, as ``nsenter --root``), and the program runs in a child,
     the first one that is in the sandbox's PID namespace; its exit status is this process's."""
     pid, program = int(argv[0]), argv[1:]
+    try:
+        _join_sandbox(pid)
+    except OSError as exc:
+        sys.stderr.write(f"agent: cannot enter the machine: {exc}\n")
+        return 1
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execv(program[0], program)
+        finally:
+            os._exit(127)
+    _pid, status = os.waitpid(child, 0)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _join_sandbox(pid: int) -> None:
+    """This process into the namespaces and the root of the sandbox whose first process is ``pid`` (see
+    :func:`enter_main` for the order)."""
     libc = ctypes.CDLL(None, use_errno=True)
 
     def setns(fd: int) -> None:
         if libc.setns(fd, 0) != 0:
             number = ctypes.get_errno()
-            raise OSError(number, f"cannot enter the sandbox's namespaces: {os.strerror(number)}")
+            raise OSError(number, os.strerror(number))
 
-    opened = {
-        name: os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name in ("user",) + SANDBOX_NAMESPACES
-    }
+    names = ("user", *SANDBOX_NAMESPACES)
+    opened = {name: os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name in names}
     root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     setns(fcntl.ioctl(opened["user"], NS_GET_PARENT))
     for name in SANDBOX_NAMESPACES:
@@ -1354,14 +1371,6 @@ def enter_main(argv) -> int:
     os.fchdir(root)
     os.chroot(".")
     os.chdir("/")
-    child = os.fork()
-    if child == 0:
-        try:
-            os.execv(program[0], program)
-        finally:
-            os._exit(127)
-    _pid, status = os.waitpid(child, 0)
-    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from instances import lifecycle as instance_lifecycle
-from instances.backends import get_backend
+from instances.backends import BackendError, get_backend
 from instances.choices import Status
 from instances.models import Instance
 from instances.tests.ssh_fixtures import ssh
@@ -88,3 +88,15 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     on_slurm.settle(until=lambda: fresh(instance).status == Status.STOPPED, timeout=60, message="the stop")
     [session] = lifecycle.sessions_of(instance)
     assert session.ended_at is not None and lifecycle.charged(instance) > 0
+    with pytest.raises(BackendError, match="not running"):
+        get_backend("slurm").enter_argv(fresh(instance), "true")
+
+    # Started again, it boots the image afresh with its home as it was; released, its boot files go too
+    instance_lifecycle.start(fresh(instance))
+    on_slurm.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run again")
+    again = enter(fresh(instance), "cat /marker /root/note.txt")
+    assert again.stdout == MARKER + "kept\n", again.stderr
+    instance_lifecycle.release(fresh(instance))
+    on_slurm.settle(timeout=60, message="the release")
+    assert not (on_slurm.root / "boot" / str(instance.public_id)).exists()
+    assert not on_slurm.system_disk(instance).exists()

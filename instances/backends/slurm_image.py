@@ -71,6 +71,12 @@ def node_rootfs(config: dict, rootfs: str) -> str:
     return str(Path(config.get("image_root") or store) / relative)
 
 
+def host_python(config: dict) -> str:
+    """The nodes' Python (the agent's) by its full path, as the machine's programs from the host name it."""
+    python = config.get("agent_python") or "python3"
+    return shutil.which(python) or python
+
+
 def boot_folder(config: dict, public_id) -> Path:
     return Path(config["root"]) / BOOT / str(public_id)
 
@@ -82,10 +88,13 @@ def hostname(instance) -> str:
 def write_boot(instance, config: dict, image: dict, system: Path, group: int | None) -> Path:
     """The instance's boot folder written afresh (see the module's docstring); ``group``: the gid of the account
     that may read it (None: the console's own files, for the shared account)."""
+    why = local_seccomp.unavailable()
+    if why:
+        raise BackendError(why)
     folder = _fresh_folder(Path(config["root"]), str(instance.public_id), group)
     boot = {
         "env": _environment(instance, image),
-        "init": local_image.init_script(config.get("agent_python", "/usr/bin/python3")),
+        "init": local_image.init_script(host_python(config)),
         "start": (instance.start_command or local_image.default_start(image)) + "\n",
         SECCOMP: local_seccomp.program(),
         ARGS: b"".join(arg.encode() + b"\0" for arg in _bwrap_options(instance, config, image, system, folder)),
@@ -173,7 +182,7 @@ def enter_command(image: dict, system: Path, agent: list[str], command: list[str
     on_a_pty = 'if [ -t 0 ]; then exec {script} -qefc "$1" /dev/null; fi; shift; exec "$@"'.format(
         script=shlex.join(host("/usr/bin/script"))
     )
-    python = agent[0]
+    python = shutil.which(agent[0]) or agent[0]
     variables = ["HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/sh", "LANG=C.UTF-8"]
     inner = [
         *("/usr/bin/env", "-i", *variables, f"PATH={local_image.search_path(image)}"),

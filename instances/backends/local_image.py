@@ -175,7 +175,8 @@ def default_start(config: dict) -> str:
 
 # The first process of a machine booted from an image: the image's /bin/sh, with nothing of the runtime (no
 # JupyterLab or hub relay: their Python is the host's). The start command gets SIGUSR1's default action back through
-# the host's Python; the machine ends when its start command does.
+# the host's Python; the machine ends when its start command does, with its exit status (what the agent reports, and
+# a job's result on a cluster).
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud 2>/dev/null
@@ -185,7 +186,9 @@ for name in data shared shared-team public datasets; do
 done
 {python} -I -S -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
-echo "== start command exited with status $? =="
+status=$?
+echo "== start command exited with status $status =="
+exit $status
 """
 
 

@@ -95,6 +95,16 @@ def prepare(rootfs: str) -> None:
         os.close(root)
 
 
+def make_mount_point(rootfs: str, path: str) -> None:
+    """An empty folder at the absolute ``path`` in the image's root, made as :func:`prepare` makes its own: where
+    bubblewrap binds a folder of the host at the same path."""
+    root = os.open(rootfs, DIRECTORY)
+    try:
+        _ensure(root, [part for part in path.split("/") if part], directory=True)
+    finally:
+        os.close(root)
+
+
 def _ensure(root: int, parts: list[str], *, directory: bool) -> None:
     fd = os.dup(root)
     try:

@@ -563,6 +563,8 @@ class SlurmBackend(Backend):
         if image is not None:
             # The machine boots the image's root under bubblewrap on the node (slurm_image); the boot files are
             # written afresh at each start, readable by the instance's account alone.
+            for folder in slurm_image.data_folders(config):
+                _make_dirs(folder, like=self.root(config))
             group = account.gid if account else _group_of(config["job_user"])
             slurm_image.write_boot(instance, config, image, self.system_disk(instance, config), group)
         script, description = self.job_description(instance, config, account, image=image)

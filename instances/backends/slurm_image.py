@@ -29,9 +29,10 @@ Its files, all on the zone's shared root:
 * ``instances/<public id>/.gpucloud/sandbox.json``: what bwrap says of the sandbox (``--info-fd``), written by
   the job: the pid of its first process, which a shell joins.
 
-Not yet inside such a machine: the data disks and mounts (the agent links them into the home at node paths the
-sandbox does not bind), card devices (``/dev`` is bwrap's own), outbound network (its network is its loopback) and
-JupyterLab (the image's Python is not the platform's, as on the local backend).
+The zone's folders of data disks and storage are bound at their own paths (:func:`data_folders`), so the agent's
+links in the home work inside as on the node. Not yet inside such a machine: hub items and other mounts, card
+devices (``/dev`` is bwrap's own), outbound network (its network is its loopback) and JupyterLab (the image's
+Python is not the platform's, as on the local backend).
 """
 
 import os
@@ -77,6 +78,15 @@ def host_python(config: dict) -> str:
     return shutil.which(python) or python
 
 
+def data_folders(config: dict) -> tuple[Path, ...]:
+    """The zone's folders of data disks and of the owners' storage, bound in the machine where the nodes have them:
+    the links the agent makes in the home (``/root/data/<name>``, ``/root/shared``) lead to them inside too, a disk
+    hot-plugged while the machine runs included. Every disk and storage folder in them is its own account's (0700),
+    so a machine opens its owner's alone; the hub's folder is not bound (hub items are not linked in yet)."""
+    root = Path(config["root"])
+    return root / "disks", Path(config.get("shared_root") or root / "shared")
+
+
 def boot_folder(config: dict, public_id) -> Path:
     return Path(config["root"]) / BOOT / str(public_id)
 
@@ -91,6 +101,8 @@ def write_boot(instance, config: dict, image: dict, system: Path, group: int | N
     why = local_seccomp.unavailable()
     if why:
         raise BackendError(why)
+    for data in data_folders(config):
+        local_image.make_mount_point(image["rootfs"], str(data))
     folder = _fresh_folder(Path(config["root"]), str(instance.public_id), group)
     boot = {
         "env": _environment(instance, image),
@@ -147,7 +159,9 @@ def _bwrap_options(instance, config: dict, image: dict, system: Path, boot) -> l
         ("--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp"),
         ("--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp"),
         ("--size", str(run_mb * MIB), "--tmpfs", "/run"),
-        ("--bind", str(system / "root"), "/root", "--ro-bind", str(boot.path), BOOT_DIR, "--clearenv"),
+        ("--bind", str(system / "root"), "/root", "--ro-bind", str(boot.path), BOOT_DIR),
+        *(("--bind", str(folder), str(folder)) for folder in data_folders(config)),
+        ("--clearenv",),
         ("--setenv", "HOME", "/root", "--setenv", "USER", "root", "--setenv", "SHELL", "/bin/sh"),
         ("--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", local_image.search_path(image)),
         ("--chdir", "/root", "--seccomp", "4", "--remount-ro", "/"),

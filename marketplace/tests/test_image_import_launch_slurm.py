@@ -4,7 +4,9 @@ imported by reference and launched on the cluster's MLU370 cards: the job's agen
 bubblewrap on the node, its CMD is the start command with its env, the host is out of sight, and it bills as any
 machine."""
 
+import os
 import subprocess
+import uuid
 
 import pytest
 
@@ -16,6 +18,7 @@ from instances.tests.ssh_fixtures import ssh
 from marketplace.choices import ImageStatus
 from marketplace.images import imports
 from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER
+from storage import disks
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -69,10 +72,11 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     assert "marker" in listing.stdout and "No such file" in listing.stdout  # the image has no /usr; the node's not here
     assert f"gpu-{instance.public_id.hex[:8]}" in listing.stdout
 
-    # The node is out of sight: no /etc/passwd (the image has none), not the zone's shared root, not the registry on
-    # the node's loopback (the machine's 127.0.0.1 is its own); and the image's root is read-only.
+    # The node is out of sight: no /etc/passwd (the image has none), of the zone's shared root only the folders of
+    # disks and storage (no system disk, boot file or image store), not the registry on the node's loopback (the
+    # machine's 127.0.0.1 is its own); and the image's root is read-only.
     assert enter(instance, "cat /etc/passwd").returncode != 0
-    assert enter(instance, f"ls {on_slurm.root}").returncode != 0
+    assert enter(instance, f"ls {on_slurm.root}").stdout.split() == ["disks", "shared"]
     port = tiny_mlu_image.split("/")[0].split(":")[1]
     reach = enter(instance, f"busybox wget -q -T 3 -O - http://127.0.0.1:{port}/v2/; echo rc=$?")
     assert "rc=0" not in reach.stdout
@@ -80,6 +84,25 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     # What the machine writes in its home is on the system disk, where the agent reads it
     assert enter(instance, "echo kept > /root/note.txt").returncode == 0
     assert (on_slurm.system_disk(instance) / "root" / "note.txt").read_text() == "kept\n"
+
+    # The owner's cloud storage is at /root/shared and a disk hot-plugged into the running machine at /root/data/<name>,
+    # as in every machine: what the machine writes there is in the owner's folders on the node
+    wrote = enter(instance, "echo stored > /root/shared/from-image.txt")
+    assert wrote.returncode == 0, wrote.stderr
+    assert (on_slurm.root / "shared" / str(owner.public_id) / "from-image.txt").read_text() == "stored\n"
+    disk = disks.create(owner, name="image-disk", size_gb=1, zone=instance.zone)
+    disks.attach(owner, disk.public_id, instance.public_id)
+    wrote = enter(instance, "echo on-disk > /root/data/image-disk/from-image.txt")
+    assert wrote.returncode == 0, wrote.stderr
+    assert (on_slurm.root / "disks" / str(disk.public_id) / "from-image.txt").read_text() == "on-disk\n"
+    # Another owner's disk in the same folder (its account's alone, as the console leaves every disk) is out of reach
+    theirs = on_slurm.root / "disks" / str(uuid.uuid4())
+    theirs.mkdir(mode=0o700)
+    (theirs / "secret.txt").write_text("not yours\n")
+    os.chown(theirs / "secret.txt", 1_600_000_999, 1_600_000_999)
+    os.chown(theirs, 1_600_000_999, 1_600_000_999)
+    peek = enter(instance, f"cat {theirs}/secret.txt")
+    assert peek.returncode != 0 and "not yours" not in peek.stdout
 
     # It bills as any machine: one session, open while it runs, closed and charged once it is stopped
     [session] = lifecycle.sessions_of(instance)

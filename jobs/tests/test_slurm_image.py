@@ -6,7 +6,7 @@ import pytest
 from jobs.choices import State
 from marketplace.choices import ImageStatus
 from marketplace.images import imports
-from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER, registry, tiny_mlu_image  # noqa: F401
+from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER
 
 from .test_slurm import finished, run_until
 
@@ -14,13 +14,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.sandbox, pytest.mark.django_db(tran
 
 
 def test_a_job_from_an_imported_image_runs_in_it_on_the_cluster_and_fails_with_its_exit_code(
-    submit,
-    on_slurm,
-    owner,
-    owner_api,
-    settings,
-    tiny_mlu_image,
-    eager_tasks,  # noqa: F811
+    submit, on_slurm, owner, owner_api, settings, tiny_mlu_image, eager_tasks
 ):
     # Given the tiny MLU image imported into the zone's shared root
     settings.IMAGE_IMPORT_ROOT = on_slurm.root / "images"

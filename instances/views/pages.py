@@ -27,7 +27,7 @@ from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
 from ..forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
-from ..images import image_name
+from ..images import image_name, launch_warning
 from ..logs import read_logs
 from ..models import Instance, InstanceEvent
 from ..shutdown import FINISHED
@@ -188,6 +188,8 @@ def _launch(request):
         else:
             record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
             messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
+            if warning := launch_warning(instance):
+                messages.warning(request, warning)
             if request.htmx:
                 response = HttpResponse(status=204)
                 response["HX-Redirect"] = instance.get_absolute_url()

@@ -388,7 +388,10 @@ def ports(request, public_id):
     instance = _own(request, public_id)
     listening = get_backend(instance.backend_name).listening_ports(instance) if instance.status == "running" else []
     rows = [{"port": port, "name": KNOWN_PORTS.get(port, "")} for port in listening or []]
-    return render(request, "instances/partials/ports.html", {"instance": instance, "ports": rows})
+    # The ports an imported image says it serves on are listed before anything listens there.
+    declared = [port for port in instance.access.get("image_ports", []) if port not in (listening or [])]
+    context = {"instance": instance, "ports": rows, "declared": declared}
+    return render(request, "instances/partials/ports.html", context)
 
 
 @login_required

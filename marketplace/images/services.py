@@ -234,7 +234,8 @@ def boot_root(slug: str) -> dict | None:
     record = ImageImport.objects.filter(image__variants__slug=slug, image__status=ImageStatus.READY).first()
     if record is None:
         return None
-    return {**record.config, "rootfs": str(oci.rootfs_of(record.tag))}
+    lab = record.checks.get("jupyterlab") or ""
+    return {**record.config, "jupyterlab": lab, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
 def ran_image(user, image: Image) -> bool:

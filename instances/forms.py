@@ -1,5 +1,7 @@
 """The launch wizard's forms."""
 
+import shlex
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -8,7 +10,7 @@ from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .environment import check_boot_options, parse_env_lines
-from .images import compatible_images, family_warning, other_family_images
+from .images import boot_root, compatible_images, family_warning, other_family_images
 from .launching import LaunchRequest, _check_shutdown
 from .models import Secret
 
@@ -175,6 +177,15 @@ class LaunchForm(forms.Form):
     def image_warning(self) -> str:
         """Why the chosen image may not use the chosen card (an imported image built for another chip family)."""
         return family_warning(self.data.get("image") or "", self.image_family)
+
+    @property
+    def image_command(self) -> str:
+        """An imported image's own command (its ENTRYPOINT and CMD), which the machine runs when the start command is
+        left empty; "" for other images."""
+        config = boot_root(self.data.get("image") or "")
+        if not config:
+            return ""
+        return shlex.join([*(config.get("entrypoint") or []), *(config.get("cmd") or [])])
 
     @property
     def advanced_open(self) -> bool:

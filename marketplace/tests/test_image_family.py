@@ -137,3 +137,11 @@ def test_a_strangers_imported_image_is_not_launchable(stranger_api, lifecycle, o
         "/api/v1/instances", {"name": "x", "chip": "a100-80g", "image": variant}, format="json"
     )
     assert response.status_code == 404 and not Instance.objects.exists()
+
+
+def test_the_wizard_shows_the_images_own_command_as_the_default(en, lifecycle, owner, imported_image):
+    variant = imported_image(owner, "cuda").variants.get().slug
+    html = en.get("/instances/new/", {"chip": "a100-80g", "cards": "1", "plan": "payg", "image": variant})
+    assert 'id="image-command"' in html.content.decode() and "<code>python3 train.py</code>" in html.content.decode()
+    official = en.get("/instances/new/", {"chip": "a100-80g", "cards": "1", "plan": "payg"}).content.decode()
+    assert 'id="image-command"' not in official

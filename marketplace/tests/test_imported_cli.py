@@ -1,4 +1,5 @@
-"""`gpucloud images show|family|ls|rm` with an imported image, against a real HTTP server."""
+"""`gpucloud images show|family|ls|rm` with an imported image, and a launch of it on another family's card, against
+a real HTTP server."""
 
 import pytest
 
@@ -46,3 +47,10 @@ def test_a_stranger_can_neither_confirm_nor_remove_it(cli, owner, stranger, impo
     code, _out, err = cli(stranger, "images", "rm", image.slug)
     assert code != 0 and "404" in err
     assert image.variants.get().family == "cuda"
+
+
+def test_launching_it_on_another_familys_card_prints_a_warning(cli, owner, imported_image):
+    variant = imported_image(owner, "cuda").variants.get().slug
+    code, out, err = cli(owner, "instances", "create", "--name", "x", "--chip", "ascend-910b", "--image", variant)
+    assert code == 0, err
+    assert "warning: This image is built for NVIDIA GPU (CUDA)" in err

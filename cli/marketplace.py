@@ -1,7 +1,7 @@
 """`gpucloud hub search QUERY`, `gpucloud hub show ORG/NAME`, and the image marketplace:
 `gpucloud images ls [QUERY]`, `gpucloud images show IMAGE`, `gpucloud images clone IMAGE [--mine]`,
 `gpucloud images import REF [--username U] [--password-stdin]` (or `--archive PATH` in cloud storage),
-`gpucloud images family IMAGE FAMILY` and `gpucloud images rm IMAGE`."""
+`gpucloud images family IMAGE [FAMILY]` and `gpucloud images rm IMAGE`."""
 
 import sys
 from decimal import Decimal
@@ -171,11 +171,12 @@ def images_import(api: Api, args, stdin=None):
 
 
 def images_family(api: Api, args):
-    family = "" if args.family == "cpu" else args.family
-    image = api.patch(f"images/{args.image}", {"family": family})
+    body = {} if args.family is None else {"family": "" if args.family == "cpu" else args.family}
+    image = api.patch(f"images/{args.image}", body)
     if args.json:
         output(args, image)
         return
+    family = image["variants"][0]["family"] if image["variants"] else ""
     print(f"{image['slug']} is for {family or 'no chip family (CPU only)'}")
 
 
@@ -217,7 +218,9 @@ def _register_images(commands):
     p.set_defaults(handler=images_import)
     p = images.add_parser("family", help="confirm or correct the chip family of one of your imported images")
     p.add_argument("image", metavar="IMAGE", help="a slug or id")
-    p.add_argument("family", choices=["npu", "mlu", "dcu", "cuda", "cpu"], help="cpu: no chip family")
+    p.add_argument(
+        "family", nargs="?", choices=["npu", "mlu", "dcu", "cuda", "cpu"], help="cpu: none; left out: the suggested"
+    )
     p.set_defaults(handler=images_family)
     p = images.add_parser("rm", help="remove one of your imported images")
     p.add_argument("image", metavar="IMAGE", help="a slug or id")

@@ -135,8 +135,10 @@ class ImageFamilySerializer(strict.Serializer):
     family = serializers.ChoiceField(
         choices=["", *Backend.values],
         allow_blank=True,
-        help_text="The chip family an imported image is for (npu, mlu, dcu, cuda; empty: CPU only). Launching it on "
-        "another family's card is warned about, not refused.",
+        required=False,
+        help_text="The chip family an imported image is for (npu, mlu, dcu, cuda; empty: CPU only). Left out: the "
+        "one it has now (at first, the one its libraries suggest) is confirmed. Launching it on another family's "
+        "card is warned about, not refused.",
     )
 
 
@@ -444,7 +446,8 @@ class ImageDetailView(APIView):
         body = ImageFamilySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         image = services.get_image(request.user, key, action="change")
-        imports.confirm_family(request.user, image, body.validated_data["family"])
+        family = body.validated_data.get("family")
+        imports.confirm_family(request.user, image, imports.image_family(image) if family is None else family)
         return Response(_detail(request, image))
 
 

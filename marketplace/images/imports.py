@@ -367,6 +367,11 @@ def confirm_family(user, image: Image, family: str) -> Image:
     return image
 
 
+def image_family(image: Image) -> str:
+    """The chip family an imported image is for now (its one variant's)."""
+    return ImageVariant.objects.filter(image=image).values_list("family", flat=True).first() or CPU_ONLY
+
+
 def remove_image(user, image: Image) -> None:
     """Delete the caller's imported image and its files (its layers stay while another image names them)."""
     if not hasattr(image, "imported"):

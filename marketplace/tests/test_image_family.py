@@ -59,6 +59,12 @@ def test_the_api_confirms_the_family_and_says_so(owner_api, owner, imported_imag
     assert body["variants"][0]["family"] == "mlu" and body["imported"]["family_confirmed"] is True
 
 
+def test_the_api_confirms_the_suggested_family_when_none_is_given(owner_api, owner, imported_image):
+    image = imported_image(owner, "npu")
+    body = owner_api.patch(f"/api/v1/images/{image.slug}", {}, format="json").json()
+    assert body["variants"][0]["family"] == "npu" and body["imported"]["family_confirmed"] is True
+
+
 def test_the_api_refuses_a_bad_family_and_an_official_image(owner_api, owner, imported_image, official_images):
     image = imported_image(owner, "cuda")
     assert owner_api.patch(f"/api/v1/images/{image.slug}", {"family": "tpu"}, format="json").status_code == 400

@@ -5,7 +5,7 @@ import pytest
 
 from accounts import services as console_services
 from cli.main import main
-from marketplace.models import Image
+from marketplace.models import Image, ImageImport
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,3 +54,10 @@ def test_launching_it_on_another_familys_card_prints_a_warning(cli, owner, impor
     code, out, err = cli(owner, "instances", "create", "--name", "x", "--chip", "ascend-910b", "--image", variant)
     assert code == 0, err
     assert "warning: This image is built for NVIDIA GPU (CUDA)" in err
+
+
+def test_without_a_family_the_suggested_one_is_confirmed(cli, owner, imported_image):
+    image = imported_image(owner, "npu")
+    code, out, err = cli(owner, "images", "family", image.slug)
+    assert code == 0, err
+    assert f"{image.slug} is for npu" in out and ImageImport.objects.get(image=image).family_confirmed

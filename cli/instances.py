@@ -1,6 +1,7 @@
 """`gpucloud instances create|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
 (``logs --follow`` polls every 2 s while the instance is live)."""
 
+import sys
 import time
 
 from .client import Api, CliError, output
@@ -29,7 +30,10 @@ def create(api: Api, args):
     if args.mount:
         body["mounts"] = args.mount
     body |= _boot_options(args)
-    output(args, api.post("instances", body))
+    created = api.post("instances", body)
+    output(args, created)
+    for warning in created.get("warnings", []):  # e.g. an imported image built for another chip family
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _boot_options(args) -> dict:

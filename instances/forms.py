@@ -1,5 +1,7 @@
 """The launch wizard's forms."""
 
+import shlex
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -8,7 +10,7 @@ from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
 from .environment import check_boot_options, parse_env_lines
-from .images import compatible_images
+from .images import boot_root, compatible_images, family_warning, other_family_images
 from .launching import LaunchRequest, _check_shutdown
 from .models import Secret
 
@@ -159,12 +161,31 @@ class LaunchForm(forms.Form):
         image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)
         if image_family is None and not data.get("no_card") and offered:
             image_family = offered[0].backend
-        # The marketplace's variants for the chip's family, the user's own images included.
-        self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
+        # The marketplace's variants for the chip's family, the user's own images included; then the user's imported
+        # images built for another family, which boot here too but are marked (the page says why under the list).
+        self.image_family = image_family
+        self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)] + [
+            (v.slug, _("%(image)s (for %(family)s)") % {"image": v.choice_label, "family": v.family_label})
+            for v in other_family_images(image_family, user)
+        ]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
         self.user = user
         names = Secret.objects.for_user(user).values_list("name", flat=True) if user is not None else []
         self.fields["secrets"].choices = [(name, name) for name in names]
+
+    @property
+    def image_warning(self) -> str:
+        """Why the chosen image may not use the chosen card (an imported image built for another chip family)."""
+        return family_warning(self.data.get("image") or "", self.image_family)
+
+    @property
+    def image_command(self) -> str:
+        """An imported image's own command (its ENTRYPOINT and CMD), which the machine runs when the start command is
+        left empty; "" for other images."""
+        config = boot_root(self.data.get("image") or "")
+        if not config:
+            return ""
+        return shlex.join([*(config.get("entrypoint") or []), *(config.get("cmd") or [])])
 
     @property
     def advanced_open(self) -> bool:

@@ -22,6 +22,7 @@ from .serializers import (
     InstanceLogsSerializer,
     InstanceSerializer,
     InstanceStartSerializer,
+    LaunchedInstanceSerializer,
     TrainingCurvesSerializer,
 )
 
@@ -84,7 +85,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @extend_schema(
         summary="Launch an instance",
         request=InstanceCreateSerializer,
-        responses={201: InstanceSerializer, **ERRORS},
+        responses={201: LaunchedInstanceSerializer, **ERRORS},
     )
     def create(self, request):
         serializer = InstanceCreateSerializer(data=request.data)
@@ -95,7 +96,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             context.account, launching.LaunchRequest(**serializer.validated_data), by=request.user
         )
         record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
-        return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
+        return Response(LaunchedInstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Start a stopped or preempted instance (relaunch)",

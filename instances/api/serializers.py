@@ -20,7 +20,7 @@ from instances.costs import cost_so_far
 from ..choices import Backend, TermEnd
 from ..environment import MAX_VARIABLES
 from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
-from ..images import image_name
+from ..images import image_name, launch_warning
 from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent
 
@@ -265,6 +265,21 @@ class InstanceSerializer(strict.ModelSerializer):
 
     def get_image_name(self, instance) -> str:
         return image_name(instance.image)
+
+
+class LaunchedInstanceSerializer(InstanceSerializer):
+    """A just-launched instance, with what the launch has to warn about (its image was built for another chip
+    family than its cards')."""
+
+    warnings = serializers.SerializerMethodField()
+
+    class Meta(InstanceSerializer.Meta):
+        fields = [*InstanceSerializer.Meta.fields, "warnings"]
+        read_only_fields = fields
+
+    def get_warnings(self, instance) -> list[str]:
+        warning = launch_warning(instance)
+        return [warning] if warning else []
 
 
 class InstanceDetailSerializer(InstanceSerializer):

@@ -550,6 +550,8 @@ class LocalBackend(Backend):
                 "runtime": str(runtime_path),
                 "image_root": image["rootfs"] if image else "",
                 "image_path": local_image.search_path(image) if image else "",
+                "image_lab": bool(image and image.get("jupyterlab")),
+                "image_ports": local_image.exposed_ports(image) if image else [],
             },
         )
         if egress:
@@ -991,7 +993,10 @@ class LocalBackend(Backend):
             "node": state.get("node", ""),
             "job_id": state.get("job_id", ""),
             "sandbox": True,
-            "jupyter": not serves and not state.get("image_root"),
+            # An image's machine runs JupyterLab only when the image has one (its own, started by its own Python).
+            "jupyter": not serves and (not state.get("image_root") or state.get("image_lab", False)),
+            "image": bool(state.get("image_root")),
+            "image_ports": state.get("image_ports", []),
             "model_server": serves,
             "ssh": True,
             "disk_gb": state.get("disk_gb", 0),
@@ -1024,7 +1029,7 @@ class LocalBackend(Backend):
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
-            "init": local_image.init_script(str(runtime.system_python())) if image else init_script(instance),
+            "init": _image_init(instance, image) if image else init_script(instance),
             "start": (instance.start_command or default_start(instance, image)) + "\n",
         }
         files[SECCOMP_FILE] = local_seccomp.program()
@@ -1204,6 +1209,13 @@ def init_script(instance) -> str:
         return INIT_SCRIPT.format(lab="", end="exit 1")
     lab = LAB_LINES.format(base_url=lab_path(instance.public_id), socket=f"{SOCKET_DIR}/{JUPYTER_SOCKET}")
     return INIT_SCRIPT.format(lab=lab, end="wait")
+
+
+def _image_init(instance, image: dict) -> str:
+    lab = ""
+    if image.get("jupyterlab"):
+        lab = local_image.lab_lines(image["jupyterlab"], lab_path(instance.public_id), f"{SOCKET_DIR}/{JUPYTER_SOCKET}")
+    return local_image.init_script(str(runtime.system_python()), lab=lab)
 
 
 def hostname(instance) -> str:

@@ -27,7 +27,7 @@ from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
 from ..forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
-from ..images import image_name
+from ..images import image_name, launch_warning
 from ..logs import read_logs
 from ..models import Instance, InstanceEvent
 from ..shutdown import FINISHED
@@ -188,6 +188,8 @@ def _launch(request):
         else:
             record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
             messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
+            if warning := launch_warning(instance):
+                messages.warning(request, warning)
             if request.htmx:
                 response = HttpResponse(status=204)
                 response["HX-Redirect"] = instance.get_absolute_url()
@@ -386,7 +388,10 @@ def ports(request, public_id):
     instance = _own(request, public_id)
     listening = get_backend(instance.backend_name).listening_ports(instance) if instance.status == "running" else []
     rows = [{"port": port, "name": KNOWN_PORTS.get(port, "")} for port in listening or []]
-    return render(request, "instances/partials/ports.html", {"instance": instance, "ports": rows})
+    # The ports an imported image says it serves on are listed before anything listens there.
+    declared = [port for port in instance.access.get("image_ports", []) if port not in (listening or [])]
+    context = {"instance": instance, "ports": rows, "declared": declared}
+    return render(request, "instances/partials/ports.html", context)
 
 
 @login_required

@@ -22,7 +22,8 @@ from django.utils.translation import gettext as _
 
 from core import encryption
 from core.errors import Conflict, NotFound, ServiceError
-from instances.choices import TERMINAL
+from core.field_errors import FieldError
+from instances.choices import TERMINAL, Backend
 from instances.models import Instance
 from storage import quota
 from storage import services as storage_services
@@ -343,6 +344,32 @@ def _finish(record: ImageImport, status: str, detail: str, found: dict | None = 
         _event(image, ImageStatus.IMPORTING, status, reason=detail)
     record_usage(image.owner)
     return status
+
+
+def confirm_family(user, image: Image, family: str) -> Image:
+    """Record the chip family the owner says ``image`` is for (``""``: none, a CPU image): the launch wizard offers it
+    on that family's chips first and warns when it is launched on another's. The variant keeps its slug, which
+    instances and jobs already booted from it record."""
+    if not hasattr(image, "imported"):
+        raise Conflict(_("Only imported images have a chip family to confirm."), code="not_imported")
+    if image.status != ImageStatus.READY:
+        raise Conflict(_("Confirm the chip family once the import has ended."), code="importing")
+    if family not in (CPU_ONLY, *Backend.values):
+        raise FieldError(
+            "family", _("Choose a chip family (npu, mlu, dcu, cuda) or none for CPU only."), code="invalid_family"
+        )
+    with transaction.atomic():
+        ImageVariant.objects.filter(image=image).update(family=family)
+        ImageImport.objects.filter(image=image).update(family_confirmed=True)
+        label = Backend(family).label if family else _("CPU only")
+        _event(image, image.status, image.status, reason=_("Chip family: %(family)s") % {"family": label}, by=user)
+    image.imported.family_confirmed = True
+    return image
+
+
+def image_family(image: Image) -> str:
+    """The chip family an imported image is for now (its one variant's)."""
+    return ImageVariant.objects.filter(image=image).values_list("family", flat=True).first() or CPU_ONLY
 
 
 def remove_image(user, image: Image) -> None:

@@ -26,7 +26,16 @@ from teams.context import acting, priced_for
 from ..choices import ImageCategory, OperatingSystem
 from ..models import Image
 from . import clone, imports, services
-from .forms import FAMILY_CHOICES, ImageSearchForm, ImportImageForm, RatingForm, ReviewForm, SaveImageForm
+from .forms import (
+    FAMILY_CHOICES,
+    IMAGE_FAMILY_CHOICES,
+    ImageFamilyForm,
+    ImageSearchForm,
+    ImportImageForm,
+    RatingForm,
+    ReviewForm,
+    SaveImageForm,
+)
 
 LIST_TEMPLATE = "marketplace/images/list.html"
 LIST_CONTENT = "marketplace/images/_list_content.html"
@@ -139,6 +148,20 @@ def _detail_context(request, image, book) -> dict:
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),
         "review_form": ReviewForm() if request.user.is_staff else None,
+    } | _family_context(image)
+
+
+def _family_context(image) -> dict:
+    """An imported image's chip families in words: those whose libraries it holds, the one they suggest, and the
+    choices of the owner's confirmation."""
+    record = getattr(image, "imported", None)
+    if record is None:
+        return {}
+    labels = dict(IMAGE_FAMILY_CHOICES)
+    return {
+        "family_choices": IMAGE_FAMILY_CHOICES,
+        "found_families": [labels.get(family, family) for family in record.checks.get("families", [])],
+        "suggested_family": labels.get(record.checks.get("family", ""), ""),
     }
 
 
@@ -190,6 +213,22 @@ def image_publish(request, slug):
     except ServiceError as exc:
         return _back(request, image, str(exc.message))
     messages.success(request, _("Submitted for review: staff list it or tell you why not."))
+    return redirect(image)
+
+
+@login_required
+@require_POST
+def image_family(request, slug):
+    """The owner confirms (or corrects) the chip family an imported image is for."""
+    image = _image_or_404(request, slug, action="change")
+    form = ImageFamilyForm(request.POST)
+    if not form.is_valid():
+        return _back(request, image, _form_errors(form))
+    try:
+        imports.confirm_family(request.user, image, form.cleaned_data["family"])
+    except ServiceError as exc:
+        return _back(request, image, str(exc.message))
+    messages.success(request, _("The image's chip family is saved."))
     return redirect(image)
 
 

@@ -560,6 +560,9 @@ class SlurmBackend(Backend):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here
         account = self.prepare_account(instance, config)
         image = local_image.ready_root(instance.image)
+        # The job's description first: it refuses what the zone's accounts may not be given (secrets on a shared
+        # account) before anything of the machine is written where the account's jobs read.
+        script, description = self.job_description(instance, config, account, image=image)
         if image is not None:
             # The machine boots the image's root under bubblewrap on the node (slurm_image); the boot files are
             # written afresh at each start, readable by the instance's account alone.
@@ -567,7 +570,6 @@ class SlurmBackend(Backend):
                 _make_dirs(folder, like=self.root(config))
             group = account.gid if account else _group_of(config["job_user"])
             slurm_image.write_boot(instance, config, image, self.system_disk(instance, config), group)
-        script, description = self.job_description(instance, config, account, image=image)
         try:
             return client.submit(script, description)
         except SlurmError as exc:

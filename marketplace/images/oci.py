@@ -102,17 +102,20 @@ def _run(argv: list[str], env: dict[str, str] | None = None, watch: Callable[[],
         text=True,
         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})},
     ) as process:
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                stdout, stderr = process.communicate(timeout=min(left, WATCH_SECONDS) if watch else max(left, 0))
-                break
-            except subprocess.TimeoutExpired:
-                why = f"{name} took longer than {timeout} s" if time.monotonic() >= deadline else watch and watch()
-                if why:
-                    process.kill()  # skopeo's own namespace, where it has one, goes with it
-                    process.communicate()
-                    raise ToolFailed(why) from None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    stdout, stderr = process.communicate(timeout=min(left, WATCH_SECONDS) if watch else max(left, 0))
+                    break
+                except subprocess.TimeoutExpired:
+                    why = f"{name} took longer than {timeout} s" if time.monotonic() >= deadline else watch and watch()
+                    if why:
+                        raise ToolFailed(why) from None
+        except BaseException:  # a reason to stop it, or anything raised while waiting: the tool does not run on
+            process.kill()  # skopeo's own namespace, where it has one, goes with it
+            process.communicate()
+            raise
     if process.returncode != 0:
         words = (stderr or stdout).strip().splitlines()
         raise ToolFailed(words[-1][:500] if words else f"{name} exited with {process.returncode}")

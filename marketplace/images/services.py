@@ -28,7 +28,7 @@ from core import visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
 from core.validators import clean_display_name
 from instances import snapshots
-from instances.capacity import free_capacity
+from instances.capacity import free_cards
 from instances.choices import Backend, Status
 from instances.lifecycle import get_instance
 from instances.models import Instance, InstanceEvent
@@ -271,14 +271,21 @@ class ChipOffer:
         return self.per_card_hour is not None and self.per_card_hour < self.list_per_card_hour
 
 
-def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
+def offered_chips(variants) -> list[Chip]:
+    """The chips offered for the families of ``variants`` (an image's) that need a card, in catalogue order."""
+    families = [v.family for v in variants if not v.is_cpu_only]
+    return list(Chip.objects.offered().filter(backend__in=families).order_by("sort_order"))
+
+
+def chip_offers(image: Image, book: PriceBook, *, variants=None, chips=None) -> list[ChipOffer]:
     """One row per chip variant of ``image``: the family's cheapest chip (with free cards when any has them),
-    pay-as-you-go after subsidies. A fixed number of queries whatever the catalogue's size."""
-    variants = [v for v in image.variants.all() if not v.is_cpu_only]
-    chips = list(Chip.objects.offered().filter(backend__in=[v.family for v in variants]).order_by("sort_order"))
-    free: dict[int, int] = {}
-    for row in free_capacity(chips=chips):
-        free[row.chip.pk] = free.get(row.chip.pk, 0) + row.free
+    pay-as-you-go after subsidies. ``variants`` (the image's) and ``chips`` (:func:`offered_chips` of them) when the
+    caller has them; the cards free are read now, in one query. A fixed number of queries whatever the catalogue's
+    size."""
+    variants = list(image.variants.all()) if variants is None else variants
+    chips = offered_chips(variants) if chips is None else chips
+    variants = [v for v in variants if not v.is_cpu_only]
+    free = free_cards(chips)
     priced: list[tuple[Chip, object]] = []
     for chip in chips:
         try:
@@ -610,6 +617,7 @@ def rate(user, image: Image, stars, comment: str = "") -> ImageRating:
         count, total = totals["count"] or 0, totals["total"] or 0
         average = (Decimal(total) / count).quantize(Decimal("0.01")) if count else Decimal("0")
         Image.objects.filter(pk=image.pk).update(rating_count=count, rating_sum=total, rating_average=average)
+        visitor_cache.bump(VISITOR_PAGES)  # an update() sends no signal: the pages that list ratings are told here
     return rating
 
 

@@ -8,6 +8,7 @@ import ipaddress
 import json
 import socket
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -284,3 +285,17 @@ def test_a_registry_that_sends_more_than_its_manifest_declares_is_cut_off_and_le
     assert "more than the 100 bytes its manifest declares" in image.status_detail
     assert sum(handler.sent) < 1024**3  # stopped long before the 2 GB it was being sent
     assert not list(oci.layout().glob(f"{oci.PUTTING}*"))  # no half-written blob left on the host
+
+
+def test_a_watch_that_fails_stops_the_tool_at_once(settings):
+    """Anything raised while a tool runs (the watch failing, a signal handler's, a task's time limit) kills it: the
+    worker never waits for it to end by itself."""
+    settings.IMAGE_IMPORT_TIMEOUT_SECONDS = 60
+
+    def watch():
+        raise OSError("the layout's folder could not be read")
+
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        oci._run(["/bin/sleep", "6"], watch=watch)
+    assert time.monotonic() - started < 3, "the tool ran on to its end after the watch failed"

@@ -96,6 +96,14 @@ class LaunchForm(forms.Form):
     plan = forms.ChoiceField(label=_("Plan"), widget=_select())
     # xgettext:no-python-format
     spot = forms.BooleanField(label=_("Spot (preemptible, 40% off)"), required=False)
+    wait_for_card = forms.BooleanField(
+        label=_("Wait for a card"),
+        required=False,
+        help_text=_(
+            "When no card is free, wait in the queue and start as soon as one frees (you are notified), instead of "
+            "being refused. It leaves the queue if your balance can no longer pay its first hour."
+        ),
+    )
     term_end_action = forms.ChoiceField(
         label=_("When a prepaid term ends"),
         choices=TermEnd.choices,

@@ -355,6 +355,12 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         max_length=16,
         help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
     )
+    wait_for_card = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="When no card is free: wait in the queue (202, a waiting launch with its place) instead of a 503; "
+        "it starts when a card frees, and leaves the queue if the balance can no longer pay its first hour.",
+    )
 
 
 def _given(name: str, value: dict) -> dict:

@@ -1,4 +1,4 @@
-"""`gpucloud instances create|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
+"""`gpucloud instances create [--wait]|waiting|leave-queue|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
 (``logs --follow`` polls every 2 s while the instance is live)."""
 
 import time
@@ -29,7 +29,30 @@ def create(api: Api, args):
     if args.mount:
         body["mounts"] = args.mount
     body |= _boot_options(args)
+    if args.wait:
+        body["wait_for_card"] = True
     output(args, api.post("instances", body))
+
+
+WAITING_COLUMNS = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("STATE", "state"),
+    ("PLACE", "queue_position"),
+    ("EXPECTED BY", "queue_expected_by"),
+    ("CHIP", "chip"),
+    ("FAMILY", "family"),
+    ("CARDS", "cards"),
+    ("INSTANCE", "instance"),
+]
+
+
+def waiting(api: Api, args):
+    output(args, api.get("instances/waiting"), WAITING_COLUMNS)
+
+
+def leave_queue(api: Api, args):
+    output(args, api.delete(f"instances/waiting/{args.id}"))
 
 
 def _boot_options(args) -> dict:
@@ -146,7 +169,17 @@ def _add_commands(commands, *, aliases_only=False):
         p.add_argument(
             "--secret", action="append", metavar="NAME", help="one of your secrets, as a variable (repeatable)"
         )
+        p.add_argument(
+            "--wait",
+            action="store_true",
+            help="when no card is free, wait in the queue and start when one frees (instead of failing)",
+        )
         p.set_defaults(handler=create)
+        p = commands.add_parser("waiting", help="launches waiting for a card: place in the queue, expected start")
+        p.set_defaults(handler=waiting)
+        p = commands.add_parser("leave-queue", help="cancel a launch waiting for a card")
+        p.add_argument("id")
+        p.set_defaults(handler=leave_queue)
         p = commands.add_parser("show", help="an instance with its access details and events")
         p.add_argument("id")
         p.set_defaults(handler=show)

@@ -80,7 +80,6 @@ def place(pk: int) -> str:
         waiting = (
             WaitingLaunch.objects.select_for_update(skip_locked=True)
             .filter(pk=pk, state=WaitingLaunch.State.WAITING)
-            .select_related("owner", "launched_by")
             .first()
         )
         if waiting is None:

@@ -1,5 +1,5 @@
-"""`gpucloud instances create [--wait]|waiting|leave-queue|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
-(``logs --follow`` polls every 2 s while the instance is live)."""
+"""`gpucloud instances create [--wait] [--backend auto]|waiting|leave-queue|ls|show|stop|start|rm|logs`, and the
+top-level aliases `gpucloud ls|stop|start|rm|logs` (``logs --follow`` polls every 2 s while the instance is live)."""
 
 import time
 
@@ -153,7 +153,11 @@ def _add_commands(commands, *, aliases_only=False):
         p = commands.add_parser("create", help="launch an instance")
         p.add_argument("--name", required=True)
         p.add_argument("--image", required=True, help="a base image slug for the chip's family")
-        p.add_argument("--backend", choices=["npu", "mlu", "dcu", "cuda"], help="the cheapest chip of this family")
+        p.add_argument(
+            "--backend",
+            choices=["npu", "mlu", "dcu", "cuda", "auto"],
+            help="the cheapest chip of this family; auto: the chip cheapest per unit of work the image runs on",
+        )
         p.add_argument("--chip", help="a chip slug (see /api/v1/chips)")
         p.add_argument("--no-card", action="store_true", help="CPU-only no-card mode")
         p.add_argument("--cards", type=int, default=1)

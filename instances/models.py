@@ -97,6 +97,8 @@ class Instance(models.Model):
     # A run that ends by itself: where the backend has a scheduler (Slurm's ``--time``), it ends the machine's job
     # this many minutes after it started. Empty: the machine runs until it is stopped.
     time_limit_minutes = models.PositiveIntegerField(_("time limit (minutes)"), null=True, blank=True)
+    # Launched with ``auto``: the figures behind the chip picked (``instances.choosing``); empty otherwise.
+    choice = models.JSONField(_("choice"), default=dict, blank=True)
     auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
     idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)
     idle_threshold_percent = models.PositiveSmallIntegerField(

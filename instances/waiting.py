@@ -21,7 +21,7 @@ from catalog.models import Chip
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
-from . import launching
+from . import choosing, launching
 from .capacity import COMPUTE_SHORTAGE, CapacityError
 from .models import Instance, WaitingLaunch
 from .queue import LEFT, NO_ROOM, PLACED
@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 def launch_or_wait(user, request: launching.LaunchRequest, *, by=None, wait: bool = False):
-    """Launch now (an ``Instance``); with ``wait``, a launch that finds no card free waits in the queue instead
-    (a ``WaitingLaunch``). Every other refusal (bad input, the balance) is raised as for a launch."""
+    """Launch now (an ``Instance``; ``auto`` picks the chip cheapest per unit of work first); with ``wait``, a
+    launch that finds no card free waits in the queue instead (a ``WaitingLaunch``). Every other refusal (bad
+    input, the balance) is raised as for a launch."""
+    request = choosing.resolve(user, request)
     try:
         return launching.launch(user, request, by=by)
     except CapacityError as exc:

@@ -22,7 +22,7 @@ from teams.context import acting
 from teams.models import Membership, TeamEvent
 from teams.services import record
 
-from .. import attachments, costs, launching, lifecycle, shutdown, waiting
+from .. import attachments, choosing, costs, launching, lifecycle, shutdown, waiting
 from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
@@ -118,7 +118,8 @@ def _preview(request, form):
     if not form.is_valid():
         return None, ""
     try:
-        return launching.preview(acting(request).account, form.launch_request(), by=request.user), ""
+        account = acting(request).account
+        return launching.preview(account, choosing.resolve(account, form.launch_request()), by=request.user), ""
     except ServiceError as exc:
         return None, str(exc.message)
 
@@ -232,6 +233,7 @@ def _detail_context(instance, error=""):
         "image_name": image_name(instance.image),
         "simulated": backend.simulated,
         "card_metrics": instance.cards > 0 and backend.has_cards,
+        "choice_reason": choosing.reason(instance.choice) if instance.choice else "",
         "error": error,
     }
 

@@ -21,7 +21,7 @@ from catalog.models import Chip
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
-from . import choosing, launching
+from . import charges, choosing, launching
 from .capacity import COMPUTE_SHORTAGE, CapacityError
 from .models import Instance, WaitingLaunch
 from .queue import LEFT, NO_ROOM, PLACED
@@ -103,6 +103,28 @@ def place(pk: int) -> str:
             return LEFT
         _started(waiting, instance)
     return PLACED
+
+
+def leave_if_unaffordable(pk: int) -> bool:
+    """For a waiting launch that was not tried in a pass (no card of its kind was free): take it out of the queue,
+    saying so, when the balance can no longer pay its first hour. Returns whether it left."""
+    with transaction.atomic():
+        waiting = (
+            WaitingLaunch.objects.select_for_update(skip_locked=True)
+            .filter(pk=pk, state=WaitingLaunch.State.WAITING)
+            .first()
+        )
+        if waiting is None:
+            return False
+        try:
+            quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
+            charges.check_launch_funds(waiting.owner, quote)
+        except PaymentRequired as exc:
+            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
+            return True
+        except ServiceError:
+            return False  # anything else is for its turn to say
+    return False
 
 
 def _note(waiting: WaitingLaunch, detail: str) -> None:

@@ -19,7 +19,7 @@ from core.errors import Conflict, PaymentRequired, ServiceError
 from instances import charges, launching, lifecycle, logs, queue, waiting
 from instances.capacity import CapacityError
 from instances.choices import Status
-from instances.queue import JOB, LEFT, NO_ROOM, PLACED, Entry
+from instances.queue import JOB, LAUNCH, LEFT, NO_ROOM, PLACED, Entry
 
 from . import clusters, outputs
 from .choices import ACTIVE, State
@@ -73,6 +73,9 @@ def place_queued() -> int:
     no_room: dict[tuple, int] = {}  # what an entry waits for → the fewest cards of it found not free in this pass
     for entry in queue.order():
         if entry.cards >= no_room.get(entry.wants, entry.cards + 1):
+            if entry.kind == LAUNCH:
+                # Not tried, but still told when the balance can no longer pay: it does not wait for nothing.
+                waiting.leave_if_unaffordable(entry.pk)
             continue
         try:
             outcome = place(entry.pk) if entry.kind == JOB else waiting.place(entry.pk)

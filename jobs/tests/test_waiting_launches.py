@@ -191,3 +191,17 @@ def test_the_api_waits_with_wait_for_card_and_cancels(owner_api, owner, lifecycl
     cancelled = owner_api.delete(f"/api/v1/instances/waiting/{waited['id']}")
     assert cancelled.status_code == 200 and cancelled.json()["state"] == "left"
     assert owner_api.delete(f"/api/v1/instances/waiting/{waited['id']}").status_code == 409
+
+
+def test_a_waiting_launch_behind_one_that_found_no_room_still_leaves_when_the_balance_runs_out(
+    owner, stranger, lifecycle
+):
+    _one_dcu_card()
+    launching.launch(owner, _request(name="holder"))
+    first = waiting.launch_or_wait(stranger, _request(), wait=True)
+    second = waiting.launch_or_wait(owner, _request(name="second"), wait=True)
+    lifecycle.balances[owner.pk] = Decimal("0.10")
+    drive(rounds=1)
+    # The first found no room, so the second was not tried; it left all the same, saying why.
+    assert fresh(first).state == WaitingLaunch.State.WAITING
+    assert fresh(second).state == WaitingLaunch.State.LEFT and "cannot start" in fresh(second).detail

@@ -15,6 +15,7 @@ urlpatterns = [
     path("secrets/", secrets.secret_list, name="secrets"),
     path("secrets/<str:name>/", secrets.secret_replace, name="secret-replace"),
     path("secrets/<str:name>/delete/", secrets.secret_delete, name="secret-delete"),
+    path("waiting/", waiting.waiting_list, name="waiting-list"),
     path("waiting/<str:public_id>/", waiting.detail, name="waiting"),
     path("waiting/<str:public_id>/cancel/", waiting.cancel, name="waiting-cancel"),
     path("<str:public_id>/", pages.detail, name="detail"),

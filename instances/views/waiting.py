@@ -1,5 +1,6 @@
-"""The page of a launch waiting for a card: its place in the queue and the time it should start by, polled while it
-waits; once it started, the instance's page. And its cancel button."""
+"""The launches waiting for a card (a panel of the instances list), and the page of one: its place in the queue
+and the time it should start by, polled while it waits; once it started, the instance's page. And its cancel
+button."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
+from teams.context import acting
 
 from .. import queue, waiting
 from ..models import WaitingLaunch
@@ -25,6 +27,21 @@ def _own(request, public_id) -> WaitingLaunch:
         raise Http404(str(exc.message)) from exc
     except Forbidden as exc:
         raise PermissionDenied(str(exc.message)) from exc
+
+
+@login_required
+@require_GET
+def waiting_list(request):
+    """The context's launches still waiting for a card, with their places: a panel the instances list loads."""
+    entries = list(
+        WaitingLaunch.objects.filter(owner=acting(request).account, state=WaitingLaunch.State.WAITING)
+        .select_related("chip")
+        .order_by("queued_at")[:50]
+    )
+    places = queue.places({(queue.LAUNCH, entry.pk) for entry in entries}, now=timezone.now())
+    for entry in entries:
+        entry.queue_place = places.get((queue.LAUNCH, entry.pk))
+    return render(request, "instances/partials/waiting_list.html", {"entries": entries})
 
 
 @login_required

@@ -205,3 +205,13 @@ def test_a_waiting_launch_behind_one_that_found_no_room_still_leaves_when_the_ba
     # The first found no room, so the second was not tried; it left all the same, saying why.
     assert fresh(first).state == WaitingLaunch.State.WAITING
     assert fresh(second).state == WaitingLaunch.State.LEFT and "cannot start" in fresh(second).detail
+
+
+def test_the_instances_list_loads_the_waiting_launches_with_their_places(english, owner, stranger, lifecycle):
+    _one_dcu_card()
+    launching.launch(owner, _request(name="holder"))
+    entry = waiting.launch_or_wait(owner, _request(), wait=True)
+    waiting.launch_or_wait(stranger, _request(name="theirs"), wait=True)
+    assert 'hx-get="/instances/waiting/"' in english.get("/instances/").content.decode()
+    panel = english.get("/instances/waiting/").content.decode()
+    assert entry.get_absolute_url() in panel and "place 1 in the queue" in panel and "theirs" not in panel

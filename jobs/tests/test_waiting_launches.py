@@ -215,3 +215,20 @@ def test_the_instances_list_loads_the_waiting_launches_with_their_places(english
     assert 'hx-get="/instances/waiting/"' in english.get("/instances/").content.decode()
     panel = english.get("/instances/waiting/").content.decode()
     assert entry.get_absolute_url() in panel and "place 1 in the queue" in panel and "theirs" not in panel
+
+
+def test_a_queued_jobs_page_list_and_api_show_its_place_and_estimate(submit, english, owner_api, owner, lifecycle):
+    _one_dcu_card()
+    running_job = submit(backend="dcu", name="first", timeout_seconds=1800)
+    drive()
+    queued = submit(backend="dcu", name="second")
+    drive(rounds=1)
+    by = running.deadline(fresh(running_job))
+    page = english.get(queued.get_absolute_url()).content.decode()
+    assert "Place 1 in the queue" in page and f"Expected by {timezone.localtime(by):%Y-%m-%d %H:%M}" in page
+    listing = english.get("/jobs/").content.decode()
+    assert "place 1 in the queue" in listing and f"by {timezone.localtime(by):%m-%d %H:%M}" in listing
+    body = owner_api.get(f"/api/v1/jobs/{queued.public_id}").json()
+    assert body["queue_position"] == 1 and body["queue_expected_by"].startswith(
+        timezone.localtime(by).strftime("%Y-%m-%dT%H:%M")
+    )

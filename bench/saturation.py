@@ -8,7 +8,9 @@ pages and after the last (the mean of the runs on either side of the page), and 
 asked right before and right after it (the target, ≤ 4×, is against this one: "a bare Django view of the same
 size"). The machine's speed drifts over a run, by a fifth on a shared one, so a floor measured minutes away from a
 page is not that page's floor. The same bare page behind a login is measured beside it: the share of a logged-in
-page's cost that is the session and the user alone.
+page's cost that is the session and the user alone. Beside each throughput, the server's own CPU time per request
+(its gunicorn processes', read before and after each run) compares the page with the floor of its size without the
+load generator's share and without what other processes on a shared machine take.
 """
 
 import csv
@@ -18,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import requests
 from django.conf import settings
 from django.test import Client
@@ -57,18 +60,34 @@ class _Gunicorn:
                 time.sleep(0.2)
         raise RuntimeError(f"gunicorn serving {self.app} did not answer")
 
+    def cpu_seconds(self) -> float:
+        """The CPU time (user and system) the server's processes have used so far: its workers and their master."""
+        master = psutil.Process(self.process.pid)
+        processes = [master, *master.children(recursive=True)]
+        total = 0.0
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:  # a worker that ended between the listing and the read
+                continue
+            total += times.user + times.system
+        return total
+
     def __exit__(self, *exc):
         self.process.terminate()
         self.process.wait(timeout=30)
         self.log.close()
 
 
-def _saturate(url: str, path: str, cookie: str = "", seconds: int = SECONDS) -> tuple[float, float, int]:
-    """(requests per second, p95 in ms, requests) of locust without think time on one page."""
+def _saturate(server: "_Gunicorn", path: str, cookie: str = "", seconds: int = SECONDS) -> tuple[float, float, int]:
+    """(requests per second, p95 in ms, requests) of locust without think time on one page; ``server.cpu_ms`` is then
+    the server's CPU time per request of that run, in milliseconds."""
+    url = server.url
     out = Path(settings.DATA_DIR) / "saturation"
     out.mkdir(parents=True, exist_ok=True)
     for _ in range(3):  # warm: templates compiled, caches filled, connections open
         requests.get(url + path, headers={"Cookie": cookie} if cookie else {}, timeout=30)
+    cpu_before = server.cpu_seconds()
     # On a loaded machine locust's own start can take a short run's whole time, leaving a run with no request at
     # all: such a run is made again, once, for twice as long. A failed request is never retried.
     for attempt in range(2):
@@ -106,6 +125,9 @@ def _saturate(url: str, path: str, cookie: str = "", seconds: int = SECONDS) -> 
             break
     if made == 0 or failed:
         raise RuntimeError(f"{path}: {failed} of {made} requests failed")
+    # The server's own CPU per request: what other processes on a shared machine take does not count in it (the
+    # throughput above moves with them), so two runs minutes apart compare where throughputs do not.
+    server.cpu_ms = (server.cpu_seconds() - cpu_before) * 1000 / made
     return float(total["Requests/s"]), float(total["95%"]), made
 
 
@@ -153,25 +175,31 @@ def saturation(report):
     prepare = [sys.executable, "-m", "bench.floor.prepare"]
     made = subprocess.run(prepare, env=os.environ | floor_env, cwd=settings.BASE_DIR, check=True, capture_output=True)
     floor_cookie = made.stdout.decode().strip()
-    measured, floors, sized = [], [], []
+    measured, floors, sized, cpu = [], [], [], []
     # Both servers are up throughout; the one not being asked is idle.
     with _Gunicorn("bench.floor.wsgi:application", **floor_env) as floor, _Gunicorn("config.wsgi") as console:
-        floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
-        behind_login, behind_login_p95, behind_login_made = _saturate(floor.url, "/in/", floor_cookie)
+        floors.append(_saturate(floor, "/", seconds=FLOOR_SECONDS))
+        behind_login, behind_login_p95, behind_login_made = _saturate(floor, "/in/", floor_cookie)
         for label, path, logged_in in _pages(history):
             headers = {"Cookie": cookie} if logged_in else {}
             size = len(requests.get(console.url + path, headers=headers, timeout=30).content)
             same_size = f"/?bytes={size}"
             # CI's light run asks the floor of the page's size once, after it; the full run before and after it.
-            before_page = None if LIGHT else _saturate(floor.url, same_size, seconds=FLOOR_SECONDS)
-            measured.append((label, *_saturate(console.url, path, cookie if logged_in else "")))
-            after_page = _saturate(floor.url, same_size, seconds=FLOOR_SECONDS)
+            floor_cpu = []
+            before_page = None if LIGHT else _saturate(floor, same_size, seconds=FLOOR_SECONDS)
+            if before_page is not None:
+                floor_cpu.append(floor.cpu_ms)
+            measured.append((label, *_saturate(console, path, cookie if logged_in else "")))
+            page_cpu = console.cpu_ms
+            after_page = _saturate(floor, same_size, seconds=FLOOR_SECONDS)
+            floor_cpu.append(floor.cpu_ms)
             runs = [run[0] for run in (before_page, after_page) if run is not None]
             sized.append((size, sum(runs) / len(runs)))
+            cpu.append((page_cpu, sum(floor_cpu) / len(floor_cpu)))
             if not LIGHT:  # CI's light run asks the 9 KB floor before the first page and after the last only
-                floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
+                floors.append(_saturate(floor, "/", seconds=FLOOR_SECONDS))
         if LIGHT:
-            floors.append(_saturate(floor.url, "/", seconds=FLOOR_SECONDS))
+            floors.append(_saturate(floor, "/", seconds=FLOOR_SECONDS))
     before, after = floors[0][0], floors[-1][0]
     floor_p95 = max(p95 for _rps, p95, _made in floors)
     floor_rps = sum(rps for rps, _p95, _made in floors) / len(floors)
@@ -196,3 +224,9 @@ def saturation(report):
         size, same_size_rps = sized[index]
         note = f"target ≤ 4; the floor at the page's {size / 1024:.0f} KB: {same_size_rps:.0f}/s, before and after it"
         report.add(f"{label}: floor of its size ÷ page", same_size_rps / rps, unit="×", note=note)
+        page_cpu, floor_cpu = cpu[index]
+        note = (
+            f"the server's CPU per request: {page_cpu:.2f} ms, the floor of its size {floor_cpu:.2f} ms (the load "
+            "generator's share left out: the same on a busy machine)"
+        )
+        report.add(f"{label}: server CPU per request ÷ the floor's", page_cpu / floor_cpu, unit="×", note=note)

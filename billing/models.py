@@ -17,6 +17,7 @@ from django.utils.translation import get_language, gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import BilingualName, Chip, Zone
+from core.labels import label_of
 
 from .choices import (
     AccountKind,
@@ -578,9 +579,12 @@ class LedgerTransaction(AppendOnlyModel):
     def __str__(self):
         return f"{self.get_kind_display()} {self.idempotency_key}"
 
+    def get_kind_display(self) -> str:
+        return label_of(TransactionKind, self.kind)
+
     @property
     def description(self) -> str:
-        parts = [str(self.get_kind_display())]
+        parts = [self.get_kind_display()]
         if self.reference:
             parts.append(self.reference)
         if self.kind == TransactionKind.USAGE and self.minutes < 0:

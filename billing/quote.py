@@ -71,6 +71,13 @@ class PriceBook:
         budget left (a programme that runs out stops subsidising)."""
         return self.version, tuple((programme.id, programme.remaining) for programme in self.programmes)
 
+    def state(self) -> tuple:
+        """What every quote from this book depends on, as a key: its public state, the programmes that admit its
+        user (a student's, an enterprise's) and what the user was subsidised this month. Two books with the same
+        state quote the same prices, whoever they were loaded for."""
+        admitted = tuple(programme.id for programme in self.programmes if programme.admits(self.user))
+        return self.public_state(), admitted, tuple(sorted(self.usage.items()))
+
     def default_zone(self, chip_id: int | None) -> Zone | None:
         zones = self.offers.get(chip_id, ()) if chip_id is not None else ()
         return zones[0] if zones else None

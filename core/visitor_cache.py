@@ -13,12 +13,15 @@ counts) it keeps for ``seconds`` at most.
 import hashlib
 import uuid
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.cache import cache
 from django.db import transaction
 from django.utils.translation import get_language
 
 from .htmx import wants_partial
+
+T = TypeVar("T")
 
 
 def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds: int, parts=()) -> tuple[str, int]:
@@ -37,6 +40,20 @@ def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds
     if status == 200:
         cache.set(key, html, seconds)
     return html, status
+
+
+def kept(name: str, build: Callable[[], T], *, seconds: int, parts=()) -> T:
+    """``build()``'s value, or the one kept for the language, ``parts`` and generation of ``name``: what a page shows
+    that is the same for every request with the same ``parts`` — a logged-in user's too, when ``parts`` name all
+    that is theirs in it (a price book's ``state()``) — so it is read once per ``seconds`` at most and again as
+    soon as ``bump(name)`` is called. What a page shows of the person alone is never kept here."""
+    name_of = repr((parts, _generation(name)))
+    key = f"kept:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, seconds)
+    return value
 
 
 def _generation(name: str) -> str:

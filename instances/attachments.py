@@ -1,14 +1,16 @@
 """What an instance has attached besides its system disk: hub mounts, data disks and the user's cloud storage.
 
-* Hub mounts: ``storage.mounts`` mounts and unmounts models and data sets of the hub (read-only, metadata handed to
-  the backend, hot-plug on a running instance).
-* Data disks: ``storage.disks`` attaches and detaches them (hot-plug on a running instance).
+* Hub mounts: storage mounts and unmounts models and data sets of the hub (read-only, metadata handed to the
+  backend, hot-plug on a running instance).
+* Data disks: storage attaches and detaches them (hot-plug on a running instance).
 * ``/root/shared``: every instance of a person mounts their cloud storage there at each start; a team's instance
   mounts the team's folder at ``/root/shared-team`` instead.
 
-The lifecycle calls two hooks: :func:`apply` right after the backend accepted a start (it hands the backend every
-mount and disk again — backends treat repeats as no-ops — so a restart on another node of the zone finds its disks
-and mounts there too) and :func:`on_released` when an instance is released (disks are detached and kept, mounts go).
+Instances import nothing of storage: storage registers its side with ``core.attaching`` when Django starts and
+these functions ask it (what storage asks of instances in turn is ``instances.machines``). The lifecycle calls two
+hooks: :func:`apply` right after the backend accepted a start (it hands the backend every mount and disk again —
+backends treat repeats as no-ops — so a restart on another node of the zone finds its disks and mounts there too)
+and :func:`on_released` when an instance is released (disks are detached and kept, mounts go).
 
 What a backend needs for ``/root/shared``: the source handed over is ``cloudstorage/<account public id>``. With
 ``STORAGE=local`` cloud storage is a tree of the account's files at their paths (``storage.tree``), and the local
@@ -19,11 +21,8 @@ storage mounts it on the host with rclone (``storage.s3mount``) and the local ba
 """
 
 import logging
-from typing import Protocol
 
-from django.utils.translation import gettext as _
-
-from core.errors import ServiceError
+from core.attaching import attached
 from teams.accounts import is_account
 
 from .backends import BackendError, TransientBackendError, get_backend
@@ -49,64 +48,18 @@ def shared_target(instance: Instance) -> str:
     return TEAM_SHARED_TARGET if is_account(instance.owner) else SHARED_TARGET
 
 
-# Hot-plug --------------------------------------------------------------------------------------------------------
-
-
-def backend_call(instance: Instance, call, what: str = "mount") -> None:
-    """Run ``call(backend)`` for a mount or a data disk. On a running instance a refusal undoes the whole change
-    (the caller's transaction); elsewhere the start applies it anyway (:func:`apply`), so a backend that has no
-    machine yet is fine and the refusal is only logged."""
-    try:
-        call(get_backend(instance.backend_name))
-    except BackendError as exc:
-        if instance.status == Status.RUNNING:
-            raise ServiceError(
-                _("The instance's machine refused the change: %(reason)s") % {"reason": exc}, code="backend_refused"
-            ) from exc
-        log.info("%s on %s deferred to its start: %s", what, instance.public_id, exc)
-
-
-# The storage side, registered when Django starts -------------------------------------------------------------------
-
-
-class Storage(Protocol):
-    """What storage (its ``storage.attached`` module) answers about what it attaches to instances."""
-
-    def check_launch(self, user, request) -> None: ...
-    def at_launch(self, instance, request) -> None: ...
-    def calls(self, instance, backend) -> list: ...
-    def on_released(self, instance) -> None: ...
-    def shared_folder(self, account_public_id: str): ...
-    def mounted_shared(self, account_public_id: str): ...
-    def panel_context(self, instance) -> dict: ...
-
-
-_storage: Storage | None = None
-
-
-def register_storage(storage: Storage) -> None:
-    global _storage
-    _storage = storage
-
-
-def storage() -> Storage:
-    if _storage is None:
-        raise RuntimeError("no storage is registered (the storage app registers it when installed)")
-    return _storage
-
-
 # The launch wizard: a data disk and mounts -----------------------------------------------------------------------
 
 
 def check_launch(user, request) -> None:
     """Refuse a launch's data disk or mounts before anything is reserved (bad input: 400)."""
-    storage().check_launch(user, request)
+    attached().check_launch(user, request)
 
 
 def at_launch(instance: Instance, request) -> None:
     """Inside the launch's transaction: create and attach the data disk, record the mounts. The backend gets
     them when the machine is submitted (:func:`apply`)."""
-    storage().at_launch(instance, request)
+    attached().at_launch(instance, request)
 
 
 # Lifecycle hooks -------------------------------------------------------------------------------------------------
@@ -118,7 +71,7 @@ def apply(instance: Instance) -> None:
     the page still lists what the user asked for."""
     backend = get_backend(instance.backend_name)
     calls = [lambda: backend.mount(instance, shared_source(instance.owner), shared_target(instance))]
-    calls += storage().calls(instance, backend)
+    calls += attached().calls(instance, backend)
     for call in calls:
         try:
             call()
@@ -130,20 +83,20 @@ def apply(instance: Instance) -> None:
 
 def on_released(instance: Instance) -> None:
     """Inside the release's transaction: data disks are detached and kept; hub mounts end."""
-    storage().on_released(instance)
+    attached().on_released(instance)
 
 
 def shared_folder(account_public_id: str):
     """Where the account's cloud storage is on this host, or None where it is not a local folder (S3)."""
-    return storage().shared_folder(account_public_id)
+    return attached().shared_folder(account_public_id)
 
 
 def mounted_shared(account_public_id: str):
     """The account's cloud storage already mounted on this host by storage (S3), or None where the backend makes
     the folder's image itself."""
-    return storage().mounted_shared(account_public_id)
+    return attached().mounted_shared(account_public_id)
 
 
 def panel_context(instance: Instance) -> dict:
     """The instance page's disks-and-mounts panel (storage's)."""
-    return storage().panel_context(instance)
+    return attached().panel_context(instance)

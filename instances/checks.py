@@ -2,6 +2,8 @@
 
 from django.core.checks import Error, register
 
+from core import attaching
+
 
 @register()
 def image_source_registered(app_configs, **kwargs):
@@ -19,9 +21,7 @@ def image_source_registered(app_configs, **kwargs):
 
 @register()
 def storage_registered(app_configs, **kwargs):
-    from .attachments import _storage
-
-    if _storage is not None:
+    if attaching._attached is not None:
         return []
     return [
         Error(

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
+from core.labels import label_of
 
 from .choices import BADGE_COLOURS, LIVE, PRICED, Reason, Status, TermEnd, Wanted
 from .querysets import InstanceQuerySet, SecretQuerySet, WaitingLaunchQuerySet
@@ -135,6 +136,9 @@ class Instance(models.Model):
     @property
     def badge(self) -> str:
         return BADGE_COLOURS.get(self.status, "secondary")
+
+    def get_status_display(self) -> str:
+        return label_of(Status, self.status)
 
     @property
     def is_live(self) -> bool:

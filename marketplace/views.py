@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -115,6 +116,21 @@ def _item_or_404(request, org: str, name: str):
         raise Http404(exc.message) from exc
 
 
+def _shown_to_all(item, book) -> dict:
+    """What a repository's page shows that is the same for everyone with the same prices: its files and latest
+    commits at its head, and the cheapest chip of each family it runs on. Kept per head and price book state for
+    ``LIST_SECONDS``, renewed at once when the item is saved."""
+
+    def build():
+        return {
+            "files": list(services.files_of(item)),
+            "commits": repos.history(item, 10) if item.has_bytes else [],
+            "chip_prices": services.chip_prices(item, book),
+        }
+
+    return visitor_cache.kept("hub-list", build, seconds=LIST_SECONDS, parts=(item.pk, item.head_id, book.state()))
+
+
 def _mount_choices(user, item) -> list[dict]:
     """The user's instances that can take a mount now (running, starting or stopped…), newest first, each with
     whether ``item`` is already mounted there."""
@@ -123,9 +139,9 @@ def _mount_choices(user, item) -> list[dict]:
     instances = Instance.objects.for_user(user, "change").not_endpoints().filter(status__in=MOUNTABLE)
     if item.owner_id is not None and item.visibility != HubVisibility.PUBLIC:
         instances = instances.filter(owner_id=item.owner_id)  # a private item goes only into its owner's machines
-    instances = list(instances.only("pk", "public_id", "name", "status", "created_at")[:MOUNT_CHOICES])  # what it shows
-    mounted = set(HubMount.objects.filter(instance__in=instances, repo=item.repo).values_list("instance_id", flat=True))
-    return [{"instance": i, "mounted": i.pk in mounted} for i in instances]
+    mounted = Exists(HubMount.objects.filter(instance=OuterRef("pk"), repo=item.repo))
+    shown = instances.only("pk", "public_id", "name", "status", "created_at").annotate(mounted=mounted)
+    return [{"instance": i, "mounted": i.mounted} for i in shown[:MOUNT_CHOICES]]
 
 
 def _launch_with_mount_url(item, chip_prices) -> str:
@@ -140,14 +156,14 @@ def _launch_with_mount_url(item, chip_prices) -> str:
 @require_GET
 def hub_detail(request, org: str, name: str):
     item = _item_or_404(request, org, name)
-    files = list(services.files_of(item))
-    chip_prices = services.chip_prices(item, load_price_book(**priced_for(request)))
+    shown = _shown_to_all(item, load_price_book(**priced_for(request)))
+    files, chip_prices = shown["files"], shown["chip_prices"]
     publisher = request.user.is_authenticated and item.owner_id == request.user.pk
     context = {
         "item": item,
         "files": files,
         "files_total": sum(f.size_bytes for f in files),
-        "commits": repos.history(item, 10) if item.has_bytes else [],
+        "commits": shown["commits"],
         "publisher": publisher,
         "upload_form": HubUploadForm() if publisher else None,
         "hub_endpoint": request.build_absolute_uri("/").rstrip("/"),

@@ -1,7 +1,8 @@
 """What storage attaches to instances: data disks, hub mounts and the owner's cloud storage at ``/root/shared``.
 
-Registered with ``instances.attachments`` when Django starts (``StorageConfig.ready``): instances import nothing of
-storage and call these through that seam (at launch, after every start, at release, for the instance page's panel).
+Registered with ``core.attaching`` when Django starts (``StorageConfig.ready``): instances import nothing of storage
+and call these through that seam (at launch, after every start, at release, for the instance page's panel), as
+storage reaches instances only through what they register there (``instances.machines``).
 """
 
 import errno

@@ -3,6 +3,8 @@ host that can mount the bucket (rclone and FUSE)."""
 
 from django.core.checks import Error, Warning, register
 
+from core import attaching
+
 from . import s3mount
 
 
@@ -13,6 +15,19 @@ def hub_registered(app_configs, **kwargs):
     if _hub is not None:
         return []
     return [Error("No model & dataset hub is registered: nothing could be mounted.", id="storage.E001")]
+
+
+@register()
+def machines_registered(app_configs, **kwargs):
+    if attaching._machines is not None:
+        return []
+    return [
+        Error(
+            "No machines are registered: no disk or mount could be attached to an instance. The instances app "
+            "registers them.",
+            id="storage.E002",
+        )
+    ]
 
 
 @register(deploy=True)

@@ -32,13 +32,9 @@ from billing.money import to_cents
 from billing.quote import StorageQuote, quote_disk, storage_price
 from billing.rules import billed_through
 from catalog.models import Node, Zone
+from core.attaching import machines
 from core.errors import Conflict, NotFound, ServiceError
 from core.validators import clean_display_name
-from instances.attachments import backend_call
-from instances.backends import get_backend
-from instances.choices import Status
-from instances.lifecycle import get_instance
-from instances.models import Instance
 from teams.access import refuse_if_seen
 
 from .choices import DiskReason, DiskStatus
@@ -50,13 +46,10 @@ MIN_GB = 1
 MAX_GB = 32 * 1024  # 32 TB
 USAGE_KIND = "disk"
 
-# Where an attach or detach reaches the backend at once. A running instance gets a hot-plug (a refusal undoes
-# the change); a stopped, preempted or failed one has its layout updated where the backend keeps one, and the
-# start re-applies every attached disk anyway (``instances.attachments.apply``). Stopping and releasing
-# instances refuse: the first is on its way down, the second gives its disks back.
-HOT = {Status.RUNNING}
-LAUNCHING = {Status.CREATING, Status.STARTING}
-ATTACHABLE = {Status.CREATING, Status.STARTING, Status.RUNNING, Status.STOPPED, Status.PREEMPTED, Status.FAILED}
+# Which instances take a disk now, and whether the backend gets it at once, instances answer
+# (``instances.machines``): a running instance gets a hot-plug (a refusal undoes the change); a stopped, preempted
+# or failed one has its layout updated where the backend keeps one, and the start re-applies every attached disk
+# anyway. Stopping and releasing instances refuse: the first is on its way down, the second gives its disks back.
 
 
 # Lookups ---------------------------------------------------------------------------------------------------------
@@ -89,8 +82,7 @@ def get_disk(user, public_id, action: str = "view") -> CloudDisk:
 
 def attachable_instances(user, disk: CloudDisk):
     """The user's instances in the disk's zone that may take a disk now (the page's attach menu)."""
-    instances = Instance.objects.for_user(user, "change").filter(owner_id=disk.owner_id).not_endpoints()
-    return instances.filter(zone_id=disk.zone_id, status__in=ATTACHABLE).order_by("name")
+    return machines().attachable(disk.owner_id, [disk.zone_id], user=user)
 
 
 # Creating, growing, deleting -------------------------------------------------------------------------------------
@@ -170,11 +162,11 @@ def _check_limits(user, *, adding: int, grow_gb: int) -> None:
         )
 
 
-def _require_funds(user, per_hour, *, launching: Instance | None = None, by=None) -> None:
+def _require_funds(user, per_hour, *, launching=None, by=None) -> None:
     """Billing's funds gate for one more hour of disk (cash only). A disk created with its instance (the launch
     wizard) counts that instance's first hour too: neither is billed yet, and together they must fit. On a team's
     wallet, ``by`` (the member) must also have that hour left of their monthly budget."""
-    pending = launching.price_per_hour or 0 if launching is not None and launching.status in LAUNCHING else 0
+    pending = launching.price_per_hour or 0 if launching is not None and machines().is_launching(launching) else 0
     # The exact hourly price, not rounded to the fen: a small disk's hour (¥0.002083) would read "needs ¥0.00".
     wallet.require_funds(user, per_hour, compute=False, pending_per_hour=pending)
     if by is not None and launching is None:  # the launch checked the member's budget for both
@@ -187,7 +179,7 @@ def _member(account, by) -> int | None:
     return member_id if member_id is not None and member_id != account.pk else None
 
 
-def create(user, *, name, size_gb, zone: Zone, instance: Instance | None = None, by=None) -> CloudDisk:
+def create(user, *, name, size_gb, zone: Zone, instance=None, by=None) -> CloudDisk:
     """Create a disk of ``user`` (a person, or a team's account) in ``zone`` and start metering it; with
     ``instance`` (the launch wizard), attach it too. ``by``: the member creating a team's disk, whose monthly
     budget it spends. Refused when the owner cannot pay its first hour on top of what already runs, when the
@@ -263,8 +255,8 @@ def grow(user, public_id, size_gb) -> CloudDisk:
         )
         if disk.status == DiskStatus.ATTACHED and disk.instance_id is not None:
             # The machine's file system grows with it (a running one at once; a refusal undoes the grow).
-            instance = Instance.objects.get(pk=disk.instance_id)
-            backend_call(
+            instance = machines().by_pk(disk.instance_id)
+            machines().backend_call(
                 instance,
                 lambda backend: backend.attach_disk(instance, str(disk.public_id), size, name=disk.name),
                 "disk grow",
@@ -299,7 +291,7 @@ def _erase(disk: CloudDisk) -> None:
     names = set(Node.objects.filter(zone_id=disk.zone_id).values_list("backend_name", flat=True))
     for name in sorted(names):
         try:
-            get_backend(name).delete_disk(str(disk.public_id))
+            machines().erase_disk(name, str(disk.public_id))
         except Exception:  # noqa: BLE001 - a backend's failure must not undo what the user already saw done
             log.exception("backend %s could not erase deleted disk %s", name, disk.public_id)
 
@@ -331,10 +323,10 @@ def _in_use(disk: CloudDisk) -> Conflict:
 # Attaching and detaching -----------------------------------------------------------------------------------------
 
 
-def _instance_for(user, instance_id) -> Instance:
-    instance = get_instance(user, instance_id, "change")
+def _instance_for(user, instance_id):
+    instance = machines().get(user, instance_id, "change")
     # Lock the instance row too (after the disk: one fixed order), so a release cannot slip in between.
-    return Instance.objects.select_for_update().select_related("zone").get(pk=instance.pk)
+    return machines().lock(instance.pk)
 
 
 def attach(user, disk_id, instance_id) -> CloudDisk:
@@ -381,19 +373,19 @@ def attach(user, disk_id, instance_id) -> CloudDisk:
             detail=instance.name,
             instance=instance,
         )
-        backend_call(
+        machines().backend_call(
             instance,
             lambda backend: backend.attach_disk(instance, str(disk.public_id), disk.size_gb, name=disk.name),
             "disk attach",
         )
-        hot = instance.status in HOT
+        hot = machines().is_running(instance)
         detail = instance.name if hot else _("%(name)s (at its next start)") % {"name": instance.name}
         _move(disk, DiskStatus.ATTACHING, DiskStatus.ATTACHED, DiskReason.ATTACHED, detail=detail)
     return disk
 
 
-def _check_instance(instance: Instance) -> None:
-    if instance.status not in ATTACHABLE:
+def _check_instance(instance) -> None:
+    if not machines().may_attach(instance):
         raise Conflict(
             _("Instance “%(name)s” is %(status)s: disks attach to running, starting or stopped instances.")
             % {"name": instance.name, "status": instance.get_status_display().lower()},
@@ -409,8 +401,8 @@ def detach(user, public_id) -> CloudDisk:
             return disk  # already detached: a retried request
         if disk.status != DiskStatus.ATTACHED:
             raise _in_use(disk)
-        instance = Instance.objects.select_for_update().get(pk=disk.instance_id)
-        if instance.status not in ATTACHABLE:
+        instance = machines().lock(disk.instance_id)
+        if not machines().may_attach(instance):
             raise Conflict(
                 _("Instance “%(name)s” is %(status)s: wait until it has stopped or been released.")
                 % {"name": instance.name, "status": instance.get_status_display().lower()},
@@ -420,12 +412,12 @@ def detach(user, public_id) -> CloudDisk:
     return disk
 
 
-def _detach_locked(disk: CloudDisk, instance: Instance, at=None) -> None:
+def _detach_locked(disk: CloudDisk, instance, at=None) -> None:
     """Detach the locked, attached ``disk`` from its locked ``instance``: hot-unplug when it runs (a refusal
     undoes the change), at its next start otherwise. The caller has checked that the instance may change."""
     at = at or timezone.now()
     _move(disk, DiskStatus.ATTACHED, DiskStatus.DETACHING, DiskReason.DETACH_REQUESTED, detail=instance.name, at=at)
-    backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)), "disk detach")
+    machines().backend_call(instance, lambda backend: backend.detach_disk(instance, str(disk.public_id)), "disk detach")
     _move(
         disk,
         DiskStatus.DETACHING,
@@ -437,7 +429,7 @@ def _detach_locked(disk: CloudDisk, instance: Instance, at=None) -> None:
     )
 
 
-def release_from(instance: Instance) -> int:
+def release_from(instance) -> int:
     """The instance is being released: give its disks back (detached, data kept). Returns how many."""
     released = 0
     for disk in CloudDisk.objects.select_for_update().filter(instance=instance).order_by("pk"):
@@ -449,15 +441,15 @@ def release_from(instance: Instance) -> int:
     return released
 
 
-def _attached_to(instance: Instance) -> Q:
+def _attached_to(instance) -> Q:
     return Q(instance=instance, status=DiskStatus.ATTACHED)
 
 
-def attached_to(instance: Instance):
+def attached_to(instance):
     return CloudDisk.objects.filter(_attached_to(instance)).order_by("name")
 
 
-def panel_disks(instance: Instance) -> tuple[list[CloudDisk], list[CloudDisk]]:
+def panel_disks(instance) -> tuple[list[CloudDisk], list[CloudDisk]]:
     """(the disks attached to ``instance``, by name; its owner's disks free to attach in its zone, newest first), in
     one query."""
     # The panel names each disk by its own columns: its zone and instance are the page's, read once already.
@@ -552,8 +544,12 @@ def _delete_for_arrears(pk: int, now) -> str:
         if disk.status == DiskStatus.DELETED or disk.arrears_since is None or not _in_arrears(disk.owner_id):
             return "skipped"  # deleted meanwhile, or the owner topped up since the mark
         if disk.status != DiskStatus.AVAILABLE:
-            instance = Instance.objects.select_for_update().get(pk=disk.instance_id)
-            if disk.status != DiskStatus.ATTACHED or instance.status in HOT or instance.status not in ATTACHABLE:
+            instance = machines().lock(disk.instance_id)
+            if (
+                disk.status != DiskStatus.ATTACHED
+                or machines().is_running(instance)
+                or not machines().may_attach(instance)
+            ):
                 log.warning(
                     "disk %s in arrears past retention is kept: %s on %s (%s)",
                     disk.public_id,

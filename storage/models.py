@@ -8,7 +8,8 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from instances.backends.base import DATA_ROOT, disk_folder_name
+from core.attaching import DATA_ROOT, disk_folder_name
+from core.labels import label_of
 
 from .choices import DISK_BADGES, DISK_ON_INSTANCE, DiskReason, DiskStatus, EntryKind, UploadStatus, UsageSource
 from .querysets import CloudDiskQuerySet, EntryQuerySet, HubMountQuerySet, UploadQuerySet
@@ -191,10 +192,13 @@ class CloudDisk(models.Model):
     def badge(self) -> str:
         return DISK_BADGES.get(self.status, "secondary")
 
+    def get_status_display(self) -> str:
+        return label_of(DiskStatus, self.status)
+
     @property
     def device_path(self) -> str:
         """Where the disk appears inside its instance, on every backend: ``/root/data/<its name>`` (the rule the
-        backends follow, ``instances.backends.base.disk_folder``; a machine has no two disks of one name, as the
+        backends follow, ``core.attaching.disk_folder``; a machine has no two disks of one name, as the
         owner has not)."""
         return f"{DATA_ROOT}/{disk_folder_name(self.name, str(self.public_id))}"
 

@@ -3,7 +3,7 @@
 
 A mount is a row plus a call to the backend's ``mount(instance, source, target)`` — metadata, never a copy — so it
 appears within seconds. On a running instance the backend gets it at once and a refusal undoes the row
-(``instances.attachments.backend_call``); on one that is starting or resting, its next start hands every mount over
+(``instances.machines.backend_call``); on one that is starting or resting, its next start hands every mount over
 again (``instances.attachments.apply``). A launch records its mounts in its own transaction (:func:`at_launch`).
 """
 
@@ -13,9 +13,8 @@ from typing import Protocol
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from core.attaching import machines
 from core.errors import Conflict, NotFound, ServiceError
-from instances.attachments import MOUNTABLE, backend_call
-from instances.models import Instance
 
 from .models import HubMount
 
@@ -73,12 +72,12 @@ def hub_item(user, repo: str):
     return item
 
 
-def mounts_of(instance: Instance):  # or its id
+def mounts_of(instance):  # or its id
     return HubMount.objects.filter(instance=instance).order_by("target")
 
 
-def _check_mountable(instance: Instance) -> None:
-    if instance.status not in MOUNTABLE:
+def _check_mountable(instance) -> None:
+    if not machines().may_attach(instance):
         raise Conflict(
             _("Instance “%(name)s” is %(status)s: mounts change on running, starting or stopped instances.")
             % {"name": instance.name, "status": instance.get_status_display().lower()},
@@ -86,19 +85,19 @@ def _check_mountable(instance: Instance) -> None:
         )
 
 
-def _record(instance: Instance, item) -> HubMount:
+def _record(instance, item) -> HubMount:
     """The mount's row, and one more mount on the item's counter (the hub's "most mounted" order)."""
     made = HubMount.objects.create(instance=instance, repo=item.repo, kind=item.kind, target=item.mount_path)
     hub().record_mount(item)
     return made
 
 
-def mount(user, instance: Instance, repo: str) -> HubMount:
+def mount(user, instance, repo: str) -> HubMount:
     """Mount the hub item ``repo`` read-only into ``instance`` (the caller's): metadata handed to the backend."""
     item = hub_item(user, repo)
     _check_mountable(instance)
     with transaction.atomic():
-        instance = Instance.objects.select_for_update().get(pk=instance.pk)
+        instance = machines().lock(instance.pk)
         _check_mountable(instance)
         if HubMount.objects.filter(instance=instance).count() >= MAX_MOUNTS:
             raise ServiceError(
@@ -113,20 +112,20 @@ def mount(user, instance: Instance, repo: str) -> HubMount:
                 _("%(repo)s is already mounted at %(path)s.") % {"repo": item.repo, "path": item.mount_path},
                 code="already_mounted",
             ) from exc
-        backend_call(instance, lambda backend: backend.mount(instance, item.repo, item.mount_path))
+        machines().backend_call(instance, lambda backend: backend.mount(instance, item.repo, item.mount_path))
     return made
 
 
-def unmount(user, instance: Instance, repo: str) -> HubMount:
+def unmount(user, instance, repo: str) -> HubMount:
     """Unmount ``repo`` from ``instance``; a repo that is not mounted there is a 404."""
     with transaction.atomic():
-        instance = Instance.objects.select_for_update().get(pk=instance.pk)
+        instance = machines().lock(instance.pk)
         made = HubMount.objects.filter(instance=instance, repo=repo).first()
         if made is None:
             raise NotFound(_("%(repo)s is not mounted in this instance.") % {"repo": repo})
         _check_mountable(instance)
         made.delete()
-        backend_call(instance, lambda backend: backend.unmount(instance, made.target))
+        machines().backend_call(instance, lambda backend: backend.unmount(instance, made.target))
     return made
 
 
@@ -136,12 +135,12 @@ def check_launch(user, repos) -> None:
         hub_item(user, repo)
 
 
-def at_launch(instance: Instance, repos) -> None:
+def at_launch(instance, repos) -> None:
     """Inside the launch's transaction: record the mounts. The backend gets them when the machine is submitted."""
     for repo in parse_repos(repos):
         _record(instance, hub_item(instance.owner, repo))
 
 
-def on_released(instance: Instance) -> None:
+def on_released(instance) -> None:
     """Inside the release's transaction: the instance's mounts end."""
     mounts_of(instance).delete()

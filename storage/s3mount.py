@@ -34,7 +34,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import storages
 
-from instances.backends import local_volumes
+from core.attaching import machines
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def ready(root: Path, uid: int) -> None:
         root.mkdir(mode=0o700, exist_ok=True)
         cache = cache_of(root)
         size_gb = float(settings.STORAGE_S3_CACHE_GB)
-        local_volumes.ensure(cache, 0, size_gb)
+        machines().ensure_volume(cache, 0, size_gb)
         _mount(root, cache, uid, size_gb)
 
 
@@ -222,7 +222,7 @@ def unmount_all(base: Path | None = None) -> None:
             continue
         if _state(root) != "absent":
             _unmount(root)
-    local_volumes.unmount_all(base, base)
+    machines().unmount_volumes(base, base)
 
 
 def settle(root: Path, timeout: float = 30) -> bool:

@@ -37,6 +37,9 @@ from django.core.files.storage import FileSystemStorage, storages
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from core.attaching import machines
+from core.errors import Unavailable
+
 from . import paths, s3mount
 from .choices import EntryKind
 from .models import Entry
@@ -98,8 +101,6 @@ def _mounted(root: Path, owner) -> None:
     writes: never into the empty folder under it; on S3 the bucket's prefix is mounted there first. (Each takes
     its own lock, so before ours.)"""
     if s3mount.enabled():
-        from core.errors import Unavailable
-
         try:
             s3mount.ready(root, sandbox_uid(owner))
         except (OSError, subprocess.SubprocessError) as exc:
@@ -107,12 +108,9 @@ def _mounted(root: Path, owner) -> None:
             raise Unavailable(_("Your cloud storage is temporarily unavailable; try again shortly.")) from exc
         return
     if root.with_name(f"{root.name}.img").exists():
-        from core.errors import Unavailable
-        from instances.backends import TransientBackendError, local_volumes
-
         try:
-            local_volumes.ready(root)
-        except (OSError, TransientBackendError) as exc:
+            machines().volume_ready(root)
+        except OSError as exc:
             log.error("storage: the image of %s cannot be mounted: %s", root, exc)
             raise Unavailable(_("Your cloud storage is temporarily unavailable; try again shortly.")) from exc
 

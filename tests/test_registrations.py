@@ -4,14 +4,15 @@ checks."""
 
 from billing import arrears, metering
 from billing.checks import arrears_handler_registered, author_shares_registered
-from instances import attachments, images
+from core import attaching
+from instances import images, machines
 from instances.checks import image_source_registered, storage_registered
 from instances.lifecycle import stop_for_arrears
 from marketplace.hub import services as hub_services
 from marketplace.images import revenue
 from marketplace.images import services as image_services
 from storage import attached, mounts
-from storage.checks import hub_registered
+from storage.checks import hub_registered, machines_registered
 
 
 def test_the_instances_app_registers_its_arrears_handler_at_start():
@@ -48,6 +49,14 @@ def test_the_marketplace_registers_the_hub_that_mounts_ask(monkeypatch):
 
 def test_storage_registers_what_it_attaches_to_instances_and_instances_refuse_to_start_without_it(monkeypatch):
 
-    assert attachments.storage() is attached
-    monkeypatch.setattr(attachments, "_storage", None)
+    assert attaching.attached() is attached
+    monkeypatch.setattr(attaching, "_attached", None)
     assert [e.id for e in storage_registered(None)] == ["instances.E002"]
+
+
+def test_instances_register_the_machines_storage_attaches_to_and_storage_refuses_to_start_without_them(monkeypatch):
+
+    assert attaching.machines() is machines
+    assert machines_registered(None) == []
+    monkeypatch.setattr(attaching, "_machines", None)
+    assert [e.id for e in machines_registered(None)] == ["storage.E002"]

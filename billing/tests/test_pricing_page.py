@@ -1,14 +1,18 @@
 """The public pricing page: prices, the live calculator, the billing table per state, query counts."""
 
+import re
 from decimal import Decimal
 
 import pytest
 from django.conf import settings
+from django.core import mail
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts import students
 from billing.models import Price
 from catalog.models import Chip, InstanceSpec, Node, Zone
 
@@ -147,3 +151,32 @@ def test_a_second_view_of_the_pricing_page_reuses_the_price_book_and_runs_fewer_
     assert first <= PRICING_MAX_QUERIES
     assert second <= first - 5
     assert second <= PRICING_REPEAT_MAX_QUERIES
+
+
+def _signed_in(user):
+    page = Client()
+    page.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    page.force_login(user)
+    return page
+
+
+def test_a_signed_in_users_price_list_is_kept_per_the_state_of_their_book(
+    owner, stranger, catalog, django_capture_on_commit_callbacks
+):
+    """Kept for one state of the book, never shown to a user whose book differs: a student's prices are not served to
+    another user, nor the other way round; a new price shows at once."""
+    url = reverse("catalog:pricing")
+    plain, student = _signed_in(stranger), _signed_in(owner)
+    assert "−20%" not in plain.get(url).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        students.send_code(owner, "me@ruc.edu.cn")
+    students.confirm(owner, re.search(r"\b(\d{6})\b", mail.outbox[-1].body).group(1))
+
+    assert "−20%" in student.get(url).content.decode()
+    first, second = _count(plain, url), _count(plain, url)
+    assert second == first and "−20%" not in plain.get(url).content.decode()
+    assert second <= PRICING_REPEAT_MAX_QUERIES - 2  # kept: the table is not built again
+
+    chip = Chip.objects.get(slug="a100-80g")
+    Price.objects.create(chip=chip, per_hour=Decimal("77.70"), effective_from=timezone.now(), note="new list")
+    assert "77.70" in plain.get(url).content.decode()

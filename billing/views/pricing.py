@@ -49,7 +49,8 @@ def _storage_prices(prices) -> dict:
 def pricing(request):
     """The price list and the calculator. What a visitor sees without a query is the same for everyone: it is kept
     per price book (its version and span, the programmes' budgets left), the disk and storage prices in force and
-    the language, so an operator's change or a programme's spending shows on the next visit."""
+    the language, so an operator's change or a programme's spending shows on the next visit; a signed-in user's,
+    per the state of their book as well."""
     book = load_price_book(**priced_for(request))
     if wants_partial(request):
         context, _status = _pricing_context(request, book, partial=True)
@@ -61,8 +62,14 @@ def pricing(request):
         return render_to_string(CONTENT, context, request), status
 
     in_force = tuple(sorted((resource, price.pk) for resource, price in stored.items()))
-    parts = (book.public_state(), in_force)
-    content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=parts)
+    if request.user.is_authenticated and not request.GET:
+        # A signed-in user's list at its bare address is the same for everyone whose book has the same state (the
+        # programmes that admit them, what they were subsidised this month): kept under that state.
+        parts = (book.state(), in_force)
+        content, status = visitor_cache.kept("pricing", build, seconds=3600, parts=parts)
+    else:
+        parts = (book.public_state(), in_force)
+        content, status = visitor_cache.content(request, "pricing", build, seconds=3600, parts=parts)
     return render(request, TEMPLATE, {"content": content}, status=status)
 
 

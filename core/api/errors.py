@@ -3,12 +3,20 @@
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils.translation import gettext as _
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..errors import ServiceError
 from ..field_errors import FieldError
+from . import strict
+
+
+class ErrorSerializer(strict.Serializer):
+    """An error's body as the API's schema documents it."""
+
+    code = serializers.CharField()
+    message = serializers.CharField()
 
 
 def _first_message(detail):

@@ -7,12 +7,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import strict
+from core.api.errors import ErrorSerializer
 from core.api.schema import named_format
 from core.time_zones import DEFAULT_TIMEZONE, TIMEZONE_FORMAT, TIMEZONE_RULES
 from instances import daily_power, lifecycle
 
 from ..models import DailyPowerSchedule
-from .serializers import ErrorSerializer
 
 
 @named_format(TIMEZONE_FORMAT, TIMEZONE_RULES)

@@ -6,6 +6,7 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from core.api.errors import ErrorSerializer
 from instances import costs, launching, lifecycle, logs, waiting
 from teams import roles
 from teams.context import acting
@@ -15,7 +16,6 @@ from teams.services import record
 from ..models import Instance, WaitingLaunch
 from .serializers import (
     CapacityErrorSerializer,
-    ErrorSerializer,
     InstanceCreateSerializer,
     InstanceDetailSerializer,
     InstanceLogsQuerySerializer,

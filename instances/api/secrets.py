@@ -8,12 +8,12 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
 from core.api import strict
+from core.api.errors import ErrorSerializer
 from core.api.validators import Pattern, RequiredText
 
 from .. import secrets
 from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
 from ..models import Secret
-from .serializers import ErrorSerializer
 
 
 class SecretSerializer(strict.ModelSerializer):

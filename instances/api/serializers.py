@@ -442,11 +442,6 @@ class CapacityErrorSerializer(strict.Serializer):
     no_card_offered = serializers.BooleanField()
 
 
-class ErrorSerializer(strict.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
 class TrainingCurvesSerializer(strict.Serializer):
     """``curves``: tag → [[step, value], …], oldest first (the last 2,000 points of each tag)."""
 

@@ -6,10 +6,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import strict
+from core.api.errors import ErrorSerializer
 from instances import lifecycle
 
 from ..ssh_access import require_ssh_access
-from .serializers import ErrorSerializer
 
 
 class SSHAccessSerializer(strict.Serializer):

@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api import strict
+from core.api.errors import ErrorSerializer
 from teams.context import acting
 
 from .. import queue, waiting
 from ..models import WaitingLaunch
-from .serializers import ErrorSerializer
 
 
 class WaitingLaunchSerializer(strict.ModelSerializer):

@@ -18,28 +18,6 @@ SECRETS_NEED_OWN_ACCOUNT = gettext_lazy(
 )
 
 
-# Where data disks appear inside a machine, on every backend: ``/root/data/<folder>`` (see :func:`disk_folder`).
-DATA_ROOT = "/root/data"
-
-
-def disk_folder_name(name: str, disk_id: str) -> str:
-    """The folder a disk named ``name`` has in /root/data: its name, where that is a folder name (the console's
-    disk names are: no "/", no control characters, not "." or ".."), else its id."""
-    unsafe = not name or name in (".", "..") or "/" in name or len(name.encode()) > 255
-    return disk_id if unsafe or any(ord(c) < 32 or ord(c) == 127 for c in name) else name
-
-
-def disk_folder(name: str, disk_id: str, taken) -> str:
-    """The folder of /root/data the disk ``disk_id`` named ``name`` gets on a machine: :func:`disk_folder_name`, or
-    ``<it>-2``, ``-3``… while another disk of that machine has the folder already (``taken``: the other disks'
-    folders). The same on every backend, so a disk is where its page says."""
-    folder = base = disk_folder_name(name, disk_id)
-    number = 2
-    while folder in taken:
-        folder, number = f"{base}-{number}", number + 1
-    return folder
-
-
 class BackendError(Exception):
     """A permanent refusal: the instance fails with this message."""
 
@@ -137,9 +115,9 @@ class Backend(ABC):
     @abstractmethod
     def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         """Make the data disk ``disk_id`` of ``size_gb`` GB (grown when it is larger than before) available in
-        the instance at ``/root/data/<folder>``: its name, the one its page shows, as :func:`disk_folder` gives it
-        (``<name>-2`` when another disk of the machine has that folder; its id when the name is no folder name). A
-        disk the machine had elsewhere before (under its id, another name) moves there. Idempotent."""
+        the instance at ``/root/data/<folder>``: its name, the one its page shows, as ``core.attaching.disk_folder``
+        gives it (``<name>-2`` when another disk of the machine has that folder; its id when the name is no folder
+        name). A disk the machine had elsewhere before (under its id, another name) moves there. Idempotent."""
 
     @abstractmethod
     def detach_disk(self, instance, disk_id: str) -> None: ...

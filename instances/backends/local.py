@@ -65,9 +65,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent import gpucloud_agent as agent_module
+from core.attaching import DATA_ROOT, disk_folder
 from teams.accounts import is_account
 
-from .. import attachments, images, runtime
+from .. import attachments, runtime
 from ..environment import boot_environment
 from ..models import Instance
 from . import (
@@ -82,7 +83,6 @@ from . import (
     local_volumes,
 )
 from .base import (
-    DATA_ROOT,
     Backend,
     BackendError,
     BackendStatus,
@@ -90,7 +90,6 @@ from .base import (
     MetricPoint,
     Phase,
     TransientBackendError,
-    disk_folder,
 )
 
 log = logging.getLogger(__name__)
@@ -438,10 +437,10 @@ class LocalBackend(Backend):
         except runtime.RuntimeUnavailable as exc:
             raise BackendError(str(exc)) from exc
         self._kill(instance.public_id, state)  # leftovers of a previous run
-        image = _image_root(instance)
+        image = local_image.ready_root(instance.image)
         base = folder(instance.public_id)
         uid = sandbox_uid(instance)
-        _make_traversable(base.parent)
+        local_image.make_traversable(base.parent)
         home, run, mnt = base / "root", base / "run", base / "mnt"
         boot = run / BOOT  # on the run folder's tmpfs, with the workloads: no host path names what the machine binds
         # base/.gpucloud: the agent's own files (it runs as the sandbox user, outside the sandbox).
@@ -632,7 +631,7 @@ class LocalBackend(Backend):
 
     def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         source = sandbox_root() / "disks" / str(disk_id)
-        _make_traversable(source.parent)
+        local_image.make_traversable(source.parent)
         local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
         target = self._disk_target(instance, str(source), name, str(disk_id))
         self._add_mount(instance, target, str(source), read_only=False)
@@ -1165,18 +1164,6 @@ def default_start(instance, image: dict | None = None) -> str:
     return DEFAULT_START
 
 
-def _image_root(instance) -> dict | None:
-    """The imported image the instance boots (its root file system made ready to bind), or None."""
-    image = images.boot_root(instance.image)
-    if image is None:
-        return None
-    if not Path(image["rootfs"]).is_dir():
-        raise BackendError(_("The image's files are missing on this host; import it again."))
-    local_image.prepare(image["rootfs"])
-    _make_traversable(Path(image["rootfs"]))
-    return image
-
-
 # The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
 # the start command with SIGUSR1's default action restored and its output in the instance's log. A machine ends when
 # its start command and JupyterLab have both ended; an endpoint's (no JupyterLab) when its model server does, so a
@@ -1412,16 +1399,6 @@ def _open_folder(path: Path) -> None:
     for folder in reversed(missing):
         folder.mkdir(exist_ok=True)
         os.chmod(folder, 0o755)
-
-
-def _make_traversable(path: Path) -> None:
-    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
-    Search without read: nobody can list them."""
-    path.mkdir(parents=True, exist_ok=True)
-    for each in (path, *path.parents):
-        mode = each.stat().st_mode
-        if mode & 0o001 == 0:
-            os.chmod(each, mode | 0o001)
 
 
 def _wait_for_pid(pidfile: Path, timeout: float = 10.0) -> int:

@@ -20,6 +20,11 @@ import shlex
 import stat
 from pathlib import Path
 
+from django.utils.translation import gettext as _
+
+from .. import images
+from .base import BackendError
+
 HOST_USR = "/opt/gpucloud/host"  # inside: the host's /usr, read-only
 # Folders bound or mounted over the image's root, and the /etc files generated for the machine.
 MOUNT_DIRS = ("dev", "proc", "tmp", "var", "run", "root", "mnt/gpucloud", "opt/gpucloud")
@@ -53,6 +58,30 @@ def host_program(path: str) -> list[str]:
     return [loader, "--library-path", libraries, f"{HOST_USR}/{real.removeprefix('/usr/')}"]
 
 
+def ready_root(slug: str) -> dict | None:
+    """The imported image the variant ``slug`` boots, its root file system made ready to bind (the mount points
+    made, every folder up to it searchable by the machine's user); None for any other image. The local and the
+    Slurm backend both boot from it, the second on nodes that share the image store."""
+    image = images.boot_root(slug)
+    if image is None:
+        return None
+    if not Path(image["rootfs"]).is_dir():
+        raise BackendError(_("The image's files are missing on this host; import it again."))
+    prepare(image["rootfs"])
+    make_traversable(Path(image["rootfs"]))
+    return image
+
+
+def make_traversable(path: Path) -> None:
+    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
+    Search without read: nobody can list them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for each in (path, *path.parents):
+        mode = each.stat().st_mode
+        if mode & 0o001 == 0:
+            os.chmod(each, mode | 0o001)
+
+
 def prepare(rootfs: str) -> None:
     """Make the mount points bubblewrap needs in the image's root (a symlink in their place is replaced: inside,
     it would lead the mount elsewhere)."""
@@ -62,6 +91,16 @@ def prepare(rootfs: str) -> None:
             _ensure(root, path.split("/"), directory=True)
         for name in (*ETC_FILES, *LOADER_FILES):
             _ensure(root, ["etc", name], directory=False)
+    finally:
+        os.close(root)
+
+
+def make_mount_point(rootfs: str, path: str) -> None:
+    """An empty folder at the absolute ``path`` in the image's root, made as :func:`prepare` makes its own: where
+    bubblewrap binds a folder of the host at the same path."""
+    root = os.open(rootfs, DIRECTORY)
+    try:
+        _ensure(root, [part for part in path.split("/") if part], directory=True)
     finally:
         os.close(root)
 
@@ -146,7 +185,8 @@ def default_start(config: dict) -> str:
 
 # The first process of a machine booted from an image: the image's /bin/sh, with nothing of the runtime (no
 # JupyterLab or hub relay: their Python is the host's). The start command gets SIGUSR1's default action back through
-# the host's Python; the machine ends when its start command does.
+# the host's Python; the machine ends when its start command does, with its exit status (what the agent reports, and
+# a job's result on a cluster).
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud 2>/dev/null
@@ -156,7 +196,9 @@ for name in data shared shared-team public datasets; do
 done
 {python} -I -S -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
-echo "== start command exited with status $? =="
+status=$?
+echo "== start command exited with status $status =="
+exit $status
 """
 
 

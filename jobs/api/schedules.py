@@ -6,7 +6,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from instances.api.serializers import ErrorSerializer
+from core.api.errors import ErrorSerializer
 from teams import roles
 from teams.context import acting
 

@@ -7,8 +7,8 @@ from rest_framework import mixins, renderers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from core.api.errors import ErrorSerializer
 from instances.api.instances import PlainTextRenderer
-from instances.api.serializers import ErrorSerializer
 from teams import roles
 from teams.context import acting
 

@@ -5,12 +5,19 @@ The space is a sparse ext4 image the size of the allowance (``local_home.make_ex
 backend's homes use), loop-mounted ``nosuid,nodev`` for the length of the unpack and deleted after; the host gives
 it only the blocks really written. Where this host cannot loop-mount (not root, a container without loop devices)
 the folder is a plain one and the unpacked size is checked only after the unpack, as the log says.
+
+A worker killed in the middle of an unpack leaves its space mounted. Each space holds a lock on a file in its
+folder for as long as it is in use, so the next unpack beside it unmounts and removes those whose lock nobody
+holds any more (:func:`clear_abandoned`).
 """
 
+import fcntl
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +29,10 @@ MIB = 1024**2
 # ext4's own metadata (inode tables, the journal) takes room the files cannot use.
 OVERHEAD = 64 * MIB
 MOUNT_OPTIONS = "loop,nosuid,nodev"
+PREFIX = ".bounded-"
+IN_USE = "in-use"  # the lock file a space's user holds
+# A space younger than this without its lock file is being made, not abandoned.
+MAKING_SECONDS = 60
 
 
 class Unavailable(Exception):
@@ -41,7 +52,9 @@ def space(beside: Path, limit: int):
     """A folder (yielded) where at most about ``limit`` bytes fit, made under ``beside`` and removed after."""
     why = local_home.unavailable()
     beside.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".bounded-", dir=beside) as work:
+    clear_abandoned(beside)
+    with tempfile.TemporaryDirectory(prefix=PREFIX, dir=beside) as work, open(Path(work) / IN_USE, "w") as in_use:
+        fcntl.flock(in_use, fcntl.LOCK_EX)
         folder = Path(work) / "space"
         folder.mkdir()
         if why:
@@ -57,6 +70,38 @@ def space(beside: Path, limit: int):
         finally:
             subprocess.run(["umount", str(folder)], capture_output=True, check=False)
             image.unlink(missing_ok=True)
+
+
+def clear_abandoned(beside: Path) -> int:
+    """Unmount and remove the spaces under ``beside`` that nobody uses any more (their maker was killed); how many."""
+    cleared = 0
+    for work in beside.glob(f"{PREFIX}*"):
+        try:
+            fd = os.open(work / IN_USE, os.O_RDWR)
+        except FileNotFoundError:
+            try:
+                if time.time() - work.stat().st_mtime < MAKING_SECONDS:
+                    continue  # being made: its lock comes next
+            except FileNotFoundError:
+                continue  # gone meanwhile
+            fd = None
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # in use
+            # Detached at once even if something still holds it open; the loop device goes with the last user.
+            subprocess.run(["umount", "--lazy", str(work / "space")], capture_output=True, check=False)
+            shutil.rmtree(work, ignore_errors=True)
+            log.warning("removed an unpacking space its worker left: %s", work)
+            cleared += 1
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return cleared
 
 
 def copy_out(source: Path, target: Path) -> None:

@@ -206,7 +206,7 @@ def _registry_copy(record: ImageImport) -> None:
     if packed > allowance:  # refused before a layer is downloaded
         raise _over_ceiling(record, packed, allowance)
     try:
-        oci.copy(pinned, record.tag, **source)
+        oci.copy(pinned, record.tag, declared=packed, **source)
     except oci.Refused as exc:
         raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:

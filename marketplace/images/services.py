@@ -208,7 +208,8 @@ def ran_image(user, image: Image) -> bool:
 
 
 def ratings_of(image: Image, limit: int = 20):
-    return ImageRating.objects.filter(image=image).select_related("user").order_by("-updated_at", "-id")[:limit]
+    """The latest ratings of ``image``, without who gave them (the page does not show raters)."""
+    return ImageRating.objects.filter(image=image).order_by("-updated_at", "-id")[:limit]
 
 
 def events_of(image: Image):

@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import prefetch_related_objects
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -100,9 +101,25 @@ def _image_or_404(request, slug, action="view"):
         raise PermissionDenied(str(exc.message)) from exc
 
 
+def _shown_to_all(image, book) -> dict:
+    """What an image's page shows that is the same for everyone with the same prices: its variants, the cheapest
+    chip of each family with its free cards, and the latest ratings. Kept per price book state for ``LIST_SECONDS``
+    and renewed at once when the image changes (``services.VISITOR_PAGES``)."""
+
+    def build():
+        prefetch_related_objects([image], "variants")  # read once, for the variants table and the offers
+        return {
+            "variants": list(image.variants.all()),
+            "offers": services.chip_offers(image, book),
+            "ratings": list(services.ratings_of(image)),
+        }
+
+    return visitor_cache.kept(services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk, book.state()))
+
+
 def _detail_context(request, image, book) -> dict:
-    variants = list(image.variants.all())
-    offers = services.chip_offers(image, book)
+    shown = _shown_to_all(image, book)
+    variants, offers = shown["variants"], shown["offers"]
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
     # A team's private image: its operators may publish it; it launches in the team's context only.
     team_image = services.team_private(request.user, image)
@@ -118,7 +135,7 @@ def _detail_context(request, image, book) -> dict:
         "launch_in_team": team_name(image.owner_id) if elsewhere else "",
         "is_owner": is_owner,
         "can_rate": not is_owner and services.ran_image(request.user, image),
-        "ratings": list(services.ratings_of(image)),
+        "ratings": shown["ratings"],
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),
         "review_form": ReviewForm() if request.user.is_staff else None,

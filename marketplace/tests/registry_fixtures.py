@@ -128,6 +128,19 @@ def tiny_image(registry, tmp_path_factory):
     return push(layout, registry, "team/tiny:1")
 
 
+@pytest.fixture(scope="session")
+def tiny_mlu_image(registry, tmp_path_factory):
+    """The tiny image with a Cambricon runtime library (an empty ``libcnrt.so``): the import suggests the MLU
+    family, so it launches on the cluster's MLU370 cards. Its CMD prints its env and the card it was given."""
+    layout = build_image(
+        tmp_path_factory.mktemp("tiny-mlu"),
+        {"/marker": MARKER, "/lib/libcnrt.so": ""},
+        cmd=["/bin/sh", "-c", 'echo "tiny image started: GREETING=$GREETING cards=$MLU_VISIBLE_DEVICES"; sleep 600'],
+        env=["PATH=/bin", "GREETING=hello-from-the-image"],
+    )
+    return push(layout, registry, "team/tiny-mlu:1")
+
+
 @pytest.fixture
 def image_imports(settings, tmp_path):
     """Imports land in this test's folder and may reach the tests' registry on the loopback."""

@@ -117,3 +117,38 @@ def test_a_logged_in_users_image_page_is_built_for_them(en, owner, community_ima
     assert not _shows(en, image.get_absolute_url(), 'id="clone-mine-button"')
     en.force_login(owner)
     assert _shows(en, image.get_absolute_url(), 'id="clone-mine-button"')
+
+
+def test_a_signed_in_users_image_page_keeps_what_everyone_sees_and_shows_a_change_at_once(
+    en, stranger, community_image, catalog
+):
+    """The variants, the offers and the ratings are kept for users whose prices are the same; a change to a variant
+    or a price shows on the next view, and the page is still built for the user (their buttons)."""
+    image = community_image(name="Shared Vision")
+    path = image.get_absolute_url()
+    en.force_login(stranger)
+    with CaptureQueriesContext(connection) as first:
+        assert _shows(en, path, 'id="clone-mine-button"')
+    with CaptureQueriesContext(connection) as second:
+        before = _offers(en.get(path).content.decode())
+    assert len(second) <= len(first) - 4  # variants, chips, free cards, ratings: kept
+
+    variant = image.variants.first()
+    variant.os = "openEuler 22.03 LTS SP4"
+    variant.save()
+    assert _shows(en, path, "openEuler 22.03 LTS SP4")
+    for chip in {price.chip for price in Price.objects.filter(chip__isnull=False).select_related("chip")}:
+        Price.objects.create(chip=chip, per_hour=Decimal("8.88"), effective_from=timezone.now(), note="new list")
+    after = _offers(en.get(path).content.decode())
+    assert after != before and "¥8.88" in after
+
+
+def test_a_signed_in_users_repository_page_shows_a_new_commit_at_once(en, stranger, owner, catalog):
+    item = repos.create_repo(owner, name="kept-model", organization=None, private=False, kind="model")
+    en.force_login(stranger)
+    path = f"/marketplace/hub/{item.repo}"
+    assert _shows(en, path, item.repo) and not _shows(en, path, "first words")
+    repos.commit_card(owner, item, "# Kept\n", summary="first words")
+    assert _shows(en, path, "first words")
+    repos.commit_card(owner, item, "# Kept again\n", summary="second words")
+    assert _shows(en, path, "second words")

@@ -8,9 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog.services import get_zone
-from instances import attachments
-from instances.api.serializers import ErrorSerializer
-from instances.lifecycle import get_instance
+from core.api.errors import ErrorSerializer
+from core.attaching import machines
 from teams import roles
 from teams.context import account_for
 
@@ -115,7 +114,7 @@ class DiskViewSet(viewsets.GenericViewSet):
 def mount_rows(instance) -> list[dict]:
     """The instance's mounts as the API and the page list them: the owner's cloud storage first (``/root/shared``,
     a team's ``/root/shared-team``), then hub items."""
-    target = attachments.shared_target(instance)
+    target = machines().shared_target(instance)
     rows = [{"repo": "", "kind": "storage", "target": target, "read_only": False, "created_at": None}]
     rows += [
         {"repo": m.repo, "kind": m.kind, "target": m.target, "read_only": True, "created_at": m.created_at}
@@ -133,7 +132,7 @@ class InstanceMountsView(APIView):
         responses={200: MountSerializer(many=True), 404: ERRORS[404]},
     )
     def get(self, request, id):
-        instance = get_instance(request.user, id)
+        instance = machines().get(request.user, id)
         return Response(MountSerializer(mount_rows(instance), many=True).data)
 
     @extend_schema(
@@ -142,7 +141,7 @@ class InstanceMountsView(APIView):
         responses={201: MountSerializer, **ERRORS},
     )
     def post(self, request, id):
-        instance = get_instance(request.user, id, "change")
+        instance = machines().get(request.user, id, "change")
         body = MountCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         made = mounts.mount(instance.owner, instance, body.validated_data["repo"])  # the owner's hub items
@@ -162,6 +161,6 @@ class InstanceMountView(APIView):
 
     @extend_schema(summary="Unmount a hub item", responses={204: None, **ERRORS})
     def delete(self, request, id, org, name):
-        instance = get_instance(request.user, id, "change")
+        instance = machines().get(request.user, id, "change")
         mounts.unmount(instance.owner, instance, f"{org}/{name}")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -17,8 +17,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.errors import ErrorSerializer
 from core.errors import Conflict, ServiceError
-from instances.api.serializers import ErrorSerializer
 from teams.context import account_for
 
 from .. import paths, quota, services

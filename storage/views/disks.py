@@ -17,13 +17,11 @@ from django.views.decorators.http import require_GET, require_POST
 from billing.quote import storage_price
 from catalog.models import Zone
 from catalog.services import get_zone
+from core.attaching import machines
 from core.errors import Forbidden, NotFound, ServiceError
 from core.htmx import wants_partial
-from instances import attachments
-from instances.backends import get_backend
-from instances.lifecycle import get_instance
-from instances.models import Instance
 from teams import roles
+from teams.accounts import is_account
 from teams.context import page_account
 
 from .. import disks, mounts
@@ -40,12 +38,11 @@ PANEL_TEMPLATE = "storage/instance_panel.html"
 def _disks_context(account, error: str = "", form=None) -> dict:
     rows = list(disks.account_disks(account))
     prices = disks.prices_for(rows)
-    instances_by_zone: dict[int, list[Instance]] = {}
+    instances_by_zone: dict[int, list] = {}
     zones = {disk.zone_id for disk in rows if disk.status == DiskStatus.AVAILABLE}
     if zones:  # the attach menus: only for disks that can be attached, with only what a menu shows
-        attachable = Instance.objects.filter(owner=account, zone_id__in=zones).not_endpoints()
-        attachable = attachable.filter(status__in=disks.ATTACHABLE).only("public_id", "name", "status", "zone_id")
-        for instance in attachable.order_by("name"):
+        attachable = machines().attachable(account.pk, zones).only("public_id", "name", "status", "zone_id")
+        for instance in attachable:
             instances_by_zone.setdefault(instance.zone_id, []).append(instance)
     for disk in rows:
         disk.quote = prices[disk.size_gb]
@@ -142,33 +139,32 @@ def disk_delete(request, public_id):
 # The instance page's disks-and-mounts panel ---------------------------------------------------------------------
 
 
-def panel_context(instance: Instance, *, error: str = "", hub_q: str = "") -> dict:
+def panel_context(instance, *, error: str = "", hub_q: str = "") -> dict:
     """What the panel shows: the owner's cloud storage (``/root/shared``, or a team's ``/root/shared-team``) with
     the top of its tree, hub mounts, attached disks, and the owner's detached disks of the instance's zone to
     attach. A fixed number of queries."""
     attached, spare = disks.panel_disks(instance)
-    shared_target = attachments.shared_target(instance)
     return {
         "instance": instance,
         "mounts": list(mounts.mounts_of(instance)),
         "attached_disks": attached,
         "spare_disks": spare,
-        "shared_target": shared_target,
-        "team_shared": shared_target == attachments.TEAM_SHARED_TARGET,
+        "shared_target": machines().shared_target(instance),
+        "team_shared": is_account(instance.owner),  # the team's cloud storage, not a member's
         "shared_entries": shared_listing(instance.owner),
-        "panel_simulated": get_backend(instance.backend_name).simulated,
-        "can_change": instance.status in attachments.MOUNTABLE,
+        "panel_simulated": machines().is_simulated(instance),
+        "can_change": machines().may_attach(instance),
         "panel_error": error,
         "hub_q": hub_q,
     }
 
 
-def _own_instance(request, public_id) -> Instance:
+def _own_instance(request, public_id):
     """The instance of the panel: reading it needs the view permission, changing its disks and mounts (a POST) the
     operate one (a team role that may only see gets a 403)."""
     action = "view" if request.method in ("GET", "HEAD") else "change"
     try:
-        return get_instance(request.user, public_id, action)
+        return machines().get(request.user, public_id, action)
     except NotFound as exc:
         raise Http404(exc.message) from exc
     except Forbidden as exc:

@@ -9,6 +9,7 @@ from core.errors import ServiceError
 from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
+from .choosing import AUTO
 from .environment import check_boot_options, parse_env_lines
 from .images import boot_root, compatible_images, family_warning, other_family_images
 from .launching import LaunchRequest, _check_shutdown
@@ -98,6 +99,14 @@ class LaunchForm(forms.Form):
     plan = forms.ChoiceField(label=_("Plan"), widget=_select())
     # xgettext:no-python-format
     spot = forms.BooleanField(label=_("Spot (preemptible, 40% off)"), required=False)
+    wait_for_card = forms.BooleanField(
+        label=_("Wait for a card"),
+        required=False,
+        help_text=_(
+            "When no card is free, wait in the queue and start as soon as one frees (you are notified), instead of "
+            "being refused. It leaves the queue if your balance can no longer pay its first hour."
+        ),
+    )
     term_end_action = forms.ChoiceField(
         label=_("When a prepaid term ends"),
         choices=TermEnd.choices,
@@ -152,10 +161,14 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         data = self.data
         self.fields["zone"].choices = [("", _("Any zone (Xinchuang zone first)"))] + [(z.slug, z.label) for z in zones]
-        self.fields["backend"].choices = [("", _("Any family"))] + list(Backend.choices)
+        auto = [(AUTO, _("Cheapest per unit of work (auto)"))]
+        self.fields["backend"].choices = [("", _("Any family"))] + list(Backend.choices) + auto
         family = data.get("backend") or ""
-        offered = [c for c in chips if not family or c.backend == family]
         chip_label = _("Cheapest with free cards") if family else _("Choose a chip")
+        if family == AUTO:
+            family = ""  # every chip the image runs on is a candidate
+            chip_label = _("Picked for you: the cheapest per unit of work")
+        offered = [c for c in chips if not family or c.backend == family]
         self.fields["chip"].choices = [("", chip_label)] + [(c.slug, c.label) for c in offered]
         chosen = next((c for c in chips if c.slug == data.get("chip")), None)
         image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)

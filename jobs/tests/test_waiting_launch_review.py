@@ -53,6 +53,7 @@ def test_a_member_made_read_only_has_their_waiting_launch_leave_the_queue(owner,
     _one_dcu_card()
     holder = launching.launch(owner, _request(name="holder"))
     entry = waiting.launch_or_wait(team.account, _request(name="theirs"), by=colleague, wait=True)
+    assert isinstance(entry, WaitingLaunch)
     teams.change_role(Membership.objects.get(team=team, user=owner), colleague.public_id, Role.READ_ONLY)
     machines.release(fresh(holder))
     drive()
@@ -62,12 +63,9 @@ def test_a_member_made_read_only_has_their_waiting_launch_leave_the_queue(owner,
 def test_a_launch_waiting_for_a_full_zone_does_not_hold_up_one_that_fits_in_another(owner, stranger, lifecycle):
     # Every Ascend card is taken: the stranger's launch waits for one in cn-east-a, the owner's for any zone.
     Node.objects.filter(chip__slug="ascend-910b").update(cards_reserved=F("cards"))
-    pinned = waiting.launch_or_wait(
-        stranger, _request(name="pinned", chip="", backend="npu", zone="cn-east-a", image="pytorch-2.2-cann8"), wait=True
-    )
-    anywhere = waiting.launch_or_wait(
-        owner, _request(name="anywhere", chip="", backend="npu", image="pytorch-2.2-cann8"), wait=True
-    )
+    npu = {"chip": "", "backend": "npu", "image": "pytorch-2.2-cann8"}
+    pinned = waiting.launch_or_wait(stranger, _request(name="pinned", zone="cn-east-a", **npu), wait=True)
+    anywhere = waiting.launch_or_wait(owner, _request(name="anywhere", **npu), wait=True)
     assert isinstance(pinned, WaitingLaunch) and isinstance(anywhere, WaitingLaunch)
     # When a card frees in cn-east-xc (none in cn-east-a), the owner's launch, which can use it, starts.
     Node.objects.filter(name="xc-910b-01").update(cards_reserved=0)

@@ -20,7 +20,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from core import encryption
+from core import encryption, visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from instances.choices import TERMINAL, Backend
@@ -32,7 +32,7 @@ from storage.choices import UsageSource
 from ..choices import CPU_ONLY, ImageCategory, ImageReview, ImageStatus, ImportStep
 from ..models import Image, ImageImport, ImageVariant
 from . import oci, references, rootfs
-from .services import _clean_name, _event, _publisher_name, _unique_slug, reindex
+from .services import VISITOR_PAGES, _clean_name, _event, _publisher_name, _unique_slug, reindex
 
 log = logging.getLogger(__name__)
 
@@ -360,6 +360,7 @@ def confirm_family(user, image: Image, family: str) -> Image:
         )
     with transaction.atomic():
         ImageVariant.objects.filter(image=image).update(family=family)
+        visitor_cache.bump(VISITOR_PAGES)  # an update() sends no signal: the image's kept page is told here
         ImageImport.objects.filter(image=image).update(family_confirmed=True)
         label = Backend(family).label if family else _("CPU only")
         _event(image, image.status, image.status, reason=_("Chip family: %(family)s") % {"family": label}, by=user)

@@ -33,6 +33,7 @@ pytest_plugins = [
     "instances.tests.ssh_fixtures",
     "inference.tests.fixtures",
     "marketplace.tests.image_fixtures",
+    "marketplace.tests.imported_fixtures",
     "marketplace.tests.latest_hf",
     "backoffice.tests.fixtures",
 ]

@@ -33,6 +33,10 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
 * with ``--private`` (the job runs as its owner's own account), keeps everything it writes to that account: its
   folders 0700 and its files 0600 (the system disk itself is 0700), while the workload and JupyterLab create files
   with the usual umask 022. Without it, files are group-writable: the console's user shares the jobs' group;
+* with ``--enter <pid> <program…>`` (alone), runs a program inside the bubblewrap sandbox whose first process is
+  ``pid``, as the unprivileged account that started it: how a shell gets into a Slurm job's machine booted from an
+  imported image (``instances.backends.slurm_image``), where ``nsenter`` cannot, as the sandbox's processes sit in a
+  nested user namespace;
 * trusts nothing the machine can write: every file it reads or writes on the system disk (the scalars, the
   checkpoint marker, the layout, the environment, JupyterLab's log) is opened from the system disk's own folder one
   component at a time without following links, non-blocking and only when it is a regular file, reads are capped,
@@ -42,7 +46,9 @@ It is standard-library only, so any Python 3.11 on a node runs it without the co
 """
 
 import argparse
+import ctypes
 import errno
+import fcntl
 import json
 import math
 import os
@@ -1298,6 +1304,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--write-layout"]:
         return write_layout_main(argv[1:], sys.stdin.read())
+    if argv[:1] == ["--enter"]:
+        return enter_main(argv[1:])
     return Agent(parse_args(argv), dict(os.environ)).run()
 
 
@@ -1311,6 +1319,58 @@ def write_layout_main(argv, text: str) -> int:
     write_layout(system, layout)
     apply_layout(root, system, layout, previous=previous)
     return 0
+
+
+NS_GET_PARENT = 0xB702  # ioctl: the parent of a user namespace
+SANDBOX_NAMESPACES = ("ipc", "uts", "net", "pid", "mnt")
+
+
+def enter_main(argv) -> int:
+    """``--enter <pid> <program> [args…]``: run the program inside the bubblewrap sandbox whose first process is
+    ``pid``, as the unprivileged account that started it (a shell in a Slurm job booted from an image).
+
+    bwrap made the sandbox's namespaces in one user namespace and, with ``--disable-userns``, put its processes in a
+    nested one. From inside the nested one nothing of its parent's may be entered, and from the host an unprivileged
+    caller may enter a namespace only from inside its owner: so the parent user namespace first (the account owns
+    it), then the sandbox's others, then the nested one, where the caller's uid is root without a way out. The root
+    and the working folder are the sandbox's own (``chroot``, as ``nsenter --root``), and the program runs in a child,
+    the first one that is in the sandbox's PID namespace; its exit status is this process's."""
+    pid, program = int(argv[0]), argv[1:]
+    try:
+        _join_sandbox(pid)
+    except OSError as exc:
+        sys.stderr.write(f"agent: cannot enter the machine: {exc}\n")
+        return 1
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execv(program[0], program)
+        finally:
+            os._exit(127)
+    _pid, status = os.waitpid(child, 0)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _join_sandbox(pid: int) -> None:
+    """This process into the namespaces and the root of the sandbox whose first process is ``pid`` (see
+    :func:`enter_main` for the order)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def setns(fd: int) -> None:
+        if libc.setns(fd, 0) != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+
+    names = ("user", *SANDBOX_NAMESPACES)
+    opened = {name: os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC) for name in names}
+    root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    setns(fcntl.ioctl(opened["user"], NS_GET_PARENT))
+    for name in SANDBOX_NAMESPACES:
+        setns(opened[name])
+    setns(opened["user"])
+    os.fchdir(root)
+    os.chroot(".")
+    os.chdir("/")
 
 
 if __name__ == "__main__":

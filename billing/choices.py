@@ -134,3 +134,5 @@ class NotificationKind(models.TextChoices):
     JOB_SUCCEEDED = "job_succeeded", _("Job succeeded")
     JOB_FAILED = "job_failed", _("Job failed")
     JOB_TIMED_OUT = "job_timed_out", _("Job timed out")
+    QUEUE_STARTED = "queue_started", _("Instance started from the queue")
+    QUEUE_LEFT = "queue_left", _("Instance left the queue")

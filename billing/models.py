@@ -665,6 +665,9 @@ JOB_MESSAGES = {
     NotificationKind.JOB_TIMED_OUT: gettext_noop(
         "Job “%(name)s” ran past its timeout of %(seconds)s seconds: it was stopped and billed only up to the timeout."
     ),
+    # A launch that waited for a card (the instances app writes them; figures: the instance's name, the reason).
+    NotificationKind.QUEUE_STARTED: gettext_noop("Instance “%(name)s” waited for a card and is starting now."),
+    NotificationKind.QUEUE_LEFT: gettext_noop("Instance “%(name)s” left the queue without starting. %(why)s"),
 }
 
 

@@ -78,6 +78,9 @@ class Api:
     def post(self, path, data=None):
         return self.request("POST", path, json=data or {})
 
+    def patch(self, path, data=None):
+        return self.request("PATCH", path, json=data or {})
+
     def delete(self, path):
         return self.request("DELETE", path)
 

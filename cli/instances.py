@@ -1,6 +1,7 @@
-"""`gpucloud instances create|ls|show|stop|start|rm|logs`, and the top-level aliases `gpucloud ls|stop|start|rm|logs`
-(``logs --follow`` polls every 2 s while the instance is live)."""
+"""`gpucloud instances create [--wait] [--backend auto]|waiting|leave-queue|ls|show|stop|start|rm|logs`, and the
+top-level aliases `gpucloud ls|stop|start|rm|logs` (``logs --follow`` polls every 2 s while the instance is live)."""
 
+import sys
 import time
 
 from .client import Api, CliError, output
@@ -29,7 +30,33 @@ def create(api: Api, args):
     if args.mount:
         body["mounts"] = args.mount
     body |= _boot_options(args)
-    output(args, api.post("instances", body))
+    if args.wait:
+        body["wait_for_card"] = True
+    created = api.post("instances", body)
+    output(args, created)
+    for warning in created.get("warnings", []):  # e.g. an imported image built for another chip family
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+WAITING_COLUMNS = [
+    ("ID", "id"),
+    ("NAME", "name"),
+    ("STATE", "state"),
+    ("PLACE", "queue_position"),
+    ("EXPECTED BY", "queue_expected_by"),
+    ("CHIP", "chip"),
+    ("FAMILY", "family"),
+    ("CARDS", "cards"),
+    ("INSTANCE", "instance"),
+]
+
+
+def waiting(api: Api, args):
+    output(args, api.get("instances/waiting"), WAITING_COLUMNS)
+
+
+def leave_queue(api: Api, args):
+    output(args, api.delete(f"instances/waiting/{args.id}"))
 
 
 def _boot_options(args) -> dict:
@@ -130,7 +157,11 @@ def _add_commands(commands, *, aliases_only=False):
         p = commands.add_parser("create", help="launch an instance")
         p.add_argument("--name", required=True)
         p.add_argument("--image", required=True, help="a base image slug for the chip's family")
-        p.add_argument("--backend", choices=["npu", "mlu", "dcu", "cuda"], help="the cheapest chip of this family")
+        p.add_argument(
+            "--backend",
+            choices=["npu", "mlu", "dcu", "cuda", "auto"],
+            help="the cheapest chip of this family; auto: the chip cheapest per unit of work the image runs on",
+        )
         p.add_argument("--chip", help="a chip slug (see /api/v1/chips)")
         p.add_argument("--no-card", action="store_true", help="CPU-only no-card mode")
         p.add_argument("--cards", type=int, default=1)
@@ -146,7 +177,17 @@ def _add_commands(commands, *, aliases_only=False):
         p.add_argument(
             "--secret", action="append", metavar="NAME", help="one of your secrets, as a variable (repeatable)"
         )
+        p.add_argument(
+            "--wait",
+            action="store_true",
+            help="when no card is free, wait in the queue and start when one frees (instead of failing)",
+        )
         p.set_defaults(handler=create)
+        p = commands.add_parser("waiting", help="launches waiting for a card: place in the queue, expected start")
+        p.set_defaults(handler=waiting)
+        p = commands.add_parser("leave-queue", help="cancel a launch waiting for a card")
+        p.add_argument("id")
+        p.set_defaults(handler=leave_queue)
         p = commands.add_parser("show", help="an instance with its access details and events")
         p.add_argument("id")
         p.set_defaults(handler=show)

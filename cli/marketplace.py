@@ -1,7 +1,7 @@
 """`gpucloud hub search QUERY`, `gpucloud hub show ORG/NAME`, and the image marketplace:
 `gpucloud images ls [QUERY]`, `gpucloud images show IMAGE`, `gpucloud images clone IMAGE [--mine]`,
-`gpucloud images import REF [--username U] [--password-stdin]` (or `--archive PATH` in cloud storage) and
-`gpucloud images rm IMAGE`."""
+`gpucloud images import REF [--username U] [--password-stdin]` (or `--archive PATH` in cloud storage),
+`gpucloud images family IMAGE [FAMILY]` and `gpucloud images rm IMAGE`."""
 
 import sys
 from decimal import Decimal
@@ -118,6 +118,9 @@ def _print_import(image) -> None:
         found = {"shell": checks["shell"], "python": bool(checks["python"]), "jupyterlab": bool(checks["jupyterlab"])}
         print("holds: " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in found.items()))
         print(f"chip family suggested: {checks['family'] or 'none (CPU)'}")
+    family = image["variants"][0]["family"] if image["variants"] else ""
+    confirmed = "confirmed" if imported.get("family_confirmed") else "not confirmed yet"
+    print(f"chip family: {family or 'none (CPU)'} ({confirmed})")
     command = [*imported["config"].get("entrypoint", []), *imported["config"].get("cmd", [])]
     if command:
         print(f"command: {' '.join(command)}")
@@ -167,6 +170,16 @@ def images_import(api: Api, args, stdin=None):
     print(f"follow it with: gpucloud images show {image['slug']}")
 
 
+def images_family(api: Api, args):
+    body = {} if args.family is None else {"family": "" if args.family == "cpu" else args.family}
+    image = api.patch(f"images/{args.image}", body)
+    if args.json:
+        output(args, image)
+        return
+    family = image["variants"][0]["family"] if image["variants"] else ""
+    print(f"{image['slug']} is for {family or 'no chip family (CPU only)'}")
+
+
 def images_rm(api: Api, args):
     api.delete(f"images/{args.image}")
     if args.json:
@@ -203,6 +216,12 @@ def _register_images(commands):
     p.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
     p.add_argument("--name", help="the image's name (default: the reference's name)")
     p.set_defaults(handler=images_import)
+    p = images.add_parser("family", help="confirm or correct the chip family of one of your imported images")
+    p.add_argument("image", metavar="IMAGE", help="a slug or id")
+    p.add_argument(
+        "family", nargs="?", choices=["npu", "mlu", "dcu", "cuda", "cpu"], help="cpu: none; left out: the suggested"
+    )
+    p.set_defaults(handler=images_family)
     p = images.add_parser("rm", help="remove one of your imported images")
     p.add_argument("image", metavar="IMAGE", help="a slug or id")
     p.set_defaults(handler=images_rm)

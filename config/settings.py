@@ -536,6 +536,9 @@ SLURM = {
     # What runs JupyterLab in each job, at a path every node sees: a Python with JupyterLab (or its `jupyter`).
     # Empty: the local backend's runtime (LOCAL_RUNTIME_DIR) once it is built here; "off": no JupyterLab.
     "jupyter_python": env.str("SLURM_JUPYTER_PYTHON", default=""),
+    # Where the nodes see the image store (IMAGE_IMPORT_ROOT): machines booted from an imported image bind its root
+    # file system from there. Empty: the same path as on the console's host (the local cluster's node is that host).
+    "image_root": env.str("SLURM_IMAGE_ROOT", default=""),
 }
 # The local backend (`instances/backends/local.py`): instances as bubblewrap sandboxes on this host, the default
 # of `make run` where the host allows it (root, bwrap). Each sandbox's home, sockets and mount hub live under

@@ -18,6 +18,7 @@ from .models import (
     Secret,
     SimulatedFault,
     SimulatedJob,
+    WaitingLaunch,
 )
 
 
@@ -150,6 +151,15 @@ class InstanceEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(WaitingLaunch)
+class WaitingLaunchAdmin(admin.ModelAdmin):
+    list_display = ["queued_at", "name", "owner", "chip", "family", "cards", "state", "detail"]
+    list_filter = ["state", "family"]
+    search_fields = ["name", "public_id", "owner__username"]
+    list_select_related = ["owner", "chip"]
+    readonly_fields = ["state", "instance", "queued_at", "ended_at"]
 
 
 @admin.register(SimulatedJob)

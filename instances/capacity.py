@@ -15,7 +15,7 @@ cards. A CPU-only machine holds CPU and memory on one node of its zone (or on th
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils.translation import gettext as _
 
 from catalog.models import Chip, InstanceSpec, Node, Zone
@@ -327,6 +327,14 @@ def free_capacity(*, chips=None, zone=None, min_cards: int = 1) -> list[FreeCapa
         entry[1] = max(entry[1], free_here)
     found = [FreeCapacity(zones[z], chip_rows[c], total, largest) for (z, c), (total, largest) in totals.items()]
     return sorted(found, key=lambda f: (-f.free, f.zone.sort_order, f.chip.sort_order))
+
+
+def free_cards(chips) -> dict[int, int]:
+    """Chip id → the cards free now on its schedulable nodes (those with one free card at least), for ``chips``.
+    One query: the totals of :func:`free_capacity`, without where they are."""
+    nodes = Node.objects.schedulable().filter(cards_reserved__lte=F("cards") - 1, chip__in=chips)
+    totals = nodes.values("chip_id").annotate(free=Sum(F("cards") - F("cards_reserved"))).order_by()
+    return {row["chip_id"]: row["free"] for row in totals}
 
 
 def describe(alternatives: list[FreeCapacity]) -> str:

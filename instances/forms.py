@@ -1,5 +1,7 @@
 """The launch wizard's forms."""
 
+import shlex
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -7,8 +9,9 @@ from core.errors import ServiceError
 from core.field_errors import FieldError
 
 from .choices import SPEC_CARD_COUNTS, Backend, TermEnd
+from .choosing import AUTO
 from .environment import check_boot_options, parse_env_lines
-from .images import compatible_images
+from .images import boot_root, compatible_images, family_warning, other_family_images
 from .launching import LaunchRequest, _check_shutdown
 from .models import Secret
 
@@ -96,6 +99,14 @@ class LaunchForm(forms.Form):
     plan = forms.ChoiceField(label=_("Plan"), widget=_select())
     # xgettext:no-python-format
     spot = forms.BooleanField(label=_("Spot (preemptible, 40% off)"), required=False)
+    wait_for_card = forms.BooleanField(
+        label=_("Wait for a card"),
+        required=False,
+        help_text=_(
+            "When no card is free, wait in the queue and start as soon as one frees (you are notified), instead of "
+            "being refused. It leaves the queue if your balance can no longer pay its first hour."
+        ),
+    )
     term_end_action = forms.ChoiceField(
         label=_("When a prepaid term ends"),
         choices=TermEnd.choices,
@@ -150,21 +161,44 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         data = self.data
         self.fields["zone"].choices = [("", _("Any zone (Xinchuang zone first)"))] + [(z.slug, z.label) for z in zones]
-        self.fields["backend"].choices = [("", _("Any family"))] + list(Backend.choices)
+        auto = [(AUTO, _("Cheapest per unit of work (auto)"))]
+        self.fields["backend"].choices = [("", _("Any family"))] + list(Backend.choices) + auto
         family = data.get("backend") or ""
-        offered = [c for c in chips if not family or c.backend == family]
         chip_label = _("Cheapest with free cards") if family else _("Choose a chip")
+        if family == AUTO:
+            family = ""  # every chip the image runs on is a candidate
+            chip_label = _("Picked for you: the cheapest per unit of work")
+        offered = [c for c in chips if not family or c.backend == family]
         self.fields["chip"].choices = [("", chip_label)] + [(c.slug, c.label) for c in offered]
         chosen = next((c for c in chips if c.slug == data.get("chip")), None)
         image_family = None if data.get("no_card") else (chosen.backend if chosen else family or None)
         if image_family is None and not data.get("no_card") and offered:
             image_family = offered[0].backend
-        # The marketplace's variants for the chip's family, the user's own images included.
-        self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)]
+        # The marketplace's variants for the chip's family, the user's own images included; then the user's imported
+        # images built for another family, which boot here too but are marked (the page says why under the list).
+        self.image_family = image_family
+        self.fields["image"].choices = [(v.slug, v.choice_label) for v in compatible_images(image_family, user)] + [
+            (v.slug, _("%(image)s (for %(family)s)") % {"image": v.choice_label, "family": v.family_label})
+            for v in other_family_images(image_family, user)
+        ]
         self.fields["plan"].choices = [(p.slug, p.label) for p in plans]
         self.user = user
         names = Secret.objects.for_user(user).values_list("name", flat=True) if user is not None else []
         self.fields["secrets"].choices = [(name, name) for name in names]
+
+    @property
+    def image_warning(self) -> str:
+        """Why the chosen image may not use the chosen card (an imported image built for another chip family)."""
+        return family_warning(self.data.get("image") or "", self.image_family)
+
+    @property
+    def image_command(self) -> str:
+        """An imported image's own command (its ENTRYPOINT and CMD), which the machine runs when the start command is
+        left empty; "" for other images."""
+        config = boot_root(self.data.get("image") or "")
+        if not config:
+            return ""
+        return shlex.join([*(config.get("entrypoint") or []), *(config.get("cmd") or [])])
 
     @property
     def advanced_open(self) -> bool:

@@ -25,6 +25,8 @@ class ImageSource(Protocol):
     def record_launch(self, slug: str) -> None: ...
     def variant_names(self, slugs) -> dict: ...
     def boot_root(self, slug: str) -> dict | None: ...
+    def imported_elsewhere(self, family: str | None, user=None) -> list: ...
+    def family_warning(self, slug: str, family: str | None) -> str: ...
 
 
 _source: ImageSource | None = None
@@ -46,6 +48,23 @@ def compatible_images(family: str | None, user=None) -> list:
     """Variants that boot on ``family`` for ``user`` (None: the no-card mode, where every image boots on the
     CPU), official images first."""
     return source().variants_for(family, user)
+
+
+def other_family_images(family: str | None, user=None) -> list:
+    """The user's imported images built for another chip family than ``family``: they boot there too, with a
+    warning (:func:`family_warning`)."""
+    return source().imported_elsewhere(family, user)
+
+
+def family_warning(slug: str, family: str | None) -> str:
+    """Why the variant ``slug`` may not use a card of ``family`` (an imported image built for another family), or
+    "" when nothing needs saying."""
+    return source().family_warning(slug, family)
+
+
+def launch_warning(instance) -> str:
+    """:func:`family_warning` for a launched instance's image and card."""
+    return family_warning(instance.image, instance.family)
 
 
 def get_image(slug: str, family: str | None, user=None):

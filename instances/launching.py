@@ -75,6 +75,8 @@ class LaunchRequest:
     # Where the nodes' backend has a scheduler of its own (Slurm): when no card is free in the console's count, hand
     # the machine to that scheduler anyway, to wait in its queue; the console then reserves nothing for it.
     wait_in_cluster: bool = False
+    # The figures behind an ``auto`` choice of the chip (``instances.choosing``), kept on the instance.
+    choice: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,7 @@ def _create(
             start_command=boot.start_command,
             env=boot.env,
             secret_names=list(boot.secret_names),
+            choice=request.choice or {},
         )
         InstanceEvent.objects.create(
             instance=instance,

@@ -16,7 +16,7 @@ from catalog.models import Chip, InstanceSpec, Node, Zone
 from core.labels import label_of
 
 from .choices import BADGE_COLOURS, LIVE, PRICED, Reason, Status, TermEnd, Wanted
-from .querysets import InstanceQuerySet, SecretQuerySet
+from .querysets import InstanceQuerySet, SecretQuerySet, WaitingLaunchQuerySet
 
 
 class Instance(models.Model):
@@ -98,6 +98,8 @@ class Instance(models.Model):
     # A run that ends by itself: where the backend has a scheduler (Slurm's ``--time``), it ends the machine's job
     # this many minutes after it started. Empty: the machine runs until it is stopped.
     time_limit_minutes = models.PositiveIntegerField(_("time limit (minutes)"), null=True, blank=True)
+    # Launched with ``auto``: the figures behind the chip picked (``instances.choosing``); empty otherwise.
+    choice = models.JSONField(_("choice"), default=dict, blank=True)
     auto_shutdown_at = models.DateTimeField(_("shut down at"), null=True, blank=True)
     idle_shutdown_minutes = models.PositiveIntegerField(_("shut down after idle minutes"), null=True, blank=True)
     idle_threshold_percent = models.PositiveSmallIntegerField(
@@ -382,3 +384,52 @@ class DailyPowerSchedule(models.Model):
 
     def __str__(self):
         return f"{self.instance_id}: stop {self.stop_at}, start {self.start_at} ({self.timezone})"
+
+
+class WaitingLaunch(models.Model):
+    """A launch that asked to wait for a card and found none free: it waits in the console's one queue, beside the
+    jobs and in the same fair order (``instances.queue``), until the placement pass launches it on a freed card.
+    ``request`` is the launch request as data, launched as it was asked; ``instance`` is set once it started. It
+    leaves the queue when its owner cancels it or when the balance can no longer pay its first hour (``detail``
+    says why). Only ``instances.waiting`` changes ``state``, by compare-and-set."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting", _("Waiting for a card")
+        STARTED = "started", _("Started")
+        LEFT = "left", _("Left the queue")
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="waiting_launches")
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    name = models.CharField(_("name"), max_length=64)
+    request = models.JSONField(_("launch request"), default=dict)
+    # What it waits for, as the queue compares it with the jobs': a chip, or a family's cheapest free chip.
+    chip = models.ForeignKey(Chip, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    family = models.CharField(_("family"), max_length=8, blank=True)
+    cards = models.PositiveSmallIntegerField(_("cards"), default=1)
+    spot = models.BooleanField(_("spot"), default=False)
+    state = models.CharField(_("state"), max_length=16, choices=State.choices, default=State.WAITING)
+    detail = models.CharField(_("detail"), max_length=255, blank=True)
+    instance = models.ForeignKey(Instance, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    queued_at = models.DateTimeField(_("queued"))
+    ended_at = models.DateTimeField(_("left the queue"), null=True, blank=True)
+
+    objects = WaitingLaunchQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("launch waiting for a card")
+        verbose_name_plural = _("launches waiting for a card")
+        ordering = ["-queued_at", "-id"]
+        indexes = [models.Index(fields=["state", "queued_at"], name="waitinglaunch_state_queued")]
+
+    def __str__(self):
+        return f"{self.name} ({self.get_state_display()})"
+
+    def get_absolute_url(self):
+        return reverse("instances:waiting", args=[self.public_id])
+
+    @property
+    def is_waiting(self) -> bool:
+        return self.state == self.State.WAITING

@@ -36,3 +36,12 @@ class SecretQuerySet(models.QuerySet):
         if user is None or not user.is_authenticated:
             return self.none()
         return self.filter(owner=user)
+
+
+class WaitingLaunchQuerySet(models.QuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The waiting launches ``user`` may see (``view``) or act on: their own, and their teams' as their role
+        allows."""
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self.filter(owned(user, action))

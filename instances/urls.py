@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from . import jupyter_proxy
-from .views import daily_power, pages, secrets
+from .views import daily_power, pages, secrets, waiting
 
 app_name = "instances"
 
@@ -15,6 +15,9 @@ urlpatterns = [
     path("secrets/", secrets.secret_list, name="secrets"),
     path("secrets/<str:name>/", secrets.secret_replace, name="secret-replace"),
     path("secrets/<str:name>/delete/", secrets.secret_delete, name="secret-delete"),
+    path("waiting/", waiting.waiting_list, name="waiting-list"),
+    path("waiting/<str:public_id>/", waiting.detail, name="waiting"),
+    path("waiting/<str:public_id>/cancel/", waiting.cancel, name="waiting-cancel"),
     path("<str:public_id>/", pages.detail, name="detail"),
     path("<str:public_id>/start/", pages.start, name="start"),
     path("<str:public_id>/stop/", pages.stop, name="stop"),

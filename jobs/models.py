@@ -9,8 +9,9 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from billing.display import format_cny, format_cny_rate
+from billing.display import format_cny_rate
 from catalog.models import Chip
+from instances import choosing
 from instances.models import Instance
 
 from .choices import BADGE_COLOURS, LIVE, JobBackend, State
@@ -100,38 +101,13 @@ class Job(models.Model):
         if not c:
             return ""
         if c.get("rule") == "cheapest_per_work":
-            return self._cheapest_reason(c)
+            return choosing.reason(c)
         if c.get("rule") == "cpu":
             return gettext("No cards: the job runs on the CPU at %(price)s/h.") % {"price": format_cny_rate(c["price"])}
         return gettext("%(chip)s, the cheapest chip of the family you chose, at %(price)s/h.") % {
             "chip": c["chip"],
             "price": format_cny_rate(c["price"]),
         }
-
-    @staticmethod
-    def _cheapest_reason(c: dict) -> str:
-        figures = {
-            "chip": c["chip"],
-            "price": format_cny_rate(c["price"]),
-            "ips": f"{c['images_per_s']:,}",
-            "cost": format_cny(c["cost_per_10m_images"]),
-            "count": c["families"],
-            "ceiling": format_cny_rate(c["ceiling"]) if c.get("ceiling") else "",
-        }
-        if c.get("ceiling"):
-            return (
-                gettext(
-                    "%(chip)s: %(price)s/h at %(ips)s img/s — %(cost)s per 10 M images, the cheapest of %(count)s "
-                    "families under your %(ceiling)s/h ceiling."
-                )
-                % figures
-            )
-        return (
-            gettext(
-                "%(chip)s: %(price)s/h at %(ips)s img/s — %(cost)s per 10 M images, the cheapest of %(count)s families."
-            )
-            % figures
-        )
 
 
 class JobEvent(models.Model):

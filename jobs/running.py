@@ -7,7 +7,7 @@ state is a compare-and-set.
 """
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,9 +16,10 @@ from django.utils.translation import gettext as _
 from billing import arrears
 from billing.choices import NotificationKind
 from core.errors import Conflict, PaymentRequired, ServiceError
-from instances import charges, launching, lifecycle, logs
+from instances import charges, launching, lifecycle, logs, queue, waiting
 from instances.capacity import CapacityError
 from instances.choices import Status
+from instances.queue import JOB, LAUNCH, LEFT, NO_ROOM, PLACED, Entry
 
 from . import clusters, outputs
 from .choices import ACTIVE, State
@@ -34,47 +35,56 @@ KEPT_LOG_LINES = 1000
 MACHINE_GONE = frozenset({Status.STOPPING, Status.STOPPED, Status.PREEMPTED, Status.FAILED, Status.RELEASED})
 
 
-def _queue() -> list[tuple[int, tuple, int]]:
-    """The queued jobs as (id, what they wait for, cards) in the order placement tries them: round by round, each
-    account's oldest waiting job, the accounts in the order of how long that job has waited. No account's queue
-    holds up another's."""
+def queued_entries() -> list[Entry]:
+    """The queued jobs as entries of the console's one queue (``instances.queue``), which orders them fairly beside
+    the launches waiting for a card."""
     rows = (
         Job.objects.filter(state=State.QUEUED)
         .order_by("queued_at", "pk")
-        .values_list("pk", "owner_id", "queued_at", "chip_id", "family", "spot", "cards")
+        .values_list("pk", "owner_id", "submitted_by_id", "queued_at", "chip_id", "family", "spot", "cards")
     )
-    seen: dict[int, int] = {}
-    ranked = []
-    for pk, owner_id, queued_at, chip_id, family, spot, cards in rows:
-        rank = seen.get(owner_id, 0)
-        seen[owner_id] = rank + 1
-        ranked.append((rank, queued_at, pk, (chip_id, family, spot), cards))
-    return [(pk, wants, cards) for _rank, _at, pk, wants, cards in sorted(ranked)]
+    return [
+        Entry(JOB, pk, owner, person, at, (chip, family, spot), cards)
+        for pk, owner, person, at, chip, family, spot, cards in rows
+    ]
+
+
+def machine_ends() -> dict[int, datetime]:
+    """instance id → the latest time the machine of each job with one ends: its deadline (a starting job's counts
+    from now)."""
+    now = timezone.now()
+    rows = Job.objects.filter(state__in=[*ACTIVE], instance__isnull=False).values_list(
+        "instance_id", "started_at", "timeout_seconds"
+    )
+    return {pk: (started or now) + timedelta(seconds=timeout) for pk, started, timeout in rows}
 
 
 def queue_order() -> list[int]:
     """The queued jobs' ids in the order placement tries them."""
-    return [pk for pk, _wants, _cards in _queue()]
+    return [entry.pk for entry in queue.order() if entry.kind == JOB]
 
 
 def place_queued() -> int:
-    """Try to start every queued job in fair order; a job that finds no card stays queued. Returns how many
-    started. Once a kind of card (chip, family, spot) had no room for n cards in this pass, the jobs after it that
-    want n or more of that kind wait for the next pass without asking: a long queue costs a pass one try per kind,
-    not one per job."""
+    """Try to start everything waiting for a card — queued jobs and launches that wait — in the queue's fair order;
+    what finds no card stays queued. Returns how many started. Once a kind of card (chip, family, spot) had no room
+    for n cards in this pass, the entries after it that want n or more of that kind wait for the next pass without
+    asking: a long queue costs a pass one try per kind, not one per entry."""
     started = 0
-    no_room: dict[tuple, int] = {}  # what a job waits for → the fewest cards of it found not free in this pass
-    for pk, wants, cards in _queue():
-        if cards >= no_room.get(wants, cards + 1):
+    no_room: dict[tuple, int] = {}  # what an entry waits for → the fewest cards of it found not free in this pass
+    for entry in queue.order():
+        if entry.cards >= no_room.get(entry.wants, entry.cards + 1):
+            if entry.kind == LAUNCH:
+                # Not tried, but still told when the balance can no longer pay: it does not wait for nothing.
+                waiting.leave_if_unaffordable(entry.pk)
             continue
         try:
-            outcome = place(pk)
+            outcome = place(entry.pk) if entry.kind == JOB else waiting.place(entry.pk)
         except Conflict:
             continue  # another beat moved it first
         if outcome == PLACED:
             started += 1
         elif outcome == NO_ROOM:
-            no_room[wants] = min(cards, no_room.get(wants, cards))
+            no_room[entry.wants] = min(entry.cards, no_room.get(entry.wants, entry.cards))
     return started
 
 
@@ -92,9 +102,6 @@ def _launch_request(job: Job, cluster: bool) -> launching.LaunchRequest:
         wait_in_cluster=True,  # where a cluster's scheduler runs the nodes, it is the queue
         **where,
     )
-
-
-PLACED, NO_ROOM, LEFT = "placed", "no room", "left"  # what a try to place a job came to
 
 
 def place(pk: int) -> str:

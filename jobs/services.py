@@ -14,7 +14,7 @@ from billing.money import to_cents
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.validators import clean_display_name
-from instances import charges, logs
+from instances import charges, logs, queue
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.environment import check_boot_options
@@ -196,13 +196,17 @@ def rerun(job: Job, *, by=None) -> Job:
     return submit(job.owner, request, by=by)
 
 
+def queue_places(jobs) -> dict[int, queue.Place]:
+    """pk → place in the queue (1: next) and the time it should start by, of each queued job among ``jobs``,
+    counted over everything waiting for a card (every account's jobs and waiting launches) in the order placement
+    takes them."""
+    wanted = {(queue.JOB, job.pk) for job in jobs if job.state == State.QUEUED}
+    return {pk: place for (_kind, pk), place in queue.places(wanted, now=timezone.now()).items()}
+
+
 def queue_positions(jobs) -> dict[int, int]:
-    """pk → place in the queue (1: next) of each queued job among ``jobs``, counted over every account's queued
-    jobs in the order placement takes them."""
-    wanted = {job.pk for job in jobs if job.state == State.QUEUED}
-    if not wanted:
-        return {}
-    return {pk: place for place, pk in enumerate(running.queue_order(), start=1) if pk in wanted}
+    """pk → place in the queue (1: next) of each queued job among ``jobs``."""
+    return {pk: place.position for pk, place in queue_places(jobs).items()}
 
 
 @dataclass(frozen=True)

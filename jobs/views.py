@@ -36,9 +36,9 @@ def job_list(request):
         jobs = jobs.filter(state=state)
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = list(page)
-    positions = services.queue_positions(rows)
+    places = services.queue_places(rows)
     for job in rows:
-        job.queue_position = positions.get(job.pk)
+        job.queue_place = places.get(job.pk)
     context = {
         "page_obj": page,
         "rows": rows,
@@ -119,7 +119,7 @@ def detail(request, public_id):
     context = {
         "job": job,
         "events": list(JobEvent.objects.filter(job=job).order_by("-at", "-id")),
-        "position": services.queue_positions([job]).get(job.pk),
+        "queue_place": services.queue_places([job]).get(job.pk),
         "bill": costs.cost_so_far(job.instance, instance_events) if job.instance else None,
         "log": _log(job),
         "outputs_url": outputs.folder_url(job),

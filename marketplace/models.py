@@ -489,8 +489,9 @@ class ImageImport(models.Model):
     path of the archive in the owner's cloud storage it was read from, for ``docker save`` and OCI archives), the
     registry's credentials (encrypted with ``core.encryption``; never shown again), the step the import has reached,
     the image's configuration (entrypoint, cmd, env, working dir, user, exposed ports) and what the checks of its
-    files found (a shell, Python, JupyterLab, the chip family its libraries suggest). The image itself is an
-    ordinary ``Image`` with one variant, so the wizard, clone and the API take it as any other."""
+    files found (a shell, Python, JupyterLab, the chip family its libraries suggest, which the owner confirms or
+    corrects: the variant's ``family``). The image itself is an ordinary ``Image`` with one variant, so the wizard,
+    clone and the API take it as any other."""
 
     image = models.OneToOneField(Image, on_delete=models.CASCADE, related_name="imported", verbose_name=_("image"))
     reference = models.CharField(_("reference"), max_length=500, blank=True)
@@ -502,6 +503,11 @@ class ImageImport(models.Model):
     config = models.JSONField(_("image configuration"), default=dict, blank=True)
     checks = models.JSONField(_("what the files hold"), default=dict, blank=True)
     neutralised = models.JSONField(_("files made safe"), default=dict, blank=True)
+    family_confirmed = models.BooleanField(
+        _("chip family confirmed"),
+        default=False,
+        help_text=_("Whether the owner confirmed the chip family (until then it is the one its libraries suggest)."),
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
 

@@ -20,6 +20,7 @@ urlpatterns = [
     path("images/<str:slug>/clone/", images.image_clone, name="image-clone"),
     path("images/<str:slug>/publish/", images.image_publish, name="image-publish"),
     path("images/<str:slug>/rate/", images.image_rate, name="image-rate"),
+    path("images/<str:slug>/family/", images.image_family, name="image-family"),
     # The hub
     path("hub/", views.hub_list, name="hub"),
     # The mount pickers (instance panel, launch wizard) search the hub here.

@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts import services as console
@@ -28,6 +29,7 @@ from inference import services as endpoints
 from inference import template_catalog as inference
 from instances import launching
 from instances import secrets as instance_secrets
+from instances.models import WaitingLaunch
 from instances.tests.fixtures import settle
 from jobs import services as jobs
 from marketplace.hub import services as hub
@@ -189,6 +191,9 @@ COVERED = {
     "api-job-cancel": lambda o: {"id": o["job"].public_id},
     "api-job-rerun": lambda o: {"id": o["job"].public_id},
     "api-job-logs": lambda o: {"id": o["job"].public_id},
+    "instances:waiting": lambda o: {"public_id": o["waiting"].public_id},
+    "instances:waiting-cancel": lambda o: {"public_id": o["waiting"].public_id},
+    "api-instance-waiting": lambda o: {"id": o["waiting"].public_id},
     "jobs:schedule": lambda o: {"public_id": o["schedule"].public_id},
     "jobs:schedule-suspend": lambda o: {"public_id": o["schedule"].public_id},
     "jobs:schedule-resume": lambda o: {"public_id": o["schedule"].public_id},
@@ -325,6 +330,9 @@ def owned(owner, catalog, instant, eager_tasks, cloud_storage, settings):
 
     request = jobs.JobRequest(name="matrix", image="mindspore-2.3-cann8", command="true", backend="npu")
     objects["schedule"] = schedules.create(owner, schedules.ScheduleRequest(job=request, cron="@daily"))
+    objects["waiting"] = WaitingLaunch.objects.create(
+        owner=owner, name="waiting", request={}, family="npu", cards=8, queued_at=timezone.now()
+    )
     return objects
 
 
@@ -488,6 +496,9 @@ def team_owned(owner, catalog, instant, eager_tasks, cloud_storage):
     objects["endpoint"] = endpoint
     objects["endpoint_key"] = endpoints.create_key(endpoint, name="matrix").key
     objects["image"] = images.clone_to_mine(account, Image.objects.get(slug="mindspore-2.3"))
+    objects["waiting"] = WaitingLaunch.objects.create(
+        owner=account, launched_by=owner, name="waiting", request={}, family="npu", cards=8, queued_at=timezone.now()
+    )
 
     personas = {"owner": owner}
     for role in (Role.ADMIN, Role.DEVELOPER, Role.BILLING, Role.READ_ONLY):

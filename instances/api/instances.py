@@ -7,13 +7,13 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.api.errors import ErrorSerializer
-from instances import costs, launching, lifecycle, logs
+from instances import costs, launching, lifecycle, logs, waiting
 from teams import roles
 from teams.context import acting
 from teams.models import TeamEvent
 from teams.services import record
 
-from ..models import Instance
+from ..models import Instance, WaitingLaunch
 from .serializers import (
     CapacityErrorSerializer,
     InstanceCreateSerializer,
@@ -22,8 +22,10 @@ from .serializers import (
     InstanceLogsSerializer,
     InstanceSerializer,
     InstanceStartSerializer,
+    LaunchedInstanceSerializer,
     TrainingCurvesSerializer,
 )
+from .waiting import WaitingLaunchSerializer, waiting_response
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Bad input, with a message saying what to change."),
@@ -84,18 +86,29 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @extend_schema(
         summary="Launch an instance",
         request=InstanceCreateSerializer,
-        responses={201: InstanceSerializer, **ERRORS},
+        responses={
+            201: LaunchedInstanceSerializer,
+            202: OpenApiResponse(
+                WaitingLaunchSerializer, description="No card was free and it asked to wait: it waits in the queue."
+            ),
+            **ERRORS,
+        },
     )
     def create(self, request):
         serializer = InstanceCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         context = acting(request)
         context.require(roles.OPERATE)
-        instance = launching.launch(
-            context.account, launching.LaunchRequest(**serializer.validated_data), by=request.user
+        fields = dict(serializer.validated_data)
+        wait = fields.pop("wait_for_card")
+        launched = waiting.launch_or_wait(
+            context.account, launching.LaunchRequest(**fields), by=request.user, wait=wait
         )
+        if isinstance(launched, WaitingLaunch):
+            return waiting_response(launched, status.HTTP_202_ACCEPTED)
+        instance = launched
         record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
-        return Response(InstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
+        return Response(LaunchedInstanceSerializer(instance).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Start a stopped or preempted instance (relaunch)",

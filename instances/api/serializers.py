@@ -15,12 +15,13 @@ from core.api import strict
 from core.api.ranges import positive_numbers
 from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
+from instances import choosing
 from instances.costs import cost_so_far
 
 from ..choices import Backend, TermEnd
 from ..environment import MAX_VARIABLES
 from ..environment_variables import MAX_NAME_LENGTH, NAME_PATTERN, check_name
-from ..images import image_name
+from ..images import image_name, launch_warning
 from ..logs import DEFAULT_TAIL, MAX_TAIL
 from ..models import Instance, InstanceEvent
 
@@ -267,13 +268,34 @@ class InstanceSerializer(strict.ModelSerializer):
         return image_name(instance.image)
 
 
+class LaunchedInstanceSerializer(InstanceSerializer):
+    """A just-launched instance, with what the launch has to warn about (its image was built for another chip
+    family than its cards')."""
+
+    warnings = serializers.SerializerMethodField()
+
+    class Meta(InstanceSerializer.Meta):
+        fields = [*InstanceSerializer.Meta.fields, "warnings"]
+        read_only_fields = fields
+
+    def get_warnings(self, instance) -> list[str]:
+        warning = launch_warning(instance)
+        return [warning] if warning else []
+
+
 class InstanceDetailSerializer(InstanceSerializer):
     events = InstanceEventSerializer(many=True, read_only=True)
     cost_so_far = serializers.SerializerMethodField()
+    choice_reason = serializers.SerializerMethodField(
+        help_text="Launched with backend auto: why this chip (the cheapest per unit of work); empty otherwise."
+    )
 
     class Meta(InstanceSerializer.Meta):
-        fields = [*InstanceSerializer.Meta.fields, "cost_so_far", "events"]
+        fields = [*InstanceSerializer.Meta.fields, "cost_so_far", "choice_reason", "events"]
         read_only_fields = fields
+
+    def get_choice_reason(self, instance) -> str:
+        return choosing.reason(instance.choice) if instance.choice else ""
 
     @extend_schema_field(serializers.DecimalField(max_digits=14, decimal_places=2))
     def get_cost_so_far(self, instance) -> str:
@@ -334,7 +356,14 @@ class InstanceCreateSerializer(BootOptionsSerializer):
     name = serializers.CharField(max_length=64, validators=[display_name(64, gettext_lazy("instance"))])
     image = serializers.CharField(max_length=64, help_text="An image variant slug for the chip's family.")
     chip = serializers.CharField(required=False, allow_blank=True, default="")
-    backend = serializers.ChoiceField(choices=Backend.choices, required=False, allow_blank=True, default="")
+    backend = serializers.ChoiceField(
+        choices=[*Backend.choices, (choosing.AUTO, "auto")],
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A family (its cheapest chip with free cards), or auto: the chip cheapest per unit of work among "
+        "the families the image has a variant for (the reason is on the instance).",
+    )
     no_card = serializers.BooleanField(required=False, default=False)
     cards = serializers.IntegerField(required=False, default=1, min_value=0, max_value=8)
     zone = serializers.CharField(required=False, allow_blank=True, default="")
@@ -354,6 +383,12 @@ class InstanceCreateSerializer(BootOptionsSerializer):
         default=list,
         max_length=16,
         help_text="Hub models and datasets (org/name) to mount read-only at /root/public or /root/datasets.",
+    )
+    wait_for_card = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="When no card is free: wait in the queue (202, a waiting launch with its place) instead of a 503; "
+        "it starts when a card frees, and leaves the queue if the balance can no longer pay its first hour.",
     )
 
 

@@ -68,7 +68,7 @@ from agent import gpucloud_agent as agent_module
 from core.attaching import DATA_ROOT, disk_folder
 from teams.accounts import is_account
 
-from .. import attachments, images, runtime
+from .. import attachments, runtime
 from ..environment import boot_environment
 from ..models import Instance
 from . import (
@@ -437,10 +437,10 @@ class LocalBackend(Backend):
         except runtime.RuntimeUnavailable as exc:
             raise BackendError(str(exc)) from exc
         self._kill(instance.public_id, state)  # leftovers of a previous run
-        image = _image_root(instance)
+        image = local_image.ready_root(instance.image)
         base = folder(instance.public_id)
         uid = sandbox_uid(instance)
-        _make_traversable(base.parent)
+        local_image.make_traversable(base.parent)
         home, run, mnt = base / "root", base / "run", base / "mnt"
         boot = run / BOOT  # on the run folder's tmpfs, with the workloads: no host path names what the machine binds
         # base/.gpucloud: the agent's own files (it runs as the sandbox user, outside the sandbox).
@@ -550,6 +550,8 @@ class LocalBackend(Backend):
                 "runtime": str(runtime_path),
                 "image_root": image["rootfs"] if image else "",
                 "image_path": local_image.search_path(image) if image else "",
+                "image_lab": bool(image and image.get("jupyterlab")),
+                "image_ports": local_image.exposed_ports(image) if image else [],
             },
         )
         if egress:
@@ -631,7 +633,7 @@ class LocalBackend(Backend):
 
     def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         source = sandbox_root() / "disks" / str(disk_id)
-        _make_traversable(source.parent)
+        local_image.make_traversable(source.parent)
         local_volumes.ensure(source, sandbox_uid(instance), size_gb or DEFAULT_DISK_GB)
         target = self._disk_target(instance, str(source), name, str(disk_id))
         self._add_mount(instance, target, str(source), read_only=False)
@@ -991,7 +993,10 @@ class LocalBackend(Backend):
             "node": state.get("node", ""),
             "job_id": state.get("job_id", ""),
             "sandbox": True,
-            "jupyter": not serves and not state.get("image_root"),
+            # An image's machine runs JupyterLab only when the image has one (its own, started by its own Python).
+            "jupyter": not serves and (not state.get("image_root") or state.get("image_lab", False)),
+            "image": bool(state.get("image_root")),
+            "image_ports": state.get("image_ports", []),
             "model_server": serves,
             "ssh": True,
             "disk_gb": state.get("disk_gb", 0),
@@ -1024,7 +1029,7 @@ class LocalBackend(Backend):
         env_lines = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
         files = {
             "env": "\n".join(env_lines) + "\n",
-            "init": local_image.init_script(str(runtime.system_python())) if image else init_script(instance),
+            "init": _image_init(instance, image) if image else init_script(instance),
             "start": (instance.start_command or default_start(instance, image)) + "\n",
         }
         files[SECCOMP_FILE] = local_seccomp.program()
@@ -1164,18 +1169,6 @@ def default_start(instance, image: dict | None = None) -> str:
     return DEFAULT_START
 
 
-def _image_root(instance) -> dict | None:
-    """The imported image the instance boots (its root file system made ready to bind), or None."""
-    image = images.boot_root(instance.image)
-    if image is None:
-        return None
-    if not Path(image["rootfs"]).is_dir():
-        raise BackendError(_("The image's files are missing on this host; import it again."))
-    local_image.prepare(image["rootfs"])
-    _make_traversable(Path(image["rootfs"]))
-    return image
-
-
 # The sandbox's first process. JupyterLab runs in its own session (the checkpoint signal is for the workload),
 # the start command with SIGUSR1's default action restored and its output in the instance's log. A machine ends when
 # its start command and JupyterLab have both ended; an endpoint's (no JupyterLab) when its model server does, so a
@@ -1216,6 +1209,13 @@ def init_script(instance) -> str:
         return INIT_SCRIPT.format(lab="", end="exit 1")
     lab = LAB_LINES.format(base_url=lab_path(instance.public_id), socket=f"{SOCKET_DIR}/{JUPYTER_SOCKET}")
     return INIT_SCRIPT.format(lab=lab, end="wait")
+
+
+def _image_init(instance, image: dict) -> str:
+    lab = ""
+    if image.get("jupyterlab"):
+        lab = local_image.lab_lines(image["jupyterlab"], lab_path(instance.public_id), f"{SOCKET_DIR}/{JUPYTER_SOCKET}")
+    return local_image.init_script(str(runtime.system_python()), lab=lab)
 
 
 def hostname(instance) -> str:
@@ -1411,16 +1411,6 @@ def _open_folder(path: Path) -> None:
     for folder in reversed(missing):
         folder.mkdir(exist_ok=True)
         os.chmod(folder, 0o755)
-
-
-def _make_traversable(path: Path) -> None:
-    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
-    Search without read: nobody can list them."""
-    path.mkdir(parents=True, exist_ok=True)
-    for each in (path, *path.parents):
-        mode = each.stat().st_mode
-        if mode & 0o001 == 0:
-            os.chmod(each, mode | 0o001)
 
 
 def _wait_for_pid(pidfile: Path, timeout: float = 10.0) -> int:

@@ -20,6 +20,11 @@ import shlex
 import stat
 from pathlib import Path
 
+from django.utils.translation import gettext as _
+
+from .. import images
+from .base import BackendError
+
 HOST_USR = "/opt/gpucloud/host"  # inside: the host's /usr, read-only
 # Folders bound or mounted over the image's root, and the /etc files generated for the machine.
 MOUNT_DIRS = ("dev", "proc", "tmp", "var", "run", "root", "mnt/gpucloud", "opt/gpucloud")
@@ -53,6 +58,30 @@ def host_program(path: str) -> list[str]:
     return [loader, "--library-path", libraries, f"{HOST_USR}/{real.removeprefix('/usr/')}"]
 
 
+def ready_root(slug: str) -> dict | None:
+    """The imported image the variant ``slug`` boots, its root file system made ready to bind (the mount points
+    made, every folder up to it searchable by the machine's user); None for any other image. The local and the
+    Slurm backend both boot from it, the second on nodes that share the image store."""
+    image = images.boot_root(slug)
+    if image is None:
+        return None
+    if not Path(image["rootfs"]).is_dir():
+        raise BackendError(_("The image's files are missing on this host; import it again."))
+    prepare(image["rootfs"])
+    make_traversable(Path(image["rootfs"]))
+    return image
+
+
+def make_traversable(path: Path) -> None:
+    """``path`` and its parents searchable by every user: bwrap, as the sandbox user, walks to its folders.
+    Search without read: nobody can list them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for each in (path, *path.parents):
+        mode = each.stat().st_mode
+        if mode & 0o001 == 0:
+            os.chmod(each, mode | 0o001)
+
+
 def prepare(rootfs: str) -> None:
     """Make the mount points bubblewrap needs in the image's root (a symlink in their place is replaced: inside,
     it would lead the mount elsewhere)."""
@@ -62,6 +91,16 @@ def prepare(rootfs: str) -> None:
             _ensure(root, path.split("/"), directory=True)
         for name in (*ETC_FILES, *LOADER_FILES):
             _ensure(root, ["etc", name], directory=False)
+    finally:
+        os.close(root)
+
+
+def make_mount_point(rootfs: str, path: str) -> None:
+    """An empty folder at the absolute ``path`` in the image's root, made as :func:`prepare` makes its own: where
+    bubblewrap binds a folder of the host at the same path."""
+    root = os.open(rootfs, DIRECTORY)
+    try:
+        _ensure(root, [part for part in path.split("/") if part], directory=True)
     finally:
         os.close(root)
 
@@ -144,9 +183,12 @@ def default_start(config: dict) -> str:
     return "\n".join(lines)
 
 
-# The first process of a machine booted from an image: the image's /bin/sh, with nothing of the runtime (no
-# JupyterLab or hub relay: their Python is the host's). The start command gets SIGUSR1's default action back through
-# the host's Python; the machine ends when its start command does.
+# The first process of a machine booted from an image: the image's /bin/sh, with nothing of the runtime (no hub
+# relay, and no JupyterLab of the runtime's: their Python is the host's). An image that has JupyterLab runs its own,
+# in a session of its own (the host's setsid), on the socket the console's proxy reaches. The start command gets
+# SIGUSR1's default action back through the host's Python; the machine ends when its start command (and the image's
+# JupyterLab, if it runs one) has ended, with the start command's exit status (what the agent reports, and a job's
+# result on a cluster).
 INIT_SCRIPT = """\
 . /opt/gpucloud/boot/env
 mkdir -p /root/.gpucloud 2>/dev/null
@@ -154,11 +196,41 @@ for name in data shared shared-team public datasets; do
   [ -d "/mnt/gpucloud/$name" ] || continue
   [ -e "/root/$name" ] || [ -L "/root/$name" ] || ln -s "/mnt/gpucloud/$name" "/root/$name" 2>/dev/null
 done
+{lab}\
 {python} -I -S -c 'import os, signal as s, sys; s.signal(s.SIGUSR1, s.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \\
   /bin/sh /opt/gpucloud/boot/start 2>&1
-echo "== start command exited with status $? =="
+status=$?
+echo "== start command exited with status $status =="
+{end}exit $status
 """
 
 
-def init_script(python: str) -> str:
-    return INIT_SCRIPT.format(python=shlex.join(host_program(python)))
+def init_script(python: str, *, lab: str = "") -> str:
+    """The init of an image's machine; ``lab``: the lines that start the image's JupyterLab (:func:`lab_lines`)."""
+    return INIT_SCRIPT.format(python=shlex.join(host_program(python)), lab=lab, end="wait\n" if lab else "")
+
+
+def lab_lines(jupyter_lab: str, base_url: str, socket: str) -> str:
+    """Start the image's own ``jupyter-lab`` (the path the import found) on ``socket`` under ``base_url``, with the
+    machine's token (``JUPYTER_TOKEN``, from the boot environment) and the home as its folder."""
+    argv = [
+        *host_program("/usr/bin/setsid"),
+        jupyter_lab,
+        "--no-browser",
+        "--allow-root",
+        f"--ServerApp.sock={socket}",
+        "--ServerApp.sock_mode=0600",
+        f"--ServerApp.base_url={base_url}",
+        "--ServerApp.root_dir=/root",
+    ]
+    return f"{shlex.join(argv)} >/run/gpucloud/jupyter.log 2>&1 &\n"
+
+
+def exposed_ports(config: dict) -> list[int]:
+    """The TCP ports the image's config exposes (``"8080/tcp"``, ``"8080"``), as numbers."""
+    ports = set()
+    for item in config.get("exposed_ports") or []:
+        number, _sep, protocol = str(item).partition("/")
+        if number.isdigit() and 0 < int(number) < 65536 and protocol in ("", "tcp"):
+            ports.add(int(number))
+    return sorted(ports)

@@ -85,6 +85,7 @@ from .. import conf, images, runtime
 from ..choices import Status
 from ..environment import boot_environment
 from ..models import AgentReport, InstanceEvent
+from . import local_image, slurm_image
 from .base import (
     SECRETS_NEED_OWN_ACCOUNT,
     Backend,
@@ -551,9 +552,6 @@ class SlurmBackend(Backend):
 
     @sensitive_variables("description")
     def submit(self, instance) -> str:
-        if images.boot_root(instance.image):
-            # Booting the image's root on a node is not built yet: refused rather than run on the runtime's root.
-            raise BackendError(_("Images imported from a registry run on the local backend only, for now."))
         config = self.config(instance)
         client = self.client(config)
         job = self._latest(client.jobs(), self.job_name(instance, config))
@@ -561,7 +559,17 @@ class SlurmBackend(Backend):
             if not (job.get("restart_cnt", 0) > 0 and instance.spot):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here
         account = self.prepare_account(instance, config)
-        script, description = self.job_description(instance, config, account)
+        image = local_image.ready_root(instance.image)
+        # The job's description first: it refuses what the zone's accounts may not be given (secrets on a shared
+        # account) before anything of the machine is written where the account's jobs read.
+        script, description = self.job_description(instance, config, account, image=image)
+        if image is not None:
+            # The machine boots the image's root under bubblewrap on the node (slurm_image); the boot files are
+            # written afresh at each start, readable by the instance's account alone.
+            for folder in slurm_image.data_folders(config):
+                _make_dirs(folder, like=self.root(config))
+            group = account.gid if account else _group_of(config["job_user"])
+            slurm_image.write_boot(instance, config, image, self.system_disk(instance, config), group)
         try:
             return client.submit(script, description)
         except SlurmError as exc:
@@ -595,7 +603,9 @@ class SlurmBackend(Backend):
 
     # The job's environment holds the owner's secrets: Django's error reports list a failing frame's variables.
     @sensitive_variables("job")
-    def job_description(self, instance, config: dict, account: Account | None = None) -> tuple[str, dict]:
+    def job_description(
+        self, instance, config: dict, account: Account | None = None, *, image: dict | None = None
+    ) -> tuple[str, dict]:
         root = self.root(config)
         logs = self.log_folder(config)
         family = instance.chip.backend if instance.chip_id else "cpu"
@@ -629,12 +639,16 @@ class SlurmBackend(Backend):
             gres_type, offset = self.gres(instance, config)
             job["gres"] = f"gpu:{gres_type}:{instance.cards}"
             command += ["--offset", str(offset)]
-        if lab := jupyter_python(config):
+        # A machine booted from an image runs no JupyterLab: its Python is the platform's, not the image's.
+        if (lab := jupyter_python(config)) and image is None:
             command += ["--jupyter", lab]
         if account is not None:
             command += ["--private"]
         # The owner's start command is the workload the agent runs (and signals); without one, the zone's default.
+        # From an image, the workload is the image's sandbox, which runs the start command (or the image's own).
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
+        if image is not None:
+            workload = slurm_image.workload(instance, config, self.system_disk(instance, config))
         if workload:
             command += ["--", *workload]
         # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.
@@ -736,6 +750,7 @@ class SlurmBackend(Backend):
                 self.client(config).cancel(job["job_id"])
             raise TransientBackendError(f"waiting for job {job['job_id']} to end before deleting the system disk")
         shutil.rmtree(self.system_disk(instance, config), ignore_errors=True)
+        slurm_image.remove_boot(config, instance.public_id)
 
     def status(self, instance) -> BackendStatus:
         return self.status_many([instance])[instance.public_id]
@@ -807,8 +822,14 @@ class SlurmBackend(Backend):
         job_id = self._running_job_id(instance, config)
         system = self.system_disk(instance, config)
         environment = system / agent_module.ENVIRONMENT
-        program = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
-        inside = ["/bin/sh", "-c", f'. {shlex.quote(str(environment))} && cd "$HOME" && exec "$@"', "sh", *program]
+        image = images.boot_root(instance.image)
+        if image is not None:  # into the image's sandbox, whose only shell may be /bin/sh
+            program = ["/bin/sh", "-l"] if command is None else ["/bin/sh", "-c", command]
+            agent = [config.get("agent_python", "python3"), "-I", agent_path(config)]
+            inside = slurm_image.enter_command(image, system, agent, program)
+        else:
+            program = ["/bin/bash", "-l"] if command is None else ["/bin/bash", "-c", command]
+            inside = ["/bin/sh", "-c", f'. {shlex.quote(str(environment))} && cd "$HOME" && exec "$@"', "sh", *program]
         # --export=TERM: nothing of the console's environment reaches the machine but the terminal's type.
         srun = ["srun", "-QQ", "--jobid", job_id, "--overlap", "--unbuffered", "--export=TERM"]
         srun += ["--chdir", str(system / "root"), *inside]

@@ -4,6 +4,7 @@ page says the machine is shared. The last test runs on the real local cluster (`
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from django.urls import reverse
 
 from catalog.models import Node
 from instances import secrets
-from instances.backends import BackendError, get_backend
+from instances.backends import BackendError, get_backend, local_image, slurm_image
 from instances.backends.slurm import Account, SlurmBackend, _make_private, find_account, job_phase, jupyter_token
 from instances.choices import Status
 from instances.models import Instance
@@ -255,3 +256,46 @@ def test_handing_a_folder_over_never_follows_a_link_out_of_it(tmp_path):
     assert (disk.stat().st_uid, disk.stat().st_mode & 0o777) == (4343, 0o700)
     assert (disk / "sub" / "file").stat().st_uid == 4343 and (disk / "link-to-file").lstat().st_uid == 4343
     assert (outside / "shadow").stat().st_uid == 0 and outside.stat().st_uid == 0  # nothing outside given away
+
+
+IMAGE_SECRET = "hf_S3cr3t-IMAGE_SECRET-7f9c"
+
+
+class _NoJobs:
+    def jobs(self):
+        return []
+
+    def submit(self, script, description):  # never reached: the job's description is refused first
+        raise AssertionError("submitted")
+
+
+@pytest.mark.django_db
+def test_a_shared_account_machine_from_an_image_never_has_its_secrets_written_where_every_tenant_reads(
+    launch, owner, settings, tmp_path, monkeypatch
+):
+    """As ``test_a_shared_account_job_never_gets_secrets_even_when_the_instance_names_some``, for a machine booted
+    from an imported image: its start is refused before its boot folder (the secrets in ``env``, readable by the
+    account's group: on a shared account, every tenant's job) is written."""
+    secrets.put_secret(owner, "HF_TOKEN", IMAGE_SECRET)
+    instance = launch(chip="mlu370-x8", image="pytorch-2.2-neuware", secrets=["HF_TOKEN"])
+    store = tmp_path / "store"
+    rootfs = store / "sha256-x" / "rootfs"
+    rootfs.mkdir(parents=True)
+    settings.IMAGE_IMPORT_ROOT = str(store)
+    settings.SLURM = {**settings.SLURM, "root": str(tmp_path / "root"), "job_user_template": "", "user": "root"}
+    (tmp_path / "root").mkdir()
+    image = {"rootfs": str(rootfs), "env": [], "cmd": ["/bin/sh"]}
+    monkeypatch.setattr(local_image, "ready_root", lambda slug: image)
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, **kw: _NoJobs())
+    monkeypatch.setattr(slurm_image.local_seccomp, "unavailable", lambda: "")
+    monkeypatch.setattr(slurm_image.local_seccomp, "program", lambda: b"")
+    monkeypatch.setattr(slurm_image, "host_python", lambda config: "/usr/bin/python3")
+
+    with pytest.raises(BackendError, match="one shared unix account"):
+        SlurmBackend().submit(instance)
+
+    env = Path(settings.SLURM["root"]) / "boot" / str(instance.public_id) / "env"
+    written = env.read_text() if env.exists() else ""
+    assert IMAGE_SECRET not in written, (
+        f"the secret was left in {env} (mode {stat.filemode(os.stat(env).st_mode)}, gid {os.stat(env).st_gid})"
+    )

@@ -386,3 +386,16 @@ def test_jupyterlab_runs_beside_the_workload_is_reported_once_it_answers_and_end
     # and a shell in the job finds the workload's environment, the lab's token in it, the agent's not
     environment = (tmp_path / "instances" / "abc" / agent.ENVIRONMENT).read_text()
     assert "export JUPYTER_TOKEN=lab-secret" in environment and "GPUCLOUD_AGENT_TOKEN" not in environment
+
+
+def test_entering_a_machine_that_is_not_there_says_so_and_fails():
+    # A pid no process has (above the kernel's pid_max): nothing to enter, and the command never runs
+    done = subprocess.run(
+        [sys.executable, "-I", str(AGENT), "--enter", "4194305", "/bin/echo", "ran"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "agent: cannot enter the machine" in done.stderr

@@ -22,14 +22,14 @@ from teams.context import acting
 from teams.models import Membership, TeamEvent
 from teams.services import record
 
-from .. import attachments, costs, launching, lifecycle, shutdown
+from .. import attachments, choosing, costs, launching, lifecycle, shutdown, waiting
 from ..backends import get_backend
 from ..capacity import CapacityError
 from ..choices import LIVE
 from ..forms import ADVANCED_FIELDS, AutoShutdownForm, LaunchForm
-from ..images import image_name
+from ..images import image_name, launch_warning
 from ..logs import read_logs
-from ..models import Instance, InstanceEvent
+from ..models import Instance, InstanceEvent, WaitingLaunch
 from ..shutdown import FINISHED
 
 PAGE_SIZE = 50
@@ -118,7 +118,8 @@ def _preview(request, form):
     if not form.is_valid():
         return None, ""
     try:
-        return launching.preview(acting(request).account, form.launch_request(), by=request.user), ""
+        account = acting(request).account
+        return launching.preview(account, choosing.resolve(account, form.launch_request()), by=request.user), ""
     except ServiceError as exc:
         return None, str(exc.message)
 
@@ -182,22 +183,34 @@ def _launch(request):
         context = acting(request)
         try:
             context.require(roles.OPERATE)
-            instance = launching.launch(context.account, form.launch_request(), by=request.user)
+            launched = waiting.launch_or_wait(
+                context.account, form.launch_request(), by=request.user, wait=form.cleaned_data["wait_for_card"]
+            )
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
+            if isinstance(launched, WaitingLaunch):
+                messages.info(request, _("No card is free: “%(name)s” waits in the queue.") % {"name": launched.name})
+                return _redirect(request, launched.get_absolute_url())
+            instance = launched
             record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
             messages.success(request, _("Instance “%(name)s” is being created.") % {"name": instance.name})
-            if request.htmx:
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = instance.get_absolute_url()
-                return response
-            return redirect(instance)
+            if warning := launch_warning(instance):
+                messages.warning(request, warning)
+            return _redirect(request, instance.get_absolute_url())
     context = {"form": form, "quote": quote, "problem": problem, "show_errors": True} | _disk_price(price_form, quote)
     context |= _shutdown_wizard_context()
     template = "instances/launch.html#wizard" if wants_partial(request) else "instances/launch.html"
     # htmx swaps 200s only: the partial carries the errors; a plain form post gets a real 400.
     return render(request, template, context, status=200 if wants_partial(request) else 400)
+
+
+def _redirect(request, url: str) -> HttpResponse:
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
 
 
 def _own(request, public_id) -> Instance:
@@ -222,6 +235,7 @@ def _detail_context(instance, error=""):
         "image_name": image_name(instance.image),
         "simulated": backend.simulated,
         "card_metrics": instance.cards > 0 and backend.has_cards,
+        "choice_reason": choosing.reason(instance.choice) if instance.choice else "",
         "error": error,
     }
 
@@ -386,7 +400,10 @@ def ports(request, public_id):
     instance = _own(request, public_id)
     listening = get_backend(instance.backend_name).listening_ports(instance) if instance.status == "running" else []
     rows = [{"port": port, "name": KNOWN_PORTS.get(port, "")} for port in listening or []]
-    return render(request, "instances/partials/ports.html", {"instance": instance, "ports": rows})
+    # The ports an imported image says it serves on are listed before anything listens there.
+    declared = [port for port in instance.access.get("image_ports", []) if port not in (listening or [])]
+    context = {"instance": instance, "ports": rows, "declared": declared}
+    return render(request, "instances/partials/ports.html", context)
 
 
 @login_required

@@ -4,6 +4,7 @@ from decimal import Decimal
 
 from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from catalog.choices import SPEC_CARD_COUNTS
@@ -35,6 +36,10 @@ class JobSerializer(strict.ModelSerializer):
     instance = serializers.UUIDField(source="instance.public_id", read_only=True, allow_null=True, default=None)
     choice_reason = serializers.CharField(read_only=True, help_text="Why the job runs where it does.")
     queue_position = serializers.SerializerMethodField(help_text="Place in the queue (1: next) while queued.")
+    queue_expected_by = serializers.SerializerMethodField(
+        help_text="While queued: the time by which the machines ahead of it must have freed its cards (their "
+        "deadlines); null when nothing bounds it."
+    )
     cluster_job = ClusterJobSerializer(
         read_only=True,
         allow_null=True,
@@ -69,6 +74,7 @@ class JobSerializer(strict.ModelSerializer):
             "exit_code",
             "instance",
             "queue_position",
+            "queue_expected_by",
             "cluster_job",
             "outputs",
             "created_at",
@@ -78,7 +84,13 @@ class JobSerializer(strict.ModelSerializer):
         read_only_fields = fields
 
     def get_queue_position(self, job) -> int | None:
-        return self.context.get("positions", {}).get(job.pk)
+        place = self.context.get("places", {}).get(job.pk)
+        return place.position if place else None
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_queue_expected_by(self, job):
+        place = self.context.get("places", {}).get(job.pk)
+        return serializers.DateTimeField().to_representation(place.expected_by) if place and place.expected_by else None
 
     def get_outputs(self, job) -> str:
         return outputs.folder_path(job)

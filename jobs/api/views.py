@@ -52,7 +52,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_serializer_context(self):
         context = super().get_serializer_context()
         if self.action == "list":
-            context["positions"] = services.queue_positions(self.get_queryset().filter(state="queued"))
+            context["places"] = services.queue_places(self.get_queryset().filter(state="queued"))
         return context
 
     def get_object(self):
@@ -60,7 +60,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return services.get_job(self.request.user, self.kwargs["id"], action)
 
     def _one(self, job, code=status.HTTP_200_OK):
-        return Response(JobSerializer(job, context={"positions": services.queue_positions([job])}).data, status=code)
+        return Response(JobSerializer(job, context={"places": services.queue_places([job])}).data, status=code)
 
     @extend_schema(summary="A job: its state, where it runs and why", responses={200: JobSerializer, 404: ERRORS[404]})
     def retrieve(self, request, id=None):

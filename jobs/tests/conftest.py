@@ -6,6 +6,7 @@ import pytest
 from instances.tests.fixtures import settle
 from jobs import running, services
 from jobs.services import JobRequest
+from marketplace.tests.registry_fixtures import registry, tiny_mlu_image  # noqa: F401 (the tests' registry)
 
 
 def drive(rounds: int = 6) -> None:

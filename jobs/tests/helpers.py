@@ -1,7 +1,5 @@
-"""Reading a job back as the tests see it: fresh from the database."""
-
-from jobs.models import Job
+"""Reading a job (or a launch waiting for a card) back as the tests see it: fresh from the database."""
 
 
-def fresh(job: Job) -> Job:
-    return Job.objects.select_related("instance", "chip").get(pk=job.pk)
+def fresh(row):
+    return type(row).objects.get(pk=row.pk)

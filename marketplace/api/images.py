@@ -16,7 +16,7 @@ from core.api import strict
 from core.api.pagination import LimitOffsetPagination
 from core.api.schema import named_format
 from core.api.validators import display_name
-from instances.api.serializers import BootOptionsSerializer, InstanceSerializer
+from instances.api.serializers import BootOptionsSerializer, LaunchedInstanceSerializer
 from instances.choices import Backend
 from storage import paths
 from storage.api.serializers import PathField
@@ -80,7 +80,17 @@ class ImageImportSerializer(strict.ModelSerializer):
 
     class Meta:
         model = ImageImport
-        fields = ["reference", "archive", "digest", "step", "config", "checks", "created_at", "finished_at"]
+        fields = [
+            "reference",
+            "archive",
+            "digest",
+            "step",
+            "config",
+            "checks",
+            "family_confirmed",
+            "created_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
 
@@ -118,6 +128,17 @@ class ImportArchiveSerializer(strict.Serializer):
         allow_blank=True,
         max_length=services.MAX_NAME,
         validators=[display_name(services.MAX_NAME, gettext_lazy("image"))],
+    )
+
+
+class ImageFamilySerializer(strict.Serializer):
+    family = serializers.ChoiceField(
+        choices=["", *Backend.values],
+        allow_blank=True,
+        required=False,
+        help_text="The chip family an imported image is for (npu, mlu, dcu, cuda; empty: CPU only). Left out: the "
+        "one it has now (at first, the one its libraries suggest) is confirmed. Launching it on another family's "
+        "card is warned about, not refused.",
     )
 
 
@@ -400,7 +421,7 @@ class ImageDetailView(APIView):
     team_scoped = True  # a team's token reads the team's images (the ownership filter keeps it to them)
 
     def get_permissions(self):
-        if self.request.method == "DELETE":
+        if self.request.method in ("DELETE", "PATCH"):
             return [IsAuthenticated(), TokenScopePermission()]
         return super().get_permissions()
 
@@ -414,6 +435,20 @@ class ImageDetailView(APIView):
     def delete(self, request, key):
         imports.remove_image(request.user, services.get_image(request.user, key, action="delete"))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        tags=["images"],
+        request=ImageFamilySerializer,
+        responses={200: ImageDetailSerializer, **ERRORS},
+        summary="Confirm or correct the chip family of one of your imported images",
+    )
+    def patch(self, request, key):
+        body = ImageFamilySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        image = services.get_image(request.user, key, action="change")
+        family = body.validated_data.get("family")
+        imports.confirm_family(request.user, image, imports.image_family(image) if family is None else family)
+        return Response(_detail(request, image))
 
 
 class ImageCloneView(APIView):
@@ -439,7 +474,7 @@ class ImageCloneView(APIView):
         boot = {field: body.validated_data[field] for field in ("start_command", "env", "secrets")}
         instance = clone.clone_and_launch(request.user, key, name=name, **boot)
         record(instance, request.user, TeamEvent.Action.LAUNCHED, subject=instance.name)
-        data = InstanceSerializer(instance, context={"request": request}).data
+        data = LaunchedInstanceSerializer(instance, context={"request": request}).data
         location = reverse("api-instance-detail", args=[instance.public_id])
         return Response({"instance": data}, status=status.HTTP_201_CREATED, headers={"Location": location})
 

@@ -76,15 +76,17 @@ def clear_abandoned(beside: Path) -> int:
     """Unmount and remove the spaces under ``beside`` that nobody uses any more (their maker was killed); how many."""
     cleared = 0
     for work in beside.glob(f"{PREFIX}*"):
+        # A space is being made until its folder is there (its maker locks first, then makes the folder): one
+        # younger than a minute without its folder is left alone, locked or not yet.
+        try:
+            if not (work / "space").exists() and time.time() - work.stat().st_mtime < MAKING_SECONDS:
+                continue
+        except FileNotFoundError:
+            continue  # gone meanwhile
         try:
             fd = os.open(work / IN_USE, os.O_RDWR)
         except FileNotFoundError:
-            try:
-                if time.time() - work.stat().st_mtime < MAKING_SECONDS:
-                    continue  # being made: its lock comes next
-            except FileNotFoundError:
-                continue  # gone meanwhile
-            fd = None
+            fd = None  # from before the lock file was written
         except OSError:
             continue
         try:

@@ -14,6 +14,14 @@ MAX_QUERY_LENGTH = 200
 MAX_FILTER_LENGTH = 100
 
 FAMILY_CHOICES = [("", _("Any chip family")), *Backend.choices, ("cpu", _("CPU only"))]
+# What an imported image is for: a chip family, or none (a CPU image).
+IMAGE_FAMILY_CHOICES = [*Backend.choices, ("", _("None (CPU only)"))]
+
+
+class ImageFamilyForm(forms.Form):
+    """The owner's word on which chip family an imported image is for."""
+
+    family = forms.ChoiceField(label=_("Chip family"), required=False, choices=IMAGE_FAMILY_CHOICES)
 
 
 class ImageSearchForm(forms.Form):

@@ -20,9 +20,10 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from core import encryption
+from core import encryption, visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
-from instances.choices import TERMINAL
+from core.field_errors import FieldError
+from instances.choices import TERMINAL, Backend
 from instances.models import Instance
 from storage import quota
 from storage import services as storage_services
@@ -31,7 +32,7 @@ from storage.choices import UsageSource
 from ..choices import CPU_ONLY, ImageCategory, ImageReview, ImageStatus, ImportStep
 from ..models import Image, ImageImport, ImageVariant
 from . import oci, references, rootfs
-from .services import _clean_name, _event, _publisher_name, _unique_slug, reindex
+from .services import VISITOR_PAGES, _clean_name, _event, _publisher_name, _unique_slug, reindex
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,7 @@ def _registry_copy(record: ImageImport) -> None:
     if packed > allowance:  # refused before a layer is downloaded
         raise _over_ceiling(record, packed, allowance)
     try:
-        oci.copy(pinned, record.tag, **source)
+        oci.copy(pinned, record.tag, declared=packed, **source)
     except oci.Refused as exc:
         raise _elsewhere(exc) from exc
     except oci.ToolFailed as exc:
@@ -343,6 +344,33 @@ def _finish(record: ImageImport, status: str, detail: str, found: dict | None = 
         _event(image, ImageStatus.IMPORTING, status, reason=detail)
     record_usage(image.owner)
     return status
+
+
+def confirm_family(user, image: Image, family: str) -> Image:
+    """Record the chip family the owner says ``image`` is for (``""``: none, a CPU image): the launch wizard offers it
+    on that family's chips first and warns when it is launched on another's. The variant keeps its slug, which
+    instances and jobs already booted from it record."""
+    if not hasattr(image, "imported"):
+        raise Conflict(_("Only imported images have a chip family to confirm."), code="not_imported")
+    if image.status != ImageStatus.READY:
+        raise Conflict(_("Confirm the chip family once the import has ended."), code="importing")
+    if family not in (CPU_ONLY, *Backend.values):
+        raise FieldError(
+            "family", _("Choose a chip family (npu, mlu, dcu, cuda) or none for CPU only."), code="invalid_family"
+        )
+    with transaction.atomic():
+        ImageVariant.objects.filter(image=image).update(family=family)
+        visitor_cache.bump(VISITOR_PAGES)  # an update() sends no signal: the image's kept page is told here
+        ImageImport.objects.filter(image=image).update(family_confirmed=True)
+        label = Backend(family).label if family else _("CPU only")
+        _event(image, image.status, image.status, reason=_("Chip family: %(family)s") % {"family": label}, by=user)
+    image.imported.family_confirmed = True
+    return image
+
+
+def image_family(image: Image) -> str:
+    """The chip family an imported image is for now (its one variant's)."""
+    return ImageVariant.objects.filter(image=image).values_list("family", flat=True).first() or CPU_ONLY
 
 
 def remove_image(user, image: Image) -> None:

@@ -12,6 +12,7 @@ file readable by the worker only, never on a command line another process could 
 """
 
 import base64
+import contextlib
 import fcntl
 import hashlib
 import ipaddress
@@ -21,7 +22,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 import zlib
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -35,6 +38,8 @@ UMOCI = "/usr/bin/umoci"
 OCI_ARCHIVE, DOCKER_ARCHIVE = "oci-archive", "docker-archive"
 MAX_ARCHIVE_MEMBERS = 100_000  # an image's layout has a few dozen; past this it is not one
 ACCEPT_ANYTHING = {"default": [{"type": "insecureAcceptAnything"}]}  # the digest pins what a reference names
+PUTTING = "oci-put-blob"  # how skopeo names a blob it is still writing into the layout
+WATCH_SECONDS = 0.2  # how often a copy's watch is asked
 
 
 class ToolFailed(Exception):
@@ -85,22 +90,36 @@ def locked():
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
-    try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=settings.IMAGE_IMPORT_TIMEOUT_SECONDS,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})},
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ToolFailed(f"{Path(argv[0]).name} took longer than {exc.timeout} s") from exc
-    if done.returncode != 0:
-        words = (done.stderr or done.stdout).strip().splitlines()
-        raise ToolFailed(words[-1][:500] if words else f"{Path(argv[0]).name} exited with {done.returncode}")
-    return done.stdout
+def _run(argv: list[str], env: dict[str, str] | None = None, watch: Callable[[], str] | None = None) -> str:
+    """The tool's output; ToolFailed with its last words when it fails, or when it runs past the import's timeout or
+    ``watch()`` (asked a few times a second) names a reason to stop it."""
+    name, timeout = Path(argv[0]).name, settings.IMAGE_IMPORT_TIMEOUT_SECONDS
+    deadline = time.monotonic() + timeout
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})},
+    ) as process:
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    stdout, stderr = process.communicate(timeout=min(left, WATCH_SECONDS) if watch else max(left, 0))
+                    break
+                except subprocess.TimeoutExpired:
+                    why = f"{name} took longer than {timeout} s" if time.monotonic() >= deadline else watch and watch()
+                    if why:
+                        raise ToolFailed(why) from None
+        except BaseException:  # a reason to stop it, or anything raised while waiting: the tool does not run on
+            process.kill()  # skopeo's own namespace, where it has one, goes with it
+            process.communicate()
+            raise
+    if process.returncode != 0:
+        words = (stderr or stdout).strip().splitlines()
+        raise ToolFailed(words[-1][:500] if words else f"{name} exited with {process.returncode}")
+    return stdout
 
 
 @contextmanager
@@ -163,9 +182,18 @@ def _source(config: Path, reference: Reference, username: str, password: str, pl
     return [*options, f"--{prefix}tls-verify=false"] if plain_http else options
 
 
-def copy(reference: Reference, tag: str, *, username: str = "", password: str = "", plain_http: bool = False) -> None:
+def copy(
+    reference: Reference,
+    tag: str,
+    *,
+    declared: int,
+    username: str = "",
+    password: str = "",
+    plain_http: bool = False,
+) -> None:
     """Copy the image ``reference`` names (this host's platform, from a multi-platform list) into the layout as
-    ``tag``."""
+    ``tag``. ``declared``: the bytes its manifest says its layers are (``packed_size``); a registry that sends more
+    is cut off as soon as what skopeo is writing passes that, not after it has written all it was sent."""
     with _skopeo("copy", "--quiet", network=True, host_network=_on_loopback(reference, plain_http)) as (
         config,
         argv,
@@ -174,7 +202,29 @@ def copy(reference: Reference, tag: str, *, username: str = "", password: str = 
         argv += _source(config, reference, username, password, plain_http, "src-")
         with locked():
             layout().mkdir(parents=True, exist_ok=True)
-            _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env)
+            try:
+                _run([*argv, reference.transport, f"oci:{layout()}:{tag}"], env, watch=_past(declared))
+            finally:
+                for partial in layout().glob(f"{PUTTING}*"):  # a copy stopped midway leaves its blob being written
+                    partial.unlink(missing_ok=True)
+
+
+def _past(declared: int) -> Callable[[], str]:
+    """A watch for a copy into the layout: why to stop it once the blobs it is writing (skopeo writes each to a
+    file of its own in the layout's folder before moving it among the blobs) hold more than ``declared`` bytes and
+    a manifest's worth more. The layout's lock is held, so the files are this copy's."""
+    allowed = declared + settings.IMAGE_MAX_MANIFEST_BYTES
+
+    def watch() -> str:
+        writing = 0
+        for partial in layout().glob(f"{PUTTING}*"):
+            with contextlib.suppress(FileNotFoundError):  # moved among the blobs meanwhile
+                writing += partial.stat().st_size
+        if writing > allowed:
+            return f"the registry sent more than the {declared} bytes its manifest declares"
+        return ""
+
+    return watch
 
 
 def packed_size(
@@ -185,8 +235,8 @@ def packed_size(
     ``IMAGE_MAX_MANIFEST_BYTES``; a multi-platform list leads to this platform's manifest, as ``copy`` picks it). A
     manifest that does not say a layer's size is refused. Returned with the reference pinned to the digest of the
     manifest read, which ``copy`` then copies: a registry cannot show this check one manifest and the copy another.
-    skopeo fails a layer that is not the size declared, though only after writing it: a registry that lies is
-    bounded by the copy's timeout, not by this sum."""
+    skopeo fails a layer that is not the size declared only after writing it; ``copy`` stops it once what it writes
+    passes this sum."""
     host_network = _on_loopback(reference, plain_http)
     with _skopeo("inspect", "--raw", network=True, host_network=host_network) as (config, argv, env):
         argv += _source(config, reference, username, password, plain_http, "")

@@ -28,7 +28,7 @@ from core import visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
 from core.validators import clean_display_name
 from instances import snapshots
-from instances.capacity import free_capacity
+from instances.capacity import free_cards
 from instances.choices import Backend, Status
 from instances.lifecycle import get_instance
 from instances.models import Instance, InstanceEvent
@@ -170,7 +170,7 @@ def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
     variant = _usable_variants(user).filter(slug=slug).first() if slug else None
     if variant is None:
         raise NotFound(_("Unknown image “%(slug)s”.") % {"slug": slug}, code="unknown_image")
-    if family is not None and variant.family != family:
+    if family is not None and variant.family != family and not _imported(variant):
         names = ", ".join(v.slug for v in variants_for(family, user)[:12])
         raise ServiceError(
             _("The image “%(image)s” does not run on %(family)s cards; choose one of: %(names)s.")
@@ -178,6 +178,44 @@ def resolve_variant(slug: str, family: str | None, user=None) -> ImageVariant:
             code="incompatible_image",
         )
     return variant
+
+
+def _imported(variant: ImageVariant) -> bool:
+    """An imported image is one root file system that boots on any card: its family is what its libraries are for
+    (a launch on another family's card is warned about, not refused), where an official image has a build per
+    family."""
+    return ImageImport.objects.filter(image_id=variant.image_id).exists()
+
+
+def imported_elsewhere(family: str | None, user=None) -> list[ImageVariant]:
+    """The user's imported images built for another family than ``family`` (none for the no-card mode, where every
+    image is offered already): the wizard lists them after the matching ones, with a warning."""
+    if family is None:
+        return []
+    variants = _usable_variants(user).filter(image__owner=user, image__imported__isnull=False)
+    return list(variants.exclude(family=family).order_by("image__slug"))
+
+
+def family_warning(slug: str, family: str | None) -> str:
+    """What to tell someone launching the imported image's variant ``slug`` on a card of ``family`` that its image
+    is not for ("" when it matches, for the no-card mode and for official images, whose variants always match)."""
+    if family is None or not slug:
+        return ""
+    built_for = (
+        ImageVariant.objects.filter(slug=slug, image__imported__isnull=False).values_list("family", flat=True).first()
+    )
+    if built_for is None or built_for == family:
+        return ""
+    card = Backend(family).label
+    if not built_for:
+        return _(
+            "This image holds no chip family's libraries (CPU only): on %(card)s cards its programs will not use "
+            "the card unless you install its software yourself."
+        ) % {"card": card}
+    return _(
+        "This image is built for %(image)s: on %(card)s cards its programs will likely find no accelerator they "
+        "can use. Choose a chip of its family, or launch it anyway if you know it runs here."
+    ) % {"image": Backend(built_for).label, "card": card}
 
 
 def find_variant(slug: str) -> ImageVariant | None:
@@ -196,7 +234,8 @@ def boot_root(slug: str) -> dict | None:
     record = ImageImport.objects.filter(image__variants__slug=slug, image__status=ImageStatus.READY).first()
     if record is None:
         return None
-    return {**record.config, "rootfs": str(oci.rootfs_of(record.tag))}
+    lab = record.checks.get("jupyterlab") or ""
+    return {**record.config, "jupyterlab": lab, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
 def ran_image(user, image: Image) -> bool:
@@ -232,14 +271,21 @@ class ChipOffer:
         return self.per_card_hour is not None and self.per_card_hour < self.list_per_card_hour
 
 
-def chip_offers(image: Image, book: PriceBook) -> list[ChipOffer]:
+def offered_chips(variants) -> list[Chip]:
+    """The chips offered for the families of ``variants`` (an image's) that need a card, in catalogue order."""
+    families = [v.family for v in variants if not v.is_cpu_only]
+    return list(Chip.objects.offered().filter(backend__in=families).order_by("sort_order"))
+
+
+def chip_offers(image: Image, book: PriceBook, *, variants=None, chips=None) -> list[ChipOffer]:
     """One row per chip variant of ``image``: the family's cheapest chip (with free cards when any has them),
-    pay-as-you-go after subsidies. A fixed number of queries whatever the catalogue's size."""
-    variants = [v for v in image.variants.all() if not v.is_cpu_only]
-    chips = list(Chip.objects.offered().filter(backend__in=[v.family for v in variants]).order_by("sort_order"))
-    free: dict[int, int] = {}
-    for row in free_capacity(chips=chips):
-        free[row.chip.pk] = free.get(row.chip.pk, 0) + row.free
+    pay-as-you-go after subsidies. ``variants`` (the image's) and ``chips`` (:func:`offered_chips` of them) when the
+    caller has them; the cards free are read now, in one query. A fixed number of queries whatever the catalogue's
+    size."""
+    variants = list(image.variants.all()) if variants is None else variants
+    chips = offered_chips(variants) if chips is None else chips
+    variants = [v for v in variants if not v.is_cpu_only]
+    free = free_cards(chips)
     priced: list[tuple[Chip, object]] = []
     for chip in chips:
         try:
@@ -571,6 +617,7 @@ def rate(user, image: Image, stars, comment: str = "") -> ImageRating:
         count, total = totals["count"] or 0, totals["total"] or 0
         average = (Decimal(total) / count).quantize(Decimal("0.01")) if count else Decimal("0")
         Image.objects.filter(pk=image.pk).update(rating_count=count, rating_sum=total, rating_average=average)
+        visitor_cache.bump(VISITOR_PAGES)  # an update() sends no signal: the pages that list ratings are told here
     return rating
 
 

@@ -5,7 +5,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import prefetch_related_objects
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -26,7 +25,16 @@ from teams.context import acting, priced_for
 from ..choices import ImageCategory, OperatingSystem
 from ..models import Image
 from . import clone, imports, services
-from .forms import FAMILY_CHOICES, ImageSearchForm, ImportImageForm, RatingForm, ReviewForm, SaveImageForm
+from .forms import (
+    FAMILY_CHOICES,
+    IMAGE_FAMILY_CHOICES,
+    ImageFamilyForm,
+    ImageSearchForm,
+    ImportImageForm,
+    RatingForm,
+    ReviewForm,
+    SaveImageForm,
+)
 
 LIST_TEMPLATE = "marketplace/images/list.html"
 LIST_CONTENT = "marketplace/images/_list_content.html"
@@ -101,25 +109,26 @@ def _image_or_404(request, slug, action="view"):
         raise PermissionDenied(str(exc.message)) from exc
 
 
-def _shown_to_all(image, book) -> dict:
-    """What an image's page shows that is the same for everyone with the same prices: its variants, the cheapest
-    chip of each family with its free cards, and the latest ratings. Kept per price book state for ``LIST_SECONDS``
-    and renewed at once when the image changes (``services.VISITOR_PAGES``)."""
+def _shown_to_all(image) -> dict:
+    """What an image's page shows that is the same for everyone: its variants, the chips offered for their families
+    and the latest ratings. Kept for ``LIST_SECONDS`` at most and renewed at once when the image, a variant or a
+    rating changes (``services.VISITOR_PAGES``); prices and free cards are worked out from them on every view."""
 
     def build():
-        prefetch_related_objects([image], "variants")  # read once, for the variants table and the offers
+        variants = list(image.variants.all())
         return {
-            "variants": list(image.variants.all()),
-            "offers": services.chip_offers(image, book),
+            "variants": variants,
+            "chips": services.offered_chips(variants),
             "ratings": list(services.ratings_of(image)),
         }
 
-    return visitor_cache.kept(services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk, book.state()))
+    return visitor_cache.kept(services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk,))
 
 
 def _detail_context(request, image, book) -> dict:
-    shown = _shown_to_all(image, book)
-    variants, offers = shown["variants"], shown["offers"]
+    shown = _shown_to_all(image)
+    variants = shown["variants"]
+    offers = services.chip_offers(image, book, variants=variants, chips=shown["chips"])
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
     # A team's private image: its operators may publish it; it launches in the team's context only.
     team_image = services.team_private(request.user, image)
@@ -139,6 +148,20 @@ def _detail_context(request, image, book) -> dict:
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),
         "review_form": ReviewForm() if request.user.is_staff else None,
+    } | _family_context(image)
+
+
+def _family_context(image) -> dict:
+    """An imported image's chip families in words: those whose libraries it holds, the one they suggest, and the
+    choices of the owner's confirmation."""
+    record = getattr(image, "imported", None)
+    if record is None:
+        return {}
+    labels = dict(IMAGE_FAMILY_CHOICES)
+    return {
+        "family_choices": IMAGE_FAMILY_CHOICES,
+        "found_families": [labels.get(family, family) for family in record.checks.get("families", [])],
+        "suggested_family": labels.get(record.checks.get("family", ""), ""),
     }
 
 
@@ -190,6 +213,22 @@ def image_publish(request, slug):
     except ServiceError as exc:
         return _back(request, image, str(exc.message))
     messages.success(request, _("Submitted for review: staff list it or tell you why not."))
+    return redirect(image)
+
+
+@login_required
+@require_POST
+def image_family(request, slug):
+    """The owner confirms (or corrects) the chip family an imported image is for."""
+    image = _image_or_404(request, slug, action="change")
+    form = ImageFamilyForm(request.POST)
+    if not form.is_valid():
+        return _back(request, image, _form_errors(form))
+    try:
+        imports.confirm_family(request.user, image, form.cleaned_data["family"])
+    except ServiceError as exc:
+        return _back(request, image, str(exc.message))
+    messages.success(request, _("The image's chip family is saved."))
     return redirect(image)
 
 

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.files.storage import storages
 
 from marketplace.hub import services
-from marketplace.tests.registry_fixtures import image_imports, registry, tiny_image  # noqa: F401
+from marketplace.tests.registry_fixtures import image_imports, registry, tiny_image, tiny_mlu_image  # noqa: F401
 
 
 @pytest.fixture

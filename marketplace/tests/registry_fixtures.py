@@ -67,9 +67,12 @@ def registry(tmp_path_factory):
         server.wait(timeout=10)
 
 
-def build_image(where: Path, files: dict[str, str], *, cmd: list[str], env: list[str], extra=None) -> Path:
+def build_image(
+    where: Path, files: dict[str, str], *, cmd: list[str], env: list[str], extra=None, ports: tuple[str, ...] = ()
+) -> Path:
     """An OCI layout at ``where`` holding one image ``latest``: busybox as /bin/sh, ``files`` (path → text), then
-    ``extra(rootfs)`` to add anything else (a setuid file, a symlink), with ``cmd`` and ``env`` as its config."""
+    ``extra(rootfs)`` to add anything else (a setuid file, a symlink), with ``cmd``, ``env`` and the exposed
+    ``ports`` ("8080/tcp") as its config."""
     root = where / "rootfs"
     (root / "bin").mkdir(parents=True)
     shutil.copy(BUSYBOX, root / "bin" / "busybox")
@@ -91,6 +94,7 @@ def build_image(where: Path, files: dict[str, str], *, cmd: list[str], env: list
     subprocess.run(["umoci", "insert", "--image", layout, str(root), "/"], check=True, capture_output=True)
     config = ["umoci", "config", "--image", layout, "--config.workingdir", "/"]
     config += [f"--config.cmd={part}" for part in cmd] + [f"--config.env={item}" for item in env]
+    config += [f"--config.exposedports={port}" for port in ports]
     subprocess.run(config, check=True)
     return where / "layout"
 
@@ -126,6 +130,19 @@ def tiny_image(registry, tmp_path_factory):
         env=["PATH=/bin", "GREETING=hello-from-the-image", "LD_PRELOAD=/planted.so", "not.a.shell.name=1"],
     )
     return push(layout, registry, "team/tiny:1")
+
+
+@pytest.fixture(scope="session")
+def tiny_mlu_image(registry, tmp_path_factory):
+    """The tiny image with a Cambricon runtime library (an empty ``libcnrt.so``): the import suggests the MLU
+    family, so it launches on the cluster's MLU370 cards. Its CMD prints its env and the card it was given."""
+    layout = build_image(
+        tmp_path_factory.mktemp("tiny-mlu"),
+        {"/marker": MARKER, "/lib/libcnrt.so": ""},
+        cmd=["/bin/sh", "-c", 'echo "tiny image started: GREETING=$GREETING cards=$MLU_VISIBLE_DEVICES"; sleep 600'],
+        env=["PATH=/bin", "GREETING=hello-from-the-image"],
+    )
+    return push(layout, registry, "team/tiny-mlu:1")
 
 
 @pytest.fixture

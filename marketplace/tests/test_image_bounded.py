@@ -1,6 +1,7 @@
 """The bounded space an image is unpacked in: one its worker left behind (killed mid-unpack) is unmounted and removed
 by the next unpack beside it; one in use is left alone. Needs root and loop devices, as the spaces do."""
 
+import fcntl
 import multiprocessing
 import os
 import signal
@@ -60,3 +61,23 @@ def test_a_space_in_use_by_a_live_worker_is_left_alone(tmp_path):
         release.set()
         process.join(30)
     assert _mounted_under(tmp_path) == [] and list(tmp_path.glob(".bounded-*")) == []
+
+
+def test_a_space_between_its_lock_file_and_its_lock_is_not_taken_for_abandoned(tmp_path, monkeypatch):
+    """A space's lock file exists a moment before its maker holds the lock: a second unpack that clears abandoned
+    spaces in that moment leaves the space being made alone."""
+    real_flock = fcntl.flock
+    cleared = []
+    calls = []
+
+    def flock_after_another_unpack(fd, operation):
+        calls.append(operation)
+        if len(calls) == 1:  # another worker's unpack beside it, in the window between open() and flock()
+            cleared.append(bounded.clear_abandoned(tmp_path))
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(bounded.fcntl, "flock", flock_after_another_unpack)
+    monkeypatch.setattr(bounded.local_home, "unavailable", lambda: "no loop mounts in this test")
+    with bounded.space(tmp_path, 1024 * 1024) as folder:
+        assert folder.is_dir()
+    assert cleared == [0], "the space being made was removed as abandoned"

@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from core.errors import ServiceError
-from instances.backends import BackendError
+from instances.backends import local_image, slurm_image
 from instances.backends.slurm import SlurmBackend
 from marketplace.choices import ImageStatus, ImportStep
 from marketplace.images import imports, oci, services
@@ -137,14 +137,37 @@ def test_an_image_instances_boot_from_is_not_removed_under_them(
     assert oci.rootfs_of(image.imported.tag).exists()
 
 
-def test_slurm_refuses_an_imported_image_rather_than_boot_the_runtimes_root(
-    owner, image_imports, tiny_image, run_tasks, lifecycle, launch
+def test_on_slurm_an_imported_image_boots_under_bubblewrap_from_the_nodes_view_of_the_image_store(
+    owner, image_imports, tiny_image, run_tasks, lifecycle, launch, settings, tmp_path
 ):
-
+    # Given an imported image, and a zone whose nodes see the image store at /mnt/images
     image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
-    instance = launch(image=image.variants.get().slug, no_card=True)
-    with pytest.raises(BackendError, match="local backend only"):
-        SlurmBackend().submit(instance)
+    instance = launch(image=image.variants.get().slug, no_card=True, env={"EPOCHS": "3"})
+    (tmp_path / "cluster").mkdir()
+    settings.SLURM = settings.SLURM | {"root": str(tmp_path / "cluster"), "image_root": "/mnt/images"}
+    backend = SlurmBackend()
+    config = backend.config(instance)
+    root = local_image.ready_root(instance.image)
+
+    # When its boot files and its job are written
+    boot = slurm_image.write_boot(instance, config, root, backend.system_disk(instance, config), os.getgid())
+    script, _job = backend.job_description(instance, config, image=root)
+
+    # Then the job's agent runs the image's sandbox (no JupyterLab: its Python is not the platform's), which binds
+    # the image's root where the nodes see it, read-only, and the instance's home
+    assert "--jupyter" not in script and "bwrap --args 3 --info-fd 5" in script
+    options = (boot / "bwrap.args").read_bytes().decode().split("\0")
+    at = options.index("--ro-bind")
+    assert options[at : at + 3] == ["--ro-bind", f"/mnt/images/rootfs/{image.imported.tag}", "/"]
+    assert "--unshare-net" in options and "--disable-userns" in options
+    # with the image's env under the owner's variables, and the image's CMD as the start command
+    environment = (boot / "env").read_text()
+    assert "export GREETING=hello-from-the-image" in environment and "export EPOCHS=3" in environment
+    assert "LD_PRELOAD" not in environment
+    assert "tiny image started" in (boot / "start").read_text()
+    # and nobody but the console and the instance's account may read them, nor change them but the console
+    assert stat.S_IMODE(boot.stat().st_mode) == 0o750
+    assert {stat.S_IMODE((boot / name).stat().st_mode) for name in ("env", "init", "start", "bwrap.args")} == {0o440}
 
 
 def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(

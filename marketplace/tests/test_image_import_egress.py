@@ -8,6 +8,7 @@ import ipaddress
 import json
 import socket
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -229,7 +230,7 @@ def test_the_copy_takes_the_manifest_the_size_check_read_by_its_digest(monkeypat
     manifest = json.dumps({"schemaVersion": 2, "layers": [{"size": 1234, "digest": "sha256:" + "a" * 64}]})
     asked = []
 
-    def run(argv, env):
+    def run(argv, env, watch=None):
         asked.append(argv)
         return manifest
 
@@ -237,9 +238,64 @@ def test_the_copy_takes_the_manifest_the_size_check_read_by_its_digest(monkeypat
     monkeypatch.setattr(oci, "locked", lambda: contextlib.nullcontext())
     reference = references.parse("registry.example.com/team/train:latest")
     size, pinned = oci.packed_size(reference)
-    oci.copy(pinned, "t1")
+    oci.copy(pinned, "t1", declared=size)
 
     digest = "sha256:" + hashlib.sha256(manifest.encode()).hexdigest()
     assert size == 1234
     assert asked[0][-1] == "docker://registry.example.com/team/train:latest"  # the size check reads the tag
     assert f"docker://registry.example.com/team/train@{digest}" in asked[-1]  # the copy, what it read
+
+
+class EndlessRegistry(HostileRegistry):
+    """A registry whose layer says it is 100 bytes and then sends up to 2 GB (counted in ``sent``)."""
+
+    sent: list[int] = []
+
+    def do_GET(self):
+        if "/blobs/" in self.path and CONFIG_DIGEST not in self.path:
+            self.send_response(200)
+            self.send_header("Docker-Distribution-API-Version", "registry/2.0")
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            chunk = b"\0" * (1024 * 1024)
+            try:
+                for _ in range(2048):
+                    self.wfile.write(chunk)
+                    self.sent.append(len(chunk))
+            except OSError:  # the client hung up
+                pass
+        elif "/blobs/" in self.path:
+            self._answer(200, CONFIG, {"Content-Type": "application/octet-stream"})
+        else:
+            super().do_GET()
+
+
+def test_a_registry_that_sends_more_than_its_manifest_declares_is_cut_off_and_leaves_nothing(
+    owner, image_imports, run_tasks
+):
+    handler = type("Handler", (EndlessRegistry,), {"seen": [], "sent": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        image = run_tasks(owner, f"127.0.0.1:{server.server_address[1]}/team/endless:1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert image.status == ImageStatus.FAILED
+    assert "more than the 100 bytes its manifest declares" in image.status_detail
+    assert sum(handler.sent) < 1024**3  # stopped long before the 2 GB it was being sent
+    assert not list(oci.layout().glob(f"{oci.PUTTING}*"))  # no half-written blob left on the host
+
+
+def test_a_watch_that_fails_stops_the_tool_at_once(settings):
+    """Anything raised while a tool runs (the watch failing, a signal handler's, a task's time limit) kills it: the
+    worker never waits for it to end by itself."""
+    settings.IMAGE_IMPORT_TIMEOUT_SECONDS = 60
+
+    def watch():
+        raise OSError("the layout's folder could not be read")
+
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        oci._run(["/bin/sleep", "6"], watch=watch)
+    assert time.monotonic() - started < 3, "the tool ran on to its end after the watch failed"

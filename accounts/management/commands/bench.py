@@ -29,7 +29,7 @@ class Command(BaseCommand):
         # Importing the modules registers their benchmarks, in this order (the order of the docs' benchmark table),
         # once the size is set.
         # isort: off
-        from bench import pages, saturation, instances, jobs, marketplace, billing, storage, hub, inference  # noqa: F401
+        from bench import pages, saturation, instances, jobs, marketplace, images, billing, storage, hub, inference  # noqa: F401
 
         # isort: on
         database = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"

@@ -1,0 +1,63 @@
+"""Jobs run imported images: on the image's family, for its owner or its team, and for nobody else — through the
+API, the service and `gpucloud jobs submit --image`."""
+
+import pytest
+
+from accounts import services as console_services
+from cli.main import main
+from core.errors import NotFound
+from jobs import services as jobs
+from jobs.models import Job
+from jobs.services import JobRequest
+from teams import services as teams
+from teams.models import Membership
+from teams.roles import Role
+from tests.fixtures.factories import UserFactory, top_up
+
+pytestmark = pytest.mark.django_db
+
+JOB = {"name": "train", "command": "python3 train.py", "backend": "auto", "cards": 1, "timeout_seconds": 3600}
+
+
+def test_a_job_runs_an_imported_image_on_its_family(owner_api, lifecycle, owner, imported_image):
+    variant = imported_image(owner, "cuda").variants.get().slug
+    response = owner_api.post("/api/v1/jobs/", {**JOB, "image": variant}, format="json")
+    body = response.json()
+    assert response.status_code == 201, body
+    job = Job.objects.get()
+    assert job.image == variant and job.family == "cuda"
+
+
+def test_a_stranger_cannot_run_someone_elses_imported_image_as_a_job(stranger_api, lifecycle, owner, imported_image):
+    variant = imported_image(owner, "cuda").variants.get().slug
+    response = stranger_api.post("/api/v1/jobs/", {**JOB, "image": variant}, format="json")
+    assert response.status_code == 404, response.json()
+    assert not Job.objects.exists()
+
+
+def test_a_teams_imported_image_runs_as_the_teams_job_only(lifecycle, owner, imported_image):
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    top_up(team.account)
+    developer = UserFactory(email="developer@example.com")
+    Membership.objects.create(team=team, user=developer, role=Role.DEVELOPER)
+    variant = imported_image(team.account, "cuda").variants.get().slug
+    request = JobRequest(name="train", image=variant, command="python3 train.py")
+
+    job = jobs.submit(team.account, request, by=developer)
+
+    assert job.owner == team.account and job.image == variant
+    with pytest.raises(NotFound):
+        jobs.submit(developer, request)  # in the developer's own account the team's image is not theirs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_gpucloud_jobs_submit_takes_an_imported_image(
+    live_server, tmp_path, monkeypatch, capsys, lifecycle, owner, imported_image
+):
+    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
+    token = console_services.create_api_token(owner, name="cli", scope="read_write").plaintext
+    variant = imported_image(owner, "cuda").variants.get().slug
+    argv = ["jobs", "submit", "--image", variant, "--timeout", "1h", "--", "python3", "train.py"]
+    code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
+    assert code == 0, capsys.readouterr().err
+    assert Job.objects.get().image == variant

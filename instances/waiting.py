@@ -86,13 +86,20 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
+        if not may_still_launch(waiting.launched_by, waiting.owner_id):
+            why = _("It cannot start: who asked for it may no longer launch in this account.")
+            leave(waiting, why, notify=True)
+            return LEFT
         try:
             with transaction.atomic():
                 instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
         except CapacityError as exc:
             _note(waiting, exc.message)
+            # Cards of its kind free somewhere it cannot go (another zone than the one it named, a zone this
+            # account may not launch in): a launch behind it may still fit there.
             free_elsewhere = any(
-                free.chip.pk == waiting.chip_id and free.largest >= waiting.cards for free in exc.alternatives
+                of_its_kind(free.chip, waiting.chip_id, waiting.family) and free.largest >= waiting.cards
+                for free in exc.alternatives
             )
             return LEFT if free_elsewhere else NO_ROOM
         except PaymentRequired as exc:
@@ -103,6 +110,18 @@ def place(pk: int) -> str:
             return LEFT
         _started(waiting, instance)
     return PLACED
+
+
+def may_still_launch(person, account_id) -> bool:
+    """Whether ``person`` (who asked for a launch, or None: the account itself) may still launch in ``account_id``'s
+    name: a member removed from a team, or whose role no longer operates, may not, and nothing of theirs starts on
+    the team's wallet."""
+    return person is None or reaches(person, account_id, "change")
+
+
+def of_its_kind(chip, chip_id: int | None, family: str) -> bool:
+    """Whether ``chip`` is what a launch or a job asked for: ``chip_id``, or without one, any chip of ``family``."""
+    return chip.pk == chip_id if chip_id else chip.backend == family
 
 
 def leave_if_unaffordable(pk: int) -> bool:

@@ -112,6 +112,10 @@ def place(pk: int) -> str:
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
             return LEFT
+        if not waiting.may_still_launch(job.submitted_by, job.owner_id):
+            why = _("who submitted it may no longer launch in this account")
+            transition(job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": why}, ended_at=timezone.now())
+            return LEFT
         try:
             cluster = outputs.on_cluster(job)
             with transaction.atomic():
@@ -120,8 +124,11 @@ def place(pk: int) -> str:
                 outputs.make_folder(job, cluster=cluster)
         except CapacityError as exc:
             note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
-            # Cards of its chip free somewhere this account may not launch: another account's job may still fit.
-            free_elsewhere = any(free.chip.pk == job.chip_id and free.largest >= job.cards for free in exc.alternatives)
+            # Cards of its kind free somewhere this account may not launch: another account's job may still fit.
+            free_elsewhere = any(
+                waiting.of_its_kind(free.chip, job.chip_id, job.family) and free.largest >= job.cards
+                for free in exc.alternatives
+            )
             return LEFT if free_elsewhere else NO_ROOM
         except PaymentRequired as exc:
             transition(

@@ -1,6 +1,6 @@
-"""Launches that wait for a card, looked at from the sides a user or a team would notice: a member who lost the
-right to launch in a team no longer has a launch start on the team's wallet when a card frees, and a waiting launch
-that asked for one zone does not hold up the launches behind it that could start elsewhere."""
+"""The queue and who may still launch, and where: a member who lost the right to launch in a team no longer has a
+waiting launch or a queued job start on the team's wallet when a card frees, and a waiting launch that asked for one
+zone does not hold up the launches behind it that could start elsewhere."""
 
 from django.db.models import F
 
@@ -8,6 +8,8 @@ from catalog.models import Node
 from instances import launching, waiting
 from instances import lifecycle as machines
 from instances.models import Instance, WaitingLaunch
+from jobs import services
+from jobs.choices import State
 from teams import services as teams
 from teams.models import Membership
 from teams.roles import Role
@@ -72,3 +74,21 @@ def test_a_launch_waiting_for_a_full_zone_does_not_hold_up_one_that_fits_in_anot
     drive()
     assert fresh(pinned).state == WaitingLaunch.State.WAITING
     assert fresh(anywhere).state == WaitingLaunch.State.STARTED
+
+
+def test_a_removed_members_queued_job_does_not_start_on_the_teams_wallet(owner, lifecycle):
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    colleague = UserFactory(email="colleague@example.com")
+    Membership.objects.create(team=team, user=colleague, role=Role.DEVELOPER)
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))
+    job = services.submit(
+        team.account,
+        services.JobRequest(name="theirs", image="pytorch-2.2-cuda12", command="true", backend="dcu"),
+        by=colleague,
+    )
+    teams.remove_member(Membership.objects.get(team=team, user=owner), colleague.public_id)
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=0)
+    drive()
+    job.refresh_from_db()
+    assert job.state == State.FAILED and "may no longer launch" in job.state_detail
+    assert not Instance.objects.filter(owner=team.account, launched_by=colleague).exists()

@@ -8,8 +8,6 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from tests.fixtures.catalog import empty_catalog
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # The schema just before the catalog app: every app that points at the catalog, at its migration before the move.
@@ -21,12 +19,6 @@ BEFORE = [
     ("console", "0003_staff_roles"),
 ]
 AT = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-
-
-def _before_the_move():
-    """The schema before the catalog app, holding none of the catalog the test database was loaded with."""
-    empty_catalog()
-    return _migrate(BEFORE)
 
 
 def _migrate(targets):
@@ -83,7 +75,7 @@ def _populate(old):
 
 def test_a_database_populated_before_the_catalog_app_migrates_without_losing_a_row():
     latest = _leaves()
-    old = _before_the_move()
+    old = _migrate(BEFORE)
     _populate(old)
 
     new = _migrate(latest)
@@ -111,7 +103,7 @@ def test_a_database_populated_before_the_catalog_app_migrates_without_losing_a_r
 
 def test_the_move_can_be_migrated_back():
     latest = _leaves()
-    old = _before_the_move()
+    old = _migrate(BEFORE)
     _populate(old)
     _migrate(latest)
 

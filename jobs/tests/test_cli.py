@@ -4,26 +4,11 @@ import json
 
 import pytest
 
-from accounts import services as console_services
-from cli.main import main
 from jobs.models import Job
 
 from .conftest import drive
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def cli(live_server, tmp_path, monkeypatch, capsys, lifecycle):
-    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
-
-    def run(user, *argv):
-        token = console_services.create_api_token(user, name="cli", scope="read_write").plaintext
-        code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_submit_ls_cancel_rerun(cli, owner):

@@ -8,8 +8,6 @@ import pytest
 from jobs import schedules
 from jobs.models import Job, JobSchedule
 
-from .test_cli import cli  # noqa: F401  (the fixture)
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

@@ -13,9 +13,10 @@ from django.utils.translation import gettext as _
 from billing.quote import Quote, load_price_book, quote, quote_disk
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from catalog.services import get_chip, get_zone, zone_offers
-from core.errors import ServiceError
+from core.errors import Forbidden, ServiceError
 from core.field_errors import FieldError
 from core.validators import clean_display_name
+from teams.access import reaches
 
 from . import attachments, charges, conf, limits
 from .backends import BackendError, get_backend
@@ -165,6 +166,13 @@ def launch(user, request: LaunchRequest, *, by=None) -> Instance:
     naming where cards are free when no node has room. ``user`` owns the instance and pays for it (a person, or a
     team's account); ``by`` is the person who asked, the owner when omitted.
     """
+    if by is not None and by.pk != user.pk and not reaches(by, user.pk, "change"):
+        # Checked here, not only by the page or API that took the request: a launch that waited in the queue, or a
+        # job or a schedule, runs later, when the person may have left the team or lost the right to operate.
+        raise Forbidden(
+            _("Who asked for it may no longer launch in this account (no longer a member, or a role that cannot)."),
+            code="may_not_launch",
+        )
     name = _clean_name(request.name)
     if request.term_end_action not in TermEnd.values:
         raise ServiceError(_("Choose what happens when a prepaid term ends."), code="invalid_term_end")

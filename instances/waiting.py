@@ -86,10 +86,6 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
-        if not may_still_launch(waiting.launched_by, waiting.owner_id):
-            why = _("It cannot start: who asked for it may no longer launch in this account.")
-            leave(waiting, why, notify=True)
-            return LEFT
         try:
             with transaction.atomic():
                 instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
@@ -110,13 +106,6 @@ def place(pk: int) -> str:
             return LEFT
         _started(waiting, instance)
     return PLACED
-
-
-def may_still_launch(person, account_id) -> bool:
-    """Whether ``person`` (who asked for a launch, or None: the account itself) may still launch in ``account_id``'s
-    name: a member removed from a team, or whose role no longer operates, may not, and nothing of theirs starts on
-    the team's wallet."""
-    return person is None or reaches(person, account_id, "change")
 
 
 def of_its_kind(chip, chip_id: int | None, family: str) -> bool:

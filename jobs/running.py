@@ -112,10 +112,6 @@ def place(pk: int) -> str:
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
             return LEFT
-        if not waiting.may_still_launch(job.submitted_by, job.owner_id):
-            why = _("who submitted it may no longer launch in this account")
-            transition(job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": why}, ended_at=timezone.now())
-            return LEFT
         try:
             cluster = outputs.on_cluster(job)
             with transaction.atomic():

@@ -109,6 +109,13 @@ def _tear_down(host: LocalHost, request) -> None:
         shutil.rmtree(host.root, ignore_errors=True)
 
 
+# The size of an account's cloud storage image here. The product's ceiling (500 GB) is a sparse image the host
+# limits to what it can still hold and refuses below 1% of it: on a CI host with 60 GB free, beside another lane's
+# machines, that refusal would depend on the host, not on the code under test. Tests that are about the ceiling
+# set their own.
+TEST_STORAGE_MAX_GB = 4
+
+
 @pytest.fixture
 def on_local(request, settings, catalog):
     """Every node on the local backend, in a sandbox root of this test's own; yields a :class:`LocalHost`."""
@@ -129,6 +136,7 @@ def on_local(request, settings, catalog):
     }
     settings.LOCAL_AGENT_CONSOLE_URL = live_server.url
     settings.LOCAL_HEARTBEAT_SECONDS = 1
+    settings.STORAGE_MAX_GB = TEST_STORAGE_MAX_GB
     Node.objects.update(backend_name="local")
     host = LocalHost(root)
     yield host
@@ -153,6 +161,7 @@ def local_console(request, settings, monkeypatch, console_server, catalog):
         "LOCAL_HEARTBEAT_SECONDS": "1",
         "INSTANCES_STOP_GRACE_SECONDS": "1",
         "INSTANCES_RECONCILE_SECONDS": "2",
+        "STORAGE_MAX_GB": str(TEST_STORAGE_MAX_GB),
     }
     for name, value in values.items():
         monkeypatch.setenv(name, value)  # the worker process reads them at start
@@ -160,6 +169,7 @@ def local_console(request, settings, monkeypatch, console_server, catalog):
     settings.LOCAL_HUB_ROOT = root / "hub"
     settings.LOCAL_AGENT_CONSOLE_URL = console_server.url
     settings.LOCAL_HEARTBEAT_SECONDS = 1
+    settings.STORAGE_MAX_GB = TEST_STORAGE_MAX_GB
     Node.objects.update(backend_name="local")
     queue = Path(settings.DATA_DIR) / "broker" / "queue"
     for message in queue.glob("*") if queue.exists() else []:

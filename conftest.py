@@ -7,10 +7,13 @@ so CI proves that PostgreSQL, Redis, Chromium and Slurm were really used.
 """
 
 import os
+from io import StringIO
 
 import pytest
 from django.core.cache import cache
+from django.core.management import call_command
 from django.core.management.commands import flush
+from django.db import DEFAULT_DB_ALIAS
 from django.db.backends.postgresql import base as postgresql
 from django.db.backends.sqlite3 import base as sqlite3
 from django.utils import translation
@@ -23,6 +26,7 @@ pytest_plugins = [
     "tests.fixtures.services",
     "tests.asgi_server",
     "tests.fixtures.catalog",
+    "tests.fixtures.migrations",
     "storage.tests.fixtures",
     "instances.tests.fixtures",
     "instances.tests.local_fixtures",
@@ -80,8 +84,23 @@ def _empty_cache():
     catalog_names.forget()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    # About half the tests start from the catalog (chips, zones, nodes, prices, plans), and the loader writes row by
+    # row through the services: loaded once here, each test rolls back to it.
+    with django_db_blocker.unblock():
+        load_catalog()
+
+
+def load_catalog():
+    """What ``manage.py load_catalog`` writes: regions, zones, chips, nodes and specs, then prices, plans and
+    subsidy programmes."""
+    call_command("load_catalog", stdout=StringIO())
+
+
 # Rows every test database keeps from its migration: the content types and permissions Django creates after
 # migrating. A flush leaves them (with their ids) instead of deleting them and creating them again after every test.
+# The catalog is not kept: a transactional test may change it, so the flush deletes it and loads it again.
 KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
 
 
@@ -108,4 +127,12 @@ def pytest_configure(config):
 
     PostgreSQL.sql_flush = keeping(PostgreSQL.sql_flush, delete=True)
     SQLite.sql_flush = keeping(SQLite.sql_flush, delete=False)  # SQLite's flush deletes already
-    flush.emit_post_migrate_signal = lambda *args, **kwargs: None  # what it would create was kept
+    flush.emit_post_migrate_signal = _after_flush
+
+
+def _after_flush(verbosity, interactive, database, **kwargs):
+    # What the post-migrate signal would create (content types, permissions) was kept; the catalog was deleted with
+    # the test's own rows (its nodes' reserved cards, its prices and plans may have changed), so it is loaded again
+    # as the database began.
+    if database == DEFAULT_DB_ALIAS:
+        load_catalog()

@@ -9,7 +9,6 @@ from backoffice.tests.fixtures import PASSWORD
 from marketplace.images import catalog as images_catalog
 from marketplace.images import services as image_services
 from marketplace.models import Image
-from tests.fixtures.catalog import instances_catalog, pricing_catalog
 from tests.fixtures.factories import UserFactory
 from tests.fixtures.services import screenshot
 
@@ -79,8 +78,6 @@ def test_an_ops_user_approves_an_enterprise_verification_and_the_applicant_sees_
 
 def test_an_ops_user_approves_a_community_image_and_it_appears_in_the_marketplace(page, live_server, ops_user):
 
-    instances_catalog.load()
-    pricing_catalog.load()
     images_catalog.load()
     author = UserFactory(email="author@example.com")
     official = Image.objects.filter(owner__isnull=True).order_by("pk").first()

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from storage.models import Entry, Upload
 from teams import services as teams
+from tests.fixtures.factories import top_up
 from tests.fixtures.services import screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -131,6 +132,7 @@ def test_in_a_teams_context_an_upload_lands_in_the_teams_folder_not_ones_own(
 ):
 
     team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    top_up(team.account, "10")  # cloud storage is paid from the team's cash at the price list's storage price
     local = tmp_path / "标注.csv"
     local.write_bytes(b"id,label\n1,cat\n")
     _log_in(page, live_server, owner)

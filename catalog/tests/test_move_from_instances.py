@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.fixtures.catalog import empty_catalog
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,15 +21,10 @@ BEFORE = [
 AT = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state([t for t in targets if t[1] is not None]).apps
-
-
-def _leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
+def _before_the_move(migrator):
+    """The schema before the catalog app, holding none of the catalog the test database was loaded with."""
+    empty_catalog()
+    return migrator.to(BEFORE)
 
 
 def _populate(old):
@@ -73,12 +68,11 @@ def _populate(old):
     content_types.get_or_create(app_label="instances", model="zone")
 
 
-def test_a_database_populated_before_the_catalog_app_migrates_without_losing_a_row():
-    latest = _leaves()
-    old = _migrate(BEFORE)
+def test_a_database_populated_before_the_catalog_app_migrates_without_losing_a_row(migrator):
+    old = _before_the_move(migrator)
     _populate(old)
 
-    new = _migrate(latest)
+    new = migrator.to_latest()
 
     get = new.get_model
     zone = get("catalog", "Zone").objects.get(slug="cn-east-xc")
@@ -101,14 +95,12 @@ def test_a_database_populated_before_the_catalog_app_migrates_without_losing_a_r
     assert not content_types.filter(app_label="instances", model="zone").exists()
 
 
-def test_the_move_can_be_migrated_back():
-    latest = _leaves()
-    old = _migrate(BEFORE)
+def test_the_move_can_be_migrated_back(migrator):
+    old = _before_the_move(migrator)
     _populate(old)
-    _migrate(latest)
+    migrator.to_latest()
 
-    back = _migrate(BEFORE)
+    back = migrator.to(BEFORE)
 
     assert back.get_model("instances", "Zone").objects.get(slug="cn-east-xc").region.slug == "cn-east"
     assert back.get_model("contenttypes", "ContentType").objects.filter(app_label="instances", model="zone").exists()
-    _migrate(latest)

@@ -3,8 +3,6 @@ request logs migrates back to the schema before the move and forward again with 
 
 import pytest
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from inference import services as endpoints
 from inference.models import Endpoint, EndpointKey, EndpointRequest
@@ -14,14 +12,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("inference", None), ("instances", "0007_catalog_app")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state([t for t in targets if t[1] is not None]).apps
-
-
-def test_endpoints_keys_and_their_log_survive_the_move_both_ways(owner, deploy):
+def test_endpoints_keys_and_their_log_survive_the_move_both_ways(migrator, owner, deploy):
     endpoint = deploy(owner, name="kept-qwen")
     key = endpoints.create_key(endpoint)
     endpoints.log_request(
@@ -32,15 +23,14 @@ def test_endpoints_keys_and_their_log_survive_the_move_both_ways(owner, deploy):
         latency_ms=12,
         usage={"prompt_tokens": 3, "completion_tokens": 5},
     )
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
 
-    old = _migrate(BEFORE)
+    old = migrator.to(BEFORE)
     before = old.get_model("instances", "Endpoint").objects.get(public_id=endpoint.public_id)
     assert before.served_model == endpoint.served_model and before.instance_id == endpoint.instance_id
     content_types = old.get_model("contenttypes", "ContentType").objects
     assert content_types.filter(app_label="instances", model="endpoint").exists()
 
-    _migrate(latest)
+    migrator.to_latest()
 
     moved = Endpoint.objects.get(public_id=endpoint.public_id)
     assert moved.instance.name == "kept-qwen"

@@ -4,8 +4,6 @@ endpoint's link to its template and the content type."""
 
 import pytest
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from inference.models import Endpoint, InferenceTemplate
 
@@ -14,20 +12,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("inference", "0002_endpoint_key_made_by"), ("marketplace", "0010_tiny_demo_framework")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def test_templates_and_the_endpoints_deployed_from_them_survive_the_move_both_ways(owner, deploy):
+def test_templates_and_the_endpoints_deployed_from_them_survive_the_move_both_ways(migrator, owner, deploy):
     endpoint = deploy(owner, name="kept-template")
     templates = dict(InferenceTemplate.objects.values_list("slug", "model__repo"))
     assert len(templates) > 10
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
 
-    old = _migrate(BEFORE)
+    old = migrator.to(BEFORE)
     before = old.get_model("marketplace", "InferenceTemplate").objects
     assert dict(before.values_list("slug", "model__repo")) == templates
     old_endpoint = old.get_model("inference", "Endpoint").objects.get(public_id=endpoint.public_id)
@@ -38,10 +28,9 @@ def test_templates_and_the_endpoints_deployed_from_them_survive_the_move_both_wa
         .exists()
     )
 
-    _migrate(latest)
+    migrator.to_latest()
 
     assert dict(InferenceTemplate.objects.values_list("slug", "model__repo")) == templates
     assert Endpoint.objects.get(public_id=endpoint.public_id).template.slug == endpoint.template.slug
-    ContentType.objects.clear_cache()
     assert ContentType.objects.filter(app_label="inference", model="inferencetemplate").exists()
     assert not ContentType.objects.filter(app_label="marketplace", model="inferencetemplate").exists()

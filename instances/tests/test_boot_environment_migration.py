@@ -2,8 +2,6 @@
 and event kept (the new fields empty: the image's default, no variables, no secrets), and back again."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from instances.models import Instance, InstanceEvent
 from instances.tests.fixtures import settle
@@ -13,20 +11,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("instances", "0008_inference_app")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def test_instances_and_their_events_survive_the_migration_both_ways(launch):
+def test_instances_and_their_events_survive_the_migration_both_ways(migrator, launch):
     instance = launch(name="kept")
     settle()
     events = InstanceEvent.objects.filter(instance=instance).count()
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
 
-    old = _migrate(BEFORE)
+    old = migrator.to(BEFORE)
     before = old.get_model("instances", "Instance").objects.get(public_id=instance.public_id)
     assert before.name == "kept" and not hasattr(before, "start_command")
     old.get_model("instances", "Instance").objects.create(
@@ -38,7 +28,7 @@ def test_instances_and_their_events_survive_the_migration_both_ways(launch):
         image=instance.image,
     )
 
-    _migrate(latest)
+    migrator.to_latest()
 
     kept = Instance.objects.get(public_id=instance.public_id)
     made = Instance.objects.get(name="made-before")

@@ -10,6 +10,7 @@ from billing.models import Plan, Price
 from catalog import services as catalog_services
 from catalog.models import Chip, InstanceSpec, Node, Zone
 from core.errors import ServiceError
+from tests.fixtures.catalog import empty_catalog
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +20,7 @@ def _counts():
 
 
 def test_load_catalog_is_idempotent():
+    empty_catalog()  # the test database starts with the catalog: this test loads it from nothing
     call_command("load_catalog")
     first = _counts()
     call_command("load_catalog")

@@ -6,8 +6,6 @@ import uuid
 
 import pytest
 from django.apps import apps
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from core.errors import ServiceError
 from storage import services, tree
@@ -37,9 +35,10 @@ def _old_folder(user, path, folders: dict) -> Entry:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_migrate_moves_every_stored_file_to_its_path_with_its_bytes(owner, stranger, owner_api, cloud_storage):
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
+def test_migrate_moves_every_stored_file_to_its_path_with_its_bytes(
+    migrator, owner, stranger, owner_api, cloud_storage
+):
+    migrator.to(BEFORE)
     root = cloud_storage.root
     kept = {}
     for user in (owner, stranger):
@@ -57,9 +56,7 @@ def test_migrate_moves_every_stored_file_to_its_path_with_its_bytes(owner, stran
     lost = _old_file(owner, root, "/lost.bin", b"gone", {})
     (root / lost.storage_key).unlink()  # bytes already missing before: left as they were, not invented
 
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
+    migrator.to(AFTER)
 
     for (_user_pk, path), (public_id, data) in kept.items():
         entry = Entry.objects.get(public_id=public_id)

@@ -124,6 +124,7 @@ def test_an_endpoint_deployed_with_a_teams_token_is_the_teams(deploy, team, owne
 
 
 def test_the_teams_cloud_storage_is_a_folder_of_its_own(cloud_storage, team, owner):
+    fund(team.account)  # cloud storage is paid from cash at the price list's storage price
     developer, reader = _member(team, Role.DEVELOPER), _member(team, Role.READ_ONLY)
     dev = _browser(developer, "vision-lab")
 

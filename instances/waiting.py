@@ -11,13 +11,14 @@ import logging
 import uuid
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from billing import arrears
 from billing.choices import NotificationKind
-from catalog.models import Chip
+from catalog.models import Chip, Node
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
@@ -39,7 +40,38 @@ def launch_or_wait(user, request: launching.LaunchRequest, *, by=None, wait: boo
     except CapacityError as exc:
         if not wait or exc.code in COMPUTE_SHORTAGE or request.no_card:
             raise
+        _refuse_if_it_never_fits(request)
         return _join(user, request, by or user, exc)
+
+
+def _refuse_if_it_never_fits(request: launching.LaunchRequest) -> None:
+    """A launch that no node could ever take, free or not (no node of its chip or family where it asked, or none
+    with that many cards), is refused instead of waiting for ever. A drained node counts: it takes machines again
+    when the operator brings it back."""
+    nodes = Node.objects.filter(zone__active=True)
+    if request.chip:
+        nodes = nodes.filter(chip__slug=request.chip)
+        what = Chip.objects.filter(slug=request.chip).first()
+        what = what.label if what else request.chip
+    else:
+        nodes = nodes.filter(chip__backend=request.backend)
+        what = request.backend.upper()
+    if request.zone:
+        nodes = nodes.filter(zone__slug=request.zone)
+    most = nodes.aggregate(most=Max("cards"))["most"]
+    if most is None:
+        message = _(
+            "No node offers %(what)s where you asked, so this launch would wait for ever. Choose another chip or zone."
+        ) % {"what": what}
+    elif most < request.cards:
+        message = _(
+            "No node holds %(cards)s cards of %(what)s together where you asked (the most on one node is "
+            "%(most)s), so this launch would wait for ever. Ask for %(most)s cards or fewer, or choose another chip "
+            "or zone."
+        ) % {"cards": request.cards, "what": what, "most": most}
+    else:
+        return
+    raise ServiceError(message, code="never_fits")
 
 
 def _join(user, request: launching.LaunchRequest, by, exc: CapacityError) -> WaitingLaunch:

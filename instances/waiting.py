@@ -10,9 +10,11 @@ import dataclasses
 import logging
 import uuid
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
@@ -28,6 +30,7 @@ from .models import Instance, WaitingLaunch
 from .queue import LEFT, NO_ROOM, PLACED
 
 logger = logging.getLogger(__name__)
+User = get_user_model()
 
 
 def launch_or_wait(user, request: launching.LaunchRequest, *, by=None, wait: bool = False):
@@ -118,26 +121,32 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
-        try:
-            with transaction.atomic():
-                instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-        except CapacityError as exc:
-            _note(waiting, exc.message)
-            # Cards of its kind free somewhere it cannot go (another zone than the one it named, a zone this
-            # account may not launch in): a launch behind it may still fit there.
-            free_elsewhere = any(
-                of_its_kind(free.chip, waiting.chip_id, waiting.family) and free.largest >= waiting.cards
-                for free in exc.alternatives
-            )
-            return LEFT if free_elsewhere else NO_ROOM
-        except PaymentRequired as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return LEFT
-        except ServiceError as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return LEFT
+        with translation.override(_language_of(waiting)):
+            try:
+                with transaction.atomic():
+                    instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
+            except CapacityError as exc:
+                _note(waiting, exc.message)
+                # Cards of its kind free somewhere it cannot go (another zone than the one it named, a zone this
+                # account may not launch in): a launch behind it may still fit there.
+                free_elsewhere = any(
+                    of_its_kind(free.chip, waiting.chip_id, waiting.family) and free.largest >= waiting.cards
+                    for free in exc.alternatives
+                )
+                return LEFT if free_elsewhere else NO_ROOM
+            except ServiceError as exc:
+                leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
+                return LEFT
         _started(waiting, instance)
     return PLACED
+
+
+def _language_of(waiting: WaitingLaunch) -> str:
+    """The language the person who asked reads the console in (the default until they chose one): why their launch
+    still waits or left the queue is written in it, whichever process writes it."""
+    chosen = User.objects.filter(pk=waiting.launched_by_id or waiting.owner_id).values_list("language", flat=True)
+    language = chosen.first() or ""
+    return language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
 
 
 def of_its_kind(chip, chip_id: int | None, family: str) -> bool:
@@ -156,14 +165,15 @@ def leave_if_unaffordable(pk: int) -> bool:
         )
         if waiting is None:
             return False
-        try:
-            quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-            charges.check_launch_funds(waiting.owner, quote)
-        except PaymentRequired as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return True
-        except ServiceError:
-            return False  # anything else is for its turn to say
+        with translation.override(_language_of(waiting)):
+            try:
+                quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
+                charges.check_launch_funds(waiting.owner, quote)
+            except PaymentRequired as exc:
+                leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
+                return True
+            except ServiceError:
+                return False  # anything else is for its turn to say
     return False
 
 

@@ -113,6 +113,8 @@ def test_a_teams_members_each_take_their_own_place_in_the_queue(submit, owner, s
 
 
 def test_a_waiting_launch_leaves_the_queue_when_the_balance_cannot_pay_its_first_hour(owner, lifecycle):
+    owner.language = "en"
+    owner.save(update_fields=["language"])
     _one_dcu_card()
     holder = launching.launch(owner, _request(name="holder"))
     entry = waiting.launch_or_wait(owner, _request(), wait=True)
@@ -197,6 +199,8 @@ def test_the_api_waits_with_wait_for_card_and_cancels(owner_api, owner, lifecycl
 def test_a_waiting_launch_behind_one_that_found_no_room_still_leaves_when_the_balance_runs_out(
     owner, stranger, lifecycle
 ):
+    owner.language = "en"
+    owner.save(update_fields=["language"])
     _one_dcu_card()
     launching.launch(owner, _request(name="holder"))
     first = waiting.launch_or_wait(stranger, _request(), wait=True)
@@ -255,3 +259,22 @@ def test_a_launch_no_node_could_ever_take_is_refused_instead_of_waiting(owner, o
     assert not WaitingLaunch.objects.exists()
     # Two cards still wait: a node of two frees one day.
     assert isinstance(waiting.launch_or_wait(owner, _request(cards=2), wait=True), WaitingLaunch)
+
+
+def test_why_a_launch_waits_or_left_is_written_in_the_language_of_who_asked(owner, stranger, lifecycle):
+    # The owner never chose a language (the console's default, Chinese); the stranger reads it in English.
+    stranger.language = "en"
+    stranger.save(update_fields=["language"])
+    _one_dcu_card()
+    holder = launching.launch(owner, _request(name="holder"))
+    mine = waiting.launch_or_wait(owner, _request(name="mine"), wait=True)
+    theirs = waiting.launch_or_wait(stranger, _request(name="theirs"), wait=True)
+    drive()
+    assert "No free cards" in fresh(theirs).detail
+    assert "没有空闲" in fresh(mine).detail or "空闲卡" in fresh(mine).detail, fresh(mine).detail
+
+    machines.release(fresh(holder))
+    lifecycle.balances[owner.pk] = Decimal("0.10")
+    drive()
+    assert fresh(mine).state == WaitingLaunch.State.LEFT
+    assert fresh(mine).detail.startswith("无法启动")

@@ -10,14 +10,17 @@ import dataclasses
 import logging
 import uuid
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
+from django.db.models import Max
+from django.utils import timezone, translation
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from billing import arrears
 from billing.choices import NotificationKind
-from catalog.models import Chip
+from catalog.models import Chip, Node
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
 
@@ -27,6 +30,7 @@ from .models import Instance, WaitingLaunch
 from .queue import LEFT, NO_ROOM, PLACED
 
 logger = logging.getLogger(__name__)
+User = get_user_model()
 
 
 def launch_or_wait(user, request: launching.LaunchRequest, *, by=None, wait: bool = False):
@@ -39,7 +43,38 @@ def launch_or_wait(user, request: launching.LaunchRequest, *, by=None, wait: boo
     except CapacityError as exc:
         if not wait or exc.code in COMPUTE_SHORTAGE or request.no_card:
             raise
+        _refuse_if_it_never_fits(request)
         return _join(user, request, by or user, exc)
+
+
+def _refuse_if_it_never_fits(request: launching.LaunchRequest) -> None:
+    """A launch that no node could ever take, free or not (no node of its chip or family where it asked, or none
+    with that many cards), is refused instead of waiting for ever. A drained node counts: it takes machines again
+    when the operator brings it back."""
+    nodes = Node.objects.filter(zone__active=True)
+    if request.chip:
+        nodes = nodes.filter(chip__slug=request.chip)
+        what = Chip.objects.filter(slug=request.chip).first()
+        what = what.label if what else request.chip
+    else:
+        nodes = nodes.filter(chip__backend=request.backend)
+        what = request.backend.upper()
+    if request.zone:
+        nodes = nodes.filter(zone__slug=request.zone)
+    most = nodes.aggregate(most=Max("cards"))["most"]
+    if most is None:
+        message = _(
+            "No node offers %(what)s where you asked, so this launch would wait for ever. Choose another chip or zone."
+        ) % {"what": what}
+    elif most < request.cards:
+        message = _(
+            "No node holds %(cards)s cards of %(what)s together where you asked (the most on one node is "
+            "%(most)s), so this launch would wait for ever. Ask for %(most)s cards or fewer, or choose another chip "
+            "or zone."
+        ) % {"cards": request.cards, "what": what, "most": most}
+    else:
+        return
+    raise ServiceError(message, code="never_fits")
 
 
 def _join(user, request: launching.LaunchRequest, by, exc: CapacityError) -> WaitingLaunch:
@@ -86,26 +121,32 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
-        try:
-            with transaction.atomic():
-                instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-        except CapacityError as exc:
-            _note(waiting, exc.message)
-            # Cards of its kind free somewhere it cannot go (another zone than the one it named, a zone this
-            # account may not launch in): a launch behind it may still fit there.
-            free_elsewhere = any(
-                of_its_kind(free.chip, waiting.chip_id, waiting.family) and free.largest >= waiting.cards
-                for free in exc.alternatives
-            )
-            return LEFT if free_elsewhere else NO_ROOM
-        except PaymentRequired as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return LEFT
-        except ServiceError as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return LEFT
+        with translation.override(_language_of(waiting)):
+            try:
+                with transaction.atomic():
+                    instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
+            except CapacityError as exc:
+                _note(waiting, exc.message)
+                # Cards of its kind free somewhere it cannot go (another zone than the one it named, a zone this
+                # account may not launch in): a launch behind it may still fit there.
+                free_elsewhere = any(
+                    of_its_kind(free.chip, waiting.chip_id, waiting.family) and free.largest >= waiting.cards
+                    for free in exc.alternatives
+                )
+                return LEFT if free_elsewhere else NO_ROOM
+            except ServiceError as exc:
+                leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
+                return LEFT
         _started(waiting, instance)
     return PLACED
+
+
+def _language_of(waiting: WaitingLaunch) -> str:
+    """The language the person who asked reads the console in (the default until they chose one): why their launch
+    still waits or left the queue is written in it, whichever process writes it."""
+    chosen = User.objects.filter(pk=waiting.launched_by_id or waiting.owner_id).values_list("language", flat=True)
+    language = chosen.first() or ""
+    return language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
 
 
 def of_its_kind(chip, chip_id: int | None, family: str) -> bool:
@@ -124,14 +165,15 @@ def leave_if_unaffordable(pk: int) -> bool:
         )
         if waiting is None:
             return False
-        try:
-            quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-            charges.check_launch_funds(waiting.owner, quote)
-        except PaymentRequired as exc:
-            leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
-            return True
-        except ServiceError:
-            return False  # anything else is for its turn to say
+        with translation.override(_language_of(waiting)):
+            try:
+                quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
+                charges.check_launch_funds(waiting.owner, quote)
+            except PaymentRequired as exc:
+                leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
+                return True
+            except ServiceError:
+                return False  # anything else is for its turn to say
     return False
 
 

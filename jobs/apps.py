@@ -8,8 +8,11 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         from instances import queue
+        from marketplace.signals import image_removal_asked
 
-        from . import running
+        from . import running, services
 
         # Queued jobs wait in the console's one queue, beside the launches waiting for a card.
         queue.register(running.queued_entries, running.machine_ends)
+        # An imported image a queued job or a schedule boots from is not removed from under it.
+        image_removal_asked.connect(services.why_an_image_is_needed, dispatch_uid="jobs.why_an_image_is_needed")

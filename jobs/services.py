@@ -22,7 +22,7 @@ from teams.access import reaches, refuse_if_seen
 
 from . import choosing, clusters, running, tasks
 from .choices import FINISHED, JobBackend, State
-from .models import Job, JobEvent
+from .models import Job, JobEvent, JobSchedule
 from .statemachine import transition
 
 MIN_TIMEOUT_SECONDS = 60
@@ -225,3 +225,20 @@ def job_log(job: Job, *, tail: int = logs.DEFAULT_TAIL) -> JobLog:
         return JobLog(read.lines, read.simulated)
     simulated = instance is not None and get_backend(instance.backend_name).simulated
     return JobLog(logs.as_lines(job.log, tail), simulated and not job.log)
+
+
+def why_an_image_is_needed(sender, *, image, slugs, **kwargs) -> str | None:
+    """Why an imported image may not be removed yet: a queued job or a schedule that is not suspended boots from it
+    (a running job's machine is an instance, which the marketplace checks itself). Connected to
+    ``marketplace.signals.image_removal_asked``."""
+    job = Job.objects.filter(state=State.QUEUED, image__in=slugs).only("name").first()
+    if job is not None:
+        return _("Job “%(name)s” is queued to run on this image; cancel it before removing the image.") % {
+            "name": job.name
+        }
+    schedule = JobSchedule.objects.filter(suspended=False, image__in=slugs).only("name").first()
+    if schedule is not None:
+        return _("Schedule “%(name)s” runs jobs on this image; suspend or delete it before removing the image.") % {
+            "name": schedule.name
+        }
+    return None

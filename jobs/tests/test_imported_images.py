@@ -2,17 +2,27 @@
 API, the service and `gpucloud jobs submit --image`."""
 
 import pytest
+from django.db.models import F
 
 from accounts import services as console_services
+from catalog.models import Node
 from cli.main import main
-from core.errors import NotFound
+from core.errors import Conflict, NotFound
+from instances import launching, waiting
+from jobs import schedules
 from jobs import services as jobs
+from jobs.choices import State
 from jobs.models import Job
+from jobs.schedules import ScheduleRequest
 from jobs.services import JobRequest
+from marketplace.images import imports
+from marketplace.models import Image
 from teams import services as teams
 from teams.models import Membership
 from teams.roles import Role
 from tests.fixtures.factories import UserFactory, top_up
+
+from .helpers import fresh
 
 pytestmark = pytest.mark.django_db
 
@@ -61,3 +71,34 @@ def test_gpucloud_jobs_submit_takes_an_imported_image(
     code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
     assert code == 0, capsys.readouterr().err
     assert Job.objects.get().image == variant
+
+
+def test_an_imported_image_a_queued_job_or_a_schedule_boots_from_is_not_removed(
+    owner, lifecycle, imported_image, settings, tmp_path
+):
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
+    variant = image.variants.get().slug
+    Node.objects.filter(chip__backend="cuda").update(cards_reserved=F("cards"))  # every CUDA card taken
+    job = jobs.submit(owner, JobRequest(name="train", image=variant, command="python3 train.py", backend="cuda"))
+    assert fresh(job).state == State.QUEUED
+
+    with pytest.raises(Conflict, match="“train” is queued") as refused:
+        imports.remove_image(owner, image)
+    assert refused.value.code == "image_in_use"
+
+    jobs.cancel(fresh(job))
+    request = JobRequest(name="nightly", image=variant, command="python3 train.py", backend="cuda")
+    schedule = schedules.create(owner, ScheduleRequest(job=request, cron="0 2 * * *"))
+    with pytest.raises(Conflict, match="“nightly” runs jobs on this image"):
+        imports.remove_image(owner, image)
+
+    schedules.suspend(schedule)
+    request = launching.LaunchRequest(name="notebook", image=variant, backend="cuda")
+    entry = waiting.launch_or_wait(owner, request, wait=True)
+    with pytest.raises(Conflict, match="waiting for a card boots from this image"):
+        imports.remove_image(owner, image)
+
+    waiting.cancel(entry)
+    imports.remove_image(owner, image)
+    assert not Image.objects.filter(pk=image.pk).exists()

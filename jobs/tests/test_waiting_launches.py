@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from billing.models import Notification
 from catalog.models import Node
+from core.errors import ServiceError
 from instances import launching, queue, waiting
 from instances import lifecycle as machines
 from instances.capacity import CapacityError
@@ -112,6 +113,8 @@ def test_a_teams_members_each_take_their_own_place_in_the_queue(submit, owner, s
 
 
 def test_a_waiting_launch_leaves_the_queue_when_the_balance_cannot_pay_its_first_hour(owner, lifecycle):
+    owner.language = "en"
+    owner.save(update_fields=["language"])
     _one_dcu_card()
     holder = launching.launch(owner, _request(name="holder"))
     entry = waiting.launch_or_wait(owner, _request(), wait=True)
@@ -196,6 +199,8 @@ def test_the_api_waits_with_wait_for_card_and_cancels(owner_api, owner, lifecycl
 def test_a_waiting_launch_behind_one_that_found_no_room_still_leaves_when_the_balance_runs_out(
     owner, stranger, lifecycle
 ):
+    owner.language = "en"
+    owner.save(update_fields=["language"])
     _one_dcu_card()
     launching.launch(owner, _request(name="holder"))
     first = waiting.launch_or_wait(stranger, _request(), wait=True)
@@ -232,3 +237,44 @@ def test_a_queued_jobs_page_list_and_api_show_its_place_and_estimate(submit, eng
     assert body["queue_position"] == 1 and body["queue_expected_by"].startswith(
         timezone.localtime(by).strftime("%Y-%m-%dT%H:%M")
     )
+
+
+def test_a_launch_no_node_could_ever_take_is_refused_instead_of_waiting(owner, owner_api, english, lifecycle):
+    Node.objects.filter(chip__slug="dcu-z100").update(cards=2, cards_reserved=2)  # two cards a node, all taken
+    # Four cards where no node holds more than two: it would never start.
+    with pytest.raises(ServiceError, match="the most on one node is 2") as refused:
+        waiting.launch_or_wait(owner, _request(cards=4), wait=True)
+    assert refused.value.code == "never_fits"
+    # Through the API: a clear 400, nothing queued.
+    body = {"name": "notebook", "image": "pytorch-2.2-dtk24", "chip": "dcu-z100", "cards": 4, "wait_for_card": True}
+    response = owner_api.post("/api/v1/instances", body, format="json", HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 400 and response.json()["code"] == "never_fits", response.json()
+    assert "would wait for ever" in response.json()["message"]
+    chinese = owner_api.post("/api/v1/instances", body, format="json", HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert "单个节点最多 2 张" in chinese["message"]
+    # From the wizard: the form says why, in the page.
+    form = {"name": "notebook", "chip": "dcu-z100", "cards": "4", "image": "pytorch-2.2-dtk24", "plan": "payg"}
+    page = english.post("/instances/new/", {**form, "term_end_action": "continue", "wait_for_card": "on"})
+    assert page.status_code == 400 and "would wait for ever" in page.content.decode()
+    assert not WaitingLaunch.objects.exists()
+    # Two cards still wait: a node of two frees one day.
+    assert isinstance(waiting.launch_or_wait(owner, _request(cards=2), wait=True), WaitingLaunch)
+
+
+def test_why_a_launch_waits_or_left_is_written_in_the_language_of_who_asked(owner, stranger, lifecycle):
+    # The owner never chose a language (the console's default, Chinese); the stranger reads it in English.
+    stranger.language = "en"
+    stranger.save(update_fields=["language"])
+    _one_dcu_card()
+    holder = launching.launch(owner, _request(name="holder"))
+    mine = waiting.launch_or_wait(owner, _request(name="mine"), wait=True)
+    theirs = waiting.launch_or_wait(stranger, _request(name="theirs"), wait=True)
+    drive()
+    assert "No free cards" in fresh(theirs).detail
+    assert "没有空闲" in fresh(mine).detail or "空闲卡" in fresh(mine).detail, fresh(mine).detail
+
+    machines.release(fresh(holder))
+    lifecycle.balances[owner.pk] = Decimal("0.10")
+    drive()
+    assert fresh(mine).state == WaitingLaunch.State.LEFT
+    assert fresh(mine).detail.startswith("无法启动")

@@ -24,13 +24,14 @@ from core import encryption, visitor_cache
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from instances.choices import TERMINAL, Backend
-from instances.models import Instance
+from instances.models import Instance, WaitingLaunch
 from storage import quota
 from storage import services as storage_services
 from storage.choices import UsageSource
 
 from ..choices import CPU_ONLY, ImageCategory, ImageReview, ImageStatus, ImportStep
 from ..models import Image, ImageImport, ImageVariant
+from ..signals import image_removal_asked
 from . import oci, references, rootfs
 from .services import VISITOR_PAGES, _clean_name, _event, _publisher_name, _unique_slug, reindex
 
@@ -382,6 +383,15 @@ def remove_image(user, image: Image) -> None:
     slugs = image.variants.values("slug")
     if Instance.objects.filter(image__in=slugs).exclude(status__in=TERMINAL).exists():
         raise Conflict(_("Instances boot from this image; release them before removing it."), code="image_in_use")
+    names = {image.slug, *(row["slug"] for row in slugs)}
+    if WaitingLaunch.objects.filter(state=WaitingLaunch.State.WAITING, request__image__in=names).exists():
+        raise Conflict(
+            _("A launch waiting for a card boots from this image; leave the queue before removing it."),
+            code="image_in_use",
+        )
+    for _receiver, why in image_removal_asked.send(sender=Image, image=image, slugs=names):
+        if why:
+            raise Conflict(why, code="image_in_use")
     tag, owner = image.imported.tag, image.owner
     image.delete()
     oci.remove(tag)

@@ -240,7 +240,7 @@ def imported_launch(report):
             request = launching.LaunchRequest(name="bench-official", no_card=True, cards=0, image="ubuntu-22.04")
             official.append(_launch_until_running_then_release(user, request, timeout=120))
     finally:
-        clear_sandboxes()
+        clear_sandboxes(user)
         imported.restore()
         registry.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -37,6 +37,7 @@ from instances import launching, lifecycle, runtime, ssh_gateway
 from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local, local_volumes
 from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import AccountLimit, Instance
+from storage import tree
 from tests.asgi_server import login_cookies
 
 LAUNCHES = size(200, 40)
@@ -319,7 +320,7 @@ def local_launch_to_jupyter(report):
             console.append(_launch_until_running_then_release(user, request, timeout=120))
             bare.append(_bare_jupyter(runtime.path()))
     finally:
-        clear_sandboxes()
+        clear_sandboxes(user)
         settings.LOCAL_SANDBOX_ROOT = previous_root
         for pk, name in backends_before.items():
             Node.objects.filter(pk=pk).update(backend_name=name)
@@ -329,14 +330,18 @@ def local_launch_to_jupyter(report):
     report.add("sandbox + console overhead (median ratio)", ratio, unit="×", note=f"n={LOCAL_RUNS} each")
 
 
-def clear_sandboxes() -> None:
-    """Every machine of this run's sandbox root killed, every volume it mounted unmounted (the accounts' cloud
-    storage too: it stays mounted on the host for the next machine otherwise), and the root removed."""
+def clear_sandboxes(*accounts) -> None:
+    """Every machine of this run's sandbox root killed, every volume in it unmounted, and the root removed; the
+    cloud storage of ``accounts`` (the benchmark's own) unmounted too: the host keeps an account's storage mounted
+    for its next machine, and no other account's is touched."""
     root = Path(settings.LOCAL_SANDBOX_ROOT)
     backend = local.LocalBackend()
     for folder in (root / "instances").glob("*"):
         backend._kill(folder.name, local.read_state(folder.name))  # every process and mount gone first
-    local_volumes.unmount_all(root, Path(settings.STORAGES["cloudstorage"]["OPTIONS"]["location"]))
+    local_volumes.unmount_all(root)
+    if tree.enabled():
+        for account in accounts:
+            local_volumes.unmount(tree.location() / str(account.public_id))
     shutil.rmtree(root, ignore_errors=True)
 
 

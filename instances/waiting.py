@@ -145,8 +145,10 @@ def _language_of(waiting: WaitingLaunch) -> str:
     """The language the person who asked reads the console in (the default until they chose one): why their launch
     still waits or left the queue is written in it, whichever process writes it."""
     chosen = User.objects.filter(pk=waiting.launched_by_id or waiting.owner_id).values_list("language", flat=True)
-    language = chosen.first() or ""
-    return language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
+    try:
+        return translation.get_supported_language_variant(chosen.first() or settings.LANGUAGE_CODE)
+    except LookupError:
+        return settings.LANGUAGE_CODE
 
 
 def of_its_kind(chip, chip_id: int | None, family: str) -> bool:

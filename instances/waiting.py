@@ -121,7 +121,7 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
-        with translation.override(_language_of(waiting)):
+        with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
                 with transaction.atomic():
                     instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
@@ -141,12 +141,13 @@ def place(pk: int) -> str:
     return PLACED
 
 
-def _language_of(waiting: WaitingLaunch) -> str:
-    """The language the person who asked reads the console in (the default until they chose one): why their launch
-    still waits or left the queue is written in it, whichever process writes it."""
-    chosen = User.objects.filter(pk=waiting.launched_by_id or waiting.owner_id).values_list("language", flat=True)
+def language_of(person_id: int) -> str:
+    """The language the person chose to read the console in: what a pass writes for them (why their launch or job
+    waits, left the queue, ended) is written in it, whichever process writes it. Until they choose one, the
+    process's own (a worker's is the console's default)."""
+    chosen = User.objects.filter(pk=person_id).values_list("language", flat=True).first()
     try:
-        return translation.get_supported_language_variant(chosen.first() or settings.LANGUAGE_CODE)
+        return translation.get_supported_language_variant(chosen or translation.get_language() or "")
     except LookupError:
         return settings.LANGUAGE_CODE
 
@@ -167,7 +168,7 @@ def leave_if_unaffordable(pk: int) -> bool:
         )
         if waiting is None:
             return False
-        with translation.override(_language_of(waiting)):
+        with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
                 quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
                 charges.check_launch_funds(waiting.owner, quote)

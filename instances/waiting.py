@@ -23,6 +23,8 @@ from billing.choices import NotificationKind
 from catalog.models import Chip, Node
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import charges, choosing, launching
 from .capacity import COMPUTE_SHORTAGE, CapacityError
@@ -191,6 +193,9 @@ def _started(waiting: WaitingLaunch, instance: Instance) -> None:
     )
     if not moved:  # cancelled meanwhile: the launch is rolled back with this transaction
         raise Conflict(_("The waiting launch changed meanwhile; try again."), code="concurrent_change")
+    # A team's audit log names who launched it, as for a launch that found a card at once.
+    if waiting.launched_by is not None:
+        record(instance, waiting.launched_by, TeamEvent.Action.LAUNCHED, subject=instance.name)
     arrears.notify(
         waiting.owner_id,
         NotificationKind.QUEUE_STARTED,

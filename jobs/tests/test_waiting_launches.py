@@ -21,9 +21,9 @@ from instances.models import Instance, WaitingLaunch
 from jobs import running, services
 from jobs.choices import State
 from teams import services as teams
-from teams.models import Membership
+from teams.models import Membership, TeamEvent
 from teams.roles import Role
-from tests.fixtures.factories import UserFactory
+from tests.fixtures.factories import UserFactory, top_up
 
 from .conftest import drive
 from .helpers import fresh
@@ -275,3 +275,19 @@ def test_why_a_launch_waits_or_left_is_written_in_the_language_of_who_asked(owne
     drive()
     assert fresh(mine).state == WaitingLaunch.State.LEFT
     assert fresh(mine).detail.startswith("无法启动")
+
+
+def test_a_teams_launch_started_from_the_queue_is_in_the_teams_log_under_who_asked(owner, lifecycle):
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    top_up(team.account)
+    colleague = UserFactory(email="colleague@example.com")
+    Membership.objects.create(team=team, user=colleague, role=Role.DEVELOPER)
+    _one_dcu_card()
+    holder = launching.launch(team.account, _request(name="holder"), by=owner)
+    entry = waiting.launch_or_wait(team.account, _request(name="queued"), by=colleague, wait=True)
+    machines.release(fresh(holder))
+    drive()
+    assert fresh(entry).state == WaitingLaunch.State.STARTED
+    assert TeamEvent.objects.filter(
+        team=team, actor=colleague, action=TeamEvent.Action.LAUNCHED, subject="queued"
+    ).exists()

@@ -18,7 +18,7 @@ from pathlib import Path
 from django.conf import settings
 
 from bench import benchmark, size
-from bench.instances import _launch_until_running_then_release, _user
+from bench.instances import _launch_until_running_then_release, _user, clear_sandboxes
 from catalog.models import Node
 from config.celery import app
 from instances import launching, runtime
@@ -240,12 +240,9 @@ def imported_launch(report):
             request = launching.LaunchRequest(name="bench-official", no_card=True, cards=0, image="ubuntu-22.04")
             official.append(_launch_until_running_then_release(user, request, timeout=120))
     finally:
-        backend = local.LocalBackend()
-        for folder in (settings.LOCAL_SANDBOX_ROOT / "instances").glob("*"):
-            backend._kill(folder.name, local.read_state(folder.name))  # every process and mount gone first
+        clear_sandboxes(user)
         imported.restore()
         registry.stop()
-        shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)
         shutil.rmtree(base, ignore_errors=True)
         settings.LOCAL_SANDBOX_ROOT = previous_root
         for pk, name in backends_before.items():

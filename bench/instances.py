@@ -34,9 +34,10 @@ from catalog.models import Chip, Node, Zone
 from config.celery import app
 from core.errors import Unavailable
 from instances import launching, lifecycle, runtime, ssh_gateway
-from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local
+from instances.backends import BackendError, JupyterServer, TransientBackendError, get_backend, local, local_volumes
 from instances.backends.slurm import ENDED_STATES, SlurmClient
 from instances.models import AccountLimit, Instance
+from storage import tree
 from tests.asgi_server import login_cookies
 
 LAUNCHES = size(200, 40)
@@ -319,10 +320,7 @@ def local_launch_to_jupyter(report):
             console.append(_launch_until_running_then_release(user, request, timeout=120))
             bare.append(_bare_jupyter(runtime.path()))
     finally:
-        backend = local.LocalBackend()
-        for folder in (settings.LOCAL_SANDBOX_ROOT / "instances").glob("*"):
-            backend._kill(folder.name, local.read_state(folder.name))  # every process and mount gone first
-        shutil.rmtree(settings.LOCAL_SANDBOX_ROOT, ignore_errors=True)
+        clear_sandboxes(user)
         settings.LOCAL_SANDBOX_ROOT = previous_root
         for pk, name in backends_before.items():
             Node.objects.filter(pk=pk).update(backend_name=name)
@@ -330,6 +328,21 @@ def local_launch_to_jupyter(report):
     report.add_latencies("bare JupyterLab → answering", bare, note="the runtime's JupyterLab on a socket, no sandbox")
     ratio = sorted(console)[len(console) // 2] / sorted(bare)[len(bare) // 2]
     report.add("sandbox + console overhead (median ratio)", ratio, unit="×", note=f"n={LOCAL_RUNS} each")
+
+
+def clear_sandboxes(*accounts) -> None:
+    """Every machine of this run's sandbox root killed, every volume in it unmounted, and the root removed; the
+    cloud storage of ``accounts`` (the benchmark's own) unmounted too: the host keeps an account's storage mounted
+    for its next machine, and no other account's is touched."""
+    root = Path(settings.LOCAL_SANDBOX_ROOT)
+    backend = local.LocalBackend()
+    for folder in (root / "instances").glob("*"):
+        backend._kill(folder.name, local.read_state(folder.name))  # every process and mount gone first
+    local_volumes.unmount_all(root)
+    if tree.enabled():
+        for account in accounts:
+            local_volumes.unmount(tree.location() / str(account.public_id))
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _bare_jupyter(runtime_path: Path) -> float:

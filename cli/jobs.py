@@ -6,6 +6,7 @@ instead, each run a job of its own; ``jobs schedules ls|runs|suspend|resume|rm``
 import argparse
 import re
 import shlex
+import sys
 import time
 
 from .client import Api, CliError, output
@@ -60,6 +61,8 @@ def submit(api: Api, args):
             raise CliError("give --env as NAME=value")
         body["env"] = dict(pairs)
     job = api.post("jobs", body)
+    for warning in job.get("warnings", []):  # e.g. an imported image built for another chip family
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         output(args, job)
         return

@@ -12,13 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db.models import Max
 from django.utils.translation import gettext as _
 
 from billing.comparison import cost_per_10m_images
 from billing.display import format_cny, format_cny_rate
 from billing.quote import Quote
 from catalog.choices import Backend
-from catalog.models import Chip
+from catalog.models import Chip, Node
 from core.errors import ServiceError
 from core.field_errors import FieldError
 
@@ -54,8 +55,16 @@ def cheapest_per_work(
 ) -> Cheapest:
     """The chip with the lowest price per unit of work, or a FieldError saying why none fits."""
     variants = variants_by_family(user, image)
+    largest = dict(
+        Node.objects.filter(zone__active=True)
+        .values("chip_id")
+        .annotate(most=Max("cards"))
+        .values_list("chip_id", "most")
+    )
     offers = []
     for chip in Chip.objects.offered().filter(backend__in=variants, resnet50_images_per_s__isnull=False):
+        if largest.get(chip.pk, 0) < cards:
+            continue  # no node holds that many of its cards together: it could never start there
         request = launching.LaunchRequest(
             name="auto", image=variants[chip.backend], chip=chip.slug, cards=cards, spot=spot, plan=plan
         )

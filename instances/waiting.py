@@ -23,6 +23,8 @@ from billing.choices import NotificationKind
 from catalog.models import Chip, Node
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
+from teams.models import TeamEvent
+from teams.services import record
 
 from . import charges, choosing, launching
 from .capacity import COMPUTE_SHORTAGE, CapacityError
@@ -121,7 +123,7 @@ def place(pk: int) -> str:
         )
         if waiting is None:
             return LEFT
-        with translation.override(_language_of(waiting)):
+        with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
                 with transaction.atomic():
                     instance = launching.launch(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
@@ -141,12 +143,15 @@ def place(pk: int) -> str:
     return PLACED
 
 
-def _language_of(waiting: WaitingLaunch) -> str:
-    """The language the person who asked reads the console in (the default until they chose one): why their launch
-    still waits or left the queue is written in it, whichever process writes it."""
-    chosen = User.objects.filter(pk=waiting.launched_by_id or waiting.owner_id).values_list("language", flat=True)
-    language = chosen.first() or ""
-    return language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
+def language_of(person_id: int) -> str:
+    """The language the person chose to read the console in: what a pass writes for them (why their launch or job
+    waits, left the queue, ended) is written in it, whichever process writes it. Until they choose one, the
+    process's own (a worker's is the console's default)."""
+    chosen = User.objects.filter(pk=person_id).values_list("language", flat=True).first()
+    try:
+        return translation.get_supported_language_variant(chosen or translation.get_language() or "")
+    except LookupError:
+        return settings.LANGUAGE_CODE
 
 
 def of_its_kind(chip, chip_id: int | None, family: str) -> bool:
@@ -165,7 +170,7 @@ def leave_if_unaffordable(pk: int) -> bool:
         )
         if waiting is None:
             return False
-        with translation.override(_language_of(waiting)):
+        with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
                 quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
                 charges.check_launch_funds(waiting.owner, quote)
@@ -188,6 +193,9 @@ def _started(waiting: WaitingLaunch, instance: Instance) -> None:
     )
     if not moved:  # cancelled meanwhile: the launch is rolled back with this transaction
         raise Conflict(_("The waiting launch changed meanwhile; try again."), code="concurrent_change")
+    # A team's audit log names who launched it, as for a launch that found a card at once.
+    if waiting.launched_by is not None:
+        record(instance, waiting.launched_by, TeamEvent.Action.LAUNCHED, subject=instance.name)
     arrears.notify(
         waiting.owner_id,
         NotificationKind.QUEUE_STARTED,

@@ -10,7 +10,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from billing import arrears
@@ -112,36 +112,41 @@ def place(pk: int) -> str:
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
             return LEFT
-        try:
-            cluster = outputs.on_cluster(job)
-            with transaction.atomic():
-                instance = launching.launch(job.owner, _launch_request(job, cluster), by=job.submitted_by)
-                # Only once a card was found; a folder that cannot be made undoes the launch and fails the job.
-                outputs.make_folder(job, cluster=cluster)
-        except CapacityError as exc:
-            note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
-            # Cards of its kind free somewhere this account may not launch: another account's job may still fit.
-            free_elsewhere = any(
-                waiting.of_its_kind(free.chip, job.chip_id, job.family) and free.largest >= job.cards
-                for free in exc.alternatives
-            )
-            return LEFT if free_elsewhere else NO_ROOM
-        except PaymentRequired as exc:
-            transition(
-                job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
-            )
-            return LEFT
-        except ServiceError as exc:
-            transition(job, State.FAILED, detail=exc.message, ended_at=timezone.now())
-            return LEFT
-        transition(
-            job,
-            State.STARTING,
-            detail=instance.name,
-            instance=instance,
-            attempts=job.attempts + 1,
-            exit_code=None,
+        with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
+            return _place(job)
+
+
+def _place(job: Job) -> str:
+    try:
+        cluster = outputs.on_cluster(job)
+        with transaction.atomic():
+            instance = launching.launch(job.owner, _launch_request(job, cluster), by=job.submitted_by)
+            # Only once a card was found; a folder that cannot be made undoes the launch and fails the job.
+            outputs.make_folder(job, cluster=cluster)
+    except CapacityError as exc:
+        note(job, _("Waiting for a card: %(why)s") % {"why": exc.message})
+        # Cards of its kind free somewhere this account may not launch: another account's job may still fit.
+        free_elsewhere = any(
+            waiting.of_its_kind(free.chip, job.chip_id, job.family) and free.largest >= job.cards
+            for free in exc.alternatives
         )
+        return LEFT if free_elsewhere else NO_ROOM
+    except PaymentRequired as exc:
+        transition(
+            job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
+        )
+        return LEFT
+    except ServiceError as exc:
+        transition(job, State.FAILED, detail=exc.message, ended_at=timezone.now())
+        return LEFT
+    transition(
+        job,
+        State.STARTING,
+        detail=instance.name,
+        instance=instance,
+        attempts=job.attempts + 1,
+        exit_code=None,
+    )
     return PLACED
 
 
@@ -151,7 +156,8 @@ def watch_active() -> int:
     clusters.read_queues(jobs)
     for job in jobs:
         try:
-            watch(job)
+            with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
+                watch(job)
         except Conflict:
             continue
         except ServiceError as exc:  # one job's trouble never stops the others'

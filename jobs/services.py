@@ -14,7 +14,7 @@ from billing.money import to_cents
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.validators import clean_display_name
-from instances import charges, logs, queue
+from instances import charges, images, logs, queue
 from instances.backends import get_backend
 from instances.choices import Status
 from instances.environment import check_boot_options
@@ -242,3 +242,9 @@ def why_an_image_is_needed(sender, *, image, slugs, **kwargs) -> str | None:
             "name": schedule.name
         }
     return None
+
+
+def family_warning(job: Job) -> str:
+    """What to tell the person who submitted ``job`` when its image was built for another chip family than its
+    cards' (an imported image runs on any card, its programs may find no accelerator there); "" otherwise."""
+    return images.family_warning(job.image, job.family if job.chip_id else None)

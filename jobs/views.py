@@ -89,6 +89,8 @@ def submit(request):
             form.add_error(None, exc.message)
         else:
             messages.success(request, _("Job “%(name)s” is queued.") % {"name": job.name})
+            if warning := services.family_warning(job):
+                messages.warning(request, warning)
             return redirect(job)
     return render(request, "jobs/submit.html", {"form": form, "show_errors": True}, status=400)
 

@@ -355,6 +355,12 @@ def unmount_all(root: Path, *more: Path) -> None:
     files kept in its image: for a host going down, and tests."""
     for parent in (root / "disks", root / "shared", *more):
         for image in parent.glob("*.img") if parent.exists() else ():
-            folder = image.with_name(image.name[: -len(".img")])
-            with _locked(folder):
-                local_home._unmount(image, folder)
+            unmount(image.with_name(image.name[: -len(".img")]))
+
+
+def unmount(folder: Path) -> None:
+    """The volume at ``folder`` unmounted, its files kept in its image; nothing when it has no image."""
+    image = image_of(folder)
+    if image.exists():
+        with _locked(folder):
+            local_home._unmount(image, folder)

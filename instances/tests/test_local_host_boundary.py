@@ -168,6 +168,7 @@ def data_folder(settings, on_local):
         stores[name] = {**settings.STORAGES[name], "OPTIONS": options}
     settings.STORAGES = settings.STORAGES | stores
     settings.LOCAL_SANDBOX_ROOT = on_local.root = data / "sandboxes"
+    on_local.cloud = media / "cloudstorage"  # unmounted at the end, and checked to be, with the rest
     settings.LOCAL_HUB_ROOT = data / "sandboxes" / "hub"
     # The same console moved to this folder: its uid range claimed in a registry of its own, so the claim of the
     # folder it came from (whose machines may still be stopping) is not another console's.

@@ -17,7 +17,7 @@ from instances.logs import DEFAULT_TAIL, MAX_TAIL
 from .. import outputs
 from ..choices import JobBackend, State
 from ..models import Job
-from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+from ..services import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, family_warning
 
 MAX_CEILING = 10000  # CNY an hour: above any machine's price
 
@@ -94,6 +94,21 @@ class JobSerializer(strict.ModelSerializer):
 
     def get_outputs(self, job) -> str:
         return outputs.folder_path(job)
+
+
+class SubmittedJobSerializer(JobSerializer):
+    """A just-submitted job, with what the submission has to warn about (its image was built for another chip
+    family than its cards')."""
+
+    warnings = serializers.SerializerMethodField()
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "warnings"]
+        read_only_fields = fields
+
+    def get_warnings(self, job) -> list[str]:
+        warning = family_warning(job)
+        return [warning] if warning else []
 
 
 class JobCreateSerializer(strict.Serializer):

@@ -20,6 +20,7 @@ from .serializers import (
     JobLogsQuerySerializer,
     JobLogsSerializer,
     JobSerializer,
+    SubmittedJobSerializer,
 )
 
 ERRORS = {
@@ -66,14 +67,17 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def retrieve(self, request, id=None):
         return self._one(self.get_object())
 
-    @extend_schema(summary="Submit a job", request=JobCreateSerializer, responses={201: JobSerializer, **ERRORS})
+    @extend_schema(
+        summary="Submit a job", request=JobCreateSerializer, responses={201: SubmittedJobSerializer, **ERRORS}
+    )
     def create(self, request):
         serializer = JobCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         context = acting(request)
         context.require(roles.OPERATE)
         job = services.submit(context.account, services.JobRequest(**serializer.validated_data), by=request.user)
-        return self._one(job, status.HTTP_201_CREATED)
+        body = SubmittedJobSerializer(job, context={"places": services.queue_places([job])}).data
+        return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Cancel: its machine is released now", request=None, responses={202: JobSerializer, **ERRORS}

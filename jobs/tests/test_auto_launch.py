@@ -3,7 +3,7 @@ use — and its page and the API say which and why."""
 
 import pytest
 
-from catalog.models import Chip
+from catalog.models import Chip, Node
 from core.field_errors import FieldError
 from instances import launching, waiting
 
@@ -26,6 +26,14 @@ def test_an_auto_launch_picks_the_cheapest_chip_per_unit_of_work_and_keeps_why(o
 def test_an_auto_launch_weighs_throughput_not_only_the_hourly_price(owner, lifecycle):
     Chip.objects.filter(slug="dcu-z100").update(resnet50_images_per_s=3800)
     assert waiting.launch_or_wait(owner, _auto()).chip.slug == "mlu370-x8"
+
+
+def test_auto_passes_over_a_chip_no_node_holds_that_many_cards_of(owner, lifecycle):
+    # Every DCU node shrunk to two cards, all taken: four DCU cards could never start, so auto waits for another chip.
+    Node.objects.filter(chip__slug="dcu-z100").update(cards=2, cards_reserved=2)
+    chosen = waiting.launch_or_wait(owner, _auto(cards=4), wait=True)
+    assert chosen.chip.slug != "dcu-z100"
+    assert waiting.launch_or_wait(owner, _auto(cards=2), wait=True).chip.slug == "dcu-z100"  # two still wait there
 
 
 def test_auto_with_a_chip_is_refused_naming_the_field(owner, lifecycle):

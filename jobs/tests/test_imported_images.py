@@ -71,6 +71,10 @@ def test_gpucloud_jobs_submit_takes_an_imported_image(
     code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
     assert code == 0, capsys.readouterr().err
     assert Job.objects.get().image == variant
+    assert "warning:" not in capsys.readouterr().err
+    # On another family's cards: submitted, with the warning on stderr.
+    code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv[:2], "--backend", "npu", *argv[2:]])
+    assert code == 0 and "warning: This image is built for " in capsys.readouterr().err
 
 
 def test_an_imported_image_a_queued_job_or_a_schedule_boots_from_is_not_removed(
@@ -102,3 +106,21 @@ def test_an_imported_image_a_queued_job_or_a_schedule_boots_from_is_not_removed(
     waiting.cancel(entry)
     imports.remove_image(owner, image)
     assert not Image.objects.filter(pk=image.pk).exists()
+
+
+def test_a_job_on_another_familys_cards_than_its_image_is_warned(owner_api, english, owner, lifecycle, imported_image):
+    variant = imported_image(owner, "cuda").variants.get().slug
+    body = {**JOB, "image": variant, "backend": "npu"}
+    response = owner_api.post("/api/v1/jobs/", body, format="json", HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 201, response.json()
+    [warning] = response.json()["warnings"]
+    assert warning.startswith("This image is built for ") and "will likely find no accelerator" in warning
+    assert Job.objects.get().family == "npu"  # submitted all the same
+    # On its own family, nothing to say.
+    same = owner_api.post("/api/v1/jobs/", {**body, "backend": "cuda"}, format="json").json()
+    assert same["warnings"] == []
+    # The page says it after submitting.
+    form = {"name": "train", "image": variant, "backend": "npu", "cards": "1", "command": "python3 train.py"}
+    form |= {"timeout": "1", "timeout_unit": "3600", "retries": "0"}
+    page = english.post("/jobs/new/", form, follow=True).content.decode()
+    assert "This image is built for" in page

@@ -241,3 +241,13 @@ def test_queued_jobs_do_not_start_before_the_clock_moves(submit):
     # The submission alone launches nothing: placement is the beat's (or the task's after commit).
     job = submit(backend="dcu")
     assert fresh(job).instance is None and timezone.now() >= job.queued_at
+
+
+def test_what_the_beat_writes_on_a_job_is_in_the_language_its_submitter_chose(submit, owner, lifecycle):
+    owner.language = "zh-hans"  # the beat runs in no request of theirs
+    owner.save(update_fields=["language"])
+    Node.objects.filter(chip__slug="dcu-z100").update(cards_reserved=F("cards"))  # every DCU card taken
+    job = submit(backend="dcu")
+    drive(rounds=1)
+    job.refresh_from_db()
+    assert job.state == State.QUEUED and job.state_detail.startswith("正在等待空闲的卡"), job.state_detail

@@ -21,9 +21,9 @@ from instances.models import Instance, WaitingLaunch
 from jobs import running, services
 from jobs.choices import State
 from teams import services as teams
-from teams.models import Membership
+from teams.models import Membership, TeamEvent
 from teams.roles import Role
-from tests.fixtures.factories import UserFactory
+from tests.fixtures.factories import UserFactory, top_up
 
 from .conftest import drive
 from .helpers import fresh
@@ -113,8 +113,6 @@ def test_a_teams_members_each_take_their_own_place_in_the_queue(submit, owner, s
 
 
 def test_a_waiting_launch_leaves_the_queue_when_the_balance_cannot_pay_its_first_hour(owner, lifecycle):
-    owner.language = "en"
-    owner.save(update_fields=["language"])
     _one_dcu_card()
     holder = launching.launch(owner, _request(name="holder"))
     entry = waiting.launch_or_wait(owner, _request(), wait=True)
@@ -199,8 +197,6 @@ def test_the_api_waits_with_wait_for_card_and_cancels(owner_api, owner, lifecycl
 def test_a_waiting_launch_behind_one_that_found_no_room_still_leaves_when_the_balance_runs_out(
     owner, stranger, lifecycle
 ):
-    owner.language = "en"
-    owner.save(update_fields=["language"])
     _one_dcu_card()
     launching.launch(owner, _request(name="holder"))
     first = waiting.launch_or_wait(stranger, _request(), wait=True)
@@ -262,8 +258,9 @@ def test_a_launch_no_node_could_ever_take_is_refused_instead_of_waiting(owner, o
 
 
 def test_why_a_launch_waits_or_left_is_written_in_the_language_of_who_asked(owner, stranger, lifecycle):
-    # The owner never chose a language (the console's default, Chinese); the stranger reads it in English.
-    stranger.language = "en"
+    # The owner reads the console in Chinese, the stranger in English; the pass runs in neither's request.
+    owner.language, stranger.language = "zh-hans", "en"
+    owner.save(update_fields=["language"])
     stranger.save(update_fields=["language"])
     _one_dcu_card()
     holder = launching.launch(owner, _request(name="holder"))
@@ -278,3 +275,19 @@ def test_why_a_launch_waits_or_left_is_written_in_the_language_of_who_asked(owne
     drive()
     assert fresh(mine).state == WaitingLaunch.State.LEFT
     assert fresh(mine).detail.startswith("无法启动")
+
+
+def test_a_teams_launch_started_from_the_queue_is_in_the_teams_log_under_who_asked(owner, lifecycle):
+    team = teams.create_team(owner, name="视觉实验室", slug="vision-lab")
+    top_up(team.account)
+    colleague = UserFactory(email="colleague@example.com")
+    Membership.objects.create(team=team, user=colleague, role=Role.DEVELOPER)
+    _one_dcu_card()
+    holder = launching.launch(team.account, _request(name="holder"), by=owner)
+    entry = waiting.launch_or_wait(team.account, _request(name="queued"), by=colleague, wait=True)
+    machines.release(fresh(holder))
+    drive()
+    assert fresh(entry).state == WaitingLaunch.State.STARTED
+    assert TeamEvent.objects.filter(
+        team=team, actor=colleague, action=TeamEvent.Action.LAUNCHED, subject="queued"
+    ).exists()

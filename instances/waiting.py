@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from billing import arrears
 from billing.choices import NotificationKind
+from catalog.choices import Backend
 from catalog.models import Chip, Node
 from core.errors import Conflict, NotFound, PaymentRequired, ServiceError
 from teams.access import reaches, refuse_if_seen
@@ -60,7 +61,7 @@ def _refuse_if_it_never_fits(request: launching.LaunchRequest) -> None:
         what = what.label if what else request.chip
     else:
         nodes = nodes.filter(chip__backend=request.backend)
-        what = request.backend.upper()
+        what = Backend(request.backend).label if request.backend in Backend.values else request.backend
     if request.zone:
         nodes = nodes.filter(zone__slug=request.zone)
     most = nodes.aggregate(most=Max("cards"))["most"]

@@ -253,6 +253,9 @@ def test_a_launch_no_node_could_ever_take_is_refused_instead_of_waiting(owner, o
     page = english.post("/instances/new/", {**form, "term_end_action": "continue", "wait_for_card": "on"})
     assert page.status_code == 400 and "would wait for ever" in page.content.decode()
     assert not WaitingLaunch.objects.exists()
+    # For a family, the family is named as the console names it.
+    with pytest.raises(ServiceError, match="4 cards of Hygon DCU \\(DTK\\) together"):
+        waiting.launch_or_wait(owner, _request(chip="", backend="dcu", cards=4), wait=True)
     # Two cards still wait: a node of two frees one day.
     assert isinstance(waiting.launch_or_wait(owner, _request(cards=2), wait=True), WaitingLaunch)
 

@@ -437,6 +437,8 @@ SPECTACULAR_SETTINGS = {
         "InstanceStatusEnum": "instances.choices.Status",
         "ImageStatusEnum": "marketplace.choices.ImageStatus",
         "NotificationKindEnum": "billing.choices.NotificationKind",
+        "JobStateEnum": "jobs.choices.State",
+        "WaitingLaunchStateEnum": "instances.models.WaitingLaunch.State",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

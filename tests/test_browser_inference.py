@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.test import Client
 
 from accounts.models import WorkerHeartbeat
 from billing import wallet
 from inference.models import EndpointRequest
-from tests.fixtures.services import screenshot, wait_until
+from tests.fixtures.services import log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,20 +28,13 @@ def quick_backend(monkeypatch):
         message.unlink(missing_ok=True)
 
 
-def _log_in(page, live_server, user):
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
-    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
-
-
 def test_deploy_a_hub_model_as_an_api_call_it_with_curl_and_see_the_request(
     page, live_server, owner, inference_catalog, quick_backend, worker_process
 ):
     wallet.adjust_balance(user=owner, amount=Decimal("100"), reason="browser test", staff=None, idempotency_key="bi")
     worker_process(name="browser-inference")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
-    _log_in(page, live_server, owner)
+    log_in(page, live_server, owner)
 
     # From the hub model's page: "Deploy as API" with vLLM, on the cheapest compatible chip
     page.goto(f"{live_server.url}/marketplace/hub/Qwen/Qwen2.5-0.5B-Instruct")

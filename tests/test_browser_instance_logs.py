@@ -5,22 +5,13 @@ when the instance stops."""
 import time
 
 import pytest
-from django.conf import settings
-from django.test import Client
 
 from instances.backends.slurm import SlurmBackend, log_name
 from instances.models import Instance
 from instances.tests.fixtures import settle
-from tests.fixtures.services import screenshot, wait_until
+from tests.fixtures.services import log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _log_in(page, live_server, user):
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
-    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
 
 
 def _append(path, text: str) -> None:
@@ -48,7 +39,7 @@ def test_the_logs_panel_follows_the_job_output(page, live_server, owner, launch,
     folder.mkdir(parents=True)
     log = folder / log_name(instance.public_id, "7")
     _append(log, "开始训练：中文输出\n" + "".join(f"step {n}\n" for n in range(1, 80)))
-    _log_in(page, live_server, owner)
+    log_in(page, live_server, owner)
 
     page.goto(f"{live_server.url}{instance.get_absolute_url()}")
     text = page.locator("#logs-text")

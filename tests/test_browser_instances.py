@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.test import Client
 from playwright.sync_api import expect
 
 from accounts.models import WorkerHeartbeat
 from billing import wallet
 from billing.models import UsageSession
 from instances.models import Instance
-from tests.fixtures.services import screenshot, wait_until
+from tests.fixtures.services import log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -35,13 +34,6 @@ def quick_backend(monkeypatch):
         message.unlink(missing_ok=True)
 
 
-def _log_in(page, live_server, user):
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
-    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
-
-
 def _badge(page, status, timeout=30_000):
     page.wait_for_selector(f'#instance-badge[data-status="{status}"]', timeout=timeout)
 
@@ -50,7 +42,7 @@ def test_launch_watch_it_run_stop_start_and_release(page, live_server, owner, ca
     wallet.adjust_balance(user=owner, amount=Decimal("100"), reason="browser test", staff=None, idempotency_key="bt")
     worker_process(name="browser")
     wait_until(lambda: WorkerHeartbeat.objects.exists(), timeout=60, message="the worker to start")
-    _log_in(page, live_server, owner)
+    log_in(page, live_server, owner)
     page.on("dialog", lambda dialog: dialog.accept())
 
     # The wizard: pick a chip, see the price change live, name it, launch

@@ -5,8 +5,6 @@ reads its output, its exit code, where it ran and why, and its bill once the mac
 import time
 
 import pytest
-from django.conf import settings
-from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
@@ -14,18 +12,11 @@ from instances import lifecycle as instance_lifecycle
 from jobs import running
 from jobs.choices import FINISHED, State
 from jobs.models import Job
-from tests.fixtures.services import screenshot
+from tests.fixtures.services import log_in, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
 TRAIN = 'printf \'for epoch in range(3): print("epoch", epoch, "训练中")\\n\' > train.py && python3 train.py'
-
-
-def _log_in(page, live_server, user):
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
-    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
 
 
 def _beat_until_finished(timeout: float = 90.0) -> Job:
@@ -46,7 +37,7 @@ def _beat_until_finished(timeout: float = 90.0) -> Job:
 def test_a_job_submitted_on_auto_runs_train_py_and_the_page_shows_its_output_and_bill(
     page, live_server, on_local, lifecycle, owner
 ):
-    _log_in(page, live_server, owner)
+    log_in(page, live_server, owner)
     page.goto(f"{live_server.url}{reverse('jobs:submit')}")
     page.fill("#id_name", "resnet")
     page.fill("#id_command", TRAIN)

@@ -4,8 +4,6 @@ import json
 
 import pytest
 
-from accounts import services as console_services
-from cli.main import main
 from inference import services as endpoints
 from inference.tests.fixtures import fund
 from instances.models import Instance
@@ -15,16 +13,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def cli(live_server, tmp_path, monkeypatch, capsys, inference_catalog, instant):
-    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
-
-    def run(user, *argv):
-        token = console_services.create_api_token(user, name="cli", scope="read_write").plaintext
-        code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def cli(cli, inference_catalog, instant):
+    """The shared ``cli`` (``tests.fixtures.services``), with the inference catalog and instant machines."""
+    return cli
 
 
 def test_deploy_ls_keys_stop_start_rm(cli, owner, stranger):

@@ -4,8 +4,6 @@ import json
 
 import pytest
 
-from accounts import services as console_services
-from cli.main import main
 from instances.models import Instance
 from instances.tests.fixtures import settle
 
@@ -13,16 +11,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def cli(live_server, tmp_path, monkeypatch, capsys, lifecycle):
-    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
-
-    def run(user, *argv):
-        token = console_services.create_api_token(user, name="cli", scope="read_write").plaintext
-        code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def cli(cli, lifecycle):
+    """The shared ``cli`` (``tests.fixtures.services``), with the machines' simulated lifecycle these tests need."""
+    return cli
 
 
 def test_create_with_a_backend_then_ls_show_stop_start_rm(cli, owner):

@@ -3,8 +3,6 @@ app's ``lifecycle``), and ``drive``: what the worker and the beats do, run here 
 
 import pytest
 
-from accounts import services as console_services
-from cli.main import main
 from instances.tests.fixtures import settle
 from jobs import running, services
 from jobs.services import JobRequest
@@ -41,15 +39,6 @@ def english(client, owner):
 
 
 @pytest.fixture
-def cli(live_server, tmp_path, monkeypatch, capsys, lifecycle):
-    """``cli(user, *argv)`` → (exit code, stdout, stderr) of `gpucloud` against a live server, with a token of
-    ``user``'s."""
-    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
-
-    def run(user, *argv):
-        token = console_services.create_api_token(user, name="cli", scope="read_write").plaintext
-        code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def cli(cli, lifecycle):
+    """The shared ``cli`` (``tests.fixtures.services``), with the machines' simulated lifecycle these tests need."""
+    return cli

@@ -3,24 +3,15 @@ a real HTTP server."""
 
 import pytest
 
-from accounts import services as console_services
-from cli.main import main
 from marketplace.models import Image, ImageImport
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def cli(live_server, tmp_path, monkeypatch, capsys, lifecycle):
-    monkeypatch.setenv("GPUCLOUD_CONFIG", str(tmp_path / "config.json"))
-
-    def run(user, *argv):
-        token = console_services.create_api_token(user, name="cli", scope="read_write").plaintext
-        code = main(["--url", live_server.url, "--lang", "en", "--token", token, *argv])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+def cli(cli, lifecycle):
+    """The shared ``cli`` (``tests.fixtures.services``), with the machines' simulated lifecycle these tests need."""
+    return cli
 
 
 def test_confirm_the_family_list_and_remove_an_imported_image(cli, owner, imported_image):

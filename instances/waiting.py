@@ -148,7 +148,11 @@ def language_of(person_id: int) -> str:
     """The language the person chose to read the console in: what a pass writes for them (why their launch or job
     waits, left the queue, ended) is written in it, whichever process writes it. Until they choose one, the
     process's own (a worker's is the console's default)."""
-    chosen = User.objects.filter(pk=person_id).values_list("language", flat=True).first()
+    return reading_language(User.objects.filter(pk=person_id).values_list("language", flat=True).first())
+
+
+def reading_language(chosen: str | None) -> str:
+    """:func:`language_of` for a person's ``language`` field already read."""
     try:
         return translation.get_supported_language_variant(chosen or translation.get_language() or "")
     except LookupError:

@@ -152,11 +152,11 @@ def _place(job: Job) -> str:
 
 def watch_active() -> int:
     """Look at every job with a machine: started, ended, or past its timeout. Returns how many it looked at."""
-    jobs = list(Job.objects.filter(state__in=[*ACTIVE]).select_related("instance", "owner"))
+    jobs = list(Job.objects.filter(state__in=[*ACTIVE]).select_related("instance", "owner", "submitted_by"))
     clusters.read_queues(jobs)
     for job in jobs:
         try:
-            with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
+            with translation.override(waiting.reading_language((job.submitted_by or job.owner).language)):
                 watch(job)
         except Conflict:
             continue

@@ -44,4 +44,9 @@ def navigation(request):
     if active is not None:
         active["active"] = True
     public = [{"label": label, "url": _url(name)} for label, name in PUBLIC_LINKS]
-    return {"nav_sections": sections, "nav_public": public, "nav_active": active["url"] if active else ""}
+    return {
+        "nav_sections": sections,
+        "nav_public": public,
+        "nav_active": active["url"] if active else "",
+        "nav_prefix": get_script_prefix(),
+    }

@@ -31,7 +31,7 @@ def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds
     user's page, htmx fragments and addresses with a query string are always built."""
     if request.user.is_authenticated or wants_partial(request) or request.GET or request.method not in ("GET", "HEAD"):
         return build()
-    name_of = repr((request.path, parts, _generation(name)))
+    name_of = repr((request.path, parts, generation(name)))
     key = f"visitor:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
     kept = cache.get(key)
     if kept is not None:
@@ -47,7 +47,7 @@ def kept(name: str, build: Callable[[], T], *, seconds: int, parts=()) -> T:
     that is the same for every request with the same ``parts`` — a logged-in user's too, when ``parts`` name all
     that is theirs in it (a price book's ``state()``) — so it is read once per ``seconds`` at most and again as
     soon as ``bump(name)`` is called. What a page shows of the person alone is never kept here."""
-    name_of = repr((parts, _generation(name)))
+    name_of = repr((parts, generation(name)))
     key = f"kept:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
     value = cache.get(key)
     if value is None:
@@ -56,7 +56,7 @@ def kept(name: str, build: Callable[[], T], *, seconds: int, parts=()) -> T:
     return value
 
 
-def _generation(name: str) -> str:
+def generation(name: str) -> str:
     """A token that changes whenever ``bump(name)`` is called, so that a change the page is told of shows at once
     (within ``seconds`` where the cache is each process's own, as in the embedded default)."""
     key = f"visitor-generation:{name}"

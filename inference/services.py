@@ -62,6 +62,27 @@ def endpoints_of(account):
     return Endpoint.objects.filter(instance__owner=account).with_related().exclude(instance__status=Status.RELEASED)
 
 
+# What a row of the endpoints page shows: the instance's name, status, chip and rate, the template's model and
+# framework (the columns of the page's one query; the API's list reads the whole endpoint).
+LIST_FIELDS = (
+    "public_id",
+    "instance__name",
+    "instance__status",
+    "instance__cards",
+    "instance__price_per_hour",
+    "instance__chip__name",
+    "instance__chip__name_zh",
+    "template__framework",
+    "template__model__repo",
+)
+
+
+def endpoint_rows(account):
+    """:func:`endpoints_of` as the endpoints page lists them, reading only what a row shows."""
+    related = ("instance__chip", "template__model")
+    return endpoints_of(account).select_related(None).select_related(*related).only(*LIST_FIELDS)
+
+
 # Deploy ------------------------------------------------------------------------------------------------------
 
 

@@ -199,6 +199,16 @@ class InstanceEvent(models.Model):
     def __str__(self):
         return f"{self.instance_id}: {self.old or '·'} → {self.new} ({self.reason})"
 
+    # The timeline shows three labels a row: by the enums' own lookup (``label_of``), not the generic display.
+    def get_old_display(self) -> str:
+        return label_of(Status, self.old)
+
+    def get_new_display(self) -> str:
+        return label_of(Status, self.new)
+
+    def get_reason_display(self) -> str:
+        return label_of(Reason, self.reason)
+
     @property
     def is_transition(self) -> bool:
         return self.old != self.new

@@ -113,11 +113,17 @@ def test_the_endpoint_list_query_count_does_not_grow_with_rows(
     deploy(owner)
     with django_assert_max_num_queries(12) as few:
         assert owner_client.get("/endpoints/").status_code == 200
-    for _ in range(4):
-        deploy(owner)
+    shown = [deploy(owner) for _ in range(4)]
     with django_assert_max_num_queries(len(few.captured_queries)):
         page = owner_client.get("/endpoints/")
-    assert page.content.decode().count('href="/endpoints/') >= 5
+    html = page.content.decode()
+    assert html.count('href="/endpoints/') >= 5
+    for endpoint in shown:  # each row names its machine, model, status, chip and price
+        instance = endpoint.instance
+        row = html[html.index(f'href="{endpoint.get_absolute_url()}"') :].split("</tr>")[0]
+        assert instance.name in row and endpoint.template.model.repo in row
+        assert instance.get_status_display() in row and f"{instance.chip.label} × {instance.cards}" in row
+        assert "¥" in row
 
 
 def test_the_endpoint_page_shows_requests_in_its_log_and_chart(owner, owner_client, deploy):

@@ -30,7 +30,7 @@ NEW_KEY_SESSION = "endpoints:new-key"
 @login_required
 @require_GET
 def endpoint_list(request):
-    return render(request, "inference/list.html", {"endpoints": endpoints.endpoints_of(page_account(request))})
+    return render(request, "inference/list.html", {"endpoints": endpoints.endpoint_rows(page_account(request))})
 
 
 def _template_or_404(slug):

@@ -83,15 +83,23 @@ def _lookup(key) -> Q:
 
 
 def _visible(user, action: str = "view"):
-    """The images ``user`` may ``action``, with what an image's page names of its owner and its origin."""
-    queryset = Image.objects.for_user(user, action).select_related("owner", "cloned_from", "imported")
+    """The images ``user`` may ``action``, with their import records (an image's page shows the import's step). The
+    image a copy was cloned from is read only for a copy, when its page names it."""
+    queryset = Image.objects.for_user(user, action).select_related("imported")
     return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
 
 
 def get_image(user, key, action: str = "view") -> Image:
     """The image ``key`` (its slug or public id) if ``user`` may see it; a missing image and someone else's
     private one answer the same 404."""
-    image = _visible(user, action).filter(_lookup(key)).first() if key else None
+    image = None
+    if key and action == "view":
+        # A listed image is one everyone may see (``for_user``): read by its key alone, with no ownership subquery
+        # to compile. Any other is read again below, through the rule.
+        image = Image.objects.select_related("imported").filter(_lookup(key)).first()
+        image = image if image is not None and image.is_listed else None
+    if image is None and key:
+        image = _visible(user, action).filter(_lookup(key)).first()
     if image is None:
         if key:  # a team member whose role may only see the team's image is told so
             refuse_if_seen(user, Image.objects.all(), action, _lookup(key))
@@ -238,11 +246,15 @@ def boot_root(slug: str) -> dict | None:
     return {**record.config, "jupyterlab": lab, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
-def ran_image(user, image: Image) -> bool:
-    """Whether ``user`` ever had an instance of one of ``image``'s variants reach running."""
+def ran_image(user, image: Image, variants=None) -> bool:
+    """Whether ``user`` ever had an instance of one of ``image``'s variants reach running (``variants``: the image's,
+    when the caller has read them)."""
     if not getattr(user, "is_authenticated", False):
         return False
-    slugs = ImageVariant.objects.filter(image=image).values("slug")
+    if variants is None:
+        slugs = ImageVariant.objects.filter(image=image).values("slug")
+    else:
+        slugs = [variant.slug for variant in variants]
     return InstanceEvent.objects.filter(instance__owner=user, instance__image__in=slugs, new=Status.RUNNING).exists()
 
 

@@ -143,8 +143,11 @@ def _detail_context(request, image, book) -> dict:
         "launch_url": clone.launch_url(image, offers) if image.is_ready and not elsewhere else None,
         "launch_in_team": team_name(image.owner_id) if elsewhere else "",
         "is_owner": is_owner,
-        "can_rate": not is_owner and services.ran_image(request.user, image),
+        "can_rate": not is_owner and services.ran_image(request.user, image, variants),
         "ratings": shown["ratings"],
+        # The key of the page's parts that are the same for everyone ({% cache %} in the template).
+        "generation": visitor_cache.generation(services.VISITOR_PAGES),
+        "kept_seconds": LIST_SECONDS,
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),
         "review_form": ReviewForm() if request.user.is_staff else None,

@@ -164,7 +164,7 @@ def test_a_new_rating_shows_at_once_on_the_image_page_of_the_user_who_gave_it(
     path = image.get_absolute_url()
     en.force_login(stranger)
     assert en.get(path).status_code == 200  # the page is kept for this state of the book
-    monkeypatch.setattr(image_services, "ran_image", lambda user, image: True)
+    monkeypatch.setattr(image_services, "ran_image", lambda user, image, variants=None: True)
     image_services.rate(stranger, image, 4, "a comment only the rater wrote")
     page = en.get(path).content.decode()
     assert "(1)" in page and "a comment only the rater wrote" in page

@@ -176,9 +176,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://gpucloud")}
 if PRODUCTION and "LocMemCache" in CACHES["default"]["BACKEND"]:
     raise ImproperlyConfigured("Production needs a shared CACHE_URL (redis://…) for rate limits.")
-# The page frame's parts that hold no one's data (menus, links, footer: {% cache … using="frames" %} in base.html)
-# change only with a deploy, which starts new processes: each process keeps its own, with no round trip.
-CACHES["frames"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "frames"}
+# Page parts each process keeps for itself ({% cache … using="local" %}), with no round trip to a shared cache: those
+# keyed by everything they show (a deploy, which starts new processes, is the only change the frame's menus and
+# links see; an image's parts name its generation and last change).
+CACHES["local"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "LOCATION": "local-parts",
+    "OPTIONS": {"MAX_ENTRIES": 2000},
+}
 
 AUTH_USER_MODEL = "console.User"
 AUTHENTICATION_BACKENDS = [

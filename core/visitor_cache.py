@@ -42,12 +42,13 @@ def content(request, name: str, build: Callable[[], tuple[str, int]], *, seconds
     return html, status
 
 
-def kept(name: str, build: Callable[[], T], *, seconds: int, parts=()) -> T:
+def kept(name: str, build: Callable[[], T], *, seconds: int, parts=(), token: str | None = None) -> T:
     """``build()``'s value, or the one kept for the language, ``parts`` and generation of ``name``: what a page shows
     that is the same for every request with the same ``parts`` — a logged-in user's too, when ``parts`` name all
     that is theirs in it (a price book's ``state()``) — so it is read once per ``seconds`` at most and again as
-    soon as ``bump(name)`` is called. What a page shows of the person alone is never kept here."""
-    name_of = repr((parts, generation(name)))
+    soon as ``bump(name)`` is called. What a page shows of the person alone is never kept here. ``token``: the
+    generation, when the caller has read it already."""
+    name_of = repr((parts, token or generation(name)))
     key = f"kept:{name}:{get_language()}:{hashlib.sha256(name_of.encode()).hexdigest()}"
     value = cache.get(key)
     if value is None:

@@ -109,7 +109,7 @@ def _image_or_404(request, slug, action="view"):
         raise PermissionDenied(str(exc.message)) from exc
 
 
-def _shown_to_all(image) -> dict:
+def _shown_to_all(image, token: str) -> dict:
     """What an image's page shows that is the same for everyone: its variants, the chips offered for their families
     and the latest ratings. Kept for ``LIST_SECONDS`` at most and renewed at once when the image, a variant or a
     rating changes (``services.VISITOR_PAGES``); prices and free cards are worked out from them on every view."""
@@ -122,11 +122,12 @@ def _shown_to_all(image) -> dict:
             "ratings": list(services.ratings_of(image)),
         }
 
-    return visitor_cache.kept(services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk,))
+    return visitor_cache.kept(services.VISITOR_PAGES, build, seconds=LIST_SECONDS, parts=(image.pk,), token=token)
 
 
 def _detail_context(request, image, book) -> dict:
-    shown = _shown_to_all(image)
+    token = visitor_cache.generation(services.VISITOR_PAGES)  # the page's shared parts are kept under it
+    shown = _shown_to_all(image, token)
     variants = shown["variants"]
     offers = services.chip_offers(image, book, variants=variants, chips=shown["chips"])
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
@@ -146,7 +147,7 @@ def _detail_context(request, image, book) -> dict:
         "can_rate": not is_owner and services.ran_image(request.user, image, variants),
         "ratings": shown["ratings"],
         # The key of the page's parts that are the same for everyone ({% cache %} in the template).
-        "generation": visitor_cache.generation(services.VISITOR_PAGES),
+        "generation": token,
         "kept_seconds": LIST_SECONDS,
         "events": list(services.events_of(image)) if is_owner or request.user.is_staff else [],
         "rating_form": RatingForm(),

@@ -8,3 +8,24 @@ document.addEventListener(
   },
   true,
 );
+
+// While the launch is being sent, a change does not re-render the wizard: the re-render's request would replace
+// the launch's (hx-sync), the browser would drop its answer and stay on the wizard although the machine may have
+// started. htmx:confirm comes before hx-sync is applied, so cancelling it there leaves the launch in flight.
+let launching = false;
+// The request's own element (requestConfig.elt): once its answer replaced the form, htmx tells an ancestor instead.
+function isLaunch(event) {
+  const config = event.detail.requestConfig;
+  return config && config.elt && config.elt.id === "launch-form" && config.verb === "post";
+}
+document.addEventListener("htmx:beforeRequest", function (event) {
+  if (isLaunch(event)) launching = true;
+});
+document.addEventListener("htmx:afterRequest", function (event) {
+  if (isLaunch(event)) launching = false;
+});
+document.addEventListener("htmx:confirm", function (event) {
+  if (launching && event.detail.verb === "get" && event.target.closest && event.target.closest("#launch-form")) {
+    event.preventDefault();
+  }
+});

@@ -323,7 +323,8 @@ def _finish(record: ImageImport, status: str, detail: str, found: dict | None = 
     image = record.image
     found = found or {}
     with transaction.atomic():
-        changes = {"status": status, "status_detail": detail[:255]}
+        # updated_at too: an update() does not move it, and the image's page keeps its parts under it.
+        changes = {"status": status, "status_detail": detail[:255], "updated_at": timezone.now()}
         if found:
             changes["size_bytes"] = found["size"]
         if not Image.objects.filter(pk=image.pk, status=ImageStatus.IMPORTING).update(**changes):
@@ -343,6 +344,7 @@ def _finish(record: ImageImport, status: str, detail: str, found: dict | None = 
             if family:
                 ImageVariant.objects.filter(image=image).update(slug=f"{image.slug}-{family}")
         _event(image, ImageStatus.IMPORTING, status, reason=detail)
+        visitor_cache.bump(VISITOR_PAGES)  # the variants changed by update(): the pages that keep them are told
     record_usage(image.owner)
     return status
 

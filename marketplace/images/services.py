@@ -539,7 +539,8 @@ def complete_snapshot(image_id: int) -> str | None:
 
 def _finish_snapshot(image: Image, status: str, detail: str, size: int | None = None) -> str | None:
     with transaction.atomic():
-        changes = {"status": status, "status_detail": detail[:255]}
+        # updated_at too: an update() does not move it, and the image's page keeps its parts under it.
+        changes = {"status": status, "status_detail": detail[:255], "updated_at": timezone.now()}
         if size is not None:
             changes["size_bytes"] = size
         if not Image.objects.filter(pk=image.pk, status=ImageStatus.SAVING).update(**changes):
@@ -547,6 +548,7 @@ def _finish_snapshot(image: Image, status: str, detail: str, size: int | None = 
         if size is not None:
             ImageVariant.objects.filter(image=image).update(size_bytes=size)
         _event(image, ImageStatus.SAVING, status, reason=detail)
+        visitor_cache.bump(VISITOR_PAGES)  # the variants changed by update(): the pages that keep them are told
     return status
 
 

@@ -3,6 +3,11 @@
 
 import pytest
 from django.conf import settings
+from django.test import Client
+from django.utils import timezone
+
+from marketplace.choices import ImageReview
+from marketplace.models import Image
 
 pytestmark = pytest.mark.django_db
 
@@ -28,3 +33,17 @@ def test_the_page_right_after_a_family_change_shows_the_new_family(en, owner, im
     after = en.get(image.get_absolute_url()).content.decode()
     assert "Ascend NPU (CANN)" in _family_line(after)
     assert 'data-family="cuda"' not in after  # no launch offer on the family it is no longer for
+
+
+def test_a_listed_imported_images_page_shows_the_owners_form_to_the_owner_only(en, owner, stranger, imported_image):
+    # The parts of an image's page that everyone sees alike are kept: the owner's form (and its CSRF token) is not.
+    image = imported_image(owner, "cuda")
+    Image.objects.filter(pk=image.pk).update(review_state=ImageReview.LISTED, updated_at=timezone.now())
+    owners = en.get(image.get_absolute_url()).content.decode()
+    assert 'id="family-form"' in owners
+    other = Client()
+    other.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    other.force_login(stranger)
+    strangers = other.get(image.get_absolute_url()).content.decode()
+    assert 'id="image-family"' in strangers and 'id="family-form"' not in strangers
+    assert 'id="family-form"' in en.get(image.get_absolute_url()).content.decode()

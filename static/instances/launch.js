@@ -21,11 +21,17 @@ function isLaunch(event) {
 document.addEventListener("htmx:beforeRequest", function (event) {
   if (isLaunch(event)) launching = true;
 });
-document.addEventListener("htmx:afterRequest", function (event) {
-  if (isLaunch(event)) launching = false;
-});
+for (const ended of ["htmx:afterRequest", "htmx:onLoadError"]) {
+  document.addEventListener(ended, function (event) {
+    if (isLaunch(event)) launching = false;
+  });
+}
 document.addEventListener("htmx:confirm", function (event) {
   if (launching && event.detail.verb === "get" && event.target.closest && event.target.closest("#launch-form")) {
     event.preventDefault();
   }
+});
+// A new wizard in the page is the launch's answer (or a later re-render): nothing is being sent any more.
+document.addEventListener("htmx:load", function (event) {
+  if (event.detail.elt && event.detail.elt.id === "launch-form") launching = false;
 });

@@ -200,6 +200,10 @@ def _ended_before_reclaim(instance) -> bool:
     ended = workload_exit(instance)
     if ended is None or ended.at is None or instance.stopped_at is None:
         return False
+    # SIGTERM's status is what the reclaim itself leaves, and the console notes the stop (stopped_at) only when it
+    # next reads the cluster, after the command has already gone: such an end came with the reclaim.
+    if ended.code == clusters.TERMINATED:
+        return False
     return ended.at < instance.stopped_at
 
 

@@ -41,7 +41,10 @@ def get_instance(user, public_id, action: str = "view") -> Instance:
         key = None
     # Read by its key, then checked against the ownership rule: one's own instance needs no subquery (compiling
     # one cost as much as the rest of the lookup), a team's one more query.
-    instance = Instance.objects.with_related().filter(public_id=key).first() if key else None
+    try:
+        instance = Instance.objects.with_related().get(public_id=key) if key else None
+    except Instance.DoesNotExist:
+        instance = None
     if instance is not None and not reaches(user, instance.owner_id, action):
         instance = None
     if instance is None:

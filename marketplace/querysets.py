@@ -49,6 +49,18 @@ class HubLikeQuerySet(models.QuerySet):
 # The image marketplace -------------------------------------------------------------------------------------------
 
 
+def _one(queryset):
+    """The one row of ``queryset`` (a unique key's), or None: get() reads it with no ordering to compile."""
+    try:
+        return queryset.get()
+    except queryset.model.DoesNotExist:
+        return None
+
+
+# The review state of the images everyone may see (``ImageQuerySet.for_user`` and ``one_for``).
+EVERYONES = ImageReview.LISTED
+
+
 class ImageQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
         """``view``: listed images for everyone, plus the user's own and their teams' (private to the team) in any
@@ -57,15 +69,24 @@ class ImageQuerySet(models.QuerySet):
         authenticated = getattr(user, "is_authenticated", False)
         if action != "view":
             return self.filter(owned(user, action)) if authenticated else self.none()
-        visible = Q(review_state=ImageReview.LISTED)
+        visible = Q(review_state=EVERYONES)
         if authenticated:
             visible |= owned(user, "view")
             if user.is_staff:
                 visible |= Q(review_state=ImageReview.PENDING)
         return self.filter(visible)
 
+    def one_for(self, user, lookup: Q, action: str = "view"):
+        """The image matching ``lookup`` if :meth:`for_user` gives it to ``user`` for ``action``, else None. One
+        everyone may see is read by its key alone (no ownership clause to compile); any other through the rule."""
+        if action == "view":
+            image = _one(self.filter(lookup))
+            if image is not None and image.review_state == EVERYONES:
+                return image
+        return _one(self.for_user(user, action).filter(lookup))
+
     def listed(self):
-        return self.filter(review_state=ImageReview.LISTED)
+        return self.filter(review_state=EVERYONES)
 
 
 class ImageVariantQuerySet(models.QuerySet):

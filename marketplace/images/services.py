@@ -82,24 +82,11 @@ def _lookup(key) -> Q:
     return Q(**{field: value})
 
 
-def _visible(user, action: str = "view"):
-    """The images ``user`` may ``action``, with their import records (an image's page shows the import's step). The
-    image a copy was cloned from is read only for a copy, when its page names it."""
-    queryset = Image.objects.for_user(user, action).select_related("imported")
-    return queryset if queryset.ordered else queryset.order_by("pk")  # as first() orders
-
-
 def get_image(user, key, action: str = "view") -> Image:
-    """The image ``key`` (its slug or public id) if ``user`` may see it; a missing image and someone else's
-    private one answer the same 404."""
-    image = None
-    if key and action == "view":
-        # A listed image is one everyone may see (``for_user``): read by its key alone, with no ownership subquery
-        # to compile. Any other is read again below, through the rule.
-        image = Image.objects.select_related("imported").filter(_lookup(key)).first()
-        image = image if image is not None and image.is_listed else None
-    if image is None and key:
-        image = _visible(user, action).filter(_lookup(key)).first()
+    """The image ``key`` (its slug or public id) if ``user`` may see it, with its import record (an image's page
+    shows the import's step); a missing image and someone else's private one answer the same 404. The image a copy
+    was cloned from is read only for a copy, when its page names it."""
+    image = Image.objects.select_related("imported").one_for(user, _lookup(key), action) if key else None
     if image is None:
         if key:  # a team member whose role may only see the team's image is told so
             refuse_if_seen(user, Image.objects.all(), action, _lookup(key))

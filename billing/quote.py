@@ -207,35 +207,44 @@ def _build_shared(version, at) -> tuple[SharedBook, dict[int, Decimal]]:
     return shared, {p.pk: p.spent for p in running}
 
 
-def _spent(programme_ids) -> dict[int, Decimal]:
-    """What each programme has spent, read now (no query without programmes)."""
-    if not programme_ids:
-        return {}
-    return dict(SubsidyProgramme.objects.filter(pk__in=programme_ids).values_list("pk", "spent"))
+def _live(budgeted, user, at, programmes) -> tuple[dict[int, Decimal], dict[int, Decimal]]:
+    """What the ``budgeted`` programmes have spent, and what ``user`` was subsidised this month by ``programmes``
+    (ids), read now: both move with every charge. One query for both (none with nothing to read)."""
+    reads = []
+    if budgeted:
+        spent = SubsidyProgramme.objects.filter(pk__in=budgeted).order_by()
+        reads.append(spent.values_list("pk", "spent", Value(True)))
+    if getattr(user, "is_authenticated", False) and programmes:
+        usage = SubsidyUsage.objects.for_user(user).filter(month=month_of(at), programme_id__in=programmes).order_by()
+        reads.append(usage.values_list("programme_id", "amount", Value(False)))
+    if not reads:
+        return {}, {}
+    rows = reads[0].union(*reads[1:], all=True) if len(reads) > 1 else reads[0]
+    spent_by, used_by = {}, {}
+    for programme_id, amount, is_spent in rows:
+        (spent_by if is_spent else used_by)[programme_id] = amount
+    return spent_by, used_by
 
 
-def _shared_book(at) -> tuple[SharedBook, dict[int, Decimal]]:
-    """The shared book for ``at``, and what its budgeted programmes have spent now. Reused while the price version
-    is unchanged and ``at`` lies in its span; a book built for another moment (a quote for the past or the future)
-    is kept only if it also serves now."""
+def _shared_book(at, user) -> tuple[SharedBook, dict[int, Decimal], dict[int, Decimal]]:
+    """The shared book for ``at``, what its budgeted programmes have spent now and what ``user`` was subsidised by
+    its programmes this month. The book is reused while the price version is unchanged and ``at`` lies in its span;
+    one built for another moment (a quote for the past or the future) is kept only if it also serves now."""
     global _shared
     version = price_version.current()
     shared = _shared
     if shared is not None and shared.serves(version, at):
-        spent = _spent(list(shared.budgets))
+        spent, usage = _live(list(shared.budgets), user, at, [p.id for p in shared.programmes])
         # A programme deleted since the version was read has nothing left to give.
-        return shared, {pid: spent.get(pid, shared.budgets[pid]) for pid in shared.budgets}
+        return shared, {pid: spent.get(pid, shared.budgets[pid]) for pid in shared.budgets}, usage
     shared, spent = _build_shared(version, at)
     if shared.serves(version, timezone.now()):
         _shared = shared
-    return shared, spent
+    return shared, spent, _load_usage(user, at, shared.programmes)
 
 
 def _load_usage(user, at, programmes) -> dict[int, Decimal]:
-    if not getattr(user, "is_authenticated", False) or not programmes:
-        return {}
-    rows = SubsidyUsage.objects.for_user(user).filter(month=month_of(at), programme_id__in=[p.id for p in programmes])
-    return {row.programme_id: row.amount for row in rows}
+    return _live((), user, at, [p.id for p in programmes])[1]
 
 
 def load_price_book(*, at: datetime | None = None, user=None, person=None) -> PriceBook:
@@ -243,18 +252,17 @@ def load_price_book(*, at: datetime | None = None, user=None, person=None) -> Pr
     whose monthly subsidy caps apply when ``user`` is a team's account (the member who launches), else the user's.
 
     What is the same for everyone comes from this process's shared book while the price version stands (one query
-    to check it); what programmes have spent and the user's subsidy usage are read every time."""
+    to check it); what programmes have spent and the user's subsidy usage are read every time (one more)."""
     at = at or timezone.now()
-    shared, spent = _shared_book(at)
-    programmes = shared.programmes_with(spent)
+    shared, spent, usage = _shared_book(at, person or user)
     return PriceBook(
         at=at,
         prices=shared.prices,
         plans=shared.plans,
-        programmes=programmes,
+        programmes=shared.programmes_with(spent),
         offers=shared.offers,
         user=user,
-        usage=_load_usage(person or user, at, programmes),
+        usage=usage,
         version=(shared.version, shared.since, shared.until),
     )
 

@@ -231,6 +231,16 @@ def test_what_a_programme_has_spent_and_a_users_usage_are_read_every_time(catalo
     assert second.usage[programme.pk] == Decimal("7")
 
 
+def test_a_signed_in_book_costs_two_queries_once_the_shared_part_is_built(catalog, owner, django_assert_num_queries):
+    programme = SubsidyProgramme.objects.get(slug="xinchuang-2026")
+    SubsidyUsage.objects.create(programme=programme, user=owner, month=month_of(timezone.now()), amount=Decimal("3"))
+    load_price_book(user=owner)
+    with django_assert_num_queries(2):  # the price version; what programmes have spent with the user's usage
+        book = load_price_book(user=owner)
+    assert book.usage == {programme.pk: Decimal("3")}
+    assert {p.slug: p.remaining for p in book.programmes}["xinchuang-2026"] == programme.budget - programme.spent
+
+
 def test_a_programme_set_for_later_runs_exactly_between_its_start_and_end(client, finance_user, catalog):
     dcu = catalog["dcu-z100"]
     with time_machine.travel(timezone.now().replace(second=0, microsecond=0), tick=False) as clock:

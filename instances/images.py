@@ -10,6 +10,9 @@ from typing import Protocol
 
 from django.core.cache import cache
 from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+
+from core.errors import NotFound
 
 # Names are shown on every instance page and API row; they change rarely, so they are cached for a while
 # (one query per slug per few minutes, not one per row).
@@ -23,6 +26,7 @@ class ImageSource(Protocol):
     def resolve_variant(self, slug: str, family: str | None, user=None): ...
     def find_variant(self, slug: str): ...
     def record_launch(self, slug: str) -> None: ...
+    def hold_variant(self, slug: str) -> bool: ...
     def variant_names(self, slugs) -> dict: ...
     def boot_root(self, slug: str) -> dict | None: ...
     def imported_elsewhere(self, family: str | None, user=None) -> list: ...
@@ -83,6 +87,13 @@ def boot_root(slug: str) -> dict | None:
     image's run settings (``entrypoint``, ``cmd``, ``env``, ``working_dir``, ``user``, ``exposed_ports``); None for
     the platform's images and images saved from machines, which boot on the runtime's root."""
     return source().boot_root(slug) if slug else None
+
+
+def hold(slug: str) -> None:
+    """Keep the variant ``slug`` from being removed until the caller's transaction ends (it locks the image's row; a
+    removal under way is waited for). 404 ``unknown_image`` when it was removed since it was checked."""
+    if not source().hold_variant(slug):
+        raise NotFound(_("The image “%(slug)s” was removed.") % {"slug": slug}, code="unknown_image")
 
 
 def record_launch(slug: str) -> None:

@@ -40,7 +40,7 @@ from .choices import (
     Wanted,
 )
 from .environment import BootOptions, check_boot_options
-from .images import get_image, record_launch
+from .images import get_image, hold, record_launch
 from .lifecycle import _backend, _enqueue, _nodes_for, _spec_for, preempt
 from .models import Instance, InstanceEvent
 
@@ -235,6 +235,7 @@ def _create(
         charges.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
         # Under the wallet lock the funds check took: concurrent launches of one account count each other.
         limits.check_launch(user, cpu_only=candidate.chip is None)
+        hold(image)  # the image is not removed under the instance about to boot from it
         node, victims, demand, held = None, [], NOTHING, False
         if candidate.chip is not None:
             nodes = _nodes_for(candidate.chip, candidate.zone)

@@ -377,9 +377,25 @@ def image_family(image: Image) -> str:
 
 
 def remove_image(user, image: Image) -> None:
-    """Delete the caller's imported image and its files (its layers stay while another image names them)."""
+    """Delete the caller's imported image and its files (its layers stay while another image names them). The
+    image's row is locked while it is checked and deleted: a launch booting it (which locks it too,
+    ``services.hold_variant``) either commits first and is seen here, or waits and finds it gone."""
     if not hasattr(image, "imported"):
         raise Conflict(_("Only imported images can be removed here."), code="not_imported")
+    with transaction.atomic():
+        image = Image.objects.select_for_update(of=("self",)).select_related("imported").filter(pk=image.pk).first()
+        if image is None:
+            return  # removed by another request meanwhile
+        _check_removable(image)
+        tag, owner = image.imported.tag, image.owner
+        image.delete()
+    oci.remove(tag)
+    record_usage(owner)
+
+
+def _check_removable(image: Image) -> None:
+    """Conflict when the image is still being imported or something boots from it (an instance, a launch waiting
+    for a card, or whatever ``image_removal_asked``'s receivers name)."""
     if image.status == ImageStatus.IMPORTING:
         raise Conflict(_("The image is still being imported; remove it once the import has ended."), code="importing")
     slugs = image.variants.values("slug")
@@ -394,7 +410,3 @@ def remove_image(user, image: Image) -> None:
     for _receiver, why in image_removal_asked.send(sender=Image, image=image, slugs=names):
         if why:
             raise Conflict(why, code="image_in_use")
-    tag, owner = image.imported.tag, image.owner
-    image.delete()
-    oci.remove(tag)
-    record_usage(owner)

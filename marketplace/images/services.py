@@ -218,6 +218,13 @@ def find_variant(slug: str) -> ImageVariant | None:
     return ImageVariant.objects.select_related("image").filter(slug=slug).first()
 
 
+def hold_variant(slug: str) -> bool:
+    """Lock the image of the variant ``slug`` until the caller's transaction ends, so that its removal
+    (``imports.remove_image``, which locks it too) waits for a launch that boots it and the launch for the removal;
+    False when the variant is gone."""
+    return bool(list(Image.objects.select_for_update(of=("self",)).filter(variants__slug=slug).values_list("pk")))
+
+
 def variant_names(slugs) -> dict[str, tuple[str, str]]:
     """slug → (English name, Chinese name) for many variants in one query."""
     rows = ImageVariant.objects.filter(slug__in=set(slugs)).values_list("slug", "image__name", "image__name_zh")

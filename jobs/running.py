@@ -73,9 +73,11 @@ def place_queued() -> int:
     no_room: dict[tuple, int] = {}  # what an entry waits for → the fewest cards of it found not free in this pass
     for entry in queue.order():
         if entry.cards >= no_room.get(entry.wants, entry.cards + 1):
+            # Not tried, but still told when the balance can no longer pay: it does not wait for nothing.
             if entry.kind == LAUNCH:
-                # Not tried, but still told when the balance can no longer pay: it does not wait for nothing.
                 waiting.leave_if_unaffordable(entry.pk)
+            else:
+                leave_if_unaffordable(entry.pk)
             continue
         try:
             outcome = place(entry.pk) if entry.kind == JOB else waiting.place(entry.pk)
@@ -116,6 +118,29 @@ def place(pk: int) -> str:
             return _place(job)
 
 
+def leave_if_unaffordable(pk: int) -> bool:
+    """For a queued job that was not tried in a pass (no card of its kind was free): fail it, saying so, when the
+    balance can no longer pay its machine's first hour, as its turn would. Returns whether it left."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
+        if job is None:
+            return False
+        with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
+            try:
+                request = _launch_request(job, outputs.on_cluster(job))
+                charges.check_launch_funds(job.owner, launching.preview(job.owner, request, by=job.submitted_by))
+            except PaymentRequired as exc:
+                _leave_unpaid(job, exc)
+                return True
+            except ServiceError:
+                return False  # anything else is for its turn to say
+    return False
+
+
+def _leave_unpaid(job: Job, exc: PaymentRequired) -> None:
+    transition(job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now())
+
+
 def _place(job: Job) -> str:
     try:
         cluster = outputs.on_cluster(job)
@@ -132,9 +157,7 @@ def _place(job: Job) -> str:
         )
         return LEFT if free_elsewhere else NO_ROOM
     except PaymentRequired as exc:
-        transition(
-            job, State.FAILED, detail=_("Left the queue: %(why)s") % {"why": exc.message}, ended_at=timezone.now()
-        )
+        _leave_unpaid(job, exc)
         return LEFT
     except ServiceError as exc:
         transition(job, State.FAILED, detail=exc.message, ended_at=timezone.now())

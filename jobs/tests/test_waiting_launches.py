@@ -294,3 +294,19 @@ def test_a_teams_launch_started_from_the_queue_is_in_the_teams_log_under_who_ask
     assert TeamEvent.objects.filter(
         team=team, actor=colleague, action=TeamEvent.Action.LAUNCHED, subject="queued"
     ).exists()
+
+
+def test_a_queued_job_behind_one_that_found_no_room_still_leaves_when_the_balance_runs_out(
+    submit, owner, stranger, lifecycle
+):
+    _one_dcu_card()
+    launching.launch(owner, _request(name="holder"))
+    first = submit(user=stranger, backend="dcu", name="first")
+    second = submit(backend="dcu", name="second")
+    lifecycle.balances[owner.pk] = Decimal("0.10")
+    drive(rounds=1)
+    # The first found no room, so the second was not tried; it left all the same, saying why.
+    assert fresh(first).state == State.QUEUED
+    second = fresh(second)
+    assert second.state == State.FAILED and second.instance is None
+    assert second.state_detail.startswith("Left the queue") and "balance" in second.state_detail.lower()

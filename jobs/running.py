@@ -71,13 +71,17 @@ def place_queued() -> int:
     asking: a long queue costs a pass one try per kind, not one per entry."""
     started = 0
     no_room: dict[tuple, int] = {}  # what an entry waits for → the fewest cards of it found not free in this pass
+    # Jobs not tried whose balance check passed, by who pays and asks and what card: their alike jobs (a job's price
+    # is its card's, whatever its image) need no check in this pass; one that leaves takes no money, so it stands.
+    paid: set[tuple] = set()
     for entry in queue.order():
         if entry.cards >= no_room.get(entry.wants, entry.cards + 1):
             # Not tried, but still told when the balance can no longer pay: it does not wait for nothing.
+            alike = (entry.owner_id, entry.person_id, entry.wants, entry.cards)
             if entry.kind == LAUNCH:
                 waiting.leave_if_unaffordable(entry.pk)
-            else:
-                leave_if_unaffordable(entry.pk)
+            elif alike not in paid and not leave_if_unaffordable(entry.pk):
+                paid.add(alike)
             continue
         try:
             outcome = place(entry.pk) if entry.kind == JOB else waiting.place(entry.pk)

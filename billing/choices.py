@@ -136,3 +136,4 @@ class NotificationKind(models.TextChoices):
     JOB_TIMED_OUT = "job_timed_out", _("Job timed out")
     QUEUE_STARTED = "queue_started", _("Instance started from the queue")
     QUEUE_LEFT = "queue_left", _("Instance left the queue")
+    SCHEDULE_MISSED = "schedule_missed", _("Scheduled run not started")

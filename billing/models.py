@@ -668,6 +668,8 @@ JOB_MESSAGES = {
     # A launch that waited for a card (the instances app writes them; figures: the instance's name, the reason).
     NotificationKind.QUEUE_STARTED: gettext_noop("Instance “%(name)s” waited for a card and is starting now."),
     NotificationKind.QUEUE_LEFT: gettext_noop("Instance “%(name)s” left the queue without starting. %(why)s"),
+    # A schedule's due run that did not start (figures: the schedule's name, the reason).
+    NotificationKind.SCHEDULE_MISSED: gettext_noop("A scheduled run of “%(name)s” did not start: %(why)s"),
 }
 
 

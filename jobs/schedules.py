@@ -22,13 +22,16 @@ from datetime import UTC, datetime
 
 from croniter import croniter
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from billing import arrears
+from billing.choices import NotificationKind
 from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.time_zones import DEFAULT_TIMEZONE, clean_timezone
 from core.validators import clean_display_name
+from instances import waiting
 from instances.environment import check_boot_options
 from teams.access import reaches, refuse_if_seen
 
@@ -193,7 +196,9 @@ def _fire(pk: int, due_at: datetime, now: datetime) -> None:
                 run = ScheduleRun.objects.create(schedule=schedule, due_at=due_at, outcome="", at=now)
         except IntegrityError:
             return  # recorded by another beat already
-        _decide(schedule, run)
+        # Why a run did not start is written in the language of who made the schedule, as a job's notices are.
+        with translation.override(waiting.language_of(schedule.created_by_id or schedule.owner_id)):
+            _decide(schedule, run)
 
 
 def _decide(schedule: JobSchedule, run: ScheduleRun) -> None:
@@ -214,3 +219,19 @@ def _decide(schedule: JobSchedule, run: ScheduleRun) -> None:
         except ServiceError as exc:
             run.outcome, run.detail = ScheduleRun.Outcome.REFUSED, str(exc.message)[:255]
     run.save(update_fields=["outcome", "detail", "job"])
+    if run.outcome != ScheduleRun.Outcome.SUBMITTED and _first_miss(schedule, run):
+        arrears.notify(
+            schedule.owner_id,
+            NotificationKind.SCHEDULE_MISSED,
+            name=schedule.name,
+            schedule=str(schedule.public_id),
+            why=run.detail,
+        )
+
+
+def _first_miss(schedule: JobSchedule, run: ScheduleRun) -> bool:
+    """Whether ``run`` (not submitted) is the first since a run was submitted: a schedule that keeps missing (a
+    long run that every due time overlaps, a balance left empty) tells its owner once, not at every due time; its
+    page lists every run."""
+    before = ScheduleRun.objects.filter(schedule=schedule, due_at__lt=run.due_at).order_by("-due_at").first()
+    return before is None or before.outcome == ScheduleRun.Outcome.SUBMITTED

@@ -6,7 +6,9 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.utils import translation
 
+from billing.models import Notification
 from core.errors import Conflict
 from core.field_errors import FieldError
 from instances.choices import Status
@@ -149,6 +151,31 @@ def test_a_run_the_balance_cannot_pay_is_refused_and_recorded(schedule, owner, l
     run = ScheduleRun.objects.get()
     assert run.outcome == "refused" and run.detail and run.job is None
     assert again(hourly).next_run_at == MONDAY_0100_SHANGHAI + timedelta(hours=2)  # the next one is still due
+
+
+def test_runs_that_do_not_start_tell_the_owner_once_per_streak_in_the_owners_language(schedule, owner, lifecycle):
+    owner.language = "zh-hans"
+    owner.save(update_fields=["language"])
+    with at(MONDAY_0100_SHANGHAI):
+        hourly = schedule("@hourly")
+    lifecycle.balances[owner.pk] = Decimal("0")
+    for hour in (1, 2, 3):  # three refused runs in a row
+        with at(MONDAY_0100_SHANGHAI + timedelta(hours=hour)):
+            beat()
+    missed = Notification.objects.filter(user=owner, kind="schedule_missed")
+    assert missed.count() == 1
+    with translation.override("zh-hans"):
+        message = missed.get().message
+    assert message.startswith("“nightly”的一次定时运行未启动") and "余额" in message  # in the owner's language
+    assert "余额" in ScheduleRun.objects.filter(schedule=hourly).first().detail
+
+    lifecycle.balances[owner.pk] = Decimal("100")
+    with at(MONDAY_0100_SHANGHAI + timedelta(hours=4)):
+        beat()  # submitted
+    lifecycle.balances[owner.pk] = Decimal("0")
+    with at(MONDAY_0100_SHANGHAI + timedelta(hours=5)):
+        beat()  # refused again, or skipped behind the run still going: a new streak either way
+    assert missed.count() == 2
 
 
 def test_new_york_9_30_follows_daylight_saving(schedule):

@@ -419,6 +419,16 @@ def open_port(request, public_id):
     if instance.status != "running" or not instance.access.get("jupyter"):
         messages.error(request, _("Ports open while the machine is running."))
         return redirect(instance.get_absolute_url())
+    if instance.access.get("lab_without_ports"):
+        messages.error(
+            request,
+            _(
+                "This image's JupyterLab has no jupyter-server-proxy, through which the console opens ports: reach "
+                "them with SSH port forwarding (ssh -L PORT:localhost:PORT …), or install jupyter-server-proxy in "
+                "the image."
+            ),
+        )
+        return redirect(instance.get_absolute_url())
     port = int(raw)
     listening = get_backend(instance.backend_name).listening_ports(instance)
     if listening is not None and port not in listening:

@@ -3,6 +3,7 @@ button and its own JupyterLab started on the console's socket; one without gets 
 exposes are listed on the instance's page."""
 
 import os
+import time
 
 import pytest
 
@@ -20,19 +21,47 @@ FAKE_LAB = '#!/bin/sh\necho "$@" > /run/gpucloud/lab-args\nexec sleep 600\n'
 
 def _executable_lab(root):
     os.chmod(root / "bin" / "jupyter-lab", 0o755)
+    (root / "bin" / "httpd").symlink_to("busybox")
+
+
+# The image's CMD: a web app listening on 8080 (busybox's httpd, in the foreground).
+SERVES_8080 = [
+    "/bin/sh",
+    "-c",
+    "mkdir -p /tmp/www && echo hello > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www",
+]
 
 
 @pytest.fixture(scope="session")
 def lab_image(registry, tmp_path_factory):
+    """An image with its own JupyterLab but no jupyter-server-proxy beside it."""
     layout = build_image(
         tmp_path_factory.mktemp("lab"),
         {"/bin/jupyter-lab": FAKE_LAB},
-        cmd=["/bin/sh", "-c", "sleep 600"],
+        cmd=SERVES_8080,
         env=["PATH=/bin"],
         extra=_executable_lab,
         ports=("8080/tcp", "9000/tcp"),
     )
     return push(layout, registry, "team/lab:1")
+
+
+@pytest.fixture(scope="session")
+def lab_proxy_image(registry, tmp_path_factory):
+    """An image whose JupyterLab (/opt/conda/bin/jupyter-lab) has jupyter-server-proxy in its site-packages."""
+
+    def add(root):
+        (root / "bin" / "httpd").symlink_to("busybox")
+        os.chmod(root / "opt" / "conda" / "bin" / "jupyter-lab", 0o755)
+
+    files = {
+        "/opt/conda/bin/jupyter-lab": FAKE_LAB,
+        "/opt/conda/lib/python3.12/site-packages/jupyter_server_proxy/__init__.py": "",
+    }
+    layout = build_image(
+        tmp_path_factory.mktemp("lab-proxy"), files, cmd=SERVES_8080, env=["PATH=/opt/conda/bin:/bin"], extra=add
+    )
+    return push(layout, registry, "team/lab-proxy:1")
 
 
 def fresh(instance):
@@ -69,8 +98,35 @@ def test_an_image_with_jupyterlab_gets_the_lab_button_and_its_ports_listed(
 
     page = owner_client.get(instance.get_absolute_url()).content.decode()
     assert 'id="open-jupyterlab"' in page and 'id="sandbox-image"' in page
-    ports = owner_client.get(f"{instance.get_absolute_url()}ports/").content.decode()
-    assert 'id="image-ports"' in ports and ">8080<" in ports and ">9000<" in ports
+    # What listens is listed, but with no button: this lab has no jupyter-server-proxy to open it through
+    ports = _listening(owner_client, instance, 8080)
+    assert 'id="ports-without-proxy"' in ports and "ssh -L" in ports
+    assert "lab/proxy/" not in ports and 'id="open-port-form"' not in ports
+    assert ">9000<" in ports  # declared by the image, not listening yet
+    refused = owner_client.get(f"{instance.get_absolute_url()}ports/open/?port=8080", follow=True)
+    assert "lab/proxy/" not in refused.redirect_chain[-1][0]
+    assert "no jupyter-server-proxy" in refused.content.decode()
+
+
+def _listening(client, instance, port: int) -> str:
+    """The port panel once ``port`` is seen listening inside (the panel lists it once the agent reads it)."""
+    url, deadline = f"{instance.get_absolute_url()}ports/", time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page = client.get(url).content.decode()
+        if f"{port}</" in page:
+            return page
+        time.sleep(0.3)
+    raise AssertionError(f"port {port} was never seen listening: {page}")
+
+
+def test_an_image_whose_lab_has_jupyter_server_proxy_gets_a_button_per_port(
+    on_local, launch, owner_client, imported, lab_proxy_image
+):
+    instance = launch(image=imported(lab_proxy_image), no_card=True)
+    on_local.settle(until=lambda: fresh(instance).status == Status.RUNNING, message="the machine to run")
+    ports = _listening(owner_client, instance, 8080)
+    assert f'href="{instance.get_absolute_url()}lab/proxy/8080/"' in ports and 'id="open-port-form"' in ports
+    assert 'id="ports-without-proxy"' not in ports
 
 
 def test_an_image_without_jupyterlab_gets_no_lab_button(on_local, launch, owner_client, imported, tiny_image):

@@ -105,7 +105,7 @@ def places(wanted: set[tuple[str, int]], *, now: datetime) -> dict[tuple[str, in
         kind = _kind(entry)
         ahead[kind] = ahead.get(kind, 0) + entry.cards
         if entry.key in wanted:
-            found[entry.key] = Place(position, _expected_by(ends.get(kind, []), ahead[kind]))
+            found[entry.key] = Place(position, _expected_by(ends.get(kind, []), ahead[kind], entry.cards))
     return found
 
 
@@ -114,31 +114,33 @@ def _kind(entry: Entry) -> tuple:
     return ("chip", chip) if chip else ("family", family)
 
 
-def _expected_by(ends: list[tuple[datetime, int]], needed: int) -> datetime | None:
+def _expected_by(ends: list[tuple[datetime, int, object]], needed: int, cards: int) -> datetime | None:
     """When the machines of this kind that have an end have freed ``needed`` cards (the cards the entries ahead of
-    this one and this one wait for): an honest bound only from machines that must end; None when they cannot free
-    that many."""
-    freed = 0
-    for at, cards in ends:
-        freed += cards
-        if freed >= needed:
+    this one and this one wait for), ``cards`` of them on one node (a machine's cards are one node's): an honest
+    bound only from machines that must end; None when they cannot free that many, or not that many on one node."""
+    freed, on_node = 0, {}
+    for at, count, node in ends:
+        freed += count
+        on_node[node] = on_node.get(node, 0) + count
+        if freed >= needed and max(on_node.values()) >= cards:
             return at
     return None
 
 
-def _machine_ends(queue: list[Entry], now: datetime) -> dict[tuple, list[tuple[datetime, int]]]:
-    """kind of card → [(the latest time a machine of it ends, its cards)], soonest first, for the active machines
-    that must end: a job's deadline, an auto-shutdown time, a cluster's time limit."""
+def _machine_ends(queue: list[Entry], now: datetime) -> dict[tuple, list[tuple[datetime, int, object]]]:
+    """kind of card → [(the latest time a machine of it ends, its cards, its node)], soonest first, for the active
+    machines that must end: a job's deadline, an auto-shutdown time, a cluster's time limit. A machine with no node
+    recorded (a cluster's scheduler places it) stands for a node of its own."""
     chips = {entry.wants[0] for entry in queue if entry.wants[0]}
     families = {entry.wants[1] for entry in queue if not entry.wants[0]}
     bounds: dict[int, datetime] = {}
     for source in _end_sources:
         bounds.update(source())
     rows = Instance.objects.filter(status__in=ACTIVE, cards__gt=0, chip__isnull=False).values_list(
-        "pk", "chip_id", "chip__backend", "cards", "auto_shutdown_at", "running_since", "time_limit_minutes"
+        "pk", "chip_id", "chip__backend", "cards", "auto_shutdown_at", "running_since", "time_limit_minutes", "node_id"
     )
-    found: dict[tuple, list[tuple[datetime, int]]] = {}
-    for pk, chip, family, cards, shutdown_at, since, limit in rows:
+    found: dict[tuple, list[tuple[datetime, int, object]]] = {}
+    for pk, chip, family, cards, shutdown_at, since, limit, node in rows:
         candidates = [bounds.get(pk), shutdown_at]
         if limit:
             candidates.append((since or now) + timedelta(minutes=limit))
@@ -148,7 +150,7 @@ def _machine_ends(queue: list[Entry], now: datetime) -> dict[tuple, list[tuple[d
         at = max(min(known), now)
         for kind in (("chip", chip) if chip in chips else None, ("family", family) if family in families else None):
             if kind is not None:
-                found.setdefault(kind, []).append((at, cards))
+                found.setdefault(kind, []).append((at, cards, node if node is not None else ("machine", pk)))
     for ends in found.values():
-        ends.sort()
+        ends.sort(key=lambda end: end[0])
     return found

@@ -138,6 +138,32 @@ def test_the_estimate_is_the_deadline_of_the_job_on_the_card(submit, owner, life
         assert place.position == 1 and place.expected_by == running.deadline(job)
 
 
+def test_the_estimate_waits_for_the_cards_to_free_on_one_node(submit, owner, lifecycle):
+    # Three DCU cards on two nodes (one and two), all taken: two jobs that end at their timeouts and a machine
+    # that has no end; a launch of two cards waits
+    Node.objects.filter(chip__slug="dcu-z100").exclude(name__in=["xc-dcu-01", "xc-dcu-02"]).update(drained=True)
+    Node.objects.filter(name="xc-dcu-01").update(cards=1, cards_reserved=0)
+    Node.objects.filter(name="xc-dcu-02").update(cards=2, cards_reserved=0)
+    one, two = Node.objects.get(name="xc-dcu-01"), Node.objects.get(name="xc-dcu-02")
+    with time_machine.travel(timezone.now(), tick=False):
+        holder = launching.launch(owner, _request(name="open-ended"))
+        soon, later = (submit(backend="dcu", timeout_seconds=seconds, name=f"j{seconds}") for seconds in (600, 1200))
+        drive()
+        soon, later = fresh(soon), fresh(later)
+        entry = waiting.launch_or_wait(owner, _request(cards=2), wait=True)
+
+        def on(instance_id, node):
+            Instance.objects.filter(pk=instance_id).update(node=node)
+
+        # Two cards are freed by the later deadline, but one on each node: no machine of two cards fits there
+        on(holder.pk, two), on(soon.instance_id, one), on(later.instance_id, two)
+        assert _place(entry) == queue.Place(position=1, expected_by=None)
+
+        # Both jobs on the two-card node: by the later deadline, two cards are free there
+        on(holder.pk, one), on(soon.instance_id, two)
+        assert _place(entry).expected_by == running.deadline(later)
+
+
 def test_without_a_machine_that_must_end_the_estimate_is_unknown(owner, lifecycle):
     _one_dcu_card()
     launching.launch(owner, _request(name="open-ended"))  # no timeout, no auto-shutdown

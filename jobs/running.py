@@ -80,7 +80,7 @@ def place_queued() -> int:
             alike = (entry.owner_id, entry.person_id, entry.wants, entry.cards)
             if entry.kind == LAUNCH:
                 waiting.leave_if_unaffordable(entry.pk)
-            elif alike not in paid and not leave_if_unaffordable(entry.pk):
+            elif alike not in paid and leave_if_unaffordable(entry.pk) == PAYS:
                 paid.add(alike)
             continue
         try:
@@ -122,23 +122,28 @@ def place(pk: int) -> str:
             return _place(job)
 
 
-def leave_if_unaffordable(pk: int) -> bool:
+# What the balance check of a queued job not tried says: it left, it can pay, or nothing is known (another beat
+# holds the job, or something else than the balance is wrong: for its turn to say).
+LEFT_UNPAID, PAYS, UNKNOWN = "left", "pays", "unknown"
+
+
+def leave_if_unaffordable(pk: int) -> str:
     """For a queued job that was not tried in a pass (no card of its kind was free): fail it, saying so, when the
-    balance can no longer pay its machine's first hour, as its turn would. Returns whether it left."""
+    balance can no longer pay its machine's first hour, as its turn would. Returns LEFT_UNPAID, PAYS or UNKNOWN."""
     with transaction.atomic():
         job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk, state=State.QUEUED).first()
         if job is None:
-            return False
+            return UNKNOWN
         with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
             try:
                 request = _launch_request(job, outputs.on_cluster(job))
                 charges.check_launch_funds(job.owner, launching.preview(job.owner, request, by=job.submitted_by))
             except PaymentRequired as exc:
                 _leave_unpaid(job, exc)
-                return True
+                return LEFT_UNPAID
             except ServiceError:
-                return False  # anything else is for its turn to say
-    return False
+                return UNKNOWN
+    return PAYS
 
 
 def _leave_unpaid(job: Job, exc: PaymentRequired) -> None:

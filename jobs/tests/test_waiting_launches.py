@@ -20,6 +20,7 @@ from instances.choices import Status
 from instances.models import Instance, WaitingLaunch
 from jobs import running, services
 from jobs.choices import State
+from jobs.models import Job
 from teams import services as teams
 from teams.models import Membership, TeamEvent
 from teams.roles import Role
@@ -336,3 +337,18 @@ def test_a_queued_job_behind_one_that_found_no_room_still_leaves_when_the_balanc
     second = fresh(second)
     assert second.state == State.FAILED and second.instance is None
     assert second.state_detail.startswith("Left the queue") and "balance" in second.state_detail.lower()
+
+
+def test_an_alike_job_whose_check_could_not_run_does_not_spare_the_next_from_its_check(
+    submit, owner, stranger, lifecycle
+):
+    _one_dcu_card()
+    launching.launch(owner, _request(name="holder"))
+    submit(user=stranger, backend="dcu", name="first")
+    unknown = submit(backend="dcu", name="image-gone")
+    Job.objects.filter(pk=unknown.pk).update(image="no-such-image")  # its check fails for another reason
+    second = submit(backend="dcu", name="second")
+    lifecycle.balances[owner.pk] = Decimal("0.10")
+    drive(rounds=1)
+    assert fresh(unknown).state == State.QUEUED  # its turn says what is wrong
+    assert fresh(second).state == State.FAILED and fresh(second).state_detail.startswith("Left the queue")

@@ -551,7 +551,7 @@ class LocalBackend(Backend):
                 "image_root": image["rootfs"] if image else "",
                 "image_path": local_image.search_path(image) if image else "",
                 "image_lab": bool(image and image.get("jupyterlab")),
-                "image_lab_ports": bool(image and local_image.lab_proxies_ports(image)),
+                "image_lab_ports": bool(image and image.get("lab_ports", True)),
                 "image_ports": local_image.exposed_ports(image) if image else [],
             },
         )
@@ -997,7 +997,7 @@ class LocalBackend(Backend):
             # An image's machine runs JupyterLab only when the image has one (its own, started by its own Python).
             "jupyter": not serves and (not state.get("image_root") or state.get("image_lab", False)),
             # An image's own JupyterLab without jupyter-server-proxy opens no port (the runtime's has it).
-            "lab_without_ports": bool(state.get("image_root")) and not state.get("image_lab_ports", False),
+            "lab_without_ports": bool(state.get("image_root")) and not state.get("image_lab_ports", True),
             "image": bool(state.get("image_root")),
             "image_ports": state.get("image_ports", []),
             "model_server": serves,

@@ -14,7 +14,6 @@ The mount points bubblewrap needs are made in the image's root before the first 
 made without following anything in it): the root is read-only inside, where bubblewrap could not make them.
 """
 
-import glob
 import os
 import re
 import shlex
@@ -159,20 +158,6 @@ def root_binds(rootfs: str, etc: Path, run_mb: int) -> list[str]:
     for name in LOADER_FILES:
         argv += ["--ro-bind", "/dev/null", f"/etc/{name}"]
     return argv
-
-
-def lab_proxies_ports(image: dict) -> bool:
-    """Whether the image's own JupyterLab can open the machine's ports (the port panel's buttons go through
-    jupyter-server-proxy, ``lab/proxy/<port>/``): the package beside the lab's Python, under the prefix its
-    ``jupyter-lab`` is in (``/opt/conda/bin/jupyter-lab`` → ``/opt/conda/lib/python3*/site-packages``). A path the
-    image links out of its root counts as absent."""
-    lab = image.get("jupyterlab") or ""
-    if not lab.startswith("/"):
-        return False
-    root = os.path.realpath(image["rootfs"])
-    prefix = os.path.dirname(os.path.dirname(lab)).rstrip("/")
-    pattern = f"{glob.escape(root + prefix)}/lib/python3*/*-packages/jupyter_server_proxy"
-    return any(os.path.realpath(found).startswith(root + "/") for found in glob.glob(pattern))
 
 
 def search_path(config: dict) -> str:

@@ -9,6 +9,7 @@ resolve them: symlinks followed within the image's root, ``..`` stopping at it.
 """
 
 import os
+import posixpath
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -110,6 +111,37 @@ def suggested_family(families: Iterable[str]) -> str:
 def lookup(root: str, path: str) -> os.stat_result | None:
     """The file ``path`` names inside the image, resolved as the sandbox resolves it (symlinks within the image's
     root, ``..`` stopping at it), without following anything on the host; None when there is none."""
+    found = _resolve(root, path)
+    return found[1] if found else None
+
+
+def resolve(root: str, path: str) -> str | None:
+    """Where ``path`` leads inside the image once its symlinks are followed there (as :func:`lookup`), or None."""
+    found = _resolve(root, path)
+    return "/" + "/".join(found[0]) if found else None
+
+
+def entries(root: str, path: str) -> list[str]:
+    """The names in the folder ``path`` inside the image (resolved as :func:`lookup`); none when it is not one."""
+    found = _resolve(root, path)
+    if found is None or not stat.S_ISDIR(found[1].st_mode):
+        return []
+    root_fd = os.open(root, DIRECTORY)
+    try:
+        fd = _open_in(root_fd, found[0])
+    finally:
+        os.close(root_fd)
+    try:
+        listed = os.open(".", DIRECTORY, dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        return os.listdir(listed)
+    finally:
+        os.close(listed)
+
+
+def _resolve(root: str, path: str) -> tuple[list[str], os.stat_result] | None:
     parts = [p for p in path.split("/") if p not in ("", ".")]
     resolved: list[str] = []
     links = 0
@@ -136,7 +168,7 @@ def lookup(root: str, path: str) -> os.stat_result | None:
             if parts and not stat.S_ISDIR(info.st_mode):
                 return None
             resolved.append(name)
-        return info if resolved else os.fstat(root_fd)
+        return (resolved, info) if resolved else (resolved, os.fstat(root_fd))
     finally:
         os.close(root_fd)
 
@@ -187,13 +219,32 @@ def on_path(root: str, command: str, env: Iterable[str]) -> str:
     return ""
 
 
+def lab_opens_ports(root: str, lab: str) -> bool:
+    """Whether jupyter-server-proxy sits beside the image's JupyterLab (``lab``: where ``jupyter-lab`` was found), in
+    a ``lib/python3*/{site,dist}-packages`` of the prefix its real file is in (``/opt/conda/bin/jupyter-lab`` →
+    ``/opt/conda``): the port panel's buttons open ports through it."""
+    real = resolve(root, lab) if lab else None
+    if real is None:
+        return False
+    lib = posixpath.join(posixpath.dirname(posixpath.dirname(real)), "lib")
+    for version in entries(root, lib):
+        for packages in ("site-packages", "dist-packages") if version.startswith("python3") else ():
+            info = lookup(root, f"{lib}/{version}/{packages}/jupyter_server_proxy")
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                return True
+    return False
+
+
 def checks(root: str, env: list[str], families: Iterable[str]) -> dict:
     """What the image's files hold that the console cares about: a shell (SSH and the terminal need one), Python and
-    JupyterLab (the lab button), and the chip family its libraries suggest."""
+    JupyterLab (the lab button) with jupyter-server-proxy (the port buttons), and the chip family its libraries
+    suggest."""
+    lab = on_path(root, "jupyter-lab", env)
     return {
         "shell": executable(root, "/bin/sh"),
         "python": on_path(root, "python3", env),
-        "jupyterlab": on_path(root, "jupyter-lab", env),
+        "jupyterlab": lab,
+        "lab_ports": lab_opens_ports(root, lab),
         "families": sorted(families),
         "family": suggested_family(families),
     }

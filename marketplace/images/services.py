@@ -219,10 +219,17 @@ def find_variant(slug: str) -> ImageVariant | None:
 
 
 def hold_variant(slug: str) -> bool:
-    """Lock the image of the variant ``slug`` until the caller's transaction ends, so that its removal
-    (``imports.remove_image``, which locks it too) waits for a launch that boots it and the launch for the removal;
-    False when the variant is gone."""
-    return bool(list(Image.objects.select_for_update(of=("self",)).filter(variants__slug=slug).values_list("pk")))
+    """Keep the variant ``slug`` from being removed until the caller's transaction ends: an imported image's row is
+    locked, so that its removal (``imports.remove_image``, which locks it too) waits for a launch that boots it and
+    the launch for the removal. The platform's images and saved ones are not removed under a launch, and are not
+    locked (one row serves every family's launches). False when the variant is gone."""
+    found = ImageVariant.objects.filter(slug=slug).values_list("image_id", "image__imported__id").first()
+    if found is None:
+        return False
+    image_id, imported = found
+    if imported is None:
+        return True
+    return bool(list(Image.objects.select_for_update(of=("self",)).filter(pk=image_id).values_list("pk")))
 
 
 def variant_names(slugs) -> dict[str, tuple[str, str]]:
@@ -237,7 +244,9 @@ def boot_root(slug: str) -> dict | None:
     if record is None:
         return None
     lab = record.checks.get("jupyterlab") or ""
-    return {**record.config, "jupyterlab": lab, "rootfs": str(oci.rootfs_of(record.tag))}
+    # An image imported before the import looked for jupyter-server-proxy keeps its port buttons.
+    ports = record.checks.get("lab_ports", True)
+    return {**record.config, "jupyterlab": lab, "lab_ports": ports, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
 def ran_image(user, image: Image, variants=None) -> bool:

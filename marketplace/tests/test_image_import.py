@@ -36,7 +36,14 @@ def test_a_private_image_is_imported_checked_and_counted_in_storage(owner, image
     assert record.step == ImportStep.DONE and record.digest.startswith("sha256:")
     assert record.config["cmd"][0] == "/bin/sh"
     assert "GREETING=hello-from-the-image" in record.config["env"]
-    assert record.checks == {"shell": True, "python": "", "jupyterlab": "", "families": [], "family": ""}
+    assert record.checks == {
+        "shell": True,
+        "python": "",
+        "jupyterlab": "",
+        "lab_ports": False,
+        "families": [],
+        "family": "",
+    }
     assert (oci.rootfs_of(record.tag) / "marker").read_text() == MARKER
     assert image.size_bytes > 1_000_000  # busybox
     assert StoredElsewhere.objects.get(owner=owner, source=UsageSource.IMAGES).size == image.size_bytes

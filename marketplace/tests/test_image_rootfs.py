@@ -95,6 +95,45 @@ def test_python_jupyterlab_and_the_chip_family_are_detected(image_root):
         "shell": True,
         "python": "/usr/bin/python3",
         "jupyterlab": "/usr/bin/jupyter-lab",
+        "lab_ports": False,  # no jupyter-server-proxy beside it
         "families": ["cuda", "npu"],
         "family": "npu",  # a domestic stack beside CUDA: a migration image, suggested as the domestic one
     }
+
+
+def _lab(root, prefix: str) -> None:
+    lab = root / prefix.lstrip("/") / "bin" / "jupyter-lab"
+    lab.parent.mkdir(parents=True)
+    lab.write_text("#!/bin/sh\n")
+    lab.chmod(0o755)
+
+
+def _proxy(root, prefix: str, version: str = "python3.11", packages: str = "site-packages") -> None:
+    (root / prefix.lstrip("/") / "lib" / version / packages / "jupyter_server_proxy").mkdir(parents=True)
+
+
+def test_the_port_buttons_need_jupyter_server_proxy_beside_the_images_own_lab(image_root):
+    _lab(image_root, "/opt/conda")
+    assert rootfs.checks(str(image_root), ["PATH=/opt/conda/bin:/bin"], [])["lab_ports"] is False
+    _proxy(image_root, "/opt/conda")
+    assert rootfs.checks(str(image_root), ["PATH=/opt/conda/bin:/bin"], [])["lab_ports"] is True
+
+
+def test_the_labs_prefix_is_where_its_links_lead_inside_the_image(image_root):
+    # /usr/local/bin/jupyter-lab links to the conda environment's, which is itself a link to another folder
+    _lab(image_root, "/opt/miniconda3")
+    _proxy(image_root, "/opt/miniconda3", version="python3.12")
+    (image_root / "opt" / "conda").symlink_to("/opt/miniconda3")
+    (image_root / "usr" / "local" / "bin").mkdir(parents=True)
+    (image_root / "usr" / "local" / "bin" / "jupyter-lab").symlink_to("/opt/conda/bin/jupyter-lab")
+    found = rootfs.checks(str(image_root), ["PATH=/usr/local/bin:/bin"], [])
+    assert found["jupyterlab"] == "/usr/local/bin/jupyter-lab" and found["lab_ports"] is True
+
+
+def test_a_link_to_the_hosts_packages_is_read_inside_the_image(image_root, tmp_path):
+    # The image's lib links to a host path that holds the package: inside the image there is none
+    host = tmp_path / "host-lib"
+    _proxy(host, "/")
+    _lab(image_root, "/usr")
+    (image_root / "usr" / "lib").symlink_to(str(host / "lib"))
+    assert rootfs.lab_opens_ports(str(image_root), "/usr/bin/jupyter-lab") is False

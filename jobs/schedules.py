@@ -226,6 +226,7 @@ def _decide(schedule: JobSchedule, run: ScheduleRun) -> None:
             name=schedule.name,
             schedule=str(schedule.public_id),
             why=run.detail,
+            path=schedule.get_absolute_url(),  # the e-mail's and the wallet card's link: the schedule's runs
         )
 
 

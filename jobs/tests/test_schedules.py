@@ -168,6 +168,7 @@ def test_runs_that_do_not_start_tell_the_owner_once_per_streak_in_the_owners_lan
         message = missed.get().message
     assert message.startswith("“nightly”的一次定时运行未启动") and "余额" in message  # in the owner's language
     assert "余额" in ScheduleRun.objects.filter(schedule=hourly).first().detail
+    assert missed.get().params["path"] == hourly.get_absolute_url()
 
     lifecycle.balances[owner.pk] = Decimal("100")
     with at(MONDAY_0100_SHANGHAI + timedelta(hours=4)):

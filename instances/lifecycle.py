@@ -293,8 +293,9 @@ def _submit(instance: Instance) -> bool:
     return True
 
 
-def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
-    """A permanent failure: free the cards; nothing is charged for a launch that never became healthy."""
+def _fail(instance: Instance, reason: str, detail: str = "", at=None, *, stop: bool = True) -> None:
+    """A permanent failure: free the cards; nothing is charged for a launch that never became healthy. ``stop``:
+    ask the backend to end the machine (after the transaction; the caller does it otherwise)."""
     was_running = instance.status == Status.RUNNING
     at = _not_before_running(instance, at or timezone.now())
     with transaction.atomic():
@@ -311,6 +312,8 @@ def _fail(instance: Instance, reason: str, detail: str = "", at=None) -> None:
         if was_running:
             charges.close_usage(instance.public_id, ended_at=at)
         free(instance)
+    if not stop:
+        return
     try:
         _backend(instance).stop(instance, grace_seconds=0)
     except BackendError:
@@ -326,6 +329,9 @@ def _step_starting(instance: Instance, status) -> float | None:
     status = status or _backend(instance).status(instance)
     if status.phase == Phase.RUNNING:
         _become_running(instance, status)
+        return None
+    if status.ran_from is not None:
+        _ran_between_looks(instance, status)
         return None
     if status.phase == Phase.FAILED:
         _fail(instance, Reason.NODE_LOST, status.message)
@@ -352,6 +358,25 @@ def _step_starting(instance: Instance, status) -> float | None:
     return max(status.ready_in or 2.0, 0.2)
 
 
+def _ran_between_looks(instance: Instance, status) -> None:
+    """A machine that ran and ended between two looks (a short job on a cluster): running from when it began (not
+    before this start was asked) to when it ended, both in one transaction, so its started minutes are billed and
+    nothing sees it running in between; then ended as a running machine that ends."""
+    started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
+    now = timezone.now()
+    began = min(max(status.ran_from, started or status.ran_from), now)
+    with transaction.atomic():
+        _become_running(instance, status, at=began)
+        if instance.status != Status.RUNNING:
+            return  # its prepaid term could not be paid: failed already
+        at = max(min(status.since or now, now), began)
+        _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=at, stop=False)
+    try:
+        _backend(instance).stop(instance, grace_seconds=0)
+    except BackendError:
+        pass  # the machine is gone already
+
+
 def _explain_wait(instance: Instance, status) -> None:
     """Show why a start waits (the Slurm backend: "waiting for 2 free MLU370 cards") on the instance's page."""
     detail = (status.message or "")[:255]
@@ -360,8 +385,8 @@ def _explain_wait(instance: Instance, status) -> None:
         instance.status_detail = detail
 
 
-def _become_running(instance: Instance, status) -> None:
-    now = timezone.now()
+def _become_running(instance: Instance, status, *, at=None) -> None:
+    now = at or timezone.now()
     q = instance_quote(instance)
     data = {"payable_per_hour": str(q.payable_per_hour), "plan": q.plan_slug}
     try:

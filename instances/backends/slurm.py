@@ -430,9 +430,12 @@ def job_phase(
     now: float | None = None,
     lab: bool = False,
     shared: bool = False,
+    agent_reported: bool | None = None,
 ) -> BackendStatus:
-    """What a Slurm job means for its instance. ``reported``: the agent has reported from this job; ``lab``: its
-    latest report gives a JupyterLab address the console may use; ``shared``: it runs as the shared account."""
+    """What a Slurm job means for its instance. ``reported``: the agent has reported from this job (or no report is
+    required); ``agent_reported``: one really came (default: ``reported``), which tells an ended job that ran from one
+    cancelled while pending; ``lab``: its latest report gives a JupyterLab address the console may use; ``shared``:
+    it runs as the shared account."""
     if job is None:
         return BackendStatus(Phase.ABSENT)
     now = now if now is not None else time.time()
@@ -460,10 +463,22 @@ def job_phase(
         return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=1.0, message=message)
     if state in {"COMPLETING", "SUSPENDED"}:
         return BackendStatus(Phase.STOPPING, since=_at(job.get("end_time")), ready_in=1.0)
-    ended = _at(min(job.get("end_time") or now, now))
+    ended_at = min(job.get("end_time") or now, now)
+    # A job its agent reported from ran on its cards from its start time, at most its time limit (Slurm notices a
+    # timeout on its own periodic check). Slurm keeps whole seconds: one that ran for less than a second ends in the
+    # second it started, and ran into it all the same.
+    started = job.get("start_time") or 0
+    ran = agent_reported if agent_reported is not None else reported
+    ran_from = _at(started) if ran and 0 < started <= ended_at else None
+    if ran_from is not None:
+        limit = job.get("time_limit")
+        ended_at = min(max(ended_at, started + 1), now)
+        ended_at = min(ended_at, started + limit * 60) if isinstance(limit, int) and limit > 0 else ended_at
+    ended = _at(ended_at)
     if signalled is not None or wanted != "running":
-        return BackendStatus(Phase.STOPPED, since=ended)
-    return BackendStatus(Phase.FAILED, since=ended, message=str(ENDED_MESSAGES.get(state, state.lower())))
+        return BackendStatus(Phase.STOPPED, since=ended, ran_from=ran_from)
+    message = str(ENDED_MESSAGES.get(state, state.lower()))
+    return BackendStatus(Phase.FAILED, since=ended, message=message, ran_from=ran_from)
 
 
 def _queue_entry(job: dict | None) -> dict | None:
@@ -776,6 +791,7 @@ class SlurmBackend(Backend):
             job,
             wanted=instance.wanted,
             reported=key in reported or not config.get("require_heartbeat", True),
+            agent_reported=key in reported,
             grace=_grace(instance),
             cards=instance.cards,
             spot_partition=config["spot_partition"],

@@ -190,3 +190,26 @@ def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_to_slurm(mlu_job, on_sl
     # When the on-demand machine goes, the job runs again
     instance_lifecycle.release(Instance.objects.with_related().get(pk=pressure.pk))
     run_until(job, lambda j: j.state == State.RUNNING, on_slurm, timeout=180, message="the job to run again")
+
+
+def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_started_minutes(mlu_job, on_slurm, lifecycle):
+    # A command that ends at once: the cluster runs it and ends it between two looks of the console
+    job = mlu_job('echo "quick"', cards=1)
+    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    deadline = time.monotonic() + 60
+    while slurm_job(on_slurm, job)["job_state"] != "COMPLETED" and time.monotonic() < deadline:
+        time.sleep(0.3)  # no beat meanwhile: the console does not look
+    assert slurm_job(on_slurm, job)["job_state"] == "COMPLETED", slurm_job(on_slurm, job)
+    assert fresh(job).instance.status == Status.STARTING  # never seen running
+
+    job = run_until(job, finished, on_slurm, message="the console to see it ended")
+    assert (job.state, job.exit_code) == (State.SUCCEEDED, 0), job.state_detail
+    on_slurm.settle(until=lambda: fresh(job).instance.status == Status.RELEASED, message="the machine to go")
+    ran = slurm_job(on_slurm, job)
+    (session,) = lifecycle.sessions_of(job.instance)
+    # Its minute on the cluster's cards is billed, from the cluster's start to its end (Slurm keeps whole seconds: a
+    # command that took less than one ends in the second it started, and is counted to the next)
+    assert session.started_at.timestamp() == ran["start_time"]
+    assert ran["start_time"] < session.ended_at.timestamp() <= max(ran["end_time"], ran["start_time"] + 1)
+    minutes = rules.billed_minutes(session.started_at, session.ended_at)
+    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session

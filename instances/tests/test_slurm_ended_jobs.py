@@ -1,0 +1,46 @@
+"""What an ended Slurm job the console never saw running means for billing: it ran from its start time when its
+agent reported from it (to its end, at least into the second it started, at most its time limit); a job cancelled
+while pending, or one no agent reported from, did not run."""
+
+from datetime import UTC, datetime
+
+from instances.backends import Phase
+from instances.backends.slurm import job_phase
+
+START = 1_796_000_000
+COMMON = {"wanted": "running", "grace": 10, "cards": 1, "chip": "MLU370", "spot_partition": "spot", "now": START + 3600}
+
+
+def _at(epoch):
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def _ended(**fields):
+    return {"job_id": 7, "job_state": "COMPLETED", "start_time": START, "end_time": START + 30, **fields}
+
+
+def test_a_job_its_agent_reported_from_ran_from_its_start_to_its_end():
+    status = job_phase(_ended(), reported=True, **COMMON)
+    assert status.phase == Phase.FAILED and status.ran_from == _at(START) and status.since == _at(START + 30)
+
+
+def test_one_that_ended_in_the_second_it_started_ran_into_that_second():
+    status = job_phase(_ended(end_time=START), reported=True, **COMMON)
+    assert status.ran_from == _at(START) and status.since == _at(START + 1)
+
+
+def test_its_run_ends_at_its_time_limit_whenever_slurm_noticed():
+    status = job_phase(_ended(job_state="TIMEOUT", end_time=START + 700, time_limit=10), reported=True, **COMMON)
+    assert status.since == _at(START + 600)
+
+
+def test_a_job_no_agent_reported_from_did_not_run_even_where_no_report_is_required():
+    # Cancelled while pending: Slurm gives it a start time equal to its end
+    cancelled = _ended(job_state="CANCELLED", end_time=START)
+    assert job_phase(cancelled, reported=True, agent_reported=False, **COMMON).ran_from is None
+    assert job_phase(_ended(), reported=False, **COMMON).ran_from is None
+
+
+def test_a_stopped_one_ran_too():
+    status = job_phase(_ended(), reported=True, **(COMMON | {"wanted": "stopped"}))
+    assert status.phase == Phase.STOPPED and status.ran_from == _at(START)

@@ -370,6 +370,8 @@ def _ran_between_looks(instance: Instance, status) -> None:
         if instance.status != Status.RUNNING:
             return  # its prepaid term could not be paid: failed already
         at = max(min(status.since or now, now), began)
+        if instance.time_limit_minutes:  # a cluster notices a time limit on its own periodic check
+            at = min(at, began + timedelta(minutes=instance.time_limit_minutes))
         _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=at, stop=False)
     try:
         _backend(instance).stop(instance, grace_seconds=0)

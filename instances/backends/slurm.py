@@ -464,17 +464,12 @@ def job_phase(
     if state in {"COMPLETING", "SUSPENDED"}:
         return BackendStatus(Phase.STOPPING, since=_at(job.get("end_time")), ready_in=1.0)
     ended_at = min(job.get("end_time") or now, now)
-    # A job its agent reported from ran on its cards from its start time, at most its time limit (Slurm notices a
-    # timeout on its own periodic check). Slurm keeps whole seconds: one that ran for less than a second ends in the
-    # second it started, and ran into it all the same.
+    # A job its agent reported from ran on its cards from its start time. Slurm keeps whole seconds: one that ran for
+    # less than a second ends in the second it started, and ran into it all the same.
     started = job.get("start_time") or 0
     ran = agent_reported if agent_reported is not None else reported
     ran_from = _at(started) if ran and 0 < started <= ended_at else None
-    if ran_from is not None:
-        limit = job.get("time_limit")
-        ended_at = min(max(ended_at, started + 1), now)
-        ended_at = min(ended_at, started + limit * 60) if isinstance(limit, int) and limit > 0 else ended_at
-    ended = _at(ended_at)
+    ended = _at(min(max(ended_at, started + 1), now) if ran_from is not None else ended_at)
     if signalled is not None or wanted != "running":
         return BackendStatus(Phase.STOPPED, since=ended, ran_from=ran_from)
     message = str(ENDED_MESSAGES.get(state, state.lower()))

@@ -1,6 +1,6 @@
 """What an ended Slurm job the console never saw running means for billing: it ran from its start time when its
-agent reported from it (to its end, at least into the second it started, at most its time limit); a job cancelled
-while pending, or one no agent reported from, did not run."""
+agent reported from it (to its end, at least into the second it started); a job cancelled while pending, or one no
+agent reported from, did not run."""
 
 from datetime import UTC, datetime
 
@@ -27,11 +27,6 @@ def test_a_job_its_agent_reported_from_ran_from_its_start_to_its_end():
 def test_one_that_ended_in_the_second_it_started_ran_into_that_second():
     status = job_phase(_ended(end_time=START), reported=True, **COMMON)
     assert status.ran_from == _at(START) and status.since == _at(START + 1)
-
-
-def test_its_run_ends_at_its_time_limit_whenever_slurm_noticed():
-    status = job_phase(_ended(job_state="TIMEOUT", end_time=START + 700, time_limit=10), reported=True, **COMMON)
-    assert status.since == _at(START + 600)
 
 
 def test_a_job_no_agent_reported_from_did_not_run_even_where_no_report_is_required():

@@ -53,16 +53,17 @@ def test_the_same_seed_gives_the_same_text_and_another_seed_another(model):
 
 
 def test_the_answer_continues_the_prompts_language(model):
-    # Over a few seeds: one answer may wander into the other language, as the training text does at times.
+    # Over a few seeds, each answer on its own: one may wander into the other language, as the training text does at
+    # times, and each ends where the text it learnt from ends a sentence.
     def answers(prompt):
-        return "".join("".join(model.generate(prompt, max_tokens=30, seed=s, temperature=0.5)) for s in range(10))
+        return ["".join(model.generate(prompt, max_tokens=30, seed=s, temperature=0.5)) for s in range(10)]
 
     def share_not_ascii(text):
-        return sum(not c.isascii() for c in text) / len(text)
+        return sum(not c.isascii() for c in text) / max(len(text), 1)
 
-    chinese, english = answers("您的余额不足"), answers("The instance ")
-    assert share_not_ascii(chinese) > 0.6 and _cjk(chinese) > 100
-    assert share_not_ascii(english) < 0.1
+    chinese = [a for a in answers("您的余额不足") if share_not_ascii(a) > 0.6 and _cjk(a) >= 3]
+    assert len(chinese) >= 8, chinese
+    assert all(share_not_ascii(a) < 0.1 for a in answers("The instance "))
 
 
 def test_the_answer_stops_at_max_tokens_and_says_why(model):

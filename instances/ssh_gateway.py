@@ -50,9 +50,11 @@ log = logging.getLogger(__name__)
 
 HOST_KEY_FILE = "ssh_gateway_host_key"
 CHUNK = 65536
-# After a pty session's program exits, what it wrote is still read out of the terminal; a background process
-# that keeps the terminal open does not hold the session longer than this.
-PTY_DRAIN_SECONDS = 1.0
+# After a pty session's program exits, what it wrote is still read out of the terminal until none has come for
+# PTY_QUIET_SECONDS; a background process that keeps writing does not hold the session longer than
+# PTY_DRAIN_SECONDS.
+PTY_QUIET_SECONDS = 0.3
+PTY_DRAIN_SECONDS = 3.0
 # Between SIGHUP and SIGKILL for what a closed session leaves running.
 HANGUP_GRACE_SECONDS = 2.0
 # The shell that leads a pty session. The kernel hangs up a terminal when its session leader exits, and throws
@@ -412,22 +414,25 @@ async def _in_pty(process, argv: list[str], env: dict) -> int:
         child = await asyncio.create_subprocess_exec(*command, stdin=terminal, stdout=terminal, stderr=theirs, env=env)
     except BaseException:
         os.close(master)
+        os.close(terminal)
         ours.close()
         raise
     finally:
-        os.close(terminal)
         theirs.close()
+    # The gateway keeps the terminal open itself until the output is read: the kernel passes what the program wrote
+    # on to the master side in a worker of its own, and a master whose terminal nobody holds any more reads EIO,
+    # even before that arrives — under load, the program's last words were lost.
+    held = terminal
     reader, reading, writer = await _pty_streams(master)
-    output = asyncio.ensure_future(_copy_out(reader, process.stdout))
+    sink = _Counting(process.stdout)
+    output = asyncio.ensure_future(_copy_out(reader, sink))
     feed = asyncio.ensure_future(_copy_in(process, writer, lambda size: _resize(master, size), child.pid, close=False))
     try:
         code = await _reported_status(ours, child)
-        try:
-            await asyncio.wait_for(output, PTY_DRAIN_SECONDS)
-        except TimeoutError:
-            pass
+        await _until_quiet(sink, output)
         return code
     finally:
+        os.close(held)
         ours.close()  # the session leader may go
         feed.cancel()
         output.cancel()
@@ -435,6 +440,36 @@ async def _in_pty(process, argv: list[str], env: dict) -> int:
         reading.close()
         if child.returncode is None:
             await _end(child)
+
+
+class _Counting:
+    """A writer that counts what passes through it (the drain reads whether output still comes)."""
+
+    def __init__(self, sink):
+        self.sink, self.written = sink, 0
+
+    def write(self, data) -> None:
+        self.written += len(data)
+        self.sink.write(data)
+
+    async def drain(self) -> None:
+        await self.sink.drain()
+
+
+async def _until_quiet(sink: _Counting, output: asyncio.Future) -> None:
+    """Wait while the program's output still comes: until none has come for PTY_QUIET_SECONDS (or it ended), at
+    most PTY_DRAIN_SECONDS."""
+    deadline = asyncio.get_running_loop().time() + PTY_DRAIN_SECONDS
+    seen = -1
+    while seen != sink.written and not output.done():
+        seen = sink.written
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(output), min(PTY_QUIET_SECONDS, left))
+        except TimeoutError:
+            pass
 
 
 async def _reported_status(ours: socket.socket, child: asyncio.subprocess.Process) -> int:

@@ -312,8 +312,12 @@ def _fail(instance: Instance, reason: str, detail: str = "", at=None, *, stop: b
         if was_running:
             charges.close_usage(instance.public_id, ended_at=at)
         free(instance)
-    if not stop:
-        return
+    if stop:
+        _stop_machine(instance)
+
+
+def _stop_machine(instance: Instance) -> None:
+    """Ask the backend to end a failed machine at once; one already gone needs nothing."""
     try:
         _backend(instance).stop(instance, grace_seconds=0)
     except BackendError:
@@ -373,10 +377,7 @@ def _ran_between_looks(instance: Instance, status) -> None:
         if instance.time_limit_minutes:  # a cluster notices a time limit on its own periodic check
             at = min(at, began + timedelta(minutes=instance.time_limit_minutes))
         _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=at, stop=False)
-    try:
-        _backend(instance).stop(instance, grace_seconds=0)
-    except BackendError:
-        pass  # the machine is gone already
+    _stop_machine(instance)
 
 
 def _explain_wait(instance: Instance, status) -> None:

@@ -20,6 +20,7 @@ import unicodedata
 import zoneinfo
 from datetime import date
 
+import jsonschema
 import pytest
 import schemathesis
 from django.core import signals
@@ -252,3 +253,28 @@ def test_the_api_never_answers_500_to_an_owner_and_errors_are_documented_json(ca
 @FUZZ_SETTINGS
 def test_the_api_never_answers_500_without_a_token_and_errors_are_documented_json(case, db):
     case.call_and_validate(checks=CHECKS)
+
+
+@pytest.mark.parametrize(
+    ("flags", "code"),
+    [
+        ({"backend": "auto", "no_card": "on"}, "invalid_chip"),
+        ({"chip": "ascend-910b", "spot": "yes", "plan": "monthly"}, "spot_not_offered"),
+    ],
+)
+def test_a_form_launch_refused_for_a_flag_written_as_text_is_one_the_schema_calls_invalid(
+    owner_api, catalog, flags, code
+):
+    # A form writes a flag as text ("on", "yes"): the server reads it as set, and so must the schema's rules across
+    # fields, or a client checking its request against the schema sends one the server refuses.
+    owner_api.raise_request_exception = False
+    body = {"name": "flags", "image": "pytorch-2.2", **flags}
+    document = owner_api.get("/api/schema/?format=json").json()
+    form = document["paths"]["/api/v1/instances/"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    validator = jsonschema.Draft7Validator({**form, "components": document["components"]})
+
+    response = owner_api.post("/api/v1/instances/", body, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert (response.status_code, response.json()["code"]) == (400, code)
+    assert not validator.is_valid(body)
+    assert validator.is_valid({**body, **{k: "off" for k in ("no_card", "spot") if k in flags}})

@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from core.api import strict
 from core.api.ranges import amounts, positive_numbers
+from core.api.schema import FLAG_SET
 from core.api.validators import Pattern
 
 from .. import payments, vouchers
@@ -114,7 +115,7 @@ class QuoteRequestSchema(OpenApiSerializerExtension):
                 },
                 {
                     "anyOf": [
-                        {"not": {"required": ["spot"], "properties": {"spot": {"enum": [True]}}}},
+                        {"not": {"required": ["spot"], "properties": {"spot": FLAG_SET}}},
                         {"not": {"required": ["plan"]}},
                         {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
                     ]

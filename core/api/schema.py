@@ -108,6 +108,11 @@ FORM_MEDIA_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
 # How DRF reads a boolean written as text (``BooleanField.TRUE_VALUES`` and ``FALSE_VALUES``).
 FORM_BOOLEANS = sorted({str(v) for v in (*BooleanField.TRUE_VALUES, *BooleanField.FALSE_VALUES) if isinstance(v, str)})
 
+# A flag that is set, as a request may write it: the JSON value, or the text a form or a query string sends for it
+# (DRF reads them alike). A rule across fields that asks whether a flag is set names them all, or a form's "on"
+# would pass a rule that the server then applies.
+FLAG_SET = {"anyOf": [{"enum": [True]}, {"enum": sorted(v for v in BooleanField.TRUE_VALUES if isinstance(v, str))}]}
+
 
 def _empty_means_absent(prop: dict, required: bool) -> bool:
     # A named format's values are its own to say (a generator draws them from the format, which an alternative

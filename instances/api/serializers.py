@@ -13,6 +13,7 @@ from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
 from core.api import strict
 from core.api.ranges import positive_numbers
+from core.api.schema import FLAG_SET
 from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 from instances import choosing
@@ -407,14 +408,14 @@ class InstanceCreateSchema(OpenApiSerializerExtension):
         schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
         if direction == "request":
             chip, backend = _given("chip", {"minLength": 1}), _given("backend", {"minLength": 1})
-            no_card = _given("no_card", {"enum": [True]})
+            no_card = _given("no_card", FLAG_SET)
             schema["allOf"] = [
                 {"anyOf": [chip, backend, no_card]},
                 {"not": {"allOf": [chip, backend]}},
                 {"not": {"allOf": [no_card, {"anyOf": [chip, backend]}]}},
                 {
                     "anyOf": [
-                        {"not": _given("spot", {"enum": [True]})},
+                        {"not": _given("spot", FLAG_SET)},
                         {"not": {"required": ["plan"]}},
                         {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
                     ]

@@ -104,18 +104,18 @@ class HeavyUser:
 
 # The most queries each page may run, whatever the user's history (asserted by the tests and by `make bench`).
 QUERY_BUDGET = {
-    "dashboard": 9,
+    "dashboard": 8,
     "instance list": 6,
     "instance list, last page": 6,
     "instance detail": 10,
-    "wallet": 8,
+    "wallet": 7,
     "transactions": 6,
     "transactions, last page": 6,
     "statement": 7,  # its lines name chips, zones and plans in the reader's language: one look at the price version
     "cloud disks": 8,
     "API: instances": 8,
     "API: transactions": 6,
-    "API: wallet": 8,
+    "API: wallet": 7,
 }
 # In a team's context a page reads the person's membership once more (the context), and the API authenticates a
 # team's token and reads the membership behind it; the team's statement also sums the month per member. Nothing

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Sum
+from django.db.models import Subquery, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -90,12 +90,21 @@ class WalletSummary:
         return None if self.spending_cap is None else max(self.spending_cap - self.month_spent, ZERO)
 
 
+_UNREAD = object()
+
+
 def _buckets(user, now, *, with_vouchers=False):
-    """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold and whether
-    the wallet holds any voucher at all (each has an account, spent or not): one query."""
-    cash, trial, expires, held, any_voucher = ZERO, ZERO, None, ZERO, False
+    """(cash, usable trial credit, its expiry), and with ``with_vouchers`` what usable vouchers hold, whether the
+    wallet holds any voucher at all (each has an account, spent or not) and the monthly spending cap, read beside
+    the accounts (``_UNREAD`` when the user has no account to read it with): one query."""
+    cash, trial, expires, held, any_voucher, cap = ZERO, ZERO, None, ZERO, False, _UNREAD
+    user_id = getattr(user, "pk", user)
     kinds = [AccountKind.USER_CASH, AccountKind.USER_TRIAL] + ([AccountKind.USER_VOUCHER] if with_vouchers else [])
-    for account in Account.objects.filter(user_id=getattr(user, "pk", user), kind__in=kinds):
+    accounts = Account.objects.filter(user_id=user_id, kind__in=kinds)
+    if with_vouchers:
+        accounts = accounts.annotate(cap=Subquery(Wallet.objects.filter(user_id=user_id).values("spending_cap")[:1]))
+    for account in accounts:
+        cap = getattr(account, "cap", cap)
         if account.kind == AccountKind.USER_CASH:
             cash = account.balance
         elif account.kind == AccountKind.USER_VOUCHER:
@@ -103,7 +112,7 @@ def _buckets(user, now, *, with_vouchers=False):
             held += account.balance if rules.voucher_usable(account, now) else ZERO
         elif rules.trial_usable(account, now):
             trial, expires = account.balance, account.expires_at
-    return (cash, trial, expires, held, any_voucher) if with_vouchers else (cash, trial, expires)
+    return (cash, trial, expires, held, any_voucher, cap) if with_vouchers else (cash, trial, expires)
 
 
 def compute_balance(user) -> Decimal:
@@ -135,8 +144,9 @@ def summary(
     ``billing_now``: the caller's :func:`billing.hourly.billing_now`, which the hourly spend adds up; ``recent``: the
     caller's :func:`recent_spend`, which holds this month's spend."""
     now = timezone.now()
-    cash, trial, expires, held, any_voucher = _buckets(user, now, with_vouchers=True)
-    cap = Wallet.objects.filter(user_id=getattr(user, "pk", user)).values_list("spending_cap", flat=True).first()
+    cash, trial, expires, held, any_voucher, cap = _buckets(user, now, with_vouchers=True)
+    if cap is _UNREAD:
+        cap = Wallet.objects.filter(user_id=getattr(user, "pk", user)).values_list("spending_cap", flat=True).first()
     return WalletSummary(
         cash=cash,
         trial=trial,

@@ -1,6 +1,7 @@
 """Likes: one per user and item, counted, toggled with htmx on the page, and only on items the user can see."""
 
 import pytest
+from django.test import Client
 
 from marketplace.hub import services
 from marketplace.models import HubLike
@@ -62,3 +63,21 @@ def test_an_anonymous_like_goes_to_the_login_page(chat_models, client):
     response = client.post("/marketplace/hub/THUDM/chatglm3-6b/like")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert HubLike.objects.count() == 0
+
+
+def test_the_item_page_shows_each_persons_own_like_read_with_the_item(
+    chat_models, catalog, owner, owner_client, stranger, django_assert_max_num_queries
+):
+    stranger_client = Client()
+    stranger_client.force_login(stranger)
+    services.like(owner, chat_models["chatglm"])
+    url = "/marketplace/hub/THUDM/chatglm3-6b"
+    owner_client.get(url)  # the files, commits and chip prices shared by everyone are kept after a first look
+    # Session and user (2), the item with the like (1), the price book's version and live part (2), the student
+    # discount (1), the machines it could be mounted into (1).
+    with django_assert_max_num_queries(7):
+        mine = owner_client.get(url)
+    theirs = stranger_client.get(url)
+    assert mine.status_code == theirs.status_code == 200
+    assert 'aria-pressed="true"' in mine.content.decode()
+    assert 'aria-pressed="false"' in theirs.content.decode()

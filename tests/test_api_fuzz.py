@@ -269,12 +269,27 @@ def test_a_form_launch_refused_for_a_flag_written_as_text_is_one_the_schema_call
     # fields, or a client checking its request against the schema sends one the server refuses.
     owner_api.raise_request_exception = False
     body = {"name": "flags", "image": "pytorch-2.2", **flags}
-    document = owner_api.get("/api/schema/?format=json").json()
-    form = document["paths"]["/api/v1/instances/"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
-    validator = jsonschema.Draft7Validator({**form, "components": document["components"]})
+    validator = _form_launch_validator(owner_api)
 
     response = owner_api.post("/api/v1/instances/", body, HTTP_ACCEPT_LANGUAGE="en")
 
     assert (response.status_code, response.json()["code"]) == (400, code)
     assert not validator.is_valid(body)
     assert validator.is_valid({**body, **{k: "off" for k in ("no_card", "spot") if k in flags}})
+
+
+def test_a_form_launch_with_spot_on_and_the_plan_left_empty_is_valid_as_the_server_reads_it(owner_api, catalog):
+    # A form's empty plan is the default, pay-as-you-go, on which spot is offered.
+    owner_api.raise_request_exception = False
+    body = {"name": "spot", "image": "pytorch-2.2", "chip": "ascend-910b", "spot": "on", "plan": ""}
+
+    response = owner_api.post("/api/v1/instances/", body, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert response.status_code != 400, response.json()
+    assert _form_launch_validator(owner_api).is_valid(body)
+
+
+def _form_launch_validator(api):
+    document = api.get("/api/schema/?format=json").json()
+    form = document["paths"]["/api/v1/instances/"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    return jsonschema.Draft7Validator({**form, "components": document["components"]})

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from core.api import strict
 from core.api.ranges import amounts, positive_numbers
-from core.api.schema import FLAG_SET
+from core.api.schema import EMPTY_VALUE, FLAG_SET
 from core.api.validators import Pattern
 
 from .. import payments, vouchers
@@ -118,6 +118,8 @@ class QuoteRequestSchema(OpenApiSerializerExtension):
                         {"not": {"required": ["spot"], "properties": {"spot": FLAG_SET}}},
                         {"not": {"required": ["plan"]}},
                         {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                        # A form's or a query's empty value is the default plan, pay-as-you-go.
+                        {"properties": {"plan": dict(EMPTY_VALUE)}},
                     ]
                 },
             ]

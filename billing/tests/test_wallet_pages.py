@@ -68,6 +68,15 @@ def test_the_spending_cap_is_set_on_the_wallet_page_and_bad_input_is_explained(o
     assert wallet.summary(owner).spending_cap is None
 
 
+def test_the_wallet_page_shows_a_saved_cap_as_it_was_written_in_yuan_and_fen(owner_client, owner):
+    owner_client.post("/billing/spending-cap/", {"spending_cap": "1234.56"})
+    assert wallet.summary(owner).spending_cap == Decimal("1234.56")
+    html = owner_client.get("/billing/").content.decode()
+    assert 'value="1234.56"' in html.split('id="id_spending_cap"')[1].split(">")[0]
+    # sent back unchanged, it saves
+    assert owner_client.post("/billing/spending-cap/", {"spending_cap": "1234.56"}).status_code == 302
+
+
 def test_the_kept_forms_of_the_wallet_page_show_the_saved_cap_and_never_an_earlier_error(owner_client):
     owner_client.cookies["django_language"] = "en"
 

@@ -13,7 +13,7 @@ from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
 from catalog.models import Chip, InstanceSpec, Zone
 from core.api import strict
 from core.api.ranges import positive_numbers
-from core.api.schema import FLAG_SET
+from core.api.schema import EMPTY_VALUE, FLAG_SET
 from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 from instances import choosing
@@ -418,6 +418,8 @@ class InstanceCreateSchema(OpenApiSerializerExtension):
                         {"not": _given("spot", FLAG_SET)},
                         {"not": {"required": ["plan"]}},
                         {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+                        # A form's or a query's empty value is the default plan, pay-as-you-go.
+                        {"properties": {"plan": dict(EMPTY_VALUE)}},
                     ]
                 },
             ]

@@ -1,3 +1,4 @@
+import copy
 from decimal import Decimal
 
 from django.core import validators
@@ -93,6 +94,18 @@ class AmountFieldSchema(OpenApiSerializerFieldExtension):
         return {"anyOf": alternatives}
 
 
+# Spot is offered on pay-as-you-go only: the plan left out, pay-as-you-go, or (in a form or a query) empty, which is
+# the default plan. A rule of the schemas of every request that takes a plan and spot.
+SPOT_ONLY_ON_PAY_AS_YOU_GO = {
+    "anyOf": [
+        {"not": {"required": ["spot"], "properties": {"spot": FLAG_SET}}},
+        {"not": {"required": ["plan"]}},
+        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
+        {"properties": {"plan": EMPTY_VALUE}},
+    ]
+}
+
+
 class QuoteRequestSchema(OpenApiSerializerExtension):
     """The quote request's rules across fields, which the view refuses with a 400: a spec or a chip and cards, not
     both; cards above 0 need a chip (none is the no-card mode); a term in minutes or in hours, not both; spot only
@@ -113,15 +126,7 @@ class QuoteRequestSchema(OpenApiSerializerExtension):
                         {"required": ["chip"], "properties": {"chip": {"type": "string"}}},
                     ]
                 },
-                {
-                    "anyOf": [
-                        {"not": {"required": ["spot"], "properties": {"spot": FLAG_SET}}},
-                        {"not": {"required": ["plan"]}},
-                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
-                        # A form's or a query's empty value is the default plan, pay-as-you-go.
-                        {"properties": {"plan": dict(EMPTY_VALUE)}},
-                    ]
-                },
+                copy.deepcopy(SPOT_ONLY_ON_PAY_AS_YOU_GO),  # the schema's hooks rewrite what they are given
             ]
         return schema
 

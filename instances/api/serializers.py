@@ -1,3 +1,4 @@
+import copy
 from functools import partial
 
 from django.core import validators
@@ -8,12 +9,13 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from billing.api.serializers import SPOT_ONLY_ON_PAY_AS_YOU_GO
 from billing.estimator import FIELD_LABELS, LIMITS, check_positive
-from billing.quote import MAX_CARDS, PAY_AS_YOU_GO
+from billing.quote import MAX_CARDS
 from catalog.models import Chip, InstanceSpec, Zone
 from core.api import strict
 from core.api.ranges import positive_numbers
-from core.api.schema import EMPTY_VALUE, FLAG_SET
+from core.api.schema import FLAG_SET
 from core.api.validators import Pattern, display_name
 from core.errors import ServiceError
 from instances import choosing
@@ -413,15 +415,7 @@ class InstanceCreateSchema(OpenApiSerializerExtension):
                 {"anyOf": [chip, backend, no_card]},
                 {"not": {"allOf": [chip, backend]}},
                 {"not": {"allOf": [no_card, {"anyOf": [chip, backend]}]}},
-                {
-                    "anyOf": [
-                        {"not": _given("spot", FLAG_SET)},
-                        {"not": {"required": ["plan"]}},
-                        {"properties": {"plan": {"enum": [PAY_AS_YOU_GO]}}},
-                        # A form's or a query's empty value is the default plan, pay-as-you-go.
-                        {"properties": {"plan": dict(EMPTY_VALUE)}},
-                    ]
-                },
+                copy.deepcopy(SPOT_ONLY_ON_PAY_AS_YOU_GO),  # the schema's hooks rewrite what they are given
             ]
         return schema
 

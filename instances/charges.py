@@ -21,24 +21,22 @@ from .models import Instance
 KIND = "instance"
 
 
-def check_launch_funds(user, quote, *, exclude=None) -> None:
-    """Raise PaymentRequired unless ``user`` can pay one hour (or the prepaid term) of ``quote`` on top of one hour
-    of what already runs, including launches still on their way up (``exclude``: the instance being started).
+def check_launch_funds(user, quote, *, by=None, exclude=None, extra_per_hour=0) -> None:
+    """The gate every machine passes before it starts, queued or not: raise PaymentRequired unless ``user`` can pay
+    one hour (or the prepaid term) of ``quote`` on top of one hour of what already runs, including launches still on
+    their way up (``exclude``: the instance being started); on a team's wallet, ``by`` (the member or their id, whose
+    budget the machine spends) must also have that much left of their monthly budget (402 ``budget_exceeded``).
+    ``extra_per_hour``: what else the launch adds per hour on the member's budget (a new data disk).
     Runs inside the transaction that creates or starts the instance: billing locks the wallet there, before what
-    is on its way up is read, so a concurrent launch's row is seen once it commits."""
+    is on its way up is read, so a concurrent launch's row is seen once it commits, and members launching at once
+    are counted one after the other."""
     wallet.lock_wallet(user)
     wallet.check_launch_funds(user, quote, pending_per_hour=_pending_per_hour(user, exclude))
-
-
-def check_member_budget(user, by, quote, *, exclude=None, extra_per_hour=0) -> None:
-    """On a team's wallet (``user`` the team's account, ``by`` the member or their id, whose budget the instance
-    spends): refuse a launch or a start past the member's monthly budget. Call after :func:`check_launch_funds`,
-    which took the wallet's lock."""
     member_id = getattr(by, "pk", by)
     if member_id is None or member_id == user.pk:
         return
     pending = _pending_per_hour(user, exclude, launched_by=member_id)
-    needed = wallet.needed_to_launch(quote) + to_cents(Decimal(extra_per_hour))  # and the launch's new data disk
+    needed = wallet.needed_to_launch(quote) + to_cents(Decimal(extra_per_hour))
     budgets.check_launch(user.pk, member_id, needed, pending_per_hour=pending)
 
 

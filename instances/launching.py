@@ -230,9 +230,8 @@ def _create(
     with transaction.atomic():
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
         # locks the owner's wallet until this launch commits, so concurrent launches see each other.
-        charges.check_launch_funds(user, candidate.quote)
         disk_per_hour = quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
-        charges.check_member_budget(user, by, candidate.quote, extra_per_hour=disk_per_hour)
+        charges.check_launch_funds(user, candidate.quote, by=by, extra_per_hour=disk_per_hour)
         # Under the wallet lock the funds check took: concurrent launches of one account count each other.
         limits.check_launch(user, cpu_only=candidate.chip is None)
         hold(image)  # the image is not removed under the instance about to boot from it

@@ -127,8 +127,7 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
     in_paid_term = instance.term_ends_at is not None and instance.term_ends_at > timezone.now()
     with transaction.atomic():
         if not in_paid_term:
-            charges.check_launch_funds(instance.owner, q, exclude=instance)
-            charges.check_member_budget(instance.owner, runner, q, exclude=instance)
+            charges.check_launch_funds(instance.owner, q, by=runner, exclude=instance)
         limits.check_launch(instance.owner, cpu_only=to_no_card or instance.chip_id is None, exclude=instance)
         # A spot instance relaunched in its notice window still holds its old cards: give them back first (its old
         # machine is being stopped anyway), so the reservation below is the only one it holds.

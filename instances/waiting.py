@@ -178,7 +178,7 @@ def leave_if_unaffordable(pk: int) -> bool:
         with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
                 quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-                charges.check_launch_funds(waiting.owner, quote)
+                charges.check_launch_funds(waiting.owner, quote, by=waiting.launched_by_id)
             except PaymentRequired as exc:
                 leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
                 return True

@@ -137,7 +137,8 @@ def leave_if_unaffordable(pk: int) -> str:
         with translation.override(waiting.language_of(job.submitted_by_id or job.owner_id)):
             try:
                 request = _launch_request(job, outputs.on_cluster(job))
-                charges.check_launch_funds(job.owner, launching.preview(job.owner, request, by=job.submitted_by))
+                quote = launching.preview(job.owner, request, by=job.submitted_by)
+                charges.check_launch_funds(job.owner, quote, by=job.submitted_by_id)
             except PaymentRequired as exc:
                 _leave_unpaid(job, exc)
                 return LEFT_UNPAID

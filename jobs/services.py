@@ -123,8 +123,9 @@ def submit(owner, request: JobRequest, *, by=None) -> Job:
     choice = quote_job(owner, request)
     now = timezone.now()
     with transaction.atomic():
-        # The same gate a launch passes (it locks the wallet): one hour of the chosen machine on top of what runs.
-        charges.check_launch_funds(owner, choice.quote)
+        # The same gate a launch passes (it locks the wallet): one hour of the chosen machine on top of what runs,
+        # within the budget of the member who asks on a team's wallet.
+        charges.check_launch_funds(owner, choice.quote, by=by)
         job = Job.objects.create(
             owner=owner,
             submitted_by=by or owner,

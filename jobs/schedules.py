@@ -31,7 +31,7 @@ from core.errors import Conflict, NotFound, ServiceError
 from core.field_errors import FieldError
 from core.time_zones import DEFAULT_TIMEZONE, clean_timezone
 from core.validators import clean_display_name
-from instances import waiting
+from instances import images, waiting
 from instances.environment import check_boot_options
 from teams.access import reaches, refuse_if_seen
 
@@ -115,24 +115,26 @@ def create(owner, request: ScheduleRequest, *, by=None) -> JobSchedule:
     except FieldError as exc:
         raise FieldError("command" if exc.field == "start_command" else exc.field, exc.message, code=exc.code) from exc
     choice = services.quote_job(owner, job)  # the same checks and choice a submission makes now
-    return JobSchedule.objects.create(
-        owner=owner,
-        created_by=by or owner,
-        name=name,
-        image=choice.image,
-        backend=job.backend,
-        cards=job.cards,
-        command=boot.start_command,
-        env=boot.env,
-        timeout_seconds=job.timeout_seconds,
-        max_price_per_hour=job.max_price_per_hour,
-        spot=job.spot,
-        retries=job.retries,
-        cron=cron,
-        timezone=zone,
-        allow_overlap=request.allow_overlap,
-        next_run_at=next_due(cron, zone, timezone.now()),
-    )
+    with transaction.atomic():
+        images.hold(choice.image)  # as a submission does: not removed under the schedule being saved
+        return JobSchedule.objects.create(
+            owner=owner,
+            created_by=by or owner,
+            name=name,
+            image=choice.image,
+            backend=job.backend,
+            cards=job.cards,
+            command=boot.start_command,
+            env=boot.env,
+            timeout_seconds=job.timeout_seconds,
+            max_price_per_hour=job.max_price_per_hour,
+            spot=job.spot,
+            retries=job.retries,
+            cron=cron,
+            timezone=zone,
+            allow_overlap=request.allow_overlap,
+            next_run_at=next_due(cron, zone, timezone.now()),
+        )
 
 
 def suspend(schedule: JobSchedule) -> JobSchedule:
@@ -144,9 +146,13 @@ def suspend(schedule: JobSchedule) -> JobSchedule:
 
 
 def resume(schedule: JobSchedule) -> JobSchedule:
-    """Due again from now on: what was missed while suspended does not run."""
+    """Due again from now on: what was missed while suspended does not run. An imported image removed while the
+    schedule was suspended is refused here (404 ``unknown_image``), not at each run."""
     due = next_due(schedule.cron, schedule.timezone, timezone.now())
-    if not JobSchedule.objects.filter(pk=schedule.pk, suspended=True).update(suspended=False, next_run_at=due):
+    with transaction.atomic():
+        images.hold(schedule.image)
+        resumed = JobSchedule.objects.filter(pk=schedule.pk, suspended=True).update(suspended=False, next_run_at=due)
+    if not resumed:
         raise Conflict(_("Schedule “%(name)s” is not suspended.") % {"name": schedule.name}, code="not_suspended")
     schedule.suspended, schedule.next_run_at = False, due
     return schedule

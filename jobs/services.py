@@ -126,6 +126,9 @@ def submit(owner, request: JobRequest, *, by=None) -> Job:
         # The same gate a launch passes (it locks the wallet): one hour of the chosen machine on top of what runs,
         # within the budget of the member who asks on a team's wallet.
         charges.check_launch_funds(owner, choice.quote, by=by)
+        # Then, in a launch's order of locks, the image: a removal under way is waited for, and one that ended since
+        # the quote leaves nothing to queue (the removal, in turn, refuses while a job is queued on the image).
+        images.hold(choice.image)
         job = Job.objects.create(
             owner=owner,
             submitted_by=by or owner,

@@ -3,6 +3,8 @@ API, the service and `gpucloud jobs submit --image`."""
 
 import pytest
 from django.db.models import F
+from django.test import Client
+from django.urls import reverse
 
 from accounts import services as console_services
 from catalog.models import Node
@@ -12,7 +14,7 @@ from instances import launching, waiting
 from jobs import schedules
 from jobs import services as jobs
 from jobs.choices import State
-from jobs.models import Job
+from jobs.models import Job, JobSchedule
 from jobs.schedules import ScheduleRequest
 from jobs.services import JobRequest
 from marketplace.images import imports
@@ -124,3 +126,59 @@ def test_a_job_on_another_familys_cards_than_its_image_is_warned(owner_api, engl
     form |= {"timeout": "1", "timeout_unit": "3600", "retries": "0"}
     page = english.post("/jobs/new/", form, follow=True).content.decode()
     assert "This image is built for" in page
+
+
+def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
+    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
+):
+    # Given an imported image, removed by its owner right after a submission (and a new schedule) chose it
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
+    variant = image.variants.get().slug
+    quoted = jobs.quote_job
+
+    def removed_meanwhile(*args, **kwargs):
+        choice = quoted(*args, **kwargs)
+        if Image.objects.filter(pk=image.pk).exists():
+            imports.remove_image(owner, Image.objects.get(pk=image.pk))
+        return choice
+
+    monkeypatch.setattr(jobs, "quote_job", removed_meanwhile)
+    request = JobRequest(name="train", image=variant, command="python3 train.py", backend="cuda")
+
+    # Then the submission is refused as for an unknown image, and no job waits to boot the removed one
+    with pytest.raises(NotFound) as refused:
+        jobs.submit(owner, request)
+    assert refused.value.code == "unknown_image"
+    assert not Image.objects.filter(pk=image.pk).exists()
+    assert not Job.objects.exists()
+    # And no schedule is saved to run it either
+    with pytest.raises(NotFound) as refused:
+        schedules.create(owner, ScheduleRequest(job=request, cron="0 2 * * *"))
+    assert refused.value.code == "unknown_image"
+    assert not JobSchedule.objects.exists()
+
+
+def test_a_schedule_whose_image_was_removed_while_suspended_is_not_resumed(
+    owner, lifecycle, imported_image, settings, tmp_path
+):
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
+    request = JobRequest(name="nightly", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
+    schedule = schedules.create(owner, ScheduleRequest(job=request, cron="0 2 * * *"))
+    schedules.suspend(schedule)
+    imports.remove_image(owner, image)  # a suspended schedule does not hold its image
+
+    with pytest.raises(NotFound) as refused:
+        schedules.resume(fresh(schedule))
+    assert refused.value.code == "unknown_image"
+    assert fresh(schedule).suspended and fresh(schedule).next_run_at is None
+
+    # The schedule's page says so where the resume button was pressed, in the reader's language.
+    browser = Client()
+    browser.force_login(owner)
+    browser.cookies["django_language"] = "zh-hans"
+    page = browser.post(reverse("jobs:schedule-resume", args=[schedule.public_id]), follow=True)
+    assert page.status_code == 200
+    assert "已被删除" in page.content.decode()
+    assert fresh(schedule).suspended

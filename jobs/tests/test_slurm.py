@@ -11,10 +11,10 @@ from django.db.models import F
 
 from billing import rules
 from catalog.models import Node
-from instances import launching
+from instances import launching, waiting
 from instances import lifecycle as instance_lifecycle
 from instances.choices import Status
-from instances.models import Instance
+from instances.models import Instance, WaitingLaunch
 from jobs import running
 from jobs.choices import FINISHED, State
 
@@ -214,3 +214,36 @@ def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_starte
     assert ran["start_time"] < session.ended_at.timestamp() <= max(ran["end_time"], ran["start_time"] + 1)
     minutes = rules.billed_minutes(session.started_at, session.ended_at)
     assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
+
+
+def test_a_launch_waiting_for_a_card_on_the_cluster_is_submitted_there_when_one_frees(on_slurm, owner, lifecycle):
+    # The console holds one 8-card MLU370 node here, as the cluster has 8 MLU370 cards: a machine takes them all
+    nodes = Node.objects.filter(zone__slug="cn-east-xc", chip__slug="mlu370-x8").order_by("pk")
+    nodes.exclude(pk=nodes[0].pk).update(drained=True)
+
+    def request(name, cards):
+        return launching.LaunchRequest(name=name, chip="mlu370-x8", cards=cards, image="pytorch-2.2-neuware")
+
+    holder = launching.launch(owner, request("holder", 8))
+    on_slurm.settle(until=lambda: fresh(holder).status == Status.RUNNING, message="the holder to run")
+
+    # A launch that asks to wait for a card waits in the console's queue: nothing is sent to the cluster yet
+    entry = waiting.launch_or_wait(owner, request("notebook", 2), wait=True)
+    assert isinstance(entry, WaitingLaunch)
+    beat()
+    assert fresh(entry).state == WaitingLaunch.State.WAITING
+    assert [job["name"] for job in on_slurm.jobs()] == [f"{on_slurm.prefix}{holder.public_id}"]
+
+    # When the holder is released, the waiting launch starts: an sbatch job with its two typed cards, running
+    instance_lifecycle.release(Instance.objects.with_related().get(pk=holder.pk))
+    deadline = time.monotonic() + 90
+    while fresh(entry).state == WaitingLaunch.State.WAITING and time.monotonic() < deadline:
+        beat()
+        time.sleep(0.3)
+    entry = fresh(entry)
+    assert entry.state == WaitingLaunch.State.STARTED, (entry.state, entry.detail, on_slurm.jobs())
+    started = entry.instance
+    on_slurm.settle(until=lambda: fresh(started).status == Status.RUNNING, message="its machine to run on the cluster")
+    submitted = on_slurm.job_of(started)
+    assert submitted["job_state"] == "RUNNING" and submitted["tres_per_node"] == "gres:gpu:mlu370:2"
+    assert fresh(started).name == "notebook" and fresh(started).owner == owner

@@ -8,14 +8,28 @@ nothing to start.
 
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-# Under ASGI each request's database work runs on a thread of its own, so a connection kept for reuse would stay open
-# per request: the web process closes its connection when a request ends, as Django advises for ASGI. (Workers keep
-# theirs for CONN_MAX_AGE seconds.)
-os.environ.setdefault("CONN_MAX_AGE", "0")
-django_application = get_asgi_application()
+
+
+def _django_application():
+    """Django's ASGI handler. Under ASGI each request's database work runs on a thread of its own, so a connection
+    kept for reuse would stay open per request: the web process closes its connection when a request ends, as Django
+    advises for ASGI (``CONN_MAX_AGE`` 0 unless set). The variable is set for the settings' first read only, and
+    removed after it: what this process starts (a worker, a WSGI server) keeps its own default. Imported into a
+    process whose settings are loaded already (the tests' in-process server), nothing is changed."""
+    if settings.configured or "CONN_MAX_AGE" in os.environ:
+        return get_asgi_application()
+    os.environ["CONN_MAX_AGE"] = "0"
+    try:
+        return get_asgi_application()
+    finally:
+        del os.environ["CONN_MAX_AGE"]
+
+
+django_application = _django_application()
 
 # Imported once Django is set up (get_asgi_application above), as the proxy reads models and settings.
 from instances.jupyter_proxy import deny, lab_application, lab_label  # noqa: E402

@@ -1,6 +1,9 @@
 """The console under uvicorn, as ``make run`` and production serve it (``config.asgi``): pages, static files from
 WhiteNoise in async mode (streamed, never read whole through a thread), and websockets outside JupyterLab refused."""
 
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -33,3 +36,37 @@ def test_a_websocket_outside_jupyterlab_is_refused_with_404(console_server, owne
     with pytest.raises(InvalidStatus) as refused:
         open_websocket(console_server, "/console/", owner)
     assert refused.value.response.status_code == 404
+
+
+CHILD_MAX_AGE = (
+    "import subprocess, sys; "
+    "code = 'import django; django.setup(); from django.conf import settings; "
+    'print(settings.DATABASES["default"]["CONN_MAX_AGE"])\'; '
+    "print(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip())"
+)
+
+
+def _python(code: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CONN_MAX_AGE"} | {"DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+def test_the_asgi_process_closes_its_connections_and_what_it_starts_keeps_them_open():
+    # The process serving ASGI closes its database connection after each request; a worker or a WSGI server it
+    # starts keeps the default reuse (60 s), as one started on its own does.
+    served = _python(
+        "import config.asgi; from django.conf import settings; "
+        "print(settings.DATABASES['default']['CONN_MAX_AGE']); " + CHILD_MAX_AGE
+    )
+    assert served == ["0", "60"]
+    # A process with its settings loaded that imports the ASGI application (the tests' and benchmarks' in-process
+    # server) changes nothing: neither its own connections nor those of the servers it starts.
+    imported = _python(
+        "import django; django.setup(); import config.asgi; from django.conf import settings; "
+        "print(settings.DATABASES['default']['CONN_MAX_AGE']); " + CHILD_MAX_AGE
+    )
+    assert imported == ["60", "60"]

@@ -201,6 +201,12 @@ def launch(user, request: LaunchRequest, *, by=None) -> Instance:
     raise out_of_capacity(what, chips=[c.chip for c in candidates], cards=request.cards)
 
 
+def data_disk_per_hour(request: LaunchRequest):
+    """What the launch's new data disk adds per hour (0 without one): counted with the machine against a member's
+    budget."""
+    return quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
+
+
 RETRIED_SQLSTATES = frozenset({"40P01", "40001"})  # PostgreSQL: deadlock detected, serialization failure
 
 
@@ -230,8 +236,7 @@ def _create(
     with transaction.atomic():
         # A quote's default term is one hour: one hour of pay-as-you-go, or one whole prepaid period. The check
         # locks the owner's wallet until this launch commits, so concurrent launches see each other.
-        disk_per_hour = quote_disk(request.data_disk_gb).payable_per_hour if request.data_disk_gb else 0
-        charges.check_launch_funds(user, candidate.quote, by=by, extra_per_hour=disk_per_hour)
+        charges.check_launch_funds(user, candidate.quote, by=by, extra_per_hour=data_disk_per_hour(request))
         # Under the wallet lock the funds check took: concurrent launches of one account count each other.
         limits.check_launch(user, cpu_only=candidate.chip is None)
         hold(image)  # the image is not removed under the instance about to boot from it

@@ -177,8 +177,10 @@ def leave_if_unaffordable(pk: int) -> bool:
             return False
         with translation.override(language_of(waiting.launched_by_id or waiting.owner_id)):
             try:
-                quote = launching.preview(waiting.owner, _as_request(waiting.request), by=waiting.launched_by)
-                charges.check_launch_funds(waiting.owner, quote, by=waiting.launched_by_id)
+                request = _as_request(waiting.request)
+                quote = launching.preview(waiting.owner, request, by=waiting.launched_by)
+                extra = launching.data_disk_per_hour(request)
+                charges.check_launch_funds(waiting.owner, quote, by=waiting.launched_by_id, extra_per_hour=extra)
             except PaymentRequired as exc:
                 leave(waiting, _("It cannot start: %(why)s") % {"why": exc.message}, notify=True)
                 return True

@@ -2,9 +2,12 @@
 a job past the budget is refused when submitted (nothing queues), and one that waits leaves the queue, saying why,
 once the budget can no longer pay its first hour — without waiting for a card to free."""
 
+from decimal import Decimal
+
 import pytest
 from django.db.models import F
 
+from billing import wallet
 from catalog.models import Node
 from instances import launching, waiting
 from instances.models import WaitingLaunch
@@ -107,3 +110,24 @@ def test_a_launch_waiting_for_a_card_leaves_when_its_members_budget_can_no_longe
     assert entry.state == WaitingLaunch.State.LEFT
     assert "monthly budget" in entry.detail
     assert fresh(ahead).state == WaitingLaunch.State.WAITING
+
+
+def test_a_waiting_launchs_new_data_disk_counts_against_the_members_budget_in_the_queue(
+    lifecycle, team, owner, developer
+):
+    _every_dcu_card_taken()
+    request = launching.LaunchRequest(name="notebook", image="pytorch-2.2-dtk24", chip="dcu-z100", data_disk_gb=2000)
+    ahead = waiting.launch_or_wait(team.account, request, by=owner, wait=True)
+    entry = waiting.launch_or_wait(team.account, request, by=developer, wait=True)
+    assert isinstance(ahead, WaitingLaunch) and isinstance(entry, WaitingLaunch)
+
+    # A budget that pays the machine's first hour but not that and its new disk's, as the launch will need
+    machine = wallet.needed_to_launch(launching.preview(team.account, request, by=developer))
+    disk = launching.data_disk_per_hour(request)
+    assert disk >= Decimal("0.02")
+    _set_budget(team, owner, developer, str((machine + disk / 2).quantize(Decimal("0.01"))))
+    drive(1)
+
+    entry = fresh(entry)
+    assert entry.state == WaitingLaunch.State.LEFT, entry.detail
+    assert "monthly budget" in entry.detail

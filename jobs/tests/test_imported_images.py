@@ -128,23 +128,27 @@ def test_a_job_on_another_familys_cards_than_its_image_is_warned(owner_api, engl
     assert "This image is built for" in page
 
 
-def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
-    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
-):
-    # Given an imported image, removed by its owner right after a submission (and a new schedule) chose it
-    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
-    image = imported_image(owner, "cuda")
-    variant = image.variants.get().slug
+def _removed_after_the_quote(monkeypatch, owner, image) -> None:
+    """The next quote of a job (a submission's or a new schedule's) is followed at once by the image's removal."""
     quoted = jobs.quote_job
 
     def removed_meanwhile(*args, **kwargs):
         choice = quoted(*args, **kwargs)
-        if Image.objects.filter(pk=image.pk).exists():
-            imports.remove_image(owner, Image.objects.get(pk=image.pk))
+        monkeypatch.setattr(jobs, "quote_job", quoted)
+        imports.remove_image(owner, Image.objects.get(pk=image.pk))
         return choice
 
     monkeypatch.setattr(jobs, "quote_job", removed_meanwhile)
-    request = JobRequest(name="train", image=variant, command="python3 train.py", backend="cuda")
+
+
+def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
+    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
+):
+    # Given an imported image, removed by its owner right after a submission chose it
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
+    _removed_after_the_quote(monkeypatch, owner, image)
+    request = JobRequest(name="train", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
 
     # Then the submission is refused as for an unknown image, and no job waits to boot the removed one
     with pytest.raises(NotFound) as refused:
@@ -152,10 +156,21 @@ def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
     assert refused.value.code == "unknown_image"
     assert not Image.objects.filter(pk=image.pk).exists()
     assert not Job.objects.exists()
-    # And no schedule is saved to run it either
+
+
+def test_an_image_removed_after_a_new_schedule_chose_it_saves_no_schedule(
+    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
+):
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
+    _removed_after_the_quote(monkeypatch, owner, image)
+    request = JobRequest(name="nightly", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
+
     with pytest.raises(NotFound) as refused:
         schedules.create(owner, ScheduleRequest(job=request, cron="0 2 * * *"))
+
     assert refused.value.code == "unknown_image"
+    assert not Image.objects.filter(pk=image.pk).exists()
     assert not JobSchedule.objects.exists()
 
 

@@ -169,6 +169,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # Connections are kept between requests (opening one costs more than a small page: on SQLite the pragmas above
 # and Django's functions are set up on every connection), and checked before reuse.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and DATABASES["default"]["CONN_MAX_AGE"] == 0
+    and env.bool("DATABASE_POOL", default=True)
+):
+    # A process that closes its connection after each request (the web process under ASGI) hands it back to a pool
+    # of open connections (psycopg's, through Django) instead: a new PostgreSQL connection (a backend forked,
+    # authenticated, its time zone set) costs more than most pages.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 2,
+        "max_size": env.int("DATABASE_POOL_SIZE", default=10),
+    }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -18,16 +18,18 @@ def _django_application():
     """Django's ASGI handler. Under ASGI each request's database work runs on a thread of its own, so a connection
     kept for reuse would stay open per request: the web process closes its connection when a request ends, as Django
     advises for ASGI (``CONN_MAX_AGE`` 0 unless set; on PostgreSQL the settings then hand it back to a pool of open
-    connections). The variable is set for the settings' first read only, and removed after it: what this process
-    starts (a worker, a WSGI server) keeps its own default. Imported into a process whose settings are loaded already
-    (the tests' in-process server), nothing is changed."""
-    if settings.configured or "CONN_MAX_AGE" in os.environ:
+    connections, for this process only: ``GPUCLOUD_ASGI_PROCESS``). The variables are set for the settings' first
+    read only, and removed after it: what this process starts (a worker, a WSGI server) keeps its own defaults.
+    Imported into a process whose settings are loaded already (the tests' in-process server), nothing is changed."""
+    if settings.configured:
         return get_asgi_application()
-    os.environ["CONN_MAX_AGE"] = "0"
+    added = {"GPUCLOUD_ASGI_PROCESS": "1"} | ({} if "CONN_MAX_AGE" in os.environ else {"CONN_MAX_AGE": "0"})
+    os.environ.update(added)
     try:
         return get_asgi_application()
     finally:
-        del os.environ["CONN_MAX_AGE"]
+        for name in added:
+            del os.environ[name]
 
 
 django_application = _django_application()

@@ -172,14 +172,20 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=
 if (
     DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     and DATABASES["default"]["CONN_MAX_AGE"] == 0
+    and os.environ.get("GPUCLOUD_ASGI_PROCESS") == "1"  # set by config.asgi while it reads these settings
     and env.bool("DATABASE_POOL", default=True)
 ):
-    # A process that closes its connection after each request (the web process under ASGI) hands it back to a pool
-    # of open connections (psycopg's, through Django) instead: a new PostgreSQL connection (a backend forked,
-    # authenticated, its time zone set) costs more than most pages.
+    # The web process under ASGI closes its connection after each request; it hands it back to a pool of open
+    # connections (psycopg's, through Django) instead: a new PostgreSQL connection (a backend forked, authenticated,
+    # its time zone set) costs more than most pages. Workers and commands keep their one connection (CONN_MAX_AGE).
+    _pool_size = env.int("DATABASE_POOL_SIZE", default=20)
+    if _pool_size < 1:
+        raise ImproperlyConfigured("DATABASE_POOL_SIZE must be at least 1.")
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 2,
-        "max_size": env.int("DATABASE_POOL_SIZE", default=10),
+        "min_size": min(2, _pool_size),
+        "max_size": _pool_size,
+        # How long a request waits for a free connection before it fails (a database that is down fails as fast).
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10),
     }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["ATOMIC_REQUESTS"] = False

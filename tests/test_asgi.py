@@ -46,8 +46,16 @@ CHILD_MAX_AGE = (
 )
 
 
-def _python(code: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k != "CONN_MAX_AGE"} | {"DJANGO_SETTINGS_MODULE": "config.settings"}
+PROCESS_SETTINGS = {"CONN_MAX_AGE", "DATABASE_POOL", "GPUCLOUD_ASGI_PROCESS"}
+
+
+def _python(code: str, **env: str) -> list[str]:
+    """Run ``code`` in a new Python process with the console's settings, none of this one's connection settings,
+    and ``env``; return its printed words."""
+    env = {k: v for k, v in os.environ.items() if k not in PROCESS_SETTINGS} | {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        **env,
+    }
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=settings.BASE_DIR, timeout=120
     )
@@ -70,3 +78,24 @@ def test_the_asgi_process_closes_its_connections_and_what_it_starts_keeps_them_o
         "print(settings.DATABASES['default']['CONN_MAX_AGE']); " + CHILD_MAX_AGE
     )
     assert imported == ["60", "60"]
+
+
+ASGI_PROCESS = "import config.asgi"  # the web process: its settings first read by the ASGI entry point
+OTHER_PROCESS = "import django; django.setup()"  # a worker, beat, a command, a WSGI server
+
+
+@pytest.mark.parametrize(
+    ("start", "env", "pooled"),
+    [
+        (ASGI_PROCESS, {}, True),
+        (ASGI_PROCESS, {"DATABASE_POOL": "false"}, False),
+        (ASGI_PROCESS, {"CONN_MAX_AGE": "60"}, False),  # told to keep its connection: nothing to pool
+        (OTHER_PROCESS, {}, False),
+        (OTHER_PROCESS, {"CONN_MAX_AGE": "0"}, False),  # closes its connections, but is not the web process
+    ],
+)
+def test_only_the_web_process_under_asgi_pools_its_connections_and_the_pool_can_be_turned_off(start, env, pooled):
+    options = "settings.DATABASES['default'].get('OPTIONS', {})"
+    code = f"{start}; from django.conf import settings; print('pool' in {options})"
+    printed = _python(code, DATABASE_URL="postgres://u@db.example/c", **env)
+    assert printed == [str(pooled)]

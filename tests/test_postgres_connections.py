@@ -12,7 +12,7 @@ import requests
 from django.conf import settings
 from django.db import connection
 
-from tests.fixtures.services import test_database_url
+from tests.fixtures import services
 
 APPLICATION = "pool-test-uvicorn"
 
@@ -31,19 +31,24 @@ def _server_connections() -> set[int]:
 @pytest.mark.django_db
 @pytest.mark.postgres
 def test_the_web_process_under_asgi_reuses_its_database_connections(tmp_path):
-    port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"CONN_MAX_AGE", "DATABASE_POOL"}} | {
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{test_database_url()}?application_name={APPLICATION}",
+        "DATABASE_URL": f"{services.test_database_url()}?application_name={APPLICATION}",
     }
+    # The server is handed a socket bound here: no window in which another process could take its port.
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
     log = open(tmp_path / "uvicorn.log", "wb")  # noqa: SIM115 (closed below)
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--fd", str(listening.fileno())]
+        + ["--log-level", "warning"],
         env=env,
         cwd=settings.BASE_DIR,
         stdout=log,
         stderr=subprocess.STDOUT,
+        pass_fds=[listening.fileno()],
     )
+    listening.close()  # the server's copy stays open
     url = f"http://127.0.0.1:{port}/healthz"  # reads the database on every request
     try:
         deadline = time.monotonic() + 60
@@ -76,38 +81,3 @@ def test_the_web_process_under_asgi_reuses_its_database_connections(tmp_path):
     # them (closed after each request, none would be left, or a new one would be there).
     assert after, "no connection kept open between requests"
     assert after <= before, f"connections opened while serving: {after - before}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-ASGI_PROCESS = "import config.asgi"  # the web process: its settings first read by the ASGI entry point
-OTHER_PROCESS = "import django; django.setup()"  # a worker, beat, a command, a WSGI server
-
-
-@pytest.mark.parametrize(
-    ("start", "env", "pooled"),
-    [
-        (ASGI_PROCESS, {}, True),
-        (ASGI_PROCESS, {"DATABASE_POOL": "false"}, False),
-        (ASGI_PROCESS, {"CONN_MAX_AGE": "60"}, False),  # told to keep its connection: nothing to pool
-        (OTHER_PROCESS, {}, False),
-        (OTHER_PROCESS, {"CONN_MAX_AGE": "0"}, False),  # closes its connections, but is not the web process
-    ],
-)
-def test_only_the_web_process_under_asgi_pools_its_connections_and_the_pool_can_be_turned_off(start, env, pooled):
-    base = {k: v for k, v in os.environ.items() if k not in {"CONN_MAX_AGE", "DATABASE_POOL", "GPUCLOUD_ASGI_PROCESS"}}
-    code = f"{start}; from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {{}}))"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=base | env | {"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": "postgres://u@db.example/c"},
-        cwd=settings.BASE_DIR,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert ("'pool'" in done.stdout) is pooled, done.stdout

@@ -128,8 +128,12 @@ def test_a_job_on_another_familys_cards_than_its_image_is_warned(owner_api, engl
     assert "This image is built for" in page
 
 
-def _removed_after_the_quote(monkeypatch, owner, image) -> None:
-    """The next quote of a job (a submission's or a new schedule's) is followed at once by the image's removal."""
+@pytest.fixture
+def removed_after_the_quote(owner, lifecycle, imported_image, settings, tmp_path, monkeypatch):
+    """An imported image whose next job quote (a submission's or a new schedule's) is followed at once by the image's
+    removal by its owner; returns the image and a job request for it."""
+    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
+    image = imported_image(owner, "cuda")
     quoted = jobs.quote_job
 
     def removed_meanwhile(*args, **kwargs):
@@ -139,16 +143,12 @@ def _removed_after_the_quote(monkeypatch, owner, image) -> None:
         return choice
 
     monkeypatch.setattr(jobs, "quote_job", removed_meanwhile)
+    return image, JobRequest(name="train", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
 
 
-def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
-    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
-):
+def test_an_image_removed_after_a_submission_chose_it_queues_nothing(owner, removed_after_the_quote):
     # Given an imported image, removed by its owner right after a submission chose it
-    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
-    image = imported_image(owner, "cuda")
-    _removed_after_the_quote(monkeypatch, owner, image)
-    request = JobRequest(name="train", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
+    image, request = removed_after_the_quote
 
     # Then the submission is refused as for an unknown image, and no job waits to boot the removed one
     with pytest.raises(NotFound) as refused:
@@ -158,13 +158,8 @@ def test_an_image_removed_after_a_submission_chose_it_queues_nothing(
     assert not Job.objects.exists()
 
 
-def test_an_image_removed_after_a_new_schedule_chose_it_saves_no_schedule(
-    owner, lifecycle, imported_image, settings, tmp_path, monkeypatch
-):
-    settings.IMAGE_IMPORT_ROOT = tmp_path / "images"
-    image = imported_image(owner, "cuda")
-    _removed_after_the_quote(monkeypatch, owner, image)
-    request = JobRequest(name="nightly", image=image.variants.get().slug, command="python3 train.py", backend="cuda")
+def test_an_image_removed_after_a_new_schedule_chose_it_saves_no_schedule(owner, removed_after_the_quote):
+    image, request = removed_after_the_quote
 
     with pytest.raises(NotFound) as refused:
         schedules.create(owner, ScheduleRequest(job=request, cron="0 2 * * *"))

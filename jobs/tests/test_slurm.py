@@ -193,9 +193,16 @@ def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_to_slurm(mlu_job, on_sl
 
 
 def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_started_minutes(mlu_job, on_slurm, lifecycle):
-    # A command that ends at once: the cluster runs it and ends it between two looks of the console
+    # A command that ends at once, submitted while another job holds all the cluster's MLU370 cards: it waits in
+    # Slurm's queue, so the console's look after submitting it finds it pending.
+    holder = mlu_job(SLEEP, cards=8)
+    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
     job = mlu_job('echo "quick"', cards=1)
     on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    assert slurm_job(on_slurm, job)["job_state"] == "PENDING", slurm_job(on_slurm, job)
+    # The holder ends on the cluster (the console does not look): the cluster runs the command and ends it between
+    # two looks of the console.
+    on_slurm.client.cancel(slurm_job(on_slurm, holder)["job_id"])
     deadline = time.monotonic() + 60
     while slurm_job(on_slurm, job)["job_state"] != "COMPLETED" and time.monotonic() < deadline:
         time.sleep(0.3)  # no beat meanwhile: the console does not look

@@ -4,7 +4,7 @@ idempotent step that tasks and the reconcile beat take towards what the owner wa
 
 import logging
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Q
@@ -162,6 +162,8 @@ def start(instance: Instance, *, no_card: bool = False, by=None) -> Instance:
             release_reminders_sent=0,
             price_per_hour=q.payable_per_hour,
             launched_by_id=runner,
+            # The previous run's job is not this run's: what its agent says (or is made to say) never counts for it.
+            backend_job_id="",
         )
         _enqueue("start", instance, Wanted.RUNNING)
     return instance
@@ -333,13 +335,20 @@ def _step_starting(instance: Instance, status) -> float | None:
     if status.phase == Phase.RUNNING:
         _become_running(instance, status)
         return None
+    if status.phase == Phase.PREEMPTED and status.ran_from is not None:
+        _preempted_between_looks(instance, status)
+        return None
     if status.ran_from is not None:
         _ran_between_looks(instance, status)
         return None
     if status.phase == Phase.FAILED:
         _fail(instance, Reason.NODE_LOST, status.message)
         return None
-    if status.phase != Phase.BOOTING:  # never submitted, or a job left over from the previous run
+    # Never submitted, or a machine left over from the previous run (still stopping, on a backend whose machine is
+    # the instance's): submit. A job this run submitted (``start`` clears the previous run's id) that is ending — a
+    # spot job Slurm requeues passes through COMPLETING — is looked at again when it has ended, never submitted twice.
+    this_runs_job_ends = status.phase == Phase.STOPPING and bool(instance.backend_job_id)
+    if status.phase != Phase.BOOTING and not this_runs_job_ends:
         if not _submit(instance):
             return None
         status = _backend(instance).status(instance)
@@ -365,9 +374,8 @@ def _ran_between_looks(instance: Instance, status) -> None:
     """A machine that ran and ended between two looks (a short job on a cluster): running from when it began (not
     before this start was asked) to when it ended, both in one transaction, so its started minutes are billed and
     nothing sees it running in between; then ended as a running machine that ends."""
-    started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
+    began = _began(instance, status)
     now = timezone.now()
-    began = min(max(status.ran_from, started or status.ran_from), now)
     with transaction.atomic():
         _become_running(instance, status, at=began)
         if instance.status != Status.RUNNING:
@@ -377,6 +385,30 @@ def _ran_between_looks(instance: Instance, status) -> None:
             at = min(at, began + timedelta(minutes=instance.time_limit_minutes))
         _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=at, stop=False)
     _stop_machine(instance)
+
+
+def _preempted_between_looks(instance: Instance, status) -> None:
+    """A spot machine that began to run and had its cards reclaimed between two looks: running from when it began,
+    then preempted when the cluster took the cards back, both in one transaction, so its started minutes are billed
+    as a reclaimed machine's."""
+    began = _began(instance, status)
+    with transaction.atomic():
+        _become_running(instance, status, at=began)
+        if instance.status != Status.RUNNING:
+            return  # its prepaid term could not be paid: failed already
+        now = timezone.now()
+        # Slurm keeps whole seconds: a reclaim in the second the machine began came after it, within that second.
+        reclaimed = min(status.since or now, now)
+        at = reclaimed if reclaimed > began else min(reclaimed + timedelta(seconds=1), now)
+        preempt(instance, at=max(at, began))
+    _step_preempted(instance, status)
+
+
+def _began(instance: Instance, status) -> datetime:
+    """When a machine that ran between two looks began: where the backend says, never before this start was asked
+    for, never in the future."""
+    started = instance.events.filter(new=Status.STARTING).order_by("-at").values_list("at", flat=True).first()
+    return min(max(status.ran_from, started or status.ran_from), timezone.now())
 
 
 def _explain_wait(instance: Instance, status) -> None:

@@ -44,8 +44,9 @@ class BackendStatus:
     ready_in: float | None = None  # seconds until a booting machine should be up, when known
     message: str = ""
     access: dict = field(default_factory=dict)
-    # An ended machine the console never saw running (a cluster ran it and ended it between two looks): when it
-    # began to run, so that its minutes are billed as any machine's. None when it never ran.
+    # An ended or reclaimed machine the console never saw running (a cluster ran it and ended or preempted it
+    # between two looks): when it began to run, so that its minutes are billed as any machine's. None when it never
+    # ran.
     ran_from: datetime | None = None
 
 

@@ -29,9 +29,11 @@ it, or a token of root or SlurmUser, which may act for any user), creates the ac
 0600. With an empty template every job runs as ``user``, a shared account: nothing keeps tenants apart, so launches
 with secrets are refused (:meth:`SlurmBackend.isolates_owners`) and the instance page says the machine is shared.
 
-Finished jobs vanish from Slurm after ``MinJobAge``: an absent job is reported as ``ABSENT`` and the lifecycle
-reads it by the instance's wanted state. The instance is RUNNING (and billed) only once its agent has reported
-from this job, so a job that never got its cards, or whose agent never came up, costs nothing.
+Finished jobs vanish from Slurm after ``MinJobAge``: a vanished job its agent reported from ran from its agent's
+first report to its last (:func:`forgotten_job_phase`), so its minutes are billed and it is never submitted again;
+one no agent reported from is ``ABSENT``, and the lifecycle reads it by the instance's wanted state. The instance is
+RUNNING (and billed) only once its agent has reported from this job, so a job that never got its cards, or whose
+agent never came up, costs nothing.
 
 Getting into the machine:
 
@@ -66,14 +68,14 @@ import subprocess
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Case, Max, Min, Value, When
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
@@ -445,7 +447,9 @@ def job_phase(
     requeued = job.get("restart_cnt", 0) > 0 and job.get("partition") == spot_partition
     if preempted is not None:
         return BackendStatus(Phase.PREEMPTED, since=_at(preempted), ready_in=0)
-    if state == "PREEMPTED" or (requeued and state in {"PENDING", "REQUEUED", "REQUEUE_HOLD"}):
+    if state == "PREEMPTED":  # cancelled by the preemption: it ended then
+        return BackendStatus(Phase.PREEMPTED, since=_at(job.get("end_time") or job.get("submit_time")), ready_in=0)
+    if requeued and state in {"PENDING", "REQUEUED", "REQUEUE_HOLD"}:
         # A requeued spot job's submit time is the moment it was preempted.
         return BackendStatus(Phase.PREEMPTED, since=_at(job.get("submit_time") or job.get("end_time")), ready_in=0)
     if state in {"RUNNING", "CONFIGURING", "SUSPENDED"} and signalled is not None:
@@ -474,6 +478,36 @@ def job_phase(
         return BackendStatus(Phase.STOPPED, since=ended, ran_from=ran_from)
     message = str(ENDED_MESSAGES.get(state, state.lower()))
     return BackendStatus(Phase.FAILED, since=ended, message=message, ran_from=ran_from)
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """What the console itself recorded of a job from its agent's reports: the first and the last, and whether its
+    workload's exit came."""
+
+    first: datetime
+    last: datetime
+    exited: bool
+
+
+def forgotten_job_phase(
+    run: AgentRun, *, wanted: str, stale_after: float, now: datetime | None = None
+) -> BackendStatus:
+    """What a job Slurm no longer lists, but whose agent reported from it, means for its instance. Slurm forgets an
+    ended job ``MinJobAge`` after it ended (300 s by default), so a console that looked away longer finds only its
+    agent's reports: the job ran from the first report to the last (to the exit's report, or to the last heartbeat
+    once the agent has been silent for ``stale_after`` seconds; reports are kept for a day, so the first is the
+    earliest kept). While the machine is wanted running, an agent that still reports keeps the instance as it is:
+    the job is not taken for ended, and never submitted twice; a machine being stopped is stopped at the last."""
+    now = now or datetime.now(tz=UTC)
+    if wanted == "running" and not run.exited and (now - run.last).total_seconds() < stale_after:
+        message = _("the cluster does not list the instance's job; its agent still reports")
+        return BackendStatus(Phase.BOOTING, since=run.first, ready_in=1.0, message=message)
+    ended = min(run.last, now)
+    if wanted != "running":
+        return BackendStatus(Phase.STOPPED, since=ended, ran_from=run.first)
+    message = _("the cluster no longer lists the instance's job; it ran until its agent's last report")
+    return BackendStatus(Phase.FAILED, since=ended, message=message, ran_from=run.first)
 
 
 def _queue_entry(job: dict | None) -> dict | None:
@@ -772,12 +806,30 @@ class SlurmBackend(Backend):
             latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
             reported = _reported(latest)
             labs = _labs(latest)
-            starts = _run_starts([i for i, _c in members if i.status == "starting"])
-            for instance, config in members:
+            starts = _run_starts([i for i, _c in members if i.status == Status.STARTING])
+            for instance, _config in members:
                 job = latest[instance.public_id]
                 if job is not None and instance.public_id in starts and _ended_before(job, starts[instance.public_id]):
-                    job = None  # the previous run's job: this run has not been submitted yet
-                result[instance.public_id] = self._phase(instance, config, job, reported, labs)
+                    latest[instance.public_id] = None  # the previous run's job: this run has not been submitted yet
+            # The agent's own record of a run, where Slurm's may be gone: a job it no longer lists, and a starting
+            # instance's job that may have run and been preempted between two looks.
+            unseen = [
+                i
+                for i, _c in members
+                if i.backend_job_id and (latest[i.public_id] is None or i.status == Status.STARTING)
+            ]
+            runs = _agent_runs(unseen, starts)
+            for instance, config in members:
+                job = latest[instance.public_id]
+                run = runs.get(instance.public_id)
+                if job is None and run is not None:
+                    stale = 3 * float(config.get("heartbeat_seconds", 15))
+                    status = forgotten_job_phase(run, wanted=instance.wanted, stale_after=stale)
+                else:
+                    status = self._phase(instance, config, job, reported, labs)
+                if status.phase == Phase.PREEMPTED and instance.status == Status.STARTING and run is not None:
+                    status = replace(status, ran_from=run.first)  # it ran from its agent's first report
+                result[instance.public_id] = status
         return result
 
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:
@@ -1120,6 +1172,29 @@ def _reported(latest: dict) -> set:
         return set()
     rows = AgentReport.objects.filter(instance__public_id__in=list(latest), job_id__in=jobs)
     return set(rows.values_list("instance__public_id", "job_id").distinct())
+
+
+def _agent_runs(instances, starts: dict) -> dict:
+    """Public id → the :class:`AgentRun` of each instance's current job (its ``backend_job_id``), where its agent
+    reported from it — for a starting instance, only reports since this start was asked for: one query."""
+    if not instances:
+        return {}
+    current = {i.public_id: str(i.backend_job_id) for i in instances}
+    exited = Case(When(event=AgentReport.Event.EXITED, then=Value(1)), default=Value(0))
+    rows = (
+        AgentReport.objects.filter(instance__in=instances, job_id__in=set(current.values()))
+        .values("instance__public_id", "job_id")
+        .annotate(first=Min("at"), last=Max("at"), exited=Max(exited))
+        .order_by()
+    )
+    runs = {}
+    for row in rows:
+        public_id = row["instance__public_id"]
+        start = starts.get(public_id)
+        if row["job_id"] != current[public_id] or (start is not None and row["first"] < start):
+            continue  # another job's reports, or the previous run's
+        runs[public_id] = AgentRun(row["first"], row["last"], bool(row["exited"]))
+    return runs
 
 
 def _labs(latest: dict) -> dict:

@@ -14,6 +14,8 @@ from accounts.models import WorkerHeartbeat
 from catalog.models import Node
 from instances import launching
 from instances import lifecycle as instance_lifecycle
+from instances.backends import BackendStatus, Phase
+from instances.backends.simulated import SimulatedBackend
 from instances.choices import Status
 from instances.models import Instance, SimulatedJob
 from instances.tests.fixtures import settle
@@ -115,3 +117,19 @@ def test_duplicate_tasks_are_harmless(launch, lifecycle):
     instance.refresh_from_db()
     assert instance.status == Status.RUNNING and len(lifecycle.sessions_of(instance)) == 1
     assert instance.events.filter(new=Status.RUNNING).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_starting_machine_whose_job_is_ending_is_looked_at_again_not_submitted_twice(launch, lifecycle, monkeypatch):
+    # A cluster passes a job through an ending state (Slurm's COMPLETING, also on its way to requeue a spot job)
+    instance = launch()
+    instance_lifecycle.reconcile()  # submitted
+    Instance.objects.filter(pk=instance.pk).update(status=Status.STARTING)
+    submitted = []
+    ending = BackendStatus(Phase.STOPPING, ready_in=1.0)
+    monkeypatch.setattr(SimulatedBackend, "status_many", lambda self, found: {i.public_id: ending for i in found})
+    monkeypatch.setattr(SimulatedBackend, "status", lambda self, i: ending)
+    monkeypatch.setattr(SimulatedBackend, "submit", lambda self, i: submitted.append(i.public_id) or "again")
+    instance_lifecycle.reconcile()
+    assert submitted == []
+    assert Instance.objects.get(pk=instance.pk).status == Status.STARTING

@@ -13,8 +13,9 @@ from billing import rules
 from catalog.models import Node
 from instances import launching, waiting
 from instances import lifecycle as instance_lifecycle
+from instances.backends.slurm import SlurmClient
 from instances.choices import Status
-from instances.models import Instance, WaitingLaunch
+from instances.models import AgentReport, Instance, WaitingLaunch
 from jobs import running
 from jobs.choices import FINISHED, State
 
@@ -192,22 +193,26 @@ def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_to_slurm(mlu_job, on_sl
     run_until(job, lambda j: j.state == State.RUNNING, on_slurm, timeout=180, message="the job to run again")
 
 
-def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_started_minutes(mlu_job, on_slurm, lifecycle):
-    # A command that ends at once, submitted while another job holds all the cluster's MLU370 cards: it waits in
-    # Slurm's queue, so the console's look after submitting it finds it pending.
+def ended_unseen(mlu_job, on_slurm, command: str, ended: str = "COMPLETED"):
+    """A job running ``command`` that the cluster runs and ends between two looks of the console: submitted while
+    another job holds all the cluster's MLU370 cards, it waits in Slurm's queue (so the console's look after
+    submitting it finds it pending); then the holder ends on the cluster, and no beat runs until Slurm has ended it."""
     holder = mlu_job(SLEEP, cards=8)
     on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
-    job = mlu_job('echo "quick"', cards=1)
+    job = mlu_job(command, cards=1)
     on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
     assert slurm_job(on_slurm, job)["job_state"] == "PENDING", slurm_job(on_slurm, job)
-    # The holder ends on the cluster (the console does not look): the cluster runs the command and ends it between
-    # two looks of the console.
     on_slurm.client.cancel(slurm_job(on_slurm, holder)["job_id"])
     deadline = time.monotonic() + 60
-    while slurm_job(on_slurm, job)["job_state"] != "COMPLETED" and time.monotonic() < deadline:
+    while slurm_job(on_slurm, job)["job_state"] != ended and time.monotonic() < deadline:
         time.sleep(0.3)  # no beat meanwhile: the console does not look
-    assert slurm_job(on_slurm, job)["job_state"] == "COMPLETED", slurm_job(on_slurm, job)
+    assert slurm_job(on_slurm, job)["job_state"] == ended, slurm_job(on_slurm, job)
     assert fresh(job).instance.status == Status.STARTING  # never seen running
+    return job
+
+
+def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_started_minutes(mlu_job, on_slurm, lifecycle):
+    job = ended_unseen(mlu_job, on_slurm, 'echo "quick"')
 
     job = run_until(job, finished, on_slurm, message="the console to see it ended")
     assert (job.state, job.exit_code) == (State.SUCCEEDED, 0), job.state_detail
@@ -219,6 +224,104 @@ def test_a_job_that_ends_before_the_console_sees_it_running_is_billed_its_starte
     # in the very second the console asked for it begins when it was asked for, never before.
     assert ran["start_time"] <= session.started_at.timestamp() < ran["start_time"] + 1
     assert ran["start_time"] < session.ended_at.timestamp() <= max(ran["end_time"], ran["start_time"] + 1)
+    minutes = rules.billed_minutes(session.started_at, session.ended_at)
+    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
+
+
+@pytest.fixture
+def forgetting(monkeypatch):
+    """Slurm forgetting ended jobs, as it does ``MinJobAge`` after their end (300 s on the local cluster, too long to
+    wait for here): ``forget(job_id)`` takes the job out of every listing and lookup. ``forgetting.listed()`` is what
+    the cluster really lists."""
+    forgotten: set[str] = set()
+    jobs, job = SlurmClient.jobs, SlurmClient.job
+    monkeypatch.setattr(SlurmClient, "jobs", lambda self: [j for j in jobs(self) if str(j["job_id"]) not in forgotten])
+    monkeypatch.setattr(SlurmClient, "job", lambda self, i: None if str(i) in forgotten else job(self, i))
+
+    class Forgetting:
+        forget = staticmethod(lambda job_id: forgotten.add(str(job_id)))
+
+        @staticmethod
+        def listed(cluster) -> list[dict]:
+            return [j for j in jobs(cluster.client) if j.get("name", "").startswith(cluster.prefix)]
+
+    return Forgetting
+
+
+def test_a_job_slurm_forgot_before_the_console_looked_again_ends_billed_from_its_agents_reports(
+    mlu_job, on_slurm, lifecycle, forgetting
+):
+    # Given a short job the cluster ran and ended while the console looked away, and then forgot
+    job = ended_unseen(mlu_job, on_slurm, 'echo "quick"; exit 3', ended="FAILED")
+    ran = slurm_job(on_slurm, job)
+    forgetting.forget(ran["job_id"])
+
+    # Then the console ends it with its command's exit code, from its agent's reports, and never submits it again
+    job = run_until(job, finished, on_slurm, message="the console to see it ended")
+    assert (job.state, job.exit_code) == (State.FAILED, 3), job.state_detail
+    on_slurm.settle(until=lambda: fresh(job).instance.status == Status.RELEASED, message="the machine to go")
+    mine = [j for j in forgetting.listed(on_slurm) if j["name"] == f"{on_slurm.prefix}{job.instance.public_id}"]
+    assert [j["job_id"] for j in mine] == [ran["job_id"]]
+
+    # And its started minute is billed, from its agent's first report to its last (the exit's)
+    reports = AgentReport.objects.filter(instance=job.instance, job_id=str(ran["job_id"])).order_by("at")
+    assert reports.filter(event=AgentReport.Event.EXITED).exists()
+    (session,) = lifecycle.sessions_of(job.instance)
+    assert session.started_at == reports.first().at
+    assert session.ended_at == reports.last().at
+    minutes = rules.billed_minutes(session.started_at, session.ended_at)
+    assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
+
+
+def test_a_spot_job_reclaimed_before_the_console_saw_it_running_is_billed_its_minutes_and_queued_again(
+    mlu_job, on_slurm, lifecycle
+):
+    # Given a spot job that Slurm starts while the console looks away (it waited behind a holder of every card)
+    holder = mlu_job(SLEEP, cards=8)
+    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
+    job = mlu_job(SLEEP, cards=8, spot=True, name="spot")
+    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    spot = slurm_job(on_slurm, job)
+    assert spot["job_state"] == "PENDING", spot
+    on_slurm.client.cancel(slurm_job(on_slurm, holder)["job_id"])
+    reports = AgentReport.objects.filter(instance=fresh(job).instance, job_id=str(spot["job_id"])).order_by("at")
+    deadline = time.monotonic() + 60
+    while not reports.exists() and time.monotonic() < deadline:
+        time.sleep(0.3)  # no beat meanwhile: the console does not look
+    assert reports.exists(), slurm_job(on_slurm, job)
+    time.sleep(1.5)  # Slurm keeps whole seconds: the reclaim comes in a later second than the first report
+
+    # And an on-demand job (not the console's) takes two of its cards before the console looks: Slurm requeues it
+    pressure = {"name": f"{on_slurm.prefix}pressure", "partition": "xinchuang", "gres": "gpu:mlu370:2"}
+    pressure |= {"current_working_directory": "/tmp", "standard_output": "/dev/null", "environment": {"PATH": "/bin"}}
+    on_slurm.client.submit("#!/bin/bash\nexec sleep 600\n", pressure)
+
+    def pending_again():
+        found = slurm_job(on_slurm, job)
+        return found if found["restart_cnt"] > 0 and found["job_state"] == "PENDING" else None
+
+    deadline = time.monotonic() + 60
+    while not pending_again() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    requeued = pending_again()
+    assert requeued, slurm_job(on_slurm, job)
+    reclaimed = fresh(job).instance
+    assert reclaimed.status == Status.STARTING  # never seen running
+
+    # Then the console bills the minutes it ran, from its agent's first report to the reclaim, and the job goes back
+    # to the queue (a machine submitted again to wait for cards), its reclaimed run not counted as an attempt
+    job = run_until(
+        job,
+        lambda j: j.instance_id != reclaimed.pk and j.state == State.STARTING,
+        on_slurm,
+        message="the reclaimed job to be queued and submitted again",
+    )
+    assert job.events.filter(new=State.QUEUED, detail="its spot cards were reclaimed: back in the queue").exists()
+    assert job.attempts == 1
+    assert fresh(reclaimed).status in {Status.PREEMPTED, Status.RELEASING, Status.RELEASED}
+    (session,) = lifecycle.sessions_of(reclaimed)
+    assert session.started_at == reports.first().at
+    assert session.ended_at.timestamp() == requeued["submit_time"]  # the requeued copy's: the reclaim's moment
     minutes = rules.billed_minutes(session.started_at, session.ended_at)
     assert minutes == 1 and session.charged == rules.minutes_cost(job.price_per_hour, minutes), session
 

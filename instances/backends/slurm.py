@@ -14,7 +14,8 @@ The mapping:
   (a node failure fails them instead of restarting them behind the console's back);
 * stop and arrears → SIGUSR1 to the job (the agent writes the checkpoint marker and passes it on), then after the
   grace period a cancel. The signal time is kept in the job's ``comment`` so that repeated calls are idempotent
-  and every console process agrees. REST rejects ``--signal=B:USR1@…`` (22.05), so the console signals itself;
+  and every console process agrees, signed (:func:`mark`): the job's own user can rewrite its comment. REST
+  rejects ``--signal=B:USR1@…`` (22.05), so the console signals itself;
 * preemption: Slurm sends SIGTERM at once (``GraceTime=0``; the agent checkpoints within ``KillWait``) and requeues
   the job. The console cancels the requeued copy as soon as it sees it — relaunching is the owner's one click,
   which submits a new job — and marks it ``preempted`` so the state survives until the job vanishes;
@@ -76,6 +77,7 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 from django.db.models import Case, Max, Min, Value, When
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.debug import sensitive_variables
@@ -379,14 +381,35 @@ class SlurmError(BackendError):
 # Reading a job ---------------------------------------------------------------------------------------------------
 
 
+def mark(tag: str, job_id, at: float) -> str:
+    """A mark the console keeps in a job's comment (its checkpoint signal, its preemption): the tag, the time, and a
+    signature over both and the job's id. A job's own user may rewrite its comment — so may the owner's code, from
+    any job of the account — so only a mark the console signed counts (:func:`_tagged_time`)."""
+    value = f"{at:.3f}"
+    return f"{tag}{value}:{_mark_signature(tag, job_id, value)}"
+
+
+def _mark_signature(tag: str, job_id, value: str) -> str:
+    return salted_hmac("instances.backends.slurm.mark", f"{tag}{job_id}@{value}", algorithm="sha256").hexdigest()[:32]
+
+
 def _tagged_time(job: dict, tag: str) -> float | None:
+    """The time of the console's own ``tag`` mark on ``job``; None without one, or with one the console did not
+    sign (for this job)."""
     comment = job.get("comment") or ""
-    if comment.startswith(tag):
-        try:
-            return float(comment[len(tag) :])
-        except ValueError:
-            return None
-    return None
+    if not comment.startswith(tag):
+        return None
+    value, _sep, signature = comment[len(tag) :].partition(":")
+    if not constant_time_compare(signature, _mark_signature(tag, job.get("job_id"), value)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _marked(job: dict) -> bool:
+    return _tagged_time(job, CHECKPOINT_TAG) is not None or _tagged_time(job, PREEMPTED_TAG) is not None
 
 
 def _at(epoch) -> datetime | None:
@@ -599,7 +622,7 @@ class SlurmBackend(Backend):
         config = self.config(instance)
         client = self.client(config)
         job = self._latest(client.jobs(), self.job_name(instance, config))
-        if job and job.get("job_state") in ACTIVE_STATES and not job.get("comment"):
+        if job and job.get("job_state") in ACTIVE_STATES and not _marked(job):
             if not (job.get("restart_cnt", 0) > 0 and instance.spot):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here
         account = self.prepare_account(instance, config)
@@ -773,13 +796,13 @@ class SlurmBackend(Backend):
         if job is None or job.get("job_state") not in ACTIVE_STATES:
             return
         if job.get("job_state") != "RUNNING":
-            client.update(job["job_id"], {"comment": f"{CHECKPOINT_TAG}{time.time():.3f}"})
+            client.update(job["job_id"], {"comment": mark(CHECKPOINT_TAG, job["job_id"], time.time())})
             client.cancel(job["job_id"])  # nothing to checkpoint yet
             return
         signalled = _tagged_time(job, CHECKPOINT_TAG)
         if signalled is None:
             signalled = time.time()
-            client.update(job["job_id"], {"comment": f"{CHECKPOINT_TAG}{signalled:.3f}"})
+            client.update(job["job_id"], {"comment": mark(CHECKPOINT_TAG, job["job_id"], signalled)})
             client.signal(job["job_id"], "SIGUSR1")
         if time.time() >= signalled + grace_seconds:
             client.cancel(job["job_id"])
@@ -855,7 +878,7 @@ class SlurmBackend(Backend):
         # bills; relaunching is the owner's decision and a new job. The tag keeps the preemption time visible.
         client = self.client(config)
         at = since.timestamp() if since else time.time()
-        client.update(job["job_id"], {"comment": f"{PREEMPTED_TAG}{at:.3f}"})
+        client.update(job["job_id"], {"comment": mark(PREEMPTED_TAG, job["job_id"], at)})
         client.cancel(job["job_id"])
 
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:

@@ -7,7 +7,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from instances import heartbeats, runtime
-from instances.backends import BackendError, get_backend
+from instances import lifecycle as instance_lifecycle
+from instances.backends import BackendError, Phase, get_backend
 from instances.backends.slurm import (
     CHECKPOINT_TAG,
     SlurmBackend,
@@ -16,7 +17,9 @@ from instances.backends.slurm import (
     jupyter_python,
     jupyter_token,
     lab_address_allowed,
+    mark,
 )
+from instances.choices import Status
 from instances.models import AgentReport, Instance
 
 REPORT = {
@@ -164,8 +167,22 @@ def test_a_job_that_is_not_running_or_is_being_stopped_cannot_be_entered(running
     for job in [
         None,
         {"job_id": 31, "job_state": "PENDING"},
-        {"job_id": 31, "job_state": "RUNNING", "comment": f"{CHECKPOINT_TAG}1.0"},
+        {"job_id": 31, "job_state": "RUNNING", "comment": mark(CHECKPOINT_TAG, 31, 1.0)},
     ]:
         monkeypatch.setattr(backend, "_current_job", lambda instance, config, job=job: job)
         with pytest.raises(BackendError, match="not running"):
             backend.enter_argv(running, "true")
+
+
+@pytest.mark.django_db
+def test_what_an_agent_says_of_the_previous_runs_job_never_makes_a_run_of_a_restarted_machine(running, monkeypatch):
+    # The agent's token lives until the machine is released, so the owner's code may post reports naming any job
+    backend = SlurmBackend()
+    monkeypatch.setattr(backend, "_newest_by_name", lambda config: {})  # Slurm has forgotten job 31 by now
+    Instance.objects.filter(pk=running.pk).update(status=Status.STOPPED, wanted="stopped")
+    restarted = instance_lifecycle.start(Instance.objects.with_related().get(pk=running.pk))
+    heartbeats.record(restarted, {"event": "started", "job_id": "31"})
+    heartbeats.record(restarted, {"event": "exited", "job_id": "31", "exit_code": 0})
+
+    status = backend.status_many([Instance.objects.with_related().get(pk=running.pk)])[running.public_id]
+    assert status.phase == Phase.ABSENT and status.ran_from is None  # not a run: this start submits its own job

@@ -27,6 +27,7 @@ from instances.backends.slurm import (
     agent_token,
     check_agent_token,
     job_phase,
+    mark,
     sign_jwt,
     zone_settings,
 )
@@ -78,7 +79,7 @@ def test_a_running_job_is_running_only_once_its_agent_reported():
 
 
 def test_a_signalled_job_is_stopping_until_the_grace_ends():
-    status = phase(job("RUNNING", comment=f"{CHECKPOINT_TAG}{NOW - 4}"), reported=True, grace=10)
+    status = phase(job("RUNNING", comment=mark(CHECKPOINT_TAG, 7, NOW - 4)), reported=True, grace=10)
     assert status.phase == Phase.STOPPING and status.ready_in == pytest.approx(6)
     assert phase(job("COMPLETING")).phase == Phase.STOPPING
 
@@ -87,7 +88,7 @@ def test_a_requeued_spot_job_is_preempted_at_the_moment_slurm_requeued_it():
     requeued = job("PENDING", partition="spot", restart_cnt=1, state_reason="BeginTime", submit_time=NOW - 30)
     status = phase(requeued)
     assert status.phase == Phase.PREEMPTED and status.since.timestamp() == NOW - 30
-    assert phase(job("CANCELLED", comment=f"{PREEMPTED_TAG}{NOW - 30}")).since.timestamp() == NOW - 30
+    assert phase(job("CANCELLED", comment=mark(PREEMPTED_TAG, 7, NOW - 30))).since.timestamp() == NOW - 30
     assert phase(job("PREEMPTED", partition="spot")).phase == Phase.PREEMPTED
 
 
@@ -109,7 +110,21 @@ def test_a_job_that_ended_under_a_running_instance_fails_it_when_it_ended(state,
 
 def test_an_ended_job_is_a_stop_when_the_owner_wanted_it_stopped_or_the_console_signalled_it():
     assert phase(job("CANCELLED"), wanted="stopped").phase == Phase.STOPPED
-    assert phase(job("CANCELLED", comment=f"{CHECKPOINT_TAG}{NOW - 20}")).phase == Phase.STOPPED
+    assert phase(job("CANCELLED", comment=mark(CHECKPOINT_TAG, 7, NOW - 20))).phase == Phase.STOPPED
+
+
+def test_only_the_consoles_own_signed_marks_count_not_what_the_jobs_user_writes_in_its_comment():
+    # A job's user may rewrite its comment (so may the owner's code, from any job of its account): a preemption mark
+    # it writes with an early time would end the bill there; a signal mark, stop the console from signalling
+    running = job("RUNNING", partition="spot")
+    for forged in [
+        f"gpucloud:preempted@{NOW - 3600:.3f}",
+        mark(PREEMPTED_TAG, 8, NOW - 3600),  # the console's mark of another job
+        mark(PREEMPTED_TAG, 7, NOW - 30).replace(f"{NOW - 30:.3f}", f"{NOW - 3600:.3f}"),  # its time changed
+    ]:
+        assert phase(running | {"comment": forged}, reported=True).phase == Phase.RUNNING
+    assert phase(running | {"comment": f"gpucloud:checkpoint@{NOW - 4:.3f}"}, reported=True).phase == Phase.RUNNING
+    assert phase(running | {"comment": mark(PREEMPTED_TAG, 7, NOW - 30)}, reported=True).phase == Phase.PREEMPTED
 
 
 def test_a_job_slurm_no_longer_knows_is_absent():

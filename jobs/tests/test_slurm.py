@@ -13,6 +13,7 @@ from billing import rules
 from catalog.models import Node
 from instances import launching, waiting
 from instances import lifecycle as instance_lifecycle
+from instances.backends import get_backend
 from instances.backends.slurm import SlurmClient
 from instances.choices import Status
 from instances.models import AgentReport, Instance, WaitingLaunch
@@ -194,6 +195,30 @@ def test_a_reclaimed_spot_job_goes_back_to_the_queue_and_to_slurm(mlu_job, on_sl
     # When the on-demand machine goes, the job runs again
     instance_lifecycle.release(Instance.objects.with_related().get(pk=pressure.pk))
     run_until(job, lambda j: j.state == State.RUNNING, on_slurm, timeout=180, message="the job to run again")
+
+
+def test_a_preemption_mark_the_jobs_own_user_writes_in_its_comment_changes_nothing(mlu_job, on_slurm, lifecycle):
+    # Given a spot job running on the cluster as its owner's account
+    job = mlu_job(SLEEP, cards=1, spot=True, name="spot")
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run")
+    instance = fresh(job).instance
+    backend = get_backend("slurm")
+    config = backend.config(instance)
+    running = slurm_job(on_slurm, job)
+
+    # When the owner's code marks its own job "preempted an hour ago" (what `scontrol update … comment=` does)
+    forged = f"gpucloud:preempted@{running['start_time'] - 3600:.3f}"
+    backend.client(config).update(running["job_id"], {"comment": forged})
+    assert slurm_job(on_slurm, job)["comment"] == forged
+
+    # Then the console neither ends its bill nor takes the job for a preempted one, nor submits the machine again
+    for _ in range(3):
+        beat()
+    assert fresh(instance).status == Status.RUNNING and fresh(job).state == State.RUNNING
+    assert backend.submit(fresh(instance)) == str(running["job_id"])
+    assert [j["job_id"] for j in on_slurm.jobs()] == [running["job_id"]]
+    (session,) = lifecycle.sessions_of(instance)
+    assert session.ended_at is None
 
 
 def ended_unseen(mlu_job, on_slurm, command: str, ended: str = "COMPLETED"):

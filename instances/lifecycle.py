@@ -474,8 +474,8 @@ def _step_running(instance: Instance, status) -> float | None:
 
 def _step_stopping(instance: Instance, status) -> float | None:
     backend = _backend(instance)
-    if instance.backend_job_id:
-        backend.stop(instance, grace_seconds=conf.stop_grace_seconds())
+    # Also without a recorded job: one may have been submitted and its id not recorded (a worker lost in between).
+    backend.stop(instance, grace_seconds=conf.stop_grace_seconds())
     status = backend.status(instance)
     if status.phase in (Phase.STOPPING, Phase.BOOTING, Phase.RUNNING):
         return max(status.ready_in or 1.0, 0.2)

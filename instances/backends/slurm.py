@@ -533,6 +533,21 @@ def forgotten_job_phase(
     return BackendStatus(Phase.FAILED, since=ended, message=message, ran_from=run.first)
 
 
+def _newest_by_name(jobs: list[dict]) -> dict[str, dict]:
+    """Jobs by name, the newest of each name (a restarted instance's earlier jobs stay listed until Slurm forgets
+    them)."""
+    newest: dict[str, dict] = {}
+    for job in jobs:
+        if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
+            newest[job.get("name")] = job
+    return newest
+
+
+def _owned(job: dict, config: dict) -> bool:
+    """Whether ``job`` runs as the instance's account (``job_user``)."""
+    return job.get("user_name", config["job_user"]) == config["job_user"]
+
+
 def _queue_entry(job: dict | None) -> dict | None:
     if job is None:
         return None
@@ -605,23 +620,27 @@ class SlurmBackend(Backend):
         return gres_type, int(config.get("gres_offsets", {}).get(gres_type, 0))
 
     # Jobs
-    def _latest(self, jobs: list[dict], name: str) -> dict | None:
-        mine = [j for j in jobs if j.get("name") == name]
+    def _latest(self, jobs: list[dict], name: str, config: dict) -> dict | None:
+        """The newest job of that name that runs as the instance's account: a job's user may rename its own jobs,
+        so a name alone proves nothing."""
+        mine = [j for j in jobs if j.get("name") == name and _owned(j, config)]
         return max(mine, key=lambda j: j["job_id"]) if mine else None
 
     def _current_job(self, instance, config) -> dict | None:
+        """The instance's job: the one the console recorded submitting, whatever its name now; before that, the
+        newest of its name."""
         client = self.client(config)
         if instance.backend_job_id:
             job = client.job(instance.backend_job_id)
-            if job is not None and job.get("name") == self.job_name(instance, config):
+            if job is not None and _owned(job, config):
                 return job
-        return self._latest(client.jobs(), self.job_name(instance, config))
+        return self._latest(client.jobs(), self.job_name(instance, config), config)
 
     @sensitive_variables("description")
     def submit(self, instance) -> str:
         config = self.config(instance)
         client = self.client(config)
-        job = self._latest(client.jobs(), self.job_name(instance, config))
+        job = self._latest(client.jobs(), self.job_name(instance, config), config)
         if job and job.get("job_state") in ACTIVE_STATES and not _marked(job):
             if not (job.get("restart_cnt", 0) > 0 and instance.spot):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here
@@ -745,10 +764,24 @@ class SlurmBackend(Backend):
         """The same for many instances: one listing of each cluster's jobs."""
         result = {}
         for members in self._by_cluster(instances).values():
-            newest = self._newest_by_name(members[0][1])
-            for instance, config in members:
-                result[instance.public_id] = _queue_entry(newest.get(self.job_name(instance, config)))
+            for public_id, job in self._listed_jobs(members).items():
+                result[public_id] = _queue_entry(job)
         return result
+
+    def _listed_jobs(self, members) -> dict:
+        """Public id → each instance's job, from one listing of the cluster's jobs: the job the console recorded
+        submitting, whatever its name now (a job's user may rename it); before that, the newest of the instance's
+        name that runs as its account."""
+        listing = self.client(members[0][1], as_console=True).jobs()
+        newest, by_id = _newest_by_name(listing), {str(j.get("job_id")): j for j in listing}
+        jobs = {}
+        for instance, config in members:
+            job = by_id.get(str(instance.backend_job_id)) if instance.backend_job_id else None
+            if job is None or not _owned(job, config):
+                named = newest.get(self.job_name(instance, config))
+                job = named if named is not None and _owned(named, config) else None
+            jobs[instance.public_id] = job
+        return jobs
 
     def _by_cluster(self, instances) -> dict[tuple, list]:
         by_cluster: dict[tuple, list] = {}
@@ -756,15 +789,6 @@ class SlurmBackend(Backend):
             config = self.config(instance)
             by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
         return by_cluster
-
-    def _newest_by_name(self, config: dict) -> dict[str, dict]:
-        """Every job of the cluster by name, the newest of each name (a restarted instance's earlier jobs stay
-        listed until Slurm forgets them)."""
-        newest: dict[str, dict] = {}
-        for job in self.client(config, as_console=True).jobs():
-            if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
-                newest[job.get("name")] = job
-        return newest
 
     def logs(self, instance, *, tail: int = 200) -> str:
         """The end of the current job's output file: the start command's stdout and stderr, with the agent's own
@@ -804,7 +828,9 @@ class SlurmBackend(Backend):
             signalled = time.time()
             client.update(job["job_id"], {"comment": mark(CHECKPOINT_TAG, job["job_id"], signalled)})
             client.signal(job["job_id"], "SIGUSR1")
-        if time.time() >= signalled + grace_seconds:
+        # The grace runs from when the stop was asked (the console's record): the job's user can erase the mark.
+        asked = instance.stop_requested_at.timestamp() if instance.stop_requested_at else signalled
+        if time.time() >= min(asked, signalled) + grace_seconds:
             client.cancel(job["job_id"])
 
     def release(self, instance) -> None:
@@ -825,8 +851,7 @@ class SlurmBackend(Backend):
     def status_many(self, instances) -> dict:
         result = {}
         for members in self._by_cluster(instances).values():
-            newest = self._newest_by_name(members[0][1])
-            latest = {i.public_id: newest.get(self.job_name(i, c)) for i, c in members}
+            latest = self._listed_jobs(members)
             reported = _reported(latest)
             labs = _labs(latest)
             starts = _run_starts([i for i, _c in members if i.status == Status.STARTING])

@@ -178,7 +178,8 @@ def test_a_job_that_is_not_running_or_is_being_stopped_cannot_be_entered(running
 def test_what_an_agent_says_of_the_previous_runs_job_never_makes_a_run_of_a_restarted_machine(running, monkeypatch):
     # The agent's token lives until the machine is released, so the owner's code may post reports naming any job
     backend = SlurmBackend()
-    monkeypatch.setattr(backend, "_newest_by_name", lambda config: {})  # Slurm has forgotten job 31 by now
+    # Slurm has forgotten job 31 by now
+    monkeypatch.setattr(backend, "_listed_jobs", lambda members: {i.public_id: None for i, _c in members})
     Instance.objects.filter(pk=running.pk).update(status=Status.STOPPED, wanted="stopped")
     restarted = instance_lifecycle.start(Instance.objects.with_related().get(pk=running.pk))
     heartbeats.record(restarted, {"event": "started", "job_id": "31"})

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import time
+from datetime import UTC, datetime
 
 import pytest
 from django.core.management import call_command
@@ -315,3 +316,31 @@ def test_disks_are_at_their_names_a_second_of_one_name_at_name_2_and_a_layout_of
     assert sorted(links()) == ["data-2", "disk-d", "实验 数据"]
     assert [entry["id"] for entry in layout()] == ["disk-b", "disk-c", "disk-d"]
     assert all((tmp_path / "disks" / disk).is_dir() for disk in ("disk-old", "disk-a"))  # never deleted
+
+
+class RecordingClient:
+    """A slurmrestd client that records what the console asks of it."""
+
+    def __init__(self):
+        self.calls = []
+
+    def update(self, job_id, fields):
+        self.calls.append(("update", job_id))
+
+    def signal(self, job_id, name):
+        self.calls.append(("signal", job_id, name))
+
+    def cancel(self, job_id):
+        self.calls.append(("cancel", job_id))
+
+
+def test_a_stop_cancels_the_job_when_the_grace_since_it_was_asked_ends_even_with_its_mark_erased(monkeypatch):
+    # The job's user erases the console's signal mark after every signal: each look would start the grace again
+    backend, client, instance = SlurmBackend(), RecordingClient(), Stub()
+    instance.stop_requested_at = datetime.fromtimestamp(time.time() - 30, tz=UTC)
+    monkeypatch.setattr(backend, "client", lambda config, as_console=False: client)
+    monkeypatch.setattr(backend, "_current_job", lambda instance, config: job("RUNNING", comment=""))
+    backend.stop(instance, grace_seconds=60)
+    assert ("cancel", 7) not in client.calls and ("signal", 7, "SIGUSR1") in client.calls  # within the grace
+    backend.stop(instance, grace_seconds=20)
+    assert ("cancel", 7) in client.calls  # 30 s since the stop was asked, more than its grace

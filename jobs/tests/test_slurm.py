@@ -3,6 +3,7 @@ job is an sbatch job submitted at once (the timeout as its time limit, ``requeue
 and pending reason are on its page and in the API, it ends with its command's exit code, at its time limit, or when
 cancelled, and a spot job whose cards are reclaimed goes back to the queue and to the cluster."""
 
+import subprocess
 import time
 from datetime import timedelta
 
@@ -219,6 +220,31 @@ def test_a_preemption_mark_the_jobs_own_user_writes_in_its_comment_changes_nothi
     assert [j["job_id"] for j in on_slurm.jobs()] == [running["job_id"]]
     (session,) = lifecycle.sessions_of(instance)
     assert session.ended_at is None
+
+
+def test_a_job_its_own_user_renamed_is_still_the_machines_and_a_cancel_ends_it(mlu_job, on_slurm, owner_api):
+    # Given a job running on the cluster as its owner's account, renamed by the owner's code (`scontrol update
+    # jobid=… name=…`), so that the console's name for it finds nothing
+    job = mlu_job(SLEEP, cards=1)
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run")
+    instance = fresh(job).instance
+    backend = get_backend("slurm")
+    config = backend.config(instance)
+    running = slurm_job(on_slurm, job)
+    assert running["user_name"] == config["job_user"]
+    rename = ["scontrol", "update", f"JobId={running['job_id']}", f"Name={on_slurm.prefix}elsewhere"]
+    done = subprocess.run(["runuser", "-u", config["job_user"], "--", *rename], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert slurm_job(on_slurm, job) is None  # nothing of its name left
+
+    # Then the console still sees its machine running, and its cancel ends the job on the cluster
+    for _ in range(3):
+        beat()
+    assert fresh(instance).status == Status.RUNNING and fresh(job).state == State.RUNNING
+    assert owner_api.post(f"/api/v1/jobs/{job.public_id}/cancel").status_code == 202
+    on_slurm.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the machine to go")
+    renamed = [j for j in on_slurm.jobs() if j["job_id"] == running["job_id"]]
+    assert renamed and renamed[0]["job_state"] == "CANCELLED", renamed
 
 
 def ended_unseen(mlu_job, on_slurm, command: str, ended: str = "COMPLETED"):

@@ -17,3 +17,13 @@ document.addEventListener("submit", function (event) {
   var question = event.target.getAttribute && event.target.getAttribute("data-confirm");
   if (question && !window.confirm(question)) event.preventDefault();
 });
+
+// A search typed before the page's scripts arrived (a slow phone, a busy server) is searched once htmx is ready,
+// as pressing Enter would: htmx listens for typing only from then on. htmx registered its own start first.
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll('input[type="search"]').forEach(function (box) {
+    if (box.value === box.defaultValue) return;
+    if (box.hasAttribute("hx-get")) box.dispatchEvent(new Event("search"));
+    else if (box.form && box.form.hasAttribute("hx-get")) box.form.requestSubmit();
+  });
+});

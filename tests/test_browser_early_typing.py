@@ -1,0 +1,60 @@
+"""In real headless Chromium: a search typed into a page whose scripts have not arrived yet (a slow phone, a busy
+server) is searched once they have, on the instance page's hub search and on the hub's own page."""
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from instances.tests.fixtures import settle
+from marketplace import seed as hub_catalog
+from tests.fixtures.factories import top_up
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _log_in(page, live_server, user):
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies(
+        [
+            {"name": cookie.key, "value": cookie.value, "url": live_server.url},
+            {"name": settings.LANGUAGE_COOKIE_NAME, "value": "en", "url": live_server.url},
+        ]
+    )
+
+
+def _hold_htmx(page) -> list:
+    """Holds the request for htmx until the test lets it go: the page is parsed and shown, its script not run."""
+    held = []
+    page.route("**/htmx.min.js", lambda route: held.append(route))
+    return held
+
+
+def _type_then_let_scripts_in(page, url, box, text, held):
+    page.goto(url, wait_until="commit")
+    page.locator(box).wait_for()
+    page.wait_for_function("() => document.readyState === 'loading'")  # the parser waits for the script
+    page.fill(box, text)
+    assert held, "the page asked for htmx"
+    assert page.evaluate("() => typeof window.htmx") == "undefined"
+    held[0].continue_()
+    page.unroute("**/htmx.min.js")
+
+
+def test_a_hub_search_typed_before_the_scripts_arrive_is_searched(page, live_server, owner, launch):
+    hub_catalog.load()
+    top_up(owner, "100")
+    instance = launch(name="early-typing")
+    settle()
+    _log_in(page, live_server, owner)
+
+    held = _hold_htmx(page)
+    url = f"{live_server.url}{instance.get_absolute_url()}"
+    _type_then_let_scripts_in(page, url, "#hub-search-input", "中文对话", held)
+    page.locator('#hub-result-list [data-repo="THUDM/chatglm3-6b"]').wait_for()
+
+    held = _hold_htmx(page)
+    _type_then_let_scripts_in(page, f"{live_server.url}/marketplace/hub/", "#id_q", "对话", held)
+    page.wait_for_url("**/marketplace/hub/?q=*")
+    page.locator("#hub-items").get_by_role("link", name="THUDM/chatglm3-6b").wait_for()

@@ -305,14 +305,23 @@ class InstanceDetailSerializer(InstanceSerializer):
         return str(cost_so_far(instance, instance.events.all()))
 
 
+def _variable_value() -> dict:
+    """A variable's value in the schema: text without a NUL character (an environment cannot hold one)."""
+    return {"type": "string", "pattern": r"^[^\x00]*$"}
+
+
 @extend_schema_field(
     {
         "type": "object",
-        # Names as JSON Schema says them to the tools that read it (OpenAPI 3.0 itself has no rule for keys).
-        "patternProperties": {
-            rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$": {"type": "string", "pattern": r"^[^\x00]*$"}
+        "additionalProperties": _variable_value(),
+        # OpenAPI 3.0 has no keyword for an object's keys (patternProperties and propertyNames are not in its
+        # Schema Object), so the rule for names is the x-patternProperties extension: tools that turn OpenAPI 3.0
+        # into JSON Schema (openapi-schema-to-json-schema and its ports) read it as patternProperties, and as
+        # additionalProperties is the same value schema, they take any other name as invalid. A tool that does
+        # not know the extension still reads the values' rule and the count.
+        "x-patternProperties": {
+            rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$": _variable_value(),
         },
-        "additionalProperties": False,
         "maxProperties": MAX_VARIABLES,
     }
 )

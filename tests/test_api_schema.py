@@ -1,0 +1,63 @@
+"""The OpenAPI document as drf-spectacular's own check judges it, and the rules in it that OpenAPI 3.0 has no
+keyword for.
+
+``manage.py spectacular --validate --fail-on-warn`` is what a release or a client generator runs: it must find a
+valid OpenAPI document and no warning (a warning is a field whose schema drf-spectacular had to guess, or an enum
+it named by a hash)."""
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
+
+from instances.environment import MAX_VARIABLES
+
+
+def test_the_schema_is_valid_openapi_and_is_generated_without_a_warning(tmp_path):
+    # A CommandError when a warning or an error came up, or when the document is not valid OpenAPI.
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
+
+    assert (tmp_path / "schema.yaml").read_text().startswith("openapi: 3.0.3\n")
+
+
+def _as_json_schema(variables: dict) -> dict:
+    """The variables' schema as openapi-schema-to-json-schema reads ``x-patternProperties``: its patterns name the
+    valid keys, and an ``additionalProperties`` that is a pattern's own schema admits no other key."""
+    schema = {key: value for key, value in variables.items() if key != "x-patternProperties"}
+    schema["patternProperties"] = variables["x-patternProperties"]
+    if schema.get("additionalProperties") in schema["patternProperties"].values():
+        schema["additionalProperties"] = False
+    return schema
+
+
+@pytest.fixture(scope="module")
+def variables_schemas():
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    components = document["components"]["schemas"]
+    return {name: components[name]["properties"]["env"] for name in ("InstanceCreateRequest", "JobCreateRequest")}
+
+
+@pytest.mark.parametrize("component", ["InstanceCreateRequest", "JobCreateRequest"])
+@pytest.mark.parametrize(
+    ("env", "valid"),
+    [
+        ({}, True),
+        ({"A": "", "_x1": "text with spaces", "N" * 64: "é"}, True),
+        ({f"V{i}": "" for i in range(MAX_VARIABLES)}, True),
+        ({f"V{i}": "" for i in range(MAX_VARIABLES + 1)}, False),
+        ({"1A": "x"}, False),
+        ({"": "x"}, False),
+        ({"A-B": "x"}, False),
+        ({"N" * 65: "x"}, False),
+        ({"A": "nul\x00"}, False),
+        ({"A": 1}, False),
+    ],
+)
+def test_environment_variable_names_and_values_are_in_the_schema_as_the_api_checks_them(
+    variables_schemas, component, env, valid
+):
+    # OpenAPI 3.0 cannot say which keys an object may have: the names' rule is the x-patternProperties extension,
+    # and a tool that reads it must find the names the API takes (``instances.environment.check_env``).
+    schema = _as_json_schema(variables_schemas[component])
+
+    assert jsonschema.Draft7Validator(schema).is_valid(env) is valid

@@ -106,6 +106,7 @@ class Reason(models.TextChoices):
     NO_CARD_MODE = "no_card_mode", _("Started in no-card mode (CPU only)")
     RECONCILED = "reconciled", _("Repaired by reconcile")
     SECRET_MISSING = "secret_missing", _("Booted without a secret that no longer exists")
+    CHANGED_OUTSIDE = "changed_outside", _("Its cluster job was changed outside the console, which ended it")
 
 
 # Reminders before the automatic release of a stopped instance, in days before it.

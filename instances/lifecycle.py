@@ -342,7 +342,7 @@ def _step_starting(instance: Instance, status) -> float | None:
         _ran_between_looks(instance, status)
         return None
     if status.phase == Phase.FAILED:
-        _fail(instance, Reason.NODE_LOST, status.message)
+        _fail(instance, _failure_reason(status), status.message)
         return None
     # Never submitted, or a machine left over from the previous run (still stopping, on a backend whose machine is
     # the instance's): submit. A job this run submitted (``start`` clears the previous run's id) that is ending — a
@@ -383,7 +383,7 @@ def _ran_between_looks(instance: Instance, status) -> None:
         at = max(min(status.since or now, now), began)
         if instance.time_limit_minutes:  # a cluster notices a time limit on its own periodic check
             at = min(at, began + timedelta(minutes=instance.time_limit_minutes))
-        _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=at, stop=False)
+        _fail(instance, _failure_reason(status), status.message or status.phase.value, at=at, stop=False)
     _stop_machine(instance)
 
 
@@ -468,8 +468,21 @@ def _step_running(instance: Instance, status) -> float | None:
     if status.phase in (Phase.FAILED, Phase.ABSENT, Phase.STOPPED, Phase.RELEASED):
         # The machine died under a running instance: billing stops when it died (when known).
         at = status.since or timezone.now()
-        _fail(instance, Reason.NODE_LOST, status.message or status.phase.value, at=min(at, timezone.now()))
+        _fail(instance, _failure_reason(status), status.message or status.phase.value, at=min(at, timezone.now()))
     return None
+
+
+def _sweep(backends) -> None:
+    """Each backend ends what runs on it as the console's tenants and no instance claims."""
+    for name in sorted(backends):
+        try:
+            get_backend(name).sweep()
+        except (TransientBackendError, BackendError) as exc:  # a cluster that does not answer: the next beat tries
+            logger.warning("sweeping backend %s: %s", name, exc)
+
+
+def _failure_reason(status) -> str:
+    return Reason.CHANGED_OUTSIDE if status.changed_outside else Reason.NODE_LOST
 
 
 def _step_stopping(instance: Instance, status) -> float | None:
@@ -545,6 +558,7 @@ def reconcile() -> int:
     by_backend: dict[str, list[Instance]] = {}
     for instance in live:
         by_backend.setdefault(instance.backend_name, []).append(instance)
+    _sweep(set(by_backend) | set(Node.objects.values_list("backend_name", flat=True).distinct()))
     for name, instances in by_backend.items():
         try:
             statuses = get_backend(name).status_many(instances)

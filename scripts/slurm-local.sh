@@ -140,7 +140,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=1024
 ReturnToService=2
-# Fake 64 CPUs / 500 GB on a small machine: accept the configured counts instead of draining the node.
+# Fake CPUs and memory on a small machine, enough for every card to be rented at the catalogue's sizing (12 vCPUs
+# and 96 GB per card, 32 cards): accept the configured counts instead of draining the node.
 SlurmdParameters=config_overrides
 KillWait=30
 MinJobAge=300
@@ -150,7 +151,7 @@ PreemptMode=REQUEUE
 JobRequeue=1
 SlurmctldParameters=preempt_send_user_signal
 GresTypes=gpu
-NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=64 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:a800:8,gpu:ascend910b:8,gpu:mlu370:8,gpu:z100:8 State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=384 Boards=1 SocketsPerBoard=2 CoresPerSocket=192 ThreadsPerCore=1 RealMemory=3145728 Gres=gpu:a800:8,gpu:ascend910b:8,gpu:mlu370:8,gpu:z100:8 State=UNKNOWN
 PartitionName=nvidia    Nodes=localhost Default=YES MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
 PartitionName=xinchuang Nodes=localhost MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
 # GraceTime=0: a preempted spot job gets SIGTERM at once and KillWait (30 s) to checkpoint before SIGKILL.

@@ -48,6 +48,9 @@ class BackendStatus:
     # between two looks): when it began to run, so that its minutes are billed as any machine's. None when it never
     # ran.
     ran_from: datetime | None = None
+    # A failed machine that failed because what it runs was changed outside the console (its owner's code changed
+    # its cluster job's request): the console ended it.
+    changed_outside: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,11 @@ class Backend(ABC):
     def status_many(self, instances) -> dict:
         """public_id → status for many instances; backends override this with one round trip."""
         return {instance.public_id: self.status(instance) for instance in instances}
+
+    def sweep(self) -> int:
+        """End what runs on the backend as the console's tenants and that no instance claims (a backend whose
+        tenants can start work on it by themselves overrides this). Returns how many it ended."""
+        return 0
 
     @abstractmethod
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:

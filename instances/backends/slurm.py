@@ -59,6 +59,7 @@ import errno
 import hashlib
 import hmac
 import json
+import logging
 import os
 import pwd
 import shlex
@@ -86,6 +87,7 @@ from agent import gpucloud_agent as agent_module
 from core.attaching import disk_folder
 
 from .. import conf, images, runtime
+from ..choices import ACTIVE as ACTIVE_INSTANCE_STATUSES
 from ..choices import Status
 from ..environment import boot_environment
 from ..models import AgentReport, InstanceEvent
@@ -113,6 +115,9 @@ NO_SUCH_CONFIGURATION = 2014
 GONE = frozenset({2017, 2021})
 
 
+logger = logging.getLogger(__name__)
+
+
 def zone_settings(zone_slug: str) -> dict:
     """The cluster-wide Slurm settings with the zone's overrides applied."""
     merged = dict(getattr(settings, "SLURM", {}))
@@ -125,6 +130,11 @@ def job_account(config: dict, owner_id) -> str:
     when the template is empty."""
     template = config.get("job_user_template", "")
     return template.format(owner=owner_id) if template else config["user"]
+
+
+def job_name(config: dict, public_id) -> str:
+    """The name the console gives an instance's jobs in the zone."""
+    return f"{config.get('job_prefix', 'inst-')}{public_id}"
 
 
 def per_owner_accounts(config: dict) -> bool:
@@ -533,6 +543,79 @@ def forgotten_job_phase(
     return BackendStatus(Phase.FAILED, since=ended, message=message, ran_from=run.first)
 
 
+def changed_request(job: dict, requested: dict) -> list[str]:
+    """What of the job's request differs from what the console asked for (``requested``: partition, the cards per
+    node as ``tres_per_node``, vCPUs, RAM in MB, the time limit in minutes or None). A job's own user may change its
+    pending job with ``scontrol update``: move it to another partition (a spot job off the preemptible one), ask for
+    more cards, nodes, CPUs or memory, lift its time limit — none of which the console bills."""
+    changes = []
+    if job.get("partition") != requested["partition"]:
+        changes.append(_("partition %(name)s") % {"name": job.get("partition")})
+    cards = (job.get("tres_per_node") or "").replace("gres/", "gres:")
+    if cards != requested["tres_per_node"] or job.get("tres_per_job") or job.get("tres_per_task"):
+        shown = ", ".join(filter(None, (cards, job.get("tres_per_job"), job.get("tres_per_task"))))
+        changes.append(_("cards %(cards)s") % {"cards": shown or "-"})
+    if (job.get("node_count") or 1) > 1:
+        changes.append(_("%(count)s nodes") % {"count": job["node_count"]})
+    if (job.get("cpus") or 0) > requested["cpus"]:
+        changes.append(_("%(count)s vCPUs") % {"count": job["cpus"]})
+    if _memory_mb(job) > requested["memory_mb"]:
+        changes.append(_("%(memory)s MB of RAM") % {"memory": _memory_mb(job)})
+    limit, asked = job.get("time_limit"), requested["time_limit"]
+    if asked and (limit is None or limit > asked):
+        changes.append(_("time limit %(limit)s") % {"limit": limit if limit is not None else _("none")})
+    return changes
+
+
+def _memory_mb(job: dict) -> int:
+    """The RAM a job asks for, in MB: per node, or per CPU times its CPUs."""
+    if job.get("memory_per_node"):
+        return int(job["memory_per_node"])
+    return int(job.get("memory_per_cpu") or 0) * int(job.get("cpus") or 1)
+
+
+def _account_owner(name: str, template: str) -> int | None:
+    """The owner whose per-owner account ``name`` is under ``template`` (``gpucloud-u{owner}``), or None."""
+    prefix, _owner, suffix = template.partition("{owner}")
+    if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) <= len(prefix) + len(suffix):
+        return None
+    middle = name[len(prefix) : len(name) - len(suffix)]
+    return int(middle) if middle.isdigit() else None
+
+
+def _accounts_jobs(listing: list[dict], members: list[tuple[str, dict]]) -> list[tuple[dict, int, dict]]:
+    """(job, owner id, zone settings) for each active job of the listing that runs as one of the zones' per-owner
+    accounts."""
+    found = []
+    for job in listing:
+        if job.get("job_state") not in ACTIVE_STATES:
+            continue
+        for _slug, config in members:
+            owner = _account_owner(job.get("user_name") or "", config["job_user_template"])
+            if owner is not None:
+                found.append((job, owner, config))
+                break
+    return found
+
+
+def _claimed(backend_name: str, owners: set[int], configs: dict[str, dict]) -> tuple[set, set]:
+    """(owner id, job id) of the job each of these owners' instances in the zones may have now; (owner id, job name)
+    of those starting or ending, whose job may be submitted and its id not yet recorded."""
+    from ..models import Instance
+
+    may_have_a_job = [*ACTIVE_INSTANCE_STATUSES, Status.RELEASING, Status.PREEMPTED]
+    instances = Instance.objects.filter(
+        backend_name=backend_name, owner_id__in=owners, zone__slug__in=configs, status__in=may_have_a_job
+    ).values_list("owner_id", "public_id", "status", "backend_job_id", "zone__slug")
+    ids, names = set(), set()
+    for owner, public_id, status, job_id, slug in instances:
+        if job_id:
+            ids.add((owner, str(job_id)))
+        if status in (Status.CREATING, Status.STARTING, Status.STOPPING, Status.RELEASING):
+            names.add((owner, job_name(configs[slug], public_id)))
+    return ids, names
+
+
 def _newest_by_name(jobs: list[dict]) -> dict[str, dict]:
     """Jobs by name, the newest of each name (a restarted instance's earlier jobs stay listed until Slurm forgets
     them)."""
@@ -604,7 +687,7 @@ class SlurmBackend(Backend):
 
     def job_name(self, instance, config=None) -> str:
         config = config or self.config(instance)
-        return f"{config.get('job_prefix', 'inst-')}{instance.public_id}"
+        return job_name(config, instance.public_id)
 
     def root(self, config: dict) -> Path:
         return Path(config["root"])
@@ -662,8 +745,13 @@ class SlurmBackend(Backend):
             if NO_SUCH_CONFIGURATION in exc.numbers:
                 chip = instance.chip.label if instance.chip_id else _("CPU-only")
                 raise BackendError(
-                    _("no node of this zone's cluster has %(cards)s %(chip)s cards")
-                    % {"cards": instance.cards, "chip": chip}
+                    _("no node of this zone's cluster has %(cards)s %(chip)s cards, %(vcpus)s vCPUs and %(memory)s GB")
+                    % {
+                        "cards": instance.cards,
+                        "chip": chip,
+                        "vcpus": instance.spec.vcpus,
+                        "memory": instance.spec.memory_gb,
+                    }
                 ) from exc
             raise
 
@@ -711,13 +799,18 @@ class SlurmBackend(Backend):
             "--interval",
             str(config.get("heartbeat_seconds", 15)),
         ]
+        requested = self.requested(instance, config)
         job = {
             "name": self.job_name(instance, config),
-            "partition": config["spot_partition"] if instance.spot else config["partition"],
+            "partition": requested["partition"],
             "current_working_directory": str(root),
             "standard_output": str(logs / log_name(instance.public_id, "%j")),
             "requeue": bool(instance.spot),
             "environment": self.job_environment(instance, config),
+            # The spec's vCPUs and RAM, which a cluster that confines jobs (cgroups) gives the machine and no more;
+            # without them a job gets the partition's defaults (often one CPU).
+            "cpus_per_task": requested["cpus"],
+            "memory_per_node": requested["memory_mb"],
         }
         if instance.time_limit_minutes:
             job["time_limit"] = instance.time_limit_minutes  # Slurm ends the job then, state TIMEOUT
@@ -880,7 +973,55 @@ class SlurmBackend(Backend):
                 result[instance.public_id] = status
         return result
 
+    def requested(self, instance, config: dict) -> dict:
+        """What the console asks of the cluster for the instance's job, as Slurm lists a job's request."""
+        cards = f"gres:gpu:{self.gres(instance, config)[0]}:{instance.cards}" if instance.chip_id else ""
+        return {
+            "partition": config["spot_partition"] if instance.spot else config["partition"],
+            "tres_per_node": cards,
+            "cpus": instance.spec.vcpus,
+            "memory_mb": instance.spec.memory_gb * 1024,
+            "time_limit": instance.time_limit_minutes or None,
+        }
+
+    def sweep(self) -> int:
+        """Cancel the jobs that run as a zone's per-owner accounts and that no instance claims. A tenant's code runs
+        as its account on the cluster, so it can submit jobs of its own (``sbatch`` from inside its machine), requeue
+        one of its machine's ended jobs (``scontrol requeue``), or keep one running past its machine's end: cards
+        the console would never bill. An instance claims the job the console recorded submitting for it while it
+        may have one, and, while it starts or ends, a job of its name (submitted, its id not yet recorded). The jobs
+        are listed before the instances are read: a job submitted after the listing is not judged by it."""
+        from catalog.models import Node
+
+        zones = Node.objects.filter(backend_name=self.name).values_list("zone__slug", flat=True).distinct()
+        clusters: dict[tuple, list] = {}
+        for slug in set(zones):
+            config = zone_settings(slug)
+            if per_owner_accounts(config) and config.get("rest_url"):
+                clusters.setdefault((config["rest_url"], config["user"]), []).append((slug, config))
+        cancelled = 0
+        for members in clusters.values():
+            listing = self.client(members[0][1], as_console=True).jobs()
+            foreign = _accounts_jobs(listing, members)
+            if not foreign:
+                continue
+            ids, names = _claimed(self.name, {owner for _job, owner, _config in foreign}, dict(members))
+            for job, owner, config in foreign:
+                if (owner, str(job["job_id"])) in ids or (owner, job.get("name")) in names:
+                    continue
+                logger.warning(
+                    "cancelling Slurm job %s of %s: no instance of its owner claims it",
+                    job["job_id"],
+                    job.get("user_name"),
+                )
+                self.client(config | {"job_user": job["user_name"]}).cancel(job["job_id"])
+                cancelled += 1
+        return cancelled
+
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:
+        if job is not None and job.get("job_state") in ACTIVE_STATES:
+            if changes := changed_request(job, self.requested(instance, config)):
+                return self._end_changed(instance, config, job, changes)
         key = (instance.public_id, str(job["job_id"])) if job else None
         status = job_phase(
             job,
@@ -897,6 +1038,22 @@ class SlurmBackend(Backend):
         if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
             self._hold_preempted(config, job, status.since)
         return status
+
+    def _end_changed(self, instance, config, job, changes) -> BackendStatus:
+        """A job changed on the cluster is not the machine the console bills: it is cancelled, and the machine fails
+        saying what changed. One that already runs has run on its cards from its start."""
+        self.client(config).cancel(job["job_id"])
+        logger.warning(
+            "cancelled Slurm job %s of %s: changed outside the console (%s)", job["job_id"], instance.public_id, changes
+        )
+        message = _("its Slurm job was changed on the cluster (%(changes)s), so the console ended it") % {
+            "changes": ", ".join(changes)
+        }
+        started = job.get("start_time") or 0
+        ran_from = _at(started) if job.get("job_state") == "RUNNING" and 0 < started <= time.time() else None
+        return BackendStatus(
+            Phase.FAILED, since=_at(time.time()), message=message, ran_from=ran_from, changed_outside=True
+        )
 
     def _hold_preempted(self, config, job, since) -> None:
         # Slurm would restart the requeued copy by itself after ~2 minutes, holding cards the console no longer

@@ -24,8 +24,10 @@ from instances.backends.slurm import (
     SlurmBackend,
     SlurmClient,
     SlurmError,
+    _account_owner,
     agent_path,
     agent_token,
+    changed_request,
     check_agent_token,
     job_phase,
     mark,
@@ -126,6 +128,46 @@ def test_only_the_consoles_own_signed_marks_count_not_what_the_jobs_user_writes_
         assert phase(running | {"comment": forged}, reported=True).phase == Phase.RUNNING
     assert phase(running | {"comment": f"gpucloud:checkpoint@{NOW - 4:.3f}"}, reported=True).phase == Phase.RUNNING
     assert phase(running | {"comment": mark(PREEMPTED_TAG, 7, NOW - 30)}, reported=True).phase == Phase.PREEMPTED
+
+
+ASKED = {"partition": "spot", "tres_per_node": "gres:gpu:mlu370:2", "cpus": 24, "memory_mb": 196608, "time_limit": 60}
+
+
+@pytest.mark.parametrize(
+    ("changed", "said"),
+    [
+        ({}, []),
+        ({"time_limit": 30}, []),  # a shorter limit costs the console nothing
+        ({"partition": "xinchuang"}, ["partition xinchuang"]),
+        ({"tres_per_node": "gres:gpu:mlu370:8"}, ["cards gres:gpu:mlu370:8"]),
+        ({"tres_per_node": "gres/gpu:mlu370:2"}, []),  # newer Slurm's spelling of the same request
+        ({"tres_per_job": "gres:gpu:mlu370:4"}, ["cards gres:gpu:mlu370:2, gres:gpu:mlu370:4"]),
+        ({"node_count": 2}, ["2 nodes"]),
+        ({"cpus": 16, "memory_per_node": 8192}, []),
+        ({"cpus": 64}, ["64 vCPUs"]),
+        ({"memory_per_node": 512000}, ["512000 MB of RAM"]),
+        ({"memory_per_node": None, "memory_per_cpu": 10240}, ["245760 MB of RAM"]),
+        ({"time_limit": None}, ["time limit none"]),
+        ({"time_limit": 600, "partition": "xinchuang"}, ["partition xinchuang", "time limit 600"]),
+    ],
+)
+def test_what_a_jobs_user_changed_in_its_request_is_named(changed, said, english):
+    asked = job("PENDING", partition="spot", tres_per_node="gres:gpu:mlu370:2", time_limit=60, node_count=1, cpus=24)
+    asked |= {"memory_per_node": 196608}
+    assert changed_request(asked | changed, ASKED) == said
+
+
+def test_a_job_without_a_time_limit_asked_may_have_any():
+    asked = ASKED | {"time_limit": None}
+    assert changed_request(job("PENDING", partition="spot", tres_per_node="gres:gpu:mlu370:2"), asked) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [("gpucloud-u42", 42), ("gpucloud-u", None), ("gpucloud-uadmin", None), ("slurm", None), ("xgpucloud-u4", None)],
+)
+def test_a_per_owner_account_names_its_owner(name, owner):
+    assert _account_owner(name, "gpucloud-u{owner}") == owner
 
 
 def test_a_job_slurm_no_longer_knows_is_absent():

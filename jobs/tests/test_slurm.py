@@ -17,7 +17,7 @@ from instances import lifecycle as instance_lifecycle
 from instances.backends import get_backend
 from instances.backends.slurm import SlurmClient
 from instances.choices import Status
-from instances.models import AgentReport, Instance, WaitingLaunch
+from instances.models import AgentReport, Instance, InstanceEvent, WaitingLaunch
 from jobs import running
 from jobs.choices import FINISHED, State
 
@@ -79,6 +79,9 @@ def test_a_job_is_an_sbatch_job_at_once_and_succeeds_with_its_output_billed_its_
     submitted = slurm_job(on_slurm, job)
     assert submitted["time_limit"] == 10 and submitted["partition"] == "xinchuang"
     assert submitted["tres_per_node"] == "gres:gpu:mlu370:2"
+    # with the spec's vCPUs and RAM, which a cluster that confines jobs gives it (not the partition's one CPU)
+    spec = fresh(job).instance.spec
+    assert (submitted["cpus"], submitted["memory_per_node"]) == (spec.vcpus, spec.memory_gb * 1024) == (24, 196608)
 
     job = run_until(job, finished, on_slurm, message="the job to end")
     assert (job.state, job.exit_code) == (State.SUCCEEDED, 0), job.state_detail
@@ -232,9 +235,7 @@ def test_a_job_its_own_user_renamed_is_still_the_machines_and_a_cancel_ends_it(m
     config = backend.config(instance)
     running = slurm_job(on_slurm, job)
     assert running["user_name"] == config["job_user"]
-    rename = ["scontrol", "update", f"JobId={running['job_id']}", f"Name={on_slurm.prefix}elsewhere"]
-    done = subprocess.run(["runuser", "-u", config["job_user"], "--", *rename], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    as_account(config, "scontrol", "update", f"JobId={running['job_id']}", f"Name={on_slurm.prefix}elsewhere")
     assert slurm_job(on_slurm, job) is None  # nothing of its name left
 
     # Then the console still sees its machine running, and its cancel ends the job on the cluster
@@ -245,6 +246,65 @@ def test_a_job_its_own_user_renamed_is_still_the_machines_and_a_cancel_ends_it(m
     on_slurm.settle(until=lambda: fresh(instance).status == Status.RELEASED, message="the machine to go")
     renamed = [j for j in on_slurm.jobs() if j["job_id"] == running["job_id"]]
     assert renamed and renamed[0]["job_state"] == "CANCELLED", renamed
+
+
+def as_account(config: dict, *argv: str) -> str:
+    """Run a command as the instance's own account on the cluster, as its owner's code inside the machine can."""
+    done = subprocess.run(
+        ["runuser", "-u", config["job_user"], "--", *argv], capture_output=True, text=True, cwd="/tmp"
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_spot_job_its_own_user_moves_to_the_on_demand_partition_is_ended_not_run_at_the_spot_price(
+    mlu_job, on_slurm, lifecycle
+):
+    # Given a spot job waiting in Slurm's queue behind a holder of every MLU370 card
+    holder = mlu_job(SLEEP, cards=8)
+    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
+    job = mlu_job(SLEEP, cards=1, spot=True, name="spot")
+    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    pending = slurm_job(on_slurm, job)
+    assert (pending["job_state"], pending["partition"]) == ("PENDING", "spot"), pending
+
+    # When its owner's code moves it to the on-demand partition, where no spot reclaim reaches it
+    config = get_backend("slurm").config(fresh(job).instance)
+    as_account(config, "scontrol", "update", f"JobId={pending['job_id']}", "Partition=xinchuang")
+    assert slurm_job(on_slurm, job)["partition"] == "xinchuang"
+
+    # Then the console cancels it on the cluster and the job fails saying why; nothing was billed
+    job = run_until(job, finished, on_slurm, message="the console to end the changed job")
+    assert job.state == State.FAILED
+    assert "partition xinchuang" in job.state_detail, job.state_detail
+    assert slurm_job(on_slurm, job)["job_state"] == "CANCELLED"
+    assert InstanceEvent.objects.filter(instance=fresh(job).instance, reason="changed_outside").exists()
+    assert lifecycle.sessions_of(fresh(job).instance) == []
+
+
+def test_jobs_a_tenant_starts_on_the_cluster_by_itself_are_cancelled(mlu_job, on_slurm):
+    # Given a job running on the cluster as its owner's account, and an earlier one of the owner's that ended
+    done = mlu_job('echo "done"', cards=1, spot=True, name="ended")
+    done = run_until(done, finished, on_slurm, message="the first job to end")
+    on_slurm.settle(until=lambda: fresh(done).instance.status == Status.RELEASED, message="its machine to go")
+    ended = slurm_job(on_slurm, done)
+    job = mlu_job(SLEEP, cards=1)
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run")
+    config = get_backend("slurm").config(fresh(job).instance)
+
+    # When the owner's code, from inside its machine, submits a job of its own and requeues the ended one
+    sbatch = ["sbatch", "--parsable", "-p", "xinchuang", "--gres=gpu:mlu370:2", "-o", "/dev/null"]
+    own = as_account(config, *sbatch, f"--job-name={on_slurm.prefix}own", "--wrap", SLEEP).strip()
+    as_account(config, "scontrol", "requeue", str(ended["job_id"]))
+    listed = {str(j["job_id"]): j["job_state"] for j in on_slurm.jobs()}
+    assert listed[own] in {"PENDING", "RUNNING"} and listed[str(ended["job_id"])] in {"PENDING", "RUNNING"}, listed
+
+    # Then a beat of the console cancels both, and its own machine keeps running
+    beat()
+    listed = {str(j["job_id"]): j for j in on_slurm.jobs()}
+    assert listed[own]["job_state"] == "CANCELLED", listed[own]
+    assert listed[str(ended["job_id"])]["job_state"] == "CANCELLED", listed[str(ended["job_id"])]
+    assert slurm_job(on_slurm, job)["job_state"] == "RUNNING" and fresh(job).state == State.RUNNING
 
 
 def ended_unseen(mlu_job, on_slurm, command: str, ended: str = "COMPLETED"):

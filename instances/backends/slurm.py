@@ -827,7 +827,8 @@ class SlurmBackend(Backend):
         # From an image, the workload is the image's sandbox, which runs the start command (or the image's own).
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if image is not None:
-            workload = slurm_image.workload(instance, config, self.system_disk(instance, config))
+            devices = config.get("card_devices", {}).get(gres_type, []) if instance.chip_id else []
+            workload = slurm_image.workload(instance, config, self.system_disk(instance, config), devices)
         if workload:
             command += ["--", *workload]
         # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.

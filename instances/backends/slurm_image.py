@@ -30,9 +30,10 @@ Its files, all on the zone's shared root:
   the job: the pid of its first process, which a shell joins.
 
 The zone's folders of data disks and storage are bound at their own paths (:func:`data_folders`), so the agent's
-links in the home work inside as on the node. Not yet inside such a machine: hub items and other mounts, card
-devices (``/dev`` is bwrap's own), outbound network (its network is its loopback) and JupyterLab (the image's
-Python is not the platform's, as on the local backend).
+links in the home work inside as on the node. The device files of the job's cards (the zone's ``card_devices``)
+are bound into bwrap's own ``/dev``, those of no other card. Not yet inside such a machine: hub items and other
+mounts, outbound network (its network is its loopback) and JupyterLab (the image's Python is not the platform's,
+as on the local backend).
 """
 
 import os
@@ -155,7 +156,7 @@ def _bwrap_options(instance, config: dict, image: dict, system: Path, boot) -> l
         local_network.BWRAP_CAP_DROPS,
         local_image.root_binds(rootfs, boot.path / ETC, run_mb),
         ("--dev", "/dev", "--size", str(int(settings.LOCAL_SHM_MB) * MIB), "--tmpfs", "/dev/shm"),
-        ("--remount-ro", "/dev", "--proc", "/proc"),
+        ("--proc", "/proc"),  # /dev is made read-only after the cards' devices are bound in it (workload)
         ("--size", str(int(settings.LOCAL_TMP_MB) * MIB), "--tmpfs", "/tmp"),
         ("--size", str(int(settings.LOCAL_VAR_MB) * MIB), "--tmpfs", "/var", "--dir", "/var/tmp"),
         ("--size", str(run_mb * MIB), "--tmpfs", "/run"),
@@ -169,21 +170,46 @@ def _bwrap_options(instance, config: dict, image: dict, system: Path, boot) -> l
     return [argument for group in groups for argument in group]
 
 
-def workload(instance, config: dict, system: Path) -> list[str]:
+def workload(instance, config: dict, system: Path, devices: list[str] = ()) -> list[str]:
     """What the agent runs as the workload: bwrap with its options (descriptor 3) and seccomp program (4), telling
     where the sandbox's first process is (5). The cards the agent picked (the family's visibility variable) are
-    passed in. bwrap and the machine's first process ignore SIGUSR1 on the way in, so the checkpoint signal the agent
-    passes to its process group ends neither; the start command gets the default action back (``init``)."""
+    passed in, and so are their device files (``devices``, :func:`device_binds`), before ``/dev`` is made
+    read-only. bwrap and the machine's first process ignore SIGUSR1 on the way in, so the checkpoint signal the
+    agent passes to its process group ends neither; the start command gets the default action back (``init``)."""
     boot = boot_folder(config, instance.public_id)
     family = instance.chip.backend if instance.chip_id else "cpu"
     variable = agent_module.VISIBILITY_VARIABLES.get(family)
     cards = f'--setenv {variable} "${variable}" ' if variable else ""
     line = (
-        f"trap '' USR1; exec /usr/bin/env -i {BWRAP} --args 3 --info-fd 5 {cards}-- /bin/sh {BOOT_DIR}/init "
+        f"{device_binds(devices)}trap '' USR1; "
+        f'exec /usr/bin/env -i {BWRAP} --args 3 "$@" --remount-ro /dev '
+        f"--info-fd 5 {cards}-- /bin/sh {BOOT_DIR}/init "
         f"3<{shlex.quote(str(boot / ARGS))} 4<{shlex.quote(str(boot / SECCOMP))} "
         f"5>{shlex.quote(str(system / SANDBOX_INFO))}"
     )
     return ["/bin/sh", "-c", line]
+
+
+def device_binds(devices) -> str:
+    """Shell that sets bwrap's device binds as the positional parameters: for each card Slurm gave the job
+    (``SLURM_JOB_GPUS``: the cards' GRES indexes on the node, as gres.conf's ``File=`` numbers them), each pattern
+    with ``{index}`` bound at its own path; the patterns without (a driver's control devices) once, where they
+    exist. A card index that is not a number stops the machine before it starts."""
+    per_card = [pattern for pattern in devices if "{index}" in pattern]
+    shared = [pattern for pattern in devices if "{index}" not in pattern]
+    script = "set --; "
+    if per_card:
+        paths = ["$i".join(shlex.quote(part) for part in pattern.split("{index}")) for pattern in per_card]
+        binds = " ".join(f"--dev-bind {path} {path}" for path in paths)
+        script += (
+            "for i in $(printf %s \"$SLURM_JOB_GPUS\" | tr , ' '); do "
+            'case $i in *[!0-9]*) echo "bad card index $i" >&2; exit 70;; esac; '
+            f'set -- "$@" {binds}; done; '
+        )
+    if shared:
+        binds = " ".join(f"--dev-bind-try {shlex.quote(path)} {shlex.quote(path)}" for path in shared)
+        script += f'set -- "$@" {binds}; '
+    return script
 
 
 def enter_command(image: dict, system: Path, agent: list[str], command: list[str]) -> list[str]:

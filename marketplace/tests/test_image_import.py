@@ -2,6 +2,7 @@
 
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -162,7 +163,7 @@ def test_on_slurm_an_imported_image_boots_under_bubblewrap_from_the_nodes_view_o
 
     # Then the job's agent runs the image's sandbox (no JupyterLab: its Python is not the platform's), which binds
     # the image's root where the nodes see it, read-only, and the instance's home
-    assert "--jupyter" not in script and "bwrap --args 3 --info-fd 5" in script
+    assert "--jupyter" not in script and 'bwrap --args 3 "$@" --remount-ro /dev --info-fd 5' in script
     options = (boot / "bwrap.args").read_bytes().decode().split("\0")
     at = options.index("--ro-bind")
     assert options[at : at + 3] == ["--ro-bind", f"/mnt/images/rootfs/{image.imported.tag}", "/"]
@@ -175,6 +176,28 @@ def test_on_slurm_an_imported_image_boots_under_bubblewrap_from_the_nodes_view_o
     # and nobody but the console and the instance's account may read them, nor change them but the console
     assert stat.S_IMODE(boot.stat().st_mode) == 0o750
     assert {stat.S_IMODE((boot / name).stat().st_mode) for name in ("env", "init", "start", "bwrap.args")} == {0o440}
+
+
+@pytest.mark.parametrize(
+    ("cards", "binds"),
+    [
+        ("16,17", ["/dev/x16", "/dev/y 16", "/dev/x17", "/dev/y 17"]),
+        ("", []),
+    ],
+)
+def test_a_slurm_machine_from_an_image_binds_the_device_files_of_its_own_cards(cards, binds):
+    # What the job's shell hands bwrap for the cards Slurm gave it: each card's files, then the control device
+    script = slurm_image.device_binds(["/dev/x{index}", "/dev/y {index}", "/dev/ctl"]) + 'printf "%s\\n" "$@"'
+    done = subprocess.run(["/bin/sh", "-c", script], env={"SLURM_JOB_GPUS": cards}, capture_output=True, text=True)
+
+    per_card = [part for path in binds for part in ("--dev-bind", path, path)]
+    assert done.stdout.splitlines() == [*per_card, "--dev-bind-try", "/dev/ctl", "/dev/ctl"]
+
+
+def test_a_card_index_that_is_not_a_number_stops_the_machine_before_bwrap():
+    script = slurm_image.device_binds(["/dev/x{index}"]) + "echo started"
+    done = subprocess.run(["/bin/sh", "-c", script], env={"SLURM_JOB_GPUS": "1;x"}, capture_output=True, text=True)
+    assert done.returncode == 70 and "started" not in done.stdout
 
 
 def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(

@@ -27,6 +27,15 @@ def fresh(instance):
     return Instance.objects.with_related().get(pk=instance.pk)
 
 
+def _indexes(ranges: str) -> list[int]:
+    """Slurm's index list ("16-17", "16,18", "16-17,20") as numbers."""
+    found = []
+    for part in ranges.split(","):
+        first, _dash, last = part.partition("-")
+        found += range(int(first), int(last or first) + 1)
+    return found
+
+
 def enter(instance, command: str):
     """``command`` run inside the machine, as an SSH session runs it (``srun --overlap`` into the job)."""
     argv = get_backend("slurm").enter_argv(instance, command)
@@ -81,6 +90,18 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     reach = enter(instance, f"busybox wget -q -T 3 -O - http://127.0.0.1:{port}/v2/; echo rc=$?")
     assert "rc=0" not in reach.stdout
     assert enter(instance, "echo x > /marker").returncode != 0
+
+    # Its two cards' device files are there (the local cluster's cards are files named by their GRES index), and
+    # no other card's; /dev stays the machine's own, read-only
+    job = on_slurm.job_of(instance)
+    (detail,) = job["gres_detail"]  # e.g. gpu:mlu370:2(IDX:16-17)
+    given = _indexes(detail.split("IDX:")[1].rstrip(")"))
+    assert len(given) == 2 and all(16 <= index < 24 for index in given), detail
+    cards = enter(
+        instance, f"ls /var/lib/slurm/fakegpu; echo used > /var/lib/slurm/fakegpu/accel{given[0]}; echo rc=$?"
+    )
+    assert cards.stdout.split() == [f"accel{index}" for index in sorted(given, key=str)] + ["rc=0"], cards.stderr
+    assert enter(instance, "touch /dev/extra").returncode != 0
     # What the machine writes in its home is on the system disk, where the agent reads it
     assert enter(instance, "echo kept > /root/note.txt").returncode == 0
     assert (on_slurm.system_disk(instance) / "root" / "note.txt").read_text() == "kept\n"

@@ -56,24 +56,9 @@ from storage import disks, paths
 from storage.api.views import UPLOAD_METADATA_FORMAT
 from storage.tests.fixtures import store_file
 from tests.fixtures.factories import UserFactory, top_up
+from tests.fixtures.openapi import read_pattern_properties
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
-
-
-def _read_pattern_properties(node):
-    """``x-patternProperties`` as JSON Schema's ``patternProperties``, the way openapi-schema-to-json-schema reads
-    it: where ``additionalProperties`` is the same schema as a pattern's, no name outside the patterns is valid."""
-    if isinstance(node, dict):
-        patterns = node.pop("x-patternProperties", None)
-        if isinstance(patterns, dict):
-            node["patternProperties"] = patterns
-            if node.get("additionalProperties") in patterns.values():
-                node["additionalProperties"] = False
-        for value in node.values():
-            _read_pattern_properties(value)
-    elif isinstance(node, list):
-        for value in node:
-            _read_pattern_properties(value)
 
 
 @schemathesis.hook
@@ -81,7 +66,7 @@ def before_load_schema(ctx, raw_schema):
     """OpenAPI 3.0 has no keyword for an object's keys: the schema writes the rule for environment variable names
     as ``x-patternProperties``, which the generator is taught here, so that the names it makes are valid (and its
     invalid ones invalid)."""
-    _read_pattern_properties(raw_schema)
+    read_pattern_properties(raw_schema)
 
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)

@@ -5,12 +5,15 @@ keyword for.
 valid OpenAPI document and no warning (a warning is a field whose schema drf-spectacular had to guess, or an enum
 it named by a hash)."""
 
+import copy
+
 import jsonschema
 import pytest
 from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
 
 from instances.environment import MAX_VARIABLES
+from tests.fixtures.openapi import read_pattern_properties
 
 
 def test_the_schema_is_valid_openapi_and_is_generated_without_a_warning(tmp_path):
@@ -21,12 +24,8 @@ def test_the_schema_is_valid_openapi_and_is_generated_without_a_warning(tmp_path
 
 
 def _as_json_schema(variables: dict) -> dict:
-    """The variables' schema as openapi-schema-to-json-schema reads ``x-patternProperties``: its patterns name the
-    valid keys, and an ``additionalProperties`` that is a pattern's own schema admits no other key."""
-    schema = {key: value for key, value in variables.items() if key != "x-patternProperties"}
-    schema["patternProperties"] = variables["x-patternProperties"]
-    if schema.get("additionalProperties") in schema["patternProperties"].values():
-        schema["additionalProperties"] = False
+    schema = copy.deepcopy(variables)
+    read_pattern_properties(schema)
     return schema
 
 

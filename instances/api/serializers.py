@@ -316,9 +316,9 @@ def _variable_value() -> dict:
         "additionalProperties": _variable_value(),
         # OpenAPI 3.0 has no keyword for an object's keys (patternProperties and propertyNames are not in its
         # Schema Object), so the rule for names is the x-patternProperties extension: tools that turn OpenAPI 3.0
-        # into JSON Schema (openapi-schema-to-json-schema and its ports) read it as patternProperties, and as
-        # additionalProperties is the same value schema, they take any other name as invalid. A tool that does
-        # not know the extension still reads the values' rule and the count.
+        # into JSON Schema read it as patternProperties when asked to (openapi-schema-to-json-schema's
+        # supportPatternProperties), and as additionalProperties is the same value schema, they take any other
+        # name as invalid. A tool that does not know the extension still reads the values' rule and the count.
         "x-patternProperties": {
             rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_NAME_LENGTH - 1}}}$": _variable_value(),
         },

@@ -556,12 +556,13 @@ SLURM = {
     # The first GRES index of each type on a node (the local cluster numbers all 32 fake cards in one row).
     "gres_offsets": {"a800": 0, "ascend910b": 8, "mlu370": 16, "z100": 24},
     # The device files of each type's cards that a machine booted from an imported image gets: "{index}" is a card's
-    # GRES index on the node (as gres.conf's File= numbers them); a path without it is bound when present. The local
-    # cluster's cards are plain files; an Ascend node's would be ["/dev/davinci{index}", "/dev/davinci_manager",
-    # "/dev/devmm_svm", "/dev/hisi_hdc"], a Cambricon one's ["/dev/cambricon_dev{index}", "/dev/cambricon_ctl"].
-    "card_devices": {
-        kind: ["/var/lib/slurm/fakegpu/accel{index}"] for kind in ("a800", "ascend910b", "mlu370", "z100")
-    },
+    # number among the node's cards of its type (as the vendor's driver numbers them), "{gres_index}" its GRES index
+    # on the node; a path with neither is bound when present. None in production until set for the nodes: an Ascend
+    # node's are ["/dev/davinci{index}", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"], a Cambricon
+    # one's ["/dev/cambricon_dev{index}", "/dev/cambricon_ctl"]. The local cluster's cards are files in one row.
+    "card_devices": {}
+    if PRODUCTION
+    else {kind: ["/var/lib/slurm/fakegpu/accel{gres_index}"] for kind in ("a800", "ascend910b", "mlu370", "z100")},
     # Shared by every node of the zone: instances/<id> (system disks), disks/<id>, shared/<user>, hub/<repo>.
     "root": env.str("SLURM_ROOT", default="/var/lib/gpucloud"),
     "agent_python": env.str("SLURM_AGENT_PYTHON", default="/usr/bin/python3"),

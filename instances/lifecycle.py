@@ -332,6 +332,7 @@ def _step_creating(instance: Instance, status) -> float | None:
 
 def _step_starting(instance: Instance, status) -> float | None:
     status = status or _backend(instance).status(instance)
+    _record_job(instance, status)
     if status.phase == Phase.RUNNING:
         _become_running(instance, status)
         return None
@@ -462,6 +463,7 @@ def _renew_term(instance: Instance, q: Quote, now) -> None:
 
 def _step_running(instance: Instance, status) -> float | None:
     status = status or _backend(instance).status(instance)
+    _record_job(instance, status)
     if status.phase == Phase.PREEMPTED:
         preempt(instance, at=status.since)
         return _step_preempted(instance, status)
@@ -470,6 +472,15 @@ def _step_running(instance: Instance, status) -> float | None:
         at = status.since or timezone.now()
         _fail(instance, _failure_reason(status), status.message or status.phase.value, at=min(at, timezone.now()))
     return None
+
+
+def _record_job(instance: Instance, status) -> None:
+    """The job a machine runs on, where the console never recorded its id (a worker lost between submitting and
+    recording it): recorded now, so that it is found by its id from then on. Only a running one: a starting
+    machine's job of its name may still be the previous run's, ending."""
+    if status is not None and status.phase == Phase.RUNNING and status.job_id and not instance.backend_job_id:
+        Instance.objects.filter(pk=instance.pk, backend_job_id="").update(backend_job_id=status.job_id)
+        instance.backend_job_id = status.job_id
 
 
 def _sweep(backends) -> None:

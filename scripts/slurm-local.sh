@@ -170,6 +170,7 @@ EOF
       rm -f "/etc/slurm/$f.new"
     else
       log "writing /etc/slurm/$f"
+      CONFIG_CHANGED=1
       mv "/etc/slurm/$f.new" "/etc/slurm/$f"
       chmod 0644 "/etc/slurm/$f"
     fi
@@ -268,7 +269,14 @@ cmd_start() {
   cd /
   install_packages
   prepare
+  CONFIG_CHANGED=0
   write_config
+  if [ "$CONFIG_CHANGED" = 1 ]; then
+    # Daemons this script started earlier still run the old configuration (a node's CPUs and memory are read at
+    # start): restart them. Running jobs survive both.
+    stop_daemon slurmd /usr/sbin/slurmd
+    stop_daemon slurmctld /usr/sbin/slurmctld
+  fi
   start_munged
   start_slurmctld
   start_slurmd

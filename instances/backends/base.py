@@ -51,6 +51,9 @@ class BackendStatus:
     # A failed machine that failed because what it runs was changed outside the console (its owner's code changed
     # its cluster job's request): the console ended it.
     changed_outside: bool = False
+    # The backend's id of the job it found for the machine, where it has jobs: the console records it if it has
+    # none (a worker lost between submitting and recording it).
+    job_id: str = ""
 
 
 @dataclass(frozen=True)

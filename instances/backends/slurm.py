@@ -79,8 +79,9 @@ import requests
 from django.conf import settings
 from django.db.models import Case, Max, Min, Value, When
 from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, pgettext
 from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
@@ -544,34 +545,27 @@ def forgotten_job_phase(
 
 
 def changed_request(job: dict, requested: dict) -> list[str]:
-    """What of the job's request differs from what the console asked for (``requested``: partition, the cards per
-    node as ``tres_per_node``, vCPUs, RAM in MB, the time limit in minutes or None). A job's own user may change its
-    pending job with ``scontrol update``: move it to another partition (a spot job off the preemptible one), ask for
-    more cards, nodes, CPUs or memory, lift its time limit — none of which the console bills."""
+    """What of the job's request its user changed from what the console asked for (``requested``: the partition
+    and whether it is the spot one, the cards per node as ``tres_per_node``, the time limit in minutes or None). A
+    job's own user may change its pending job with ``scontrol update``: move a spot job off the preemptible
+    partition, ask for more cards or nodes, lift its time limit — none of which the console bills. Only what Slurm
+    never changes by itself is compared (it may raise a job's CPUs to fit its memory, or allocate whole cores)."""
     changes = []
-    if job.get("partition") != requested["partition"]:
+    if requested["spot"] and job.get("partition") != requested["partition"]:
         changes.append(_("partition %(name)s") % {"name": job.get("partition")})
     cards = (job.get("tres_per_node") or "").replace("gres/", "gres:")
-    if cards != requested["tres_per_node"] or job.get("tres_per_job") or job.get("tres_per_task"):
-        shown = ", ".join(filter(None, (cards, job.get("tres_per_job"), job.get("tres_per_task"))))
-        changes.append(_("cards %(cards)s") % {"cards": shown or "-"})
+    # Cards asked per job, task or socket: gres entries there (newer Slurm also lists CPUs per task there).
+    elsewhere = [job.get(key) or "" for key in ("tres_per_job", "tres_per_task", "tres_per_socket")]
+    elsewhere = [value for value in elsewhere if "gres" in value]
+    if cards != requested["tres_per_node"] or elsewhere:
+        changes.append(_("cards %(cards)s") % {"cards": ", ".join(filter(None, (cards, *elsewhere))) or "-"})
     if (job.get("node_count") or 1) > 1:
         changes.append(_("%(count)s nodes") % {"count": job["node_count"]})
-    if (job.get("cpus") or 0) > requested["cpus"]:
-        changes.append(_("%(count)s vCPUs") % {"count": job["cpus"]})
-    if _memory_mb(job) > requested["memory_mb"]:
-        changes.append(_("%(memory)s MB of RAM") % {"memory": _memory_mb(job)})
     limit, asked = job.get("time_limit"), requested["time_limit"]
     if asked and (limit is None or limit > asked):
-        changes.append(_("time limit %(limit)s") % {"limit": limit if limit is not None else _("none")})
+        shown = _("%(minutes)s minutes") % {"minutes": limit} if limit is not None else pgettext("time limit", "none")
+        changes.append(_("time limit %(limit)s") % {"limit": shown})
     return changes
-
-
-def _memory_mb(job: dict) -> int:
-    """The RAM a job asks for, in MB: per node, or per CPU times its CPUs."""
-    if job.get("memory_per_node"):
-        return int(job["memory_per_node"])
-    return int(job.get("memory_per_cpu") or 0) * int(job.get("cpus") or 1)
 
 
 def _account_owner(name: str, template: str) -> int | None:
@@ -580,15 +574,15 @@ def _account_owner(name: str, template: str) -> int | None:
     if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) <= len(prefix) + len(suffix):
         return None
     middle = name[len(prefix) : len(name) - len(suffix)]
-    return int(middle) if middle.isdigit() else None
+    return int(middle) if middle.isascii() and middle.isdigit() else None
 
 
 def _accounts_jobs(listing: list[dict], members: list[tuple[str, dict]]) -> list[tuple[dict, int, dict]]:
-    """(job, owner id, zone settings) for each active job of the listing that runs as one of the zones' per-owner
-    accounts."""
+    """(job, owner id, zone settings) for each job of the listing that has not ended (a stopped or suspended job
+    holds its cards too) and runs as one of the zones' per-owner accounts."""
     found = []
     for job in listing:
-        if job.get("job_state") not in ACTIVE_STATES:
+        if job.get("job_state") in ENDED_STATES | {"COMPLETING"}:
             continue
         for _slug, config in members:
             owner = _account_owner(job.get("user_name") or "", config["job_user_template"])
@@ -598,22 +592,46 @@ def _accounts_jobs(listing: list[dict], members: list[tuple[str, dict]]) -> list
     return found
 
 
-def _claimed(backend_name: str, owners: set[int], configs: dict[str, dict]) -> tuple[set, set]:
-    """(owner id, job id) of the job each of these owners' instances in the zones may have now; (owner id, job name)
-    of those starting or ending, whose job may be submitted and its id not yet recorded."""
+# A starting machine that has a job id recorded may be submitting another (a reclaimed spot job goes back to the
+# cluster as a new job): a job of its name this recent may be that one, its id not yet recorded.
+JUST_SUBMITTED_SECONDS = 60
+
+
+def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], configs: dict[str, dict], now: float):
+    """Those of ``foreign`` that no instance claims. An instance that may have a job (creating to stopping, or
+    releasing) claims the job the console recorded submitting for it; one whose id is not recorded yet (submitted,
+    the worker not yet back, or lost in between), and a starting one within a minute of a job of its name being
+    submitted, claim the newest job of its name, and only that one."""
     from ..models import Instance
 
-    may_have_a_job = [*ACTIVE_INSTANCE_STATUSES, Status.RELEASING, Status.PREEMPTED]
+    owners = {owner for _job, owner, _config in foreign}
     instances = Instance.objects.filter(
-        backend_name=backend_name, owner_id__in=owners, zone__slug__in=configs, status__in=may_have_a_job
+        backend_name=backend_name,
+        owner_id__in=owners,
+        zone__slug__in=configs,
+        status__in=[*ACTIVE_INSTANCE_STATUSES, Status.RELEASING],
     ).values_list("owner_id", "public_id", "status", "backend_job_id", "zone__slug")
     ids, names = set(), set()
     for owner, public_id, status, job_id, slug in instances:
         if job_id:
             ids.add((owner, str(job_id)))
-        if status in (Status.CREATING, Status.STARTING, Status.STOPPING, Status.RELEASING):
-            names.add((owner, job_name(configs[slug], public_id)))
-    return ids, names
+        if not job_id or status == Status.STARTING:
+            names.add((owner, job_name(configs[slug], public_id), bool(job_id)))
+    newest: dict[tuple, dict] = {}
+    for job, owner, _config in foreign:
+        key = (owner, job.get("name"))
+        if job.get("job_id", 0) > newest.get(key, {}).get("job_id", 0):
+            newest[key] = job
+    claimed_by_name = set()
+    for owner, name, recorded in names:
+        job = newest.get((owner, name))
+        if job is not None and (not recorded or now - (job.get("submit_time") or 0) < JUST_SUBMITTED_SECONDS):
+            claimed_by_name.add(job["job_id"])
+    return [
+        (job, owner, config)
+        for job, owner, config in foreign
+        if (owner, str(job["job_id"])) not in ids and job["job_id"] not in claimed_by_name
+    ]
 
 
 def _newest_by_name(jobs: list[dict]) -> dict[str, dict]:
@@ -828,7 +846,8 @@ class SlurmBackend(Backend):
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if image is not None:
             devices = config.get("card_devices", {}).get(gres_type, []) if instance.chip_id else []
-            workload = slurm_image.workload(instance, config, self.system_disk(instance, config), devices)
+            disk = self.system_disk(instance, config)
+            workload = slurm_image.workload(instance, config, disk, devices, offset if instance.chip_id else 0)
         if workload:
             command += ["--", *workload]
         # exec: the agent is the batch shell itself, so the signals Slurm and the console send reach it.
@@ -979,6 +998,7 @@ class SlurmBackend(Backend):
         cards = f"gres:gpu:{self.gres(instance, config)[0]}:{instance.cards}" if instance.chip_id else ""
         return {
             "partition": config["spot_partition"] if instance.spot else config["partition"],
+            "spot": bool(instance.spot),
             "tres_per_node": cards,
             "cpus": instance.spec.vcpus,
             "memory_mb": instance.spec.memory_gb * 1024,
@@ -986,43 +1006,36 @@ class SlurmBackend(Backend):
         }
 
     def sweep(self) -> int:
-        """Cancel the jobs that run as a zone's per-owner accounts and that no instance claims. A tenant's code runs
-        as its account on the cluster, so it can submit jobs of its own (``sbatch`` from inside its machine), requeue
-        one of its machine's ended jobs (``scontrol requeue``), or keep one running past its machine's end: cards
-        the console would never bill. An instance claims the job the console recorded submitting for it while it
-        may have one, and, while it starts or ends, a job of its name (submitted, its id not yet recorded). The jobs
-        are listed before the instances are read: a job submitted after the listing is not judged by it."""
+        """Cancel the jobs that run as a zone's per-owner accounts and that no instance claims (:func:`_unclaimed`).
+        A tenant's code runs as its account on the cluster, so it can submit jobs of its own (``sbatch`` from inside
+        its machine), requeue one of its machine's ended jobs (``scontrol requeue``), or keep one running past its
+        machine's end: cards the console would never bill. The jobs are listed before the instances are read: a job
+        submitted after the listing is not judged by it. Returns how many it cancelled."""
         from catalog.models import Node
 
         zones = Node.objects.filter(backend_name=self.name).values_list("zone__slug", flat=True).distinct()
-        clusters: dict[tuple, list] = {}
+        clusters: dict[str, list] = {}
         for slug in set(zones):
             config = zone_settings(slug)
             if per_owner_accounts(config) and config.get("rest_url"):
-                clusters.setdefault((config["rest_url"], config["user"]), []).append((slug, config))
+                clusters.setdefault(config["rest_url"], []).append((slug, config))
         cancelled = 0
         for members in clusters.values():
             listing = self.client(members[0][1], as_console=True).jobs()
             foreign = _accounts_jobs(listing, members)
-            if not foreign:
-                continue
-            ids, names = _claimed(self.name, {owner for _job, owner, _config in foreign}, dict(members))
-            for job, owner, config in foreign:
-                if (owner, str(job["job_id"])) in ids or (owner, job.get("name")) in names:
+            for job, _owner, config in _unclaimed(self.name, foreign, dict(members), time.time()) if foreign else []:
+                logger.warning("cancelling Slurm job %s of %s: no instance claims it", job["job_id"], job["user_name"])
+                try:
+                    self.client(config | {"job_user": job["user_name"]}).cancel(job["job_id"])
+                except BackendError as exc:  # the others are still cancelled; this one at the next beat
+                    logger.warning("cancelling Slurm job %s: %s", job["job_id"], exc)
                     continue
-                logger.warning(
-                    "cancelling Slurm job %s of %s: no instance of its owner claims it",
-                    job["job_id"],
-                    job.get("user_name"),
-                )
-                self.client(config | {"job_user": job["user_name"]}).cancel(job["job_id"])
                 cancelled += 1
         return cancelled
 
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:
-        if job is not None and job.get("job_state") in ACTIVE_STATES:
-            if changes := changed_request(job, self.requested(instance, config)):
-                return self._end_changed(instance, config, job, changes)
+        if changes := self._changes(instance, config, job):
+            return self._end_changed(instance, config, job, changes)
         key = (instance.public_id, str(job["job_id"])) if job else None
         status = job_phase(
             job,
@@ -1038,17 +1051,33 @@ class SlurmBackend(Backend):
         )
         if status.phase == Phase.PREEMPTED and job.get("job_state") in ACTIVE_STATES:
             self._hold_preempted(config, job, status.since)
-        return status
+        return replace(status, job_id=str(job["job_id"])) if job else status
+
+    def _changes(self, instance, config, job) -> list[str]:
+        """What the job's user changed of this run's job, the one the console recorded submitting (not a previous
+        run's, nor Slurm's requeued copy of a reclaimed spot job, which the preemption path ends)."""
+        if job is None or job.get("job_state") not in ACTIVE_STATES or str(job["job_id"]) != instance.backend_job_id:
+            return []
+        if job.get("restart_cnt", 0) > 0 or _marked(job):
+            return []
+        try:
+            requested = self.requested(instance, config)
+        except BackendError:  # the zone no longer maps the chip: nothing to compare with
+            return []
+        return changed_request(job, requested)
 
     def _end_changed(self, instance, config, job, changes) -> BackendStatus:
         """A job changed on the cluster is not the machine the console bills: it is cancelled, and the machine fails
         saying what changed. One that already runs has run on its cards from its start."""
-        self.client(config).cancel(job["job_id"])
+        try:
+            self.client(config).cancel(job["job_id"])
+        except BackendError as exc:  # the machine's stop cancels it again
+            logger.warning("cancelling changed Slurm job %s: %s", job["job_id"], exc)
         logger.warning(
             "cancelled Slurm job %s of %s: changed outside the console (%s)", job["job_id"], instance.public_id, changes
         )
         message = _("its Slurm job was changed on the cluster (%(changes)s), so the console ended it") % {
-            "changes": ", ".join(changes)
+            "changes": get_text_list(changes, _("and"))
         }
         started = job.get("start_time") or 0
         ran_from = _at(started) if job.get("job_state") == "RUNNING" and 0 < started <= time.time() else None

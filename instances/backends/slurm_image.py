@@ -170,18 +170,19 @@ def _bwrap_options(instance, config: dict, image: dict, system: Path, boot) -> l
     return [argument for group in groups for argument in group]
 
 
-def workload(instance, config: dict, system: Path, devices: list[str] = ()) -> list[str]:
+def workload(instance, config: dict, system: Path, devices: list[str] = (), offset: int = 0) -> list[str]:
     """What the agent runs as the workload: bwrap with its options (descriptor 3) and seccomp program (4), telling
     where the sandbox's first process is (5). The cards the agent picked (the family's visibility variable) are
-    passed in, and so are their device files (``devices``, :func:`device_binds`), before ``/dev`` is made
-    read-only. bwrap and the machine's first process ignore SIGUSR1 on the way in, so the checkpoint signal the
-    agent passes to its process group ends neither; the start command gets the default action back (``init``)."""
+    passed in, and so are their device files (``devices``, :func:`device_binds`; ``offset``: the node's first GRES
+    index of the chip's type), before ``/dev`` is made read-only. bwrap and the machine's first process ignore
+    SIGUSR1 on the way in, so the checkpoint signal the agent passes to its process group ends neither; the start
+    command gets the default action back (``init``)."""
     boot = boot_folder(config, instance.public_id)
     family = instance.chip.backend if instance.chip_id else "cpu"
     variable = agent_module.VISIBILITY_VARIABLES.get(family)
     cards = f'--setenv {variable} "${variable}" ' if variable else ""
     line = (
-        f"{device_binds(devices)}trap '' USR1; "
+        f"trap '' USR1; {device_binds(devices, offset)}"
         f'exec /usr/bin/env -i {BWRAP} --args 3 "$@" --remount-ro /dev '
         f"--info-fd 5 {cards}-- /bin/sh {BOOT_DIR}/init "
         f"3<{shlex.quote(str(boot / ARGS))} 4<{shlex.quote(str(boot / SECCOMP))} "
@@ -190,26 +191,38 @@ def workload(instance, config: dict, system: Path, devices: list[str] = ()) -> l
     return ["/bin/sh", "-c", line]
 
 
-def device_binds(devices) -> str:
+def device_binds(devices, offset: int = 0) -> str:
     """Shell that sets bwrap's device binds as the positional parameters: for each card Slurm gave the job
-    (``SLURM_JOB_GPUS``: the cards' GRES indexes on the node, as gres.conf's ``File=`` numbers them), each pattern
-    with ``{index}`` bound at its own path; the patterns without (a driver's control devices) once, where they
-    exist. A card index that is not a number stops the machine before it starts."""
-    per_card = [pattern for pattern in devices if "{index}" in pattern]
-    shared = [pattern for pattern in devices if "{index}" not in pattern]
+    (``SLURM_JOB_GPUS``: the cards' GRES indexes on the node), each pattern with ``{index}`` (the card's number
+    among the node's cards of its type: the GRES index less ``offset``, as the agent's visibility variable counts
+    and a vendor's driver numbers its devices) or ``{gres_index}`` (the GRES index itself) bound at its own path;
+    the patterns with neither (a driver's control devices) once, where they exist. A card index that is not a
+    number, or no card index at all, stops the machine before it starts."""
+    per_card = [pattern for pattern in devices if "{index}" in pattern or "{gres_index}" in pattern]
+    shared = [pattern for pattern in devices if pattern not in per_card]
     script = "set --; "
     if per_card:
-        paths = ["$i".join(shlex.quote(part) for part in pattern.split("{index}")) for pattern in per_card]
+        paths = [_card_path(pattern) for pattern in per_card]
         binds = " ".join(f"--dev-bind {path} {path}" for path in paths)
         script += (
+            '[ -n "$SLURM_JOB_GPUS" ] || { echo "the job was given no card indexes (SLURM_JOB_GPUS)" >&2; exit 70; }; '
             "for i in $(printf %s \"$SLURM_JOB_GPUS\" | tr , ' '); do "
             'case $i in *[!0-9]*) echo "bad card index $i" >&2; exit 70;; esac; '
+            f"j=$((i - {int(offset)})); "
             f'set -- "$@" {binds}; done; '
         )
     if shared:
         binds = " ".join(f"--dev-bind-try {shlex.quote(path)} {shlex.quote(path)}" for path in shared)
         script += f'set -- "$@" {binds}; '
     return script
+
+
+def _card_path(pattern: str) -> str:
+    """A per-card pattern as a shell word: ``{gres_index}`` as ``$i``, ``{index}`` as ``$j``, the rest quoted."""
+    words = []
+    for part in pattern.split("{gres_index}"):
+        words.append("$j".join(shlex.quote(piece) for piece in part.split("{index}")))
+    return "$i".join(words)
 
 
 def enter_command(image: dict, system: Path, agent: list[str], command: list[str]) -> list[str]:

@@ -130,7 +130,7 @@ def test_only_the_consoles_own_signed_marks_count_not_what_the_jobs_user_writes_
     assert phase(running | {"comment": mark(PREEMPTED_TAG, 7, NOW - 30)}, reported=True).phase == Phase.PREEMPTED
 
 
-ASKED = {"partition": "spot", "tres_per_node": "gres:gpu:mlu370:2", "cpus": 24, "memory_mb": 196608, "time_limit": 60}
+ASKED = {"partition": "spot", "spot": True, "tres_per_node": "gres:gpu:mlu370:2", "time_limit": 60}
 
 
 @pytest.mark.parametrize(
@@ -138,28 +138,28 @@ ASKED = {"partition": "spot", "tres_per_node": "gres:gpu:mlu370:2", "cpus": 24, 
     [
         ({}, []),
         ({"time_limit": 30}, []),  # a shorter limit costs the console nothing
+        ({"cpus": 64, "memory_per_node": 512000}, []),  # Slurm itself may raise CPUs to fit memory, or round them
+        ({"tres_per_task": "cpu=24"}, []),  # newer Slurm's record of CPUs per task
         ({"partition": "xinchuang"}, ["partition xinchuang"]),
         ({"tres_per_node": "gres:gpu:mlu370:8"}, ["cards gres:gpu:mlu370:8"]),
         ({"tres_per_node": "gres/gpu:mlu370:2"}, []),  # newer Slurm's spelling of the same request
         ({"tres_per_job": "gres:gpu:mlu370:4"}, ["cards gres:gpu:mlu370:2, gres:gpu:mlu370:4"]),
+        ({"tres_per_socket": "gres/gpu:1"}, ["cards gres:gpu:mlu370:2, gres/gpu:1"]),
         ({"node_count": 2}, ["2 nodes"]),
-        ({"cpus": 16, "memory_per_node": 8192}, []),
-        ({"cpus": 64}, ["64 vCPUs"]),
-        ({"memory_per_node": 512000}, ["512000 MB of RAM"]),
-        ({"memory_per_node": None, "memory_per_cpu": 10240}, ["245760 MB of RAM"]),
         ({"time_limit": None}, ["time limit none"]),
-        ({"time_limit": 600, "partition": "xinchuang"}, ["partition xinchuang", "time limit 600"]),
+        ({"time_limit": 600, "partition": "xinchuang"}, ["partition xinchuang", "time limit 600 minutes"]),
     ],
 )
 def test_what_a_jobs_user_changed_in_its_request_is_named(changed, said, english):
-    asked = job("PENDING", partition="spot", tres_per_node="gres:gpu:mlu370:2", time_limit=60, node_count=1, cpus=24)
-    asked |= {"memory_per_node": 196608}
-    assert changed_request(asked | changed, ASKED) == said
+    asked = job("PENDING", partition="spot", tres_per_node="gres:gpu:mlu370:2", time_limit=60, node_count=1)
+    assert changed_request(asked | {"cpus": 24, "memory_per_node": 196608} | changed, ASKED) == said
 
 
-def test_a_job_without_a_time_limit_asked_may_have_any():
-    asked = ASKED | {"time_limit": None}
-    assert changed_request(job("PENDING", partition="spot", tres_per_node="gres:gpu:mlu370:2"), asked) == []
+def test_an_on_demand_job_may_be_in_any_partition_and_a_job_without_a_limit_asked_may_have_any():
+    # The partition an on-demand job waits in changes nothing the console bills; the spot one's does
+    asked = ASKED | {"partition": "xinchuang", "spot": False, "time_limit": None}
+    moved = job("PENDING", partition="nvidia", tres_per_node="gres:gpu:mlu370:2", time_limit=None)
+    assert changed_request(moved, asked) == []
 
 
 @pytest.mark.parametrize(
@@ -386,3 +386,59 @@ def test_a_stop_cancels_the_job_when_the_grace_since_it_was_asked_ends_even_with
     assert ("cancel", 7) not in client.calls and ("signal", 7, "SIGUSR1") in client.calls  # within the grace
     backend.stop(instance, grace_seconds=20)
     assert ("cancel", 7) in client.calls  # 30 s since the stop was asked, more than its grace
+
+
+class ListingClient(RecordingClient):
+    """A cluster that lists ``listing`` and records cancels."""
+
+    def __init__(self, listing):
+        super().__init__()
+        self.listing = listing
+
+    def jobs(self):
+        return self.listing
+
+
+@pytest.mark.django_db
+def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_submitted(
+    monkeypatch, settings, launch, owner
+):
+    from instances.choices import Status
+    from instances.models import Instance
+
+    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
+    made = {}
+    for name, status, job_id in [
+        ("running", Status.RUNNING, "10"),
+        ("submitting", Status.STARTING, ""),
+        ("stopped", Status.STOPPED, "30"),
+        ("respotting", Status.STARTING, "40"),
+        ("stale", Status.STARTING, "50"),
+    ]:
+        instance = launch(name=name)
+        Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=status, backend_job_id=job_id)
+        made[name] = f"inst-{instance.public_id}"
+    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    account, now = f"gpctest-u{owner.pk}", time.time()
+
+    def of(job_id, name, user=account, state="RUNNING", age=3600):
+        return {"job_id": job_id, "name": name, "user_name": user, "job_state": state, "submit_time": now - age}
+
+    listing = [
+        of(10, made["running"]),  # the running machine's recorded job
+        of(11, made["running"], state="PENDING"),  # the tenant's own job, named like its machine
+        of(20, made["submitting"], age=2),  # submitted twice before an id was recorded: only the newest is its
+        of(21, made["submitting"], age=1),
+        of(30, made["stopped"], state="PENDING"),  # a stopped machine's job, requeued by its user
+        of(31, made["stopped"], state="COMPLETED"),  # ended: nothing to cancel
+        of(41, made["respotting"], state="PENDING", age=5),  # a reclaimed spot job going back: just submitted
+        of(51, made["stale"], state="PENDING", age=300),  # of its name, but long before: not its job
+        of(60, "anything", user=f"gpctest-u{owner.pk + 1000}"),  # an owner with no machine here
+        of(70, "operator", user="slurm"),  # not a tenant's account
+        of(80, "stopped-by-hand", state="STOPPED"),  # SIGSTOPped, still holding its cards
+    ]
+    client = ListingClient(listing)
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+
+    assert SlurmBackend().sweep() == 6
+    assert sorted(call[1] for call in client.calls) == [11, 20, 30, 51, 60, 80]

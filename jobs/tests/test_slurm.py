@@ -257,16 +257,24 @@ def as_account(config: dict, *argv: str) -> str:
     return done.stdout
 
 
+def behind_a_holder(mlu_job, on_slurm, command: str, **fields):
+    """A job running ``command`` submitted while another job holds all the cluster's MLU370 cards: it waits in
+    Slurm's queue (the console's looks find it pending). Returns the holder, the job and its pending sbatch job."""
+    holder = mlu_job(SLEEP, cards=8)
+    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
+    job = mlu_job(command, **fields)
+    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
+    pending = slurm_job(on_slurm, job)
+    assert pending["job_state"] == "PENDING", pending
+    return holder, job, pending
+
+
 def test_a_spot_job_its_own_user_moves_to_the_on_demand_partition_is_ended_not_run_at_the_spot_price(
     mlu_job, on_slurm, lifecycle
 ):
     # Given a spot job waiting in Slurm's queue behind a holder of every MLU370 card
-    holder = mlu_job(SLEEP, cards=8)
-    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
-    job = mlu_job(SLEEP, cards=1, spot=True, name="spot")
-    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
-    pending = slurm_job(on_slurm, job)
-    assert (pending["job_state"], pending["partition"]) == ("PENDING", "spot"), pending
+    _holder, job, pending = behind_a_holder(mlu_job, on_slurm, SLEEP, cards=1, spot=True, name="spot")
+    assert pending["partition"] == "spot"
 
     # When its owner's code moves it to the on-demand partition, where no spot reclaim reaches it
     config = get_backend("slurm").config(fresh(job).instance)
@@ -307,15 +315,26 @@ def test_jobs_a_tenant_starts_on_the_cluster_by_itself_are_cancelled(mlu_job, on
     assert slurm_job(on_slurm, job)["job_state"] == "RUNNING" and fresh(job).state == State.RUNNING
 
 
+def test_a_running_machine_whose_job_id_was_never_recorded_keeps_its_job_and_has_its_id_recorded(mlu_job, on_slurm):
+    # Given a running job whose machine's job id the console lost (a worker gone between submitting and recording)
+    job = mlu_job(SLEEP, cards=1)
+    job = run_until(job, lambda j: j.state == State.RUNNING, on_slurm, message="the job to run")
+    instance = fresh(job).instance
+    recorded = instance.backend_job_id
+    Instance.objects.filter(pk=instance.pk).update(backend_job_id="")
+
+    # Then the console's beats neither take its job for a stranger's nor end the machine, and record its id again
+    beat()
+    beat()
+    assert fresh(instance).backend_job_id == recorded
+    assert slurm_job(on_slurm, job)["job_state"] == "RUNNING" and fresh(job).state == State.RUNNING
+
+
 def ended_unseen(mlu_job, on_slurm, command: str, ended: str = "COMPLETED"):
     """A job running ``command`` that the cluster runs and ends between two looks of the console: submitted while
     another job holds all the cluster's MLU370 cards, it waits in Slurm's queue (so the console's look after
     submitting it finds it pending); then the holder ends on the cluster, and no beat runs until Slurm has ended it."""
-    holder = mlu_job(SLEEP, cards=8)
-    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
-    job = mlu_job(command, cards=1)
-    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
-    assert slurm_job(on_slurm, job)["job_state"] == "PENDING", slurm_job(on_slurm, job)
+    holder, job, _pending = behind_a_holder(mlu_job, on_slurm, command, cards=1)
     on_slurm.client.cancel(slurm_job(on_slurm, holder)["job_id"])
     deadline = time.monotonic() + 60
     while slurm_job(on_slurm, job)["job_state"] != ended and time.monotonic() < deadline:
@@ -391,12 +410,7 @@ def test_a_spot_job_reclaimed_before_the_console_saw_it_running_is_billed_its_mi
     mlu_job, on_slurm, lifecycle
 ):
     # Given a spot job that Slurm starts while the console looks away (it waited behind a holder of every card)
-    holder = mlu_job(SLEEP, cards=8)
-    on_slurm.settle(until=lambda: fresh(holder).instance.status == Status.RUNNING, message="the holder to run")
-    job = mlu_job(SLEEP, cards=8, spot=True, name="spot")
-    on_slurm.settle(until=lambda: slurm_job(on_slurm, job) is not None, message="the sbatch job")
-    spot = slurm_job(on_slurm, job)
-    assert spot["job_state"] == "PENDING", spot
+    holder, job, spot = behind_a_holder(mlu_job, on_slurm, SLEEP, cards=8, spot=True, name="spot")
     on_slurm.client.cancel(slurm_job(on_slurm, holder)["job_id"])
     reports = AgentReport.objects.filter(instance=fresh(job).instance, job_id=str(spot["job_id"])).order_by("at")
     deadline = time.monotonic() + 60

@@ -178,26 +178,31 @@ def test_on_slurm_an_imported_image_boots_under_bubblewrap_from_the_nodes_view_o
     assert {stat.S_IMODE((boot / name).stat().st_mode) for name in ("env", "init", "start", "bwrap.args")} == {0o440}
 
 
-@pytest.mark.parametrize(
-    ("cards", "binds"),
-    [
-        ("16,17", ["/dev/x16", "/dev/y 16", "/dev/x17", "/dev/y 17"]),
-        ("", []),
-    ],
-)
-def test_a_slurm_machine_from_an_image_binds_the_device_files_of_its_own_cards(cards, binds):
-    # What the job's shell hands bwrap for the cards Slurm gave it: each card's files, then the control device
-    script = slurm_image.device_binds(["/dev/x{index}", "/dev/y {index}", "/dev/ctl"]) + 'printf "%s\\n" "$@"'
+def _binds(devices, offset, cards):
+    """What the job's shell hands bwrap, and its exit status, for the cards Slurm gave it."""
+    script = slurm_image.device_binds(devices, offset) + 'printf "%s\\n" "$@"'
     done = subprocess.run(["/bin/sh", "-c", script], env={"SLURM_JOB_GPUS": cards}, capture_output=True, text=True)
-
-    per_card = [part for path in binds for part in ("--dev-bind", path, path)]
-    assert done.stdout.splitlines() == [*per_card, "--dev-bind-try", "/dev/ctl", "/dev/ctl"]
+    return done.returncode, done.stdout.splitlines()
 
 
-def test_a_card_index_that_is_not_a_number_stops_the_machine_before_bwrap():
-    script = slurm_image.device_binds(["/dev/x{index}"]) + "echo started"
-    done = subprocess.run(["/bin/sh", "-c", script], env={"SLURM_JOB_GPUS": "1;x"}, capture_output=True, text=True)
-    assert done.returncode == 70 and "started" not in done.stdout
+def test_a_slurm_machine_from_an_image_binds_the_device_files_of_its_own_cards():
+    # Cards 10 and 11 of the node, whose cards of this type start at 8: the driver's devices 2 and 3, then the
+    # control device
+    code, binds = _binds(["/dev/x{index}", "/dev/y {index}", "/fake/g{gres_index}", "/dev/ctl"], 8, "10,11")
+
+    per_card = ["/dev/x2", "/dev/y 2", "/fake/g10", "/dev/x3", "/dev/y 3", "/fake/g11"]
+    assert code == 0
+    assert binds == [
+        *(part for path in per_card for part in ("--dev-bind", path, path)),
+        "--dev-bind-try",
+        "/dev/ctl",
+        "/dev/ctl",
+    ]
+
+
+@pytest.mark.parametrize("cards", ["1;x", "", "2,$(id)"])
+def test_a_card_index_that_is_not_a_number_or_none_stops_the_machine_before_bwrap(cards):
+    assert _binds(["/dev/x{index}"], 0, cards) == (70, [])
 
 
 def test_an_imported_image_is_not_copied_into_one_that_would_boot_without_its_files(

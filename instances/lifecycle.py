@@ -7,7 +7,6 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from kombu.exceptions import OperationalError
@@ -21,7 +20,6 @@ from . import attachments, charges, conf, limits, tasks
 from .backends import BackendError, Phase, TransientBackendError, get_backend
 from .capacity import Demand, demand_for, free, hold, node_shortage, out_of_capacity, reserve, reserve_compute
 from .choices import (
-    LIVE,
     SPEC_CARD_COUNTS,
     Reason,
     Status,
@@ -555,17 +553,7 @@ def reconcile() -> int:
     """Compare wanted and actual state of every live instance and repair drift: a lost task, a worker killed
     mid-provision, a backend that says otherwise. Safe to run twice at once (every step is compare-and-set).
     Returns how many instances it looked at."""
-    reclaim_watch = timedelta(seconds=conf.spot_notice_seconds() + 600)
-    live = (
-        Instance.objects.with_related()
-        .select_related("owner")
-        .filter(
-            Q(status__in=[*LIVE])
-            | Q(status=Status.PREEMPTED, reserved_cards__gt=0)
-            # reclaimed: the cards moved at once, the machine goes down after the notice window
-            | Q(status=Status.PREEMPTED, stopped_at__gte=timezone.now() - reclaim_watch)
-        )
-    )
+    live = Instance.objects.with_related().select_related("owner").reconciled()
     by_backend: dict[str, list[Instance]] = {}
     for instance in live:
         by_backend.setdefault(instance.backend_name, []).append(instance)
@@ -575,6 +563,9 @@ def reconcile() -> int:
             statuses = get_backend(name).status_many(instances)
         except TransientBackendError:
             continue  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
+        except BackendError as exc:  # it refuses the console (credentials): the other backends are looked at
+            logger.warning("reconcile on backend %s: %s", name, exc)
+            continue
         for instance in instances:
             step = _STEPS[instance.status]
             try:

@@ -17,6 +17,24 @@ class InstanceQuerySet(models.QuerySet):
         # daily_power: the instance page shows its daily stop and start (an absent one is cached as absent too).
         return self.select_related("zone", "chip", "spec", "plan", "node", "daily_power")
 
+    def reconciled(self):
+        """The instances reconcile looks at: the live ones, and reclaimed spot ones whose cards are still held or whose
+        machine goes down after the notice window (their backend may still run it)."""
+        from datetime import timedelta
+
+        from django.db.models import Q
+        from django.utils import timezone
+
+        from . import conf
+        from .choices import LIVE, Status
+
+        watch = timezone.now() - timedelta(seconds=conf.spot_notice_seconds() + 600)
+        return self.filter(
+            Q(status__in=[*LIVE])
+            | Q(status=Status.PREEMPTED, reserved_cards__gt=0)
+            | Q(status=Status.PREEMPTED, stopped_at__gte=watch)
+        )
+
     def visible(self):
         """Released instances drop off the list (their events stay)."""
         return self.exclude(status="released")

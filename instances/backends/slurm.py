@@ -88,7 +88,6 @@ from agent import gpucloud_agent as agent_module
 from core.attaching import disk_folder
 
 from .. import conf, images, runtime
-from ..choices import ACTIVE as ACTIVE_INSTANCE_STATUSES
 from ..choices import Status
 from ..environment import boot_environment
 from ..models import AgentReport, InstanceEvent
@@ -594,43 +593,53 @@ def _accounts_jobs(listing: list[dict], members: list[tuple[str, dict]]) -> list
 
 # A starting machine that has a job id recorded may be submitting another (a reclaimed spot job goes back to the
 # cluster as a new job): a job of its name this recent may be that one, its id not yet recorded.
-JUST_SUBMITTED_SECONDS = 60
+JUST_SUBMITTED_SECONDS = 10
 
 
-def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], configs: dict[str, dict], now: float):
-    """Those of ``foreign`` that no instance claims. An instance that may have a job (creating to stopping, or
-    releasing) claims the job the console recorded submitting for it; one whose id is not recorded yet (submitted,
-    the worker not yet back, or lost in between), and a starting one within a minute of a job of its name being
-    submitted, claim the newest job of its name, and only that one."""
+def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], now: float):
+    """Those of ``foreign`` that no instance claims. An instance reconcile still looks at (a live one, or a reclaimed
+    spot one in its notice window) claims the job the console recorded submitting for it. One that is not reclaimed
+    and has no id recorded yet (submitted, the worker not yet back, or lost in between) claims the first job of its
+    name submitted since its run was asked for: the console's own, which a tenant's copy can only follow. A
+    starting one also claims the newest of its name submitted in the last seconds (a reclaimed spot job going back
+    to the cluster, its new id not yet recorded)."""
     from ..models import Instance
 
     owners = {owner for _job, owner, _config in foreign}
-    instances = Instance.objects.filter(
-        backend_name=backend_name,
-        owner_id__in=owners,
-        zone__slug__in=configs,
-        status__in=[*ACTIVE_INSTANCE_STATUSES, Status.RELEASING],
-    ).values_list("owner_id", "public_id", "status", "backend_job_id", "zone__slug")
-    ids, names = set(), set()
-    for owner, public_id, status, job_id, slug in instances:
+    instances = list(
+        Instance.objects.reconciled()
+        .filter(backend_name=backend_name, owner_id__in=owners)
+        .values_list("pk", "owner_id", "public_id", "status", "backend_job_id", "zone__slug")
+    )
+    starts = _run_starts([pk for pk, *_rest in instances])
+    by_name: dict[tuple, list[dict]] = {}
+    for job, owner, _config in foreign:
+        by_name.setdefault((owner, job.get("name")), []).append(job)
+    ids, claimed_by_name, configs = set(), set(), {}
+    for _pk, owner, public_id, status, job_id, slug in instances:
         if job_id:
             ids.add((owner, str(job_id)))
-        if not job_id or status == Status.STARTING:
-            names.add((owner, job_name(configs[slug], public_id), bool(job_id)))
-    newest: dict[tuple, dict] = {}
-    for job, owner, _config in foreign:
-        key = (owner, job.get("name"))
-        if job.get("job_id", 0) > newest.get(key, {}).get("job_id", 0):
-            newest[key] = job
-    claimed_by_name = set()
-    for owner, name, recorded in names:
-        job = newest.get((owner, name))
-        if job is not None and (not recorded or now - (job.get("submit_time") or 0) < JUST_SUBMITTED_SECONDS):
-            claimed_by_name.add(job["job_id"])
+        if status == Status.PREEMPTED:
+            continue
+        config = configs.setdefault(slug, zone_settings(slug))
+        since = int(starts[public_id].timestamp()) if public_id in starts else 0
+        named = sorted(
+            (
+                job
+                for job in by_name.get((owner, job_name(config, public_id)), [])
+                if job.get("submit_time", 0) >= since
+            ),
+            key=lambda job: job["job_id"],
+        )
+        if named and not job_id:
+            claimed_by_name.add(str(named[0]["job_id"]))
+        if named and job_id and status == Status.STARTING:
+            if now - named[-1].get("submit_time", 0) < JUST_SUBMITTED_SECONDS:
+                claimed_by_name.add(str(named[-1]["job_id"]))
     return [
         (job, owner, config)
         for job, owner, config in foreign
-        if (owner, str(job["job_id"])) not in ids and job["job_id"] not in claimed_by_name
+        if (owner, str(job["job_id"])) not in ids and str(job["job_id"]) not in claimed_by_name
     ]
 
 
@@ -846,6 +855,15 @@ class SlurmBackend(Backend):
         workload = ["/bin/sh", "-c", instance.start_command] if instance.start_command else config.get("workload")
         if image is not None:
             devices = config.get("card_devices", {}).get(gres_type, []) if instance.chip_id else []
+            if instance.chip_id and not any("index}" in pattern for pattern in devices):
+                # The image's machine would boot without the cards it is billed for.
+                raise BackendError(
+                    _(
+                        "This zone's cluster names no device files for %(chip)s cards: a machine from an imported "
+                        "image cannot use them."
+                    )
+                    % {"chip": instance.chip.label}
+                )
             disk = self.system_disk(instance, config)
             workload = slurm_image.workload(instance, config, disk, devices, offset if instance.chip_id else 0)
         if workload:
@@ -1023,7 +1041,7 @@ class SlurmBackend(Backend):
         for members in clusters.values():
             listing = self.client(members[0][1], as_console=True).jobs()
             foreign = _accounts_jobs(listing, members)
-            for job, _owner, config in _unclaimed(self.name, foreign, dict(members), time.time()) if foreign else []:
+            for job, _owner, config in _unclaimed(self.name, foreign, time.time()) if foreign else []:
                 logger.warning("cancelling Slurm job %s of %s: no instance claims it", job["job_id"], job["user_name"])
                 try:
                     self.client(config | {"job_user": job["user_name"]}).cancel(job["job_id"])
@@ -1055,10 +1073,10 @@ class SlurmBackend(Backend):
 
     def _changes(self, instance, config, job) -> list[str]:
         """What the job's user changed of this run's job, the one the console recorded submitting (not a previous
-        run's, nor Slurm's requeued copy of a reclaimed spot job, which the preemption path ends)."""
+        run's). Slurm's requeued copy of a reclaimed spot job is unchanged, and the preemption path ends it."""
         if job is None or job.get("job_state") not in ACTIVE_STATES or str(job["job_id"]) != instance.backend_job_id:
             return []
-        if job.get("restart_cnt", 0) > 0 or _marked(job):
+        if _marked(job):  # the console is stopping it or has ended it as preempted
             return []
         try:
             requested = self.requested(instance, config)
@@ -1090,8 +1108,11 @@ class SlurmBackend(Backend):
         # bills; relaunching is the owner's decision and a new job. The tag keeps the preemption time visible.
         client = self.client(config)
         at = since.timestamp() if since else time.time()
-        client.update(job["job_id"], {"comment": mark(PREEMPTED_TAG, job["job_id"], at)})
-        client.cancel(job["job_id"])
+        try:
+            client.update(job["job_id"], {"comment": mark(PREEMPTED_TAG, job["job_id"], at)})
+            client.cancel(job["job_id"])
+        except BackendError as exc:  # the next look holds it again; the others are looked at meanwhile
+            logger.warning("holding preempted Slurm job %s: %s", job["job_id"], exc)
 
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:
         from ..heartbeats import metric_points

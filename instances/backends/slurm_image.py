@@ -193,23 +193,26 @@ def workload(instance, config: dict, system: Path, devices: list[str] = (), offs
 
 def device_binds(devices, offset: int = 0) -> str:
     """Shell that sets bwrap's device binds as the positional parameters: for each card Slurm gave the job
-    (``SLURM_JOB_GPUS``: the cards' GRES indexes on the node), each pattern with ``{index}`` (the card's number
-    among the node's cards of its type: the GRES index less ``offset``, as the agent's visibility variable counts
-    and a vendor's driver numbers its devices) or ``{gres_index}`` (the GRES index itself) bound at its own path;
-    the patterns with neither (a driver's control devices) once, where they exist. A card index that is not a
-    number, or no card index at all, stops the machine before it starts."""
+    (``SLURM_JOB_GPUS``: the cards' GRES indexes on the node), each pattern with ``{index}`` or ``{gres_index}``
+    bound at its own path, and the patterns with neither (a driver's control devices) once, where they exist.
+    ``{index}`` is the card's number among the node's cards of its type, as the agent's visibility variable counts
+    and a vendor's driver numbers its devices: the GRES index less ``offset``, unless an index is below it and so
+    counted per type already; ``{gres_index}`` is the GRES index itself. A card index that is not a number, or no
+    card index at all, stops the machine before it starts."""
     per_card = [pattern for pattern in devices if "{index}" in pattern or "{gres_index}" in pattern]
     shared = [pattern for pattern in devices if pattern not in per_card]
     script = "set --; "
     if per_card:
         paths = [_card_path(pattern) for pattern in per_card]
         binds = " ".join(f"--dev-bind {path} {path}" for path in paths)
+        cards = "$(printf %s \"$SLURM_JOB_GPUS\" | tr , ' ')"
         script += (
             '[ -n "$SLURM_JOB_GPUS" ] || { echo "the job was given no card indexes (SLURM_JOB_GPUS)" >&2; exit 70; }; '
-            "for i in $(printf %s \"$SLURM_JOB_GPUS\" | tr , ' '); do "
-            'case $i in *[!0-9]*) echo "bad card index $i" >&2; exit 70;; esac; '
-            f"j=$((i - {int(offset)})); "
-            f'set -- "$@" {binds}; done; '
+            # As the agent counts them: indexes below the offset are already counted per type, and kept.
+            f"off={int(offset)}; for i in {cards}; do "
+            'case $i in *[!0-9]*|0?*) echo "bad card index $i" >&2; exit 70;; esac; '
+            '[ "$i" -lt "$off" ] && off=0; done; '
+            f'for i in {cards}; do j=$((i - off)); set -- "$@" {binds}; done; '
         )
     if shared:
         binds = " ".join(f"--dev-bind-try {shlex.quote(path)} {shlex.quote(path)}" for path in shared)

@@ -403,32 +403,42 @@ class ListingClient(RecordingClient):
 def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_submitted(
     monkeypatch, settings, launch, owner
 ):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
     from instances.choices import Status
-    from instances.models import Instance
+    from instances.models import Instance, InstanceEvent
 
     settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
-    made = {}
-    for name, status, job_id in [
-        ("running", Status.RUNNING, "10"),
-        ("submitting", Status.STARTING, ""),
-        ("stopped", Status.STOPPED, "30"),
-        ("respotting", Status.STARTING, "40"),
-        ("stale", Status.STARTING, "50"),
+    made, now = {}, time.time()
+    for name, status, job_id, stopped_hours_ago in [
+        ("running", Status.RUNNING, "10", None),
+        ("submitting", Status.STARTING, "", None),
+        ("stopped", Status.STOPPED, "30", 1),
+        ("respotting", Status.STARTING, "40", None),
+        ("stale", Status.STARTING, "50", None),
+        ("reclaimed", Status.PREEMPTED, "90", 0),  # in its notice window: its job is still being checkpointed
+        ("reclaimed-long-ago", Status.PREEMPTED, "95", 48),
     ]:
         instance = launch(name=name)
-        Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=status, backend_job_id=job_id)
+        stopped = timezone.now() - timedelta(hours=stopped_hours_ago) if stopped_hours_ago is not None else None
+        Instance.objects.filter(pk=instance.pk).update(
+            backend_name="slurm", status=status, backend_job_id=job_id, stopped_at=stopped, reserved_cards=0
+        )
         made[name] = f"inst-{instance.public_id}"
+    InstanceEvent.objects.filter(new=Status.STARTING).update(at=timezone.now() - timedelta(hours=1))  # runs began
     Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
-    account, now = f"gpctest-u{owner.pk}", time.time()
+    account = f"gpctest-u{owner.pk}"
 
-    def of(job_id, name, user=account, state="RUNNING", age=3600):
-        return {"job_id": job_id, "name": name, "user_name": user, "job_state": state, "submit_time": now - age}
+    def of(job_id, name, user=account, state="RUNNING", age=600):
+        return {"job_id": job_id, "name": name, "user_name": user, "job_state": state, "submit_time": int(now) - age}
 
     listing = [
         of(10, made["running"]),  # the running machine's recorded job
         of(11, made["running"], state="PENDING"),  # the tenant's own job, named like its machine
-        of(20, made["submitting"], age=2),  # submitted twice before an id was recorded: only the newest is its
-        of(21, made["submitting"], age=1),
+        of(20, made["submitting"], age=2),  # the console's, its id not yet recorded: the first since the start
+        of(21, made["submitting"], age=1),  # a copy the tenant submitted under the same name
         of(30, made["stopped"], state="PENDING"),  # a stopped machine's job, requeued by its user
         of(31, made["stopped"], state="COMPLETED"),  # ended: nothing to cancel
         of(41, made["respotting"], state="PENDING", age=5),  # a reclaimed spot job going back: just submitted
@@ -436,9 +446,11 @@ def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_sub
         of(60, "anything", user=f"gpctest-u{owner.pk + 1000}"),  # an owner with no machine here
         of(70, "operator", user="slurm"),  # not a tenant's account
         of(80, "stopped-by-hand", state="STOPPED"),  # SIGSTOPped, still holding its cards
+        of(90, made["reclaimed"]),
+        of(95, made["reclaimed-long-ago"], state="PENDING"),  # requeued by its user after the console ended it
     ]
     client = ListingClient(listing)
     monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
 
-    assert SlurmBackend().sweep() == 6
-    assert sorted(call[1] for call in client.calls) == [11, 20, 30, 51, 60, 80]
+    assert SlurmBackend().sweep() == 7
+    assert sorted(call[1] for call in client.calls) == [11, 21, 30, 51, 60, 80, 95]

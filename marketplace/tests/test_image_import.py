@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
+from agent import gpucloud_agent as agent_module
 from core.errors import ServiceError
-from instances.backends import local_image, slurm_image
+from instances.backends import BackendError, local_image, slurm_image
 from instances.backends.slurm import SlurmBackend
 from marketplace.choices import ImageStatus, ImportStep
 from marketplace.images import imports, oci, services
@@ -178,6 +179,18 @@ def test_on_slurm_an_imported_image_boots_under_bubblewrap_from_the_nodes_view_o
     assert {stat.S_IMODE((boot / name).stat().st_mode) for name in ("env", "init", "start", "bwrap.args")} == {0o440}
 
 
+def test_a_card_machine_from_an_image_is_refused_on_slurm_where_no_device_files_are_named(
+    owner, image_imports, tiny_image, run_tasks, launch, settings, tmp_path
+):
+    image = run_tasks(owner, tiny_image, username=USER, password=PASSWORD)
+    instance = launch(image=image.variants.get().slug, chip="mlu370-x8", cards=1)
+    settings.SLURM = settings.SLURM | {"root": str(tmp_path), "card_devices": {"mlu370": ["/dev/cambricon_ctl"]}}
+    backend = SlurmBackend()
+
+    with pytest.raises(BackendError, match="names no device files for"):
+        backend.job_description(instance, backend.config(instance), image=local_image.ready_root(instance.image))
+
+
 def _binds(devices, offset, cards):
     """What the job's shell hands bwrap, and its exit status, for the cards Slurm gave it."""
     script = slurm_image.device_binds(devices, offset) + 'printf "%s\\n" "$@"'
@@ -200,7 +213,14 @@ def test_a_slurm_machine_from_an_image_binds_the_device_files_of_its_own_cards()
     ]
 
 
-@pytest.mark.parametrize("cards", ["1;x", "", "2,$(id)"])
+def test_card_indexes_counted_per_type_already_are_kept_as_the_agent_keeps_them():
+    # A single-type node numbers its cards from 0 whatever the zone's offset for the type
+    binds = ["--dev-bind", "/dev/x2", "/dev/x2", "--dev-bind", "/dev/x3", "/dev/x3"]
+    assert _binds(["/dev/x{index}"], 8, "2,3") == (0, binds)
+    assert agent_module.local_cards("2,3", 8) == [2, 3] and agent_module.local_cards("10,11", 8) == [2, 3]
+
+
+@pytest.mark.parametrize("cards", ["1;x", "", "2,$(id)", "08"])
 def test_a_card_index_that_is_not_a_number_or_none_stops_the_machine_before_bwrap(cards):
     assert _binds(["/dev/x{index}"], 0, cards) == (70, [])
 

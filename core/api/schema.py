@@ -193,6 +193,11 @@ class AutoSchema(SpectacularAutoSchema):
 
     def _insert_field_validators(self, field, schema):
         super()._insert_field_validators(field, schema)
+        # drf-spectacular moves a blank-allowing field's rules into the first of two alternatives (the other the
+        # empty string), its default with them: a default is the field's, which the empty alternative admits.
+        alternatives = schema.get("oneOf") or [{}]
+        if "default" in alternatives[0] and "default" not in schema:
+            schema["default"] = alternatives[0].pop("default")
         if schema.get("format") in NAMED_FORMATS:
             for rule in ("pattern", "minLength", "maxLength"):
                 schema.pop(rule, None)

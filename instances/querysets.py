@@ -1,8 +1,15 @@
 """Querysets of instances and of their owners' secrets."""
 
+from datetime import timedelta
+
 from django.db import models
+from django.db.models import Q
+from django.utils import timezone
 
 from teams.access import owned
+
+from . import conf
+from .choices import LIVE, Status
 
 
 class InstanceQuerySet(models.QuerySet):
@@ -20,14 +27,6 @@ class InstanceQuerySet(models.QuerySet):
     def reconciled(self):
         """The instances reconcile looks at: the live ones, and reclaimed spot ones whose cards are still held or whose
         machine goes down after the notice window (their backend may still run it)."""
-        from datetime import timedelta
-
-        from django.db.models import Q
-        from django.utils import timezone
-
-        from . import conf
-        from .choices import LIVE, Status
-
         watch = timezone.now() - timedelta(seconds=conf.spot_notice_seconds() + 600)
         return self.filter(
             Q(status__in=[*LIVE])

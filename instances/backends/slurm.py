@@ -85,12 +85,13 @@ from django.utils.translation import gettext_lazy, pgettext
 from django.views.decorators.debug import sensitive_variables
 
 from agent import gpucloud_agent as agent_module
+from catalog.models import Node
 from core.attaching import disk_folder
 
 from .. import conf, images, runtime
 from ..choices import Status
 from ..environment import boot_environment
-from ..models import AgentReport, InstanceEvent
+from ..models import AgentReport, Instance, InstanceEvent
 from . import local_image, slurm_image
 from .base import (
     SECRETS_NEED_OWN_ACCOUNT,
@@ -426,10 +427,16 @@ def _at(epoch) -> datetime | None:
     return datetime.fromtimestamp(epoch, tz=UTC) if epoch else None
 
 
-def waiting_message(reason: str, *, cards: int, chip: str) -> str:
-    """Why a pending job waits, in plain words for the instance page."""
+def waiting_message(reason: str, *, cards: int, chip: str, cpus: int = 0, memory_gb: int = 0) -> str:
+    """Why a pending job waits, in plain words for the instance page. Waiting for resources names all the job asks
+    of one node: Slurm does not say which of them is short, and a node with free cards may lack the CPUs or memory."""
     if reason == "Resources":
-        return _("waiting for %(cards)s free %(chip)s cards") % {"cards": cards, "chip": chip}
+        sizes = {"cards": cards, "chip": chip, "cpus": cpus, "memory": memory_gb}
+        if cpus and cards:
+            return _("waiting for a node with %(cards)s free %(chip)s cards, %(cpus)s vCPUs and %(memory)s GB") % sizes
+        if cpus:
+            return _("waiting for a node with %(cpus)s free vCPUs and %(memory)s GB") % sizes
+        return _("waiting for %(cards)s free %(chip)s cards") % sizes
     if reason == "Priority":
         return _("queued behind other instances waiting for %(chip)s cards") % {"chip": chip}
     if reason in {"JobHeldUser", "JobHeldAdmin"}:
@@ -462,6 +469,8 @@ def job_phase(
     cards: int,
     chip: str,
     spot_partition: str,
+    cpus: int = 0,
+    memory_gb: int = 0,
     now: float | None = None,
     lab: bool = False,
     shared: bool = False,
@@ -496,7 +505,8 @@ def job_phase(
             Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=0.5, message=_("starting the instance agent")
         )
     if state in {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"}:
-        message = waiting_message(job.get("state_reason", ""), cards=cards, chip=chip)
+        reason = job.get("state_reason", "")
+        message = waiting_message(reason, cards=cards, chip=chip, cpus=cpus, memory_gb=memory_gb)
         return BackendStatus(Phase.BOOTING, since=_at(job.get("submit_time")), ready_in=1.0, message=message)
     if state in {"COMPLETING", "SUSPENDED"}:
         return BackendStatus(Phase.STOPPING, since=_at(job.get("end_time")), ready_in=1.0)
@@ -603,8 +613,6 @@ def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], now: fl
     name submitted since its run was asked for: the console's own, which a tenant's copy can only follow. A
     starting one also claims the newest of its name submitted in the last seconds (a reclaimed spot job going back
     to the cluster, its new id not yet recorded)."""
-    from ..models import Instance
-
     owners = {owner for _job, owner, _config in foreign}
     instances = list(
         Instance.objects.reconciled()
@@ -1029,8 +1037,6 @@ class SlurmBackend(Backend):
         its machine), requeue one of its machine's ended jobs (``scontrol requeue``), or keep one running past its
         machine's end: cards the console would never bill. The jobs are listed before the instances are read: a job
         submitted after the listing is not judged by it. Returns how many it cancelled."""
-        from catalog.models import Node
-
         zones = Node.objects.filter(backend_name=self.name).values_list("zone__slug", flat=True).distinct()
         clusters: dict[str, list] = {}
         for slug in set(zones):
@@ -1062,6 +1068,8 @@ class SlurmBackend(Backend):
             agent_reported=key in reported,
             grace=_grace(instance),
             cards=instance.cards,
+            cpus=instance.spec.vcpus,
+            memory_gb=instance.spec.memory_gb,
             spot_partition=config["spot_partition"],
             chip=instance.chip.label if instance.chip_id else "",
             lab=bool(job) and lab_address_allowed(labs.get(key), job_node(job)),

@@ -73,6 +73,16 @@ def test_a_job_waiting_for_cards_says_so_in_plain_words(english):
     assert "queued behind" in phase(job("PENDING", state_reason="Priority")).message
 
 
+def test_a_job_waiting_for_resources_names_the_cpus_and_memory_it_waits_for_beside_its_cards(english):
+    # Slurm says "Resources" whichever of them is short: a node with free cards may lack the CPUs or the memory.
+    waiting = job("PENDING", state_reason="Resources")
+    asked = {"wanted": "running", "reported": False, "grace": 10.0, "spot_partition": "spot", "now": NOW}
+    status = job_phase(waiting, cards=2, chip="MLU370-X8", cpus=24, memory_gb=192, **asked)
+    assert status.message == "waiting for a node with 2 free MLU370-X8 cards, 24 vCPUs and 192 GB"
+    status = job_phase(waiting, cards=0, chip="", cpus=8, memory_gb=32, **asked)
+    assert status.message == "waiting for a node with 8 free vCPUs and 32 GB"
+
+
 def test_a_running_job_is_running_only_once_its_agent_reported():
     assert phase(job("RUNNING")).phase == Phase.BOOTING
     status = phase(job("RUNNING"), reported=True)

@@ -82,10 +82,12 @@ def test_a_launch_beyond_the_clusters_free_cards_says_why_it_waits(on_slurm, lau
     first = mlu(launch, 8, name="big")
     on_slurm.settle()
     waiting = mlu(launch, 2, name="small")
-    on_slurm.settle(until=lambda: "waiting for 2 free" in fresh(waiting).status_detail, message="the reason")
+    on_slurm.settle(until=lambda: "2 free MLU370-X8 cards" in fresh(waiting).status_detail, message="the reason")
 
     waiting = fresh(waiting)
-    assert waiting.status == Status.STARTING and waiting.status_detail == "waiting for 2 free MLU370-X8 cards"
+    spec = waiting.spec
+    asked = f"waiting for a node with 2 free MLU370-X8 cards, {spec.vcpus} vCPUs and {spec.memory_gb} GB"
+    assert waiting.status == Status.STARTING and waiting.status_detail == asked
     assert on_slurm.job_of(waiting)["state_reason"] == "Resources"
 
     instance_lifecycle.stop(fresh(first))

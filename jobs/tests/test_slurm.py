@@ -11,7 +11,7 @@ import pytest
 from django.db.models import F
 
 from billing import rules
-from catalog.models import Node
+from catalog.models import InstanceSpec, Node
 from instances import launching, waiting
 from instances import lifecycle as instance_lifecycle
 from instances.backends import get_backend
@@ -119,12 +119,14 @@ def test_a_job_waits_in_slurms_queue_with_its_reason_shown_and_cancel_scancels(m
         message="the pending reason",
     )
     assert second.state == State.STARTING and second.cluster_job["state"] == "PENDING"
-    assert second.state_detail == "waiting for 2 free MLU370-X8 cards"
+    spec = InstanceSpec.objects.active().filter(chip__slug="mlu370-x8", cards=2).first()
+    asked = f"waiting for a node with 2 free MLU370-X8 cards, {spec.vcpus} vCPUs and {spec.memory_gb} GB"
+    assert second.state_detail == asked
     shown = owner_api.get(f"/api/v1/jobs/{second.public_id}").json()
     assert shown["cluster_job"] == {"job_id": second.cluster_job["job_id"], "state": "PENDING", "reason": "Resources"}
     page = english.get(second.get_absolute_url()).content.decode()
     assert f"Slurm job {second.cluster_job['job_id']}: PENDING (Resources)" in page
-    assert "waiting for 2 free MLU370-X8 cards" in page
+    assert asked in page
 
     # Cancelling the first: its sbatch job is cancelled, and the waiting one gets the cards
     assert owner_api.post(f"/api/v1/jobs/{fresh(first).public_id}/cancel").status_code == 202

@@ -40,7 +40,8 @@ def get_instance(user, public_id, action: str = "view") -> Instance:
     # Read by its key, then checked against the ownership rule: one's own instance needs no subquery (compiling
     # one cost as much as the rest of the lookup), a team's one more query.
     try:
-        instance = Instance.objects.with_related().get(public_id=key) if key else None
+        # With its daily stop and start, which its page shows: a lookup by key is planned quickly with one join more.
+        instance = Instance.objects.with_related().select_related("daily_power").get(public_id=key) if key else None
     except Instance.DoesNotExist:
         instance = None
     if instance is not None and not reaches(user, instance.owner_id, action):

@@ -65,6 +65,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         # The list is the context's: the caller's own, or through a team's token the team's (acting checked the
         # membership); endpoints are listed by /api/v1/endpoints.
         instances = Instance.objects.filter(owner=acting(self.request).account).with_related().not_endpoints()
+        instances = instances.only(*InstanceSerializer.columns())
         if self.request.query_params.get("all") not in {"1", "true"}:
             instances = instances.visible()
         return instances

@@ -270,6 +270,16 @@ class InstanceSerializer(strict.ModelSerializer):
     def get_image_name(self, instance) -> str:
         return image_name(instance.image)
 
+    # What a row reads of its relations: each is named by its slug (a node by its name; a chip's family too).
+    RELATED_COLUMNS = ("zone__slug", "chip__slug", "chip__backend", "spec__slug", "plan__slug", "node__name")
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        """The columns a list of instances reads for this serializer (``only()``): a page of fifty rows with every
+        column of five related tables was most of the list's time."""
+        own = {field.name for field in Instance._meta.concrete_fields}
+        return [name for name in cls.Meta.fields if name in own] + ["public_id", "secret_names", *cls.RELATED_COLUMNS]
+
 
 class LaunchedInstanceSerializer(InstanceSerializer):
     """A just-launched instance, with what the launch has to warn about (its image was built for another chip

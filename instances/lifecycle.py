@@ -4,6 +4,7 @@ idempotent step that tasks and the reconcile beat take towards what the owner wa
 
 import logging
 import uuid
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -482,6 +483,29 @@ def _record_job(instance: Instance, status) -> None:
         instance.backend_job_id = status.job_id
 
 
+@contextmanager
+def _one_listing(backends):
+    """The beat's sweep and statuses read one listing of what runs on each backend (where it keeps one)."""
+    with ExitStack() as stack:
+        for name in sorted(backends):
+            try:
+                stack.enter_context(get_backend(name).one_listing())
+            except BackendError:  # no such backend here: its sweep says so
+                continue
+        yield
+
+
+def _statuses(name: str, instances) -> dict | None:
+    """The backend's statuses of its live instances; None when it cannot say this beat."""
+    try:
+        return get_backend(name).status_many(instances)
+    except TransientBackendError:
+        return None  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
+    except BackendError as exc:  # it refuses the console (credentials): the other backends are looked at
+        logger.warning("reconcile on backend %s: %s", name, exc)
+        return None
+
+
 def _sweep(backends) -> None:
     """Each backend ends what runs on it as the console's tenants and no instance claims."""
     for name in sorted(backends):
@@ -558,14 +582,13 @@ def reconcile() -> int:
     by_backend: dict[str, list[Instance]] = {}
     for instance in live:
         by_backend.setdefault(instance.backend_name, []).append(instance)
-    _sweep(set(by_backend) | set(Node.objects.values_list("backend_name", flat=True).distinct()))
+    names = set(by_backend) | set(Node.objects.values_list("backend_name", flat=True).distinct())
+    with _one_listing(names):
+        _sweep(names)
+        statuses_of = {name: _statuses(name, instances) for name, instances in by_backend.items()}
     for name, instances in by_backend.items():
-        try:
-            statuses = get_backend(name).status_many(instances)
-        except TransientBackendError:
-            continue  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
-        except BackendError as exc:  # it refuses the console (credentials): the other backends are looked at
-            logger.warning("reconcile on backend %s: %s", name, exc)
+        statuses = statuses_of[name]
+        if statuses is None:
             continue
         for instance in instances:
             step = _STEPS[instance.status]

@@ -6,6 +6,7 @@ tasks may be retried and reconcile may repeat any of them.
 
 import enum
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -116,6 +117,11 @@ class Backend(ABC):
         """End what runs on the backend as the console's tenants and that no instance claims (a backend whose
         tenants can start work on it by themselves overrides this). Returns how many it ended."""
         return 0
+
+    def one_listing(self):
+        """A context in which :meth:`sweep` and :meth:`status_many` read one listing of what runs (reconcile's beat
+        uses both); a backend whose listing is costly to its scheduler overrides this."""
+        return nullcontext()
 
     @abstractmethod
     def metrics(self, instance, *, minutes: int = 30) -> list[MetricPoint]:

@@ -70,6 +70,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -690,6 +692,11 @@ def _access(job: dict, *, lab: bool = False, shared: bool = False) -> dict:
     }
 
 
+# The listings of each cluster's jobs read in the current reconcile beat, by (REST address, console user); None outside
+# one (SlurmBackend.one_listing).
+_beat_listings: ContextVar[dict | None] = ContextVar("slurm_beat_listings", default=None)
+
+
 # The backend -----------------------------------------------------------------------------------------------------
 
 
@@ -907,11 +914,33 @@ class SlurmBackend(Backend):
                 result[public_id] = _queue_entry(job)
         return result
 
+    @contextmanager
+    def one_listing(self):
+        """The sweep and the statuses of one reconcile beat read each cluster's jobs once: slurmrestd lists every job
+        of the cluster for each ``GET /jobs``, which on a large cluster is most of what a beat asks of it. A look at
+        one instance (after a stop, say) always lists afresh."""
+        token = _beat_listings.set({})
+        try:
+            yield
+        finally:
+            _beat_listings.reset(token)
+
+    def _cluster_jobs(self, config) -> list[dict]:
+        """Every job of the zone's cluster, as the console's REST user lists them: the beat's listing where one was
+        read already (:meth:`one_listing`)."""
+        kept, key = _beat_listings.get(), (config["rest_url"], config["user"])
+        if kept is not None and key in kept:
+            return kept[key]
+        listing = self.client(config, as_console=True).jobs()
+        if kept is not None:
+            kept[key] = listing
+        return listing
+
     def _listed_jobs(self, members) -> dict:
         """Public id → each instance's job, from one listing of the cluster's jobs: the job the console recorded
         submitting, whatever its name now (a job's user may rename it); before that, the newest of the instance's
         name that runs as its account."""
-        listing = self.client(members[0][1], as_console=True).jobs()
+        listing = self._cluster_jobs(members[0][1])
         newest, by_id = _newest_by_name(listing), {str(j.get("job_id")): j for j in listing}
         jobs = {}
         for instance, config in members:
@@ -1045,7 +1074,7 @@ class SlurmBackend(Backend):
                 clusters.setdefault(config["rest_url"], []).append((slug, config))
         cancelled = 0
         for members in clusters.values():
-            listing = self.client(members[0][1], as_console=True).jobs()
+            listing = self._cluster_jobs(members[0][1])
             foreign = _accounts_jobs(listing, members)
             for job, _owner, config in _unclaimed(self.name, foreign, time.time()) if foreign else []:
                 logger.warning("cancelling Slurm job %s of %s: no instance claims it", job["job_id"], job["user_name"])

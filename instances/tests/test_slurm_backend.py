@@ -9,14 +9,15 @@ import os
 import shutil
 import subprocess
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
-from django.utils import translation
+from django.utils import timezone, translation
 
 from agent import gpucloud_agent as agent_module
 from catalog.models import Node
+from instances import lifecycle
 from instances.backends import BackendError, Phase, TransientBackendError
 from instances.backends.slurm import (
     CHECKPOINT_TAG,
@@ -34,6 +35,8 @@ from instances.backends.slurm import (
     sign_jwt,
     zone_settings,
 )
+from instances.choices import Status
+from instances.models import Instance, InstanceEvent
 
 NOW = 1_800_000_000.0
 
@@ -413,13 +416,6 @@ class ListingClient(RecordingClient):
 def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_submitted(
     monkeypatch, settings, launch, owner
 ):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from instances.choices import Status
-    from instances.models import Instance, InstanceEvent
-
     settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
     made, now = {}, time.time()
     for name, status, job_id, stopped_hours_ago in [
@@ -464,3 +460,46 @@ def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_sub
 
     assert SlurmBackend().sweep() == 7
     assert sorted(call[1] for call in client.calls) == [11, 21, 30, 51, 60, 80, 95]
+
+
+class CountingClient(ListingClient):
+    """A cluster that counts how often its whole queue is listed."""
+
+    def __init__(self, listing):
+        super().__init__(listing)
+        self.listed = 0
+
+    def jobs(self):
+        self.listed += 1
+        return self.listing
+
+
+@pytest.mark.django_db
+def test_a_reconcile_beat_lists_the_clusters_jobs_once_for_its_sweep_and_its_statuses(
+    monkeypatch, settings, launch, owner
+):
+    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
+    instance = launch(name="running")
+    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.RUNNING, backend_job_id="10")
+    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    running = {
+        "job_id": 10,
+        "name": f"inst-{instance.public_id}",
+        "user_name": f"gpctest-u{owner.pk}",
+        "job_state": "RUNNING",
+        "submit_time": int(time.time()) - 600,
+    }
+    backend = SlurmBackend()
+    running["tres_per_node"] = backend.requested(instance, backend.config(instance))["tres_per_node"]
+    tenants_own = running | {"job_id": 11, "job_state": "PENDING"}
+    client = CountingClient([running, tenants_own])
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+
+    assert lifecycle.reconcile() == 1
+    assert client.listed == 1  # the sweep's listing, read again by the statuses
+    assert client.calls == [("cancel", 11)]  # the sweep still judged the listing
+    lifecycle.reconcile()
+    assert client.listed == 2  # a new beat, a new listing
+    # outside a beat, a look at the instance lists afresh
+    SlurmBackend().status_many([Instance.objects.with_related().get(pk=instance.pk)])
+    assert client.listed == 3

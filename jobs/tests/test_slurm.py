@@ -309,8 +309,12 @@ def test_jobs_a_tenant_starts_on_the_cluster_by_itself_are_cancelled(mlu_job, on
     listed = {str(j["job_id"]): j["job_state"] for j in on_slurm.jobs()}
     assert listed[own] in {"PENDING", "RUNNING"} and listed[str(ended["job_id"])] in {"PENDING", "RUNNING"}, listed
 
-    # Then a beat of the console cancels both, and its own machine keeps running
+    # Then a beat of the console cancels both (a running job passes through COMPLETING), and its own machine keeps
+    # running
     beat()
+    deadline = time.monotonic() + 30
+    while any(j["job_state"] == "COMPLETING" for j in on_slurm.jobs()) and time.monotonic() < deadline:
+        time.sleep(0.5)
     listed = {str(j["job_id"]): j for j in on_slurm.jobs()}
     assert listed[own]["job_state"] == "CANCELLED", listed[own]
     assert listed[str(ended["job_id"])]["job_state"] == "CANCELLED", listed[str(ended["job_id"])]

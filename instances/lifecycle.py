@@ -490,7 +490,7 @@ def _one_listing(backends):
         for name in sorted(backends):
             try:
                 stack.enter_context(get_backend(name).one_listing())
-            except BackendError:  # no such backend here: its sweep says so
+            except BackendError:  # no such backend, or nothing to list: the sweep and statuses say so
                 continue
         yield
 
@@ -503,6 +503,9 @@ def _statuses(name: str, instances) -> dict | None:
         return None  # the backend is unreachable this beat (e.g. its controller restarts): change nothing
     except BackendError as exc:  # it refuses the console (credentials): the other backends are looked at
         logger.warning("reconcile on backend %s: %s", name, exc)
+        return None
+    except Exception:  # a bug in one backend never keeps the others' instances from their steps
+        logger.exception("reconcile on backend %s", name)
         return None
 
 

@@ -278,7 +278,9 @@ class InstanceSerializer(strict.ModelSerializer):
         """The columns a list of instances reads for this serializer (``only()``): a page of fifty rows with every
         column of five related tables was most of the list's time."""
         own = {field.name for field in Instance._meta.concrete_fields}
-        return [name for name in cls.Meta.fields if name in own] + ["public_id", "secret_names", *cls.RELATED_COLUMNS]
+        declared = cls._declared_fields
+        sources = [(getattr(declared.get(name), "source", None) or name).split(".")[0] for name in cls.Meta.fields]
+        return [source for source in dict.fromkeys(sources) if source in own] + list(cls.RELATED_COLUMNS)
 
 
 class LaunchedInstanceSerializer(InstanceSerializer):

@@ -1076,7 +1076,8 @@ class SlurmBackend(Backend):
         for members in clusters.values():
             listing = self._cluster_jobs(members[0][1])
             foreign = _accounts_jobs(listing, members)
-            for job, _owner, config in _unclaimed(self.name, foreign, time.time()) if foreign else []:
+            unclaimed = _unclaimed(self.name, foreign, time.time()) if foreign else []
+            for job, _owner, config in unclaimed:
                 logger.warning("cancelling Slurm job %s of %s: no instance claims it", job["job_id"], job["user_name"])
                 try:
                     self.client(config | {"job_user": job["user_name"]}).cancel(job["job_id"])
@@ -1084,6 +1085,9 @@ class SlurmBackend(Backend):
                     logger.warning("cancelling Slurm job %s: %s", job["job_id"], exc)
                     continue
                 cancelled += 1
+            kept = _beat_listings.get()
+            if unclaimed and kept is not None:  # the statuses must not see a cancelled copy as running
+                kept.pop((members[0][1]["rest_url"], members[0][1]["user"]), None)
         return cancelled
 
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:

@@ -491,15 +491,15 @@ def test_a_reconcile_beat_lists_the_clusters_jobs_once_for_its_sweep_and_its_sta
     }
     backend = SlurmBackend()
     running["tres_per_node"] = backend.requested(instance, backend.config(instance))["tres_per_node"]
-    tenants_own = running | {"job_id": 11, "job_state": "PENDING"}
-    client = CountingClient([running, tenants_own])
+    client = CountingClient([running])
     monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
 
     assert lifecycle.reconcile() == 1
-    assert client.listed == 1  # the sweep's listing, read again by the statuses
-    assert client.calls == [("cancel", 11)]  # the sweep still judged the listing
+    assert client.listed == 1 and client.calls == []  # the sweep's listing, read again by the statuses
+    # a beat whose sweep cancels a job the tenant submitted: the statuses do not read the listing that had it running
+    client.listing = [running, running | {"job_id": 11, "job_state": "PENDING", "submit_time": int(time.time())}]
     lifecycle.reconcile()
-    assert client.listed == 2  # a new beat, a new listing
+    assert client.calls == [("cancel", 11)] and client.listed == 3
     # outside a beat, a look at the instance lists afresh
     SlurmBackend().status_many([Instance.objects.with_related().get(pk=instance.pk)])
-    assert client.listed == 3
+    assert client.listed == 4

@@ -697,6 +697,11 @@ def _access(job: dict, *, lab: bool = False, shared: bool = False) -> dict:
 _beat_listings: ContextVar[dict | None] = ContextVar("slurm_beat_listings", default=None)
 
 
+def _listing_key(config) -> tuple:
+    """Which listing of jobs a zone's settings read: a cluster's REST address, as the console's user."""
+    return config["rest_url"], config["user"]
+
+
 # The backend -----------------------------------------------------------------------------------------------------
 
 
@@ -928,7 +933,7 @@ class SlurmBackend(Backend):
     def _cluster_jobs(self, config) -> list[dict]:
         """Every job of the zone's cluster, as the console's REST user lists them: the beat's listing where one was
         read already (:meth:`one_listing`)."""
-        kept, key = _beat_listings.get(), (config["rest_url"], config["user"])
+        kept, key = _beat_listings.get(), _listing_key(config)
         if kept is not None and key in kept:
             return kept[key]
         listing = self.client(config, as_console=True).jobs()
@@ -955,7 +960,7 @@ class SlurmBackend(Backend):
         by_cluster: dict[tuple, list] = {}
         for instance in instances:
             config = self.config(instance)
-            by_cluster.setdefault((config["rest_url"], config["user"]), []).append((instance, config))
+            by_cluster.setdefault(_listing_key(config), []).append((instance, config))
         return by_cluster
 
     def logs(self, instance, *, tail: int = 200) -> str:
@@ -1087,7 +1092,7 @@ class SlurmBackend(Backend):
                 cancelled += 1
             kept = _beat_listings.get()
             if unclaimed and kept is not None:  # the statuses must not see a cancelled copy as running
-                kept.pop((members[0][1]["rest_url"], members[0][1]["user"]), None)
+                kept.pop(_listing_key(members[0][1]), None)
         return cancelled
 
     def _phase(self, instance, config, job, reported, labs) -> BackendStatus:

@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
+from django.core.cache import cache
+
 from billing.quote import load_price_book, quote
 from billing.wallet import trial_amount
 from catalog.models import Chip
@@ -21,11 +23,22 @@ class TrialBuys:
     hours: Decimal
 
 
+# An account that has launched once always has (instances are never deleted): the answer is kept, never bumped.
+LAUNCHED_KEY = "onboarding:launched:{pk}"
+LAUNCHED_SECONDS = 24 * 3600
+
+
 def needs_first_steps(user, account=None) -> bool:
     """No instance ever launched (released ones count: they have launched before). The launches of ``account`` (whose
-    pages are open: the user's own, or a team's they belong to) answer it with a plain query on the owner; only
-    when it has none are all the instances the user can see looked at."""
-    if Instance.objects.filter(owner_id=(account or user).pk).not_endpoints().exists():
+    pages are open: the user's own, or a team's they belong to) answer it with a plain query on the owner, once
+    (kept in the cache when it has launched); only when it has none are all the instances the user can see looked
+    at."""
+    owner_id = (account or user).pk
+    key = LAUNCHED_KEY.format(pk=owner_id)
+    if cache.get(key):
+        return False
+    if Instance.objects.filter(owner_id=owner_id).not_endpoints().exists():
+        cache.set(key, True, LAUNCHED_SECONDS)
         return False
     return not Instance.objects.for_user(user).not_endpoints().exists()
 

@@ -5,8 +5,10 @@ import json
 from decimal import ROUND_DOWN, Decimal
 
 import pytest
+from django.db import connection
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
@@ -94,9 +96,15 @@ def test_a_newcomers_dashboard_offers_a_first_launch_and_says_what_the_trial_buy
     assert "¥10.00" in card
 
 
-def test_the_first_steps_card_goes_once_there_is_an_instance(owner_client, launch):
+def test_the_first_steps_card_goes_once_there_is_an_instance(owner_client, launch, django_assert_num_queries):
+    assert 'id="first-steps"' in owner_client.get(reverse("console:dashboard")).content.decode()
     launch(name="first")
-    html = owner_client.get(reverse("console:dashboard")).content.decode()
+    with CaptureQueriesContext(connection) as first:
+        html = owner_client.get(reverse("console:dashboard")).content.decode()
+    assert 'id="first-steps"' not in html
+    # Once launched, always launched: later dashboards do not look at the instances again.
+    with django_assert_num_queries(len(first.captured_queries) - 1):
+        html = owner_client.get(reverse("console:dashboard")).content.decode()
     assert 'id="first-steps"' not in html
 
 

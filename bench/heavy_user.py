@@ -107,7 +107,7 @@ QUERY_BUDGET = {
     "dashboard": 8,
     "instance list": 6,
     "instance list, last page": 6,
-    "instance detail": 10,
+    "instance detail": 5,  # its disks-and-mounts panel loads after it (storage's own view)
     "wallet": 7,
     "transactions": 6,
     "transactions, last page": 6,
@@ -123,8 +123,7 @@ QUERY_BUDGET = {
 TEAM_QUERY_BUDGET = {label: budget + 1 for label, budget in QUERY_BUDGET.items()} | {
     "members' spending": 8,
     "statement": QUERY_BUDGET["statement"] + 2,
-    # The first look at the team's cloud storage in a process reads its index once, to compare it with the tree
-    # the machines write (storage.tree.sync); later looks compare fingerprints and read nothing.
+    # A team's instance names who launched it, and the actions follow the member's role in the team.
     "instance detail": QUERY_BUDGET["instance detail"] + 2,
 }
 

@@ -21,6 +21,7 @@ urlpatterns = [
     path("disks/<uuid:public_id>/detach/", disks.disk_detach, name="disk-detach"),
     path("disks/<uuid:public_id>/delete/", disks.disk_delete, name="disk-delete"),
     # The instance page's disks-and-mounts panel: storage's operations on an instance, so under storage's prefix.
+    path("instances/<uuid:public_id>/attachments/", disks.instance_panel, name="instance-panel"),
     path("instances/<uuid:public_id>/mounts/add/", disks.instance_mount, name="instance-mount"),
     path("instances/<uuid:public_id>/mounts/remove/", disks.instance_unmount, name="instance-unmount"),
     path("instances/<uuid:public_id>/disks/attach/", disks.instance_attach, name="instance-attach"),

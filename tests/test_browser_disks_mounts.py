@@ -78,7 +78,7 @@ def test_mount_a_hub_model_and_hot_plug_a_disk_into_a_running_instance(page, liv
     assert "THUDM/chatglm3-6b:/root/public/THUDM/chatglm3-6b" in job.mounts  # handed to the backend, not copied
     assert HubItem.objects.get(repo="THUDM/chatglm3-6b").mount_count == 1
     page.reload()
-    assert page.locator('#mount-list [data-repo="THUDM/chatglm3-6b"]').is_visible()
+    page.locator('#mount-list [data-repo="THUDM/chatglm3-6b"]').wait_for()  # the panel loads after the page
     screenshot(page, "mounts-02-mounted")
 
     # Create a disk on the disks page, in the instance's zone

@@ -39,6 +39,7 @@ def test_a_released_instance_page_drops_its_disk_controls_without_a_reload(page,
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(f"{live_server.url}{instance.get_absolute_url()}")
     page.wait_for_selector('#instance-badge[data-status="running"]')
+    page.locator("#attached-disks .detach-button").wait_for()  # the panel loads after the page
     assert page.locator("#attached-disks .detach-button").count() == 1
     assert "¥" in page.locator("#price-per-hour").inner_text()
 

@@ -125,6 +125,7 @@ COVERED = {
     "storage:disk-attach": lambda o: {"public_id": o["disk"].public_id},
     "storage:disk-detach": lambda o: {"public_id": o["disk"].public_id},
     "storage:disk-delete": lambda o: {"public_id": o["disk"].public_id},
+    "storage:instance-panel": lambda o: {"public_id": o["instance"].public_id},
     "storage:instance-mount": lambda o: {"public_id": o["instance"].public_id},
     "storage:instance-unmount": lambda o: {"public_id": o["instance"].public_id},
     "storage:instance-attach": lambda o: {"public_id": o["instance"].public_id},

@@ -252,7 +252,9 @@ def detail(request, public_id):
         # brings the panels below the status along, out of band.
         changed = request.GET.get("seen") != instance.status
         return _status_partial(request, instance, refresh_panels=changed)
-    context = _detail_context(instance) | _panels_context(_owner(request, instance), instance)
+    # The disks-and-mounts panel loads after the page (storage's own view): the status, the actions and the access
+    # come first.
+    context = _detail_context(instance) | _shutdown_context(instance) | _logs_context(instance)
     return render(request, "instances/detail.html", context | _operator_context(request, instance))
 
 

@@ -55,6 +55,7 @@ def test_a_stranger_gets_404_for_anothers_disk_actions(client, stranger, owner, 
     base = f"/storage/instances/{instance.public_id}"
     assert client.post(f"{base}/disks/attach/", {"disk": str(disk.public_id)}).status_code == 404
     assert client.post(f"{base}/mounts/add/", {"repo": "THUDM/chatglm3-6b"}).status_code == 404
+    assert client.get(f"{base}/attachments/").status_code == 404  # the instance page's panel
     assert CloudDisk.objects.get(pk=disk.pk).status == "available"
 
 
@@ -63,7 +64,9 @@ def test_the_instance_page_lists_mounts_and_disks_and_hot_plugs_from_the_panel(o
     disk = disks.create(owner, name="ckpt", size_gb=100, zone=zone)
     base = f"/storage/instances/{instance.public_id}"
     page = owner_client.get(f"/instances/{instance.public_id}/").content.decode()
-    assert "/root/shared" in page and "ckpt" in page  # a spare disk of the zone to attach
+    assert f'hx-get="{base}/attachments/"' in page  # the panel loads after the page
+    panel = owner_client.get(f"{base}/attachments/").content.decode()
+    assert "/root/shared" in panel and "ckpt" in panel  # a spare disk of the zone to attach
 
     results = owner_client.get("/marketplace/hub/search/", {"q": "对话", "instance": str(instance.public_id)})
     assert "THUDM/chatglm3-6b" in results.content.decode()
@@ -116,21 +119,23 @@ def test_the_disks_page_costs_the_same_queries_for_1_or_20_disks(
     assert many.status_code == 200 and "d19" in many.content.decode()
 
 
-def test_the_instance_page_costs_the_same_queries_for_1_or_10_mounts_and_disks(
+def test_the_instance_panel_costs_the_same_queries_for_1_or_10_mounts_and_disks(
     owner_client, owner, zone, instance, django_assert_max_num_queries
 ):
-
     for i in range(10):
         hub_services.save_item(repo=f"org/model-{i}")
     hub_mounts.mount(owner, instance, "org/model-0")
     disks.create(owner, name="d0", size_gb=10, zone=zone, instance=instance)
+    panel_url = f"/storage/instances/{instance.public_id}/attachments/"
     with django_assert_max_num_queries(60) as one:
-        owner_client.get(f"/instances/{instance.public_id}/")
+        first = owner_client.get(panel_url)
+    assert first.status_code == 200 and "org/model-0" in first.content.decode()
     for i in range(1, 10):
         hub_mounts.mount(owner, instance, f"org/model-{i}")
         disks.create(owner, name=f"d{i}", size_gb=10, zone=zone, instance=instance)
     with django_assert_max_num_queries(len(one.captured_queries)):
-        owner_client.get(f"/instances/{instance.public_id}/")
+        many = owner_client.get(panel_url)
+    assert many.status_code == 200 and "org/model-9" in many.content.decode() and "d9" in many.content.decode()
 
 
 def test_the_pricing_page_states_the_disk_and_storage_prices(client, catalog):

@@ -108,7 +108,10 @@ def test_two_users_mounting_one_repository_each_see_their_own_instance_on_its_pa
     # When each opens their instance's page, one after the other
     for user, instance in pages.items():
         client.force_login(user)
-        html = client.get(instance.get_absolute_url()).content.decode()
+        page = client.get(instance.get_absolute_url()).content.decode()
+        panel_url = f"/storage/instances/{instance.public_id}/attachments/"
+        assert f'hx-get="{panel_url}"' in page  # the panel loads after the page
+        html = client.get(panel_url).content.decode()
         # Then its unmount button acts on their own instance, never on the other user's
         other = next(i for u, i in pages.items() if u != user)
         assert f"/{instance.public_id}/" in html and 'data-repo="THUDM/chatglm3-6b"' in html

@@ -193,6 +193,17 @@ def _panel_act(request, public_id, operation):
 
 
 @login_required
+@require_GET
+def instance_panel(request, public_id):
+    """The panel alone: the instance page loads it after itself (htmx), so the page does not wait for the owner's
+    disks, mounts and cloud storage."""
+    instance = _own_instance(request, public_id)
+    if instance.owner_id == request.user.pk:
+        instance.owner = request.user  # known already: no query for it
+    return render(request, f"{PANEL_TEMPLATE}#panel", panel_context(instance))
+
+
+@login_required
 @require_POST
 def instance_mount(request, public_id):
     repo = request.POST.get("repo", "").strip()

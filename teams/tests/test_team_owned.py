@@ -157,8 +157,11 @@ def test_a_teams_machine_mounts_the_teams_folder_at_shared_team(launch, team, ow
     assert mounts[shared.public_id][0] == f"cloudstorage/{team.account.public_id}:/root/shared-team"
     assert not any(m.endswith(":/root/shared") for m in mounts[shared.public_id])
 
-    page = _browser(owner).get(shared.get_absolute_url()).content.decode()
-    assert "/root/shared-team" in page and "the team's cloud storage" in page
+    browser = _browser(owner)
+    panel_url = f"/storage/instances/{shared.public_id}/attachments/"
+    assert f'hx-get="{panel_url}"' in browser.get(shared.get_absolute_url()).content.decode()
+    panel = browser.get(panel_url).content.decode()
+    assert "/root/shared-team" in panel and "the team's cloud storage" in panel
 
 
 def test_an_image_saved_from_a_teams_instance_is_private_to_the_team(launch, team, owner):

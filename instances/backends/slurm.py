@@ -632,15 +632,7 @@ def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], now: fl
         if status == Status.PREEMPTED:
             continue
         config = configs.setdefault(slug, zone_settings(slug))
-        since = int(starts[public_id].timestamp()) if public_id in starts else 0
-        named = sorted(
-            (
-                job
-                for job in by_name.get((owner, job_name(config, public_id)), [])
-                if job.get("submit_time", 0) >= since
-            ),
-            key=lambda job: job["job_id"],
-        )
+        named = _since_start(by_name.get((owner, job_name(config, public_id)), []), starts.get(public_id))
         if named and not job_id:
             claimed_by_name.add(str(named[0]["job_id"]))
         if named and job_id and status == Status.STARTING:
@@ -651,6 +643,14 @@ def _unclaimed(backend_name: str, foreign: list[tuple[dict, int, dict]], now: fl
         for job, owner, config in foreign
         if (owner, str(job["job_id"])) not in ids and str(job["job_id"]) not in claimed_by_name
     ]
+
+
+def _since_start(named: list[dict], start) -> list[dict]:
+    """Of the jobs of an instance's name, those submitted since its run was asked for (``start``; None: all), in the
+    order Slurm numbered them. The first is the console's own submission, which a copy the tenant submits under the
+    same name can only follow. Slurm counts whole seconds, so a job of the same second as the request counts."""
+    since = int(start.timestamp()) if start is not None else 0
+    return sorted((job for job in named if job.get("submit_time", 0) >= since), key=lambda job: job["job_id"])
 
 
 def _newest_by_name(jobs: list[dict]) -> dict[str, dict]:
@@ -915,7 +915,8 @@ class SlurmBackend(Backend):
         """The same for many instances: one listing of each cluster's jobs."""
         result = {}
         for members in self._by_cluster(instances).values():
-            for public_id, job in self._listed_jobs(members).items():
+            starts = _run_starts([i for i, _c in members if not i.backend_job_id])
+            for public_id, job in self._listed_jobs(members, starts).items():
                 result[public_id] = _queue_entry(job)
         return result
 
@@ -941,18 +942,26 @@ class SlurmBackend(Backend):
             kept[key] = listing
         return listing
 
-    def _listed_jobs(self, members) -> dict:
+    def _listed_jobs(self, members, starts: dict) -> dict:
         """Public id → each instance's job, from one listing of the cluster's jobs: the job the console recorded
-        submitting, whatever its name now (a job's user may rename it); before that, the newest of the instance's
-        name that runs as its account."""
+        submitting, whatever its name now (a job's user may rename it); before that, the first of the instance's name
+        that runs as its account since its run was asked for (``starts``), the job the sweep spares
+        (:func:`_unclaimed`); a recorded job Slurm no longer lists, the newest of its name (a requeued spot job's
+        new id)."""
         listing = self._cluster_jobs(members[0][1])
         newest, by_id = _newest_by_name(listing), {str(j.get("job_id")): j for j in listing}
         jobs = {}
         for instance, config in members:
             job = by_id.get(str(instance.backend_job_id)) if instance.backend_job_id else None
             if job is None or not _owned(job, config):
-                named = newest.get(self.job_name(instance, config))
-                job = named if named is not None and _owned(named, config) else None
+                name = self.job_name(instance, config)
+                if not instance.backend_job_id and instance.public_id in starts:
+                    named = [j for j in listing if j.get("name") == name and _owned(j, config)]
+                    first = _since_start(named, starts[instance.public_id])[:1]
+                    job = first[0] if first else None
+                else:
+                    named_job = newest.get(name)
+                    job = named_job if named_job is not None and _owned(named_job, config) else None
             jobs[instance.public_id] = job
         return jobs
 
@@ -1024,10 +1033,10 @@ class SlurmBackend(Backend):
     def status_many(self, instances) -> dict:
         result = {}
         for members in self._by_cluster(instances).values():
-            latest = self._listed_jobs(members)
+            starts = _run_starts([i for i, _c in members if i.status == Status.STARTING or not i.backend_job_id])
+            latest = self._listed_jobs(members, starts)
             reported = _reported(latest)
             labs = _labs(latest)
-            starts = _run_starts([i for i, _c in members if i.status == Status.STARTING])
             for instance, _config in members:
                 job = latest[instance.public_id]
                 if job is not None and instance.public_id in starts and _ended_before(job, starts[instance.public_id]):

@@ -503,3 +503,32 @@ def test_a_reconcile_beat_lists_the_clusters_jobs_once_for_its_sweep_and_its_sta
     # outside a beat, a look at the instance lists afresh
     SlurmBackend().status_many([Instance.objects.with_related().get(pk=instance.pk)])
     assert client.listed == 4
+
+
+@pytest.mark.django_db
+def test_before_its_job_id_is_recorded_a_machine_is_its_first_job_since_its_start_not_a_later_copy_of_its_name(
+    monkeypatch, settings, launch, owner
+):
+    # Given a machine whose job was submitted, its id not yet recorded, and a copy its tenant submitted under the
+    # same name a second later, which failed at once
+    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
+    instance = launch(name="submitting")
+    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.STARTING, backend_job_id="")
+    InstanceEvent.objects.create(
+        instance=instance, old=Status.CREATING, new=Status.STARTING, at=timezone.now() - timedelta(seconds=30)
+    )
+    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    now, name, account = int(time.time()), f"inst-{instance.public_id}", f"gpctest-u{owner.pk}"
+    console = {"job_id": 20, "name": name, "user_name": account, "job_state": "PENDING", "submit_time": now - 20}
+    console["state_reason"] = "Priority"
+    copy = {"job_id": 21, "name": name, "user_name": account, "job_state": "FAILED", "submit_time": now - 19}
+    earlier = {"job_id": 5, "name": name, "user_name": account, "job_state": "COMPLETED", "submit_time": now - 3600}
+    client = ListingClient([earlier, console, copy])
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+    backend, instance = SlurmBackend(), Instance.objects.with_related().get(pk=instance.pk)
+
+    # Then the machine is the console's job, waiting in the queue, as the sweep sees it (it spares that one): the
+    # copy's failure is not the machine's
+    assert backend.queue_entries([instance])[instance.public_id]["job_id"] == "20"
+    assert backend.status_many([instance])[instance.public_id].phase == Phase.BOOTING
+    assert backend.sweep() == 0 and client.calls == []

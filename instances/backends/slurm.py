@@ -750,27 +750,34 @@ class SlurmBackend(Backend):
         return gres_type, int(config.get("gres_offsets", {}).get(gres_type, 0))
 
     # Jobs
-    def _latest(self, jobs: list[dict], name: str, config: dict) -> dict | None:
-        """The newest job of that name that runs as the instance's account: a job's user may rename its own jobs,
-        so a name alone proves nothing."""
+    def _named(self, jobs: list[dict], instance, config: dict) -> dict | None:
+        """The instance's job found by its name among those that run as its account (a job's user may rename its own
+        jobs, so a name alone proves nothing): before its job's id is recorded, the first of its name since its run
+        was asked for, the one the sweep spares (:func:`_since_start`); otherwise the newest (a requeued spot job's
+        new id)."""
+        name = self.job_name(instance, config)
         mine = [j for j in jobs if j.get("name") == name and _owned(j, config)]
+        start = None if instance.backend_job_id else _run_starts([instance]).get(instance.public_id)
+        if start is not None:
+            first = _since_start(mine, start)[:1]
+            return first[0] if first else None
         return max(mine, key=lambda j: j["job_id"]) if mine else None
 
     def _current_job(self, instance, config) -> dict | None:
-        """The instance's job: the one the console recorded submitting, whatever its name now; before that, the
-        newest of its name."""
+        """The instance's job: the one the console recorded submitting, whatever its name now; before that, the one
+        of its name :meth:`_named` finds."""
         client = self.client(config)
         if instance.backend_job_id:
             job = client.job(instance.backend_job_id)
             if job is not None and _owned(job, config):
                 return job
-        return self._latest(client.jobs(), self.job_name(instance, config), config)
+        return self._named(client.jobs(), instance, config)
 
     @sensitive_variables("description")
     def submit(self, instance) -> str:
         config = self.config(instance)
         client = self.client(config)
-        job = self._latest(client.jobs(), self.job_name(instance, config), config)
+        job = self._named(client.jobs(), instance, config)
         if job and job.get("job_state") in ACTIVE_STATES and not _marked(job):
             if not (job.get("restart_cnt", 0) > 0 and instance.spot):
                 return str(job["job_id"])  # already submitted: retries and reconcile land here

@@ -530,5 +530,6 @@ def test_before_its_job_id_is_recorded_a_machine_is_its_first_job_since_its_star
     # Then the machine is the console's job, waiting in the queue, as the sweep sees it (it spares that one): the
     # copy's failure is not the machine's
     assert backend.queue_entries([instance])[instance.public_id]["job_id"] == "20"
+    assert backend.queue_entry(instance)["job_id"] == "20"  # one instance's look, and its stop and release
     assert backend.status_many([instance])[instance.public_id].phase == Phase.BOOTING
     assert backend.sweep() == 0 and client.calls == []

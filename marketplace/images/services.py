@@ -249,16 +249,41 @@ def boot_root(slug: str) -> dict | None:
     return {**record.config, "jupyterlab": lab, "lab_ports": ports, "rootfs": str(oci.rootfs_of(record.tag))}
 
 
+# How long a page may show the cards free on an image's chips (the same for everyone; a clone or a launch reads them
+# live).
+FREE_CARDS_SECONDS = 5
+# Whether a user ran an image: once they have, they always have (instances and their events are never deleted).
+RAN_KEY = "images:ran:{user}:{image}"
+RAN_SECONDS = 24 * 3600
+
+
+def shown_free_cards(chips) -> dict[int, int]:
+    """:func:`~instances.capacity.free_cards` of ``chips`` as a page shows them: read once per
+    ``FREE_CARDS_SECONDS`` at most (the same for everyone and every language)."""
+    key = "images:free-cards:" + ",".join(str(chip.pk) for chip in chips)
+    free = cache.get(key)
+    if free is None:
+        free = free_cards(chips)
+        cache.set(key, free, FREE_CARDS_SECONDS)
+    return free
+
+
 def ran_image(user, image: Image, variants=None) -> bool:
     """Whether ``user`` ever had an instance of one of ``image``'s variants reach running (``variants``: the image's,
-    when the caller has read them)."""
+    when the caller has read them). A yes is kept: it never changes."""
     if not getattr(user, "is_authenticated", False):
         return False
+    key = RAN_KEY.format(user=user.pk, image=image.pk)
+    if cache.get(key):
+        return True
     if variants is None:
         slugs = ImageVariant.objects.filter(image=image).values("slug")
     else:
         slugs = [variant.slug for variant in variants]
-    return InstanceEvent.objects.filter(instance__owner=user, instance__image__in=slugs, new=Status.RUNNING).exists()
+    ran = InstanceEvent.objects.filter(instance__owner=user, instance__image__in=slugs, new=Status.RUNNING).exists()
+    if ran:
+        cache.set(key, True, RAN_SECONDS)
+    return ran
 
 
 def ratings_of(image: Image, limit: int = 20):
@@ -292,15 +317,15 @@ def offered_chips(variants) -> list[Chip]:
     return list(Chip.objects.offered().filter(backend__in=families).order_by("sort_order"))
 
 
-def chip_offers(image: Image, book: PriceBook, *, variants=None, chips=None) -> list[ChipOffer]:
+def chip_offers(image: Image, book: PriceBook, *, variants=None, chips=None, free=None) -> list[ChipOffer]:
     """One row per chip variant of ``image``: the family's cheapest chip (with free cards when any has them),
     pay-as-you-go after subsidies. ``variants`` (the image's) and ``chips`` (:func:`offered_chips` of them) when the
-    caller has them; the cards free are read now, in one query. A fixed number of queries whatever the catalogue's
-    size."""
+    caller has them; the cards free (``free``: :func:`shown_free_cards`, for a page) are read now otherwise, in one
+    query. A fixed number of queries whatever the catalogue's size."""
     variants = list(image.variants.all()) if variants is None else variants
     chips = offered_chips(variants) if chips is None else chips
     variants = [v for v in variants if not v.is_cpu_only]
-    free = free_cards(chips)
+    free = free_cards(chips) if free is None else free
     priced: list[tuple[Chip, object]] = []
     for chip in chips:
         try:

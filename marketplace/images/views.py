@@ -112,7 +112,8 @@ def _image_or_404(request, slug, action="view"):
 def _shown_to_all(image, token: str) -> dict:
     """What an image's page shows that is the same for everyone: its variants, the chips offered for their families
     and the latest ratings. Kept for ``LIST_SECONDS`` at most and renewed at once when the image, a variant or a
-    rating changes (``services.VISITOR_PAGES``); prices and free cards are worked out from them on every view."""
+    rating changes (``services.VISITOR_PAGES``); prices are worked out from them on every view, the cards free read at
+    most every ``services.FREE_CARDS_SECONDS``."""
 
     def build():
         variants = list(image.variants.all())
@@ -129,7 +130,8 @@ def _detail_context(request, image, book) -> dict:
     token = visitor_cache.generation(services.VISITOR_PAGES)  # the page's shared parts are kept under it
     shown = _shown_to_all(image, token)
     variants = shown["variants"]
-    offers = services.chip_offers(image, book, variants=variants, chips=shown["chips"])
+    chips = shown["chips"]
+    offers = services.chip_offers(image, book, variants=variants, chips=chips, free=services.shown_free_cards(chips))
     is_owner = image.owner_id is not None and image.owner_id == request.user.pk
     # A team's private image: its operators may publish it; it launches in the team's context only.
     team_image = services.team_private(request.user, image)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from billing.models import Price
 from catalog.models import Node
+from instances.models import InstanceEvent
 from marketplace.hub import repos
 from marketplace.images import services as image_services
 
@@ -170,12 +171,36 @@ def test_a_new_rating_shows_at_once_on_the_image_page_of_the_user_who_gave_it(
     assert "(1)" in page and "a comment only the rater wrote" in page
 
 
-def test_the_free_cards_an_image_page_names_follow_a_launch_elsewhere(en, stranger, community_image, catalog):
+def test_the_free_cards_an_image_page_names_follow_a_launch_elsewhere(
+    en, stranger, community_image, catalog, time_machine
+):
     """The image page says "N cards free now" and offers one-click clone on the cheapest chip with free cards: read
-    on every view, not kept (other users' launches reserve cards without telling the page)."""
+    at most every few seconds (other users' launches reserve cards without telling the page), the same for all."""
+    time_machine.move_to(timezone.now(), tick=False)
     image = community_image(name="Busy Vision")
     path = image.get_absolute_url()
     en.force_login(stranger)
     assert "free now" in en.get(path).content.decode()
     Node.objects.update(cards_reserved=F("cards"))  # every card taken by other users' launches
+    with CaptureQueriesContext(connection) as soon:
+        assert "free now" in en.get(path).content.decode()  # read a moment ago
+    assert not any("instances_node" in query["sql"] for query in soon)
+    time_machine.shift(image_services.FREE_CARDS_SECONDS + 1)
     assert "no free cards right now" in en.get(path).content.decode()
+
+
+def test_a_user_who_ran_an_image_is_offered_to_rate_it_without_their_runs_read_again(
+    en, stranger, community_image, catalog, launch, time_machine
+):
+    time_machine.move_to(timezone.now(), tick=False)  # the cards free, read with the first view, are still kept
+    image = community_image(name="Run Vision")
+    path = image.get_absolute_url()
+    en.force_login(stranger)
+    assert 'id="rating-form"' not in en.get(path).content.decode()  # never ran it
+    instance = launch(user=stranger, name="ran-it", image=image.variants.get(family="npu").slug)
+    InstanceEvent.objects.create(instance=instance, old="starting", new="running", at=timezone.now())
+    with CaptureQueriesContext(connection) as first:
+        assert 'id="rating-form"' in en.get(path).content.decode()
+    with CaptureQueriesContext(connection) as later:
+        assert 'id="rating-form"' in en.get(path).content.decode()
+    assert len(later) == len(first) - 1  # ran once, ran for good

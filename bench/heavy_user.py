@@ -73,6 +73,7 @@ class HeavyUser:
             ("instance list", reverse("instances:list")),
             ("instance list, last page", reverse("instances:list") + f"?page={last_instances}"),
             ("instance detail", reverse("instances:detail", args=[self.running.public_id])),
+            ("instance panel", reverse("storage:instance-panel", args=[self.running.public_id])),
             ("wallet", reverse("billing:wallet")),
             ("transactions", reverse("billing:transactions")),
             ("transactions, last page", reverse("billing:transactions") + f"?page={last_transactions}"),
@@ -107,7 +108,8 @@ QUERY_BUDGET = {
     "dashboard": 8,
     "instance list": 6,
     "instance list, last page": 6,
-    "instance detail": 5,  # its disks-and-mounts panel loads after it (storage's own view)
+    "instance detail": 5,
+    "instance panel": 8,  # the instance page's disks and mounts, loaded after it
     "wallet": 7,
     "transactions": 6,
     "transactions, last page": 6,
@@ -125,6 +127,9 @@ TEAM_QUERY_BUDGET = {label: budget + 1 for label, budget in QUERY_BUDGET.items()
     "statement": QUERY_BUDGET["statement"] + 2,
     # A team's instance names who launched it, and the actions follow the member's role in the team.
     "instance detail": QUERY_BUDGET["instance detail"] + 2,
+    # The first look at the team's cloud storage in a process reads its index once, to compare it with the tree
+    # the machines write (storage.tree.sync); later looks compare fingerprints and read nothing.
+    "instance panel": QUERY_BUDGET["instance panel"] + 2,
 }
 
 

@@ -56,7 +56,8 @@ def test_a_disk_is_at_root_data_under_its_name_in_the_job_beside_one_of_the_same
     # Hot-plugged into the running job: there at once under its name, where its page says, read and written inside
     disks.attach(owner, journey.public_id, instance.public_id)
     assert journey.device_path == "/root/data/journey-disk"
-    assert "/root/data/journey-disk" in owner_client.get(fresh(instance).get_absolute_url()).content.decode()
+    panel = owner_client.get(f"/storage/instances/{instance.public_id}/attachments/")  # the instance page's panel
+    assert "/root/data/journey-disk" in panel.content.decode()
     assert listing(instance) == ["journey-disk"]
     assert enter(instance, "echo 旅程 > ~/data/journey-disk/kept.txt && cat ~/data/journey-disk/kept.txt") == "旅程\n"
     disk_folder = on_slurm.root / "disks" / str(journey.public_id)

@@ -179,7 +179,7 @@ def test_what_an_agent_says_of_the_previous_runs_job_never_makes_a_run_of_a_rest
     # The agent's token lives until the machine is released, so the owner's code may post reports naming any job
     backend = SlurmBackend()
     # Slurm has forgotten job 31 by now
-    monkeypatch.setattr(backend, "_listed_jobs", lambda members: {i.public_id: None for i, _c in members})
+    monkeypatch.setattr(backend, "_listed_jobs", lambda members, starts: {i.public_id: None for i, _c in members})
     Instance.objects.filter(pk=running.pk).update(status=Status.STOPPED, wanted="stopped")
     restarted = instance_lifecycle.start(Instance.objects.with_related().get(pk=running.pk))
     heartbeats.record(restarted, {"event": "started", "job_id": "31"})

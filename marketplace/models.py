@@ -126,6 +126,11 @@ class HubItem(models.Model):
         return self.visibility == HubVisibility.PUBLIC
 
     @property
+    def is_listed(self) -> bool:
+        """Everyone may see it: public and not taken down (the rows ``querysets.LISTED_ITEMS`` selects)."""
+        return self.is_public and self.taken_down_at is None
+
+    @property
     def mount_path(self) -> str:
         """Where the item appears, read-only, inside an instance that mounts it."""
         return f"{MOUNT_ROOTS[self.kind]}/{self.repo}"

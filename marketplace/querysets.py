@@ -9,6 +9,18 @@ from .choices import HubVisibility, ImageReview
 from .hub import search
 
 
+def _one(queryset):
+    """The one row of ``queryset`` (a unique key's), or None: get() reads it with no ordering to compile."""
+    try:
+        return queryset.get()
+    except queryset.model.DoesNotExist:
+        return None
+
+
+# The hub items everyone may see (``HubItemQuerySet.for_user``; ``HubItem.is_listed`` says it of one item).
+LISTED_ITEMS = Q(visibility=HubVisibility.PUBLIC, taken_down_at__isnull=True)
+
+
 class HubItemQuerySet(models.QuerySet):
     def for_user(self, user, action: str = "view"):
         """``view``: public items for everyone, private ones only for their owner; an item the back office took
@@ -17,10 +29,18 @@ class HubItemQuerySet(models.QuerySet):
         authenticated = getattr(user, "is_authenticated", False)
         if action != "view":
             return self.filter(owner=user) if authenticated else self.none()
-        listed = Q(visibility=HubVisibility.PUBLIC, taken_down_at__isnull=True)
         if not authenticated:
-            return self.filter(listed)
-        return self.filter(listed | Q(owner=user))
+            return self.filter(LISTED_ITEMS)
+        return self.filter(LISTED_ITEMS | Q(owner=user))
+
+    def one_for(self, user, lookup: Q, action: str = "view"):
+        """The item matching ``lookup`` if :meth:`for_user` gives it to ``user`` for ``action``, else None. One
+        everyone may see is read by its key alone (no ownership clause to compile); any other through the rule."""
+        if action == "view":
+            item = _one(self.filter(lookup))
+            if item is not None and item.is_listed:
+                return item
+        return _one(self.for_user(user, action).filter(lookup))
 
     # How many items matched when the hub search counted them before reading a page (``hub.services.search_items``
     # sets it on the queryset it returns); a clone, filtered or ordered anew, does not carry it.
@@ -47,14 +67,6 @@ class HubLikeQuerySet(models.QuerySet):
 
 
 # The image marketplace -------------------------------------------------------------------------------------------
-
-
-def _one(queryset):
-    """The one row of ``queryset`` (a unique key's), or None: get() reads it with no ordering to compile."""
-    try:
-        return queryset.get()
-    except queryset.model.DoesNotExist:
-        return None
 
 
 # The review state of the images everyone may see (``ImageQuerySet.for_user`` and ``one_for``).

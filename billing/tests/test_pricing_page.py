@@ -1,6 +1,7 @@
 """The public pricing page: prices, the live calculator, the billing table per state, query counts."""
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -18,7 +19,7 @@ from catalog.models import Chip, InstanceSpec, Node, Zone
 
 pytestmark = pytest.mark.django_db
 # 12, plus one for the per-GB-day prices of disks and cloud storage, plus one for whether a logged-in visitor is a
-# verified student (the student programme's eligibility, read once per page)
+# verified student (the student programme's eligibility, read on a first look and then kept: accounts.students)
 PRICING_MAX_QUERIES = 14
 # Once this process has built the shared price book, a view reads the price version and what the budgeted
 # programmes have spent instead of seven queries for prices, plans, programmes with their chips and zones, and offers.
@@ -180,3 +181,24 @@ def test_a_signed_in_users_price_list_is_kept_per_the_state_of_their_book(
     chip = Chip.objects.get(slug="a100-80g")
     Price.objects.create(chip=chip, per_hour=Decimal("77.70"), effective_from=timezone.now(), note="new list")
     assert "77.70" in plain.get(url).content.decode()
+
+
+def test_a_student_is_known_without_a_query_until_their_verification_changes_or_ends(
+    owner, catalog, django_capture_on_commit_callbacks, time_machine, settings
+):
+    settings.STUDENT_VERIFIED_DAYS = 1
+    url = reverse("catalog:pricing")
+    page = _signed_in(owner)
+    assert "−20%" not in page.get(url).content.decode()
+    with CaptureQueriesContext(connection) as again:
+        assert "−20%" not in page.get(url).content.decode()
+    assert not [query for query in again.captured_queries if "studentverification" in query["sql"]]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        students.send_code(owner, "li@ruc.edu.cn")
+    students.confirm(owner, re.search(r"\b(\d{6})\b", mail.outbox[-1].body).group(1))
+    assert "−20%" in page.get(url).content.decode()  # at once, on the page that was looked at before
+
+    # The verification ends on its own date, with nothing written.
+    time_machine.move_to(timezone.now() + timedelta(days=1, minutes=1))
+    assert "−20%" not in page.get(url).content.decode()

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils.translation import get_language_info, gettext_lazy
 from django.utils.translation import gettext as _
 
@@ -42,11 +42,12 @@ RESULT_COUNT_CAP = 1000
 def get_item(user, repo: str, action: str = "view") -> HubItem:
     """The item ``org/name`` if ``user`` may see it; a missing item and someone else's private one are alike.
     Whether ``user`` likes it is read in the same query (:func:`liked_by` answers from it)."""
-    items = HubItem.objects.for_user(user, action).select_related("owner").filter(repo=repo)
+    # What search reads (the indexed words and facets) is never shown: left unread.
+    items = HubItem.objects.select_related("owner").defer("search_text", "facet_text")
     signed_in = getattr(user, "is_authenticated", False)
     if signed_in:
         items = items.annotate(liked=Exists(HubLike.objects.for_user(user).filter(item=OuterRef("pk"))))
-    item = items.first()
+    item = items.one_for(user, Q(repo=repo), action)
     if item is None:
         raise NotFound(_("No model or dataset %(repo)s here.") % {"repo": repo})
     item.liked_read_for = user.pk if signed_in else None

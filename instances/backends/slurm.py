@@ -653,14 +653,17 @@ def _since_start(named: list[dict], start) -> list[dict]:
     return sorted((job for job in named if job.get("submit_time", 0) >= since), key=lambda job: job["job_id"])
 
 
-def _newest_by_name(jobs: list[dict]) -> dict[str, dict]:
-    """Jobs by name, the newest of each name (a restarted instance's earlier jobs stay listed until Slurm forgets
+def _own_of_name(named: list[dict], config: dict, start) -> dict | None:
+    """An instance's job among the jobs of its name (``named``), of those that run as its account (a job's user may
+    rename its own jobs, so a name alone proves nothing): before its job's id is recorded (``start``, when its run
+    was asked for), the first since then, the one the sweep spares (:func:`_since_start`); otherwise (``start`` None)
+    the newest, a requeued spot job's new id (a restarted instance's earlier jobs stay listed until Slurm forgets
     them)."""
-    newest: dict[str, dict] = {}
-    for job in jobs:
-        if job.get("job_id", 0) > newest.get(job.get("name"), {}).get("job_id", 0):
-            newest[job.get("name")] = job
-    return newest
+    mine = [job for job in named if _owned(job, config)]
+    if start is not None:
+        first = _since_start(mine, start)[:1]
+        return first[0] if first else None
+    return max(mine, key=lambda job: job["job_id"]) if mine else None
 
 
 def _owned(job: dict, config: dict) -> bool:
@@ -751,17 +754,10 @@ class SlurmBackend(Backend):
 
     # Jobs
     def _named(self, jobs: list[dict], instance, config: dict) -> dict | None:
-        """The instance's job found by its name among those that run as its account (a job's user may rename its own
-        jobs, so a name alone proves nothing): before its job's id is recorded, the first of its name since its run
-        was asked for, the one the sweep spares (:func:`_since_start`); otherwise the newest (a requeued spot job's
-        new id)."""
+        """The instance's job found by its name among ``jobs`` (:func:`_own_of_name`)."""
         name = self.job_name(instance, config)
-        mine = [j for j in jobs if j.get("name") == name and _owned(j, config)]
         start = None if instance.backend_job_id else _run_starts([instance]).get(instance.public_id)
-        if start is not None:
-            first = _since_start(mine, start)[:1]
-            return first[0] if first else None
-        return max(mine, key=lambda j: j["job_id"]) if mine else None
+        return _own_of_name([job for job in jobs if job.get("name") == name], config, start)
 
     def _current_job(self, instance, config) -> dict | None:
         """The instance's job: the one the console recorded submitting, whatever its name now; before that, the one
@@ -956,19 +952,16 @@ class SlurmBackend(Backend):
         (:func:`_unclaimed`); a recorded job Slurm no longer lists, the newest of its name (a requeued spot job's
         new id)."""
         listing = self._cluster_jobs(members[0][1])
-        newest, by_id = _newest_by_name(listing), {str(j.get("job_id")): j for j in listing}
+        by_id, by_name = {}, {}
+        for job in listing:
+            by_id[str(job.get("job_id"))] = job
+            by_name.setdefault(job.get("name"), []).append(job)
         jobs = {}
         for instance, config in members:
             job = by_id.get(str(instance.backend_job_id)) if instance.backend_job_id else None
             if job is None or not _owned(job, config):
-                name = self.job_name(instance, config)
-                if not instance.backend_job_id and instance.public_id in starts:
-                    named = [j for j in listing if j.get("name") == name and _owned(j, config)]
-                    first = _since_start(named, starts[instance.public_id])[:1]
-                    job = first[0] if first else None
-                else:
-                    named_job = newest.get(name)
-                    job = named_job if named_job is not None and _owned(named_job, config) else None
+                start = None if instance.backend_job_id else starts.get(instance.public_id)
+                job = _own_of_name(by_name.get(self.job_name(instance, config), []), config, start)
             jobs[instance.public_id] = job
         return jobs
 

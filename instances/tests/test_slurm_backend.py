@@ -64,6 +64,12 @@ def job(state, **fields):
     return base | fields
 
 
+def listed(job_id, name, user, *, state="RUNNING", age=600, now=None, **fields):
+    """A job as the cluster's listing shows it: ``name``, run as ``user``, submitted ``age`` seconds before ``now``."""
+    submitted = int(now if now is not None else time.time()) - age
+    return {"job_id": job_id, "name": name, "user_name": user, "job_state": state, "submit_time": submitted} | fields
+
+
 @pytest.fixture
 def english():
     with translation.override("en"):
@@ -438,7 +444,7 @@ def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_sub
     account = f"gpctest-u{owner.pk}"
 
     def of(job_id, name, user=account, state="RUNNING", age=600):
-        return {"job_id": job_id, "name": name, "user_name": user, "job_state": state, "submit_time": int(now) - age}
+        return listed(job_id, name, user, state=state, age=age, now=now)
 
     listing = [
         of(10, made["running"]),  # the running machine's recorded job
@@ -482,13 +488,7 @@ def test_a_reconcile_beat_lists_the_clusters_jobs_once_for_its_sweep_and_its_sta
     instance = launch(name="running")
     Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.RUNNING, backend_job_id="10")
     Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
-    running = {
-        "job_id": 10,
-        "name": f"inst-{instance.public_id}",
-        "user_name": f"gpctest-u{owner.pk}",
-        "job_state": "RUNNING",
-        "submit_time": int(time.time()) - 600,
-    }
+    running = listed(10, f"inst-{instance.public_id}", f"gpctest-u{owner.pk}")
     backend = SlurmBackend()
     running["tres_per_node"] = backend.requested(instance, backend.config(instance))["tres_per_node"]
     client = CountingClient([running])
@@ -519,10 +519,9 @@ def test_before_its_job_id_is_recorded_a_machine_is_its_first_job_since_its_star
     )
     Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
     now, name, account = int(time.time()), f"inst-{instance.public_id}", f"gpctest-u{owner.pk}"
-    console = {"job_id": 20, "name": name, "user_name": account, "job_state": "PENDING", "submit_time": now - 20}
-    console["state_reason"] = "Priority"
-    copy = {"job_id": 21, "name": name, "user_name": account, "job_state": "FAILED", "submit_time": now - 19}
-    earlier = {"job_id": 5, "name": name, "user_name": account, "job_state": "COMPLETED", "submit_time": now - 3600}
+    console = listed(20, name, account, state="PENDING", age=20, now=now, state_reason="Priority")
+    copy = listed(21, name, account, state="FAILED", age=19, now=now)
+    earlier = listed(5, name, account, state="COMPLETED", age=3600, now=now)
     client = ListingClient([earlier, console, copy])
     monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
     backend, instance = SlurmBackend(), Instance.objects.with_related().get(pk=instance.pk)

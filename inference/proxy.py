@@ -29,6 +29,7 @@ from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
+from core.db import hand_back_connection
 from core.errors import ServiceError
 from core.jsonbody import InvalidJsonBody, parse_json_body
 from core.upstream import async_client
@@ -74,6 +75,9 @@ async def v1(request, path: str):
     admitted = await sync_to_async(_admit)(request, path)
     if isinstance(admitted, HttpResponseBase):
         return admitted
+    # The database's part is done: its connection goes back before the model server is asked, whose answer (a
+    # stream, or a long generation) may take minutes; the request's log line borrows one again when it ends.
+    await sync_to_async(hand_back_connection)()
     return await _proxy(request, admitted)
 
 

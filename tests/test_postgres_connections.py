@@ -1,5 +1,6 @@
 """The web process under ASGI on PostgreSQL, which ends each request's database connection, hands it back to a pool
-of open connections instead of opening a new one for the next request."""
+of open connections instead of opening a new one for the next request — and hands it back before a long response
+streams, not after."""
 
 import os
 import socket
@@ -10,8 +11,10 @@ import time
 import pytest
 import requests
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
+from marketplace.hub import repos as hub_repos
+from marketplace.hub import services as hub_services
 from tests.fixtures import services
 
 APPLICATION = "pool-test-uvicorn"
@@ -28,37 +31,59 @@ def _server_connections() -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
-@pytest.mark.django_db
-@pytest.mark.postgres
-def test_the_web_process_under_asgi_reuses_its_database_connections(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"CONN_MAX_AGE", "DATABASE_POOL"}} | {
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{services.test_database_url()}?application_name={APPLICATION}",
-    }
-    # The server is handed a socket bound here: no window in which another process could take its port.
-    listening = socket.create_server(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    log = open(tmp_path / "uvicorn.log", "wb")  # noqa: SIM115 (closed below)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--fd", str(listening.fileno())]
-        + ["--log-level", "warning"],
-        env=env,
-        cwd=settings.BASE_DIR,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        pass_fds=[listening.fileno()],
-    )
-    listening.close()  # the server's copy stays open
-    url = f"http://127.0.0.1:{port}/healthz"  # reads the database on every request
-    try:
+class _Server:
+    """uvicorn serving the console under ASGI on the test database, as ``make run`` and production serve it."""
+
+    def __init__(self, tmp_path, **env):
+        self.tmp_path, self.env = tmp_path, env
+
+    def __enter__(self):
+        env = {k: v for k, v in os.environ.items() if k not in {"CONN_MAX_AGE", "DATABASE_POOL"}} | {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"{services.test_database_url()}?application_name={APPLICATION}",
+        }
+        # The server is handed a socket bound here: no window in which another process could take its port.
+        listening = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{listening.getsockname()[1]}"
+        self.log = open(self.tmp_path / "uvicorn.log", "wb")  # noqa: SIM115 (closed in exit)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--fd", str(listening.fileno())]
+            + ["--log-level", "warning"],
+            env=env | self.env,
+            cwd=settings.BASE_DIR,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            pass_fds=[listening.fileno()],
+        )
+        listening.close()  # the server's copy stays open
         deadline = time.monotonic() + 60
         while True:
             try:
-                requests.get(url, timeout=30)
-                break
+                requests.get(self.url + "/healthz", timeout=30)
+                return self
             except requests.ConnectionError:
-                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "uvicorn.log").read_text()
+                assert self.process.poll() is None and time.monotonic() < deadline, self.output()
                 time.sleep(0.2)
+
+    def output(self) -> str:
+        return (self.tmp_path / "uvicorn.log").read_text()
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.mark.django_db
+@pytest.mark.postgres
+def test_the_web_process_under_asgi_reuses_its_database_connections(tmp_path):
+    with _Server(tmp_path) as server:
+        url = server.url + "/healthz"  # reads the database on every request
+        deadline = time.monotonic() + 60
         # The pool opens its connections in the background once the first request asks for one: wait for them.
         before = _server_connections()
         while len(before) < 2 and time.monotonic() < deadline:
@@ -69,15 +94,34 @@ def test_the_web_process_under_asgi_reuses_its_database_connections(tmp_path):
             answer = requests.get(url, timeout=30)  # 503 when no worker answers here; the database must have
             assert answer.json()["database"]["ok"], answer.text
         after = _server_connections()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
-        log.close()
     # Twenty requests, one after another, served by connections that were open before them and stay open after
     # them (closed after each request, none would be left, or a new one would be there).
     assert after, "no connection kept open between requests"
     assert after <= before, f"connections opened while serving: {after - before}"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_a_slow_download_leaves_the_pooled_connection_to_the_other_requests(tmp_path):
+    # Given a model file larger than the sockets' buffers, and a server whose pool holds a single connection
+    hub_services.save_item(repo="acme/large-model", summary="Large weights.")
+    with transaction.atomic():
+        hub_repos.publish_catalogue_files("acme/large-model", {"weights.bin": os.urandom(24 << 20)}, "weights")
+    pool = {"DATABASE_POOL_SIZE": "1", "DATABASE_POOL_TIMEOUT": "3"}
+    with _Server(tmp_path, **pool) as server:
+        # When a client starts the download, whole and by a range, and reads nothing more for now
+        downloads = [
+            requests.get(server.url + "/acme/large-model/resolve/main/weights.bin", stream=True, timeout=30, headers=h)
+            for h in ({}, {"Range": "bytes=1-"})
+        ]
+        try:
+            assert [d.status_code for d in downloads] == [200, 206], server.output()
+            # Then every other request still finds the connection: the downloads gave it back when they began
+            for _ in range(3):
+                answer = requests.get(server.url + "/healthz", timeout=30)
+                assert answer.json()["database"]["ok"], answer.text
+            first = next(downloads[0].iter_content(1 << 20))
+            assert len(first) > 0
+        finally:
+            for download in downloads:
+                download.close()

@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from accounts import tokens
+from core.db import hand_back_connection
 from core.errors import Conflict, Forbidden, ServiceError
 
 from ..choices import HubKind, HubVisibility
@@ -317,6 +318,8 @@ def resolve(request, user, repo, revision, path, kind="models"):
         response["X-Linked-Etag"] = f'"{found.blob.sha256}"'
         response["X-Linked-Size"] = str(size)
     response["Content-Disposition"] = f"attachment; filename*=UTF-8''{_quoted(path.rsplit('/', 1)[-1])}"
+    if request.method == "GET":
+        hand_back_connection()  # a model file can take minutes to send: nothing of it is read from the database
     return response
 
 

@@ -32,9 +32,6 @@ MAX_ATTEMPTS = 5
 RESEND_SECONDS = 60
 CODES_PER_DAY = 10
 CODES_PER_ADDRESS = 5  # a day, whichever accounts ask: nobody can flood a student's mailbox
-# What is_verified answered for a user, kept this long at most (its writes forget it at once).
-VERIFIED_KEY = "students:verified:{pk}"
-VERIFIED_SECONDS = 24 * 60 * 60
 # A mailbox of a university in mainland China: any host under edu.cn (pku.edu.cn, mails.tsinghua.edu.cn…).
 # Written without flags, so that the API's schema states it as it is (the pattern of StudentAddressSerializer).
 ADDRESS = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[Ee][Dd][Uu]\.[Cc][Nn]$")
@@ -66,27 +63,11 @@ def status(user) -> StudentVerification | None:
 
 
 def is_verified(user, at=None) -> bool:
-    """Whether ``user`` is a verified student at ``at`` (default: now). Every page that quotes the user's prices asks
-    it, so the verification's dates are kept in the cache framework for ``VERIFIED_SECONDS``; a write of the
-    user's verification forgets it (:func:`forget`)."""
+    """Whether ``user`` is a verified student now (one indexed query)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return False
-    key = VERIFIED_KEY.format(pk=user.pk)
-    kept = cache.get(key)
-    if kept is None:
-        rows = StudentVerification.objects.filter(user=user, verified_at__isnull=False)
-        row = rows.values("verified_at", "expires_at").first()
-        kept = row or {"verified_at": None, "expires_at": None}
-        cache.set(key, kept, VERIFIED_SECONDS)
-    return StudentVerification(**kept).is_valid(at)
-
-
-def forget(user_id) -> None:
-    """Forget what :func:`is_verified` keeps for a user: now, and again when the writing transaction commits (a page
-    read between the two would otherwise keep the state from before the write)."""
-    key = VERIFIED_KEY.format(pk=user_id)
-    cache.delete(key)
-    transaction.on_commit(lambda: cache.delete(key))
+    row = StudentVerification.objects.filter(user=user, verified_at__isnull=False).first()
+    return row is not None and row.is_valid(at)
 
 
 def send_code(user, email) -> StudentVerification:

@@ -72,11 +72,10 @@ def test_the_item_page_shows_each_persons_own_like_read_with_the_item(
     stranger_client.force_login(stranger)
     services.like(owner, chat_models["chatglm"])
     url = "/marketplace/hub/THUDM/chatglm3-6b"
-    # After a first look the files, commits and chip prices shared by everyone are kept, and whether the owner is a
-    # student (accounts.students). Session and user (2), the item with the like (1), the price book's version and
-    # live part (2), the machines it could be mounted into (1).
-    owner_client.get(url)
-    with django_assert_max_num_queries(6):
+    owner_client.get(url)  # the files, commits and chip prices shared by everyone are kept after a first look
+    # Session and user (2), the item with the like (1), the price book's version and live part (2), the student
+    # discount (1), the machines it could be mounted into (1).
+    with django_assert_max_num_queries(7):
         mine = owner_client.get(url)
     theirs = stranger_client.get(url)
     assert mine.status_code == theirs.status_code == 200

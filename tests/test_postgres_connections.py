@@ -13,9 +13,12 @@ import requests
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts import services as accounts_services
 from marketplace.hub import repos as hub_repos
 from marketplace.hub import services as hub_services
+from storage.tests.fixtures import store_file
 from tests.fixtures import services
+from tests.fixtures.factories import UserFactory
 
 APPLICATION = "pool-test-uvicorn"
 
@@ -107,15 +110,26 @@ def test_a_slow_download_leaves_the_pooled_connection_to_the_other_requests(tmp_
     hub_services.save_item(repo="acme/large-model", summary="Large weights.")
     with transaction.atomic():
         hub_repos.publish_catalogue_files("acme/large-model", {"weights.bin": os.urandom(24 << 20)}, "weights")
+    # and a large file in a user's cloud storage
+    owner = UserFactory()
+    entry = store_file(owner, "/data/large.bin", os.urandom(24 << 20))
+    token = accounts_services.create_api_token(owner, name="download", scope="read").plaintext
     pool = {"DATABASE_POOL_SIZE": "1", "DATABASE_POOL_TIMEOUT": "3"}
     with _Server(tmp_path, **pool) as server:
-        # When a client starts the download, whole and by a range, and reads nothing more for now
+        # When a client starts the downloads — the model file whole and by a range, the stored file — and reads
+        # nothing more for now
+        weights = server.url + "/acme/large-model/resolve/main/weights.bin"
+        stored = f"{server.url}/api/v1/storage/entries/{entry.public_id}/download/"
         downloads = [
-            requests.get(server.url + "/acme/large-model/resolve/main/weights.bin", stream=True, timeout=30, headers=h)
-            for h in ({}, {"Range": "bytes=1-"})
+            requests.get(url, stream=True, timeout=30, headers=headers)
+            for url, headers in (
+                (weights, {}),
+                (weights, {"Range": "bytes=1-"}),
+                (stored, {"Authorization": f"Bearer {token}"}),
+            )
         ]
         try:
-            assert [d.status_code for d in downloads] == [200, 206], server.output()
+            assert [d.status_code for d in downloads] == [200, 206, 200], server.output()
             # Then every other request still finds the connection: the downloads gave it back when they began
             for _ in range(3):
                 answer = requests.get(server.url + "/healthz", timeout=30)
@@ -125,3 +139,5 @@ def test_a_slow_download_leaves_the_pooled_connection_to_the_other_requests(tmp_
         finally:
             for download in downloads:
                 download.close()
+    # The file was sent block by block: Django reads a synchronous body whole into memory under ASGI, and warns so
+    assert "synchronous iterators" not in server.output()

@@ -24,6 +24,7 @@ from django.views.decorators.csrf import csrf_exempt
 from accounts import tokens
 from core.db import hand_back_connection
 from core.errors import Conflict, Forbidden, ServiceError
+from core.streaming import send_as_read
 
 from ..choices import HubKind, HubVisibility
 from . import blobs, cards, repos, search, services, xet
@@ -302,7 +303,7 @@ def resolve(request, user, repo, revision, path, kind="models"):
     local = blobs.download_path(found.blob) if request.method == "GET" and status == 200 else None
     if request.method == "HEAD":
         response = HttpResponse(status=200)
-    elif local is not None:  # the whole file from local disk: the server may send it with sendfile(2)
+    elif local is not None:  # the whole file from local disk: a WSGI server may send it with sendfile(2)
         response = FileResponse(open(local, "rb"))  # noqa: SIM115 - FileResponse closes it
         response.block_size = blobs.CHUNK  # where the server cannot sendfile(2): 1 MB reads, not 4 KB
     else:
@@ -320,6 +321,7 @@ def resolve(request, user, repo, revision, path, kind="models"):
     response["Content-Disposition"] = f"attachment; filename*=UTF-8''{_quoted(path.rsplit('/', 1)[-1])}"
     if request.method == "GET":
         hand_back_connection()  # a model file can take minutes to send: nothing of it is read from the database
+        send_as_read(request, response)
     return response
 
 

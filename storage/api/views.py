@@ -18,7 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api.errors import ErrorSerializer
+from core.db import hand_back_connection
 from core.errors import Conflict, ServiceError
+from core.streaming import send_as_read
 from teams.context import account_for
 
 from .. import paths, quota, services
@@ -34,14 +36,17 @@ NOTHING_AT_PATH = OpenApiResponse(description="No folder or file at that path.")
 NAME_TAKEN = OpenApiResponse(description="Something of that name is already there.")
 
 
-def download_response(entry, handle) -> FileResponse:
-    """A streamed download; Django's Content-Disposition uses RFC 5987 ``filename*`` for Chinese names."""
+def download_response(request, entry, handle) -> FileResponse:
+    """A streamed download; Django's Content-Disposition uses RFC 5987 ``filename*`` for Chinese names. It can take
+    minutes and reads nothing from the database: the request's connection goes back first, and under ASGI the file
+    is sent as it is read (``core.streaming``)."""
     response = FileResponse(
         handle, as_attachment=True, filename=entry.name, content_type=entry.content_type or "application/octet-stream"
     )
     response["Content-Length"] = str(entry.size)
     response["X-Content-Type-Options"] = "nosniff"
-    return response
+    hand_back_connection()
+    return send_as_read(request, response)
 
 
 class EntryViewSet(viewsets.GenericViewSet):
@@ -90,7 +95,7 @@ class EntryViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def download(self, request, public_id=None):
         """The file's bytes, streamed."""
-        return download_response(*services.open_file(account_for(request), public_id))
+        return download_response(request, *services.open_file(account_for(request), public_id))
 
     @extend_schema(parameters=[PATH_PARAM], responses={200: EntrySerializer, 404: NOTHING_AT_PATH})
     @action(detail=False, methods=["get"])

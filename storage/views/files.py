@@ -147,7 +147,7 @@ def delete(request, public_id):
 @require_GET
 def download(request, public_id):
     try:
-        return download_response(*services.open_file(page_account(request), public_id))
+        return download_response(request, *services.open_file(page_account(request), public_id))
     except NotFound as exc:
         raise Http404(exc.message) from exc
     except ServiceError as exc:

@@ -16,6 +16,7 @@ thread. The database work (key, rate limit, wake-up, the request log) runs in Dj
 """
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from urllib.parse import urljoin
 import httpx
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
@@ -36,6 +38,8 @@ from core.upstream import async_client
 from instances.choices import Status
 
 from . import services as endpoints
+
+log = logging.getLogger(__name__)
 
 PROXIED = {"chat/completions", "completions"}
 CONNECT_TIMEOUT = 5
@@ -202,9 +206,17 @@ async def _proxy(request, call: _Call):
 async def _log(call: _Call, **fields) -> None:
     if call.path == "models":
         return  # listing the model is not a request to it (the log and the chart count those)
-    await sync_to_async(endpoints.log_request)(
-        call.endpoint, call.key, path=call.path, latency_ms=_ms(call.started), **fields
-    )
+    await _log_request(call.endpoint, call.key, path=call.path, latency_ms=_ms(call.started), **fields)
+
+
+async def _log_request(endpoint, key, **fields) -> None:
+    """Write the request's log line (``endpoints.log_request``). The connection was handed back while the model
+    answered, and one is borrowed again here: when none is free in time, the answer the model gave still reaches the
+    client, and the missing line is logged instead."""
+    try:
+        await sync_to_async(endpoints.log_request)(endpoint, key, **fields)
+    except DatabaseError:
+        log.exception("the request log of endpoint %s was not written", endpoint.pk)
 
 
 def _answer_simulated(endpoint, key, path, body, started):
@@ -297,7 +309,7 @@ def _stream(pieces: AsyncIterator[bytes], content_type: str, endpoint, key, path
         except _UpstreamGone:
             status = 502
         finally:
-            await sync_to_async(endpoints.log_request)(
+            await _log_request(
                 endpoint,
                 key,
                 path=path,

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import OperationalError
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
@@ -80,6 +81,25 @@ def test_a_key_calls_the_model_through_the_proxy_and_the_request_is_logged_with_
     assert model_server.requests[0]["path"] == "/v1/chat/completions"
     row = EndpointRequest.objects.get(endpoint=endpoint)
     assert (row.status_code, row.prompt_tokens, row.completion_tokens, row.key_id) == (200, 7, 5, key.key.pk)
+
+
+def test_an_answer_reaches_the_client_when_its_log_line_cannot_be_written(
+    owner, deploy, model_server, monkeypatch, caplog
+):
+    # The connection was handed back while the model answered; borrowing one again for the log line may fail
+    endpoint = deploy(owner)
+    point_at(endpoint, model_server.url)
+    key = endpoints.create_key(endpoint, name="app")
+
+    def no_connection(*args, **kwargs):
+        raise OperationalError("couldn't get a connection after 10.00 sec")
+
+    monkeypatch.setattr(endpoints, "log_request", no_connection)
+    response = call(key.plaintext)
+
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"] == "Hello from a real upstream"
+    assert "was not written" in caplog.text and not EndpointRequest.objects.filter(endpoint=endpoint).exists()
 
 
 def test_streaming_passes_through_chunk_by_chunk(owner, deploy, model_server):

@@ -949,8 +949,8 @@ class SlurmBackend(Backend):
         """Public id → each instance's job, from one listing of the cluster's jobs: the job the console recorded
         submitting, whatever its name now (a job's user may rename it); before that, the first of the instance's name
         that runs as its account since its run was asked for (``starts``), the job the sweep spares
-        (:func:`_unclaimed`); a recorded job Slurm no longer lists, the newest of its name (a requeued spot job's
-        new id)."""
+        (:func:`_unclaimed`); a recorded job Slurm no longer lists, the newest of its name that runs as its account (a
+        requeued spot job's new id): :func:`_own_of_name`."""
         listing = self._cluster_jobs(members[0][1])
         by_id, by_name = {}, {}
         for job in listing:

@@ -417,6 +417,9 @@ class ListingClient(RecordingClient):
     def jobs(self):
         return self.listing
 
+    def job(self, job_id):
+        return next((job for job in self.listing if str(job["job_id"]) == str(job_id)), None)
+
 
 @pytest.mark.django_db
 def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_submitted(
@@ -532,3 +535,25 @@ def test_before_its_job_id_is_recorded_a_machine_is_its_first_job_since_its_star
     assert backend.queue_entry(instance)["job_id"] == "20"  # one instance's look, and its stop and release
     assert backend.status_many([instance])[instance.public_id].phase == Phase.BOOTING
     assert backend.sweep() == 0 and client.calls == []
+
+
+@pytest.mark.django_db
+def test_a_requeued_machine_is_its_accounts_newest_job_of_its_name_not_another_accounts(
+    monkeypatch, settings, launch, owner
+):
+    # Given a spot machine whose recorded job Slurm no longer lists (requeued under a new id), its account's new job,
+    # and a newer job of the same name that another account submitted
+    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
+    instance = launch(name="requeued")
+    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.RUNNING, backend_job_id="10")
+    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    name = f"inst-{instance.public_id}"
+    own = listed(30, name, f"gpctest-u{owner.pk}", state="PENDING", age=60)
+    other = listed(31, name, f"gpctest-u{owner.pk + 1000}", state="PENDING", age=30)
+    client = ListingClient([own, other])
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+    backend, instance = SlurmBackend(), Instance.objects.with_related().get(pk=instance.pk)
+
+    # Then the machine is its account's job, in the listing's look and in one instance's look
+    assert backend.queue_entries([instance])[instance.public_id]["job_id"] == "30"
+    assert backend.queue_entry(instance)["job_id"] == "30"

@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from billing.quote import load_price_book, quote
 from instances.tests.fixtures import settle
+from marketplace.hub import repos as hub_repos
 from marketplace.hub import services
 from storage.models import HubMount
 
@@ -140,6 +141,20 @@ def test_a_private_item_page_is_the_same_404_as_a_missing_one(make_item, owner, 
     client.logout()  # the same test client, now anonymous
     assert client.get("/marketplace/hub/owner-lab/secret").status_code == 404
     assert client.get("/marketplace/hub/owner-lab/missing").status_code == 404
+
+
+def test_a_taken_down_item_page_is_its_owners_alone_and_a_public_one_everyones(make_item, owner, stranger, client):
+    item = make_item("owner-lab/doubtful", owner=owner)
+    make_item("owner-lab/fine", owner=owner)
+    hub_repos.take_down(item, "Licence complaint")
+    for viewer in (None, stranger):
+        client.logout()
+        if viewer is not None:
+            client.force_login(viewer)
+        assert client.get("/marketplace/hub/owner-lab/doubtful").status_code == 404
+        assert client.get("/marketplace/hub/owner-lab/fine").status_code == 200
+    client.force_login(owner)
+    assert client.get("/marketplace/hub/owner-lab/doubtful").status_code == 200  # told why, on its page
 
 
 def test_strangers_and_teammates_get_404_for_a_private_item(make_item, owner, stranger, teammate, client):

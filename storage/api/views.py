@@ -5,9 +5,9 @@ import base64
 import binascii
 from urllib.parse import quote
 
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from django.urls import reverse
-from django.utils.http import http_date
+from django.utils.http import content_disposition_header, http_date
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -40,12 +40,16 @@ def download_response(request, entry, handle) -> FileResponse:
     """A streamed download; Django's Content-Disposition uses RFC 5987 ``filename*`` for Chinese names. It can take
     minutes and reads nothing from the database: the request's connection goes back first, and under ASGI the file
     is sent as it is read (``core.streaming``)."""
-    response = FileResponse(
-        handle, as_attachment=True, filename=entry.name, content_type=entry.content_type or "application/octet-stream"
-    )
+    hand_back_connection()  # before the response is made: on S3 making it may fetch the object
+    content_type = entry.content_type or "application/octet-stream"
+    if request.method == "HEAD":  # the headers alone: the file is not read
+        handle.close()
+        response = HttpResponse(content_type=content_type)
+        response["Content-Disposition"] = content_disposition_header(True, entry.name)
+    else:
+        response = FileResponse(handle, as_attachment=True, filename=entry.name, content_type=content_type)
     response["Content-Length"] = str(entry.size)
     response["X-Content-Type-Options"] = "nosniff"
-    hand_back_connection()
     return send_as_read(request, response)
 
 

@@ -1,9 +1,14 @@
 """Folders and files through /api/v1/storage: list, create, rename, move, delete, download, usage."""
 
+import os
+import warnings
 from urllib.parse import quote
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
 
+from accounts.services import create_api_token
 from storage import paths, quota, services
 from storage.models import Entry
 
@@ -137,6 +142,30 @@ def test_a_download_streams_the_bytes_with_a_safe_chinese_file_name(owner_api, o
     assert response.status_code == 200 and b"".join(response.streaming_content) == data
     assert response["Content-Length"] == str(len(data))
     assert response["Content-Disposition"] == f"attachment; filename*=utf-8''{quote('模型 权重.bin')}"
+
+
+def test_under_asgi_a_download_is_sent_as_read_and_a_head_reads_no_file(owner):
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    entry = store_file(owner, "/weights.bin", data)
+    token = create_api_token(owner, name="asgi", scope="read").plaintext
+    url = f"/api/v1/storage/entries/{entry.public_id}/download/"
+
+    @async_to_sync
+    async def fetch(method):
+        response = await getattr(AsyncClient(), method)(url, headers={"Authorization": f"Bearer {token}"})
+        body = b"".join([chunk async for chunk in response.streaming_content]) if response.streaming else b""
+        return response, body
+
+    with warnings.catch_warnings():
+        # Django warns when it reads a synchronous body whole into memory under ASGI
+        warnings.filterwarnings("error", message=".*synchronous iterators")
+        got, body = fetch("get")
+    assert got.status_code == 200 and got.is_async and body == data
+    assert got["Content-Length"] == str(len(data))
+    assert got["Content-Disposition"] == 'attachment; filename="weights.bin"'
+    head, body = fetch("head")
+    assert head.status_code == 200 and body == b"" and not head.streaming
+    assert head["Content-Length"] == str(len(data)) and head["Content-Disposition"] == got["Content-Disposition"]
 
 
 def test_a_folder_cannot_be_downloaded(owner_api, owner):

@@ -17,6 +17,17 @@ def _one(queryset):
         return None
 
 
+def _one_for(queryset, user, lookup: Q, action: str, everyone_sees) -> object | None:
+    """The row matching ``lookup`` if ``queryset.for_user`` gives it to ``user`` for ``action``, else None. A row
+    everyone may see (``everyone_sees(row)``) is read by its key alone, with no ownership clause to compile; any
+    other through the rule."""
+    if action == "view":
+        row = _one(queryset.filter(lookup))
+        if row is not None and everyone_sees(row):
+            return row
+    return _one(queryset.for_user(user, action).filter(lookup))
+
+
 # The hub items everyone may see (``HubItemQuerySet.for_user``; ``HubItem.is_listed`` says it of one item).
 LISTED_ITEMS = Q(visibility=HubVisibility.PUBLIC, taken_down_at__isnull=True)
 
@@ -34,13 +45,8 @@ class HubItemQuerySet(models.QuerySet):
         return self.filter(LISTED_ITEMS | Q(owner=user))
 
     def one_for(self, user, lookup: Q, action: str = "view"):
-        """The item matching ``lookup`` if :meth:`for_user` gives it to ``user`` for ``action``, else None. One
-        everyone may see is read by its key alone (no ownership clause to compile); any other through the rule."""
-        if action == "view":
-            item = _one(self.filter(lookup))
-            if item is not None and item.is_listed:
-                return item
-        return _one(self.for_user(user, action).filter(lookup))
+        """The item matching ``lookup`` that ``user`` may see or act on (:func:`_one_for`)."""
+        return _one_for(self, user, lookup, action, lambda item: item.is_listed)
 
     # How many items matched when the hub search counted them before reading a page (``hub.services.search_items``
     # sets it on the queryset it returns); a clone, filtered or ordered anew, does not carry it.
@@ -89,13 +95,8 @@ class ImageQuerySet(models.QuerySet):
         return self.filter(visible)
 
     def one_for(self, user, lookup: Q, action: str = "view"):
-        """The image matching ``lookup`` if :meth:`for_user` gives it to ``user`` for ``action``, else None. One
-        everyone may see is read by its key alone (no ownership clause to compile); any other through the rule."""
-        if action == "view":
-            image = _one(self.filter(lookup))
-            if image is not None and image.review_state == EVERYONES:
-                return image
-        return _one(self.for_user(user, action).filter(lookup))
+        """The image matching ``lookup`` that ``user`` may see or act on (:func:`_one_for`)."""
+        return _one_for(self, user, lookup, action, lambda image: image.review_state == EVERYONES)
 
     def listed(self):
         return self.filter(review_state=EVERYONES)

@@ -421,6 +421,19 @@ class ListingClient(RecordingClient):
         return next((job for job in self.listing if str(job["job_id"]) == str(job_id)), None)
 
 
+def slurm_machine(monkeypatch, settings, launch, *, name, status, job_id, client_class=None):
+    """A machine launched on the Slurm backend (``status``, recorded job ``job_id``) in a cluster whose client (a
+    :class:`ListingClient`, or ``client_class``) lists nothing until the test sets its listing: (the machine, the
+    client)."""
+    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
+    instance = launch(name=name)
+    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=status, backend_job_id=job_id)
+    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    client = (client_class or ListingClient)([])
+    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+    return Instance.objects.with_related().get(pk=instance.pk), client
+
+
 @pytest.mark.django_db
 def test_the_sweep_cancels_the_jobs_no_instance_claims_and_spares_those_just_submitted(
     monkeypatch, settings, launch, owner
@@ -487,15 +500,19 @@ class CountingClient(ListingClient):
 def test_a_reconcile_beat_lists_the_clusters_jobs_once_for_its_sweep_and_its_statuses(
     monkeypatch, settings, launch, owner
 ):
-    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
-    instance = launch(name="running")
-    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.RUNNING, backend_job_id="10")
-    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    instance, client = slurm_machine(
+        monkeypatch,
+        settings,
+        launch,
+        name="running",
+        status=Status.RUNNING,
+        job_id="10",
+        client_class=CountingClient,
+    )
     running = listed(10, f"inst-{instance.public_id}", f"gpctest-u{owner.pk}")
     backend = SlurmBackend()
     running["tres_per_node"] = backend.requested(instance, backend.config(instance))["tres_per_node"]
-    client = CountingClient([running])
-    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
+    client.listing = [running]
 
     assert lifecycle.reconcile() == 1
     assert client.listed == 1 and client.calls == []  # the sweep's listing, read again by the statuses
@@ -514,20 +531,18 @@ def test_before_its_job_id_is_recorded_a_machine_is_its_first_job_since_its_star
 ):
     # Given a machine whose job was submitted, its id not yet recorded, and a copy its tenant submitted under the
     # same name a second later, which failed at once
-    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
-    instance = launch(name="submitting")
-    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.STARTING, backend_job_id="")
+    instance, client = slurm_machine(
+        monkeypatch, settings, launch, name="submitting", status=Status.STARTING, job_id=""
+    )
     InstanceEvent.objects.create(
         instance=instance, old=Status.CREATING, new=Status.STARTING, at=timezone.now() - timedelta(seconds=30)
     )
-    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
     now, name, account = int(time.time()), f"inst-{instance.public_id}", f"gpctest-u{owner.pk}"
     console = listed(20, name, account, state="PENDING", age=20, now=now, state_reason="Priority")
     copy = listed(21, name, account, state="FAILED", age=19, now=now)
     earlier = listed(5, name, account, state="COMPLETED", age=3600, now=now)
-    client = ListingClient([earlier, console, copy])
-    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
-    backend, instance = SlurmBackend(), Instance.objects.with_related().get(pk=instance.pk)
+    client.listing = [earlier, console, copy]
+    backend = SlurmBackend()
 
     # Then the machine is the console's job, waiting in the queue, as the sweep sees it (it spares that one): the
     # copy's failure is not the machine's
@@ -543,16 +558,12 @@ def test_a_requeued_machine_is_its_accounts_newest_job_of_its_name_not_another_a
 ):
     # Given a spot machine whose recorded job Slurm no longer lists (requeued under a new id), its account's new job,
     # and a newer job of the same name that another account submitted
-    settings.SLURM = settings.SLURM | {"job_user_template": "gpctest-u{owner}", "job_prefix": "inst-"}
-    instance = launch(name="requeued")
-    Instance.objects.filter(pk=instance.pk).update(backend_name="slurm", status=Status.RUNNING, backend_job_id="10")
-    Node.objects.filter(zone=instance.zone).update(backend_name="slurm")
+    instance, client = slurm_machine(monkeypatch, settings, launch, name="requeued", status=Status.RUNNING, job_id="10")
     name = f"inst-{instance.public_id}"
     own = listed(30, name, f"gpctest-u{owner.pk}", state="PENDING", age=60)
     other = listed(31, name, f"gpctest-u{owner.pk + 1000}", state="PENDING", age=30)
-    client = ListingClient([own, other])
-    monkeypatch.setattr(SlurmBackend, "client", lambda self, config, as_console=False: client)
-    backend, instance = SlurmBackend(), Instance.objects.with_related().get(pk=instance.pk)
+    client.listing = [own, other]
+    backend = SlurmBackend()
 
     # Then the machine is its account's job, in the listing's look and in one instance's look
     assert backend.queue_entries([instance])[instance.public_id]["job_id"] == "30"

@@ -32,6 +32,13 @@ def _hold_htmx(page) -> list:
     return held
 
 
+# Runs before htmx reads its settings from the page (both wait for the document to be parsed; this listens first).
+_SLOW_SETTLE = """document.addEventListener("DOMContentLoaded", () => {
+  const meta = document.querySelector('meta[name="htmx-config"]');
+  meta.content = JSON.stringify({...JSON.parse(meta.content), defaultSettleDelay: 1500});
+});"""
+
+
 def _type_then_let_scripts_in(page, url, box, text, held):
     page.goto(url, wait_until="commit")
     page.locator(box).wait_for()
@@ -51,7 +58,10 @@ def test_a_hub_search_typed_before_the_scripts_arrive_is_searched(page, live_ser
     _log_in(page, live_server, owner)
 
     # The instance page's hub search is in its disks-and-mounts panel, which the scripts load after the page: it
-    # says so until then, and no box takes typing that would be lost.
+    # says so until then, and no box takes typing that would be lost. Once shown, the box is bound by htmx when the
+    # panel settles, a moment later; a longer moment here makes sure the search is typed within it, as a quick hand
+    # on a slow phone can, and it is searched all the same.
+    page.add_init_script(_SLOW_SETTLE)
     held = _hold_htmx(page)
     page.goto(f"{live_server.url}{instance.get_absolute_url()}", wait_until="commit")
     page.locator("#attachments[aria-busy=true]").wait_for()

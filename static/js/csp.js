@@ -18,10 +18,14 @@ document.addEventListener("submit", function (event) {
   if (question && !window.confirm(question)) event.preventDefault();
 });
 
-// A search typed before the page's scripts arrived (a slow phone, a busy server) is searched once htmx is ready,
-// as pressing Enter would: htmx listens for typing only from then on. htmx registered its own start first.
-document.addEventListener("DOMContentLoaded", function () {
-  document.querySelectorAll('input[type="search"]').forEach(function (box) {
+// A search typed before htmx listened for it is searched once it does, as pressing Enter would: on a page whose
+// scripts had not arrived yet (a slow phone, a busy server), and in a panel htmx has just swapped in, whose boxes
+// it binds a moment after they are shown. htmx:load fires once it has bound an element, the page's body included.
+document.addEventListener("htmx:load", function (event) {
+  var root = event.detail.elt;
+  var boxes = Array.prototype.slice.call(root.querySelectorAll('input[type="search"]'));
+  if (root.matches && root.matches('input[type="search"]')) boxes.push(root);
+  boxes.forEach(function (box) {
     if (box.value === box.defaultValue) return;
     if (box.hasAttribute("hx-get")) box.dispatchEvent(new Event("search"));
     else if (box.form && box.form.hasAttribute("hx-get")) box.form.requestSubmit();

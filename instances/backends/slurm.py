@@ -653,17 +653,25 @@ def _since_start(named: list[dict], start) -> list[dict]:
     return sorted((job for job in named if job.get("submit_time", 0) >= since), key=lambda job: job["job_id"])
 
 
-def _own_of_name(named: list[dict], config: dict, start) -> dict | None:
+def _own_of_name(named: list[dict], config: dict, start, recorded=None) -> dict | None:
     """An instance's job among the jobs of its name (``named``), of those that run as its account (a job's user may
     rename its own jobs, so a name alone proves nothing): before its job's id is recorded (``start``, when its run
-    was asked for), the first since then, the one the sweep spares (:func:`_since_start`); otherwise (``start`` None)
-    the newest, a requeued spot job's new id (a restarted instance's earlier jobs stay listed until Slurm forgets
-    them)."""
+    was asked for), the first since then, the one the sweep spares (:func:`_since_start`); once one is recorded
+    (``recorded``) and Slurm no longer lists it, the newest submitted after it, a requeued spot job's new id (a
+    restarted instance's earlier jobs stay listed until Slurm forgets them, and are not its machine)."""
     mine = [job for job in named if _owned(job, config)]
     if start is not None:
         first = _since_start(mine, start)[:1]
         return first[0] if first else None
-    return max(mine, key=lambda job: job["job_id"]) if mine else None
+    if recorded is not None:
+        mine = [job for job in mine if _job_number(job["job_id"]) > _job_number(recorded)]
+    return max(mine, key=lambda job: _job_number(job["job_id"])) if mine else None
+
+
+def _job_number(job_id) -> int:
+    """A job's id as Slurm numbers them, in the order it was submitted (-1 for anything else)."""
+    text = str(job_id)
+    return int(text) if text.isdigit() else -1
 
 
 def _owned(job: dict, config: dict) -> bool:
@@ -757,7 +765,8 @@ class SlurmBackend(Backend):
         """The instance's job found by its name among ``jobs`` (:func:`_own_of_name`)."""
         name = self.job_name(instance, config)
         start = None if instance.backend_job_id else _run_starts([instance]).get(instance.public_id)
-        return _own_of_name([job for job in jobs if job.get("name") == name], config, start)
+        named = [job for job in jobs if job.get("name") == name]
+        return _own_of_name(named, config, start, instance.backend_job_id or None)
 
     def _current_job(self, instance, config) -> dict | None:
         """The instance's job: the one the console recorded submitting, whatever its name now; before that, the one
@@ -961,7 +970,8 @@ class SlurmBackend(Backend):
             job = by_id.get(str(instance.backend_job_id)) if instance.backend_job_id else None
             if job is None or not _owned(job, config):
                 start = None if instance.backend_job_id else starts.get(instance.public_id)
-                job = _own_of_name(by_name.get(self.job_name(instance, config), []), config, start)
+                named = by_name.get(self.job_name(instance, config), [])
+                job = _own_of_name(named, config, start, instance.backend_job_id or None)
             jobs[instance.public_id] = job
         return jobs
 

@@ -568,3 +568,20 @@ def test_a_requeued_machine_is_its_accounts_newest_job_of_its_name_not_another_a
     # Then the machine is its account's job, in the listing's look and in one instance's look
     assert backend.queue_entries([instance])[instance.public_id]["job_id"] == "30"
     assert backend.queue_entry(instance)["job_id"] == "30"
+
+
+@pytest.mark.django_db
+def test_a_machine_whose_job_slurm_forgot_is_not_an_earlier_job_of_its_name_its_account_requeued(
+    monkeypatch, settings, launch, owner
+):
+    # Given a machine whose recorded job Slurm no longer lists, and an earlier run's job of its name that its tenant
+    # requeued from inside the machine (`scontrol requeue` keeps a job's id): running again, as its account
+    instance, client = slurm_machine(monkeypatch, settings, launch, name="forgot", status=Status.RUNNING, job_id="10")
+    earlier = listed(5, f"inst-{instance.public_id}", f"gpctest-u{owner.pk}", state="RUNNING", age=3600)
+    client.listing = [earlier]
+    backend = SlurmBackend()
+
+    # Then that job is not the machine, in the listing's look or in one instance's look, and the sweep cancels it
+    assert backend.queue_entries([instance])[instance.public_id] is None
+    assert backend.queue_entry(instance) is None
+    assert backend.sweep() == 1 and client.calls == [("cancel", 5)]

@@ -8,17 +8,22 @@ import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 import requests
 from django.conf import settings
 from django.db import connection, transaction
 
 from accounts import services as accounts_services
+from inference import services as endpoints
+from inference.models import EndpointRequest
+from inference.tests.fixtures import point_at
 from marketplace.hub import repos as hub_repos
 from marketplace.hub import services as hub_services
 from storage.tests.fixtures import store_file
 from tests.fixtures import services
 from tests.fixtures.factories import UserFactory
+from tests.fixtures.services import wait_until
 
 APPLICATION = "pool-test-uvicorn"
 
@@ -141,3 +146,34 @@ def test_a_slow_download_leaves_the_pooled_connection_to_the_other_requests(tmp_
                 download.close()
     # The file was sent block by block: Django reads a synchronous body whole into memory under ASGI, and warns so
     assert "synchronous iterators" not in server.output()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_a_model_answer_being_streamed_leaves_the_pooled_connection_to_the_other_requests(
+    tmp_path, owner, deploy, model_server
+):
+    # Given an endpoint whose model server answers slowly (it holds its last words back until the test lets them
+    # go), and a server whose pool holds a single connection
+    endpoint = deploy(owner)
+    point_at(endpoint, model_server.url)
+    key = endpoints.create_key(endpoint).plaintext
+    chat = {"model": "Qwen2.5-0.5B-Instruct", "messages": [{"role": "user", "content": "Hello"}], "stream": True}
+    pool = {"DATABASE_POOL_SIZE": "1", "DATABASE_POOL_TIMEOUT": "3"}
+    with _Server(tmp_path, **pool) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {key}"}
+        with client.stream("POST", "/v1/chat/completions", json=chat, headers=headers) as answer:
+            # When a client has the answer's first words and the rest is still being written
+            assert answer.status_code == 200, server.output()
+            words = answer.iter_bytes()
+            assert b"Hello" in next(words)
+            # Then every other request finds the connection: the proxy gave it back when the answer began
+            for _ in range(3):
+                health = client.get("/healthz")
+                assert health.json()["database"]["ok"], health.text
+            model_server.last_chunk_gate.set()
+            rest = b"".join(words)
+        # and the answer ends whole, its log line written on a connection borrowed again
+        assert rest.rstrip().endswith(b"data: [DONE]")
+        row = wait_until(lambda: EndpointRequest.objects.filter(endpoint=endpoint).first(), message="the log line")
+        assert row.stream and row.status_code == 200

@@ -657,14 +657,15 @@ def _own_of_name(named: list[dict], config: dict, start, recorded=None) -> dict 
     """An instance's job among the jobs of its name (``named``), of those that run as its account (a job's user may
     rename its own jobs, so a name alone proves nothing): before its job's id is recorded (``start``, when its run
     was asked for), the first since then, the one the sweep spares (:func:`_since_start`); once one is recorded
-    (``recorded``) and Slurm no longer lists it, the newest submitted after it, a requeued spot job's new id (a
-    restarted instance's earlier jobs stay listed until Slurm forgets them, and are not its machine)."""
+    (``recorded``), the newest of it and those submitted after it: itself, or a requeued spot job's new id where
+    Slurm no longer lists it (a restarted instance's earlier jobs stay listed until Slurm forgets them, and are not
+    its machine)."""
     mine = [job for job in named if _owned(job, config)]
     if start is not None:
         first = _since_start(mine, start)[:1]
         return first[0] if first else None
     if recorded is not None:
-        mine = [job for job in mine if _job_number(job["job_id"]) > _job_number(recorded)]
+        mine = [job for job in mine if _job_number(job["job_id"]) >= _job_number(recorded)]
     return max(mine, key=lambda job: _job_number(job["job_id"])) if mine else None
 
 

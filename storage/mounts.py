@@ -7,6 +7,7 @@ appears within seconds. On a running instance the backend gets it at once and a 
 again (``instances.attachments.apply``). A launch records its mounts in its own transaction (:func:`at_launch`).
 """
 
+import logging
 import re
 from typing import Protocol
 
@@ -17,6 +18,8 @@ from core.attaching import machines
 from core.errors import Conflict, NotFound, ServiceError
 
 from .models import HubMount
+
+log = logging.getLogger(__name__)
 
 MAX_MOUNTS = 16
 
@@ -127,6 +130,18 @@ def unmount(user, instance, repo: str) -> HubMount:
         made.delete()
         machines().backend_call(instance, lambda backend: backend.unmount(instance, made.target))
     return made
+
+
+def hand_over_again(repo: str) -> None:
+    """Hand each machine that mounts ``repo`` its mount again, as the hub lays the repository out now (taken down:
+    nothing). A backend that binds the hub's own folder shows it already; one that copies what it mounts (Slurm)
+    drops the files it copied. A machine that refuses is logged; its next start hands the mount over anyway."""
+    for made in HubMount.objects.filter(repo=repo).select_related("instance"):
+        instance = made.instance
+        try:
+            machines().backend_call(instance, lambda backend, i=instance, m=made: backend.mount(i, m.repo, m.target))
+        except ServiceError as exc:
+            log.warning("mounting %s again in %s: %s", repo, instance.public_id, exc)
 
 
 def check_launch(user, repos) -> None:

@@ -94,7 +94,7 @@ from .. import conf, images, runtime
 from ..choices import Status
 from ..environment import boot_environment
 from ..models import AgentReport, Instance, InstanceEvent
-from . import local_image, slurm_image
+from . import local_image, slurm_hub, slurm_image
 from .base import (
     SECRETS_NEED_OWN_ACCOUNT,
     Backend,
@@ -1037,6 +1037,7 @@ class SlurmBackend(Backend):
             raise TransientBackendError(f"waiting for job {job['job_id']} to end before deleting the system disk")
         shutil.rmtree(self.system_disk(instance, config), ignore_errors=True)
         slurm_image.remove_boot(config, instance.public_id)
+        slurm_hub.remove(config, instance.public_id)
 
     def status(self, instance) -> BackendStatus:
         return self.status_many([instance])[instance.public_id]
@@ -1287,17 +1288,25 @@ class SlurmBackend(Backend):
         if done.returncode != 0:
             raise BackendError(f"writing the layout as {account.name} failed: {done.stderr.strip()[-500:]}")
 
-    def _source(self, config: dict, source: str, target: str, owner_id) -> str:
-        """Where a mount's source lives on the nodes: the owner's storage, a hub item, or an absolute path."""
+    def _source(self, config: dict, source: str, target: str, instance) -> str:
+        """Where a mount's source lives on the nodes: the owner's storage, an absolute path, or the instance's copy of
+        a hub item (:mod:`.slurm_hub`)."""
         if source.startswith("/"):
             return source
         if source.startswith("cloudstorage/") or target == "/root/shared":
             shared = Path(config.get("shared_root") or self.root(config) / "shared") / source.rsplit("/", 1)[-1]
             _make_dirs(shared, like=self.root(config))
             if per_owner_accounts(config):
-                _make_private(shared, ensure_account(config, owner_id), like=self.root(config))
+                _make_private(shared, ensure_account(config, instance.owner_id), like=self.root(config))
             return str(shared)
-        return str(Path(config.get("hub_root") or self.root(config) / "hub") / source)
+        if not per_owner_accounts(config):
+            raise BackendError(
+                _(
+                    "Models and datasets are not mounted in machines that share one account on the cluster, where "
+                    "every tenant could read them: download them in the machine with hf download."
+                )
+            )
+        return str(slurm_hub.lay_out(config, instance.public_id, source, ensure_account(config, instance.owner_id)))
 
     def attach_disk(self, instance, disk_id: str, size_gb: int | None = None, name: str = "") -> None:
         # The agent on the nodes knows no names: the layout tells it each disk's folder in /root/data.
@@ -1310,7 +1319,7 @@ class SlurmBackend(Backend):
         if not target.startswith("/root/") or ".." in target.split("/"):
             raise BackendError(f"mounts go under /root/, not {target!r}")
         entry = {
-            "source": self._source(self.config(instance), source, target, instance.owner_id),
+            "source": self._source(self.config(instance), source, target, instance),
             "target": target,
             "read_only": not (source.startswith("cloudstorage/") or target == "/root/shared"),
         }
@@ -1318,6 +1327,9 @@ class SlurmBackend(Backend):
 
     def unmount(self, instance, target: str) -> None:
         self._edit_layout(instance, lambda layout: _replace_mount(layout["mounts"], {"target": target}, drop=True))
+        repo = slurm_hub.repo_of(target)
+        if repo:
+            slurm_hub.remove(self.config(instance), instance.public_id, repo)
 
 
 def log_name(public_id, job_id: str) -> str:

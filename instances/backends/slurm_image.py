@@ -31,9 +31,10 @@ Its files, all on the zone's shared root:
 
 The zone's folders of data disks and storage are bound at their own paths (:func:`data_folders`), so the agent's
 links in the home work inside as on the node. The device files of the job's cards (the zone's ``card_devices``)
-are bound into bwrap's own ``/dev``, those of no other card. Not yet inside such a machine: hub items and other
-mounts, outbound network (its network is its loopback) and JupyterLab (the image's Python is not the platform's,
-as on the local backend).
+are bound into bwrap's own ``/dev``, those of no other card. The zone's folder of mounted hub items is bound
+read-only (:mod:`.slurm_hub`: each instance's copy is its account's alone to read), so the hub's links in the home
+lead to their files inside too. Not yet inside such a machine: outbound network (its network is its loopback) and
+JupyterLab (the image's Python is not the platform's, as on the local backend).
 """
 
 import os
@@ -48,7 +49,7 @@ from django.utils.translation import gettext as _
 from agent import gpucloud_agent as agent_module
 
 from ..environment import boot_environment
-from . import local_etc, local_image, local_network, local_seccomp
+from . import local_etc, local_image, local_network, local_seccomp, slurm_hub
 from .base import BackendError
 
 BWRAP = "/usr/bin/bwrap"
@@ -83,7 +84,7 @@ def data_folders(config: dict) -> tuple[Path, ...]:
     """The zone's folders of data disks and of the owners' storage, bound in the machine where the nodes have them:
     the links the agent makes in the home (``/root/data/<name>``, ``/root/shared``) lead to them inside too, a disk
     hot-plugged while the machine runs included. Every disk and storage folder in them is its own account's (0700),
-    so a machine opens its owner's alone; the hub's folder is not bound (hub items are not linked in yet)."""
+    so a machine opens its owner's alone."""
     root = Path(config["root"])
     return root / "disks", Path(config.get("shared_root") or root / "shared")
 
@@ -104,6 +105,7 @@ def write_boot(instance, config: dict, image: dict, system: Path, group: int | N
         raise BackendError(why)
     for data in data_folders(config):
         local_image.make_mount_point(image["rootfs"], str(data))
+    local_image.make_mount_point(image["rootfs"], str(slurm_hub.ensure_hub_folder(config)))
     folder = _fresh_folder(Path(config["root"]), str(instance.public_id), group)
     boot = {
         "env": _environment(instance, image),
@@ -162,6 +164,7 @@ def _bwrap_options(instance, config: dict, image: dict, system: Path, boot) -> l
         ("--size", str(run_mb * MIB), "--tmpfs", "/run"),
         ("--bind", str(system / "root"), "/root", "--ro-bind", str(boot.path), BOOT_DIR),
         *(("--bind", str(folder), str(folder)) for folder in data_folders(config)),
+        ("--ro-bind", str(slurm_hub.hub_folder(config)), str(slurm_hub.hub_folder(config))),
         ("--clearenv",),
         ("--setenv", "HOME", "/root", "--setenv", "USER", "root", "--setenv", "SHELL", "/bin/sh"),
         ("--setenv", "LANG", "C.UTF-8", "--setenv", "PATH", local_image.search_path(image)),

@@ -19,6 +19,7 @@ from instances.backends import BackendError, get_backend, local_image, slurm_ima
 from instances.backends.slurm import Account, SlurmBackend, _make_private, find_account, job_phase, jupyter_token
 from instances.choices import Status
 from instances.models import Instance
+from instances.tests.slurm_fixtures import _delete_accounts
 
 API = "/api/v1/instances"
 VALUE = "hf_S3cr3t-VALUE-7f9c"
@@ -185,6 +186,92 @@ def test_the_accounts_system_disk_disks_and_storage_are_its_alone_and_its_links_
     layout.write_text(json.dumps({"disks": escapes, "mounts": [{"target": 3}]}))
     backend.detach_disk(instance, disk)
     assert (Path("/etc").stat().st_uid, Path("/etc").stat().st_mode & 0o777) == (0, 0o755)
+
+
+@pytest.fixture
+def own_account_root(settings):
+    """A Slurm root with every owner's jobs running as an account of their own (``gpchub-u<owner>``, in a group of
+    its own), created by the console as it creates them on the cluster, and deleted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("creating the owners' accounts and handing folders over needs root")
+    root = Path(tempfile.mkdtemp(prefix="gpucloud-hub-", dir="/var/tmp"))
+    root.chmod(0o755)
+    template = {"job_user_template": "gpchub-u{owner}", "job_uid_base": 1_600_200_000}
+    settings.SLURM = {**settings.SLURM, "root": str(root)} | template
+    yield root
+    _delete_accounts([f"gpchub-u{Stub.owner_id}"])
+    subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=True)
+
+
+def _as_account(*argv):
+    return subprocess.run(["runuser", "-u", f"gpchub-u{Stub.owner_id}", "--", *argv], capture_output=True, text=True)
+
+
+def test_a_hub_item_mounted_has_its_files_for_the_instances_account_alone_and_goes_with_the_unmount(
+    own_account_root, settings, tmp_path, monkeypatch
+):
+    # Given a repository the hub laid out on the console's host (a private one: no other tenant may read it), and a
+    # console whose umask keeps what it makes to itself
+    settings.LOCAL_HUB_ROOT = tmp_path / "hub"
+    laid = settings.LOCAL_HUB_ROOT / "acme" / "private-model"
+    (laid / "weights").mkdir(parents=True)
+    (laid / "config.json").write_text('{"layers": 2}')
+    (laid / "weights" / "part-1.bin").write_bytes(b"\x00" * 1024)
+    for laid_out in (laid / "config.json", laid / "weights" / "part-1.bin"):
+        laid_out.chmod(0o644)  # as the hub leaves its files
+    backend, instance = SlurmBackend(), Stub()
+
+    # When the instance mounts it
+    umask = os.umask(0o077)
+    try:
+        backend.mount(instance, "acme/private-model", "/root/public/acme/private-model")
+    finally:
+        os.umask(umask)
+
+    # Then its home's link leads to the files, on the zone's shared root, which the instance's account reads and
+    # cannot change; the folder of every instance's hub items is not its to list
+    link = own_account_root / "instances" / instance.public_id / "root" / "public" / "acme" / "private-model"
+    folder = Path(os.readlink(link))
+    assert folder == own_account_root / "hub" / instance.public_id / "acme" / "private-model"
+    read = _as_account("cat", str(link / "config.json"))
+    assert read.stdout == '{"layers": 2}', read.stderr
+    assert _as_account("ls", str(link / "weights")).stdout.split() == ["part-1.bin"]
+    assert _as_account("sh", "-c", f"echo x > {link}/config.json").returncode != 0
+    assert _as_account("rm", "-rf", str(folder)).returncode != 0 and (folder / "config.json").exists()
+    assert _as_account("ls", str(own_account_root / "hub")).returncode != 0
+    # An account that is not the instance's reads none of it
+    other = subprocess.run(
+        ["setpriv", "--reuid=4343", "--regid=4343", "--clear-groups", "cat", str(folder / "config.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert other.returncode != 0 and "layers" not in other.stdout
+    # Nothing was copied where the shared root and the hub's files share a file system
+    if (laid / "config.json").stat().st_dev == folder.stat().st_dev:
+        assert (folder / "config.json").stat().st_ino == (laid / "config.json").stat().st_ino
+
+    # Mounted again (as each start does), it shows the hub's tree as it is now
+    (laid / "weights" / "part-1.bin").unlink()
+    backend.mount(instance, "acme/private-model", "/root/public/acme/private-model")
+    assert _as_account("ls", str(link / "weights")).stdout.split() == []
+    assert _as_account("cat", str(link / "config.json")).stdout == '{"layers": 2}'
+
+    # Unmounted, the link and the instance's copy are gone; released, its folder of hub items too
+    backend.unmount(instance, "/root/public/acme/private-model")
+    assert not link.is_symlink() and not folder.exists()
+    backend.mount(instance, "acme/private-model", "/root/public/acme/private-model")
+    monkeypatch.setattr(SlurmBackend, "_current_job", lambda self, instance, config: None)  # its job has ended
+    backend.release(instance)
+    assert not (own_account_root / "hub" / instance.public_id).exists()
+
+
+def test_no_hub_item_is_mounted_in_a_machine_sharing_one_account_with_every_tenant(nobodys_root, settings, tmp_path):
+    settings.SLURM = {**settings.SLURM, "job_user_template": ""}
+    settings.LOCAL_HUB_ROOT = tmp_path / "hub"
+    (settings.LOCAL_HUB_ROOT / "acme" / "model").mkdir(parents=True)
+    with pytest.raises(BackendError, match="share one account"):
+        SlurmBackend().mount(Stub(), "acme/model", "/root/public/acme/model")
+    assert not (nobodys_root / "hub").exists()
 
 
 def test_a_log_file_the_account_replaced_with_a_link_reads_as_no_logs(nobodys_root):

@@ -301,26 +301,23 @@ class Stub:
         self.owner_id = 7
 
 
-def test_disks_storage_and_hub_mounts_are_links_on_the_system_disk(settings, tmp_path):
+def test_disks_and_storage_are_links_on_the_system_disk(settings, tmp_path):
     settings.SLURM = {**settings.SLURM, "root": str(tmp_path), "job_user_template": ""}
     backend, instance = SlurmBackend(), Stub()
     system = tmp_path / "instances" / instance.public_id
     backend.mount(instance, "cloudstorage/u-1", "/root/shared")
-    backend.mount(instance, "Qwen/Qwen2-7B", "/root/public/Qwen/Qwen2-7B")
     backend.attach_disk(instance, "disk-1", 10, name="checkpoints")
     backend.attach_disk(instance, "disk-1", 10, name="checkpoints")  # a repeat is a no-op
 
     home = system / "root"
     assert os.readlink(home / "shared") == str(tmp_path / "shared" / "u-1") and (tmp_path / "shared" / "u-1").is_dir()
-    assert os.readlink(home / "public" / "Qwen" / "Qwen2-7B") == str(tmp_path / "hub" / "Qwen" / "Qwen2-7B")
     assert os.readlink(home / "data" / "checkpoints") == str(tmp_path / "disks" / "disk-1")
     layout = json.loads((system / ".gpucloud" / "layout.json").read_text())
     assert layout["disks"] == [{"id": "disk-1", "folder": "checkpoints"}]
-    assert {m["read_only"] for m in layout["mounts"]} == {True, False}
+    assert [(m["target"], m["read_only"]) for m in layout["mounts"]] == [("/root/shared", False)]
 
-    backend.unmount(instance, "/root/public/Qwen/Qwen2-7B")
     backend.detach_disk(instance, "disk-1")
-    assert not (home / "public" / "Qwen" / "Qwen2-7B").is_symlink() and not (home / "data" / "checkpoints").exists()
+    assert not (home / "data" / "checkpoints").exists()
     with pytest.raises(BackendError):
         backend.mount(instance, "x", "/etc/passwd")
     assert (tmp_path / "disks" / "disk-1").is_dir()  # detaching never deletes the disk

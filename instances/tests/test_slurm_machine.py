@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+from django.db import transaction
 
 from instances import lifecycle, runtime, secrets
 from instances.backends import get_backend
@@ -20,6 +21,9 @@ from instances.choices import Status
 from instances.models import Instance
 from instances.tests.ssh_fixtures import ssh
 from instances.tests.test_jupyter_proxy_real import _execute_request, _printed
+from marketplace.hub import repos as hub_repos
+from marketplace.hub import services as hub_services
+from storage import mounts
 from tests.asgi_server import browser, lab_browser, open_websocket
 
 pytestmark = [
@@ -119,6 +123,28 @@ def test_a_shell_runs_in_the_job_as_its_owners_account_in_its_home_with_its_envi
     done = enter(instance, "echo out; ls /no/such/folder; exit 3")
     assert done.returncode == 3 and done.stdout == "out\n"
     assert "No such file or directory" in done.stderr and "srun" not in done.stderr
+
+
+def test_a_hub_model_mounted_into_the_running_machine_has_its_files_read_only_until_it_is_taken_down(
+    on_slurm, slurm_instance, owner
+):
+    item = hub_services.save_item(repo="acme/slurm-model", summary="Tiny weights.")
+    with transaction.atomic():
+        hub_repos.publish_catalogue_files("acme/slurm-model", {"config.json": b'{"layers": 2}'}, "weights")
+
+    mounts.mount(owner, slurm_instance, "acme/slurm-model")
+
+    done = enter(slurm_instance, "cat ~/public/acme/slurm-model/config.json")
+    assert (done.returncode, done.stdout) == (0, '{"layers": 2}'), done.stderr
+    assert enter(slurm_instance, "echo x > ~/public/acme/slurm-model/config.json").returncode != 0
+
+    # Taken down, its files are gone from the machine too (the mount stays, empty, as in a local machine)
+    hub_repos.take_down(item, "a complaint")
+    done = enter(slurm_instance, "ls -A ~/public/acme/slurm-model")
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+
+    mounts.unmount(owner, slurm_instance, "acme/slurm-model")
+    assert enter(slurm_instance, "ls ~/public/acme/slurm-model").returncode != 0
 
 
 def test_a_shell_with_a_terminal_gets_one_in_the_job(on_slurm, slurm_instance):

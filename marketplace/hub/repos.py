@@ -36,7 +36,7 @@ from django.utils.translation import gettext as _
 from accounts import tokens
 from core import visitor_cache
 from core.errors import Conflict, Forbidden, NotFound, ServiceError
-from storage import quota
+from storage import mounts, quota
 from storage import services as storage_services
 from storage.choices import UsageSource
 from storage.models import StoredElsewhere
@@ -810,6 +810,8 @@ def _clear_layout_quietly(repo: str) -> None:
         _clear_layout(repo)
     except OSError:
         log.exception("could not empty the mounted folder of %s", repo)
+        return
+    mounts.hand_over_again(repo)  # machines holding a copy of the files (Slurm's) drop it
 
 
 def _clear_layout(repo: str) -> None:

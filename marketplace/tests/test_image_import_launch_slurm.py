@@ -9,6 +9,7 @@ import subprocess
 import uuid
 
 import pytest
+from django.db import transaction
 
 from instances import lifecycle as instance_lifecycle
 from instances.backends import BackendError, get_backend
@@ -16,9 +17,11 @@ from instances.choices import Status
 from instances.models import Instance
 from instances.tests.ssh_fixtures import ssh
 from marketplace.choices import ImageStatus
+from marketplace.hub import repos as hub_repos
+from marketplace.hub import services as hub_services
 from marketplace.images import imports
 from marketplace.tests.registry_fixtures import MARKER, PASSWORD, USER
-from storage import disks
+from storage import disks, mounts
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sandbox, pytest.mark.django_db(transaction=True)]
 
@@ -85,7 +88,7 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     # disks and storage (no system disk, boot file or image store), not the registry on the node's loopback (the
     # machine's 127.0.0.1 is its own); and the image's root is read-only.
     assert enter(instance, "cat /etc/passwd").returncode != 0
-    assert enter(instance, f"ls {on_slurm.root}").stdout.split() == ["disks", "shared"]
+    assert enter(instance, f"ls {on_slurm.root}").stdout.split() == ["disks", "hub", "shared"]
     port = tiny_mlu_image.split("/")[0].split(":")[1]
     reach = enter(instance, f"busybox wget -q -T 3 -O - http://127.0.0.1:{port}/v2/; echo rc=$?")
     assert "rc=0" not in reach.stdout
@@ -124,6 +127,14 @@ def test_an_imported_image_boots_on_the_slurm_cluster_with_its_files_command_and
     os.chown(theirs, 1_600_000_999, 1_600_000_999)
     peek = enter(instance, f"cat {theirs}/secret.txt")
     assert peek.returncode != 0 and "not yours" not in peek.stdout
+
+    # A hub model mounted into the running machine has its files at /root/public/<repo>, read-only
+    hub_services.save_item(repo="acme/tiny-model", summary="Tiny weights.")
+    with transaction.atomic():
+        hub_repos.publish_catalogue_files("acme/tiny-model", {"config.json": b'{"layers": 2}'}, "weights")
+    mounts.mount(owner, fresh(instance), "acme/tiny-model")
+    read = enter(instance, "cat /root/public/acme/tiny-model/config.json; echo x > /root/public/acme/tiny-model/new")
+    assert read.stdout == '{"layers": 2}' and read.returncode != 0, read.stderr
 
     # It bills as any machine: one session, open while it runs, closed and charged once it is stopped
     [session] = lifecycle.sessions_of(instance)

@@ -135,13 +135,17 @@ def unmount(user, instance, repo: str) -> HubMount:
 def hand_over_again(repo: str) -> None:
     """Hand each machine that mounts ``repo`` its mount again, as the hub lays the repository out now (taken down:
     nothing). A backend that binds the hub's own folder shows it already; one that copies what it mounts (Slurm)
-    drops the files it copied. A machine that refuses is logged; its next start hands the mount over anyway."""
-    for made in HubMount.objects.filter(repo=repo).select_related("instance"):
-        instance = made.instance
+    drops the files it copied. A machine that cannot take it is logged, and the others still get it; its next
+    start hands the mount over anyway."""
+    for made in HubMount.objects.filter(repo=repo).only("instance_id", "repo", "target"):
         try:
-            machines().backend_call(instance, lambda backend, i=instance, m=made: backend.mount(i, m.repo, m.target))
-        except ServiceError as exc:
-            log.warning("mounting %s again in %s: %s", repo, instance.public_id, exc)
+            with transaction.atomic():
+                instance = machines().lock(made.instance_id)
+                if machines().may_attach(instance):
+                    target = made.target
+                    machines().backend_call(instance, lambda backend, i=instance, t=target: backend.mount(i, repo, t))
+        except Exception:  # noqa: BLE001 - one machine's trouble must not keep the files in the others
+            log.exception("mounting %s again in instance %s", repo, made.instance_id)
 
 
 def check_launch(user, repos) -> None:

@@ -62,7 +62,7 @@ def lay_out(config: dict, public_id, repo: str, account) -> Path:
     """Lay ``repo``'s tree out for the instance whose jobs run as ``account`` (see the module's docstring) and return
     its folder."""
     _check_repo(repo)
-    if grp.getgrgid(account.gid).gr_name != account.name:
+    if not _own_group(account):
         raise BackendError(
             _(
                 "The cluster account %(name)s has no group of its own: a model or dataset mounted in its machine "
@@ -73,7 +73,7 @@ def lay_out(config: dict, public_id, repo: str, account) -> Path:
     origin = Path(settings.LOCAL_HUB_ROOT) / repo
     with _hub(config) as hub, _instance_folder(hub, public_id, account.gid) as base:
         here = Path(f"/proc/self/fd/{base}")  # the folder itself, whatever a path to it leads to now
-        fresh = here / f".{uuid.uuid4().hex}"
+        fresh, stale = here / f".{uuid.uuid4().hex}", None
         try:
             os.mkdir(fresh)
             os.chmod(fresh, 0o755)  # whatever the console's umask
@@ -87,14 +87,11 @@ def lay_out(config: dict, public_id, repo: str, account) -> Path:
                 os.rename(here / repo, stale)
             except FileNotFoundError:
                 stale = None
-            try:
-                os.rename(fresh, here / repo)
-            except OSError:
-                if stale is not None:
-                    os.rename(stale, here / repo)  # the earlier copy stays mounted
-                raise
+            os.rename(fresh, here / repo)
         except OSError as exc:
-            shutil.rmtree(fresh, ignore_errors=True)
+            for leftover in (fresh, stale):  # the mount shows what it showed, or nothing: never a half copy
+                if leftover is not None:
+                    shutil.rmtree(leftover, ignore_errors=True)
             raise BackendError(
                 _("%(repo)s could not be laid out for the machine: %(error)s") % {"repo": repo, "error": exc.strerror}
             ) from exc
@@ -109,10 +106,7 @@ def remove(config: dict, public_id, repo: str | None = None) -> None:
         return
     with _hub(config) as hub:
         if repo is None:
-            try:
-                shutil.rmtree(str(public_id), dir_fd=hub)
-            except FileNotFoundError:
-                pass
+            shutil.rmtree(str(public_id), dir_fd=hub, ignore_errors=True)
             return
         _check_repo(repo)
         try:
@@ -124,6 +118,15 @@ def remove(config: dict, public_id, repo: str | None = None) -> None:
             shutil.rmtree(Path(f"/proc/self/fd/{base}") / repo, ignore_errors=True)
         finally:
             os.close(base)
+
+
+def _own_group(account) -> bool:
+    """Whether ``account``'s group is its alone: named after it, with no other member."""
+    try:
+        group = grp.getgrgid(account.gid)
+    except KeyError:
+        return False
+    return group.gr_name == account.name and set(group.gr_mem) <= {account.name}
 
 
 def _check_repo(repo: str) -> None:
@@ -140,10 +143,10 @@ def _hub(config: dict):
     if not path.parent.is_dir():
         raise BackendError(f"the zone's shared root {path.parent} is missing")
     try:
-        os.mkdir(path, 0o711)
-    except FileExistsError:
-        pass
-    try:
+        try:
+            os.mkdir(path, 0o711)
+        except FileExistsError:
+            pass
         fd = os.open(path, OPEN_FOLDER)
     except OSError as exc:
         raise BackendError(f"{path} is not a folder of the console's: {exc.strerror}") from exc
@@ -151,7 +154,10 @@ def _hub(config: dict):
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or info.st_mode & 0o022:
             raise BackendError(f"{path} is not the console's own folder (owner {info.st_uid}, mode {info.st_mode:o})")
-        os.fchmod(fd, 0o711)
+        try:
+            os.fchmod(fd, 0o711)
+        except OSError as exc:
+            raise BackendError(f"{path}: {exc.strerror}") from exc
         yield fd
     finally:
         os.close(fd)
@@ -162,19 +168,25 @@ def _instance_folder(hub: int, public_id, group: int):
     """The descriptor of the instance's folder in ``hub`` (made if missing), locked, the console's with ``group``."""
     name = str(public_id)
     try:
-        os.mkdir(name, 0o750, dir_fd=hub)
-    except FileExistsError:
-        pass
-    fd = os.open(name, OPEN_FOLDER, dir_fd=hub)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # one layout or removal at a time per instance
-        if os.fstat(fd).st_uid != os.geteuid():
-            raise BackendError(f"the hub folder of {name} is not the console's")
         try:
-            os.fchown(fd, -1, group)
-        except PermissionError:
-            pass  # not root: the folder keeps the console's group
-        os.fchmod(fd, 0o750)
+            os.mkdir(name, 0o750, dir_fd=hub)
+        except FileExistsError:
+            pass
+        fd = os.open(name, OPEN_FOLDER, dir_fd=hub)
+    except OSError as exc:
+        raise BackendError(f"the hub folder of {name}: {exc.strerror}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one layout or removal at a time per instance
+            if os.fstat(fd).st_uid != os.geteuid():
+                raise BackendError(f"the hub folder of {name} is not the console's")
+            try:
+                os.fchown(fd, -1, group)
+            except PermissionError:
+                pass  # not root: the folder keeps the console's group
+            os.fchmod(fd, 0o750)
+        except OSError as exc:
+            raise BackendError(f"the hub folder of {name}: {exc.strerror}") from exc
         yield fd
     finally:
         os.close(fd)

@@ -265,6 +265,15 @@ def test_a_hub_item_mounted_has_its_files_for_the_instances_account_alone_and_go
     assert not (own_account_root / "hub" / instance.public_id).exists()
 
 
+def test_no_hub_item_is_mounted_for_an_account_whose_group_others_share(nobodys_root, settings, tmp_path):
+    # nobody's group is nogroup, which other system accounts' files use too
+    settings.LOCAL_HUB_ROOT = tmp_path / "hub"
+    (settings.LOCAL_HUB_ROOT / "acme" / "model").mkdir(parents=True)
+    with pytest.raises(BackendError, match="no group of its own"):
+        SlurmBackend().mount(Stub(), "acme/model", "/root/public/acme/model")
+    assert not (nobodys_root / "hub" / Stub.public_id).exists()
+
+
 def test_no_hub_item_is_mounted_in_a_machine_sharing_one_account_with_every_tenant(nobodys_root, settings, tmp_path):
     settings.SLURM = {**settings.SLURM, "job_user_template": ""}
     settings.LOCAL_HUB_ROOT = tmp_path / "hub"

@@ -582,3 +582,14 @@ def test_a_machine_whose_job_slurm_forgot_is_not_an_earlier_job_of_its_name_its_
     assert backend.queue_entries([instance])[instance.public_id] is None
     assert backend.queue_entry(instance) is None
     assert backend.sweep() == 1 and client.calls == [("cancel", 5)]
+
+
+@pytest.mark.django_db
+def test_a_running_machine_submitted_again_is_its_recorded_job_not_a_second_one(monkeypatch, settings, launch, owner):
+    # Given a running machine whose recorded job the cluster lists, running as its account
+    instance, client = slurm_machine(monkeypatch, settings, launch, name="again", status=Status.RUNNING, job_id="10")
+    client.listing = [listed(10, f"inst-{instance.public_id}", f"gpctest-u{owner.pk}", state="RUNNING")]
+
+    # When the console submits it again (a retried start lands here), it is that job, and nothing is submitted
+    assert SlurmBackend().submit(instance) == "10"
+    assert client.calls == []

@@ -836,5 +836,10 @@ def restore(item: HubItem) -> HubItem:
     visitor_cache.bump("hub-list")
     services.search.sync([item.pk])
     item.refresh_from_db()
-    transaction.on_commit(lambda: _materialise_quietly(item.repo))
+    transaction.on_commit(lambda: _restore_layout(item.repo))
     return item
+
+
+def _restore_layout(repo: str) -> None:
+    _materialise_quietly(repo)
+    mounts.hand_over_again(repo)  # machines holding a copy of the files (Slurm's) get them back

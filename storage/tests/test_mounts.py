@@ -5,8 +5,10 @@ import pytest
 
 from core.errors import Conflict, ServiceError
 from instances import lifecycle
+from instances.backends import get_backend
 from instances.models import SimulatedJob
 from instances.tests.fixtures import settle
+from marketplace.hub import repos as hub_repos
 from marketplace.hub import services as hub_services
 from marketplace.models import HubItem
 from storage import mounts as hub_mounts
@@ -116,3 +118,30 @@ def test_two_users_mounting_one_repository_each_see_their_own_instance_on_its_pa
         other = next(i for u, i in pages.items() if u != user)
         assert f"/{instance.public_id}/" in html and 'data-repo="THUDM/chatglm3-6b"' in html
         assert str(other.public_id) not in html
+
+
+def test_a_takedown_hands_every_mount_over_again_and_one_machine_that_fails_keeps_no_other_from_it(
+    owner, hub, running, monkeypatch, django_capture_on_commit_callbacks
+):
+    # Given two running instances that mount a model, the first of whose machines fails when handed it again
+    first, second = running(name="first"), running(name="second")
+    for instance in (first, second):
+        hub_mounts.mount(owner, instance, "THUDM/chatglm3-6b")
+    backend = type(get_backend(first.backend_name))
+    handed, real_mount = [], backend.mount
+
+    def mount(self, instance, source, target):
+        handed.append(instance.pk)
+        if instance.pk == first.pk:
+            raise RuntimeError("the node is gone")
+        real_mount(self, instance, source, target)
+
+    monkeypatch.setattr(backend, "mount", mount)
+
+    # When the repository is taken down
+    with django_capture_on_commit_callbacks(execute=True):
+        hub_repos.take_down(hub["chatglm"], "a complaint")
+
+    # Then both machines were handed it again, the second despite the first's failure, and the mounts stay listed
+    assert sorted(handed) == sorted([first.pk, second.pk])
+    assert HubMount.objects.filter(repo="THUDM/chatglm3-6b").count() == 2

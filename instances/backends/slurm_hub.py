@@ -135,29 +135,43 @@ def _check_repo(repo: str) -> None:
         raise BackendError(_("%(source)s cannot be mounted.") % {"source": repo})
 
 
-@contextmanager
-def _hub(config: dict):
-    """The descriptor of the zone's ``hub/`` (made if missing), checked to be the console's own folder: not a link,
-    owned by the console, writable by nobody else."""
-    path = hub_folder(config)
-    if not path.parent.is_dir():
-        raise BackendError(f"the zone's shared root {path.parent} is missing")
+def _own_folder(name, mode: int, *, dir_fd: int | None = None, group: int | None = None) -> int:
+    """The descriptor of the folder ``name`` (under ``dir_fd``), made if missing, never through a link, checked to be
+    the console's own and writable by nobody else, set to ``mode`` (and ``group`` where the console may)."""
     try:
         try:
-            os.mkdir(path, 0o711)
+            os.mkdir(name, mode, dir_fd=dir_fd)
         except FileExistsError:
             pass
-        fd = os.open(path, OPEN_FOLDER)
+        fd = os.open(name, OPEN_FOLDER, dir_fd=dir_fd)
     except OSError as exc:
-        raise BackendError(f"{path} is not a folder of the console's: {exc.strerror}") from exc
+        raise BackendError(f"{name} is not a folder of the console's: {exc.strerror}") from exc
     try:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            raise BackendError(f"{path} is not the console's own folder (owner {info.st_uid}, mode {info.st_mode:o})")
-        try:
-            os.fchmod(fd, 0o711)
-        except OSError as exc:
-            raise BackendError(f"{path}: {exc.strerror}") from exc
+            raise BackendError(f"{name} is not the console's own folder (owner {info.st_uid}, mode {info.st_mode:o})")
+        if group is not None:
+            try:
+                os.fchown(fd, -1, group)
+            except PermissionError:
+                pass  # not root: the folder keeps the console's group, which the shared account's jobs have
+        os.fchmod(fd, mode)
+    except BaseException as exc:
+        os.close(fd)
+        if isinstance(exc, OSError):
+            raise BackendError(f"{name}: {exc.strerror}") from exc
+        raise
+    return fd
+
+
+@contextmanager
+def _hub(config: dict):
+    """The descriptor of the zone's ``hub/`` (made if missing), the console's own folder."""
+    path = hub_folder(config)
+    if not path.parent.is_dir():
+        raise BackendError(f"the zone's shared root {path.parent} is missing")
+    fd = _own_folder(path, 0o711)
+    try:
         yield fd
     finally:
         os.close(fd)
@@ -166,27 +180,12 @@ def _hub(config: dict):
 @contextmanager
 def _instance_folder(hub: int, public_id, group: int):
     """The descriptor of the instance's folder in ``hub`` (made if missing), locked, the console's with ``group``."""
-    name = str(public_id)
-    try:
-        try:
-            os.mkdir(name, 0o750, dir_fd=hub)
-        except FileExistsError:
-            pass
-        fd = os.open(name, OPEN_FOLDER, dir_fd=hub)
-    except OSError as exc:
-        raise BackendError(f"the hub folder of {name}: {exc.strerror}") from exc
+    fd = _own_folder(str(public_id), 0o750, dir_fd=hub, group=group)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one layout or removal at a time per instance
-            if os.fstat(fd).st_uid != os.geteuid():
-                raise BackendError(f"the hub folder of {name} is not the console's")
-            try:
-                os.fchown(fd, -1, group)
-            except PermissionError:
-                pass  # not root: the folder keeps the console's group
-            os.fchmod(fd, 0o750)
         except OSError as exc:
-            raise BackendError(f"the hub folder of {name}: {exc.strerror}") from exc
+            raise BackendError(f"the hub folder of {public_id}: {exc.strerror}") from exc
         yield fd
     finally:
         os.close(fd)
